@@ -1,0 +1,122 @@
+/* The `remora` command: dispatches to one subcommand per file in cli/. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+
+static const cli_command commands[] = {
+	{"describe", "per-op table of one training step of a model (FLOPs, bytes, checkpoint names)",
+	 cli_cmd_describe},
+	{"hw", "hardware profiles: list, show NAME", cli_cmd_hw},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: remora [-v|-q] COMMAND [ARGS...]\n\n"
+		     "remora predicts the step time and memory of transformer training on H100/H200 "
+		     "GPUs.\n\ncommands:\n");
+	for (size_t i = 0; i < RM_ARRAY_SIZE(commands); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\noptions:\n"
+		     "  -v, --verbose   more messages on stderr (repeat for debug)\n"
+		     "  -q, --quiet     errors only\n"
+		     "  -V, --version   print the version\n"
+		     "  -h, --help      this help; `remora COMMAND --help` for a command\n");
+}
+
+int cli_fail(const rm_error *err)
+{
+	rm_log_error_record(err);
+	return CLI_EXIT_FAIL;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "remora: error: %s\n", msg);
+	fprintf(stderr, "remora: see `remora %s%s--help`\n", cmd ? cmd : "", cmd ? " " : "");
+	return CLI_EXIT_USAGE;
+}
+
+bool cli_parse_positive(const char *cmd, const char *option, const char *text, int64_t *out)
+{
+	if (rm_parse_positive_int(text, out))
+		return true;
+	cli_usage_error(cmd, "%s expects a positive integer, got '%s'", option, text);
+	return false;
+}
+
+int cli_print_json(json_t *doc)
+{
+	if (!doc) {
+		fprintf(stderr, "remora: error: could not build the JSON output\n");
+		return CLI_EXIT_FAIL;
+	}
+	int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	json_decref(doc);
+	if (rc != 0 || fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
+		fprintf(stderr, "remora: error: writing JSON to stdout failed\n");
+		return CLI_EXIT_FAIL;
+	}
+	return CLI_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"verbose", no_argument, NULL, 'v'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{0, 0, 0, 0},
+	};
+	int verbosity = RM_LOG_WARN;
+	int c;
+	/* "+" stops at the first non-option: the subcommand parses the rest. */
+	while ((c = getopt_long(argc, argv, "+vqVh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			verbosity++;
+			break;
+		case 'q':
+			verbosity = RM_LOG_ERROR;
+			break;
+		case 'V':
+			printf("remora %s\n", REMORA_VERSION);
+			return CLI_EXIT_OK;
+		case 'h':
+			usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (verbosity > RM_LOG_DEBUG)
+		verbosity = RM_LOG_DEBUG;
+	rm_log_set_level((rm_log_level)verbosity);
+	if (optind >= argc) {
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	const char *name = argv[optind];
+	for (size_t i = 0; i < RM_ARRAY_SIZE(commands); i++) {
+		if (strcmp(name, commands[i].name) == 0) {
+			int sub_argc = argc - optind;
+			char **sub_argv = argv + optind;
+			optind = 0; /* glibc: full reinitialisation for the subcommand's getopt_long */
+			return commands[i].run(sub_argc, sub_argv);
+		}
+	}
+	fprintf(stderr, "remora: error: unknown command '%s'\n", name);
+	usage(stderr);
+	return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,93 @@
+/*
+ * remora/hw.h — hardware profiles: the figures every cost model reads (models/hw.c).
+ *
+ * A profile is a plain value: the embedded defaults below come from
+ * shared/reference/hardware.md, each field carrying the row it was taken from; calibration
+ * (calibrate/) copies a default and overrides fields with fitted values, replacing their sources.
+ *
+ * Units are in the field names: _TFLOPs = 10^12 FLOP/s (dense, no sparsity), _GBps = 10^9 B/s
+ * (one direction unless the name says otherwise), _bytes, _us = microseconds, _MHz, _W.
+ */
+#ifndef REMORA_HW_H
+#define REMORA_HW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "remora/common.h"
+
+/* X(field, unit, description). All values are doubles; counts are whole numbers. */
+#define RM_HW_FIELDS(X)                                                                          \
+	X(sm_count, "", "streaming multiprocessors")                                             \
+	X(boost_clock_MHz, "MHz", "boost clock")                                                 \
+	X(bf16_TFLOPs, "TFLOP/s", "BF16/FP16 tensor peak, dense")                                \
+	X(fp8_TFLOPs, "TFLOP/s", "FP8 tensor peak, dense (0: not supported)")                    \
+	X(tf32_TFLOPs, "TFLOP/s", "TF32 tensor peak, dense")                                     \
+	X(fp32_TFLOPs, "TFLOP/s", "FP32 SIMT peak")                                              \
+	X(hbm_bytes, "B", "HBM capacity")                                                        \
+	X(hbm_peak_GBps, "GB/s", "HBM peak bandwidth")                                           \
+	X(hbm_achievable_GBps, "GB/s", "HBM achievable bandwidth (copy)")                        \
+	X(l2_bytes, "B", "L2 cache")                                                             \
+	X(nvlink_links, "", "NVLink links per GPU")                                              \
+	X(nvlink_GBps, "GB/s", "NVLink bandwidth per direction, datasheet")                      \
+	X(nvlink_nccl_GBps, "GB/s", "NVLink bandwidth per direction as NCCL models it")           \
+	X(p2p_GBps, "GB/s", "measured raw P2P copy, one direction")                              \
+	X(pcie_GBps, "GB/s", "PCIe to host per direction, datasheet")                            \
+	X(h2d_GBps, "GB/s", "pinned host-to-device copy, measured")                              \
+	X(d2h_GBps, "GB/s", "pinned device-to-host copy, measured")                              \
+	X(nic_GBps, "GB/s", "scale-out NIC per GPU, effective")                                  \
+	X(gpus_per_node, "", "GPUs per node (HGX/DGX)")                                          \
+	X(tdp_W, "W", "board power")                                                             \
+	X(gemm_overhead_us, "us", "GEMM fixed overhead t0 in t = t0 + FLOPs/R")                  \
+	X(gemm_bf16_TFLOPs, "TFLOP/s", "best achievable BF16 GEMM rate R")                       \
+	X(gemm_fp8_TFLOPs, "TFLOP/s", "best achievable FP8 GEMM rate R (0: not supported)")      \
+	X(gemm_tile_m, "", "GEMM CTA tile rows for wave quantization")                           \
+	X(gemm_tile_n, "", "GEMM CTA tile columns for wave quantization")                        \
+	X(launch_us, "us", "kernel launch overhead (no CUDA graph)")                             \
+	X(nccl_ring_channels, "", "NCCL ring channels (one SM each) on a full node")             \
+	X(nccl_nvls_channels, "", "NCCL NVLS channels on a full node")
+
+typedef enum rm_hw_field {
+#define RM_HW_FIELD_ENUM(f, unit, desc) RM_HW_##f,
+	RM_HW_FIELDS(RM_HW_FIELD_ENUM)
+#undef RM_HW_FIELD_ENUM
+	RM_HW_FIELD_COUNT
+} rm_hw_field;
+
+typedef struct rm_hw_profile {
+	char name[64];
+	char description[128];
+#define RM_HW_FIELD_MEMBER(f, unit, desc) double f;
+	RM_HW_FIELDS(RM_HW_FIELD_MEMBER)
+#undef RM_HW_FIELD_MEMBER
+	/* Where each value comes from: "hardware.md <row> (DS|M|NCCL|D)" or a calibration fit. */
+	const char *source[RM_HW_FIELD_COUNT];
+} rm_hw_profile;
+
+/* Descriptor of a field, for printing and for overriding by name. */
+typedef struct rm_hw_field_info {
+	const char *key;
+	const char *unit;
+	const char *description;
+	size_t offset; /* offsetof(rm_hw_profile, key) */
+} rm_hw_field_info;
+
+/* The field table, RM_HW_FIELD_COUNT entries in declaration order. */
+const rm_hw_field_info *rm_hw_field_info_at(rm_hw_field field);
+/* The field of that key ("hbm_bytes"), or -1. */
+int rm_hw_field_find(const char *key);
+/* The value of a field of a profile. */
+double rm_hw_profile_get(const rm_hw_profile *hw, rm_hw_field field);
+/* Sets a field and its source (source must outlive the profile; NULL keeps the old one). */
+void rm_hw_profile_set(rm_hw_profile *hw, rm_hw_field field, double value, const char *source);
+
+/* Number of embedded profiles, and the i-th (i < count). */
+size_t rm_hw_profile_count(void);
+const rm_hw_profile *rm_hw_profile_at(size_t i);
+/*
+ * The embedded profile of that name ("h100-sxm", "h200-sxm", "a100-sxm-80gb"; the aliases
+ * "h100", "h200", "a100" are accepted), or NULL with err listing the known names.
+ */
+const rm_hw_profile *rm_hw_profile_find(const char *name, rm_error *err);
+
+#endif /* REMORA_HW_H */

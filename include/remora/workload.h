@@ -1,0 +1,299 @@
+/*
+ * remora/workload.h — the transformer workload model (models/hfconfig.c, models/workload.c).
+ *
+ * What it does: reads a Hugging Face config.json (or a preset in data/models/), counts parameters
+ * exactly, and builds the op graph of one training step per GPU: the embedding, one decoder layer
+ * (forward ops in order, then backward ops split into data-gradient and weight-gradient ops), and
+ * the head (final norm, LM head, loss). Every decoder layer is identical, so one layer's graph
+ * stands for all L; the schedulers instantiate it L times.
+ *
+ * Invariants
+ * - Forward ops produce values; every value has one producer and a canonical checkpoint name
+ *   (seed report style: dot_attention_query, ..., dot_mlp_out; see rm_checkpoint_canonical()).
+ * - A backward op lists the forward values it needs (its residuals). The bytes of the distinct
+ *   residuals of one layer are what the layer keeps for the backward pass when nothing is
+ *   recomputed; for GPT-2 with unfused attention and dropout they equal
+ *   s*b*h*(34 + 5*a*s/h) (Korthikanti et al. 2022; reference/activation-memory.md row 1).
+ * - Shapes and sizes are per GPU: FSDP shards parameters and optimizer state, not the batch
+ *   (each GPU runs its own micro_batch sequences through the whole layer).
+ *
+ * Units: FLOPs are floating-point operations (a multiply-add counts 2), bytes are bytes.
+ */
+#ifndef REMORA_WORKLOAD_H
+#define REMORA_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "remora/common.h"
+
+typedef enum rm_dtype {
+	RM_DTYPE_FP32,
+	RM_DTYPE_BF16,
+	RM_DTYPE_FP16,
+	RM_DTYPE_FP8_E4M3,
+	RM_DTYPE_FP8_E5M2,
+	RM_DTYPE_INT32,
+	RM_DTYPE_UINT8,
+	RM_DTYPE_COUNT
+} rm_dtype;
+
+/* Bytes per element (fp32 4, bf16/fp16 2, fp8 1, int32 4, uint8 1). */
+int rm_dtype_size(rm_dtype dtype);
+/* Canonical name: "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int32", "uint8". */
+const char *rm_dtype_name(rm_dtype dtype);
+/* Parses a name; accepts the canonical names and "float32", "bfloat16", "float16". */
+bool rm_dtype_parse(const char *name, rm_dtype *out);
+
+typedef enum rm_arch {
+	RM_ARCH_LLAMA,   /* LlamaForCausalLM */
+	RM_ARCH_MISTRAL, /* MistralForCausalLM */
+	RM_ARCH_QWEN2,   /* Qwen2ForCausalLM: Llama layout with q/k/v biases */
+	RM_ARCH_GPT2,    /* GPT2LMHeadModel: LayerNorm, learned positions, GELU MLP, biases */
+	RM_ARCH_COUNT
+} rm_arch;
+
+/* The Hugging Face architecture string of an arch ("LlamaForCausalLM"). */
+const char *rm_arch_hf_name(rm_arch arch);
+
+typedef enum rm_norm_kind { RM_NORM_RMSNORM, RM_NORM_LAYERNORM } rm_norm_kind;
+typedef enum rm_mlp_kind { RM_MLP_SWIGLU, RM_MLP_GELU } rm_mlp_kind;
+
+/* A decoder-only transformer, as its config.json describes it. */
+typedef struct rm_model_config {
+	char name[64]; /* preset name or the config file's base name */
+	rm_arch arch;
+	int64_t vocab;
+	int64_t hidden;   /* h */
+	int64_t layers;   /* L */
+	int64_t heads;    /* a, query heads */
+	int64_t kv_heads; /* key/value heads (grouped-query attention when < heads) */
+	int64_t head_dim; /* d = hidden / heads unless the config sets head_dim */
+	int64_t ffn;      /* MLP inner size */
+	int64_t max_pos;  /* max_position_embeddings / n_positions */
+	bool tied;        /* LM head shares the input embedding matrix */
+	bool qkv_bias;    /* biases on q, k, v projections */
+	bool out_bias;    /* biases on the attention output and MLP projections (GPT-2) */
+	rm_norm_kind norm;
+	rm_mlp_kind mlp;
+	bool learned_pos; /* learned position embeddings (GPT-2) instead of rotary */
+	double attn_dropout;  /* dropout on attention probabilities (attn_pdrop) */
+	double resid_dropout; /* dropout after attention and MLP outputs (resid_pdrop) */
+	double embd_dropout;  /* dropout after the embedding (embd_pdrop) */
+	int64_t sliding_window; /* 0 = full attention */
+} rm_model_config;
+
+/*
+ * Parses a Hugging Face config.json held in memory. path names the input in errors. Supported
+ * architectures: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel; any
+ * other is RM_UNSUPPORTED with the list. Malformed JSON is RM_PARSE with the parser's
+ * line:column; a missing required key RM_MISSING at the enclosing mapping; a non-positive size or
+ * heads not dividing hidden RM_INVALID at the offending value.
+ */
+rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
+				rm_model_config *out, rm_error *err);
+/* Reads and parses a config.json file (see rm_model_config_parse). */
+rm_status rm_model_config_load(const char *path, rm_model_config *out, rm_error *err);
+/*
+ * Loads MODEL: a preset name from data/models/ (e.g. "llama-2-7b") or a path to a config.json
+ * (anything containing '/' or ending in ".json"). Unknown presets list the shipped ones.
+ */
+rm_status rm_model_config_resolve(const char *model, rm_model_config *out, rm_error *err);
+/* Names of the shipped presets, NULL-terminated. */
+const char *const *rm_model_preset_names(void);
+
+/* Parameter counts by part (elements, not bytes). */
+typedef struct rm_param_count {
+	int64_t embedding;  /* token table V*h (+ learned positions max_pos*h) */
+	int64_t per_layer;  /* one decoder layer, norms and biases included */
+	int64_t layers;     /* L * per_layer */
+	int64_t final_norm; /* weights (and bias for LayerNorm) of the final norm */
+	int64_t lm_head;    /* V*h, 0 when tied */
+	int64_t total;
+	/* Non-embedding parameters for the FLOPs convention: total minus the input embedding lookup
+	 * tables, plus the head matrix when tied (the LM head is a real matmul either way). */
+	int64_t nonembedding;
+} rm_param_count;
+
+/* Exact parameter count of a model (reference/models.csv conventions). */
+rm_param_count rm_model_param_count(const rm_model_config *model);
+
+typedef enum rm_optimizer {
+	RM_OPT_ADAMW, /* two fp32 moments per parameter */
+	RM_OPT_SGD_MOMENTUM, /* one fp32 momentum per parameter */
+	RM_OPT_SGD,   /* no state */
+	RM_OPT_COUNT
+} rm_optimizer;
+
+const char *rm_optimizer_name(rm_optimizer opt);
+bool rm_optimizer_parse(const char *name, rm_optimizer *out);
+
+/* How one step is trained on one GPU. */
+typedef struct rm_train_config {
+	int64_t seq_len;       /* s */
+	int64_t micro_batch;   /* b, sequences per GPU per micro-batch */
+	int64_t grad_accum;    /* micro-batches per step */
+	int64_t fsdp;          /* FSDP degree: parameters, gradients, optimizer sharded over it */
+	rm_dtype dtype;        /* activations and compute (bf16) */
+	rm_dtype param_dtype;  /* parameters as gathered for compute (bf16) */
+	rm_dtype grad_dtype;   /* gradients (bf16; fp32 for fp32 reduce-scatter) */
+	rm_optimizer optimizer;
+	bool master_weights;   /* fp32 master copy of the parameters */
+	bool fused_attention;  /* flash attention (default) or unfused QK^T/softmax/PV */
+	bool causal;           /* causal mask (default) */
+	int dropout;           /* -1: as the config says; 0: off; 1: on (the config's rates) */
+} rm_train_config;
+
+/* Defaults: seq_len min(4096, max_pos), micro_batch 1, grad_accum 1, fsdp 1, bf16 everywhere,
+ * AdamW with fp32 master weights, fused causal attention, dropout as configured. */
+rm_train_config rm_train_config_default(const rm_model_config *model);
+/* Checks a training setup against a model; RM_INVALID with a sentence on the first problem. */
+rm_status rm_train_config_check(const rm_model_config *model, const rm_train_config *train,
+				rm_error *err);
+
+typedef enum rm_op_kind {
+	RM_OP_GEMM,        /* dense matmul, cost from gemm {batch, m, n, k, dtype} */
+	RM_OP_ATTENTION,   /* fused (flash) attention kernel, forward or backward */
+	RM_OP_ELEMENTWISE, /* memory-bound kernel: norm, rotary, softmax, activation, add, ... */
+	RM_OP_KIND_COUNT
+} rm_op_kind;
+
+typedef enum rm_phase {
+	RM_PHASE_FWD,
+	RM_PHASE_BWD_DGRAD, /* gradient with respect to activations */
+	RM_PHASE_BWD_WGRAD, /* gradient with respect to weights */
+	RM_PHASE_COUNT
+} rm_phase;
+
+const char *rm_op_kind_name(rm_op_kind kind);
+const char *rm_phase_name(rm_phase phase);
+
+#define RM_OP_MAX_INPUTS 6
+#define RM_OP_MAX_OUTPUTS 2
+#define RM_OP_MAX_RESIDUALS 6
+#define RM_MAX_RANK 4
+
+/* A tensor produced by a forward op. */
+typedef struct rm_value {
+	char name[48]; /* canonical checkpoint name, unique within its graph */
+	rm_dtype dtype;
+	int rank;
+	int64_t shape[RM_MAX_RANK];
+	int64_t bytes;
+	int producer; /* op index in the graph, -1 for the graph's input */
+} rm_value;
+
+typedef struct rm_gemm_shape {
+	int64_t batch, m, n, k; /* C[batch, m, n] = A[batch, m, k] . B[batch, k, n] */
+	rm_dtype dtype;
+	bool has_batch_dims; /* a dot_general with batch dimensions (attention's QK^T, PV) */
+} rm_gemm_shape;
+
+typedef struct rm_attention_shape {
+	int64_t batch, heads, kv_heads, seq, head_dim;
+	bool causal;
+	bool fused;
+	rm_dtype dtype;
+} rm_attention_shape;
+
+typedef struct rm_op {
+	char name[64]; /* forward: its output's checkpoint name; backward: "<fwd>.dgrad|.wgrad|.bwd" */
+	rm_op_kind kind;
+	rm_phase phase;
+	int fwd_op; /* backward ops: the forward op they differentiate; forward ops: -1 */
+	rm_gemm_shape gemm;           /* kind == RM_OP_GEMM */
+	rm_attention_shape attention; /* kind == RM_OP_ATTENTION */
+	double flops;                 /* executed FLOPs */
+	int64_t bytes_read;           /* HBM bytes read (inputs, weights) */
+	int64_t bytes_written;        /* HBM bytes written (outputs) */
+	int64_t weight_elems;         /* parameter elements this op reads (forward) or their grads */
+	int n_inputs, n_outputs, n_residuals;
+	int inputs[RM_OP_MAX_INPUTS];   /* value indices (forward ops) */
+	int outputs[RM_OP_MAX_OUTPUTS]; /* value indices (forward ops) */
+	int residuals[RM_OP_MAX_RESIDUALS]; /* forward values a backward op needs */
+} rm_op;
+
+/* An op graph: forward ops in execution order, then backward ops in execution order. */
+typedef struct rm_graph {
+	char name[32]; /* "embedding", "layer", "head" */
+	rm_value *values;
+	int n_values;
+	rm_op *ops;
+	int n_ops;
+	int n_fwd_ops; /* ops[0 .. n_fwd_ops) are forward */
+	int input;     /* value index of the graph input (the layer's residual stream), or -1 */
+	int64_t params; /* parameter elements of this part */
+} rm_graph;
+
+/* One training step per GPU of a model under a training setup. */
+typedef struct rm_workload {
+	rm_model_config model;
+	rm_train_config train;
+	rm_param_count params;
+	rm_graph embedding; /* token (and position) lookup */
+	rm_graph layer;     /* one decoder layer; the step runs it L times */
+	rm_graph head;      /* final norm, LM head, cross-entropy loss */
+} rm_workload;
+
+/*
+ * Builds the workload (op graphs of one micro-batch) of a model and training setup. Returns
+ * NULL with err on an invalid setup (see rm_train_config_check). Free with rm_workload_destroy.
+ */
+rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
+				rm_error *err);
+void rm_workload_destroy(rm_workload *wl);
+
+/* Index of the value or op of that name in a graph, or -1. */
+int rm_graph_find_value(const rm_graph *g, const char *name);
+int rm_graph_find_op(const rm_graph *g, const char *name);
+/* Sum of op FLOPs of a graph for a phase, or all phases when phase == RM_PHASE_COUNT. */
+double rm_graph_flops(const rm_graph *g, rm_phase phase);
+/*
+ * Bytes of the distinct forward values that the graph's backward ops need (nothing recomputed,
+ * nothing offloaded). For the layer graph this is the activation memory per layer per micro-batch.
+ */
+int64_t rm_graph_residual_bytes(const rm_graph *g);
+/* Whether the backward pass of the graph needs value v. */
+bool rm_graph_value_is_residual(const rm_graph *g, int v);
+
+/*
+ * Model FLOPs per token of training (forward + backward, no recompute), PaLM appendix B
+ * convention (reference/activation-memory.md): 6 * N_nonembedding + 12 * L * a*d * s, attention
+ * counted non-causally; a*d equals h for every shipped model. Used for MFU.
+ */
+double rm_workload_model_flops_per_token(const rm_workload *wl);
+/* FLOPs the op graphs execute per micro-batch: embedding + L * layer + head, all phases. */
+double rm_workload_executed_flops(const rm_workload *wl);
+
+/* Static (persistent) memory per GPU under FSDP, in bytes. */
+typedef struct rm_static_memory {
+	int64_t shard_elems;   /* ceil(params / fsdp) */
+	int64_t params;        /* shard_elems * param dtype */
+	int64_t master;        /* shard_elems * 4 with fp32 master weights, else 0 */
+	int64_t grads;         /* shard_elems * grad dtype */
+	int64_t optimizer;     /* AdamW: 2 * 4 * shard_elems; SGD momentum: 4 * shard_elems */
+	int64_t total;
+} rm_static_memory;
+
+/*
+ * Static memory per GPU: every parameter, gradient and optimizer state sharded evenly over the
+ * FSDP group (ZeRO stage 3 convention: Rajbhandari et al. 2020, section 3: 2 + 2 + 12 bytes per
+ * parameter for mixed-precision Adam, i.e. bf16 params, bf16 grads, fp32 master, fp32 m and v).
+ */
+rm_static_memory rm_workload_static_memory(const rm_workload *wl);
+
+/*
+ * Canonical checkpoint name for a user's name: canonical names map to themselves; MaxText's
+ * aliases (query_proj, key_proj, value_proj, out_proj, context, mlpwi_0, mlpwi_1, mlpwi, mlpwo)
+ * map to dot_attention_query, dot_attention_key, dot_attention_value, dot_attention_out,
+ * attention_context, dot_mlp_gate, dot_mlp_up, dot_mlp_up, dot_mlp_out. NULL when unknown.
+ * MaxText's qkv_proj stands for three names: see rm_checkpoint_expand().
+ */
+const char *rm_checkpoint_canonical(const char *name);
+/*
+ * Expands a user's name into canonical names (qkv_proj gives the three projections); returns the
+ * count written to out (at most max), 0 when unknown.
+ */
+int rm_checkpoint_expand(const char *name, const char **out, int max);
+
+#endif /* REMORA_WORKLOAD_H */

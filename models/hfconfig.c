@@ -1,0 +1,444 @@
+/*
+ * Hugging Face config.json reader (remora/workload.h): libfyaml parses the JSON and keeps the
+ * line and column of every node, so each error points at the offending value.
+ *
+ * Keys read, by architecture (transformers' configuration classes; defaults are theirs):
+ *   Llama/Mistral/Qwen2: vocab_size, hidden_size, num_hidden_layers, num_attention_heads,
+ *     num_key_value_heads (= heads), head_dim (= hidden/heads), intermediate_size,
+ *     max_position_embeddings, tie_word_embeddings (false), attention_bias (false; Qwen2 always
+ *     has q/k/v biases), mlp_bias (false), attention_dropout (0), sliding_window,
+ *     use_sliding_window (Qwen2), hidden_act (silu).
+ *   GPT-2: vocab_size, n_embd, n_layer, n_head, n_positions (1024), n_inner (4*n_embd),
+ *     tie_word_embeddings (true), attn_pdrop, resid_pdrop, embd_pdrop (0.1).
+ * Other keys are ignored: config.json files carry many that do not change the workload.
+ */
+#include <errno.h>
+#include <libfyaml.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "remora/workload.h"
+
+static const char *const preset_names[] = {
+	"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b",
+	"mistral-7b", "qwen2-7b",    "gpt-2",       NULL,
+};
+
+const char *const *rm_model_preset_names(void)
+{
+	return preset_names;
+}
+
+static const struct {
+	rm_arch arch;
+	const char *hf_name;
+	const char *model_type;
+} arch_table[] = {
+	{RM_ARCH_LLAMA, "LlamaForCausalLM", "llama"},
+	{RM_ARCH_MISTRAL, "MistralForCausalLM", "mistral"},
+	{RM_ARCH_QWEN2, "Qwen2ForCausalLM", "qwen2"},
+	{RM_ARCH_GPT2, "GPT2LMHeadModel", "gpt2"},
+};
+
+const char *rm_arch_hf_name(rm_arch arch)
+{
+	for (size_t i = 0; i < RM_ARRAY_SIZE(arch_table); i++)
+		if (arch_table[i].arch == arch)
+			return arch_table[i].hf_name;
+	return "unknown";
+}
+
+/* Parsing context: the document, the file name for errors, and the first error. */
+typedef struct cfg_reader {
+	const char *path;
+	const char *text; /* the input, for the position of the top-level object */
+	size_t len;
+	struct fy_node *root;
+	rm_error *err;
+} cfg_reader;
+
+/*
+ * 1-based line and column of a node. libfyaml 0.7 exposes marks on tokens only: a scalar's own
+ * token, a collection's first scalar; the top-level object is located in the text itself.
+ */
+static void node_position(cfg_reader *r, struct fy_node *node, int *line, int *col)
+{
+	*line = 0;
+	*col = 0;
+	if (node == r->root && !fy_node_is_scalar(node)) {
+		int ln = 1, c = 1;
+		for (size_t i = 0; i < r->len; i++) {
+			char ch = r->text[i];
+			if (ch == '{' || ch == '[') {
+				*line = ln;
+				*col = c;
+				return;
+			}
+			if (ch == '\n') {
+				ln++;
+				c = 1;
+			} else {
+				c++;
+			}
+		}
+		return;
+	}
+	while (node && !fy_node_is_scalar(node)) {
+		if (fy_node_is_mapping(node)) {
+			struct fy_node_pair *pair = fy_node_mapping_get_by_index(node, 0);
+			node = pair ? fy_node_pair_key(pair) : NULL;
+		} else if (fy_node_is_sequence(node)) {
+			node = fy_node_sequence_get_by_index(node, 0);
+		} else {
+			node = NULL;
+		}
+	}
+	struct fy_token *tok = node ? fy_node_get_scalar_token(node) : NULL;
+	const struct fy_mark *m = tok ? fy_token_start_mark(tok) : NULL;
+	if (m) {
+		*line = m->line + 1;
+		*col = m->column + 1;
+	}
+}
+
+static rm_status at_node(cfg_reader *r, struct fy_node *node, rm_status st, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static rm_status at_node(cfg_reader *r, struct fy_node *node, rm_status st, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	int line, col;
+	node_position(r, node, &line, &col);
+	return rm_error_set(r->err, st, r->path, line, col, "%s", msg);
+}
+
+/* The value node of key in the root mapping, NULL if absent or JSON null. */
+static struct fy_node *lookup(cfg_reader *r, const char *key)
+{
+	struct fy_node *v = fy_node_mapping_lookup_by_string(r->root, key, FY_NT);
+	if (!v)
+		return NULL;
+	if (fy_node_is_scalar(v) && fy_node_get_style(v) == FYNS_PLAIN) {
+		const char *t = fy_node_get_scalar0(v);
+		if (t && strcmp(t, "null") == 0)
+			return NULL;
+	}
+	return v;
+}
+
+static bool plain_scalar(struct fy_node *v)
+{
+	return fy_node_is_scalar(v) && fy_node_get_style(v) == FYNS_PLAIN;
+}
+
+/* Reads an integer key; absent keys take def, or fail when required. */
+static rm_status read_int(cfg_reader *r, const char *key, bool required, int64_t def, int64_t *out)
+{
+	struct fy_node *v = lookup(r, key);
+	if (!v) {
+		if (required)
+			return at_node(r, r->root, RM_MISSING, "missing required key \"%s\"", key);
+		*out = def;
+		return RM_OK;
+	}
+	const char *t = plain_scalar(v) ? fy_node_get_scalar0(v) : NULL;
+	char *end = NULL;
+	errno = 0;
+	long long x = t ? strtoll(t, &end, 10) : 0;
+	if (!t || end == t || *end != '\0' || errno == ERANGE)
+		return at_node(r, v, RM_INVALID, "\"%s\" must be an integer", key);
+	*out = (int64_t)x;
+	return RM_OK;
+}
+
+static rm_status read_positive(cfg_reader *r, const char *key, bool required, int64_t def,
+			       int64_t *out)
+{
+	RM_CHECK(read_int(r, key, required, def, out));
+	if (*out <= 0) {
+		struct fy_node *v = lookup(r, key);
+		return at_node(r, v ? v : r->root, RM_INVALID, "\"%s\" must be positive, got %lld", key,
+			       (long long)*out);
+	}
+	return RM_OK;
+}
+
+static rm_status read_bool(cfg_reader *r, const char *key, bool def, bool *out)
+{
+	struct fy_node *v = lookup(r, key);
+	if (!v) {
+		*out = def;
+		return RM_OK;
+	}
+	const char *t = plain_scalar(v) ? fy_node_get_scalar0(v) : NULL;
+	if (t && strcmp(t, "true") == 0)
+		*out = true;
+	else if (t && strcmp(t, "false") == 0)
+		*out = false;
+	else
+		return at_node(r, v, RM_INVALID, "\"%s\" must be true or false", key);
+	return RM_OK;
+}
+
+static rm_status read_prob(cfg_reader *r, const char *key, double def, double *out)
+{
+	struct fy_node *v = lookup(r, key);
+	if (!v) {
+		*out = def;
+		return RM_OK;
+	}
+	const char *t = plain_scalar(v) ? fy_node_get_scalar0(v) : NULL;
+	char *end = NULL;
+	double x = t ? strtod(t, &end) : NAN;
+	if (!t || end == t || *end != '\0' || !(x >= 0.0 && x < 1.0))
+		return at_node(r, v, RM_INVALID, "\"%s\" must be a probability in [0, 1)", key);
+	*out = x;
+	return RM_OK;
+}
+
+static rm_status read_string(cfg_reader *r, const char *key, const char **out)
+{
+	struct fy_node *v = lookup(r, key);
+	*out = NULL;
+	if (!v)
+		return RM_OK;
+	if (!fy_node_is_scalar(v) || plain_scalar(v))
+		return at_node(r, v, RM_INVALID, "\"%s\" must be a string", key);
+	*out = fy_node_get_scalar0(v);
+	return RM_OK;
+}
+
+static rm_status read_arch(cfg_reader *r, rm_arch *arch)
+{
+	struct fy_node *archs = lookup(r, "architectures");
+	const char *name = NULL;
+	struct fy_node *where = r->root;
+	if (archs) {
+		if (!fy_node_is_sequence(archs) || fy_node_sequence_item_count(archs) < 1)
+			return at_node(r, archs, RM_INVALID,
+				       "\"architectures\" must be a non-empty list of class names");
+		struct fy_node *first = fy_node_sequence_get_by_index(archs, 0);
+		if (!fy_node_is_scalar(first) || plain_scalar(first))
+			return at_node(r, first, RM_INVALID, "\"architectures\" must list strings");
+		name = fy_node_get_scalar0(first);
+		where = first;
+		for (size_t i = 0; i < RM_ARRAY_SIZE(arch_table); i++)
+			if (strcmp(name, arch_table[i].hf_name) == 0) {
+				*arch = arch_table[i].arch;
+				return RM_OK;
+			}
+	} else {
+		RM_CHECK(read_string(r, "model_type", &name));
+		if (!name)
+			return at_node(r, r->root, RM_MISSING,
+				       "missing required key \"architectures\" (or \"model_type\")");
+		where = lookup(r, "model_type");
+		for (size_t i = 0; i < RM_ARRAY_SIZE(arch_table); i++)
+			if (strcmp(name, arch_table[i].model_type) == 0) {
+				*arch = arch_table[i].arch;
+				return RM_OK;
+			}
+	}
+	char known[256] = "";
+	for (size_t i = 0; i < RM_ARRAY_SIZE(arch_table); i++) {
+		size_t n = strlen(known);
+		snprintf(known + n, sizeof(known) - n, "%s%s", i ? ", " : "", arch_table[i].hf_name);
+	}
+	return at_node(r, where, RM_UNSUPPORTED, "unsupported architecture \"%s\" (supported: %s)", name,
+		       known);
+}
+
+static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
+{
+	RM_CHECK(read_positive(r, "vocab_size", true, 0, &m->vocab));
+	RM_CHECK(read_positive(r, "hidden_size", true, 0, &m->hidden));
+	RM_CHECK(read_positive(r, "num_hidden_layers", true, 0, &m->layers));
+	RM_CHECK(read_positive(r, "num_attention_heads", true, 0, &m->heads));
+	RM_CHECK(read_positive(r, "num_key_value_heads", false, m->heads, &m->kv_heads));
+	RM_CHECK(read_positive(r, "intermediate_size", true, 0, &m->ffn));
+	int64_t def_pos = m->arch == RM_ARCH_LLAMA ? 2048 : m->arch == RM_ARCH_MISTRAL ? 131072 : 32768;
+	RM_CHECK(read_positive(r, "max_position_embeddings", false, def_pos, &m->max_pos));
+	RM_CHECK(read_bool(r, "tie_word_embeddings", false, &m->tied));
+	bool attention_bias = false, mlp_bias = false;
+	RM_CHECK(read_bool(r, "attention_bias", false, &attention_bias));
+	RM_CHECK(read_bool(r, "mlp_bias", false, &mlp_bias));
+	if (attention_bias || mlp_bias)
+		return at_node(r, lookup(r, attention_bias ? "attention_bias" : "mlp_bias"),
+			       RM_UNSUPPORTED,
+			       "attention_bias/mlp_bias true is not modelled for %s (only Qwen2's q/k/v biases are)",
+			       rm_arch_hf_name(m->arch));
+	m->qkv_bias = m->arch == RM_ARCH_QWEN2;
+	m->out_bias = false;
+	m->norm = RM_NORM_RMSNORM;
+	m->mlp = RM_MLP_SWIGLU;
+	m->learned_pos = false;
+	RM_CHECK(read_prob(r, "attention_dropout", 0.0, &m->attn_dropout));
+	m->resid_dropout = 0.0;
+	m->embd_dropout = 0.0;
+	const char *act = NULL;
+	RM_CHECK(read_string(r, "hidden_act", &act));
+	if (act && strcmp(act, "silu") != 0 && strcmp(act, "swish") != 0)
+		return at_node(r, lookup(r, "hidden_act"), RM_UNSUPPORTED,
+			       "hidden_act \"%s\" is not modelled (the gated MLP uses silu)", act);
+	bool use_window = m->arch != RM_ARCH_QWEN2;
+	if (m->arch == RM_ARCH_QWEN2)
+		RM_CHECK(read_bool(r, "use_sliding_window", false, &use_window));
+	int64_t window = 0;
+	RM_CHECK(read_int(r, "sliding_window", false, 0, &window));
+	if (window < 0)
+		return at_node(r, lookup(r, "sliding_window"), RM_INVALID,
+			       "\"sliding_window\" must be positive or null");
+	m->sliding_window = use_window ? window : 0;
+	struct fy_node *hd = lookup(r, "head_dim");
+	if (hd) {
+		RM_CHECK(read_positive(r, "head_dim", false, 0, &m->head_dim));
+	} else {
+		if (m->hidden % m->heads != 0)
+			return at_node(r, lookup(r, "num_attention_heads"), RM_INVALID,
+				       "num_attention_heads (%lld) does not divide hidden_size (%lld)",
+				       (long long)m->heads, (long long)m->hidden);
+		m->head_dim = m->hidden / m->heads;
+	}
+	if (m->heads % m->kv_heads != 0)
+		return at_node(r, lookup(r, "num_key_value_heads"), RM_INVALID,
+			       "num_key_value_heads (%lld) does not divide num_attention_heads (%lld)",
+			       (long long)m->kv_heads, (long long)m->heads);
+	return RM_OK;
+}
+
+static rm_status read_gpt2(cfg_reader *r, rm_model_config *m)
+{
+	RM_CHECK(read_positive(r, "vocab_size", true, 0, &m->vocab));
+	RM_CHECK(read_positive(r, "n_embd", true, 0, &m->hidden));
+	RM_CHECK(read_positive(r, "n_layer", true, 0, &m->layers));
+	RM_CHECK(read_positive(r, "n_head", true, 0, &m->heads));
+	RM_CHECK(read_positive(r, "n_positions", false, 1024, &m->max_pos));
+	RM_CHECK(read_positive(r, "n_inner", false, 4 * m->hidden, &m->ffn));
+	RM_CHECK(read_bool(r, "tie_word_embeddings", true, &m->tied));
+	RM_CHECK(read_prob(r, "attn_pdrop", 0.1, &m->attn_dropout));
+	RM_CHECK(read_prob(r, "resid_pdrop", 0.1, &m->resid_dropout));
+	RM_CHECK(read_prob(r, "embd_pdrop", 0.1, &m->embd_dropout));
+	if (m->hidden % m->heads != 0)
+		return at_node(r, lookup(r, "n_head"), RM_INVALID,
+			       "n_head (%lld) does not divide n_embd (%lld)", (long long)m->heads,
+			       (long long)m->hidden);
+	m->kv_heads = m->heads;
+	m->head_dim = m->hidden / m->heads;
+	m->qkv_bias = true;
+	m->out_bias = true;
+	m->norm = RM_NORM_LAYERNORM;
+	m->mlp = RM_MLP_GELU;
+	m->learned_pos = true;
+	m->sliding_window = 0;
+	return RM_OK;
+}
+
+/* First collected libfyaml diagnostic as an rm_error; libfyaml's line/column are 0-based. */
+static rm_status parse_failure(struct fy_diag *diag, const char *path, rm_error *err)
+{
+	void *iter = NULL;
+	struct fy_diag_error *e = diag ? fy_diag_errors_iterate(diag, &iter) : NULL;
+	if (!e)
+		return rm_error_set(err, RM_PARSE, path, 0, 0, "not valid JSON");
+	return rm_error_set(err, RM_PARSE, path, e->line + 1, e->column + 1, "invalid JSON: %s",
+			    e->msg ? e->msg : "syntax error");
+}
+
+rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
+				rm_model_config *out, rm_error *err)
+{
+	rm_status st = RM_OK;
+	memset(out, 0, sizeof(*out));
+	struct fy_diag_cfg dcfg;
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL;
+	dcfg.colorize = false;
+	struct fy_diag *diag = fy_diag_create(&dcfg);
+	if (diag)
+		fy_diag_set_collect_errors(diag, true);
+	struct fy_parse_cfg pcfg = {
+		.flags = FYPCF_QUIET | FYPCF_JSON_FORCE | FYPCF_COLLECT_DIAG,
+		.diag = diag,
+	};
+	struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
+	if (!doc) {
+		st = parse_failure(diag, path, err);
+		goto out_diag;
+	}
+	cfg_reader r = {.path = path, .text = text, .len = len, .root = fy_document_root(doc), .err = err};
+	if (!r.root) {
+		st = rm_error_set(err, RM_PARSE, path, 1, 1, "empty file: expected a JSON object");
+		goto out_doc;
+	}
+	if (!fy_node_is_mapping(r.root)) {
+		st = at_node(&r, r.root, RM_PARSE, "expected a JSON object at the top level");
+		goto out_doc;
+	}
+	st = read_arch(&r, &out->arch);
+	if (st != RM_OK)
+		goto out_doc;
+	st = out->arch == RM_ARCH_GPT2 ? read_gpt2(&r, out) : read_llama_like(&r, out);
+	if (st != RM_OK)
+		goto out_doc;
+	/* Name: the file's base name without .json, or its folder for ".../config.json". */
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	snprintf(out->name, sizeof(out->name), "%s", base);
+	char *dot = strstr(out->name, ".json");
+	if (dot && dot[5] == '\0')
+		*dot = '\0';
+out_doc:
+	fy_document_destroy(doc);
+out_diag:
+	fy_diag_destroy(diag);
+	return st;
+}
+
+rm_status rm_model_config_load(const char *path, rm_model_config *out, rm_error *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	if (!rm_read_file(path, &text, &len, err))
+		return err ? err->status : RM_IO;
+	if (len == 0) {
+		free(text);
+		return rm_error_set(err, RM_PARSE, path, 1, 1, "empty file: expected a JSON object");
+	}
+	rm_status st = rm_model_config_parse(text, len, path, out, err);
+	free(text);
+	return st;
+}
+
+rm_status rm_model_config_resolve(const char *model, rm_model_config *out, rm_error *err)
+{
+	size_t n = strlen(model);
+	bool is_path = strchr(model, '/') || (n > 5 && strcmp(model + n - 5, ".json") == 0);
+	if (is_path)
+		return rm_model_config_load(model, out, err);
+	for (const char *const *p = preset_names; *p; p++) {
+		if (strcasecmp(model, *p) != 0)
+			continue;
+		char rel[128], path[1024];
+		snprintf(rel, sizeof(rel), "models/%s.json", *p);
+		if (!rm_data_path(rel, path, sizeof(path), err))
+			return err ? err->status : RM_NOT_FOUND;
+		RM_CHECK(rm_model_config_load(path, out, err));
+		snprintf(out->name, sizeof(out->name), "%s", *p);
+		return RM_OK;
+	}
+	char known[512] = "";
+	for (const char *const *p = preset_names; *p; p++) {
+		size_t used = strlen(known);
+		snprintf(known + used, sizeof(known) - used, "%s%s", used ? ", " : "", *p);
+	}
+	return rm_error_set(err, RM_NOT_FOUND, NULL, 0, 0,
+			    "unknown model '%s': not a preset (%s) nor a path to a config.json", model,
+			    known);
+}

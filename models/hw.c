@@ -1,0 +1,251 @@
+/*
+ * Embedded hardware profiles (remora/hw.h). Every value cites its row in
+ * shared/reference/hardware.md with the kind of figure: DS datasheet, M measured by a third
+ * party, NCCL a constant in NCCL's source, D derived by arithmetic (the arithmetic is given).
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "remora/hw.h"
+
+static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
+#define RM_HW_FIELD_INFO(f, unit, desc) [RM_HW_##f] = {#f, unit, desc, offsetof(rm_hw_profile, f)},
+	RM_HW_FIELDS(RM_HW_FIELD_INFO)
+#undef RM_HW_FIELD_INFO
+};
+
+/* Shared citations. */
+#define HW_SM "hardware.md 'SMs' (DS)"
+#define HW_CLOCK "hardware.md 'boost clock' (DS)"
+#define HW_BF16 "hardware.md 'BF16/FP16 tensor, dense' (DS)"
+#define HW_FP8 "hardware.md 'FP8 tensor, dense' (DS)"
+#define HW_TF32 "hardware.md 'TF32 tensor, dense' (DS)"
+#define HW_FP32 "hardware.md 'FP32 SIMT' (DS)"
+#define HW_HBM_CAP                                                                               \
+	"hardware.md 'HBM capacity' (DS) as the driver reports it (nvidia-smi memory.total, M); "    \
+	"seed.md mechanism 4 (133.6 GiB arena at 95% on H200) agrees"
+#define HW_HBM_PEAK "hardware.md 'HBM peak bandwidth' (DS)"
+#define HW_HBM_ACH "hardware.md 'HBM achievable (BabelStream copy)' (M)"
+#define HW_L2 "hardware.md 'L2 cache' (DS)"
+#define HW_NVL "hardware.md 'NVLink' (DS)"
+#define HW_NVL_NCCL "hardware.md 'NVLink as NCCL models it' (NCCL, src/graph/topo.h)"
+#define HW_P2P "hardware.md 'raw P2P copy, one direction' (M)"
+#define HW_PCIE "hardware.md 'PCIe to host' (DS)"
+#define HW_HOST "hardware.md 'host copy, pinned, copy engine' (M)"
+#define HW_NIC "hardware.md 'scale-out NIC per GPU (DGX)' (DS/M; midpoint of 46-48 effective)"
+#define HW_NODE "hardware.md '8-GPU node fabric (HGX/DGX H100 and H200)' (DS)"
+#define HW_TDP "hardware.md 'TDP' (DS)"
+#define HW_GEMM_FIT "hardware.md 'Compute efficiency': t = t0 + FLOPs/R_max fit of gemm-h100.csv (D)"
+#define HW_GEMM_FP8 "hardware.md 'Compute efficiency': FP8 about 1400 (H100) / 1450 (H200) TFLOP/s (M)"
+#define HW_TILE "hardware.md 'Compute efficiency': tiles = ceil(M/128)*ceil(N/256) (D)"
+#define HW_LAUNCH "hardware.md 'Kernel launch': raw launch host cost ~3 us (M)"
+#define HW_RING "hardware.md 'NCCL's ring kernels on 8x H100 use 24 channels' (NCCL logs)"
+#define HW_NVLS "hardware.md 'NVLS uses 16' (NCCL src/transport/nvls.cc)"
+
+#define HOPPER_COMMON_SOURCES                                                                    \
+	[RM_HW_sm_count] = HW_SM, [RM_HW_boost_clock_MHz] = HW_CLOCK,                              \
+	[RM_HW_bf16_TFLOPs] = HW_BF16, [RM_HW_fp8_TFLOPs] = HW_FP8, [RM_HW_tf32_TFLOPs] = HW_TF32, \
+	[RM_HW_fp32_TFLOPs] = HW_FP32, [RM_HW_hbm_bytes] = HW_HBM_CAP,                            \
+	[RM_HW_hbm_peak_GBps] = HW_HBM_PEAK, [RM_HW_hbm_achievable_GBps] = HW_HBM_ACH,             \
+	[RM_HW_l2_bytes] = HW_L2, [RM_HW_nvlink_links] = HW_NVL, [RM_HW_nvlink_GBps] = HW_NVL,     \
+	[RM_HW_nvlink_nccl_GBps] = HW_NVL_NCCL, [RM_HW_pcie_GBps] = HW_PCIE,                       \
+	[RM_HW_h2d_GBps] = HW_HOST, [RM_HW_d2h_GBps] = HW_HOST, [RM_HW_nic_GBps] = HW_NIC,         \
+	[RM_HW_gpus_per_node] = HW_NODE, [RM_HW_tdp_W] = HW_TDP,                                   \
+	[RM_HW_gemm_overhead_us] = HW_GEMM_FIT, [RM_HW_gemm_bf16_TFLOPs] = HW_GEMM_FIT,            \
+	[RM_HW_gemm_fp8_TFLOPs] = HW_GEMM_FP8, [RM_HW_gemm_tile_m] = HW_TILE,                      \
+	[RM_HW_gemm_tile_n] = HW_TILE, [RM_HW_launch_us] = HW_LAUNCH,                              \
+	[RM_HW_nccl_ring_channels] = HW_RING, [RM_HW_nccl_nvls_channels] = HW_NVLS
+
+/* The A100 entry overrides some of the shared sources on purpose. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+static const rm_hw_profile profiles[] = {
+	{
+		.name = "h100-sxm",
+		.description = "NVIDIA H100 SXM5 80GB HBM3, HGX/DGX 8-GPU NVSwitch node, NDR InfiniBand",
+		.sm_count = 132,
+		.boost_clock_MHz = 1980,
+		.bf16_TFLOPs = 989.4,
+		.fp8_TFLOPs = 1978.9,
+		.tf32_TFLOPs = 494.7,
+		.fp32_TFLOPs = 66.9,
+		.hbm_bytes = 81559.0 * 1048576.0, /* 81559 MiB */
+		.hbm_peak_GBps = 3350,
+		.hbm_achievable_GBps = 2900,
+		.l2_bytes = 50e6,
+		.nvlink_links = 18,
+		.nvlink_GBps = 450,
+		.nvlink_nccl_GBps = 370.8,
+		.p2p_GBps = 380,
+		.pcie_GBps = 64,
+		.h2d_GBps = 51,
+		.d2h_GBps = 52,
+		.nic_GBps = 47,
+		.gpus_per_node = 8,
+		.tdp_W = 700,
+		.gemm_overhead_us = 6,
+		.gemm_bf16_TFLOPs = 790,
+		.gemm_fp8_TFLOPs = 1400,
+		.gemm_tile_m = 128,
+		.gemm_tile_n = 256,
+		.launch_us = 3,
+		.nccl_ring_channels = 24,
+		.nccl_nvls_channels = 16,
+		.source = {HOPPER_COMMON_SOURCES},
+	},
+	{
+		.name = "h200-sxm",
+		.description = "NVIDIA H200 SXM 141GB HBM3e, HGX 8-GPU NVSwitch node, NDR InfiniBand",
+		.sm_count = 132,
+		.boost_clock_MHz = 1980,
+		.bf16_TFLOPs = 989.4,
+		.fp8_TFLOPs = 1978.9,
+		.tf32_TFLOPs = 494.7,
+		.fp32_TFLOPs = 66.9,
+		.hbm_bytes = 143771.0 * 1048576.0, /* 143771 MiB */
+		.hbm_peak_GBps = 4800,
+		.hbm_achievable_GBps = 4010,
+		.l2_bytes = 50e6,
+		.nvlink_links = 18,
+		.nvlink_GBps = 450,
+		.nvlink_nccl_GBps = 370.8,
+		.p2p_GBps = 380,
+		.pcie_GBps = 64,
+		.h2d_GBps = 52,
+		.d2h_GBps = 52,
+		.nic_GBps = 47,
+		.gpus_per_node = 8,
+		.tdp_W = 700,
+		.gemm_overhead_us = 6,
+		.gemm_bf16_TFLOPs = 790,
+		.gemm_fp8_TFLOPs = 1450,
+		.gemm_tile_m = 128,
+		.gemm_tile_n = 256,
+		.launch_us = 3,
+		.nccl_ring_channels = 24,
+		.nccl_nvls_channels = 16,
+		.source = {HOPPER_COMMON_SOURCES,
+			   [RM_HW_p2p_GBps] = "hardware.md 'raw P2P copy, one direction' (~380, assumed equal to H100)"},
+	},
+	{
+		.name = "a100-sxm-80gb",
+		.description = "NVIDIA A100 SXM4 80GB HBM2e, HGX 8-GPU NVSwitch node, HDR InfiniBand",
+		.sm_count = 108,
+		.boost_clock_MHz = 1410,
+		.bf16_TFLOPs = 312,
+		.fp8_TFLOPs = 0,
+		.tf32_TFLOPs = 156,
+		.fp32_TFLOPs = 19.5,
+		.hbm_bytes = 81920.0 * 1048576.0, /* 81920 MiB */
+		.hbm_peak_GBps = 2039,
+		.hbm_achievable_GBps = 1765,
+		.l2_bytes = 40e6,
+		.nvlink_links = 12,
+		.nvlink_GBps = 300,
+		.nvlink_nccl_GBps = 240,
+		.p2p_GBps = 246,
+		.pcie_GBps = 32,
+		.h2d_GBps = 25.5,
+		.d2h_GBps = 26,
+		.nic_GBps = 23.5,
+		.gpus_per_node = 8,
+		.tdp_W = 400,
+		.gemm_overhead_us = 6,
+		.gemm_bf16_TFLOPs = 249,
+		.gemm_fp8_TFLOPs = 0,
+		.gemm_tile_m = 128,
+		.gemm_tile_n = 256,
+		.launch_us = 3,
+		.nccl_ring_channels = 24,
+		.nccl_nvls_channels = 0,
+		.source = {
+			HOPPER_COMMON_SOURCES,
+			[RM_HW_fp8_TFLOPs] = "hardware.md 'FP8 tensor, dense': n/a on A100 (DS)",
+			[RM_HW_hbm_achievable_GBps] =
+				"D: not sourced in hardware.md; 2039 * (2900/3350), the H100 measured/peak ratio",
+			[RM_HW_p2p_GBps] = "D: not sourced; 240 * (380/370.8), the H100 measured/NCCL ratio",
+			[RM_HW_h2d_GBps] = "D: not sourced; 32 * (51/64), the H100 measured/PCIe ratio",
+			[RM_HW_d2h_GBps] = "D: not sourced; 32 * (52/64), the H100 measured/PCIe ratio",
+			[RM_HW_nic_GBps] = "hardware.md 'scale-out NIC per GPU': 200 Gb/s HDR = 25 GB/s raw; "
+					   "D: * 47/50 as on NDR",
+			[RM_HW_gemm_bf16_TFLOPs] = "D: not sourced; 312 * (790/989.4), the H100 achievable/peak ratio",
+			[RM_HW_gemm_fp8_TFLOPs] = "hardware.md: no FP8 tensor cores on A100 (DS)",
+			[RM_HW_nccl_ring_channels] = "assumed equal to H100 (24); not sourced for A100",
+			[RM_HW_nccl_nvls_channels] = "hardware.md: NVLS needs third-generation NVSwitch; none on A100",
+		},
+	},
+};
+
+#pragma GCC diagnostic pop
+
+static const struct {
+	const char *alias;
+	const char *name;
+} aliases[] = {
+	{"h100", "h100-sxm"},
+	{"h100-sxm5", "h100-sxm"},
+	{"h200", "h200-sxm"},
+	{"a100", "a100-sxm-80gb"},
+	{"a100-sxm", "a100-sxm-80gb"},
+};
+
+const rm_hw_field_info *rm_hw_field_info_at(rm_hw_field field)
+{
+	if ((unsigned)field >= RM_HW_FIELD_COUNT)
+		return NULL;
+	return &field_info[field];
+}
+
+int rm_hw_field_find(const char *key)
+{
+	for (int i = 0; i < RM_HW_FIELD_COUNT; i++)
+		if (strcmp(field_info[i].key, key) == 0)
+			return i;
+	return -1;
+}
+
+double rm_hw_profile_get(const rm_hw_profile *hw, rm_hw_field field)
+{
+	const double *v = (const double *)((const char *)hw + field_info[field].offset);
+	return *v;
+}
+
+void rm_hw_profile_set(rm_hw_profile *hw, rm_hw_field field, double value, const char *source)
+{
+	double *v = (double *)((char *)hw + field_info[field].offset);
+	*v = value;
+	if (source)
+		hw->source[field] = source;
+}
+
+size_t rm_hw_profile_count(void)
+{
+	return RM_ARRAY_SIZE(profiles);
+}
+
+const rm_hw_profile *rm_hw_profile_at(size_t i)
+{
+	return i < RM_ARRAY_SIZE(profiles) ? &profiles[i] : NULL;
+}
+
+const rm_hw_profile *rm_hw_profile_find(const char *name, rm_error *err)
+{
+	if (!name)
+		name = "";
+	for (size_t i = 0; i < RM_ARRAY_SIZE(aliases); i++)
+		if (strcasecmp(name, aliases[i].alias) == 0)
+			name = aliases[i].name;
+	for (size_t i = 0; i < RM_ARRAY_SIZE(profiles); i++)
+		if (strcasecmp(name, profiles[i].name) == 0)
+			return &profiles[i];
+	char known[256] = "";
+	for (size_t i = 0; i < RM_ARRAY_SIZE(profiles); i++) {
+		size_t n = strlen(known);
+		snprintf(known + n, sizeof(known) - n, "%s%s", i ? ", " : "", profiles[i].name);
+	}
+	rm_error_set(err, RM_NOT_FOUND, NULL, 0, 0, "unknown hardware profile '%s' (known: %s)", name,
+		     known);
+	return NULL;
+}

@@ -1,0 +1,824 @@
+/*
+ * The transformer workload model (remora/workload.h): parameter counts, the per-GPU op graphs of
+ * one micro-batch (embedding, one decoder layer, head), FLOPs and static memory.
+ *
+ * Conventions, with sources:
+ * - A GEMM C[m,n] = A[m,k] B[k,n] executes 2*m*n*k FLOPs (multiply-add = 2); its backward is a
+ *   data-gradient GEMM dA = dC B^T and a weight-gradient GEMM dB = A^T dC of the same FLOPs.
+ * - Fused (flash) attention forward executes 4*b*a*d FLOPs per attended (query, key) pair (QK^T
+ *   and PV); its backward 2.5x that (five matmuls instead of two: recomputed QK^T, dV, dP, dQ, dK;
+ *   Dao 2023, FlashAttention-2, section 3). Causal attention attends s*(s+1)/2 pairs, a sliding
+ *   window w attends min(i+1, w) keys at query i. Unfused attention computes all s*s scores.
+ * - What the backward pass keeps follows Korthikanti et al. 2022 (reference/activation-memory.md):
+ *   a norm keeps its input, a projection its input (for the weight gradient), QK^T its two inputs,
+ *   softmax its output, dropout its 1-byte mask, PV its two inputs, an activation its input,
+ *   flash attention q, k, v, its output and the fp32 log-sum-exp per (row, head).
+ * - FLOPs of memory-bound ops are per-element operation counts (below); their time comes from
+ *   bytes, so these only feed FLOP totals, never MFU.
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "remora/workload.h"
+
+/* Per-element FLOPs of memory-bound ops (operation counts, forward; backward about double). */
+#define FLOPS_RMSNORM 4.0   /* square, accumulate, scale by rstd, scale by weight */
+#define FLOPS_LAYERNORM 7.0 /* mean, centre, square, accumulate, rstd, weight, bias */
+#define FLOPS_ROTARY 3.0    /* two multiplies and an add per element */
+#define FLOPS_SOFTMAX 5.0   /* scale, mask, max, exp, normalise */
+#define FLOPS_SILU 4.0
+#define FLOPS_GELU 8.0 /* tanh approximation (gelu_new) */
+#define FLOPS_ADD 1.0
+#define FLOPS_DROPOUT 2.0
+#define FLOPS_LOSS 4.0 /* max, exp, accumulate, log per logit */
+
+#define GRAPH_CAP 96
+
+static const struct {
+	rm_dtype dtype;
+	const char *name;
+	int size;
+} dtype_table[] = {
+	{RM_DTYPE_FP32, "fp32", 4},         {RM_DTYPE_BF16, "bf16", 2},
+	{RM_DTYPE_FP16, "fp16", 2},         {RM_DTYPE_FP8_E4M3, "fp8_e4m3", 1},
+	{RM_DTYPE_FP8_E5M2, "fp8_e5m2", 1}, {RM_DTYPE_INT32, "int32", 4},
+	{RM_DTYPE_UINT8, "uint8", 1},
+};
+
+int rm_dtype_size(rm_dtype dtype)
+{
+	assert((unsigned)dtype < RM_DTYPE_COUNT);
+	return dtype_table[dtype].size;
+}
+
+const char *rm_dtype_name(rm_dtype dtype)
+{
+	return (unsigned)dtype < RM_DTYPE_COUNT ? dtype_table[dtype].name : "unknown";
+}
+
+bool rm_dtype_parse(const char *name, rm_dtype *out)
+{
+	static const struct {
+		const char *alias;
+		rm_dtype dtype;
+	} aliases[] = {{"float32", RM_DTYPE_FP32}, {"bfloat16", RM_DTYPE_BF16},
+		       {"float16", RM_DTYPE_FP16}};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(dtype_table); i++)
+		if (strcasecmp(name, dtype_table[i].name) == 0) {
+			*out = dtype_table[i].dtype;
+			return true;
+		}
+	for (size_t i = 0; i < RM_ARRAY_SIZE(aliases); i++)
+		if (strcasecmp(name, aliases[i].alias) == 0) {
+			*out = aliases[i].dtype;
+			return true;
+		}
+	return false;
+}
+
+static const char *const optimizer_names[RM_OPT_COUNT] = {
+	[RM_OPT_ADAMW] = "adamw",
+	[RM_OPT_SGD_MOMENTUM] = "sgd_momentum",
+	[RM_OPT_SGD] = "sgd",
+};
+
+const char *rm_optimizer_name(rm_optimizer opt)
+{
+	return (unsigned)opt < RM_OPT_COUNT ? optimizer_names[opt] : "unknown";
+}
+
+bool rm_optimizer_parse(const char *name, rm_optimizer *out)
+{
+	if (strcasecmp(name, "adam") == 0) {
+		*out = RM_OPT_ADAMW;
+		return true;
+	}
+	for (int i = 0; i < RM_OPT_COUNT; i++)
+		if (strcasecmp(name, optimizer_names[i]) == 0) {
+			*out = (rm_optimizer)i;
+			return true;
+		}
+	return false;
+}
+
+const char *rm_op_kind_name(rm_op_kind kind)
+{
+	static const char *const names[RM_OP_KIND_COUNT] = {"gemm", "attention", "elementwise"};
+	return (unsigned)kind < RM_OP_KIND_COUNT ? names[kind] : "unknown";
+}
+
+const char *rm_phase_name(rm_phase phase)
+{
+	static const char *const names[RM_PHASE_COUNT] = {"fwd", "bwd_dgrad", "bwd_wgrad"};
+	return (unsigned)phase < RM_PHASE_COUNT ? names[phase] : "unknown";
+}
+
+/* ---- checkpoint names ---- */
+
+static const char *const canonical_names[] = {
+	"layer_input",        "pre_attention_norm",  "dot_attention_query",
+	"dot_attention_key",  "dot_attention_value", "rotary_query",
+	"rotary_key",         "attention_scores",    "attention_probs",
+	"attention_probs_dropout", "attention_probs_dropout_mask", "attention_context",
+	"attention_lse",      "dot_attention_out",   "attention_out_dropout",
+	"attention_out_dropout_mask", "attention_residual", "pre_mlp_norm",
+	"dot_mlp_gate",       "dot_mlp_up",          "mlp_activation",
+	"mlp_hidden",         "dot_mlp_out",         "mlp_out_dropout",
+	"mlp_out_dropout_mask", "layer_output",
+};
+
+static const struct {
+	const char *alias;
+	const char *canonical;
+} checkpoint_aliases[] = {
+	/* MaxText layers' checkpoint_name tags (reference/remat-policies.md, MaxText section). */
+	{"query_proj", "dot_attention_query"}, {"key_proj", "dot_attention_key"},
+	{"value_proj", "dot_attention_value"}, {"out_proj", "dot_attention_out"},
+	{"context", "attention_context"},      {"mlpwi_0", "dot_mlp_gate"},
+	{"mlpwi_1", "dot_mlp_up"},             {"mlpwi", "dot_mlp_up"},
+	{"mlpwo", "dot_mlp_out"},
+};
+
+const char *rm_checkpoint_canonical(const char *name)
+{
+	for (size_t i = 0; i < RM_ARRAY_SIZE(canonical_names); i++)
+		if (strcmp(name, canonical_names[i]) == 0)
+			return canonical_names[i];
+	for (size_t i = 0; i < RM_ARRAY_SIZE(checkpoint_aliases); i++)
+		if (strcmp(name, checkpoint_aliases[i].alias) == 0)
+			return checkpoint_aliases[i].canonical;
+	return NULL;
+}
+
+int rm_checkpoint_expand(const char *name, const char **out, int max)
+{
+	if (strcmp(name, "qkv_proj") == 0) {
+		static const char *const qkv[] = {"dot_attention_query", "dot_attention_key",
+						  "dot_attention_value"};
+		int n = 0;
+		for (; n < 3 && n < max; n++)
+			out[n] = qkv[n];
+		return n;
+	}
+	const char *c = rm_checkpoint_canonical(name);
+	if (!c || max < 1)
+		return 0;
+	out[0] = c;
+	return 1;
+}
+
+/* ---- parameter counts ---- */
+
+static int64_t layer_params(const rm_model_config *m)
+{
+	int64_t h = m->hidden, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+	int64_t norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
+	int64_t attn = h * qd + 2 * h * kvd + qd * h;
+	if (m->qkv_bias)
+		attn += qd + 2 * kvd;
+	if (m->out_bias)
+		attn += h;
+	int64_t mlp = m->mlp == RM_MLP_SWIGLU ? 3 * h * m->ffn : 2 * h * m->ffn;
+	if (m->out_bias)
+		mlp += m->ffn + h;
+	return 2 * norm + attn + mlp;
+}
+
+rm_param_count rm_model_param_count(const rm_model_config *m)
+{
+	rm_param_count p = {0};
+	int64_t h = m->hidden;
+	p.embedding = m->vocab * h + (m->learned_pos ? m->max_pos * h : 0);
+	p.per_layer = layer_params(m);
+	p.layers = m->layers * p.per_layer;
+	p.final_norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
+	p.lm_head = m->tied ? 0 : m->vocab * h;
+	p.total = p.embedding + p.layers + p.final_norm + p.lm_head;
+	p.nonembedding = p.layers + p.final_norm + m->vocab * h;
+	return p;
+}
+
+/* ---- training setup ---- */
+
+rm_train_config rm_train_config_default(const rm_model_config *model)
+{
+	rm_train_config t = {
+		.seq_len = model->max_pos < 4096 ? model->max_pos : 4096,
+		.micro_batch = 1,
+		.grad_accum = 1,
+		.fsdp = 1,
+		.dtype = RM_DTYPE_BF16,
+		.param_dtype = RM_DTYPE_BF16,
+		.grad_dtype = RM_DTYPE_BF16,
+		.optimizer = RM_OPT_ADAMW,
+		.master_weights = true,
+		.fused_attention = true,
+		.causal = true,
+		.dropout = -1,
+	};
+	return t;
+}
+
+static bool compute_dtype(rm_dtype d)
+{
+	return d == RM_DTYPE_BF16 || d == RM_DTYPE_FP16 || d == RM_DTYPE_FP32;
+}
+
+rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config *t, rm_error *err)
+{
+	if (t->seq_len <= 0 || t->micro_batch <= 0 || t->grad_accum <= 0 || t->fsdp <= 0)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "seq_len, micro_batch, grad_accum and fsdp must be positive (got %lld, %lld, %lld, %lld)",
+				    (long long)t->seq_len, (long long)t->micro_batch,
+				    (long long)t->grad_accum, (long long)t->fsdp);
+	if (m->learned_pos && t->seq_len > m->max_pos)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "seq_len %lld exceeds the %lld learned positions of %s",
+				    (long long)t->seq_len, (long long)m->max_pos, m->name);
+	if (!compute_dtype(t->dtype) || !compute_dtype(t->param_dtype) || !compute_dtype(t->grad_dtype))
+		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+				    "activation, parameter and gradient dtypes must be bf16, fp16 or fp32 (got %s, %s, %s)",
+				    rm_dtype_name(t->dtype), rm_dtype_name(t->param_dtype),
+				    rm_dtype_name(t->grad_dtype));
+	if ((unsigned)t->optimizer >= RM_OPT_COUNT)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "unknown optimizer");
+	/* Sizes stay far below int64 for any real model; refuse the absurd rather than overflow. */
+	double tokens = (double)t->seq_len * (double)t->micro_batch;
+	double scores = tokens * (double)m->heads * (double)t->seq_len * 4.0;
+	if (tokens * (double)m->vocab * 4.0 > 9e18 || scores > 9e18)
+		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
+				    "seq_len %lld x micro_batch %lld is too large to represent",
+				    (long long)t->seq_len, (long long)t->micro_batch);
+	if (!m->learned_pos && t->seq_len > m->max_pos)
+		rm_log_warn("seq_len %lld exceeds max_position_embeddings %lld of %s",
+			    (long long)t->seq_len, (long long)m->max_pos, m->name);
+	return RM_OK;
+}
+
+/* ---- graph builder ---- */
+
+typedef struct graph_builder {
+	rm_graph *g;
+	const rm_model_config *m;
+	const rm_train_config *t;
+	int64_t b, s, T; /* micro-batch, sequence, tokens = b*s */
+	rm_dtype dt;
+	int es; /* bytes per activation element */
+} graph_builder;
+
+static void graph_init(rm_graph *g, const char *name)
+{
+	memset(g, 0, sizeof(*g));
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->values = rm_new(rm_value, GRAPH_CAP);
+	g->ops = rm_new(rm_op, GRAPH_CAP);
+	g->input = -1;
+}
+
+static void graph_finish(rm_graph *g)
+{
+	free(g->values);
+	free(g->ops);
+	memset(g, 0, sizeof(*g));
+}
+
+static int add_value(graph_builder *gb, const char *name, rm_dtype dt, int rank, const int64_t *shape)
+{
+	rm_graph *g = gb->g;
+	assert(g->n_values < GRAPH_CAP && rank <= RM_MAX_RANK);
+	assert(rm_graph_find_value(g, name) < 0);
+	rm_value *v = &g->values[g->n_values];
+	snprintf(v->name, sizeof(v->name), "%s", name);
+	v->dtype = dt;
+	v->rank = rank;
+	int64_t elems = 1;
+	for (int i = 0; i < rank; i++) {
+		v->shape[i] = shape[i];
+		elems *= shape[i];
+	}
+	v->bytes = elems * rm_dtype_size(dt);
+	v->producer = -1;
+	return g->n_values++;
+}
+
+/* A [b, s, width] activation. */
+static int add_act(graph_builder *gb, const char *name, int64_t width, rm_dtype dt)
+{
+	int64_t shape[3] = {gb->b, gb->s, width};
+	return add_value(gb, name, dt, 3, shape);
+}
+
+/* A [b, heads, s, s] score-like tensor. */
+static int add_scores(graph_builder *gb, const char *name, rm_dtype dt)
+{
+	int64_t shape[4] = {gb->b, gb->m->heads, gb->s, gb->s};
+	return add_value(gb, name, dt, 4, shape);
+}
+
+static rm_op *new_op(graph_builder *gb, const char *name, rm_op_kind kind, rm_phase phase, int fwd)
+{
+	rm_graph *g = gb->g;
+	assert(g->n_ops < GRAPH_CAP);
+	rm_op *op = &g->ops[g->n_ops++];
+	memset(op, 0, sizeof(*op));
+	snprintf(op->name, sizeof(op->name), "%s", name);
+	op->kind = kind;
+	op->phase = phase;
+	op->fwd_op = fwd;
+	return op;
+}
+
+static int op_index(graph_builder *gb, const rm_op *op)
+{
+	return (int)(op - gb->g->ops);
+}
+
+static void op_in(graph_builder *gb, rm_op *op, int v)
+{
+	assert(op->n_inputs < RM_OP_MAX_INPUTS);
+	op->inputs[op->n_inputs++] = v;
+	(void)gb;
+}
+
+static void op_out(graph_builder *gb, rm_op *op, int v)
+{
+	assert(op->n_outputs < RM_OP_MAX_OUTPUTS);
+	op->outputs[op->n_outputs++] = v;
+	gb->g->values[v].producer = op_index(gb, op);
+}
+
+static void op_residual(rm_op *op, int v)
+{
+	assert(op->n_residuals < RM_OP_MAX_RESIDUALS && v >= 0);
+	op->residuals[op->n_residuals++] = v;
+}
+
+static int64_t vbytes(graph_builder *gb, int v)
+{
+	return gb->g->values[v].bytes;
+}
+
+/* Forward memory-bound op over its inputs; output of width `width` named like the op. */
+static int fwd_elementwise(graph_builder *gb, const char *name, const int *in, int n_in,
+			   int64_t width, double flops_per_elem, int64_t weight_elems)
+{
+	rm_op *op = new_op(gb, name, RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+	for (int i = 0; i < n_in; i++) {
+		op_in(gb, op, in[i]);
+		op->bytes_read += vbytes(gb, in[i]);
+	}
+	int out = add_act(gb, name, width, gb->dt);
+	op_out(gb, op, out);
+	op->weight_elems = weight_elems;
+	op->bytes_read += weight_elems * rm_dtype_size(gb->t->param_dtype);
+	op->bytes_written = vbytes(gb, out);
+	op->flops = flops_per_elem * (double)gb->T * (double)width;
+	return out;
+}
+
+/* Forward projection: [T, k] x [k, n] (+ bias n) -> [b, s, n]. */
+static int fwd_projection(graph_builder *gb, const char *name, int in, int64_t k, int64_t n, bool bias)
+{
+	rm_op *op = new_op(gb, name, RM_OP_GEMM, RM_PHASE_FWD, -1);
+	op->gemm = (rm_gemm_shape){.batch = 1, .m = gb->T, .n = n, .k = k, .dtype = gb->dt};
+	op_in(gb, op, in);
+	int out = add_act(gb, name, n, gb->dt);
+	op_out(gb, op, out);
+	op->weight_elems = k * n + (bias ? n : 0);
+	op->flops = 2.0 * (double)gb->T * (double)n * (double)k;
+	op->bytes_read = vbytes(gb, in) + op->weight_elems * rm_dtype_size(gb->t->param_dtype);
+	op->bytes_written = vbytes(gb, out);
+	return out;
+}
+
+/* Dropout over value v: outputs the dropped tensor and its 1-byte mask. */
+static int fwd_dropout(graph_builder *gb, const char *name, int v)
+{
+	rm_op *op = new_op(gb, name, RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+	op_in(gb, op, v);
+	char mask_name[64];
+	snprintf(mask_name, sizeof(mask_name), "%s_mask", name);
+	const rm_value *src = &gb->g->values[v];
+	int out = add_value(gb, name, src->dtype, src->rank, src->shape);
+	int mask = add_value(gb, mask_name, RM_DTYPE_UINT8, src->rank, src->shape);
+	op_out(gb, op, out);
+	op_out(gb, op, mask);
+	op->bytes_read = vbytes(gb, v);
+	op->bytes_written = vbytes(gb, out) + vbytes(gb, mask);
+	op->flops = FLOPS_DROPOUT * (double)(vbytes(gb, v) / rm_dtype_size(src->dtype));
+	return out;
+}
+
+static bool dropout_on(const rm_model_config *m, const rm_train_config *t, double p)
+{
+	if (t->dropout == 0)
+		return false;
+	return p > 0.0;
+}
+
+/* Attended (query, key) pairs per (batch, head). */
+static double attended_pairs(const rm_model_config *m, const rm_train_config *t)
+{
+	double s = (double)t->seq_len;
+	if (!t->causal)
+		return s * s;
+	double w = m->sliding_window > 0 ? (double)m->sliding_window : s;
+	if (w >= s)
+		return s * (s + 1.0) / 2.0;
+	return w * (w + 1.0) / 2.0 + (s - w) * w;
+}
+
+/* ---- backward ---- */
+
+static rm_op *bwd_op(graph_builder *gb, int fwd, const char *suffix, rm_op_kind kind, rm_phase phase)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%s.%s", gb->g->ops[fwd].name, suffix);
+	return new_op(gb, name, kind, phase, fwd);
+}
+
+static rm_op *bwd_gemm(graph_builder *gb, int fwd, const char *suffix, rm_phase phase, int64_t batch,
+		       int64_t m, int64_t n, int64_t k, bool batch_dims)
+{
+	rm_op *op = bwd_op(gb, fwd, suffix, RM_OP_GEMM, phase);
+	int es = gb->es;
+	op->gemm = (rm_gemm_shape){.batch = batch, .m = m, .n = n, .k = k, .dtype = gb->dt,
+				   .has_batch_dims = batch_dims};
+	op->flops = 2.0 * (double)batch * (double)m * (double)n * (double)k;
+	op->bytes_read = batch * (m * k + k * n) * es;
+	op->bytes_written = batch * m * n * es;
+	return op;
+}
+
+/* Backward ops of forward op f, appended in execution order. */
+static void emit_backward(graph_builder *gb, int f)
+{
+	/* Copy: new_op may not move the array (fixed capacity), but keep the code obvious. */
+	const rm_op fo = gb->g->ops[f];
+	const rm_value *outv = &gb->g->values[fo.outputs[0]];
+	const char *name = fo.name;
+	int es = gb->es;
+	int64_t out_bytes = outv->bytes;
+
+	if (fo.kind == RM_OP_GEMM && !fo.gemm.has_batch_dims) {
+		/* Projection: dX = dY W^T [T, k]; dW = X^T dY [k, n]. */
+		int64_t m = fo.gemm.m, n = fo.gemm.n, k = fo.gemm.k;
+		rm_op *dg = bwd_gemm(gb, f, "dgrad", RM_PHASE_BWD_DGRAD, 1, m, k, n, false);
+		dg->weight_elems = fo.weight_elems;
+		rm_op *wg = bwd_gemm(gb, f, "wgrad", RM_PHASE_BWD_WGRAD, 1, k, n, m, false);
+		wg->weight_elems = fo.weight_elems;
+		op_residual(wg, fo.inputs[0]);
+		return;
+	}
+	if (fo.kind == RM_OP_GEMM) {
+		int64_t B = fo.gemm.batch, s = gb->s, d = gb->m->head_dim;
+		if (strcmp(name, "attention_scores") == 0) {
+			/* S = Q K^T: dQ = dS K, dK = dS^T Q, each [B, s, d] contracting s. */
+			rm_op *dq = bwd_gemm(gb, f, "dgrad_query", RM_PHASE_BWD_DGRAD, B, s, d, s, true);
+			op_residual(dq, fo.inputs[1]);
+			rm_op *dk = bwd_gemm(gb, f, "dgrad_key", RM_PHASE_BWD_DGRAD, B, s, d, s, true);
+			op_residual(dk, fo.inputs[0]);
+		} else {
+			/* O = P V: dP = dO V^T [B, s, s] contracting d; dV = P^T dO [B, s, d]. */
+			rm_op *dp = bwd_gemm(gb, f, "dgrad_probs", RM_PHASE_BWD_DGRAD, B, s, s, d, true);
+			op_residual(dp, fo.inputs[1]);
+			rm_op *dv = bwd_gemm(gb, f, "dgrad_value", RM_PHASE_BWD_DGRAD, B, s, d, s, true);
+			op_residual(dv, fo.inputs[0]);
+		}
+		return;
+	}
+	if (fo.kind == RM_OP_ATTENTION) {
+		rm_op *op = bwd_op(gb, f, "bwd", RM_OP_ATTENTION, RM_PHASE_BWD_DGRAD);
+		op->attention = fo.attention;
+		op->flops = 2.5 * fo.flops;
+		for (int i = 0; i < fo.n_inputs; i++)
+			op_residual(op, fo.inputs[i]);
+		op_residual(op, fo.outputs[0]); /* O */
+		op_residual(op, fo.outputs[1]); /* log-sum-exp */
+		/* Reads q, k, v, O, dO, lse; writes dq, dk, dv. */
+		int64_t qkv = 0;
+		for (int i = 0; i < fo.n_inputs; i++)
+			qkv += vbytes(gb, fo.inputs[i]);
+		op->bytes_read = qkv + 2 * out_bytes + vbytes(gb, fo.outputs[1]);
+		op->bytes_written = qkv;
+		return;
+	}
+
+	/* Memory-bound ops: the backward reads dY (and its residuals) and writes dX per input. */
+	rm_op *op = bwd_op(gb, f, "bwd", RM_OP_ELEMENTWISE, RM_PHASE_BWD_DGRAD);
+	int64_t in_bytes = 0;
+	for (int i = 0; i < fo.n_inputs; i++)
+		in_bytes += vbytes(gb, fo.inputs[i]);
+	op->bytes_read = out_bytes;
+	op->bytes_written = in_bytes;
+	op->flops = 2.0 * fo.flops;
+	op->weight_elems = fo.weight_elems;
+	const char *suffix = strrchr(name, '_');
+	bool is_dropout = suffix && strcmp(suffix, "_dropout") == 0;
+	if (strcmp(name, "pre_attention_norm") == 0 || strcmp(name, "pre_mlp_norm") == 0 ||
+	    strcmp(name, "final_norm") == 0) {
+		op_residual(op, fo.inputs[0]); /* norm backward needs its input */
+	} else if (strcmp(name, "attention_probs") == 0) {
+		op_residual(op, fo.outputs[0]); /* softmax backward needs its output */
+	} else if (is_dropout) {
+		op_residual(op, fo.outputs[1]); /* the mask */
+		op->bytes_written = vbytes(gb, fo.inputs[0]);
+	} else if (strcmp(name, "mlp_activation") == 0) {
+		op_residual(op, fo.inputs[0]); /* silu/gelu backward needs its input */
+	} else if (strcmp(name, "mlp_hidden") == 0) {
+		op_residual(op, fo.inputs[0]); /* d up = dY * act */
+		op_residual(op, fo.inputs[1]); /* d act = dY * up */
+	} else if (strcmp(name, "embedding") == 0) {
+		/* Scatter-add of dY rows into the table gradient; needs the token ids. */
+		op->phase = RM_PHASE_BWD_WGRAD;
+		op_residual(op, fo.inputs[0]);
+		op->bytes_written = out_bytes;
+	} else if (strcmp(name, "loss") == 0) {
+		op_residual(op, fo.inputs[0]);  /* logits */
+		op_residual(op, fo.outputs[0]); /* per-token log-sum-exp */
+		op->bytes_read = vbytes(gb, fo.inputs[0]) + vbytes(gb, fo.outputs[0]);
+		op->bytes_written = vbytes(gb, fo.inputs[0]);
+	}
+	/* rotary (linear), residual adds: the backward needs no forward value. */
+	for (int i = 0; i < op->n_residuals; i++)
+		op->bytes_read += vbytes(gb, op->residuals[i]);
+	(void)es;
+}
+
+static void emit_all_backward(graph_builder *gb)
+{
+	gb->g->n_fwd_ops = gb->g->n_ops;
+	for (int f = gb->g->n_fwd_ops - 1; f >= 0; f--)
+		emit_backward(gb, f);
+}
+
+static int fwd_norm(graph_builder *gb, const char *name, int in)
+{
+	const rm_model_config *m = gb->m;
+	bool ln = m->norm == RM_NORM_LAYERNORM;
+	return fwd_elementwise(gb, name, &in, 1, m->hidden, ln ? FLOPS_LAYERNORM : FLOPS_RMSNORM,
+			       ln ? 2 * m->hidden : m->hidden);
+}
+
+static void build_layer(graph_builder *gb)
+{
+	const rm_model_config *m = gb->m;
+	const rm_train_config *t = gb->t;
+	int64_t h = m->hidden, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+	bool gpt2 = m->arch == RM_ARCH_GPT2;
+	bool attn_drop = dropout_on(m, t, m->attn_dropout);
+	bool resid_drop = dropout_on(m, t, m->resid_dropout);
+
+	int x = add_act(gb, "layer_input", h, gb->dt);
+	gb->g->input = x;
+	int xn = fwd_norm(gb, "pre_attention_norm", x);
+	int q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
+	int k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
+	int v = fwd_projection(gb, "dot_attention_value", xn, h, kvd, m->qkv_bias);
+	if (!gpt2) {
+		q = fwd_elementwise(gb, "rotary_query", &q, 1, qd, FLOPS_ROTARY, 0);
+		k = fwd_elementwise(gb, "rotary_key", &k, 1, kvd, FLOPS_ROTARY, 0);
+	}
+	int ctx;
+	if (t->fused_attention) {
+		rm_op *op = new_op(gb, "attention_context", RM_OP_ATTENTION, RM_PHASE_FWD, -1);
+		op->attention = (rm_attention_shape){
+			.batch = gb->b, .heads = m->heads, .kv_heads = m->kv_heads, .seq = gb->s,
+			.head_dim = m->head_dim, .causal = t->causal, .fused = true, .dtype = gb->dt};
+		op_in(gb, op, q);
+		op_in(gb, op, k);
+		op_in(gb, op, v);
+		ctx = add_act(gb, "attention_context", qd, gb->dt);
+		int64_t lse_shape[3] = {gb->b, m->heads, gb->s};
+		int lse = add_value(gb, "attention_lse", RM_DTYPE_FP32, 3, lse_shape);
+		op_out(gb, op, ctx);
+		op_out(gb, op, lse);
+		op->flops = 4.0 * (double)gb->b * (double)m->heads * (double)m->head_dim *
+			    attended_pairs(m, t);
+		op->bytes_read = vbytes(gb, q) + vbytes(gb, k) + vbytes(gb, v);
+		op->bytes_written = vbytes(gb, ctx) + vbytes(gb, lse);
+	} else {
+		int64_t B = gb->b * m->heads, s = gb->s, d = m->head_dim;
+		rm_op *sc = new_op(gb, "attention_scores", RM_OP_GEMM, RM_PHASE_FWD, -1);
+		sc->gemm = (rm_gemm_shape){.batch = B, .m = s, .n = s, .k = d, .dtype = gb->dt,
+					   .has_batch_dims = true};
+		op_in(gb, sc, q);
+		op_in(gb, sc, k);
+		int scores = add_scores(gb, "attention_scores", gb->dt);
+		op_out(gb, sc, scores);
+		sc->flops = 2.0 * (double)B * (double)s * (double)s * (double)d;
+		sc->bytes_read = vbytes(gb, q) + vbytes(gb, k);
+		sc->bytes_written = vbytes(gb, scores);
+
+		rm_op *sm = new_op(gb, "attention_probs", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+		op_in(gb, sm, scores);
+		int probs = add_scores(gb, "attention_probs", gb->dt);
+		op_out(gb, sm, probs);
+		sm->flops = FLOPS_SOFTMAX * (double)B * (double)s * (double)s;
+		sm->bytes_read = vbytes(gb, scores);
+		sm->bytes_written = vbytes(gb, probs);
+
+		if (attn_drop)
+			probs = fwd_dropout(gb, "attention_probs_dropout", probs);
+
+		rm_op *pv = new_op(gb, "attention_context", RM_OP_GEMM, RM_PHASE_FWD, -1);
+		pv->gemm = (rm_gemm_shape){.batch = B, .m = s, .n = d, .k = s, .dtype = gb->dt,
+					   .has_batch_dims = true};
+		op_in(gb, pv, probs);
+		op_in(gb, pv, v);
+		ctx = add_act(gb, "attention_context", qd, gb->dt);
+		op_out(gb, pv, ctx);
+		pv->flops = 2.0 * (double)B * (double)s * (double)d * (double)s;
+		pv->bytes_read = vbytes(gb, probs) + vbytes(gb, v);
+		pv->bytes_written = vbytes(gb, ctx);
+	}
+	int ao = fwd_projection(gb, "dot_attention_out", ctx, qd, h, m->out_bias);
+	if (resid_drop)
+		ao = fwd_dropout(gb, "attention_out_dropout", ao);
+	int add1_in[2] = {x, ao};
+	int r1 = fwd_elementwise(gb, "attention_residual", add1_in, 2, h, FLOPS_ADD, 0);
+	int rn = fwd_norm(gb, "pre_mlp_norm", r1);
+	int hidden;
+	if (m->mlp == RM_MLP_SWIGLU) {
+		int gate = fwd_projection(gb, "dot_mlp_gate", rn, h, m->ffn, false);
+		int up = fwd_projection(gb, "dot_mlp_up", rn, h, m->ffn, false);
+		int act = fwd_elementwise(gb, "mlp_activation", &gate, 1, m->ffn, FLOPS_SILU, 0);
+		int mul_in[2] = {act, up};
+		hidden = fwd_elementwise(gb, "mlp_hidden", mul_in, 2, m->ffn, 1.0, 0);
+	} else {
+		int up = fwd_projection(gb, "dot_mlp_up", rn, h, m->ffn, m->out_bias);
+		hidden = fwd_elementwise(gb, "mlp_activation", &up, 1, m->ffn, FLOPS_GELU, 0);
+	}
+	int mo = fwd_projection(gb, "dot_mlp_out", hidden, m->ffn, h, m->out_bias);
+	if (resid_drop)
+		mo = fwd_dropout(gb, "mlp_out_dropout", mo);
+	int add2_in[2] = {r1, mo};
+	fwd_elementwise(gb, "layer_output", add2_in, 2, h, FLOPS_ADD, 0);
+	emit_all_backward(gb);
+	gb->g->params = layer_params(m);
+}
+
+static void build_embedding(graph_builder *gb)
+{
+	const rm_model_config *m = gb->m;
+	int64_t tok_shape[2] = {gb->b, gb->s};
+	int tokens = add_value(gb, "tokens", RM_DTYPE_INT32, 2, tok_shape);
+	gb->g->input = tokens;
+	rm_op *op = new_op(gb, "embedding", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+	op_in(gb, op, tokens);
+	int out = add_act(gb, "embedding", m->hidden, gb->dt);
+	op_out(gb, op, out);
+	int tables = m->learned_pos ? 2 : 1;
+	/* A gather reads only the rows it needs: T rows per table. */
+	op->bytes_read = vbytes(gb, tokens) + tables * vbytes(gb, out);
+	op->bytes_written = vbytes(gb, out);
+	op->flops = (double)(tables - 1) * (double)gb->T * (double)m->hidden;
+	op->weight_elems = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
+	if (dropout_on(m, gb->t, m->embd_dropout))
+		fwd_dropout(gb, "embedding_dropout", out);
+	emit_all_backward(gb);
+	gb->g->params = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
+}
+
+static void build_head(graph_builder *gb)
+{
+	const rm_model_config *m = gb->m;
+	int x = add_act(gb, "final_input", m->hidden, gb->dt);
+	gb->g->input = x;
+	int xn = fwd_norm(gb, "final_norm", x);
+	int logits = fwd_projection(gb, "dot_logits", xn, m->hidden, m->vocab, false);
+	rm_op *loss = new_op(gb, "loss", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+	op_in(gb, loss, logits);
+	int64_t lse_shape[2] = {gb->b, gb->s};
+	int lse = add_value(gb, "loss_lse", RM_DTYPE_FP32, 2, lse_shape);
+	op_out(gb, loss, lse);
+	loss->bytes_read = vbytes(gb, logits) + gb->T * 4; /* logits and int32 labels */
+	loss->bytes_written = vbytes(gb, lse);
+	loss->flops = FLOPS_LOSS * (double)gb->T * (double)m->vocab;
+	emit_all_backward(gb);
+	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden + (m->tied ? 0 : m->vocab * m->hidden);
+}
+
+rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
+				rm_error *err)
+{
+	if (rm_train_config_check(model, train, err) != RM_OK)
+		return NULL;
+	rm_workload *wl = rm_new(rm_workload, 1);
+	wl->model = *model;
+	wl->train = *train;
+	wl->params = rm_model_param_count(model);
+	graph_builder gb = {
+		.m = &wl->model,
+		.t = &wl->train,
+		.b = train->micro_batch,
+		.s = train->seq_len,
+		.T = train->micro_batch * train->seq_len,
+		.dt = train->dtype,
+		.es = rm_dtype_size(train->dtype),
+	};
+	graph_init(&wl->embedding, "embedding");
+	gb.g = &wl->embedding;
+	build_embedding(&gb);
+	graph_init(&wl->layer, "layer");
+	gb.g = &wl->layer;
+	build_layer(&gb);
+	graph_init(&wl->head, "head");
+	gb.g = &wl->head;
+	build_head(&gb);
+	return wl;
+}
+
+void rm_workload_destroy(rm_workload *wl)
+{
+	if (!wl)
+		return;
+	graph_finish(&wl->embedding);
+	graph_finish(&wl->layer);
+	graph_finish(&wl->head);
+	free(wl);
+}
+
+int rm_graph_find_value(const rm_graph *g, const char *name)
+{
+	for (int i = 0; i < g->n_values; i++)
+		if (strcmp(g->values[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int rm_graph_find_op(const rm_graph *g, const char *name)
+{
+	for (int i = 0; i < g->n_ops; i++)
+		if (strcmp(g->ops[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+double rm_graph_flops(const rm_graph *g, rm_phase phase)
+{
+	double sum = 0;
+	for (int i = 0; i < g->n_ops; i++)
+		if (phase == RM_PHASE_COUNT || g->ops[i].phase == phase)
+			sum += g->ops[i].flops;
+	return sum;
+}
+
+bool rm_graph_value_is_residual(const rm_graph *g, int v)
+{
+	for (int i = g->n_fwd_ops; i < g->n_ops; i++)
+		for (int r = 0; r < g->ops[i].n_residuals; r++)
+			if (g->ops[i].residuals[r] == v)
+				return true;
+	return false;
+}
+
+int64_t rm_graph_residual_bytes(const rm_graph *g)
+{
+	int64_t sum = 0;
+	for (int v = 0; v < g->n_values; v++)
+		if (rm_graph_value_is_residual(g, v))
+			sum += g->values[v].bytes;
+	return sum;
+}
+
+double rm_workload_model_flops_per_token(const rm_workload *wl)
+{
+	const rm_model_config *m = &wl->model;
+	return 6.0 * (double)wl->params.nonembedding +
+	       12.0 * (double)m->layers * (double)(m->heads * m->head_dim) * (double)wl->train.seq_len;
+}
+
+double rm_workload_executed_flops(const rm_workload *wl)
+{
+	return rm_graph_flops(&wl->embedding, RM_PHASE_COUNT) +
+	       (double)wl->model.layers * rm_graph_flops(&wl->layer, RM_PHASE_COUNT) +
+	       rm_graph_flops(&wl->head, RM_PHASE_COUNT);
+}
+
+rm_static_memory rm_workload_static_memory(const rm_workload *wl)
+{
+	rm_static_memory s = {0};
+	int64_t f = wl->train.fsdp;
+	s.shard_elems = (wl->params.total + f - 1) / f;
+	s.params = s.shard_elems * rm_dtype_size(wl->train.param_dtype);
+	s.master = wl->train.master_weights ? s.shard_elems * 4 : 0;
+	s.grads = s.shard_elems * rm_dtype_size(wl->train.grad_dtype);
+	switch (wl->train.optimizer) {
+	case RM_OPT_ADAMW:
+		s.optimizer = 2 * 4 * s.shard_elems;
+		break;
+	case RM_OPT_SGD_MOMENTUM:
+		s.optimizer = 4 * s.shard_elems;
+		break;
+	default:
+		s.optimizer = 0;
+		break;
+	}
+	s.total = s.params + s.master + s.grads + s.optimizer;
+	return s;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages remora needs (only those missing), then configures and builds.
+# Usage: scripts/setup.sh [BUILD_DIR] [extra meson args...]
+# Idempotent: a second run installs nothing and rebuilds only what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(meson ninja-build pkg-config gcc g++ libgsl-dev libsqlite3-dev libcriterion-dev
+      libfyaml-dev libjansson-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build=${1:-build}
+shift || true
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" "$@" >/dev/null
+elif [ $# -gt 0 ]; then
+  meson configure "$build" "$@" >/dev/null
+fi
+ninja -C "$build" -j "${NINJA_JOBS:-2}" >/dev/null

@@ -101,6 +101,10 @@ static void node_position(cfg_reader *r, struct fy_node *node, int *line, int *c
 	if (m) {
 		*line = m->line + 1;
 		*col = m->column + 1;
+		/* a quoted scalar's mark is its first character: point at the opening quote */
+		enum fy_node_style style = fy_node_get_style(node);
+		if ((style == FYNS_DOUBLE_QUOTED || style == FYNS_SINGLE_QUOTED) && *col > 1)
+			(*col)--;
 	}
 }
 
@@ -153,7 +157,8 @@ static rm_status read_int(cfg_reader *r, const char *key, bool required, int64_t
 	errno = 0;
 	long long x = t ? strtoll(t, &end, 10) : 0;
 	if (!t || end == t || *end != '\0' || errno == ERANGE)
-		return at_node(r, v, RM_INVALID, "\"%s\" must be an integer", key);
+		return at_node(r, v, RM_INVALID, "\"%s\" must be an integer%s", key,
+			       errno == ERANGE ? " within 64 bits" : "");
 	*out = (int64_t)x;
 	return RM_OK;
 }
@@ -340,15 +345,28 @@ static rm_status read_gpt2(cfg_reader *r, rm_model_config *m)
 	return RM_OK;
 }
 
-/* First collected libfyaml diagnostic as an rm_error; libfyaml's line/column are 0-based. */
-static rm_status parse_failure(struct fy_diag *diag, const char *path, rm_error *err)
+/*
+ * First collected libfyaml diagnostic as an rm_error (diagnostics are 1-based, unlike token
+ * marks). An error past the last non-blank character means the input ended early.
+ */
+static rm_status parse_failure(struct fy_diag *diag, const char *path, const char *text,
+			       size_t len, rm_error *err)
 {
 	void *iter = NULL;
 	struct fy_diag_error *e = diag ? fy_diag_errors_iterate(diag, &iter) : NULL;
 	if (!e)
 		return rm_error_set(err, RM_PARSE, path, 0, 0, "not valid JSON");
-	return rm_error_set(err, RM_PARSE, path, e->line + 1, e->column + 1, "invalid JSON: %s",
-			    e->msg ? e->msg : "syntax error");
+	int last_line = 1, line = 1;
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == '\n')
+			line++;
+		else if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r')
+			last_line = line;
+	}
+	bool truncated = e->line > last_line;
+	return rm_error_set(err, RM_PARSE, path, e->line, e->column, "invalid JSON: %s%s",
+			    e->msg ? e->msg : "syntax error",
+			    truncated ? " (the file ends early: truncated?)" : "");
 }
 
 rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
@@ -369,7 +387,7 @@ rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
 	};
 	struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
 	if (!doc) {
-		st = parse_failure(diag, path, err);
+		st = parse_failure(diag, path, text, len, err);
 		goto out_diag;
 	}
 	cfg_reader r = {.path = path, .text = text, .len = len, .root = fy_document_root(doc), .err = err};

@@ -50,7 +50,7 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 	[RM_HW_fp32_TFLOPs] = HW_FP32, [RM_HW_hbm_bytes] = HW_HBM_CAP,                            \
 	[RM_HW_hbm_peak_GBps] = HW_HBM_PEAK, [RM_HW_hbm_achievable_GBps] = HW_HBM_ACH,             \
 	[RM_HW_l2_bytes] = HW_L2, [RM_HW_nvlink_links] = HW_NVL, [RM_HW_nvlink_GBps] = HW_NVL,     \
-	[RM_HW_nvlink_nccl_GBps] = HW_NVL_NCCL, [RM_HW_pcie_GBps] = HW_PCIE,                       \
+	[RM_HW_nvlink_nccl_GBps] = HW_NVL_NCCL, [RM_HW_p2p_GBps] = HW_P2P, [RM_HW_pcie_GBps] = HW_PCIE,                      \
 	[RM_HW_h2d_GBps] = HW_HOST, [RM_HW_d2h_GBps] = HW_HOST, [RM_HW_nic_GBps] = HW_NIC,         \
 	[RM_HW_gpus_per_node] = HW_NODE, [RM_HW_tdp_W] = HW_TDP,                                   \
 	[RM_HW_gemm_overhead_us] = HW_GEMM_FIT, [RM_HW_gemm_bf16_TFLOPs] = HW_GEMM_FIT,            \

@@ -1,2 +1,142 @@
+/* Hugging Face config.json reader: presets, defaults, and every error with its line:column. */
 #include <criterion/criterion.h>
-Test(placeholder, none) { cr_assert(1); }
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "remora/workload.h"
+
+static rm_status load(const char *file, rm_model_config *m, rm_error *err)
+{
+	const char *dir = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(dir, "REMORA_TEST_DATA must point at tests/data");
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/configs/%s", dir, file);
+	rm_error_clear(err);
+	return rm_model_config_load(path, m, err);
+}
+
+/* Asserts the status and position of the error a malformed file gives. */
+static void expect_error(const char *file, rm_status st, int line, int col, const char *needle)
+{
+	rm_model_config m;
+	rm_error err;
+	rm_status got = load(file, &m, &err);
+	cr_assert_eq(got, st, "%s: status %s, want %s (%s)", file, rm_status_name(got),
+		     rm_status_name(st), err.msg);
+	cr_assert_eq(err.line, line, "%s: line %d, want %d (%s)", file, err.line, line, err.msg);
+	cr_assert_eq(err.column, col, "%s: column %d, want %d (%s)", file, err.column, col, err.msg);
+	cr_assert(strstr(err.msg, needle), "%s: message '%s' lacks '%s'", file, err.msg, needle);
+	cr_assert(strstr(err.file, file), "%s: error names file '%s'", file, err.file);
+}
+
+Test(hfconfig, truncated_file_points_at_its_end)
+{
+	expect_error("truncated.json", RM_PARSE, 5, 1, "truncated");
+}
+
+Test(hfconfig, heads_not_dividing_hidden_points_at_heads)
+{
+	/* line 6 is `  "num_attention_heads": 30,`: the value starts in column 26 */
+	expect_error("heads-not-dividing.json", RM_INVALID, 6, 26, "does not divide hidden_size");
+}
+
+Test(hfconfig, missing_key_points_at_the_object)
+{
+	expect_error("missing-ffn.json", RM_MISSING, 1, 1, "\"intermediate_size\"");
+}
+
+Test(hfconfig, non_positive_size)
+{
+	expect_error("zero-layers.json", RM_INVALID, 5, 24, "must be positive");
+}
+
+Test(hfconfig, unsupported_architecture_lists_supported)
+{
+	expect_error("unsupported-arch.json", RM_UNSUPPORTED, 2, 21, "GPT2LMHeadModel");
+}
+
+Test(hfconfig, quoted_number_is_not_an_integer)
+{
+	expect_error("string-size.json", RM_INVALID, 3, 17, "must be an integer");
+}
+
+Test(hfconfig, kv_heads_must_divide_heads)
+{
+	expect_error("kv-heads.json", RM_INVALID, 7, 26, "num_key_value_heads");
+}
+
+Test(hfconfig, duplicate_key_is_a_parse_error)
+{
+	expect_error("duplicate-key.json", RM_PARSE, 1, 63, "duplicate key");
+}
+
+Test(hfconfig, top_level_must_be_an_object)
+{
+	expect_error("top-level-array.json", RM_PARSE, 1, 1, "JSON object");
+}
+
+Test(hfconfig, empty_file)
+{
+	expect_error("empty.json", RM_PARSE, 1, 1, "empty file");
+}
+
+Test(hfconfig, missing_file_is_an_io_error)
+{
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(load("no-such-file.json", &m, &err), RM_IO);
+	cr_assert(strstr(err.msg, "cannot open"));
+}
+
+Test(hfconfig, gpt2_defaults)
+{
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(load("gpt2-minimal.json", &m, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(m.arch, RM_ARCH_GPT2);
+	cr_assert_eq(m.ffn, 4 * 768, "n_inner null means 4*n_embd");
+	cr_assert(m.tied, "GPT-2 ties its head by default");
+	cr_assert_float_eq(m.attn_dropout, 0.1, 1e-12);
+	cr_assert_eq(m.head_dim, 64);
+	cr_assert_str_eq(m.name, "gpt2-minimal");
+}
+
+Test(hfconfig, model_type_without_architectures)
+{
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(load("mistral-window.json", &m, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(m.arch, RM_ARCH_MISTRAL);
+	cr_assert_eq(m.sliding_window, 4096);
+	cr_assert_eq(m.kv_heads, 8);
+}
+
+Test(hfconfig, presets_resolve_and_unknown_lists_them)
+{
+	rm_model_config m;
+	rm_error err;
+	rm_error_clear(&err);
+	for (const char *const *p = rm_model_preset_names(); *p; p++) {
+		cr_assert_eq(rm_model_config_resolve(*p, &m, &err), RM_OK, "%s: %s", *p, err.msg);
+		cr_assert_str_eq(m.name, *p);
+	}
+	cr_assert_eq(rm_model_config_resolve("llama-9", &m, &err), RM_NOT_FOUND);
+	cr_assert(strstr(err.msg, "llama-2-7b") && strstr(err.msg, "gpt-2"), "%s", err.msg);
+}
+
+Test(hfconfig, parse_from_memory)
+{
+	const char *text = "{\"architectures\": [\"Qwen2ForCausalLM\"], \"vocab_size\": 151936,"
+			   " \"hidden_size\": 896, \"num_hidden_layers\": 24, \"num_attention_heads\": 14,"
+			   " \"num_key_value_heads\": 2, \"intermediate_size\": 4864,"
+			   " \"tie_word_embeddings\": true}";
+	rm_model_config m;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_model_config_parse(text, strlen(text), "mem.json", &m, &err), RM_OK, "%s",
+		     err.msg);
+	cr_assert(m.qkv_bias && m.tied);
+	/* Qwen2-0.5B (its published config): 494,032,768 parameters, by hand with head_dim 64:
+	 * 151936*896 + 24*(2*896 + 2*896*896 + 896 + 2*(896*128 + 128) + 3*896*4864) + 896. */
+	cr_assert_eq(rm_model_param_count(&m).total, 494032768LL);
+}

@@ -1,2 +1,154 @@
+/*
+ * Golden end-to-end tests of the `remora` command: fixed inputs, stdout diffed byte for byte
+ * against data/golden/. After an intended change, regenerate with
+ *   REMORA_UPDATE_GOLDEN=1 meson test -C build --suite golden
+ * and review the diff of data/golden/ before committing.
+ * Also checks exit codes and messages of bad input end to end.
+ */
 #include <criterion/criterion.h>
-Test(placeholder, none) { cr_assert(1); }
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+typedef struct run_result {
+	char *out;
+	size_t len;
+	int exit_code;
+} run_result;
+
+/* Runs `remora ARGS` (stderr merged into stdout when merge is set). */
+static run_result run_remora(const char *args, bool merge)
+{
+	const char *bin = getenv("REMORA_BIN");
+	cr_assert_not_null(bin, "REMORA_BIN must name the remora executable");
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "'%s' %s%s", bin, args, merge ? " 2>&1" : " 2>/dev/null");
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	run_result r = {0};
+	size_t cap = 1 << 16;
+	r.out = malloc(cap);
+	size_t got;
+	while ((got = fread(r.out + r.len, 1, cap - r.len - 1, p)) > 0) {
+		r.len += got;
+		if (cap - r.len < 4096) {
+			cap *= 2;
+			r.out = realloc(r.out, cap);
+		}
+	}
+	r.out[r.len] = '\0';
+	int status = pclose(p);
+	r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return r;
+}
+
+static void golden(const char *name, const char *args)
+{
+	const char *dir = getenv("REMORA_GOLDEN_DIR");
+	cr_assert_not_null(dir, "REMORA_GOLDEN_DIR must point at data/golden");
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "remora %s exited %d", args, r.exit_code);
+	const char *update = getenv("REMORA_UPDATE_GOLDEN");
+	if (update && strcmp(update, "1") == 0) {
+		FILE *f = fopen(path, "wb");
+		cr_assert_not_null(f, "cannot write %s", path);
+		fwrite(r.out, 1, r.len, f);
+		fclose(f);
+		free(r.out);
+		return;
+	}
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "missing golden file %s (run with REMORA_UPDATE_GOLDEN=1)", path);
+	char *want = malloc(r.len + 2);
+	size_t n = fread(want, 1, r.len + 1, f);
+	fclose(f);
+	bool same = n == r.len && memcmp(want, r.out, r.len) == 0;
+	size_t at = 0;
+	while (at < n && at < r.len && want[at] == r.out[at])
+		at++;
+	cr_assert(same, "remora %s differs from %s at byte %zu (got %zu bytes, golden %zu)", args,
+		  path, at, r.len, n);
+	free(want);
+	free(r.out);
+}
+
+Test(golden, describe_gpt2_json)
+{
+	golden("describe-gpt-2.json", "describe gpt-2 --json");
+}
+
+Test(golden, describe_llama3_8b_fsdp8_json)
+{
+	golden("describe-llama-3-8b-b2-fsdp8.json", "describe llama-3-8b --micro-batch 2 --fsdp 8 --json");
+}
+
+Test(golden, describe_llama2_7b_text)
+{
+	golden("describe-llama-2-7b.txt", "describe llama-2-7b");
+}
+
+Test(golden, hw_show_h100_json)
+{
+	golden("hw-h100-sxm.json", "hw show h100-sxm --json");
+}
+
+Test(golden, same_input_same_bytes)
+{
+	run_result a = run_remora("describe qwen2-7b --fsdp 4 --json", false);
+	run_result b = run_remora("describe qwen2-7b --fsdp 4 --json", false);
+	cr_assert_eq(a.len, b.len);
+	cr_assert_eq(memcmp(a.out, b.out, a.len), 0);
+	free(a.out);
+	free(b.out);
+}
+
+Test(cli_errors, malformed_config_names_file_line_column)
+{
+	const char *data = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(data);
+	char args[1024];
+	snprintf(args, sizeof(args), "describe '%s/configs/heads-not-dividing.json'", data);
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 1);
+	cr_assert(strstr(r.out, "heads-not-dividing.json:6:26: error: num_attention_heads (30)"),
+		  "%s", r.out);
+	free(r.out);
+}
+
+Test(cli_errors, bad_usage_exits_2)
+{
+	static const char *const cases[][2] = {
+		{"describe", "missing MODEL"},
+		{"describe gpt-2 --micro-batch 0", "--micro-batch expects a positive integer"},
+		{"describe gpt-2 --seq-len abc", "--seq-len expects a positive integer"},
+		{"describe gpt-2 --dtype int4", "unknown dtype 'int4'"},
+		{"describe gpt-2 extra", "unexpected argument 'extra'"},
+		{"frobnicate", "unknown command 'frobnicate'"},
+		{"hw show", "needs a profile NAME"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		run_result r = run_remora(cases[i][0], true);
+		cr_assert_eq(r.exit_code, 2, "remora %s exited %d", cases[i][0], r.exit_code);
+		cr_assert(strstr(r.out, cases[i][1]), "remora %s said: %s", cases[i][0], r.out);
+		free(r.out);
+	}
+}
+
+Test(cli_errors, impossible_setups_exit_1)
+{
+	run_result r = run_remora("describe gpt-2 --seq-len 4096", true);
+	cr_assert_eq(r.exit_code, 1);
+	cr_assert(strstr(r.out, "exceeds the 1024 learned positions"), "%s", r.out);
+	free(r.out);
+	r = run_remora("describe no-such-model", true);
+	cr_assert_eq(r.exit_code, 1);
+	cr_assert(strstr(r.out, "unknown model 'no-such-model'"), "%s", r.out);
+	free(r.out);
+	r = run_remora("hw show b200", true);
+	cr_assert_eq(r.exit_code, 1);
+	cr_assert(strstr(r.out, "unknown hardware profile 'b200'"), "%s", r.out);
+	free(r.out);
+}

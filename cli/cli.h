@@ -18,6 +18,7 @@ typedef struct cli_command {
 } cli_command;
 
 /* Subcommands (one file each). */
+int cli_cmd_collective(int argc, char **argv);
 int cli_cmd_describe(int argc, char **argv);
 int cli_cmd_hw(int argc, char **argv);
 

@@ -9,6 +9,8 @@
 #include "config.h"
 
 static const cli_command commands[] = {
+	{"collective", "one NCCL collective's time, bandwidth, algorithm and protocol; --table vs measurements",
+	 cli_cmd_collective},
 	{"describe", "per-op table of one training step of a model (FLOPs, bytes, checkpoint names)",
 	 cli_cmd_describe},
 	{"hw", "hardware profiles: list, show NAME", cli_cmd_hw},

@@ -43,6 +43,12 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 #define HW_LAUNCH "hardware.md 'Kernel launch': raw launch host cost ~3 us (M)"
 #define HW_RING "hardware.md 'NCCL's ring kernels on 8x H100 use 24 channels' (NCCL logs)"
 #define HW_NVLS "hardware.md 'NVLS uses 16' (NCCL src/transport/nvls.cc)"
+#define HW_RING_BW                                                                               \
+	"nccl-model.md 'Worked figures': 12 searched channels x 30 GB/s, duplicated to 24 = 360 GB/s " \
+	"(30 = the largest search speed <= 370.8/12)"
+#define HW_NVLS_BW                                                                               \
+	"D: 300 GB/s makes nccl-model.md's NVLS formula (bw * 0.85 * 15/16 * 2) give its worked "    \
+	"476-480 GB/s all-reduce busBW"
 
 #define HOPPER_COMMON_SOURCES                                                                    \
 	[RM_HW_sm_count] = HW_SM, [RM_HW_boost_clock_MHz] = HW_CLOCK,                              \
@@ -56,7 +62,8 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 	[RM_HW_gemm_overhead_us] = HW_GEMM_FIT, [RM_HW_gemm_bf16_TFLOPs] = HW_GEMM_FIT,            \
 	[RM_HW_gemm_fp8_TFLOPs] = HW_GEMM_FP8, [RM_HW_gemm_tile_m] = HW_TILE,                      \
 	[RM_HW_gemm_tile_n] = HW_TILE, [RM_HW_launch_us] = HW_LAUNCH,                              \
-	[RM_HW_nccl_ring_channels] = HW_RING, [RM_HW_nccl_nvls_channels] = HW_NVLS
+	[RM_HW_nccl_ring_channels] = HW_RING, [RM_HW_nccl_nvls_channels] = HW_NVLS,                \
+	[RM_HW_nccl_ring_busbw_GBps] = HW_RING_BW, [RM_HW_nccl_nvls_bw_GBps] = HW_NVLS_BW
 
 /* The A100 entry overrides some of the shared sources on purpose. */
 #pragma GCC diagnostic push
@@ -93,6 +100,8 @@ static const rm_hw_profile profiles[] = {
 		.launch_us = 3,
 		.nccl_ring_channels = 24,
 		.nccl_nvls_channels = 16,
+		.nccl_ring_busbw_GBps = 360,
+		.nccl_nvls_bw_GBps = 300,
 		.source = {HOPPER_COMMON_SOURCES},
 	},
 	{
@@ -126,6 +135,8 @@ static const rm_hw_profile profiles[] = {
 		.launch_us = 3,
 		.nccl_ring_channels = 24,
 		.nccl_nvls_channels = 16,
+		.nccl_ring_busbw_GBps = 360,
+		.nccl_nvls_bw_GBps = 300,
 		.source = {HOPPER_COMMON_SOURCES,
 			   [RM_HW_p2p_GBps] = "hardware.md 'raw P2P copy, one direction' (~380, assumed equal to H100)"},
 	},
@@ -160,6 +171,8 @@ static const rm_hw_profile profiles[] = {
 		.launch_us = 3,
 		.nccl_ring_channels = 24,
 		.nccl_nvls_channels = 0,
+		.nccl_ring_busbw_GBps = 240,
+		.nccl_nvls_bw_GBps = 0,
 		.source = {
 			HOPPER_COMMON_SOURCES,
 			[RM_HW_fp8_TFLOPs] = "hardware.md 'FP8 tensor, dense': n/a on A100 (DS)",
@@ -174,6 +187,8 @@ static const rm_hw_profile profiles[] = {
 			[RM_HW_gemm_fp8_TFLOPs] = "hardware.md: no FP8 tensor cores on A100 (DS)",
 			[RM_HW_nccl_ring_channels] = "assumed equal to H100 (24); not sourced for A100",
 			[RM_HW_nccl_nvls_channels] = "hardware.md: NVLS needs third-generation NVSwitch; none on A100",
+			[RM_HW_nccl_ring_busbw_GBps] = "D: 12 searched channels x 20 GB/s (NCCL models A100 NVLink as 12 x 20 = 240, hardware.md)",
+			[RM_HW_nccl_nvls_bw_GBps] = "no NVLS on A100 (hardware.md)",
 		},
 	},
 };

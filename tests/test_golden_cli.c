@@ -95,6 +95,16 @@ Test(golden, hw_show_h100_json)
 	golden("hw-h100-sxm.json", "hw show h100-sxm --json");
 }
 
+Test(golden, collective_table_json)
+{
+	golden("collective-table.json", "collective --table --json");
+}
+
+Test(golden, collective_all_pairs_text)
+{
+	golden("collective-all-gather-16MiB.txt", "collective --op all-gather --bytes 16MiB --gpus 8 --all");
+}
+
 Test(golden, same_input_same_bytes)
 {
 	run_result a = run_remora("describe qwen2-7b --fsdp 4 --json", false);
@@ -128,6 +138,11 @@ Test(cli_errors, bad_usage_exits_2)
 		{"describe gpt-2 extra", "unexpected argument 'extra'"},
 		{"frobnicate", "unknown command 'frobnicate'"},
 		{"hw show", "needs a profile NAME"},
+		{"collective --op all-gather --bytes 12XB --gpus 8", "--bytes expects a size"},
+		{"collective --op broadcastt --bytes 1MiB --gpus 8", "unknown collective 'broadcastt'"},
+		{"collective --op all-gather --bytes 1MiB", "missing --gpus"},
+		{"collective --op all-gather --bytes 1MiB --gpus 8 --algo Butterfly", "unknown algorithm 'Butterfly'"},
+		{"collective --table --nccl-version 1.2", "older than the oldest modelled"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_result r = run_remora(cases[i][0], true);
@@ -146,6 +161,10 @@ Test(cli_errors, impossible_setups_exit_1)
 	r = run_remora("describe no-such-model", true);
 	cr_assert_eq(r.exit_code, 1);
 	cr_assert(strstr(r.out, "unknown model 'no-such-model'"), "%s", r.out);
+	free(r.out);
+	r = run_remora("collective --op all-gather --bytes 1MiB --gpus 16", true);
+	cr_assert_eq(r.exit_code, 1);
+	cr_assert(strstr(r.out, "16 GPUs per node, but a h100-sxm node has 8"), "%s", r.out);
 	free(r.out);
 	r = run_remora("hw show b200", true);
 	cr_assert_eq(r.exit_code, 1);

@@ -45,7 +45,9 @@
 	X(gemm_tile_n, "", "GEMM CTA tile columns for wave quantization")                        \
 	X(launch_us, "us", "kernel launch overhead (no CUDA graph)")                             \
 	X(nccl_ring_channels, "", "NCCL ring channels (one SM each) on a full node")             \
-	X(nccl_nvls_channels, "", "NCCL NVLS channels on a full node")
+	X(nccl_nvls_channels, "", "NCCL NVLS channels on a full node")                          \
+	X(nccl_ring_busbw_GBps, "GB/s", "NCCL ring busBW on one node (topology search result)")  \
+	X(nccl_nvls_bw_GBps, "GB/s", "NCCL NVLS graph intra-node bandwidth (0: no NVLS)")
 
 typedef enum rm_hw_field {
 #define RM_HW_FIELD_ENUM(f, unit, desc) RM_HW_##f,

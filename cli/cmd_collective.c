@@ -1,0 +1,272 @@
+/*
+ * `remora collective`: one NCCL collective's predicted time, algBW, busBW, algorithm, protocol
+ * and channels; `--table` compares the model with reference/nccl-h100-8gpu.csv row by row.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "remora/nccl.h"
+
+static void collective_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: remora collective --op OP --bytes SIZE --gpus N [options]\n"
+		"       remora collective --table [--raw] [--json]\n\n"
+		"Predicts one NCCL collective as NCCL's tuner does: every enabled (algorithm, protocol)\n"
+		"pair is priced latency + bytes/bandwidth and the fastest runs.\n\n"
+		"options:\n"
+		"  -o, --op OP            all-gather, reduce-scatter, all-reduce, all-to-all, send-recv\n"
+		"  -b, --bytes SIZE       full buffer as nccl-tests counts it: 4096, 64KiB, 16MiB, 1GiB, 1GB\n"
+		"  -g, --gpus N           GPUs in the group\n"
+		"  -n, --nodes K          nodes the group spans (default 1)\n"
+		"  -H, --hardware NAME    hardware profile (default h100-sxm; see `remora hw list`)\n"
+		"  -a, --algo LIST        as NCCL_ALGO: Ring, Tree, NVLS, NVLSTree; ^ excludes\n"
+		"  -p, --proto LIST       as NCCL_PROTO: LL, LL128, Simple; ^ excludes\n"
+		"      --nccl-version V   constants of NCCL V (default 2.28; 2.18 and 2.21 differ)\n"
+		"      --raw              NCCL's own model, without the measured size efficiency\n"
+		"      --all              also list every (algorithm, protocol) pair's time\n"
+		"  -t, --table            predicted vs reference/nccl-h100-8gpu.csv, with errors\n"
+		"  -j, --json             machine-readable output\n"
+		"  -h, --help             this help\n");
+}
+
+static json_t *estimate_json(const rm_coll_query *q, const rm_coll_estimate *e)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "op", json_string(rm_coll_name(q->coll)));
+	json_object_set_new(o, "bytes", json_integer(q->bytes));
+	json_object_set_new(o, "gpus", json_integer(q->ranks));
+	json_object_set_new(o, "nodes", json_integer(q->nodes));
+	json_object_set_new(o, "time_us", json_real(e->time_us));
+	json_object_set_new(o, "latency_us", json_real(e->latency_us));
+	json_object_set_new(o, "algbw_GBps", json_real(e->algbw_GBps));
+	json_object_set_new(o, "busbw_GBps", json_real(e->busbw_GBps));
+	json_object_set_new(o, "algorithm", json_string(rm_nccl_algo_name(e->algo)));
+	json_object_set_new(o, "protocol", json_string(rm_nccl_proto_name(e->proto)));
+	json_object_set_new(o, "channels", json_integer(e->channels));
+	json_object_set_new(o, "efficiency", json_real(e->efficiency));
+	return o;
+}
+
+static int run_table(const rm_nccl_model *model, bool json)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	char path[1024];
+	if (!rm_data_path("reference/nccl-h100-8gpu.csv", path, sizeof(path), &err))
+		return cli_fail(&err);
+	rm_nccl_ref_row *rows = NULL;
+	int n = 0;
+	if (rm_nccl_ref_load(path, &rows, &n, &err) != RM_OK)
+		return cli_fail(&err);
+	json_t *arr = json_array();
+	if (!json) {
+		printf("%s, NCCL %s constants%s, vs reference/nccl-h100-8gpu.csv\n", model->hw.name,
+		       rm_nccl_model_version(model), model->calibrated ? " + measured size efficiency" : " (raw)");
+		printf("%-15s %-8s %12s %11s %11s %8s  %-9s %-7s %3s  %s\n", "collective", "algo", "bytes",
+		       "meas us", "pred us", "error", "algorithm", "proto", "ch", "note");
+	}
+	double worst_large = 0, worst_small = 0;
+	for (int i = 0; i < n; i++) {
+		const rm_nccl_ref_row *r = &rows[i];
+		rm_coll_query q = rm_coll_query_make(r->coll, r->bytes, 8, 1);
+		if (r->forced_ring)
+			q.algo_mask = 1u << RM_NCCL_ALGO_RING;
+		rm_coll_estimate e;
+		if (rm_nccl_estimate(model, &q, &e, &err) != RM_OK) {
+			json_decref(arr);
+			free(rows);
+			return cli_fail(&err);
+		}
+		double error = r->time_us > 0 ? (e.time_us - r->time_us) / r->time_us : 0.0;
+		bool floor = rm_nccl_ref_is_launch_floor(r, e.time_us);
+		bool large = r->bytes >= 16 * RM_MiB;
+		const char *note = floor ? "launch floor (single process)" : large ? "" : "small";
+		if (!floor) {
+			if (large && fabs(error) > worst_large)
+				worst_large = fabs(error);
+			if (!large && fabs(error) > worst_small)
+				worst_small = fabs(error);
+		}
+		if (json) {
+			json_t *o = estimate_json(&q, &e);
+			json_object_set_new(o, "reference_algo", json_string(r->forced_ring ? "ring" : "default"));
+			json_object_set_new(o, "measured_us", json_real(r->time_us));
+			json_object_set_new(o, "error", json_real(error));
+			json_object_set_new(o, "launch_floor", json_boolean(floor));
+			json_array_append_new(arr, o);
+		} else {
+			printf("%-15s %-8s %12lld %11.1f %11.1f %+7.1f%%  %-9s %-7s %3d  %s\n",
+			       rm_coll_name(r->coll), r->forced_ring ? "ring" : "default",
+			       (long long)r->bytes, r->time_us, e.time_us, 100.0 * error,
+			       rm_nccl_algo_name(e.algo), rm_nccl_proto_name(e.proto), e.channels, note);
+		}
+	}
+	free(rows);
+	if (json) {
+		json_t *doc = json_object();
+		json_object_set_new(doc, "schema", json_string("remora.collective-table/1"));
+		json_object_set_new(doc, "hardware", json_string(model->hw.name));
+		json_object_set_new(doc, "nccl_version", json_string(rm_nccl_model_version(model)));
+		json_object_set_new(doc, "calibrated", json_boolean(model->calibrated));
+		json_object_set_new(doc, "max_abs_error_16MiB_up", json_real(worst_large));
+		json_object_set_new(doc, "max_abs_error_below_16MiB", json_real(worst_small));
+		json_object_set_new(doc, "rows", arr);
+		return cli_print_json(doc);
+	}
+	json_decref(arr);
+	printf("\nworst |error|: %.1f%% at 16 MiB and above, %.1f%% below (launch-floor rows excluded)\n",
+	       100.0 * worst_large, 100.0 * worst_small);
+	return CLI_EXIT_OK;
+}
+
+int cli_cmd_collective(int argc, char **argv)
+{
+	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL };
+	static const struct option longopts[] = {
+		{"op", required_argument, NULL, 'o'},
+		{"bytes", required_argument, NULL, 'b'},
+		{"gpus", required_argument, NULL, 'g'},
+		{"nodes", required_argument, NULL, 'n'},
+		{"hardware", required_argument, NULL, 'H'},
+		{"algo", required_argument, NULL, 'a'},
+		{"proto", required_argument, NULL, 'p'},
+		{"nccl-version", required_argument, NULL, OPT_VERSION},
+		{"raw", no_argument, NULL, OPT_RAW},
+		{"all", no_argument, NULL, OPT_ALL},
+		{"table", no_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *op = NULL, *hw_name = "h100-sxm", *algo = NULL, *proto = NULL, *version = NULL;
+	int64_t bytes = -1, gpus = 0, nodes = 1;
+	bool raw = false, all = false, table = false, json = false;
+	int c;
+	rm_error err;
+	rm_error_clear(&err);
+	while ((c = getopt_long(argc, argv, "o:b:g:n:H:a:p:tjh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			op = optarg;
+			break;
+		case 'b':
+			if (!rm_parse_size(optarg, &bytes))
+				return cli_usage_error("collective",
+						       "--bytes expects a size such as 4096, 64KiB, 16MiB or 1GB, got '%s'",
+						       optarg);
+			break;
+		case 'g':
+			if (!cli_parse_positive("collective", "--gpus", optarg, &gpus))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'n':
+			if (!cli_parse_positive("collective", "--nodes", optarg, &nodes))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'H':
+			hw_name = optarg;
+			break;
+		case 'a':
+			algo = optarg;
+			break;
+		case 'p':
+			proto = optarg;
+			break;
+		case OPT_VERSION:
+			version = optarg;
+			break;
+		case OPT_RAW:
+			raw = true;
+			break;
+		case OPT_ALL:
+			all = true;
+			break;
+		case 't':
+			table = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			collective_usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return cli_usage_error("collective", "unrecognised option");
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error("collective", "unexpected argument '%s'", argv[optind]);
+	const rm_hw_profile *hw = rm_hw_profile_find(hw_name, &err);
+	if (!hw)
+		return cli_fail(&err);
+	rm_nccl_model model;
+	if (rm_nccl_model_init(&model, hw, version, &err) != RM_OK)
+		return cli_usage_error("collective", "--nccl-version: %s", err.msg);
+	model.calibrated = !raw;
+	if (table)
+		return run_table(&model, json);
+
+	rm_coll coll;
+	if (!op)
+		return cli_usage_error("collective", "missing --op (all-gather, reduce-scatter, all-reduce, all-to-all, send-recv)");
+	if (!rm_coll_parse(op, &coll))
+		return cli_usage_error("collective", "--op: unknown collective '%s' (all-gather, reduce-scatter, all-reduce, all-to-all, send-recv)", op);
+	if (bytes < 0)
+		return cli_usage_error("collective", "missing --bytes SIZE");
+	if (gpus == 0)
+		return cli_usage_error("collective", "missing --gpus N");
+	if (gpus > 1000000 || nodes > 1000000)
+		return cli_usage_error("collective", "--gpus and --nodes must be at most 1000000");
+	rm_coll_query q = rm_coll_query_make(coll, bytes, (int)gpus, (int)nodes);
+	if (algo && !rm_nccl_parse_algos(algo, &q.algo_mask, &err))
+		return cli_usage_error("collective", "--algo: %s", err.msg);
+	if (proto && !rm_nccl_parse_protos(proto, &q.proto_mask, &err))
+		return cli_usage_error("collective", "--proto: %s", err.msg);
+	rm_coll_estimate e;
+	if (rm_nccl_estimate(&model, &q, &e, &err) != RM_OK)
+		return cli_fail(&err);
+	if (json) {
+		json_t *o = estimate_json(&q, &e);
+		json_object_set_new(o, "hardware", json_string(hw->name));
+		json_object_set_new(o, "nccl_version", json_string(rm_nccl_model_version(&model)));
+		if (all) {
+			json_t *pairs = json_array();
+			for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)
+				for (int p = 0; p < RM_NCCL_PROTO_COUNT; p++) {
+					rm_coll_estimate pe;
+					if (rm_nccl_pair_time(&model, &q, (rm_nccl_algo)a, (rm_nccl_proto)p, &pe) < 0)
+						continue;
+					json_array_append_new(pairs, estimate_json(&q, &pe));
+				}
+			json_object_set_new(o, "pairs", pairs);
+		}
+		return cli_print_json(o);
+	}
+	char b[32];
+	printf("%s of %s on %d GPU(s) over %d node(s) of %s, NCCL %s%s\n", rm_coll_name(coll),
+	       rm_format_bytes(bytes, b, sizeof(b)), q.ranks, q.nodes, hw->name,
+	       rm_nccl_model_version(&model), raw ? " (raw model)" : "");
+	printf("  time      %.2f us (latency %.2f us)\n", e.time_us, e.latency_us);
+	printf("  algBW     %.2f GB/s\n  busBW     %.2f GB/s\n", e.algbw_GBps, e.busbw_GBps);
+	printf("  algorithm %s, protocol %s, %d channels (SMs held)\n", rm_nccl_algo_name(e.algo),
+	       rm_nccl_proto_name(e.proto), e.channels);
+	if (e.efficiency < 1.0)
+		printf("  measured size efficiency %.3f applied to the bandwidth (--raw to omit)\n", e.efficiency);
+	if (all) {
+		printf("\n  %-9s %-7s %11s %11s %3s\n", "algorithm", "proto", "time us", "busBW", "ch");
+		for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)
+			for (int p = 0; p < RM_NCCL_PROTO_COUNT; p++) {
+				rm_coll_estimate pe;
+				if (rm_nccl_pair_time(&model, &q, (rm_nccl_algo)a, (rm_nccl_proto)p, &pe) < 0)
+					continue;
+				printf("  %-9s %-7s %11.2f %11.2f %3d\n", rm_nccl_algo_name(pe.algo),
+				       rm_nccl_proto_name(pe.proto), pe.time_us, pe.busbw_GBps, pe.channels);
+			}
+	}
+	return CLI_EXIT_OK;
+}

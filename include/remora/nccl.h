@@ -1,0 +1,184 @@
+/*
+ * remora/nccl.h — collective cost model faithful to NCCL (models/nccl.c).
+ *
+ * What it does: predicts the time of an NCCL collective the way NCCL's own tuner does
+ * (shared/reference/nccl-model.md, from NVIDIA/nccl src/graph/tuning.cc): for every enabled
+ * (algorithm, protocol) pair, time = latency + bytes / algorithm bandwidth, and NCCL runs the
+ * fastest. Algorithms: ring, tree (all-reduce), NVLS and NVLS-tree (NVLink SHARP on
+ * third-generation NVSwitch); protocols LL, LL128, Simple. Intra-node links are NVLink/NVSwitch,
+ * inter-node links the NICs; the inter-node ring bandwidth follows the measured fabric curve of
+ * hardware.md (reduce-scatter busBW by node count) rather than NCCL's optimistic estimate.
+ *
+ * Two flavours: the raw NCCL model (what NCCL itself believes), and the calibrated model, which
+ * multiplies the bandwidth term by a measured efficiency per message size (the pipeline-fill
+ * ramp NCCL's model ignores; fitted from reference/nccl-h100-8gpu.csv, like NCCL's own
+ * treeCorrectionFactor) and applies fitted overrides from the calibration database.
+ *
+ * Units: bytes as nccl-tests counts them (the full buffer: all-gather output, reduce-scatter
+ * input, all-reduce buffer, all-to-all send buffer), time in microseconds, bandwidths in GB/s
+ * (10^9 B/s). algBW = bytes / time; busBW = algBW * (n-1)/n for all-gather, reduce-scatter and
+ * all-to-all, * 2(n-1)/n for all-reduce, * 1 for send/recv (nccl-tests doc/PERFORMANCE.md).
+ */
+#ifndef REMORA_NCCL_H
+#define REMORA_NCCL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "remora/common.h"
+#include "remora/hw.h"
+
+typedef enum rm_coll {
+	RM_COLL_ALL_GATHER,
+	RM_COLL_REDUCE_SCATTER,
+	RM_COLL_ALL_REDUCE,
+	RM_COLL_ALL_TO_ALL,
+	RM_COLL_SEND_RECV,
+	RM_COLL_COUNT
+} rm_coll;
+
+/* "all-gather", "reduce-scatter", "all-reduce", "all-to-all", "send-recv". */
+const char *rm_coll_name(rm_coll coll);
+/* Accepts the names above, nccl-tests' (all_gather, alltoall, sendrecv...) and XLA's
+ * (all-gather, reduce-scatter, all-reduce, all-to-all, collective-permute = send-recv). */
+bool rm_coll_parse(const char *name, rm_coll *out);
+/* busBW = algBW * factor for a group of n ranks (nccl-tests definitions). */
+double rm_coll_busbw_factor(rm_coll coll, int ranks);
+
+typedef enum rm_nccl_algo {
+	RM_NCCL_ALGO_RING,
+	RM_NCCL_ALGO_TREE,
+	RM_NCCL_ALGO_NVLS,
+	RM_NCCL_ALGO_NVLS_TREE,
+	RM_NCCL_ALGO_COUNT,
+	/* Not tuned: point-to-point (all-to-all, send/recv) and a one-rank local copy. */
+	RM_NCCL_ALGO_P2P = RM_NCCL_ALGO_COUNT,
+	RM_NCCL_ALGO_LOCAL,
+} rm_nccl_algo;
+
+typedef enum rm_nccl_proto {
+	RM_NCCL_PROTO_LL,
+	RM_NCCL_PROTO_LL128,
+	RM_NCCL_PROTO_SIMPLE,
+	RM_NCCL_PROTO_COUNT
+} rm_nccl_proto;
+
+/* NCCL's spellings: "Ring", "Tree", "NVLS", "NVLSTree" (and "P2P", "Local"); "LL", "LL128", "Simple". */
+const char *rm_nccl_algo_name(rm_nccl_algo algo);
+const char *rm_nccl_proto_name(rm_nccl_proto proto);
+
+/*
+ * Parses an NCCL_ALGO / NCCL_PROTO style list into a bit mask (bit i = enum value i):
+ * comma-separated names, case-insensitive, "^" in front to exclude instead ("^LL128").
+ * Returns false with err naming the unknown entry.
+ */
+bool rm_nccl_parse_algos(const char *list, unsigned *mask, rm_error *err);
+bool rm_nccl_parse_protos(const char *list, unsigned *mask, rm_error *err);
+
+#define RM_NCCL_ALL_ALGOS ((1u << RM_NCCL_ALGO_COUNT) - 1)
+#define RM_NCCL_ALL_PROTOS ((1u << RM_NCCL_PROTO_COUNT) - 1)
+#define RM_NCCL_MAX_OVERRIDES 64
+
+/* A fitted (latency, bandwidth) for one (collective, algorithm, protocol) over a size range. */
+typedef struct rm_nccl_override {
+	rm_coll coll;
+	rm_nccl_algo algo;
+	rm_nccl_proto proto;
+	int64_t min_bytes, max_bytes; /* inclusive range of bytes it applies to */
+	double latency_us;
+	double algbw_GBps;
+	char source[96];
+} rm_nccl_override;
+
+typedef struct rm_nccl_constants rm_nccl_constants; /* the per-version tables (models/nccl.c) */
+
+typedef struct rm_nccl_model {
+	rm_hw_profile hw;
+	const rm_nccl_constants *k;
+	bool calibrated; /* apply the measured size efficiency and the overrides */
+	int n_overrides;
+	rm_nccl_override overrides[RM_NCCL_MAX_OVERRIDES];
+} rm_nccl_model;
+
+/*
+ * Initialises a model for a hardware profile and an NCCL version ("2.28", "2.28.9", "2.18.3";
+ * NULL = 2.28, the version shipped with CUDA 13.0 here). Constants exist for 2.18 (NVLS base
+ * latency 23 us, LL capped at 87.7 GB/s and scaled 1/3 or 1/4), 2.21 (Tree/Simple base 0 with
+ * 28 us per hop) and 2.23 onwards (the tables of nccl-model.md); versions in between take the
+ * nearest older table. calibrated starts true. RM_INVALID for an unparsable or pre-2.18 version.
+ */
+rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, const char *version,
+			     rm_error *err);
+/* The constants' version label ("2.18", "2.21", "2.28"). */
+const char *rm_nccl_model_version(const rm_nccl_model *model);
+/* Adds a fitted override (the calibration database's); false when the table is full. */
+bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov);
+
+typedef struct rm_coll_query {
+	rm_coll coll;
+	int64_t bytes;      /* full buffer, as nccl-tests counts it */
+	int ranks;          /* GPUs in the group (for send-recv: 2, the pair) */
+	int nodes;          /* nodes the group spans; ranks/nodes GPUs per node */
+	unsigned algo_mask;  /* RM_NCCL_ALL_ALGOS unless forced (NCCL_ALGO) */
+	unsigned proto_mask; /* RM_NCCL_ALL_PROTOS unless forced (NCCL_PROTO) */
+} rm_coll_query;
+
+/* A query for coll over bytes on ranks GPUs in nodes nodes, every algorithm and protocol enabled. */
+rm_coll_query rm_coll_query_make(rm_coll coll, int64_t bytes, int ranks, int nodes);
+
+typedef struct rm_coll_estimate {
+	double time_us;
+	double latency_us;
+	double algbw_GBps; /* bytes / time */
+	double busbw_GBps; /* algbw * rm_coll_busbw_factor */
+	rm_nccl_algo algo;
+	rm_nccl_proto proto;
+	int channels;      /* CTAs launched = SMs held for the whole collective */
+	double efficiency; /* calibrated bandwidth factor applied (1 = raw NCCL model) */
+	bool overridden;   /* a fitted override supplied latency and bandwidth */
+} rm_coll_estimate;
+
+/*
+ * Estimates one collective: the fastest enabled (algorithm, protocol), as NCCL picks it.
+ * Errors (RM_INVALID, message naming the value): bytes < 0, ranks < 1, nodes < 1, ranks not a
+ * multiple of nodes, more GPUs per node than the profile has, send-recv with ranks != 2, a mask
+ * that leaves no pair available for this collective and topology (the message lists why).
+ * ranks == 1 is a local copy (2 * bytes through HBM), as NCCL does for a group of one.
+ */
+rm_status rm_nccl_estimate(const rm_nccl_model *model, const rm_coll_query *q, rm_coll_estimate *out,
+			   rm_error *err);
+
+/*
+ * Time of one (algorithm, protocol) pair, in us, or a negative value when NCCL does not offer
+ * it for this collective and topology. Fills est when it is not NULL. q's masks are ignored.
+ */
+double rm_nccl_pair_time(const rm_nccl_model *model, const rm_coll_query *q, rm_nccl_algo algo,
+			 rm_nccl_proto proto, rm_coll_estimate *est);
+
+#endif /* REMORA_NCCL_H */
+
+/* ---- reference measurements (reference/nccl-h100-8gpu.csv format) ---- */
+
+/* One row: collective, algo ("ring" forced or "default" = NCCL's choice), bytes, time, busBW. */
+typedef struct rm_nccl_ref_row {
+	rm_coll coll;
+	bool forced_ring;
+	int64_t bytes;
+	double time_us;
+	double busbw_GBps;
+	int line; /* line in the file, for messages */
+} rm_nccl_ref_row;
+
+/*
+ * Reads a CSV with the header collective,algo,bytes,time_us,busbw_GBps ('#' lines are
+ * comments). Allocates *rows (caller frees). Errors name file:line:column: a missing or different
+ * header, an unknown collective or algo, a non-numeric or negative field, a wrong field count.
+ */
+rm_status rm_nccl_ref_load(const char *path, rm_nccl_ref_row **rows, int *count, rm_error *err);
+
+/*
+ * Whether a row is the single-process launch floor noted in reference/nccl-h100-8gpu.csv: a
+ * forced-ring row (measured with one process driving 8 GPUs) of at most 46 us where the model
+ * predicts less than 80% of it, i.e. the ~35 us launch cost, not the collective, is measured.
+ */
+bool rm_nccl_ref_is_launch_floor(const rm_nccl_ref_row *row, double predicted_us);

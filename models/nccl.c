@@ -1,0 +1,670 @@
+/*
+ * NCCL's collective cost model (remora/nccl.h). Constants and formulas from
+ * shared/reference/nccl-model.md (NVIDIA/nccl src/graph/tuning.cc, enqueue.cc); multi-node
+ * fabric figures from shared/reference/hardware.md; size efficiencies fitted from
+ * shared/reference/nccl-h100-8gpu.csv. Every number below names its source.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "remora/nccl.h"
+
+enum { LINK_NVLINK, LINK_PCI, LINK_NET, LINK_COUNT };
+enum { A_RING = RM_NCCL_ALGO_RING, A_TREE = RM_NCCL_ALGO_TREE, A_NVLS = RM_NCCL_ALGO_NVLS,
+       A_NVLS_TREE = RM_NCCL_ALGO_NVLS_TREE, NA = RM_NCCL_ALGO_COUNT };
+enum { P_LL = RM_NCCL_PROTO_LL, P_LL128 = RM_NCCL_PROTO_LL128, P_SIMPLE = RM_NCCL_PROTO_SIMPLE,
+       NP = RM_NCCL_PROTO_COUNT };
+
+struct rm_nccl_constants {
+	const char *version;
+	int major, minor; /* first version the table applies to */
+	float base_lat[NA][NP];          /* us, by algorithm and protocol */
+	float hw_lat[LINK_COUNT][NA][NP]; /* us per step, by link */
+	float ll_max_bw[3];              /* GB/s, by node bucket 1, 2, >2 (Hopper) */
+	float ll_frac_ag_rs, ll_frac_ar; /* ring LL share of busBW */
+	float ll128_eff, ll128_per_ch;   /* ring LL128: min(eff * busBW, channels * per_ch) */
+	float tree_eff, tree_per_ch[3];  /* tree: min(eff * busBW, channels * per_ch[bucket]) */
+	float nvls_eff;                  /* Hopper NVLS efficiency */
+	float net_post_us;               /* network posting overhead per inter-node step (Intel) */
+};
+
+/* nccl-model.md 'Latency constants' and 'Bandwidth', read at NCCL ~2.30; applies from 2.23. */
+static const rm_nccl_constants k_2_28 = {
+	.version = "2.28",
+	.major = 2,
+	.minor = 23,
+	.base_lat = {[A_RING] = {6.6f, 14.0f, 8.4f}, [A_TREE] = {6.8f, 14.0f, 8.4f},
+		     [A_NVLS] = {0, 0, 0}, [A_NVLS_TREE] = {0, 0, 0}},
+	.hw_lat = {
+		[LINK_NVLINK] = {[A_RING] = {0.6f, 1.9f, 3.4f}, [A_TREE] = {0.6f, 1.25f, 4.0f},
+				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}},
+		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 4.0f}},
+		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 14.0f},
+			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}},
+	},
+	/* llMaxBws Hopper row {141, 45, 35}: nccl-model.md (141 on one node); tuning.cc table */
+	.ll_max_bw = {141.0f, 45.0f, 35.0f},
+	.ll_frac_ag_rs = 0.5f,
+	.ll_frac_ar = 0.5f,
+	.ll128_eff = 0.92f,
+	.ll128_per_ch = 36.7f,
+	.tree_eff = 0.92f,
+	.tree_per_ch = {38.7f, 41.4f, 36.0f},
+	.nvls_eff = 0.85f,
+	.net_post_us = 1.0f,
+};
+
+/* nccl-model.md: "v2.21 had Tree-Simple base 0 with hw latency 28". */
+static const rm_nccl_constants k_2_21 = {
+	.version = "2.21",
+	.major = 2,
+	.minor = 19,
+	.base_lat = {[A_RING] = {6.6f, 14.0f, 8.4f}, [A_TREE] = {6.8f, 14.0f, 0.0f},
+		     [A_NVLS] = {0, 0, 0}, [A_NVLS_TREE] = {0, 0, 0}},
+	.hw_lat = {
+		[LINK_NVLINK] = {[A_RING] = {0.6f, 1.9f, 3.4f}, [A_TREE] = {0.6f, 1.25f, 28.0f},
+				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}},
+		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 28.0f}},
+		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 28.0f},
+			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}},
+	},
+	.ll_max_bw = {141.0f, 45.0f, 35.0f},
+	.ll_frac_ag_rs = 0.5f,
+	.ll_frac_ar = 0.5f,
+	.ll128_eff = 0.92f,
+	.ll128_per_ch = 36.7f,
+	.tree_eff = 0.92f,
+	.tree_per_ch = {38.7f, 41.4f, 36.0f},
+	.nvls_eff = 0.85f,
+	.net_post_us = 1.0f,
+};
+
+/* nccl-model.md: "v2.18 had NVLS base 23", llMaxBw 87.7 on one Hopper node, LL scaled by 1/3
+ * (all-gather, reduce-scatter) or 1/4 (all-reduce) in the older tuning.cc. */
+static const rm_nccl_constants k_2_18 = {
+	.version = "2.18",
+	.major = 2,
+	.minor = 18,
+	.base_lat = {[A_RING] = {6.6f, 14.0f, 8.4f}, [A_TREE] = {6.8f, 14.0f, 0.0f},
+		     [A_NVLS] = {0, 0, 23.0f}, [A_NVLS_TREE] = {0, 0, 23.0f}},
+	.hw_lat = {
+		[LINK_NVLINK] = {[A_RING] = {0.6f, 1.9f, 3.4f}, [A_TREE] = {0.6f, 1.25f, 28.0f},
+				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}},
+		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 28.0f}},
+		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 28.0f},
+			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}},
+	},
+	.ll_max_bw = {87.7f, 39.0f, 20.4f},
+	.ll_frac_ag_rs = 1.0f / 3.0f,
+	.ll_frac_ar = 1.0f / 4.0f,
+	.ll128_eff = 0.92f,
+	.ll128_per_ch = 36.7f,
+	.tree_eff = 0.92f,
+	.tree_per_ch = {38.7f, 41.4f, 36.0f},
+	.nvls_eff = 0.85f,
+	.net_post_us = 1.0f,
+};
+
+static const rm_nccl_constants *const tables[] = {&k_2_18, &k_2_21, &k_2_28};
+
+/* Threads per channel and bytes per thread before NCCL adds a channel (nccl-model.md
+ * 'Channels and SMs'; enqueue.cc NCCL_*_THREAD_THRESHOLD, ring LL scaled by the rank count). */
+static const int proto_threads[NP] = {512, 640, 512};
+static const int proto_thread_threshold[NP] = {8, 8, 64};
+
+/* Ring reduce-scatter busBW by node count on H100 + NDR, 8 GPUs and 8 NICs per node
+ * (hardware.md 'Multi-node', github.com/NVIDIA/nccl/issues/1229), as a fraction of the node's
+ * NIC bandwidth 8 x 47 GB/s. Below 4 nodes the 4-node value holds (the 2-node all-gather report
+ * in hardware.md, 343 GB/s, is 5% lower). */
+static const struct {
+	int nodes;
+	double busbw_GBps;
+} fabric_curve[] = {{4, 360}, {8, 345}, {16, 320}, {32, 300}, {64, 280}, {128, 260}};
+#define REF_NODE_NIC_GBps (8.0 * 47.0)
+
+/* NVLS all-reduce busBW by GPUs in the node relative to 8 (hardware.md '8-GPU node fabric',
+ * github.com/NVIDIA/nccl/issues/1455): ~370 for 2-4 GPUs, 420/440/460/480 for 5/6/7/8. */
+static const double nvls_gpu_curve[9] = {0, 0, 370, 370, 370, 420, 440, 460, 480};
+
+/*
+ * Calibrated efficiency of the bandwidth term by message size: measured bandwidth over the raw
+ * model's, eff = (bytes / (t_measured - latency_model)) / algbw_model, for the rows of
+ * reference/nccl-h100-8gpu.csv of 4 MiB and above (smaller rows are latency-bound or the
+ * single-process launch floor). Linear in log2(bytes) between points, flat outside, capped at 1.
+ */
+typedef struct eff_point {
+	double log2_bytes;
+	double eff;
+} eff_point;
+
+static const eff_point eff_ring_ag_rs[] = {
+	/* mean of the all_gather and reduce_scatter ring rows (Simple: latency 32.2 us, algBW
+	 * 411.4 GB/s): 64 MiB 0.912/0.933, 256 MiB 0.931/0.949, 1 GiB 0.968/0.972, 8 GiB 1.0/1.0;
+	 * 4 and 16 MiB rows match the raw model (the 4 MiB row sits on the launch floor) */
+	{22, 1.0}, {24, 1.0}, {26, 0.923}, {28, 0.940}, {30, 0.970}, {33, 1.0},
+};
+static const eff_point eff_nvls_ar[] = {
+	/* all_reduce default rows, NVLS (latency 25 us, algBW 273.2 GB/s): the NVLS pipeline ramps
+	 * up slowly; 4 MiB 0.526, 16 MiB 0.622, 64 MiB 0.819, 256 MiB 0.903, 1 GiB 0.982, 8 GiB 1.0.
+	 * (The all_reduce ring rows measure at or above the raw model: no correction.) */
+	{22, 0.526}, {24, 0.622}, {26, 0.819}, {28, 0.903}, {30, 0.982}, {33, 1.0},
+};
+
+static double interp_eff(const eff_point *pts, size_t n, double bytes)
+{
+	if (bytes <= 0)
+		return pts[0].eff;
+	double x = log2(bytes);
+	if (x <= pts[0].log2_bytes)
+		return pts[0].eff;
+	for (size_t i = 1; i < n; i++) {
+		if (x <= pts[i].log2_bytes) {
+			double t = (x - pts[i - 1].log2_bytes) / (pts[i].log2_bytes - pts[i - 1].log2_bytes);
+			double e = pts[i - 1].eff + t * (pts[i].eff - pts[i - 1].eff);
+			return e > 1.0 ? 1.0 : e;
+		}
+	}
+	return pts[n - 1].eff > 1.0 ? 1.0 : pts[n - 1].eff;
+}
+
+static double size_efficiency(rm_coll coll, rm_nccl_algo algo, double bytes)
+{
+	if (algo == RM_NCCL_ALGO_RING && (coll == RM_COLL_ALL_GATHER || coll == RM_COLL_REDUCE_SCATTER))
+		return interp_eff(eff_ring_ag_rs, RM_ARRAY_SIZE(eff_ring_ag_rs), bytes);
+	if ((algo == RM_NCCL_ALGO_NVLS || algo == RM_NCCL_ALGO_NVLS_TREE) && coll == RM_COLL_ALL_REDUCE)
+		return interp_eff(eff_nvls_ar, RM_ARRAY_SIZE(eff_nvls_ar), bytes);
+	return 1.0;
+}
+
+/* ---- names ---- */
+
+static const char *const coll_names[RM_COLL_COUNT] = {"all-gather", "reduce-scatter", "all-reduce",
+						      "all-to-all", "send-recv"};
+
+const char *rm_coll_name(rm_coll coll)
+{
+	return (unsigned)coll < RM_COLL_COUNT ? coll_names[coll] : "unknown";
+}
+
+bool rm_coll_parse(const char *name, rm_coll *out)
+{
+	static const struct {
+		const char *name;
+		rm_coll coll;
+	} names[] = {
+		{"all-gather", RM_COLL_ALL_GATHER},     {"all_gather", RM_COLL_ALL_GATHER},
+		{"allgather", RM_COLL_ALL_GATHER},      {"reduce-scatter", RM_COLL_REDUCE_SCATTER},
+		{"reduce_scatter", RM_COLL_REDUCE_SCATTER}, {"reducescatter", RM_COLL_REDUCE_SCATTER},
+		{"all-reduce", RM_COLL_ALL_REDUCE},     {"all_reduce", RM_COLL_ALL_REDUCE},
+		{"allreduce", RM_COLL_ALL_REDUCE},      {"all-to-all", RM_COLL_ALL_TO_ALL},
+		{"all_to_all", RM_COLL_ALL_TO_ALL},     {"alltoall", RM_COLL_ALL_TO_ALL},
+		{"send-recv", RM_COLL_SEND_RECV},       {"sendrecv", RM_COLL_SEND_RECV},
+		{"send_recv", RM_COLL_SEND_RECV},       {"collective-permute", RM_COLL_SEND_RECV},
+	};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(names); i++)
+		if (strcasecmp(name, names[i].name) == 0) {
+			*out = names[i].coll;
+			return true;
+		}
+	return false;
+}
+
+double rm_coll_busbw_factor(rm_coll coll, int ranks)
+{
+	double n = ranks;
+	if (ranks <= 1)
+		return 0.0;
+	switch (coll) {
+	case RM_COLL_ALL_REDUCE:
+		return 2.0 * (n - 1.0) / n;
+	case RM_COLL_SEND_RECV:
+		return 1.0;
+	default:
+		return (n - 1.0) / n;
+	}
+}
+
+static const char *const algo_names[] = {"Ring", "Tree", "NVLS", "NVLSTree", "P2P", "Local"};
+static const char *const proto_names[NP] = {"LL", "LL128", "Simple"};
+
+const char *rm_nccl_algo_name(rm_nccl_algo algo)
+{
+	return (unsigned)algo < RM_ARRAY_SIZE(algo_names) ? algo_names[algo] : "unknown";
+}
+
+const char *rm_nccl_proto_name(rm_nccl_proto proto)
+{
+	return (unsigned)proto < NP ? proto_names[proto] : "unknown";
+}
+
+static bool parse_list(const char *list, const char *const *names, int count, unsigned *mask,
+		       const char *what, rm_error *err)
+{
+	bool exclude = list[0] == '^';
+	const char *p = exclude ? list + 1 : list;
+	unsigned named = 0;
+	char token[64];
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		if (len == 0 || len >= sizeof(token)) {
+			rm_error_set(err, RM_INVALID, NULL, 0, 0, "%s list '%s': empty or overlong entry", what,
+				     list);
+			return false;
+		}
+		memcpy(token, p, len);
+		token[len] = '\0';
+		int found = -1;
+		for (int i = 0; i < count; i++)
+			if (strcasecmp(token, names[i]) == 0)
+				found = i;
+		if (found < 0) {
+			char known[128] = "";
+			for (int i = 0; i < count; i++) {
+				size_t n = strlen(known);
+				snprintf(known + n, sizeof(known) - n, "%s%s", i ? ", " : "", names[i]);
+			}
+			rm_error_set(err, RM_INVALID, NULL, 0, 0, "unknown %s '%s' (known: %s)", what, token,
+				     known);
+			return false;
+		}
+		named |= 1u << found;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (named == 0) {
+		rm_error_set(err, RM_INVALID, NULL, 0, 0, "%s list '%s' names nothing", what, list);
+		return false;
+	}
+	*mask = exclude ? (((1u << count) - 1) & ~named) : named;
+	return true;
+}
+
+bool rm_nccl_parse_algos(const char *list, unsigned *mask, rm_error *err)
+{
+	return parse_list(list, algo_names, NA, mask, "algorithm", err);
+}
+
+bool rm_nccl_parse_protos(const char *list, unsigned *mask, rm_error *err)
+{
+	return parse_list(list, proto_names, NP, mask, "protocol", err);
+}
+
+/* ---- model ---- */
+
+rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, const char *version,
+			     rm_error *err)
+{
+	memset(model, 0, sizeof(*model));
+	model->hw = *hw;
+	model->calibrated = true;
+	int major = 2, minor = 28;
+	if (version && version[0]) {
+		char tail = '\0';
+		int n = sscanf(version, "%d.%d%c", &major, &minor, &tail);
+		if (n < 2 || (n == 3 && tail != '.') || major < 0 || minor < 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "NCCL version '%s': expected MAJOR.MINOR[.PATCH], e.g. 2.28", version);
+	}
+	const rm_nccl_constants *pick = NULL;
+	for (size_t i = 0; i < RM_ARRAY_SIZE(tables); i++)
+		if (major > tables[i]->major || (major == tables[i]->major && minor >= tables[i]->minor))
+			pick = tables[i];
+	if (!pick)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "NCCL version %d.%d is older than the oldest modelled (2.18)", major, minor);
+	model->k = pick;
+	return RM_OK;
+}
+
+const char *rm_nccl_model_version(const rm_nccl_model *model)
+{
+	return model->k ? model->k->version : "unset";
+}
+
+bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov)
+{
+	if (model->n_overrides >= RM_NCCL_MAX_OVERRIDES)
+		return false;
+	model->overrides[model->n_overrides++] = *ov;
+	return true;
+}
+
+rm_coll_query rm_coll_query_make(rm_coll coll, int64_t bytes, int ranks, int nodes)
+{
+	rm_coll_query q = {
+		.coll = coll,
+		.bytes = bytes,
+		.ranks = ranks,
+		.nodes = nodes,
+		.algo_mask = RM_NCCL_ALL_ALGOS,
+		.proto_mask = RM_NCCL_ALL_PROTOS,
+	};
+	return q;
+}
+
+static int log2i(int n)
+{
+	int l = 0;
+	while (n > 1) {
+		n >>= 1;
+		l++;
+	}
+	return l;
+}
+
+static int node_bucket(int nodes)
+{
+	return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
+}
+
+/* Fabric efficiency of the inter-node ring at this node count (fabric_curve, log-linear). */
+static double fabric_efficiency(int nodes)
+{
+	size_t n = RM_ARRAY_SIZE(fabric_curve);
+	double x = log2((double)nodes);
+	double y;
+	if (nodes <= fabric_curve[0].nodes) {
+		y = fabric_curve[0].busbw_GBps;
+	} else if (nodes >= fabric_curve[n - 1].nodes) {
+		/* beyond the last point, keep the last slope per doubling, never below half */
+		double slope = fabric_curve[n - 1].busbw_GBps - fabric_curve[n - 2].busbw_GBps;
+		y = fabric_curve[n - 1].busbw_GBps + slope * (x - log2(fabric_curve[n - 1].nodes));
+		if (y < fabric_curve[n - 1].busbw_GBps / 2)
+			y = fabric_curve[n - 1].busbw_GBps / 2;
+	} else {
+		size_t i = 1;
+		while (fabric_curve[i].nodes < nodes)
+			i++;
+		double x0 = log2(fabric_curve[i - 1].nodes), x1 = log2(fabric_curve[i].nodes);
+		double t = (x - x0) / (x1 - x0);
+		y = fabric_curve[i - 1].busbw_GBps + t * (fabric_curve[i].busbw_GBps - fabric_curve[i - 1].busbw_GBps);
+	}
+	return y / REF_NODE_NIC_GBps;
+}
+
+/* Topology facts of a query that every pair uses. */
+typedef struct topo {
+	int n, nodes, ppn;
+	int intra_link;
+	double graph_busbw; /* ring/tree graph busBW: NVLink, capped by the fabric across nodes */
+	int channels;       /* ring/tree channels */
+} topo;
+
+static topo topo_of(const rm_nccl_model *m, const rm_coll_query *q)
+{
+	topo t = {.n = q->ranks, .nodes = q->nodes, .ppn = q->ranks / q->nodes};
+	t.intra_link = m->hw.nvlink_links > 0 ? LINK_NVLINK : LINK_PCI;
+	t.graph_busbw = m->hw.nccl_ring_busbw_GBps;
+	if (t.nodes > 1) {
+		double fabric = t.ppn * m->hw.nic_GBps * fabric_efficiency(t.nodes);
+		if (t.ppn == 1)
+			t.graph_busbw = fabric;
+		else if (fabric < t.graph_busbw)
+			t.graph_busbw = fabric;
+	}
+	t.channels = (int)m->hw.nccl_ring_channels;
+	if (t.channels < 1)
+		t.channels = 1;
+	return t;
+}
+
+/* Channels NCCL launches for this size: it drops channels while each thread would get less than
+ * its threshold of bytes (nccl-model.md 'Channels and SMs'). */
+static int launched_channels(int full, rm_nccl_algo algo, rm_nccl_proto proto, int ranks, int64_t bytes)
+{
+	if (algo == RM_NCCL_ALGO_NVLS || algo == RM_NCCL_ALGO_NVLS_TREE)
+		return full;
+	int64_t per_channel = (int64_t)proto_threads[proto] * proto_thread_threshold[proto];
+	if (algo == RM_NCCL_ALGO_RING && proto == RM_NCCL_PROTO_LL)
+		per_channel *= ranks;
+	int64_t nc = per_channel > 0 ? bytes / per_channel : full;
+	if (nc < 1)
+		nc = 1;
+	if (nc > full)
+		nc = full;
+	return (int)nc;
+}
+
+static bool pair_available(const rm_nccl_model *m, const rm_coll_query *q, const topo *t, int a, int p)
+{
+	bool nvls_hw = m->hw.nccl_nvls_bw_GBps > 0 && m->hw.nccl_nvls_channels > 0 && t->ppn >= 2;
+	switch (a) {
+	case A_RING:
+		return q->coll <= RM_COLL_ALL_REDUCE;
+	case A_TREE:
+		return q->coll == RM_COLL_ALL_REDUCE;
+	case A_NVLS:
+		/* Simple only; across nodes NVLS needs CollNet, which is not modelled */
+		return nvls_hw && p == P_SIMPLE && t->nodes == 1 && q->coll <= RM_COLL_ALL_REDUCE;
+	case A_NVLS_TREE:
+		return nvls_hw && p == P_SIMPLE && t->nodes > 1 && q->coll == RM_COLL_ALL_REDUCE;
+	default:
+		return false;
+	}
+}
+
+/* Raw NCCL latency (us) and algorithm bandwidth (GB/s) of an available pair. */
+static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const topo *t, int a, int p,
+		       double *lat_us, double *algbw)
+{
+	const rm_nccl_constants *k = m->k;
+	bool ar = q->coll == RM_COLL_ALL_REDUCE;
+	int nsteps = ar ? 2 * (t->n - 1) : t->n - 1;
+	int inter_steps = ar ? 2 * (t->nodes - 1) : t->nodes - 1;
+	double intra_lat = k->hw_lat[t->intra_link][a][p];
+	double inter_lat = k->hw_lat[LINK_NET][a][p] + k->net_post_us * (p == P_SIMPLE ? 3.0 : 1.0);
+	int bucket = node_bucket(t->nodes);
+	double lat = k->base_lat[a][p], bus = 0, ratio = 1;
+	switch (a) {
+	case A_RING:
+		lat += (double)(nsteps - inter_steps) * intra_lat + (double)inter_steps * inter_lat;
+		bus = t->graph_busbw;
+		if (p == P_LL) {
+			bus *= ar ? k->ll_frac_ar : k->ll_frac_ag_rs;
+			if (bus > k->ll_max_bw[bucket])
+				bus = k->ll_max_bw[bucket];
+		} else if (p == P_LL128) {
+			double cap = t->channels * k->ll128_per_ch;
+			bus = fmin(bus * k->ll128_eff, cap);
+		}
+		ratio = (double)t->n / nsteps;
+		break;
+	case A_TREE: {
+		lat += 2.0 * ((t->ppn - 1) * intra_lat + log2i(t->nodes) * inter_lat);
+		bus = fmin(t->graph_busbw * k->tree_eff, t->channels * k->tree_per_ch[bucket]);
+		if (p == P_LL)
+			bus /= 3.8;
+		else if (p == P_LL128)
+			bus *= t->nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+		ratio = 0.5;
+		break;
+	}
+	case A_NVLS:
+	case A_NVLS_TREE: {
+		double nch = m->hw.nccl_nvls_channels;
+		double intra = m->hw.nccl_nvls_bw_GBps * k->nvls_eff * (nch - 1) / nch;
+		if (ar) {
+			int g = t->ppn < 8 ? t->ppn : 8;
+			intra *= 2.0 * nvls_gpu_curve[g] / nvls_gpu_curve[8];
+		} else {
+			intra *= (double)(t->ppn - 1) / t->ppn;
+		}
+		if (a == A_NVLS) {
+			lat += intra_lat;
+			bus = intra;
+			ratio = (double)t->n / nsteps;
+		} else {
+			lat += intra_lat + 2.0 * log2i(t->nodes) * inter_lat;
+			/* NCCL converts the NVLS busBW with the whole group's ratio n/nsteps; across
+			 * nodes each GPU moves 1/ppn of the buffer through its own NIC, up and down the
+			 * tree, which caps the algBW at ppn NICs */
+			double intra_alg = intra * t->n / nsteps;
+			double inter_alg = t->ppn * m->hw.nic_GBps * fabric_efficiency(t->nodes);
+			double alg = fmin(intra_alg, inter_alg);
+			*lat_us = lat;
+			*algbw = alg;
+			return;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	*lat_us = lat;
+	*algbw = bus * ratio;
+}
+
+static const rm_nccl_override *find_override(const rm_nccl_model *m, const rm_coll_query *q, int a, int p)
+{
+	for (int i = 0; i < m->n_overrides; i++) {
+		const rm_nccl_override *o = &m->overrides[i];
+		if (o->coll == q->coll && (int)o->algo == a && (int)o->proto == p &&
+		    q->bytes >= o->min_bytes && q->bytes <= o->max_bytes)
+			return o;
+	}
+	return NULL;
+}
+
+static void finish_estimate(const rm_coll_query *q, double lat, double algbw, rm_coll_estimate *e)
+{
+	e->latency_us = lat;
+	e->time_us = lat + (algbw > 0 ? (double)q->bytes / (algbw * 1e3) : 0.0);
+	e->algbw_GBps = e->time_us > 0 ? (double)q->bytes / (e->time_us * 1e3) : 0.0;
+	e->busbw_GBps = e->algbw_GBps * rm_coll_busbw_factor(q->coll, q->ranks);
+}
+
+double rm_nccl_pair_time(const rm_nccl_model *m, const rm_coll_query *q, rm_nccl_algo algo,
+			 rm_nccl_proto proto, rm_coll_estimate *est)
+{
+	topo t = topo_of(m, q);
+	if ((int)algo >= NA || (int)proto >= NP || !pair_available(m, q, &t, algo, proto))
+		return -1.0;
+	rm_coll_estimate e = {.algo = algo, .proto = proto, .efficiency = 1.0};
+	double lat, algbw;
+	pair_model(m, q, &t, algo, proto, &lat, &algbw);
+	const rm_nccl_override *ov = m->calibrated ? find_override(m, q, algo, proto) : NULL;
+	if (ov) {
+		lat = ov->latency_us;
+		algbw = ov->algbw_GBps;
+		e.overridden = true;
+	} else if (m->calibrated) {
+		e.efficiency = size_efficiency(q->coll, algo, (double)q->bytes);
+		algbw *= e.efficiency;
+	}
+	if (algbw <= 0)
+		return -1.0;
+	int full = algo == RM_NCCL_ALGO_NVLS || algo == RM_NCCL_ALGO_NVLS_TREE
+			   ? (int)m->hw.nccl_nvls_channels
+			   : t.channels;
+	e.channels = launched_channels(full, algo, proto, q->ranks, q->bytes);
+	finish_estimate(q, lat, algbw, &e);
+	if (est)
+		*est = e;
+	return e.time_us;
+}
+
+/* All-to-all and send/recv run as point-to-point transfers (NCCL's p2p path, Simple). */
+static void p2p_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll_estimate *e)
+{
+	topo t = topo_of(m, q);
+	const rm_nccl_constants *k = m->k;
+	double lat = k->base_lat[A_RING][P_SIMPLE] + k->hw_lat[t.intra_link][A_RING][P_SIMPLE];
+	double nic = m->hw.nic_GBps * fabric_efficiency(t.nodes);
+	double time_bw;
+	if (t.nodes > 1)
+		lat += k->hw_lat[LINK_NET][A_RING][P_SIMPLE] + 3.0 * k->net_post_us;
+	if (q->coll == RM_COLL_SEND_RECV) {
+		time_bw = (double)q->bytes / ((t.nodes > 1 ? nic : m->hw.p2p_GBps) * 1e3);
+	} else {
+		/* each rank sends bytes/n to every peer: (ppn-1) peers over NVLink, the rest over its NIC */
+		double per_peer = (double)q->bytes / t.n;
+		double intra = per_peer * (t.ppn - 1) / (m->hw.nccl_ring_busbw_GBps * 1e3);
+		double inter = t.nodes > 1 ? per_peer * (t.n - t.ppn) / (nic * 1e3) : 0.0;
+		time_bw = fmax(intra, inter);
+	}
+	*e = (rm_coll_estimate){.algo = RM_NCCL_ALGO_P2P, .proto = RM_NCCL_PROTO_SIMPLE,
+				.efficiency = 1.0, .channels = t.channels};
+	e->latency_us = lat;
+	e->time_us = lat + time_bw;
+	e->algbw_GBps = e->time_us > 0 ? (double)q->bytes / (e->time_us * 1e3) : 0.0;
+	e->busbw_GBps = e->algbw_GBps * rm_coll_busbw_factor(q->coll, q->ranks);
+}
+
+rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll_estimate *out,
+			   rm_error *err)
+{
+	if ((unsigned)q->coll >= RM_COLL_COUNT)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "unknown collective");
+	if (q->bytes < 0)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "bytes must be >= 0, got %lld",
+				    (long long)q->bytes);
+	if (q->ranks < 1 || q->nodes < 1)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "a group needs at least 1 GPU on 1 node (got %d GPUs, %d nodes)", q->ranks,
+				    q->nodes);
+	if (q->ranks % q->nodes != 0)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "%d GPUs do not spread evenly over %d nodes", q->ranks, q->nodes);
+	int ppn = q->ranks / q->nodes;
+	if (ppn > (int)m->hw.gpus_per_node)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "%d GPUs per node, but a %s node has %d (use --nodes)", ppn, m->hw.name,
+				    (int)m->hw.gpus_per_node);
+	if (q->coll == RM_COLL_SEND_RECV && q->ranks != 2)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "send-recv is between 2 GPUs (got %d)", q->ranks);
+	if (q->ranks == 1) {
+		/* A group of one: NCCL copies the buffer device to device (read + write through HBM). */
+		*out = (rm_coll_estimate){.algo = RM_NCCL_ALGO_LOCAL, .proto = RM_NCCL_PROTO_SIMPLE,
+					  .efficiency = 1.0};
+		out->time_us = 2.0 * (double)q->bytes / (m->hw.hbm_achievable_GBps * 1e3);
+		out->algbw_GBps = out->time_us > 0 ? (double)q->bytes / (out->time_us * 1e3) : 0.0;
+		return RM_OK;
+	}
+	if (q->coll == RM_COLL_ALL_TO_ALL || q->coll == RM_COLL_SEND_RECV) {
+		p2p_estimate(m, q, out);
+		return RM_OK;
+	}
+	bool found = false;
+	rm_coll_estimate best = {0};
+	for (int a = 0; a < NA; a++) {
+		if (!(q->algo_mask & (1u << a)))
+			continue;
+		for (int p = 0; p < NP; p++) {
+			if (!(q->proto_mask & (1u << p)))
+				continue;
+			rm_coll_estimate e;
+			double t = rm_nccl_pair_time(m, q, (rm_nccl_algo)a, (rm_nccl_proto)p, &e);
+			/* ties keep the first pair in NCCL's (algorithm, protocol) order */
+			if (t >= 0 && (!found || t < best.time_us)) {
+				best = e;
+				found = true;
+			}
+		}
+	}
+	if (!found) {
+		char algos[64] = "", protos[64] = "";
+		for (int a = 0; a < NA; a++)
+			if (q->algo_mask & (1u << a)) {
+				size_t n = strlen(algos);
+				snprintf(algos + n, sizeof(algos) - n, "%s%s", n ? "," : "", algo_names[a]);
+			}
+		for (int p = 0; p < NP; p++)
+			if (q->proto_mask & (1u << p)) {
+				size_t n = strlen(protos);
+				snprintf(protos + n, sizeof(protos) - n, "%s%s", n ? "," : "", proto_names[p]);
+			}
+		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+				    "no enabled algorithm/protocol runs %s on %d GPUs over %d node(s) of %s "
+				    "(algorithms %s, protocols %s; tree is all-reduce only, NVLS needs Simple "
+				    "and NVSwitch, NVLSTree needs several nodes)",
+				    rm_coll_name(q->coll), q->ranks, q->nodes, m->hw.name,
+				    algos[0] ? algos : "none", protos[0] ? protos : "none");
+	}
+	*out = best;
+	return RM_OK;
+}

@@ -1,0 +1,211 @@
+/* Unit tests of the schedule program: JSON reading and writing, validation (sim/program*.c). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remora/program.h"
+
+static void data_path(char *buf, size_t size, const char *rel)
+{
+	const char *dir = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(dir, "REMORA_TEST_DATA is not set");
+	snprintf(buf, size, "%s/programs/%s", dir, rel);
+}
+
+Test(program, example_loads)
+{
+	char path[1024];
+	data_path(path, sizeof(path), "example.json");
+	rm_error err;
+	rm_error_clear(&err);
+	rm_program *p = rm_program_load(path, &err);
+	cr_assert_not_null(p, "%s", err.msg);
+	cr_assert_str_eq(p->name, "two-layer-fsdp-example");
+	cr_assert_eq(p->tokens, 4096);
+	cr_assert_eq(p->n_streams, 3);
+	cr_assert_eq(p->n_tensors, 12);
+	cr_assert_eq(p->n_events, 4);
+	cr_assert_eq(p->n_ops, 10);
+	cr_assert_eq(p->streams[1].priority, -1);
+	cr_assert_eq(p->streams[1].kind, RM_STREAM_COLLECTIVE);
+	cr_assert_eq(p->streams[2].priority, 0);
+	const rm_program_op *op = &p->ops[2];
+	cr_assert_str_eq(op->name, "layer00/fwd/dot_mlp_up");
+	cr_assert_eq(op->cost.kind, RM_COST_GEMM);
+	cr_assert_eq(op->cost.gemm.batch, 1); /* default */
+	cr_assert_eq(op->cost.gemm.n, 14336);
+	cr_assert_eq(op->inputs.count, 2);
+	cr_assert_eq(rm_program_refs(p, op->inputs)[1], 3);
+	cr_assert_eq(rm_program_refs(p, op->waits)[0], 0);
+	cr_assert_eq(p->ops[7].cost.attention.backward, true); /* phase bwd */
+	cr_assert_eq(p->ops[7].cost.attention.shape.kv_heads, 8);
+	cr_assert_eq(p->ops[8].cost.collective.span, 1);
+	cr_assert_str_eq(p->ops[9].sync_reason, "remat: saved name made the collective synchronous");
+	cr_assert_eq(p->tensors[9].location, RM_LOC_HOST);
+	cr_assert_eq(p->tensors[0].persistent, true);
+	cr_assert_eq(p->tensors[3].persistent, false);
+	rm_program_destroy(p);
+}
+
+static char *write_to_string(const rm_program *p, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	cr_assert_not_null(f);
+	rm_error err;
+	cr_assert(rm_program_write(p, f, &err));
+	fclose(f);
+	return buf;
+}
+
+Test(program, write_then_read_is_identity)
+{
+	char path[1024];
+	data_path(path, sizeof(path), "example.json");
+	rm_error err;
+	rm_program *p = rm_program_load(path, &err);
+	cr_assert_not_null(p, "%s", err.msg);
+	size_t l1, l2;
+	char *t1 = write_to_string(p, &l1);
+	rm_program *q = rm_program_parse(t1, l1, "(written)", &err);
+	cr_assert_not_null(q, "%s", err.msg);
+	char *t2 = write_to_string(q, &l2);
+	cr_assert_eq(l1, l2);
+	cr_assert_eq(memcmp(t1, t2, l1), 0);
+	cr_assert_eq(q->n_ops, p->n_ops);
+	for (int32_t i = 0; i < p->n_ops; i++) {
+		cr_assert_str_eq(q->ops[i].name, p->ops[i].name);
+		cr_assert_eq(memcmp(&q->ops[i].cost, &p->ops[i].cost, sizeof(rm_cost_op)), 0,
+			     "op %d", i);
+	}
+	free(t1);
+	free(t2);
+	rm_program_destroy(p);
+	rm_program_destroy(q);
+}
+
+/* Every malformed file fails with the expected status and a message naming the place. */
+Test(program, malformed_files_fail_clearly)
+{
+	static const struct {
+		const char *file;
+		rm_status status;
+		const char *needle;
+		int line; /* > 0: the error must carry this line */
+	} cases[] = {
+		{"syntax.json", RM_PARSE, "unexpected token", 6},
+		{"truncated.json", RM_PARSE, "", 5},
+		{"empty.json", RM_PARSE, "expected", 1},
+		{"duplicate_key.json", RM_PARSE, "duplicate object key", 5},
+		{"not_object.json", RM_INVALID, "expected an object", 0},
+		{"wrong_schema.json", RM_UNSUPPORTED, "remora.program/9", 0},
+		{"unknown_key.json", RM_UNKNOWN_KEY, "ops[1].elementwise: unknown key 'flop'", 0},
+		{"unknown_tensor.json", RM_INVALID, "ops[1].inputs[0]: unknown tensor 7", 0},
+		{"unknown_stream.json", RM_INVALID, "ops[0].stream: unknown stream 3", 0},
+		{"unknown_event.json", RM_INVALID, "ops[0].waits[0]: unknown event 1", 0},
+		{"unproduced.json", RM_INVALID, "ops[0].inputs[1]: op 'a' reads tensor 1 'act', which no op produces", 0},
+		{"never_recorded.json", RM_INVALID, "ops[1].waits[0]: op 'mm' waits on event 0 'ag.done', which no op records", 0},
+		{"cycle.json", RM_INVALID, "dependency cycle (deadlock): ops[0] 'mm0' <- ops[2] 'ag' <- ops[1] 'mm1'", 0},
+		{"bad_size.json", RM_RANGE, "tensors[0].bytes: -4 is too small", 0},
+		{"bad_shape.json", RM_RANGE, "ops[0].gemm.m: 0 is too small", 0},
+		{"bad_id.json", RM_INVALID, "ops[0].id: 1 must equal the position 0", 0},
+		{"two_producers.json", RM_INVALID, "ops[1].outputs[0]: tensor 0 'x' is already produced by ops[0] 'a'", 0},
+		{"wrong_cost_key.json", RM_INVALID, "ops[0].copy: an op of kind 'gemm' takes 'gemm'", 0},
+		{"bad_enum.json", RM_INVALID, "ops[0].collective.op: unknown value 'all_scatter'", 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[1024], rel[128];
+		snprintf(rel, sizeof(rel), "bad/%s", cases[i].file);
+		data_path(path, sizeof(path), rel);
+		rm_error err;
+		rm_error_clear(&err);
+		rm_program *p = rm_program_load(path, &err);
+		cr_expect_null(p, "%s: accepted", cases[i].file);
+		rm_program_destroy(p);
+		cr_expect_eq(err.status, cases[i].status, "%s: status %s (%s)", cases[i].file,
+			     rm_status_name(err.status), err.msg);
+		cr_expect(strstr(err.msg, cases[i].needle) != NULL, "%s: message '%s'", cases[i].file,
+			  err.msg);
+		cr_expect_str_eq(err.file, path, "%s: file", cases[i].file);
+		if (cases[i].line > 0)
+			cr_expect_eq(err.line, cases[i].line, "%s: line %d", cases[i].file, err.line);
+	}
+}
+
+Test(program, missing_file_is_io_error)
+{
+	rm_error err;
+	cr_assert_null(rm_program_load("/nonexistent/program.json", &err));
+	cr_assert_eq(err.status, RM_IO);
+}
+
+/* Every prefix of a valid file is rejected cleanly (never a crash or a hang). */
+Test(program, every_truncation_fails_cleanly)
+{
+	char path[1024];
+	data_path(path, sizeof(path), "example.json");
+	char *text;
+	size_t len;
+	rm_error err;
+	cr_assert(rm_read_file(path, &text, &len, &err));
+	size_t failures = 0, tries = 0;
+	for (size_t n = 0; n + 2 < len; n += 3, tries++) { /* short of the closing "}\n" */
+		rm_program *p = rm_program_parse(text, n, "prefix", &err);
+		if (!p)
+			failures++;
+		rm_program_destroy(p);
+	}
+	cr_assert_eq(failures, tries);
+	free(text);
+}
+
+Test(program, builder_validation)
+{
+	rm_program *p = rm_program_create("built");
+	int32_t s = rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	int32_t t = rm_program_add_tensor(p, "x", 8, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	rm_program_op_desc d = rm_program_op_desc_init("a", RM_COST_GEMM, s);
+	d.outputs = &t;
+	d.n_outputs = 1;
+	rm_program_add_op(p, &d);
+	rm_error err;
+	cr_assert_eq(rm_program_validate(p, "mem", &err), RM_OK, "%s", err.msg);
+	/* An op waiting on its own event. */
+	int32_t e = rm_program_add_event(p, "e");
+	d = rm_program_op_desc_init("self", RM_COST_GEMM, s);
+	d.waits = &e;
+	d.n_waits = 1;
+	d.records = &e;
+	d.n_records = 1;
+	rm_program_add_op(p, &d);
+	cr_assert_eq(rm_program_validate(p, "mem", &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "ops[1].waits[0]") != NULL, "%s", err.msg);
+	rm_program_destroy(p);
+
+	p = rm_program_create(NULL);
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	d = rm_program_op_desc_init("bad stream", RM_COST_GEMM, 5);
+	rm_program_add_op(p, &d);
+	cr_assert_eq(rm_program_validate(p, NULL, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "ops[0].stream: unknown stream 5") != NULL, "%s", err.msg);
+	rm_program_destroy(p);
+	rm_program_destroy(NULL);
+}
+
+Test(program, enum_names_round_trip)
+{
+	for (int k = 0; k < RM_ROLE_COUNT; k++) {
+		rm_tensor_role r;
+		cr_assert(rm_tensor_role_parse(rm_tensor_role_name((rm_tensor_role)k), &r));
+		cr_assert_eq((int)r, k);
+	}
+	for (int k = 0; k < RM_PPHASE_COUNT; k++) {
+		rm_program_phase ph;
+		cr_assert(rm_program_phase_parse(rm_program_phase_name((rm_program_phase)k), &ph));
+		cr_assert_eq((int)ph, k);
+	}
+	rm_stream_kind sk;
+	cr_assert(rm_stream_kind_parse("copy", &sk) && sk == RM_STREAM_COPY);
+	rm_location loc;
+	cr_assert_not(rm_location_parse("cloud", &loc));
+}

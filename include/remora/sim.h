@@ -1,0 +1,155 @@
+/*
+ * remora/sim.h — the discrete-event engine that executes a schedule program on a hardware model
+ * (sim/engine.c, sim/result.c, sim/trace.c, sim/bench.c). docs/sim.md has the design.
+ *
+ * Semantics
+ * - Ops start when the previous op of their stream has ended and every event they wait on has
+ *   been recorded (the recording op has ended). Streams map to hardware queues round-robin by
+ *   index (CUDA_DEVICE_MAX_CONNECTIONS, default 8). Within a queue ops start in launch order: an
+ *   op starts only after the previous op of its queue has started, and, when that op is a
+ *   compute kernel (gemm, attention, elementwise) of another stream, after it has ended (its
+ *   blocks occupy every free SM until its last wave is dispatched). With 1 queue, kernels of all
+ *   streams start in launch order.
+ * - Shared resources, shared fluidly; rates are recomputed whenever the set of running ops
+ *   changes. SMs: a running collective holds its NCCL channels' SMs; compute-bound kernels
+ *   (gemm, attention) of the highest stream priority present share the rest equally, each at
+ *   rate free_sms / (sm_count * n); lower-priority ones wait (rate 0). HBM: memory-bound kernels
+ *   and device-to-device copies share it equally. NVLink: collectives share it equally. PCIe:
+ *   host-to-device and device-to-host copies each share their direction.
+ * - Memory: persistent tensors live throughout; others are allocated when their producer starts
+ *   and freed when their last consumer ends (or, unread, when the producer ends). At equal times
+ *   frees come before allocations. An op that reads a non-persistent tensor before its producer
+ *   has ended is a data race (a missing event) and fails the run.
+ * - Time is an integer number of picoseconds. Ties are broken by time, then stream priority,
+ *   then a monotonic sequence number: the same program gives bit-identical results.
+ *
+ * Lifecycle: rm_sim_create() prepares a program (costs, dependency lists) for one hardware
+ * profile; rm_sim_run() may be called any number of times; no globals, so a search can run many
+ * simulations per thread. The program and the profile must outlive the sim.
+ */
+#ifndef REMORA_SIM_H
+#define REMORA_SIM_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "remora/common.h"
+#include "remora/cost.h"
+#include "remora/hw.h"
+#include "remora/program.h"
+
+typedef uint64_t rm_time_ps;
+#define RM_PS_PER_S 1000000000000.0
+#define RM_RESULT_SCHEMA "remora.result/1"
+
+/* Seconds to picoseconds, rounded to nearest (cost formulas give seconds). */
+rm_time_ps rm_time_from_s(double s);
+static inline double rm_time_to_s(rm_time_ps t)
+{
+	return (double)t / RM_PS_PER_S;
+}
+
+typedef struct rm_sim_options {
+	int hw_queues;              /* CUDA_DEVICE_MAX_CONNECTIONS; <= 0: 8 */
+	const rm_cost_model *cost;  /* NULL: rm_cost_model_default() */
+	bool memory_timeline;       /* keep every memory change (for the trace) */
+} rm_sim_options;
+
+typedef struct rm_sim_metrics {
+	rm_time_ps step_time;      /* end of the last op */
+	rm_time_ps compute_busy;   /* time any gemm/attention/elementwise op runs */
+	rm_time_ps comm_total;     /* time any collective runs */
+	rm_time_ps exposed_comm;   /* time a collective runs and no compute op runs */
+	rm_time_ps recompute;      /* time any recompute-phase op runs */
+	rm_time_ps lower_bound;    /* max(compute work alone, collective work alone, critical path) */
+	int64_t peak_memory_bytes; /* device */
+	int64_t peak_host_bytes;
+	int64_t memory_capacity_bytes;
+	bool fits;
+	int32_t first_oom_op;      /* the op whose allocation first exceeded capacity, or -1 */
+	int32_t collectives, sync_collectives; /* sync: on a compute stream */
+	double model_flops;        /* for MFU: the program's, or gemm+attention FLOPs minus recompute */
+	double mfu;                /* model_flops / (step time * bf16 peak) */
+	double tokens_per_s;       /* per GPU; 0 when the program has no token count */
+	uint64_t events;           /* op starts + op ends */
+	uint64_t heap_pops;        /* completion events popped, stale ones included */
+} rm_sim_metrics;
+
+typedef struct rm_sim rm_sim;
+
+/*
+ * Prepares a simulation of prog (validated: rm_program_validate) on hw. Computes every op's
+ * duration alone with the cost model (ps, rounded to nearest) unless the op fixes time_s.
+ * Returns NULL with err (RM_INVALID) if the program is invalid or a cost is not finite.
+ */
+rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_sim_options *opt,
+		      rm_error *err);
+void rm_sim_destroy(rm_sim *sim);
+
+/*
+ * Runs the program from time 0. RM_INVALID with err on a deadlock (no event pending while ops
+ * remain: names the first op that never started and what it waits for) or a data race (see
+ * above). Metrics, op times and the memory timeline stay readable until the next run.
+ */
+rm_status rm_sim_run(rm_sim *sim, rm_error *err);
+
+const rm_sim_metrics *rm_sim_get_metrics(const rm_sim *sim);
+/* Start and end of op i in the last run (ps). */
+rm_time_ps rm_sim_op_start(const rm_sim *sim, int32_t op);
+rm_time_ps rm_sim_op_end(const rm_sim *sim, int32_t op);
+/* Duration of op i alone on the whole GPU (ps), and the SMs it holds. */
+rm_time_ps rm_sim_op_solo(const rm_sim *sim, int32_t op);
+int rm_sim_op_sms(const rm_sim *sim, int32_t op);
+/* Busy time of stream s (sum of its ops' durations; a stream runs one op at a time). */
+rm_time_ps rm_sim_stream_busy(const rm_sim *sim, int32_t stream);
+/* Device memory timeline (only with options.memory_timeline): n points of (time, bytes). */
+typedef struct rm_mem_point {
+	rm_time_ps time;
+	int64_t bytes;
+} rm_mem_point;
+const rm_mem_point *rm_sim_memory_timeline(const rm_sim *sim, size_t *n);
+
+const rm_program *rm_sim_program(const rm_sim *sim);
+const rm_hw_profile *rm_sim_hw(const rm_sim *sim);
+
+/*
+ * The result of the last run as JSON (DESIGN.md contract 3, schema "remora.result/1"): seconds,
+ * bytes, counts; sync_reasons counts the sync_reason of each collective on a compute stream
+ * ("unspecified" when the program gives none). New reference; NULL never (allocation aborts).
+ */
+json_t *rm_sim_result_json(const rm_sim *sim);
+
+/*
+ * Writes the last run as a Chrome JSON trace (loads in ui.perfetto.dev and chrome://tracing):
+ * one track (tid) per stream with an "X" slice per op (ts/dur in microseconds with picosecond
+ * digits), a "C" counter track of device memory (needs options.memory_timeline), flow arrows
+ * ("s"/"f") from each event's recording op to each op waiting on it, "M" metadata naming the
+ * tracks. Deterministic. false with err (RM_IO) when writing fails.
+ */
+bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err);
+
+/*
+ * A synthetic FSDP-like program for benchmarks: n_layers layers of forward and backward GEMMs,
+ * elementwise ops and attention on a compute stream, all-gathers (prefetched one layer ahead)
+ * and reduce-scatters on a collective stream, offload copies on a copy stream, with events and
+ * tensors. About 24 ops per layer.
+ */
+rm_program *rm_sim_synthetic_program(int32_t n_layers);
+
+typedef struct rm_sim_bench_result {
+	int32_t ops;
+	uint64_t events;     /* per run */
+	int runs;
+	double seconds;      /* wall time of all runs (engine only, no setup) */
+	double events_per_s;
+	double ns_per_event;
+	double step_time_s;  /* simulated, as a sanity figure */
+} rm_sim_bench_result;
+
+/* Times rm_sim_run on a synthetic program of about n_ops ops, repeated for at least min_s. */
+rm_status rm_sim_bench_engine(int32_t n_ops, double min_s, rm_sim_bench_result *out,
+			      rm_error *err);
+
+#endif /* REMORA_SIM_H */

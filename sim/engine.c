@@ -1,0 +1,765 @@
+/*
+ * The discrete-event engine (remora/sim.h; design in docs/sim.md).
+ *
+ * Events are op completions in a binary min-heap ordered by (time, priority rank, sequence).
+ * Starts need no events: when ops end at time t, every op they release starts at t, in order of
+ * (priority rank, launch index). After each batch, the rate of every running op is recomputed
+ * from the shared resources; an op whose rate changed has its remaining work brought up to date
+ * and a new completion scheduled, its generation bumped so the old one is skipped when popped.
+ * Remaining work is an integer (ps * SIM_WORK_SCALE), rates are fractions of small integers, so
+ * the whole run is integer arithmetic: exact and bit-reproducible.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+__extension__ typedef unsigned __int128 sim_u128;
+
+rm_time_ps rm_time_from_s(double s)
+{
+	if (!(s > 0))
+		return 0;
+	double ps = s * RM_PS_PER_S;
+	if (ps >= 1.8e19)
+		return UINT64_MAX;
+	return (rm_time_ps)llround(ps);
+}
+
+/* ---- creation --------------------------------------------------------------------------- */
+
+static int cmp_i32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return (x > y) - (x < y);
+}
+
+rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_sim_options *opt,
+		      rm_error *err)
+{
+	if (rm_program_validate(prog, NULL, err) != RM_OK)
+		return NULL;
+	rm_sim *sim = rm_new(rm_sim, 1);
+	sim->prog = prog;
+	sim->hw = hw;
+	if (opt)
+		sim->opt = *opt;
+	if (sim->opt.hw_queues <= 0)
+		sim->opt.hw_queues = 8;
+	if (!sim->opt.cost)
+		sim->opt.cost = rm_cost_model_default();
+	const rm_cost_model *cm = sim->opt.cost;
+	int32_t n = prog->n_ops;
+	sim->n_ops = n;
+	sim->n_streams = prog->n_streams;
+	sim->n_tensors = prog->n_tensors;
+	sim->sm_count = hw->sm_count >= 1 ? (uint32_t)hw->sm_count : 1;
+	size_t nn = (size_t)n + 1;
+
+	/* Priority ranks: distinct stream priorities, most urgent (lowest number) first. */
+	int32_t *prios = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
+	for (int32_t s = 0; s < prog->n_streams; s++)
+		prios[s] = prog->streams[s].priority;
+	qsort(prios, (size_t)prog->n_streams, sizeof(int32_t), cmp_i32);
+	uint32_t *stream_rank = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(uint32_t));
+	for (int32_t s = 0; s < prog->n_streams; s++) {
+		uint32_t rank = 0;
+		for (int32_t k = 0; k < prog->n_streams && prios[k] < prog->streams[s].priority; k++)
+			if (k == 0 || prios[k] != prios[k - 1])
+				rank++;
+		stream_rank[s] = rank;
+		if (rank + 1 > sim->n_prio)
+			sim->n_prio = rank + 1;
+	}
+	free(prios);
+
+	sim->stream_queue = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
+	for (int32_t s = 0; s < prog->n_streams; s++)
+		sim->stream_queue[s] = s % sim->opt.hw_queues;
+
+	/* Tensors. */
+	size_t nt = (size_t)prog->n_tensors + 1;
+	sim->tensor_bytes = rm_xmalloc(nt * sizeof(int64_t));
+	sim->tensor_host = rm_xcalloc(nt, 1);
+	sim->tensor_consumers = rm_xcalloc(nt, sizeof(int32_t));
+	for (int32_t t = 0; t < prog->n_tensors; t++) {
+		const rm_program_tensor *tn = &prog->tensors[t];
+		sim->tensor_bytes[t] = tn->bytes;
+		sim->tensor_host[t] = tn->location == RM_LOC_HOST;
+		if (tn->persistent) {
+			if (tn->location == RM_LOC_HOST)
+				sim->persistent_host += tn->bytes;
+			else
+				sim->persistent_device += tn->bytes;
+		}
+	}
+
+	/* Ops: costs, stream and queue predecessors, event recorders. */
+	sim->ops = rm_xcalloc(nn, sizeof(sim_op));
+	int32_t *recorder = rm_xmalloc(((size_t)prog->n_events + 1) * sizeof(int32_t));
+	int32_t *last_in_stream = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
+	int32_t *last_in_queue = rm_xmalloc(((size_t)sim->opt.hw_queues + 1) * sizeof(int32_t));
+	int32_t *stream_prev = rm_xmalloc(nn * sizeof(int32_t));
+	for (int32_t s = 0; s < prog->n_streams; s++)
+		last_in_stream[s] = -1;
+	for (int q = 0; q < sim->opt.hw_queues; q++)
+		last_in_queue[q] = -1;
+	uint32_t n_succ = 0, n_mem = 0;
+	for (int32_t i = 0; i < n; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		sim_op *so = &sim->ops[i];
+		double t_s = op->time_s >= 0 ? op->time_s : cm->op_time_s(cm, &op->cost, hw);
+		if (!isfinite(t_s) || t_s < 0 || rm_time_from_s(t_s) > SIM_MAX_SOLO_PS) {
+			rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				     "ops[%d] '%s': the cost model gives %g s (expected 0 to 1e4 s)", i,
+				     op->name, t_s);
+			free(recorder);
+			free(last_in_stream);
+			free(last_in_queue);
+			free(stream_prev);
+			free(stream_rank);
+			rm_sim_destroy(sim);
+			return NULL;
+		}
+		so->solo = rm_time_from_s(t_s);
+		int sms = cm->sms_held(cm, &op->cost, hw);
+		so->sms = (uint16_t)(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
+		so->res = (uint8_t)rm_cost_op_resource(&op->cost);
+		so->stream = op->stream;
+		so->prio = stream_rank[op->stream];
+		so->qnext = -1;
+		if (op->cost.kind == RM_COST_COLLECTIVE)
+			so->flags |= SIM_F_COLL;
+		if (op->cost.kind == RM_COST_GEMM || op->cost.kind == RM_COST_ATTENTION ||
+		    op->cost.kind == RM_COST_ELEMENTWISE)
+			so->flags |= SIM_F_COMPUTE | SIM_F_QBLOCK;
+		if (op->phase == RM_PPHASE_RECOMPUTE)
+			so->flags |= SIM_F_RECOMPUTE;
+		stream_prev[i] = last_in_stream[op->stream];
+		last_in_stream[op->stream] = i;
+		so->init_pending = (stream_prev[i] >= 0) + (int32_t)op->waits.count;
+		if (stream_prev[i] >= 0)
+			n_succ++;
+		n_succ += op->waits.count;
+		int q = sim->stream_queue[op->stream];
+		int32_t qp = last_in_queue[q];
+		if (qp >= 0 && prog->ops[qp].stream != op->stream) {
+			sim->ops[qp].qnext = i;
+			so->init_pending++;
+		}
+		last_in_queue[q] = i;
+		const int32_t *r = rm_program_refs(prog, op->records);
+		for (uint32_t j = 0; j < op->records.count; j++)
+			recorder[r[j]] = i;
+		const int32_t *in = rm_program_refs(prog, op->inputs);
+		for (uint32_t j = 0; j < op->inputs.count; j++)
+			if (!prog->tensors[in[j]].persistent) {
+				sim->tensor_consumers[in[j]]++;
+				n_mem += 2;
+			}
+		n_mem += 2 * op->outputs.count;
+	}
+	free(stream_rank);
+	free(last_in_queue);
+
+	/* Successor lists (CSR): stream successor and the waiters of each event recorded. */
+	for (int32_t i = 0; i < n; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		if (stream_prev[i] >= 0)
+			sim->ops[stream_prev[i]].succ_n++;
+		const int32_t *w = rm_program_refs(prog, op->waits);
+		for (uint32_t j = 0; j < op->waits.count; j++)
+			sim->ops[recorder[w[j]]].succ_n++;
+	}
+	uint32_t at = 0;
+	for (int32_t i = 0; i < n; i++) {
+		sim->ops[i].succ_at = at;
+		at += sim->ops[i].succ_n;
+		sim->ops[i].succ_n = 0;
+	}
+	sim->succ = rm_xmalloc(((size_t)n_succ + 1) * sizeof(int32_t));
+	for (int32_t i = 0; i < n; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		if (stream_prev[i] >= 0) {
+			sim_op *p = &sim->ops[stream_prev[i]];
+			sim->succ[p->succ_at + p->succ_n++] = i;
+		}
+		const int32_t *w = rm_program_refs(prog, op->waits);
+		for (uint32_t j = 0; j < op->waits.count; j++) {
+			sim_op *p = &sim->ops[recorder[w[j]]];
+			sim->succ[p->succ_at + p->succ_n++] = i;
+		}
+	}
+	free(recorder);
+	free(last_in_stream);
+	free(stream_prev);
+
+	/* Memory lists: allocate outputs at start; check inputs were produced; release inputs
+	 * (and unread outputs) at end. */
+	sim->mem = rm_xmalloc(((size_t)n_mem + 1) * sizeof(int32_t));
+	uint32_t m = 0;
+	for (int32_t i = 0; i < n; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		sim_op *so = &sim->ops[i];
+		so->mem_at = m;
+		const int32_t *o = rm_program_refs(prog, op->outputs);
+		const int32_t *in = rm_program_refs(prog, op->inputs);
+		for (uint32_t j = 0; j < op->outputs.count; j++)
+			if (!prog->tensors[o[j]].persistent)
+				sim->mem[m++] = o[j];
+		so->n_alloc = m - so->mem_at;
+		for (uint32_t j = 0; j < op->inputs.count; j++)
+			if (!prog->tensors[in[j]].persistent)
+				sim->mem[m++] = in[j];
+		so->n_race = m - so->mem_at - so->n_alloc;
+		for (uint32_t j = 0; j < op->inputs.count; j++)
+			if (!prog->tensors[in[j]].persistent)
+				sim->mem[m++] = in[j];
+		for (uint32_t j = 0; j < op->outputs.count; j++)
+			if (!prog->tensors[o[j]].persistent && sim->tensor_consumers[o[j]] == 0)
+				sim->mem[m++] = o[j];
+		so->n_release = m - so->mem_at - so->n_alloc - so->n_race;
+	}
+
+	/* Lower bound: work per shared resource alone, and the critical path (Kahn order). */
+	rm_time_ps res_work[RM_RES_COUNT] = {0};
+	rm_time_ps *est = rm_xcalloc(nn, sizeof(rm_time_ps));
+	int32_t *pend = rm_xmalloc(nn * sizeof(int32_t));
+	int32_t *queue = rm_xmalloc(nn * sizeof(int32_t));
+	int32_t head = 0, tail = 0;
+	for (int32_t i = 0; i < n; i++) {
+		res_work[sim->ops[i].res] += sim->ops[i].solo;
+		pend[i] = 0;
+	}
+	/* In-degree over stream and event edges: how often an op appears in successor lists. */
+	for (uint32_t k = 0; k < n_succ; k++)
+		pend[sim->succ[k]]++;
+	for (int32_t i = 0; i < n; i++)
+		if (pend[i] == 0)
+			queue[tail++] = i;
+	rm_time_ps cp = 0;
+	while (head < tail) {
+		int32_t u = queue[head++];
+		rm_time_ps fin = est[u] + sim->ops[u].solo;
+		if (fin > cp)
+			cp = fin;
+		for (uint32_t k = 0; k < sim->ops[u].succ_n; k++) {
+			int32_t v = sim->succ[sim->ops[u].succ_at + k];
+			if (est[v] < fin)
+				est[v] = fin;
+			if (--pend[v] == 0)
+				queue[tail++] = v;
+		}
+	}
+	free(est);
+	free(pend);
+	free(queue);
+	sim->lower_bound = cp;
+	for (int r = 0; r < RM_RES_COUNT; r++)
+		if (res_work[r] > sim->lower_bound)
+			sim->lower_bound = res_work[r];
+
+	/* Run state. */
+	sim->st = rm_xmalloc(nn * sizeof(sim_state));
+	sim->op_start = rm_xcalloc(nn, sizeof(rm_time_ps));
+	sim->op_end = rm_xcalloc(nn, sizeof(rm_time_ps));
+	sim->tensor_left = rm_xmalloc(nt * sizeof(int32_t));
+	sim->tensor_state = rm_xmalloc(nt);
+	sim->heap_cap = 64;
+	sim->heap = rm_xmalloc(sim->heap_cap * sizeof(sim_event));
+	sim->ready = rm_xmalloc(nn * sizeof(uint64_t));
+	sim->running = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
+	sim->stream_busy = rm_xcalloc((size_t)prog->n_streams + 1, sizeof(rm_time_ps));
+	return sim;
+}
+
+void rm_sim_destroy(rm_sim *sim)
+{
+	if (!sim)
+		return;
+	free(sim->ops);
+	free(sim->succ);
+	free(sim->mem);
+	free(sim->tensor_bytes);
+	free(sim->tensor_host);
+	free(sim->tensor_consumers);
+	free(sim->stream_queue);
+	free(sim->st);
+	free(sim->op_start);
+	free(sim->op_end);
+	free(sim->tensor_left);
+	free(sim->tensor_state);
+	free(sim->heap);
+	free(sim->ready);
+	free(sim->running);
+	free(sim->stream_busy);
+	free(sim->timeline);
+	free(sim);
+}
+
+/* ---- heaps ------------------------------------------------------------------------------ */
+
+static inline bool ev_less(const sim_event *a, const sim_event *b)
+{
+	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+}
+
+static void heap_push(rm_sim *sim, rm_time_ps time, int32_t op)
+{
+	if (sim->heap_n == sim->heap_cap) {
+		sim->heap_cap *= 2;
+		sim->heap = rm_xrealloc(sim->heap, sim->heap_cap * sizeof(sim_event));
+	}
+	sim_event e = {.time = time,
+		       .seq = ((uint64_t)sim->ops[op].prio << 40) | sim->seq++,
+		       .op = op,
+		       .gen = sim->st[op].gen};
+	sim_event *h = sim->heap;
+	size_t i = sim->heap_n++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!ev_less(&e, &h[p]))
+			break;
+		h[i] = h[p];
+		i = p;
+	}
+	h[i] = e;
+}
+
+static sim_event heap_pop(rm_sim *sim)
+{
+	sim_event *h = sim->heap;
+	sim_event top = h[0];
+	sim_event last = h[--sim->heap_n];
+	size_t n = sim->heap_n, i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && ev_less(&h[c + 1], &h[c]))
+			c++;
+		if (!ev_less(&h[c], &last))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (n > 0)
+		h[i] = last;
+	return top;
+}
+
+static void ready_push(rm_sim *sim, int32_t op)
+{
+	uint64_t key = ((uint64_t)sim->ops[op].prio << 32) | (uint32_t)op;
+	uint64_t *h = sim->ready;
+	size_t i = sim->ready_n++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (h[p] <= key)
+			break;
+		h[i] = h[p];
+		i = p;
+	}
+	h[i] = key;
+}
+
+static int32_t ready_pop(rm_sim *sim)
+{
+	uint64_t *h = sim->ready;
+	uint64_t top = h[0], last = h[--sim->ready_n];
+	size_t n = sim->ready_n, i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && h[c + 1] < h[c])
+			c++;
+		if (h[c] >= last)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (n > 0)
+		h[i] = last;
+	return (int32_t)(uint32_t)top;
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+static void mem_note(rm_sim *sim, rm_time_ps t)
+{
+	if (!sim->opt.memory_timeline)
+		return;
+	if (sim->tl_n > 0 && sim->timeline[sim->tl_n - 1].time == t) {
+		sim->timeline[sim->tl_n - 1].bytes = sim->mem_device;
+		return;
+	}
+	if (sim->tl_n == sim->tl_cap) {
+		sim->tl_cap = sim->tl_cap ? sim->tl_cap * 2 : 256;
+		sim->timeline = rm_xrealloc(sim->timeline, sim->tl_cap * sizeof(rm_mem_point));
+	}
+	sim->timeline[sim->tl_n++] = (rm_mem_point){t, sim->mem_device};
+}
+
+static void mem_add(rm_sim *sim, int32_t t, int64_t sign)
+{
+	int64_t b = sim->tensor_bytes[t] * sign;
+	if (sim->tensor_host[t]) {
+		sim->mem_host += b;
+		if (sim->mem_host > sim->m.peak_host_bytes)
+			sim->m.peak_host_bytes = sim->mem_host;
+	} else {
+		sim->mem_device += b;
+		if (sim->mem_device > sim->m.peak_memory_bytes)
+			sim->m.peak_memory_bytes = sim->mem_device;
+	}
+}
+
+/* ---- the run ---------------------------------------------------------------------------- */
+
+static inline void release(rm_sim *sim, int32_t v)
+{
+	if (--sim->st[v].pending == 0)
+		ready_push(sim, v);
+}
+
+static rm_status start_op(rm_sim *sim, int32_t i, rm_time_ps t, rm_error *err)
+{
+	const sim_op *so = &sim->ops[i];
+	sim_state *s = &sim->st[i];
+	const int32_t *mem = sim->mem + so->mem_at;
+	for (uint32_t k = 0; k < so->n_race; k++) {
+		int32_t tn = mem[so->n_alloc + k];
+		if (sim->tensor_state[tn] != 2) {
+			const rm_program *prog = sim->prog;
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "data race at t=%.6f us: ops[%d] '%s' reads tensor %d '%s' "
+					    "before its producer has ended (missing event?)",
+					    (double)t / 1e6, i, prog->ops[i].name, tn,
+					    prog->tensors[tn].name);
+		}
+	}
+	if (so->n_alloc) {
+		for (uint32_t k = 0; k < so->n_alloc; k++) {
+			sim->tensor_state[mem[k]] = 1;
+			mem_add(sim, mem[k], 1);
+		}
+		if (sim->m.first_oom_op < 0 && sim->mem_device > sim->m.memory_capacity_bytes)
+			sim->m.first_oom_op = i;
+		mem_note(sim, t);
+	}
+	sim->op_start[i] = t;
+	s->work = so->solo * SIM_WORK_SCALE;
+	s->last = t;
+	s->num = 0;
+	s->den = 0; /* marks "never scheduled": the rate pass always schedules it */
+	s->slot = sim->n_running;
+	sim->running[sim->n_running++] = i;
+	sim->run_count[so->res]++;
+	sim->held_sms += so->sms;
+	sim->n_run_compute += (so->flags & SIM_F_COMPUTE) != 0;
+	sim->n_run_coll += (so->flags & SIM_F_COLL) != 0;
+	sim->n_run_recompute += (so->flags & SIM_F_RECOMPUTE) != 0;
+	sim->m.events++;
+	if (so->qnext >= 0 && !(so->flags & SIM_F_QBLOCK))
+		release(sim, so->qnext);
+	return RM_OK;
+}
+
+static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
+{
+	const sim_op *so = &sim->ops[i];
+	sim_state *s = &sim->st[i];
+	s->gen++;
+	int32_t last = sim->running[--sim->n_running];
+	sim->running[s->slot] = last;
+	sim->st[last].slot = s->slot;
+	s->slot = -1;
+	sim->run_count[so->res]--;
+	sim->held_sms -= so->sms;
+	sim->n_run_compute -= (so->flags & SIM_F_COMPUTE) != 0;
+	sim->n_run_coll -= (so->flags & SIM_F_COLL) != 0;
+	sim->n_run_recompute -= (so->flags & SIM_F_RECOMPUTE) != 0;
+	sim->op_end[i] = t;
+	sim->stream_busy[so->stream] += t - sim->op_start[i];
+	sim->completed++;
+	sim->m.events++;
+
+	const int32_t *mem = sim->mem + so->mem_at;
+	for (uint32_t k = 0; k < so->n_alloc; k++)
+		sim->tensor_state[mem[k]] = 2;
+	if (so->n_release) {
+		const int32_t *rel = mem + so->n_alloc + so->n_race;
+		bool changed = false;
+		for (uint32_t k = 0; k < so->n_release; k++) {
+			int32_t tn = rel[k];
+			if (sim->tensor_consumers[tn] == 0 || --sim->tensor_left[tn] == 0) {
+				sim->tensor_state[tn] = 3;
+				mem_add(sim, tn, -1);
+				changed = true;
+			}
+		}
+		if (changed)
+			mem_note(sim, t);
+	}
+
+	for (uint32_t k = 0; k < so->succ_n; k++)
+		release(sim, sim->succ[so->succ_at + k]);
+	if (so->qnext >= 0 && (so->flags & SIM_F_QBLOCK))
+		release(sim, so->qnext);
+}
+
+/* Recomputes the rate of every running op; reschedules those whose rate changed. */
+static void update_rates(rm_sim *sim, rm_time_ps t)
+{
+	uint32_t best = UINT32_MAX, n_best = 0;
+	for (int32_t k = 0; k < sim->n_running; k++) {
+		const sim_op *so = &sim->ops[sim->running[k]];
+		if (so->res != RM_RES_SM)
+			continue;
+		if (so->prio < best) {
+			best = so->prio;
+			n_best = 1;
+		} else if (so->prio == best) {
+			n_best++;
+		}
+	}
+	uint32_t free_sms = sim->held_sms < sim->sm_count ? sim->sm_count - sim->held_sms : 0;
+	for (int32_t k = 0; k < sim->n_running; k++) {
+		int32_t i = sim->running[k];
+		const sim_op *so = &sim->ops[i];
+		sim_state *s = &sim->st[i];
+		uint32_t num, den;
+		if (so->res == RM_RES_SM) {
+			num = so->prio == best ? free_sms : 0;
+			den = sim->sm_count * n_best;
+		} else {
+			num = 1;
+			den = sim->run_count[so->res];
+		}
+		if (num == 0)
+			den = 1;
+		if (s->den != 0 && (uint64_t)num * s->den == (uint64_t)s->num * den)
+			continue; /* same rate: the scheduled completion stands */
+		if (s->den != 0 && s->num != 0 && t > s->last) {
+			sim_u128 done = (sim_u128)(t - s->last) * SIM_WORK_SCALE * s->num / s->den;
+			s->work = done >= s->work ? 0 : s->work - (uint64_t)done;
+		}
+		s->last = t;
+		s->num = num;
+		s->den = den;
+		s->gen++;
+		if (s->work == 0) {
+			heap_push(sim, t, i);
+		} else if (num > 0) {
+			sim_u128 w = (sim_u128)s->work * den;
+			sim_u128 q = (sim_u128)SIM_WORK_SCALE * num;
+			heap_push(sim, t + (rm_time_ps)((w + q - 1) / q), i);
+		}
+	}
+}
+
+static void account(rm_sim *sim, rm_time_ps dt)
+{
+	if (sim->n_run_compute)
+		sim->m.compute_busy += dt;
+	if (sim->n_run_coll) {
+		sim->m.comm_total += dt;
+		if (!sim->n_run_compute)
+			sim->m.exposed_comm += dt;
+	}
+	if (sim->n_run_recompute)
+		sim->m.recompute += dt;
+}
+
+static rm_status report_deadlock(rm_sim *sim, rm_time_ps t, rm_error *err)
+{
+	const rm_program *prog = sim->prog;
+	for (int32_t i = 0; i < sim->n_ops; i++) {
+		if (sim->st[i].pending == 0)
+			continue;
+		const rm_program_op *op = &prog->ops[i];
+		char why[384] = "";
+		size_t len = 0;
+		for (int32_t p = i - 1; p >= 0; p--) {
+			if (prog->ops[p].stream == op->stream) {
+				if (sim->st[p].pending != 0 || sim->st[p].slot >= 0)
+					len += (size_t)snprintf(why + len, sizeof(why) - len,
+								" stream predecessor ops[%d] '%s';", p,
+								prog->ops[p].name);
+				break;
+			}
+		}
+		const int32_t *w = rm_program_refs(prog, op->waits);
+		for (uint32_t j = 0; j < op->waits.count && len < sizeof(why); j++) {
+			int32_t e = w[j];
+			for (int32_t p = 0; p < sim->n_ops; p++) {
+				const rm_program_op *po = &prog->ops[p];
+				const int32_t *r = rm_program_refs(prog, po->records);
+				for (uint32_t q = 0; q < po->records.count; q++)
+					if (r[q] == e && sim->st[p].slot < 0 && sim->st[p].pending != 0 &&
+					    len < sizeof(why))
+						len += (size_t)snprintf(why + len, sizeof(why) - len,
+									" event %d '%s' (recorded "
+									"by ops[%d] '%s');",
+									e, prog->events[e].name, p,
+									po->name);
+			}
+		}
+		if (len == 0)
+			snprintf(why, sizeof(why), " the op launched before it on its hardware queue "
+						   "(CUDA_DEVICE_MAX_CONNECTIONS=%d);",
+				 sim->opt.hw_queues);
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "deadlock at t=%.6f us: %d of %d ops never ran; ops[%d] '%s' "
+				    "waits for%s",
+				    (double)t / 1e6, sim->n_ops - sim->completed, sim->n_ops, i, op->name,
+				    why);
+	}
+	return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+			    "deadlock at t=%.6f us: %d ops still running with no progress",
+			    (double)t / 1e6, sim->n_running);
+}
+
+static void reset(rm_sim *sim)
+{
+	for (int32_t i = 0; i < sim->n_ops; i++) {
+		sim->st[i] = (sim_state){.pending = sim->ops[i].init_pending, .slot = -1};
+		sim->op_start[i] = sim->op_end[i] = 0;
+	}
+	for (int32_t t = 0; t < sim->n_tensors; t++) {
+		sim->tensor_left[t] = sim->tensor_consumers[t];
+		sim->tensor_state[t] = 0;
+	}
+	for (int32_t s = 0; s < sim->n_streams; s++)
+		sim->stream_busy[s] = 0;
+	sim->heap_n = sim->ready_n = 0;
+	sim->n_running = 0;
+	memset(sim->run_count, 0, sizeof(sim->run_count));
+	sim->n_run_compute = sim->n_run_coll = sim->n_run_recompute = sim->held_sms = 0;
+	sim->seq = 0;
+	sim->completed = 0;
+	sim->tl_n = 0;
+	memset(&sim->m, 0, sizeof(sim->m));
+	sim->m.first_oom_op = -1;
+	sim->m.memory_capacity_bytes = (int64_t)sim->hw->hbm_bytes;
+	sim->mem_device = sim->persistent_device;
+	sim->mem_host = sim->persistent_host;
+	sim->m.peak_memory_bytes = sim->mem_device;
+	sim->m.peak_host_bytes = sim->mem_host;
+	mem_note(sim, 0);
+}
+
+static void finish_metrics(rm_sim *sim, rm_time_ps t)
+{
+	rm_sim_metrics *m = &sim->m;
+	const rm_program *prog = sim->prog;
+	m->step_time = t;
+	m->lower_bound = sim->lower_bound;
+	m->fits = m->peak_memory_bytes <= m->memory_capacity_bytes;
+	double flops = 0;
+	for (int32_t i = 0; i < sim->n_ops; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		if (op->cost.kind == RM_COST_COLLECTIVE) {
+			m->collectives++;
+			if (prog->streams[op->stream].kind == RM_STREAM_COMPUTE)
+				m->sync_collectives++;
+		}
+		if (op->phase == RM_PPHASE_RECOMPUTE)
+			continue;
+		if (op->cost.kind == RM_COST_GEMM)
+			flops += rm_cost_gemm_flops(&op->cost.gemm);
+		else if (op->cost.kind == RM_COST_ATTENTION)
+			flops += rm_cost_attention_flops(&op->cost.attention);
+	}
+	m->model_flops = prog->model_flops >= 0 ? prog->model_flops : flops;
+	double step_s = rm_time_to_s(t);
+	double peak = sim->hw->bf16_TFLOPs * RM_TB;
+	m->mfu = step_s > 0 && peak > 0 ? m->model_flops / (step_s * peak) : 0;
+	m->tokens_per_s = step_s > 0 && prog->tokens > 0 ? (double)prog->tokens / step_s : 0;
+}
+
+rm_status rm_sim_run(rm_sim *sim, rm_error *err)
+{
+	reset(sim);
+	sim->ran = true;
+	rm_time_ps t = 0;
+	rm_status st;
+	for (int32_t i = 0; i < sim->n_ops; i++)
+		if (sim->st[i].pending == 0)
+			ready_push(sim, i);
+	for (;;) {
+		while (sim->ready_n > 0)
+			if ((st = start_op(sim, ready_pop(sim), t, err)) != RM_OK)
+				return st;
+		update_rates(sim, t);
+		/* Next valid completion. */
+		sim_event e;
+		for (;;) {
+			if (sim->heap_n == 0)
+				goto drained;
+			e = heap_pop(sim);
+			sim->m.heap_pops++;
+			if (e.gen == sim->st[e.op].gen)
+				break;
+		}
+		if (e.time > t) {
+			account(sim, e.time - t);
+			t = e.time;
+		}
+		end_op(sim, e.op, t);
+		/* Every other completion at the same time, before any start. */
+		while (sim->heap_n > 0 && sim->heap[0].time == t) {
+			e = heap_pop(sim);
+			sim->m.heap_pops++;
+			if (e.gen == sim->st[e.op].gen)
+				end_op(sim, e.op, t);
+		}
+	}
+drained:
+	if (sim->completed < sim->n_ops)
+		return report_deadlock(sim, t, err);
+	finish_metrics(sim, t);
+	return RM_OK;
+}
+
+/* ---- accessors -------------------------------------------------------------------------- */
+
+const rm_sim_metrics *rm_sim_get_metrics(const rm_sim *sim)
+{
+	return &sim->m;
+}
+rm_time_ps rm_sim_op_start(const rm_sim *sim, int32_t op)
+{
+	return op >= 0 && op < sim->n_ops ? sim->op_start[op] : 0;
+}
+rm_time_ps rm_sim_op_end(const rm_sim *sim, int32_t op)
+{
+	return op >= 0 && op < sim->n_ops ? sim->op_end[op] : 0;
+}
+rm_time_ps rm_sim_op_solo(const rm_sim *sim, int32_t op)
+{
+	return op >= 0 && op < sim->n_ops ? sim->ops[op].solo : 0;
+}
+int rm_sim_op_sms(const rm_sim *sim, int32_t op)
+{
+	return op >= 0 && op < sim->n_ops ? sim->ops[op].sms : 0;
+}
+rm_time_ps rm_sim_stream_busy(const rm_sim *sim, int32_t stream)
+{
+	return stream >= 0 && stream < sim->n_streams ? sim->stream_busy[stream] : 0;
+}
+const rm_mem_point *rm_sim_memory_timeline(const rm_sim *sim, size_t *n)
+{
+	*n = sim->tl_n;
+	return sim->timeline;
+}
+const rm_program *rm_sim_program(const rm_sim *sim)
+{
+	return sim->prog;
+}
+const rm_hw_profile *rm_sim_hw(const rm_sim *sim)
+{
+	return sim->hw;
+}

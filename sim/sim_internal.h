@@ -1,0 +1,104 @@
+/*
+ * Private to sim/: the engine's records, shared by engine.c, result.c and trace.c.
+ */
+#ifndef REMORA_SIM_INTERNAL_H
+#define REMORA_SIM_INTERNAL_H
+
+#include <assert.h>
+
+#include "remora/sim.h"
+
+/* Remaining work is kept in 1/SIM_WORK_SCALE picoseconds at full rate. */
+#define SIM_WORK_SCALE 256u
+/* Longest op duration accepted (10^4 s), so that work * SCALE fits in 64 bits. */
+#define SIM_MAX_SOLO_PS UINT64_C(10000000000000000)
+
+enum sim_op_flags {
+	SIM_F_COMPUTE = 1u << 0,   /* gemm, attention, elementwise: counts as compute */
+	SIM_F_COLL = 1u << 1,      /* collective */
+	SIM_F_RECOMPUTE = 1u << 2, /* phase recompute */
+	SIM_F_QBLOCK = 1u << 3,    /* holds its hardware queue until it ends (compute kernels) */
+};
+
+/* What never changes between runs. */
+typedef struct sim_op {
+	rm_time_ps solo;      /* duration alone, ps */
+	uint32_t succ_at;     /* stream and event successors: sim->succ[succ_at .. +succ_n) */
+	uint32_t succ_n;
+	uint32_t mem_at;      /* tensors: alloc list, then race list, then release list */
+	uint32_t n_alloc, n_race, n_release;
+	int32_t qnext;        /* next op of the same hardware queue on another stream, or -1 */
+	int32_t stream;
+	int32_t init_pending; /* stream predecessor + waits + queue predecessor */
+	uint16_t sms;         /* SMs held while running */
+	uint8_t res;          /* rm_cost_resource */
+	uint8_t flags;        /* sim_op_flags */
+	uint32_t prio;        /* rank of the stream priority: 0 is the highest */
+} sim_op;
+static_assert(sizeof(sim_op) == 56, "sim_op is a hot record: keep it at 56 bytes");
+
+/* Per op state of a run. */
+typedef struct sim_state {
+	uint64_t work;    /* remaining, ps * SIM_WORK_SCALE at full rate */
+	rm_time_ps last;  /* time work was last brought up to date */
+	uint32_t num, den; /* current rate num/den of full speed */
+	uint32_t gen;     /* bumps invalidate scheduled completions */
+	int32_t pending;  /* unmet dependencies */
+	int32_t slot;     /* index in sim->running while running, else -1 */
+	uint32_t pad_;
+} sim_state;
+static_assert(sizeof(sim_state) == 40, "sim_state is a hot record: keep it at 40 bytes");
+
+/* A scheduled completion. Ordered by time, then seq (priority rank << 40 | push counter). */
+typedef struct sim_event {
+	rm_time_ps time;
+	uint64_t seq;
+	int32_t op;
+	uint32_t gen;
+} sim_event;
+static_assert(sizeof(sim_event) == 24, "sim_event is a hot record: keep it at 24 bytes");
+
+struct rm_sim {
+	const rm_program *prog;
+	const rm_hw_profile *hw;
+	rm_sim_options opt;
+	int32_t n_ops, n_streams, n_tensors;
+	uint32_t sm_count;
+	uint32_t n_prio;
+
+	/* static */
+	sim_op *ops;
+	int32_t *succ;
+	int32_t *mem;            /* tensor lists */
+	int64_t *tensor_bytes;
+	uint8_t *tensor_host;    /* 1 if the tensor lives in host memory */
+	int32_t *tensor_consumers;
+	int64_t persistent_device, persistent_host;
+	rm_time_ps lower_bound;
+	int32_t *stream_queue;
+
+	/* a run */
+	sim_state *st;
+	rm_time_ps *op_start, *op_end;
+	int32_t *tensor_left;
+	uint8_t *tensor_state;   /* 0 not allocated, 1 producer running, 2 produced, 3 freed */
+	sim_event *heap;
+	size_t heap_n, heap_cap;
+	uint64_t *ready;         /* min-heap of prio << 32 | op */
+	size_t ready_n;
+	int32_t *running;
+	int32_t n_running;
+	uint32_t run_count[RM_RES_COUNT];
+	uint32_t n_run_compute, n_run_coll, n_run_recompute;
+	uint32_t held_sms;
+	uint64_t seq;
+	int64_t mem_device, mem_host;
+	rm_time_ps *stream_busy;
+	rm_mem_point *timeline;
+	size_t tl_n, tl_cap;
+	int32_t completed;
+	bool ran;
+	rm_sim_metrics m;
+};
+
+#endif /* REMORA_SIM_INTERNAL_H */

@@ -1,0 +1,441 @@
+/*
+ * Unit tests of the engine (sim/engine.c, result.c, trace.c): every expected time is computed
+ * by hand and compared exactly, to the picosecond.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remora/hw.h"
+#include "remora/sim.h"
+
+#define US UINT64_C(1000000) /* ps per microsecond */
+
+static const rm_hw_profile *h100(void)
+{
+	const rm_hw_profile *hw = rm_hw_profile_find("h100-sxm", NULL);
+	cr_assert_not_null(hw);
+	return hw;
+}
+
+/* An op of a kind with a fixed duration (time_s) or, when us < 0, the cost model's. */
+static int32_t op_add(rm_program *p, const char *name, rm_cost_kind kind, int32_t stream, double us,
+		      const int32_t *in, uint32_t n_in, const int32_t *out, uint32_t n_out,
+		      const int32_t *waits, uint32_t n_waits, const int32_t *records, uint32_t n_rec)
+{
+	rm_program_op_desc d = rm_program_op_desc_init(name, kind, stream);
+	d.time_s = us >= 0 ? us * 1e-6 : -1;
+	if (kind == RM_COST_COLLECTIVE)
+		d.cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_GATHER,
+							 .bytes = 1 << 30, /* 24 channels */
+							 .group_size = 8,
+							 .span = 1};
+	if (kind == RM_COST_COPY)
+		d.cost.copy = (rm_copy_cost){.dir = RM_COPY_H2D, .bytes = 1};
+	d.inputs = in;
+	d.n_inputs = n_in;
+	d.outputs = out;
+	d.n_outputs = n_out;
+	d.waits = waits;
+	d.n_waits = n_waits;
+	d.records = records;
+	d.n_records = n_rec;
+	return rm_program_add_op(p, &d);
+}
+
+static rm_sim *run(const rm_program *p, const rm_hw_profile *hw, int queues)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_sim_options opt = {.hw_queues = queues, .memory_timeline = true};
+	rm_sim *sim = rm_sim_create(p, hw, &opt, &err);
+	cr_assert_not_null(sim, "create: %s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "run: %s", err.msg);
+	return sim;
+}
+
+Test(engine, independent_ops_on_two_streams_run_in_parallel)
+{
+	rm_program *p = rm_program_create("parallel");
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "copy", RM_STREAM_COPY, 0);
+	op_add(p, "gemm", RM_COST_GEMM, 0, 10, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	op_add(p, "h2d", RM_COST_COPY, 1, 7, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_start(sim, 0), 0);
+	cr_assert_eq(rm_sim_op_start(sim, 1), 0);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 10 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 7 * US);
+	cr_assert_eq(rm_sim_get_metrics(sim)->step_time, 10 * US);
+	cr_assert_eq(rm_sim_stream_busy(sim, 1), 7 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+Test(engine, in_order_stream_and_exact_event_wait)
+{
+	rm_program *p = rm_program_create("wait");
+	rm_program_add_stream(p, "a", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "b", RM_STREAM_COPY, 0);
+	int32_t e = rm_program_add_event(p, "e");
+	op_add(p, "a0", RM_COST_GEMM, 0, 3, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	op_add(p, "a1", RM_COST_GEMM, 0, 10, NULL, 0, NULL, 0, NULL, 0, &e, 1);
+	op_add(p, "b0", RM_COST_COPY, 1, 1, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	op_add(p, "b1", RM_COST_COPY, 1, 5, NULL, 0, NULL, 0, &e, 1, NULL, 0);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_start(sim, 1), 3 * US); /* in order on its stream */
+	cr_assert_eq(rm_sim_op_start(sim, 3), 13 * US); /* exactly when a1 records e */
+	cr_assert_eq(rm_sim_op_end(sim, 3), 18 * US);
+	cr_assert_eq(rm_sim_get_metrics(sim)->step_time, 18 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/* A GEMM of duration T overlapped for its whole length by a collective holding 24 of 132 SMs
+ * takes T * 132/108 (hardware.md: NCCL ring on 8x H100 uses 24 channels = 24 SMs). */
+Test(engine, gemm_slowed_by_collective_sms)
+{
+	rm_program *p = rm_program_create("overlap");
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "comm", RM_STREAM_COLLECTIVE, -1);
+	rm_program_op_desc d = rm_program_op_desc_init("gemm", RM_COST_GEMM, 0);
+	d.cost.gemm = (rm_gemm_shape){.batch = 1, .m = 8192, .n = 8192, .k = 8192,
+				      .dtype = RM_DTYPE_BF16};
+	rm_program_add_op(p, &d); /* cost model: about 1.4 ms */
+	op_add(p, "ag", RM_COST_COLLECTIVE, 1, 5000, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_sms(sim, 1), 24);
+	rm_time_ps T = rm_sim_op_solo(sim, 0);
+	cr_assert(T > 1000 * US && T < 5000 * US * 108 / 132);
+	rm_time_ps expect = (T * 132 + 107) / 108; /* ceil(T * 132 / 108) */
+	cr_assert_eq(rm_sim_op_end(sim, 0), expect, "gemm ended at %llu ps, expected %llu",
+		     (unsigned long long)rm_sim_op_end(sim, 0), (unsigned long long)expect);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 5000 * US); /* the collective is not slowed */
+	const rm_sim_metrics *m = rm_sim_get_metrics(sim);
+	cr_assert_eq(m->exposed_comm, 5000 * US - expect);
+	cr_assert_eq(m->comm_total, 5000 * US);
+	cr_assert_eq(m->compute_busy, expect);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/* Two memory-bound kernels sharing HBM each run at half rate while both run. */
+Test(engine, memory_bound_kernels_share_hbm)
+{
+	rm_program *p = rm_program_create("hbm");
+	rm_program_add_stream(p, "s0", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "s1", RM_STREAM_COMPUTE, 0);
+	/* hardware.md: 2.90 TB/s achievable: 2.9 MB is exactly 1 us alone, 8.7 MB 3 us. */
+	rm_program_op_desc d = rm_program_op_desc_init("a", RM_COST_ELEMENTWISE, 0);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 2900000};
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("b", RM_COST_ELEMENTWISE, 1);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 5800000, .bytes_written = 2900000};
+	rm_program_add_op(p, &d);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_solo(sim, 0), 1 * US);
+	cr_assert_eq(rm_sim_op_solo(sim, 1), 3 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 2 * US); /* half rate throughout */
+	cr_assert_eq(rm_sim_op_end(sim, 1), 4 * US); /* 1 us of work done by t=2, 2 us alone */
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/* CUDA_DEVICE_MAX_CONNECTIONS=1: a collective launched after a long GEMM on another stream
+ * starts after it; with 8 queues it starts at once (hardware.md, Megatron-LM issue 533). */
+Test(engine, one_hardware_queue_serializes_launch_order)
+{
+	rm_program *p = rm_program_create("queues");
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "comm", RM_STREAM_COLLECTIVE, -1);
+	op_add(p, "gemm", RM_COST_GEMM, 0, 1000, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	op_add(p, "rs", RM_COST_COLLECTIVE, 1, 300, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	rm_sim *sim = run(p, h100(), 1);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 1000 * US);
+	cr_assert_eq(rm_sim_op_start(sim, 1), 1000 * US);
+	cr_assert_eq(rm_sim_get_metrics(sim)->step_time, 1300 * US);
+	cr_assert_eq(rm_sim_get_metrics(sim)->exposed_comm, 300 * US);
+	rm_sim_destroy(sim);
+	sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_start(sim, 1), 0);
+	/* 300 us at 108/132 of the rate, then the remaining work alone: 1000 + 300 * 24/132. */
+	cr_assert_eq(rm_sim_op_end(sim, 0), 1000 * US + (300 * US * 24 + 131) / 132);
+	rm_sim_destroy(sim);
+	/* A collective launched first does not block a later GEMM on the same queue. */
+	rm_program *q = rm_program_create("queues2");
+	rm_program_add_stream(q, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(q, "comm", RM_STREAM_COLLECTIVE, -1);
+	op_add(q, "ag", RM_COST_COLLECTIVE, 1, 300, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	op_add(q, "gemm", RM_COST_GEMM, 0, 1000, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	sim = run(q, h100(), 1);
+	cr_assert_eq(rm_sim_op_start(sim, 1), 0);
+	rm_sim_destroy(sim);
+	rm_program_destroy(q);
+	rm_program_destroy(p);
+}
+
+Test(engine, stream_priority_takes_the_sms)
+{
+	rm_program *p = rm_program_create("prio");
+	rm_program_add_stream(p, "low", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "high", RM_STREAM_COMPUTE, -1);
+	op_add(p, "low", RM_COST_GEMM, 0, 10, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	op_add(p, "high", RM_COST_GEMM, 1, 4, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 4 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 14 * US);
+	rm_sim_destroy(sim);
+	/* Equal priorities share: both at half rate until the short one ends at 8 us. */
+	p->streams[1].priority = 0;
+	sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 8 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 14 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/*
+ * Peak memory and exposed communication by hand (times in us, bytes):
+ *   persistent shard 100
+ *   ag   [0,10)  comm     shard -> w (800)            records e0
+ *   mm   [10,30) compute  w -> a1 (1000), waits e0
+ *   ew   [30,35) compute  a1 -> a2 (500)              records e1
+ *   rs   [35,43) comm     a2, waits e1
+ *   tail [35,39) compute  a2 -> ws (3000, never read; an elementwise op: HBM, not SMs)
+ * memory: 100 | +800 @0 = 900 | +1000 @10 = 1900 | -800 @30 +500 = 1600 | -1000 @35 = 600,
+ * then +3000 = 3600 (frees before allocations at equal times) | -3000 @39 = 600 | -500 @43.
+ * exposed: [0,10) and [39,43) = 14 us; comm total 18 us; compute busy [10,39) = 29 us.
+ */
+static rm_program *hand_program(void)
+{
+	rm_program *p = rm_program_create("by-hand");
+	p->tokens = 1000;
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "comm", RM_STREAM_COLLECTIVE, -1);
+	int32_t shard = rm_program_add_tensor(p, "shard", 100, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+	int32_t w = rm_program_add_tensor(p, "w", 800, RM_ROLE_GATHERED_PARAM, RM_LOC_DEVICE, false);
+	int32_t a1 = rm_program_add_tensor(p, "a1", 1000, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	int32_t a2 = rm_program_add_tensor(p, "a2", 500, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	int32_t ws = rm_program_add_tensor(p, "ws", 3000, RM_ROLE_WORKSPACE, RM_LOC_DEVICE, false);
+	int32_t e0 = rm_program_add_event(p, "e0"), e1 = rm_program_add_event(p, "e1");
+	op_add(p, "ag", RM_COST_COLLECTIVE, 1, 10, &shard, 1, &w, 1, NULL, 0, &e0, 1);
+	op_add(p, "mm", RM_COST_GEMM, 0, 20, &w, 1, &a1, 1, &e0, 1, NULL, 0);
+	op_add(p, "ew", RM_COST_ELEMENTWISE, 0, 5, &a1, 1, &a2, 1, NULL, 0, &e1, 1);
+	op_add(p, "rs", RM_COST_COLLECTIVE, 1, 8, &a2, 1, NULL, 0, &e1, 1, NULL, 0);
+	op_add(p, "tail", RM_COST_ELEMENTWISE, 0, 4, &a2, 1, &ws, 1, NULL, 0, NULL, 0);
+	return p;
+}
+
+Test(engine, peak_memory_and_exposed_comm_by_hand)
+{
+	rm_program *p = hand_program();
+	rm_sim *sim = run(p, h100(), 8);
+	const rm_sim_metrics *m = rm_sim_get_metrics(sim);
+	cr_assert_eq(m->step_time, 43 * US);
+	cr_assert_eq(m->peak_memory_bytes, 3600);
+	cr_assert_eq(m->exposed_comm, 14 * US);
+	cr_assert_eq(m->comm_total, 18 * US);
+	cr_assert_eq(m->compute_busy, 29 * US);
+	cr_assert(m->fits);
+	cr_assert_eq(m->first_oom_op, -1);
+	cr_assert_eq(m->lower_bound, 43 * US); /* the critical path is the whole chain */
+	cr_assert_float_eq(m->tokens_per_s, 1000 / 43e-6, 1e-3);
+	size_t n;
+	const rm_mem_point *tl = rm_sim_memory_timeline(sim, &n);
+	static const rm_mem_point expect[] = {{0, 900},		  {10 * US, 1900}, {30 * US, 1600},
+					      {35 * US, 3600}, {39 * US, 600},	{43 * US, 100}};
+	cr_assert_eq(n, sizeof(expect) / sizeof(expect[0]));
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(tl[i].time, expect[i].time, "point %zu", i);
+		cr_assert_eq(tl[i].bytes, expect[i].bytes, "point %zu", i);
+	}
+	rm_sim_destroy(sim);
+
+	/* The same program on a GPU of 3000 bytes: the tail's workspace is the first too many. */
+	rm_hw_profile small = *h100();
+	small.hbm_bytes = 3000;
+	sim = run(p, &small, 8);
+	cr_assert_not(rm_sim_get_metrics(sim)->fits);
+	cr_assert_eq(rm_sim_get_metrics(sim)->first_oom_op, 4);
+	json_t *res = rm_sim_result_json(sim);
+	cr_assert_str_eq(json_string_value(json_object_get(res, "first_oom_op")), "tail");
+	cr_assert(json_is_false(json_object_get(res, "fits")));
+	json_decref(res);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+static char *trace_of(const rm_sim *sim, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	cr_assert_not_null(f);
+	rm_error err;
+	cr_assert(rm_sim_write_trace(sim, f, &err));
+	fclose(f);
+	return buf;
+}
+
+Test(engine, same_program_twice_is_bit_identical)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/programs/example.json", getenv("REMORA_TEST_DATA"));
+	rm_error err;
+	rm_program *p1 = rm_program_load(path, &err);
+	cr_assert_not_null(p1, "%s", err.msg);
+	rm_program *p2 = rm_program_load(path, &err);
+	cr_assert_not_null(p2, "%s", err.msg);
+	rm_sim *a = run(p1, h100(), 8), *b = run(p2, h100(), 8);
+	cr_assert_eq(memcmp(rm_sim_get_metrics(a), rm_sim_get_metrics(b), sizeof(rm_sim_metrics)), 0);
+	size_t la, lb;
+	char *ta = trace_of(a, &la), *tb = trace_of(b, &lb);
+	cr_assert_eq(la, lb);
+	cr_assert_eq(memcmp(ta, tb, la), 0);
+	char *ra = json_dumps(rm_sim_result_json(a), JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	/* A second run of the same sim gives the same bytes too. */
+	cr_assert_eq(rm_sim_run(a, &err), RM_OK);
+	size_t la2;
+	char *ta2 = trace_of(a, &la2);
+	cr_assert_eq(la2, la);
+	cr_assert_eq(memcmp(ta, ta2, la), 0);
+	free(ra);
+	free(ta);
+	free(tb);
+	free(ta2);
+	rm_sim_destroy(a);
+	rm_sim_destroy(b);
+	rm_program_destroy(p1);
+	rm_program_destroy(p2);
+}
+
+Test(engine, trace_is_chrome_json_with_tracks_counter_and_flows)
+{
+	rm_program *p = hand_program();
+	rm_sim *sim = run(p, h100(), 8);
+	size_t len;
+	char *text = trace_of(sim, &len);
+	json_error_t jerr;
+	json_t *doc = json_loadb(text, len, 0, &jerr);
+	cr_assert_not_null(doc, "trace is not JSON: %s at %d:%d", jerr.text, jerr.line, jerr.column);
+	json_t *evs = json_object_get(doc, "traceEvents");
+	cr_assert(json_is_array(evs));
+	int x = 0, c = 0, s = 0, f = 0, meta = 0;
+	size_t i;
+	json_t *ev;
+	json_array_foreach(evs, i, ev) {
+		const char *ph = json_string_value(json_object_get(ev, "ph"));
+		cr_assert_not_null(ph);
+		x += strcmp(ph, "X") == 0;
+		c += strcmp(ph, "C") == 0;
+		s += strcmp(ph, "s") == 0;
+		f += strcmp(ph, "f") == 0;
+		meta += strcmp(ph, "M") == 0;
+		if (strcmp(ph, "X") == 0 && strcmp(json_string_value(json_object_get(ev, "name")),
+						   "rs") == 0) {
+			cr_assert_float_eq(json_number_value(json_object_get(ev, "ts")), 35.0, 1e-9);
+			cr_assert_float_eq(json_number_value(json_object_get(ev, "dur")), 8.0, 1e-9);
+			cr_assert_eq(json_integer_value(json_object_get(ev, "tid")), 2);
+		}
+	}
+	cr_assert_eq(x, 5);
+	cr_assert_eq(c, 6);
+	cr_assert_eq(s, 2); /* ag -> mm and ew -> rs cross streams */
+	cr_assert_eq(f, 2);
+	cr_assert_eq(meta, 1 + 2 * 2);
+	json_decref(doc);
+	free(text);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+Test(engine, result_json_contract)
+{
+	rm_program *p = hand_program();
+	/* A synchronous collective on the compute stream, with and without a reason. */
+	rm_program_op_desc d = rm_program_op_desc_init("sync1", RM_COST_COLLECTIVE, 0);
+	d.cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_REDUCE, .bytes = 1024,
+						 .group_size = 8, .span = 1};
+	d.sync_reason = "remat saved name";
+	rm_program_add_op(p, &d);
+	d.name = "sync2";
+	d.sync_reason = NULL;
+	rm_program_add_op(p, &d);
+	rm_sim *sim = run(p, h100(), 8);
+	json_t *r = rm_sim_result_json(sim);
+	static const char *const keys[] = {
+		"schema",	 "step_time_s",	  "tokens_per_s_per_gpu", "mfu",
+		"peak_memory_bytes", "memory_capacity_bytes", "fits", "compute_busy_s",
+		"comm_total_s",	 "exposed_comm_s", "recompute_s",	   "lower_bound_s",
+		"collectives",	 "streams",	   NULL};
+	for (const char *const *k = keys; *k; k++)
+		cr_assert_not_null(json_object_get(r, *k), "missing %s", *k);
+	cr_assert_str_eq(json_string_value(json_object_get(r, "schema")), RM_RESULT_SCHEMA);
+	json_t *coll = json_object_get(r, "collectives");
+	cr_assert_eq(json_integer_value(json_object_get(coll, "total")), 4);
+	cr_assert_eq(json_integer_value(json_object_get(coll, "sync")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(coll, "async")), 2);
+	json_t *why = json_object_get(coll, "sync_reasons");
+	cr_assert_eq(json_integer_value(json_object_get(why, "remat saved name")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(why, "unspecified")), 1);
+	json_decref(r);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+Test(engine, deadlock_through_a_single_hardware_queue_is_reported)
+{
+	/* op0 waits for an event that op1 records, but op1 is launched after op0 on the only
+	 * queue: a valid dependency graph that cannot run with CUDA_DEVICE_MAX_CONNECTIONS=1. */
+	rm_program *p = rm_program_create("queue-deadlock");
+	rm_program_add_stream(p, "a", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "b", RM_STREAM_COMPUTE, 0);
+	int32_t e = rm_program_add_event(p, "e");
+	op_add(p, "waiter", RM_COST_GEMM, 0, 1, NULL, 0, NULL, 0, &e, 1, NULL, 0);
+	op_add(p, "recorder", RM_COST_GEMM, 1, 1, NULL, 0, NULL, 0, NULL, 0, &e, 1);
+	rm_error err;
+	rm_sim_options opt = {.hw_queues = 1};
+	rm_sim *sim = rm_sim_create(p, h100(), &opt, &err);
+	cr_assert_not_null(sim);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "deadlock") != NULL, "%s", err.msg);
+	cr_assert(strstr(err.msg, "waiter") != NULL, "%s", err.msg);
+	rm_sim_destroy(sim);
+	opt.hw_queues = 2;
+	sim = rm_sim_create(p, h100(), &opt, &err);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_sim_op_start(sim, 0), 1 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+Test(engine, data_race_is_reported)
+{
+	rm_program *p = rm_program_create("race");
+	rm_program_add_stream(p, "a", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "b", RM_STREAM_COPY, 0);
+	int32_t t = rm_program_add_tensor(p, "x", 10, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	op_add(p, "producer", RM_COST_GEMM, 0, 5, NULL, 0, &t, 1, NULL, 0, NULL, 0);
+	op_add(p, "reader", RM_COST_COPY, 1, 5, &t, 1, NULL, 0, NULL, 0, NULL, 0);
+	rm_error err;
+	rm_sim *sim = rm_sim_create(p, h100(), NULL, &err);
+	cr_assert_not_null(sim);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "data race") && strstr(err.msg, "'reader'"), "%s", err.msg);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+Test(engine, synthetic_program_runs)
+{
+	rm_program *p = rm_sim_synthetic_program(4);
+	rm_error err;
+	cr_assert_eq(rm_program_validate(p, NULL, &err), RM_OK, "%s", err.msg);
+	rm_sim *sim = run(p, h100(), 8);
+	const rm_sim_metrics *m = rm_sim_get_metrics(sim);
+	cr_assert_eq(m->events, 2 * (uint64_t)p->n_ops);
+	cr_assert(m->step_time >= m->lower_bound);
+	cr_assert(m->exposed_comm <= m->comm_total);
+	cr_assert(m->peak_memory_bytes > 0 && m->fits);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}

@@ -1,0 +1,150 @@
+/* `remora run-program FILE [--hardware NAME] [--queues N] [--json] [--trace OUT]`. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "remora/hw.h"
+#include "remora/program.h"
+#include "remora/sim.h"
+
+static void run_program_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: remora run-program FILE [--hardware NAME] [--queues N] [--json] [--trace OUT]\n\n"
+		"Simulates a schedule program (JSON, schema remora.program/1; see docs/sim.md) and\n"
+		"prints step time, memory peak and communication overlap.\n\n"
+		"options:\n"
+		"  -H, --hardware NAME  hardware profile (default h100-sxm; see `remora hw list`)\n"
+		"  -Q, --queues N       hardware queues, CUDA_DEVICE_MAX_CONNECTIONS (default 8)\n"
+		"  -j, --json           the result as JSON (schema remora.result/1)\n"
+		"  -t, --trace OUT      write a Chrome JSON trace (open in ui.perfetto.dev)\n"
+		"  -h, --help           this help\n");
+}
+
+static void print_text(const rm_sim *sim)
+{
+	const rm_sim_metrics *m = rm_sim_get_metrics(sim);
+	const rm_program *prog = rm_sim_program(sim);
+	char b1[32], b2[32];
+	printf("program            %s (%d ops, %d streams) on %s\n", prog->name, prog->n_ops,
+	       prog->n_streams, rm_sim_hw(sim)->name);
+	printf("step time          %.3f ms\n", rm_time_to_s(m->step_time) * 1e3);
+	printf("lower bound        %.3f ms\n", rm_time_to_s(m->lower_bound) * 1e3);
+	if (prog->tokens > 0)
+		printf("tokens/s per GPU   %.1f\n", m->tokens_per_s);
+	printf("MFU                %.1f %%\n", m->mfu * 100);
+	printf("peak memory        %s of %s (%s)\n",
+	       rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
+	       rm_format_bytes(m->memory_capacity_bytes, b2, sizeof(b2)),
+	       m->fits ? "fits" : "DOES NOT FIT");
+	if (m->first_oom_op >= 0)
+		printf("first op over      %s\n", prog->ops[m->first_oom_op].name);
+	printf("compute busy       %.3f ms\n", rm_time_to_s(m->compute_busy) * 1e3);
+	printf("communication      %.3f ms total, %.3f ms exposed\n",
+	       rm_time_to_s(m->comm_total) * 1e3, rm_time_to_s(m->exposed_comm) * 1e3);
+	printf("recompute          %.3f ms\n", rm_time_to_s(m->recompute) * 1e3);
+	printf("collectives        %d (%d async, %d sync)\n", m->collectives,
+	       m->collectives - m->sync_collectives, m->sync_collectives);
+	for (int32_t s = 0; s < prog->n_streams; s++)
+		printf("stream %-11s %.3f ms busy\n", prog->streams[s].name,
+		       rm_time_to_s(rm_sim_stream_busy(sim, s)) * 1e3);
+}
+
+int cli_cmd_run_program(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"hardware", required_argument, NULL, 'H'},
+		{"queues", required_argument, NULL, 'Q'},
+		{"json", no_argument, NULL, 'j'},
+		{"trace", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *hw_name = "h100-sxm", *trace = NULL;
+	bool json = false;
+	int64_t queues = 8;
+	int c;
+	while ((c = getopt_long(argc, argv, "H:Q:jt:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'H':
+			hw_name = optarg;
+			break;
+		case 'Q':
+			if (!cli_parse_positive("run-program", "--queues", optarg, &queues))
+				return CLI_EXIT_USAGE;
+			if (queues > 128)
+				return cli_usage_error("run-program", "--queues: at most 128");
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 't':
+			trace = optarg;
+			break;
+		case 'h':
+			run_program_usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return cli_usage_error("run-program", "unrecognised option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("run-program", "missing the program FILE");
+	if (optind + 1 != argc)
+		return cli_usage_error("run-program", "unexpected argument '%s'", argv[optind + 1]);
+	const char *path = argv[optind];
+
+	rm_error err;
+	rm_error_clear(&err);
+	const rm_hw_profile *hw = rm_hw_profile_find(hw_name, &err);
+	if (!hw)
+		return cli_fail(&err);
+	rm_program *prog = rm_program_load(path, &err);
+	if (!prog)
+		return cli_fail(&err);
+	int rc = CLI_EXIT_FAIL;
+	rm_sim_options opt = {.hw_queues = (int)queues, .memory_timeline = trace != NULL};
+	rm_sim *sim = rm_sim_create(prog, hw, &opt, &err);
+	if (!sim) {
+		snprintf(err.file, sizeof(err.file), "%s", path);
+		rc = cli_fail(&err);
+		goto out_program;
+	}
+	if (rm_sim_run(sim, &err) != RM_OK) {
+		snprintf(err.file, sizeof(err.file), "%s", path);
+		rc = cli_fail(&err);
+		goto out_sim;
+	}
+	if (trace) {
+		FILE *f = fopen(trace, "w");
+		if (!f) {
+			rm_error_set(&err, RM_IO, trace, 0, 0, "cannot write the trace: %s",
+				     strerror(errno));
+			rc = cli_fail(&err);
+			goto out_sim;
+		}
+		bool ok = rm_sim_write_trace(sim, f, &err);
+		if (fclose(f) != 0 && ok) {
+			ok = false;
+			rm_error_set(&err, RM_IO, trace, 0, 0, "writing the trace failed");
+		}
+		if (!ok) {
+			snprintf(err.file, sizeof(err.file), "%s", trace);
+			rc = cli_fail(&err);
+			goto out_sim;
+		}
+	}
+	if (json) {
+		rc = cli_print_json(rm_sim_result_json(sim));
+	} else {
+		print_text(sim);
+		rc = CLI_EXIT_OK;
+	}
+out_sim:
+	rm_sim_destroy(sim);
+out_program:
+	rm_program_destroy(prog);
+	return rc;
+}

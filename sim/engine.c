@@ -576,50 +576,55 @@ static void account(rm_sim *sim, rm_time_ps dt)
 static rm_status report_deadlock(rm_sim *sim, rm_time_ps t, rm_error *err)
 {
 	const rm_program *prog = sim->prog;
-	for (int32_t i = 0; i < sim->n_ops; i++) {
-		if (sim->st[i].pending == 0)
-			continue;
-		const rm_program_op *op = &prog->ops[i];
-		char why[384] = "";
-		size_t len = 0;
-		for (int32_t p = i - 1; p >= 0; p--) {
-			if (prog->ops[p].stream == op->stream) {
-				if (sim->st[p].pending != 0 || sim->st[p].slot >= 0)
-					len += (size_t)snprintf(why + len, sizeof(why) - len,
-								" stream predecessor ops[%d] '%s';", p,
-								prog->ops[p].name);
-				break;
-			}
-		}
-		const int32_t *w = rm_program_refs(prog, op->waits);
-		for (uint32_t j = 0; j < op->waits.count && len < sizeof(why); j++) {
-			int32_t e = w[j];
-			for (int32_t p = 0; p < sim->n_ops; p++) {
-				const rm_program_op *po = &prog->ops[p];
-				const int32_t *r = rm_program_refs(prog, po->records);
-				for (uint32_t q = 0; q < po->records.count; q++)
-					if (r[q] == e && sim->st[p].slot < 0 && sim->st[p].pending != 0 &&
-					    len < sizeof(why))
-						len += (size_t)snprintf(why + len, sizeof(why) - len,
-									" event %d '%s' (recorded "
-									"by ops[%d] '%s');",
-									e, prog->events[e].name, p,
-									po->name);
-			}
-		}
-		if (len == 0)
-			snprintf(why, sizeof(why), " the op launched before it on its hardware queue "
-						   "(CUDA_DEVICE_MAX_CONNECTIONS=%d);",
-				 sim->opt.hw_queues);
+	int32_t i = 0;
+	while (i < sim->n_ops && sim->st[i].pending == 0)
+		i++;
+	if (i == sim->n_ops)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
-				    "deadlock at t=%.6f us: %d of %d ops never ran; ops[%d] '%s' "
-				    "waits for%s",
-				    (double)t / 1e6, sim->n_ops - sim->completed, sim->n_ops, i, op->name,
-				    why);
+				    "deadlock at t=%.6f us: %d ops still running with no progress",
+				    (double)t / 1e6, sim->n_running);
+	/* Name what the first op that never started waits for: a predecessor or recorder that has
+	 * not ended (still pending, or running), else its hardware queue. */
+	const rm_program_op *op = &prog->ops[i];
+	char why[512] = "";
+	size_t len = 0;
+#define WHY(...)                                                                                 \
+	do {                                                                                     \
+		if (len < sizeof(why)) {                                                         \
+			int w_ = snprintf(why + len, sizeof(why) - len, __VA_ARGS__);            \
+			if (w_ > 0)                                                              \
+				len += (size_t)w_;                                               \
+		}                                                                                \
+	} while (0)
+	for (int32_t p = i - 1; p >= 0; p--) {
+		if (prog->ops[p].stream == op->stream) {
+			if (sim->st[p].pending != 0 || sim->st[p].slot >= 0)
+				WHY(" stream predecessor ops[%d] '%s';", p, prog->ops[p].name);
+			break;
+		}
 	}
+	const int32_t *w = rm_program_refs(prog, op->waits);
+	for (uint32_t j = 0; j < op->waits.count; j++) {
+		for (int32_t p = 0; p < sim->n_ops; p++) {
+			const rm_program_op *po = &prog->ops[p];
+			const int32_t *r = rm_program_refs(prog, po->records);
+			for (uint32_t q = 0; q < po->records.count; q++)
+				if (r[q] == w[j] && (sim->st[p].pending != 0 || sim->st[p].slot >= 0))
+					WHY(" event %d '%s' (recorded by ops[%d] '%s');", w[j],
+					    prog->events[w[j]].name, p, po->name);
+		}
+	}
+	if (len == 0)
+		WHY(" the op launched before it on its hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=%d);",
+		    sim->opt.hw_queues);
+#undef WHY
+	if (len > 0 && why[len - 1] == ';')
+		why[len - 1] = '\0';
 	return rm_error_set(err, RM_INVALID, NULL, 0, 0,
-			    "deadlock at t=%.6f us: %d ops still running with no progress",
-			    (double)t / 1e6, sim->n_running);
+			    "deadlock at t=%.6f us: %d of %d ops never ran; ops[%d] '%s' waits for%s "
+			    "(hardware queues: %d)",
+			    (double)t / 1e6, sim->n_ops - sim->completed, sim->n_ops, i, op->name, why,
+			    sim->opt.hw_queues);
 }
 
 static void reset(rm_sim *sim)

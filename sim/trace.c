@@ -19,6 +19,13 @@ static void put_us(FILE *out, rm_time_ps t)
 	fprintf(out, "%" PRIu64 ".%06" PRIu64, t / 1000000u, t % 1000000u);
 }
 
+/* The middle of op i's slice: flow events bind to the slice enclosing their timestamp, and a
+ * slice's start may coincide with the end of the previous slice on the same track. */
+static rm_time_ps mid(const rm_sim *sim, int32_t i)
+{
+	return sim->op_start[i] + (sim->op_end[i] - sim->op_start[i]) / 2;
+}
+
 /* Prints s as a JSON string (quotes, backslashes and control characters escaped). */
 static void put_str(FILE *out, const char *s)
 {
@@ -84,7 +91,7 @@ bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err)
 		fprintf(out, "}}");
 	}
 	/* Flow arrows: from the op recording an event to every op on another stream waiting on
-	 * it. One id per wait edge: the waiting op's index and its position in its wait list. */
+	 * it, each end at the middle of its slice. One id per wait edge: the waiting op's index and its position in its wait list. */
 	int32_t *recorder = rm_xmalloc(((size_t)prog->n_events + 1) * sizeof(int32_t));
 	for (int32_t e = 0; e < prog->n_events; e++)
 		recorder[e] = -1;
@@ -106,13 +113,13 @@ bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err)
 				pid, prog->ops[rec].stream + 1, id);
 			put_str(out, prog->events[w[j]].name);
 			fprintf(out, ",\"cat\":\"event\",\"ts\":");
-			put_us(out, sim->op_start[rec]);
+			put_us(out, mid(sim, rec));
 			fprintf(out, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,\"tid\":%d,\"id\":%" PRIu64
 				     ",\"name\":",
 				pid, op->stream + 1, id);
 			put_str(out, prog->events[w[j]].name);
 			fprintf(out, ",\"cat\":\"event\",\"ts\":");
-			put_us(out, sim->op_start[i]);
+			put_us(out, mid(sim, i));
 			fprintf(out, "}");
 		}
 	}

@@ -5,6 +5,8 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "remora/hw.h"
 #include "remora/sim.h"
@@ -438,4 +440,47 @@ Test(engine, synthetic_program_runs)
 	cr_assert(m->peak_memory_bytes > 0 && m->fits);
 	rm_sim_destroy(sim);
 	rm_program_destroy(p);
+}
+
+/* The command line end to end: run-program --json --trace, and bench engine --json. */
+Test(engine, command_line)
+{
+	const char *bin = getenv("REMORA_BIN");
+	const char *data = getenv("REMORA_TEST_DATA");
+	cr_assert(bin && data, "REMORA_BIN and REMORA_TEST_DATA must be set");
+	char trace[] = "/tmp/remora-trace-XXXXXX";
+	int fd = mkstemp(trace);
+	cr_assert(fd >= 0);
+	close(fd);
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "'%s' run-program '%s/programs/example.json' --json --trace '%s'",
+		 bin, data, trace);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	json_error_t jerr;
+	json_t *res = json_loadf(p, 0, &jerr);
+	cr_assert_eq(pclose(p), 0);
+	cr_assert_not_null(res, "%s", jerr.text);
+	cr_assert_str_eq(json_string_value(json_object_get(res, "schema")), RM_RESULT_SCHEMA);
+	cr_assert(json_real_value(json_object_get(res, "step_time_s")) > 0);
+	json_decref(res);
+	json_t *tr = json_load_file(trace, 0, &jerr);
+	cr_assert_not_null(tr, "trace: %s", jerr.text);
+	cr_assert(json_array_size(json_object_get(tr, "traceEvents")) > 10);
+	json_decref(tr);
+	unlink(trace);
+
+	snprintf(cmd, sizeof(cmd), "'%s' bench engine --ops 2000 --min-time 0 --json", bin);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	json_t *b = json_loadf(p, 0, &jerr);
+	cr_assert_eq(pclose(p), 0);
+	cr_assert_not_null(b, "%s", jerr.text);
+	cr_assert(json_real_value(json_object_get(b, "events_per_s")) > 0);
+	json_decref(b);
+
+	snprintf(cmd, sizeof(cmd), "'%s' run-program '%s/programs/bad/cycle.json' 2>/dev/null", bin,
+		 data);
+	int rc = system(cmd);
+	cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
 }

@@ -99,11 +99,13 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim->ops = rm_xcalloc(nn, sizeof(sim_op));
 	int32_t *recorder = rm_xmalloc(((size_t)prog->n_events + 1) * sizeof(int32_t));
 	int32_t *last_in_stream = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
-	int32_t *last_in_queue = rm_xmalloc(((size_t)sim->opt.hw_queues + 1) * sizeof(int32_t));
+	/* Queues beyond the number of streams stay empty: allocate only those in use. */
+	int n_queues = sim->opt.hw_queues < prog->n_streams ? sim->opt.hw_queues : prog->n_streams;
+	int32_t *last_in_queue = rm_xmalloc(((size_t)n_queues + 1) * sizeof(int32_t));
 	int32_t *stream_prev = rm_xmalloc(nn * sizeof(int32_t));
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		last_in_stream[s] = -1;
-	for (int q = 0; q < sim->opt.hw_queues; q++)
+	for (int q = 0; q < n_queues; q++)
 		last_in_queue[q] = -1;
 	uint32_t n_succ = 0, n_mem = 0;
 	for (int32_t i = 0; i < n; i++) {

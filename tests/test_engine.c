@@ -484,3 +484,40 @@ Test(engine, command_line)
 	int rc = system(cmd);
 	cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
 }
+
+/* NVLink is shared by collectives, PCIe per direction by copies; recompute time is counted. */
+Test(engine, links_shared_per_direction_and_recompute_time)
+{
+	rm_program *p = rm_program_create("links");
+	for (int s = 0; s < 6; s++)
+		rm_program_add_stream(p, "s", s < 2 ? RM_STREAM_COLLECTIVE : RM_STREAM_COPY, 0);
+	op_add(p, "ag", RM_COST_COLLECTIVE, 0, 10, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	op_add(p, "rs", RM_COST_COLLECTIVE, 1, 10, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	rm_program_op_desc d = rm_program_op_desc_init("h2d.a", RM_COST_COPY, 2);
+	d.cost.copy = (rm_copy_cost){.dir = RM_COPY_H2D, .bytes = 1};
+	d.time_s = 4e-6;
+	rm_program_add_op(p, &d);
+	d.name = "h2d.b";
+	d.stream = 3;
+	rm_program_add_op(p, &d);
+	d.name = "d2h";
+	d.stream = 4;
+	d.cost.copy.dir = RM_COPY_D2H;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("recompute", RM_COST_ELEMENTWISE, 5);
+	d.phase = RM_PPHASE_RECOMPUTE;
+	d.time_s = 3e-6;
+	rm_program_add_op(p, &d);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 20 * US); /* two collectives: half rate each */
+	cr_assert_eq(rm_sim_op_end(sim, 1), 20 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 2), 8 * US); /* two h2d copies share one direction */
+	cr_assert_eq(rm_sim_op_end(sim, 3), 8 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 4), 4 * US); /* d2h has the other direction to itself */
+	const rm_sim_metrics *m = rm_sim_get_metrics(sim);
+	cr_assert_eq(m->recompute, 3 * US);
+	cr_assert_eq(m->comm_total, 20 * US);
+	cr_assert_eq(m->exposed_comm, 17 * US); /* the recompute op is compute for [0,3) */
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}

@@ -16,7 +16,7 @@ static const char *const kind_names[RM_COST_KIND_COUNT] = {
 static const char *const coll_names[RM_COLL_COUNT] = {
 	[RM_COLL_ALL_GATHER] = "all_gather",   [RM_COLL_REDUCE_SCATTER] = "reduce_scatter",
 	[RM_COLL_ALL_REDUCE] = "all_reduce",   [RM_COLL_ALL_TO_ALL] = "all_to_all",
-	[RM_COLL_PERMUTE] = "permute",
+	[RM_COLL_SEND_RECV] = "permute",
 };
 static const char *const copy_names[RM_COPY_DIR_COUNT] = {
 	[RM_COPY_H2D] = "h2d",
@@ -185,95 +185,44 @@ double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw)
 	}
 }
 
-/* ---- collectives ------------------------------------------------------------------------ */
-
-typedef struct coll_row {
-	double bytes;
-	double time_us;
-} coll_row;
-
-/* reference/nccl-h100-8gpu.csv, all_gather ring rows (65536 B .. 8 GiB). */
-static const coll_row all_gather_rows[] = {
-	{65536, 35.5},	    {524288, 39.6},	{1048576, 40.1},    {4194304, 41.8},
-	{16777216, 70.7},   {67108864, 211},	{268435456, 733},   {1073741824, 2727},
-	{8589934592, 20935},
-};
-/* reference/nccl-h100-8gpu.csv, reduce_scatter ring rows. */
-static const coll_row reduce_scatter_rows[] = {
-	{65536, 34.9},	    {524288, 38.0},	{1048576, 40.8},    {4194304, 41.5},
-	{16777216, 71.9},   {67108864, 207},	{268435456, 720},   {1073741824, 2717},
-	{8589934592, 20754},
-};
-/* reference/nccl-h100-8gpu.csv, all_reduce default rows (DGX H100; NVLS at large sizes). */
-static const coll_row all_reduce_rows[] = {
-	{8, 13.7},	   {65536, 19.5},     {524288, 20.7},	  {1048576, 27.4},
-	{4194304, 54.2},   {16777216, 123.8}, {67108864, 325},	  {268435456, 1113},
-	{1073741824, 4029}, {8589934592, 31307},
-};
-
-/* Piecewise linear in bytes through the rows: each segment is latency + bytes / bandwidth. */
-static double table_time_us(const coll_row *rows, size_t n, double bytes)
+/* The NCCL query of a collective op; a group too large for span nodes spreads over as many
+ * nodes as it needs (the program format cannot know the node size). */
+static rm_coll_query collective_query(const rm_collective_cost *c, const rm_hw_profile *hw)
 {
-	if (bytes <= rows[0].bytes)
-		return rows[0].time_us;
-	size_t i = 1;
-	while (i < n - 1 && bytes > rows[i].bytes)
-		i++;
-	const coll_row *a = &rows[i - 1], *b = &rows[i];
-	double us_per_byte = (b->time_us - a->time_us) / (b->bytes - a->bytes);
-	return a->time_us + (bytes - a->bytes) * us_per_byte;
+	int gpn = hw->gpus_per_node >= 1 ? (int)hw->gpus_per_node : 8;
+	int nodes = c->span >= 1 ? c->span : 1;
+	if (nodes > c->group_size)
+		nodes = c->group_size;
+	if (c->group_size / nodes > gpn || c->group_size % nodes != 0) {
+		nodes = (c->group_size + gpn - 1) / gpn;
+		while (c->group_size % nodes != 0)
+			nodes++;
+	}
+	return rm_coll_query_make(c->op, c->bytes, c->group_size, nodes);
 }
 
-/* nccl-tests bus factor: busBW = algBW * factor (reference/README.md). */
-static double bus_factor(rm_collective op, double n)
+static bool collective_estimate(const rm_collective_cost *c, const rm_hw_profile *hw,
+				rm_coll_estimate *e)
 {
-	if (op == RM_COLL_ALL_REDUCE)
-		return 2.0 * (n - 1.0) / n;
-	return (n - 1.0) / n;
+	if (c->group_size <= 1 || c->bytes <= 0)
+		return false;
+	rm_nccl_model m;
+	if (rm_nccl_model_init(&m, hw, NULL, NULL) != RM_OK)
+		return false;
+	rm_coll_query q = collective_query(c, hw);
+	return rm_nccl_estimate(&m, &q, e, NULL) == RM_OK;
 }
 
 double rm_cost_collective_s(const rm_collective_cost *c, const rm_hw_profile *hw)
 {
-	if (c->group_size <= 1 || c->bytes <= 0)
-		return 0;
-	double bytes = (double)c->bytes;
-	double us;
-	switch (c->op) {
-	case RM_COLL_REDUCE_SCATTER:
-		us = table_time_us(reduce_scatter_rows, RM_ARRAY_SIZE(reduce_scatter_rows), bytes);
-		break;
-	case RM_COLL_ALL_REDUCE:
-		us = table_time_us(all_reduce_rows, RM_ARRAY_SIZE(all_reduce_rows), bytes);
-		break;
-	case RM_COLL_PERMUTE:
-		/* nccl-model.md: ring Simple base latency 8.4 us + NVLink Simple step 3.4 us; bandwidth
-		 * hardware.md 'raw P2P copy, one direction'. */
-		return (8.4 + 3.4) * 1e-6 + bytes / (hw->p2p_GBps * RM_GB);
-	default: /* all-gather, all-to-all */
-		us = table_time_us(all_gather_rows, RM_ARRAY_SIZE(all_gather_rows), bytes);
-		break;
-	}
-	double n = c->group_size;
-	if (c->group_size != 8)
-		us *= bus_factor(c->op, n) / bus_factor(c->op, 8.0);
-	return us * 1e-6;
+	rm_coll_estimate e;
+	return collective_estimate(c, hw, &e) ? e.time_us * 1e-6 : 0.0;
 }
 
 int rm_cost_collective_channels(const rm_collective_cost *c, const rm_hw_profile *hw)
 {
-	if (c->group_size <= 1)
-		return 0;
-	int channels = (int)hw->nccl_ring_channels;
-	/* nccl-model.md: NVLS all-reduce beats ring LL above ~1.1 MB; it uses 16 channels. */
-	if (c->op == RM_COLL_ALL_REDUCE && c->bytes > 1100000 && hw->nccl_nvls_channels > 0)
-		channels = (int)hw->nccl_nvls_channels;
-	/* nccl-model.md "Channels and SMs": 512 threads * 64 B per channel before all are used. */
-	int64_t by_size = (c->bytes + 32767) / 32768;
-	if (by_size < 1)
-		by_size = 1;
-	if (by_size < channels)
-		channels = (int)by_size;
-	return channels;
+	rm_coll_estimate e;
+	return collective_estimate(c, hw, &e) ? e.channels : 0;
 }
 
 /* ---- the default model ------------------------------------------------------------------ */

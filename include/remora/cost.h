@@ -14,8 +14,7 @@
  * - attention: like a GEMM of the attention FLOPs, or its HBM bytes if that is slower;
  * - memory-bound (elementwise) kernels: bytes / achievable HBM bandwidth;
  * - copies: bytes / pinned PCIe copy bandwidth (h2d, d2h), 2 * bytes / HBM bandwidth (d2d);
- * - collectives: latency + bytes / bandwidth per size regime, fitted piecewise to
- *   shared/reference/nccl-h100-8gpu.csv (to be replaced by NCCL's own model).
+ * - collectives: NCCL's own cost model (remora/nccl.h), calibrated.
  *
  * Invariants: the functions are pure (same input, same output) and never fail: the inputs were
  * validated when the program was read or built. Units are in the names: _s seconds, bytes.
@@ -28,6 +27,7 @@
 
 #include "remora/common.h"
 #include "remora/hw.h"
+#include "remora/nccl.h"
 #include "remora/workload.h"
 
 /* What an op is, for its cost. */
@@ -40,14 +40,9 @@ typedef enum rm_cost_kind {
 	RM_COST_KIND_COUNT
 } rm_cost_kind;
 
-typedef enum rm_collective {
-	RM_COLL_ALL_GATHER,
-	RM_COLL_REDUCE_SCATTER,
-	RM_COLL_ALL_REDUCE,
-	RM_COLL_ALL_TO_ALL,
-	RM_COLL_PERMUTE,
-	RM_COLL_COUNT
-} rm_collective;
+/* Collective kinds are NCCL's (remora/nccl.h); the program JSON spells them "all_gather",
+ * "reduce_scatter", "all_reduce", "all_to_all", "permute" (send/recv to a peer). */
+typedef rm_coll rm_collective;
 
 typedef enum rm_copy_dir {
 	RM_COPY_H2D,
@@ -149,22 +144,14 @@ double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *
 /* Copy seconds: bytes / h2d_GBps or d2h_GBps; d2d 2 * bytes / hbm_achievable_GBps. */
 double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw);
 /*
- * Collective seconds. For 8 ranks: piecewise linear in bytes between the rows of
- * reference/nccl-h100-8gpu.csv (each segment is latency + bytes / bandwidth), the last segment's
- * bandwidth beyond the largest row, the smallest row's time below it. Tables: all_gather ring,
- * reduce_scatter ring, all_reduce default (NVLS at large sizes); all-to-all uses the all-gather
- * table; permute is NCCL's one-step ring Simple latency (8.4 + 3.4 us, nccl-model.md) plus
- * bytes / p2p_GBps. Other group sizes scale the 8-rank time by nccl-tests' bus factor
- * ((n-1)/n for all-gather, reduce-scatter and all-to-all, 2(n-1)/n for all-reduce) relative to
- * n = 8. group_size 1 costs 0. span > 1 is not modelled yet (the one-node table is used).
+ * Collective seconds from NCCL's cost model (remora/nccl.h: NCCL 2.28 constants, calibrated with
+ * the measured size efficiency): the fastest (algorithm, protocol) NCCL would pick for
+ * group_size ranks over span nodes. group_size 1 costs 0 (XLA drops trivial collectives). A
+ * group too large for span nodes of hw is spread over as many nodes as it needs.
  */
 double rm_cost_collective_s(const rm_collective_cost *c, const rm_hw_profile *hw);
-/*
- * NCCL channels (= SMs held) of a collective: nccl_ring_channels (24 on 8x H100), or
- * nccl_nvls_channels (16) for all-reduce above 1.1 MB where NCCL picks NVLS (nccl-model.md);
- * fewer for small messages: ceil(bytes / 32 KiB) channels (NCCL uses all channels only above
- * channels * 512 threads * 64 B; nccl-model.md "Channels and SMs"). 0 for group_size 1.
- */
+/* NCCL channels (= SMs held for the collective's whole duration) of the pair NCCL picks, fewer
+ * for small messages (nccl-model.md "Channels and SMs"); 0 for group_size 1. */
 int rm_cost_collective_channels(const rm_collective_cost *c, const rm_hw_profile *hw);
 
 #endif /* REMORA_COST_H */

@@ -1,0 +1,319 @@
+/* XLA_FLAGS parsing (remora/xla_flags.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "remora/xla_flags.h"
+
+static const char *const coll_kind_names[RM_XLA_COLL_KIND_COUNT] = {
+	"allreduce", "allgather", "reducescatter", "collectivebroadcast",
+	"alltoall",  "collectivepermute", "raggedalltoall",
+};
+
+const char *rm_xla_coll_kind_name(rm_xla_coll_kind kind)
+{
+	return (unsigned)kind < RM_XLA_COLL_KIND_COUNT ? coll_kind_names[kind] : "unknown";
+}
+
+rm_xla_flags rm_xla_flags_default(void)
+{
+	/* openxla/xla xla/debug_options_flags.cc DefaultDebugOptionsIgnoringFlags (2024-2025) */
+	rm_xla_flags f = {
+		.latency_hiding_scheduler = true,
+		.pipelined_all_gather = false,
+		.pipelined_reduce_scatter = false,
+		.pipelined_all_reduce = false,
+		.while_loop_double_buffering = false,
+		.highest_priority_async_stream = true,
+		.all_gather_combine_threshold_bytes = 30 * RM_MiB,
+		.reduce_scatter_combine_threshold_bytes = 30 * RM_MiB,
+		.all_reduce_combine_threshold_bytes = 30 * RM_MiB,
+		.all_gather_combine_by_dim = true,
+		.reduce_scatter_combine_by_dim = true,
+		.memory_limit_slop_factor = 95,
+		.parallel_collective_overlap_limit = 1,
+		.graph_level = 1,
+	};
+	return f;
+}
+
+typedef enum { T_BOOL, T_INT, T_BYTES, T_KINDS, T_STRING } flag_type;
+
+typedef struct flag_desc {
+	const char *name;
+	flag_type type;
+	size_t offset; /* into rm_xla_flags */
+	int64_t min, max;
+} flag_desc;
+
+#define OFF(field) offsetof(rm_xla_flags, field)
+
+static const flag_desc flag_table[] = {
+	{"xla_gpu_enable_latency_hiding_scheduler", T_BOOL, OFF(latency_hiding_scheduler), 0, 0},
+	{"xla_gpu_enable_pipelined_collectives", T_BOOL, OFF(pipelined_collectives), 0, 0},
+	{"xla_gpu_enable_pipelined_all_gather", T_BOOL, OFF(pipelined_all_gather), 0, 0},
+	{"xla_gpu_enable_pipelined_reduce_scatter", T_BOOL, OFF(pipelined_reduce_scatter), 0, 0},
+	{"xla_gpu_enable_pipelined_all_reduce", T_BOOL, OFF(pipelined_all_reduce), 0, 0},
+	{"xla_gpu_enable_while_loop_double_buffering", T_BOOL, OFF(while_loop_double_buffering), 0, 0},
+	{"xla_gpu_enable_highest_priority_async_stream", T_BOOL, OFF(highest_priority_async_stream), 0, 0},
+	{"xla_gpu_all_gather_combine_threshold_bytes", T_BYTES, OFF(all_gather_combine_threshold_bytes), 0, INT64_MAX},
+	{"xla_gpu_reduce_scatter_combine_threshold_bytes", T_BYTES, OFF(reduce_scatter_combine_threshold_bytes), 0, INT64_MAX},
+	{"xla_gpu_all_reduce_combine_threshold_bytes", T_BYTES, OFF(all_reduce_combine_threshold_bytes), 0, INT64_MAX},
+	{"xla_gpu_enable_all_gather_combine_by_dim", T_BOOL, OFF(all_gather_combine_by_dim), 0, 0},
+	{"xla_gpu_enable_reduce_scatter_combine_by_dim", T_BOOL, OFF(reduce_scatter_combine_by_dim), 0, 0},
+	{"xla_gpu_disable_async_collectives", T_KINDS, OFF(async_disabled), 0, 0},
+	{"xla_gpu_memory_limit_slop_factor", T_INT, OFF(memory_limit_slop_factor), 1, 1000},
+	{"xla_gpu_experimental_parallel_collective_overlap_limit", T_INT, OFF(parallel_collective_overlap_limit), 1, 64},
+	{"xla_gpu_graph_level", T_INT, OFF(graph_level), 0, 3},
+	{"xla_gpu_enable_command_buffer", T_STRING, OFF(command_buffer_disabled), 0, 0},
+	{"xla_gpu_pgle_profile_file_or_directory_path", T_STRING, OFF(profile_guided), 0, 0},
+};
+
+static rm_status flag_error(rm_error *err, rm_status st, int column, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static rm_status flag_error(rm_error *err, rm_status st, int column, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return rm_error_set(err, st, NULL, 1, column, "XLA_FLAGS: %s", msg);
+}
+
+static bool parse_bool(const char *v, bool *out)
+{
+	if (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0) {
+		*out = true;
+		return true;
+	}
+	if (strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0) {
+		*out = false;
+		return true;
+	}
+	return false;
+}
+
+static bool parse_int(const char *v, int64_t *out)
+{
+	if (!*v)
+		return false;
+	errno = 0;
+	char *end = NULL;
+	long long x = strtoll(v, &end, 10);
+	if (errno == ERANGE || *end != '\0')
+		return false;
+	*out = x;
+	return true;
+}
+
+static rm_status apply(rm_xla_flags *f, const flag_desc *d, const char *name, const char *value,
+		       bool has_value, int column, rm_error *err)
+{
+	char *base = (char *)f;
+	switch (d->type) {
+	case T_BOOL: {
+		bool b = true;
+		if (has_value && !parse_bool(value, &b))
+			return flag_error(err, RM_INVALID, column, "--%s expects true or false, got '%s'", name, value);
+		*(bool *)(base + d->offset) = b;
+		return RM_OK;
+	}
+	case T_INT:
+	case T_BYTES: {
+		int64_t x;
+		if (!has_value || !parse_int(value, &x))
+			return flag_error(err, RM_INVALID, column, "--%s expects an integer, got '%s'", name,
+					  has_value ? value : "");
+		if (x < d->min || x > d->max)
+			return flag_error(err, RM_RANGE, column, "--%s=%lld is outside [%lld, %lld]", name,
+					  (long long)x, (long long)d->min, (long long)d->max);
+		if (d->type == T_BYTES)
+			*(int64_t *)(base + d->offset) = x;
+		else
+			*(int *)(base + d->offset) = (int)x;
+		return RM_OK;
+	}
+	case T_KINDS: {
+		if (!has_value)
+			return flag_error(err, RM_INVALID, column, "--%s expects a comma-separated list of collective kinds", name);
+		bool set[RM_XLA_COLL_KIND_COUNT] = {false};
+		const char *p = value;
+		while (*p) {
+			size_t len = strcspn(p, ",");
+			int found = -1;
+			for (int k = 0; k < RM_XLA_COLL_KIND_COUNT; k++)
+				if (strlen(coll_kind_names[k]) == len && strncasecmp(p, coll_kind_names[k], len) == 0)
+					found = k;
+			if (found < 0 && len > 0)
+				return flag_error(err, RM_INVALID, column,
+						  "--%s: unknown collective kind '%.*s' (allreduce, allgather, "
+						  "reducescatter, collectivebroadcast, alltoall, collectivepermute, "
+						  "raggedalltoall)",
+						  name, (int)len, p);
+			if (found >= 0)
+				set[found] = true;
+			p += len;
+			if (*p == ',')
+				p++;
+		}
+		memcpy(f->async_disabled, set, sizeof(set));
+		return RM_OK;
+	}
+	case T_STRING:
+		if (strcmp(d->name, "xla_gpu_enable_command_buffer") == 0)
+			f->command_buffer_disabled = has_value && value[0] == '\0';
+		else
+			f->profile_guided = has_value && value[0] != '\0';
+		return RM_OK;
+	}
+	return RM_OK;
+}
+
+rm_status rm_xla_flags_parse(const char *text, rm_xla_flags *f, rm_error *err)
+{
+	const char *p = text ? text : "";
+	char word[1024];
+	for (;;) {
+		while (isspace((unsigned char)*p))
+			p++;
+		if (!*p)
+			break;
+		int column = (int)(p - text) + 1;
+		/* one word, with quotes around (part of) it removed */
+		size_t n = 0;
+		char quote = 0;
+		while (*p && (quote || !isspace((unsigned char)*p))) {
+			if (!quote && (*p == '\'' || *p == '"')) {
+				quote = *p++;
+				continue;
+			}
+			if (quote && *p == quote) {
+				quote = 0;
+				p++;
+				continue;
+			}
+			if (n + 1 >= sizeof(word))
+				return flag_error(err, RM_INVALID, column, "flag longer than %zu characters", sizeof(word) - 1);
+			word[n++] = *p++;
+		}
+		word[n] = '\0';
+		if (quote)
+			return flag_error(err, RM_PARSE, column, "unterminated quote in '%s'", word);
+		const char *w = word;
+		if (w[0] != '-')
+			return flag_error(err, RM_PARSE, column, "'%s' is not a flag (flags start with --)", word);
+		w += w[1] == '-' ? 2 : 1;
+		const char *eq = strchr(w, '=');
+		char name[256];
+		size_t name_len = eq ? (size_t)(eq - w) : strlen(w);
+		if (name_len == 0 || name_len >= sizeof(name))
+			return flag_error(err, RM_PARSE, column, "'%s' has no flag name", word);
+		memcpy(name, w, name_len);
+		name[name_len] = '\0';
+		const char *value = eq ? eq + 1 : "";
+		bool has_value = eq != NULL;
+		const flag_desc *d = NULL;
+		for (size_t i = 0; i < RM_ARRAY_SIZE(flag_table); i++)
+			if (strcmp(name, flag_table[i].name) == 0)
+				d = &flag_table[i];
+		/* absl's --noflag form for booleans */
+		if (!d && !has_value && strncmp(name, "no", 2) == 0) {
+			for (size_t i = 0; i < RM_ARRAY_SIZE(flag_table); i++)
+				if (strcmp(name + 2, flag_table[i].name) == 0 && flag_table[i].type == T_BOOL) {
+					d = &flag_table[i];
+					has_value = true;
+					value = "false";
+					memmove(name, name + 2, strlen(name + 2) + 1);
+				}
+		}
+		if (!d) {
+			if (strncmp(name, "xla_", 4) != 0)
+				return flag_error(err, RM_INVALID, column,
+						  "--%s is not an XLA flag (XLA's flags start with --xla_)", name);
+			bool seen = false;
+			for (int i = 0; i < f->n_unmodelled; i++)
+				seen |= strcmp(f->unmodelled[i], name) == 0;
+			if (!seen && f->n_unmodelled < RM_XLA_MAX_UNMODELLED)
+				snprintf(f->unmodelled[f->n_unmodelled++], sizeof(f->unmodelled[0]), "%s", name);
+			continue;
+		}
+		RM_CHECK(apply(f, d, name, value, has_value, column, err));
+	}
+	return RM_OK;
+}
+
+void rm_xla_flags_warn_unmodelled(const rm_xla_flags *f)
+{
+	if (f->n_unmodelled == 0)
+		return;
+	char list[1024] = "";
+	for (int i = 0; i < f->n_unmodelled; i++) {
+		size_t n = strlen(list);
+		snprintf(list + n, sizeof(list) - n, "%s--%s", i ? ", " : "", f->unmodelled[i]);
+	}
+	rm_log_warn("XLA_FLAGS: %d flag(s) not modelled by remora, ignored: %s", f->n_unmodelled, list);
+}
+
+static size_t put(char *buf, size_t size, size_t used, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static size_t put(char *buf, size_t size, size_t used, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(used < size ? buf + used : NULL, used < size ? size - used : 0, fmt, ap);
+	va_end(ap);
+	return used + (n > 0 ? (size_t)n : 0);
+}
+
+const char *rm_xla_flags_format(const rm_xla_flags *f, char *buf, size_t size)
+{
+	rm_xla_flags d = rm_xla_flags_default();
+	size_t u = 0;
+	if (size)
+		buf[0] = '\0';
+#define FMT_BOOL(field, flag)                                                                    \
+	if (f->field != d.field)                                                                 \
+	u = put(buf, size, u, "%s--" flag "=%s", u ? " " : "", f->field ? "true" : "false")
+#define FMT_INT(field, flag)                                                                     \
+	if (f->field != d.field)                                                                 \
+	u = put(buf, size, u, "%s--" flag "=%lld", u ? " " : "", (long long)f->field)
+	FMT_BOOL(latency_hiding_scheduler, "xla_gpu_enable_latency_hiding_scheduler");
+	FMT_BOOL(pipelined_collectives, "xla_gpu_enable_pipelined_collectives");
+	FMT_BOOL(pipelined_all_gather, "xla_gpu_enable_pipelined_all_gather");
+	FMT_BOOL(pipelined_reduce_scatter, "xla_gpu_enable_pipelined_reduce_scatter");
+	FMT_BOOL(pipelined_all_reduce, "xla_gpu_enable_pipelined_all_reduce");
+	FMT_BOOL(while_loop_double_buffering, "xla_gpu_enable_while_loop_double_buffering");
+	FMT_BOOL(highest_priority_async_stream, "xla_gpu_enable_highest_priority_async_stream");
+	FMT_INT(all_gather_combine_threshold_bytes, "xla_gpu_all_gather_combine_threshold_bytes");
+	FMT_INT(reduce_scatter_combine_threshold_bytes, "xla_gpu_reduce_scatter_combine_threshold_bytes");
+	FMT_INT(all_reduce_combine_threshold_bytes, "xla_gpu_all_reduce_combine_threshold_bytes");
+	FMT_BOOL(all_gather_combine_by_dim, "xla_gpu_enable_all_gather_combine_by_dim");
+	FMT_BOOL(reduce_scatter_combine_by_dim, "xla_gpu_enable_reduce_scatter_combine_by_dim");
+	FMT_INT(memory_limit_slop_factor, "xla_gpu_memory_limit_slop_factor");
+	FMT_INT(parallel_collective_overlap_limit, "xla_gpu_experimental_parallel_collective_overlap_limit");
+	FMT_INT(graph_level, "xla_gpu_graph_level");
+#undef FMT_BOOL
+#undef FMT_INT
+	bool any = false;
+	for (int k = 0; k < RM_XLA_COLL_KIND_COUNT; k++)
+		any |= f->async_disabled[k];
+	if (any) {
+		u = put(buf, size, u, "%s--xla_gpu_disable_async_collectives=", u ? " " : "");
+		bool first = true;
+		for (int k = 0; k < RM_XLA_COLL_KIND_COUNT; k++)
+			if (f->async_disabled[k]) {
+				u = put(buf, size, u, "%s%s", first ? "" : ",", coll_kind_names[k]);
+				first = false;
+			}
+	}
+	if (f->command_buffer_disabled)
+		u = put(buf, size, u, "%s--xla_gpu_enable_command_buffer=", u ? " " : "");
+	return buf;
+}

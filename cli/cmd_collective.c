@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "remora/calib.h"
 #include "remora/nccl.h"
 
 static void collective_usage(FILE *out)
@@ -23,7 +24,8 @@ static void collective_usage(FILE *out)
 		"  -b, --bytes SIZE       full buffer as nccl-tests counts it: 4096, 64KiB, 16MiB, 1GiB, 1GB\n"
 		"  -g, --gpus N           GPUs in the group\n"
 		"  -n, --nodes K          nodes the group spans (default 1)\n"
-		"  -H, --hardware NAME    hardware profile (default h100-sxm; see `remora hw list`)\n"
+		"  -H, --hardware NAME    hardware profile (default h100-sxm; see `remora hw list`), or\n"
+		"                         DB:PROFILE, a calibrated profile (`remora calib fit`)\n"
 		"  -a, --algo LIST        as NCCL_ALGO: Ring, Tree, NVLS, NVLSTree; ^ excludes\n"
 		"  -p, --proto LIST       as NCCL_PROTO: LL, LL128, Simple; ^ excludes\n"
 		"      --nccl-version V   constants of NCCL V (default 2.28; 2.18 and 2.21 differ)\n"
@@ -201,12 +203,17 @@ int cli_cmd_collective(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error("collective", "unexpected argument '%s'", argv[optind]);
-	const rm_hw_profile *hw = rm_hw_profile_find(hw_name, &err);
-	if (!hw)
-		return cli_fail(&err);
+	/* "h100-sxm" or "calib.db:NAME" (fitted values and collective overrides of that group) */
+	rm_hw_profile hw_store;
 	rm_nccl_model model;
-	if (rm_nccl_model_init(&model, hw, version, &err) != RM_OK)
-		return cli_usage_error("collective", "--nccl-version: %s", err.msg);
+	rm_calib_resolve_opts ro = {.nccl_version = version, .ranks = table ? 8 : (int)gpus,
+				    .nodes = table ? 1 : (int)nodes};
+	if (rm_calib_resolve_hw(hw_name, &ro, &hw_store, &model, &err) != RM_OK) {
+		if (version && !strchr(hw_name, ':') && rm_hw_profile_find(hw_name, NULL))
+			return cli_usage_error("collective", "--nccl-version: %s", err.msg);
+		return cli_fail(&err);
+	}
+	const rm_hw_profile *hw = &hw_store;
 	model.calibrated = !raw;
 	if (table)
 		return run_table(&model, json);

@@ -14,6 +14,7 @@ static const cli_command commands[] = {
 	{"describe", "per-op table of one training step of a model (FLOPs, bytes, checkpoint names)",
 	 cli_cmd_describe},
 	{"hw", "hardware profiles: list, show NAME", cli_cmd_hw},
+	{"calib", "calibration database: import measurements, fit, show", cli_cmd_calib},
 	{"run-program", "simulate a schedule program: step time, memory, overlap, trace",
 	 cli_cmd_run_program},
 	{"bench", "benchmarks: engine (events per second)", cli_cmd_bench},

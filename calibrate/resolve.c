@@ -1,0 +1,325 @@
+/*
+ * Hardware specifications: "NAME" (embedded) or "PATH:NAME" (a calibrated profile of the
+ * database at PATH), rm_calib_resolve_hw. See remora/calib.h.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib_internal.h"
+
+/* Sources of fitted fields (static: rm_hw_profile keeps the pointer). */
+static const char SRC_GEMM[] = "calibration: gemm.bf16 fit, t = t0 + FLOPs/R wave-quantized (remora calib fit)";
+static const char SRC_GEMM_FP8[] = "calibration: gemm.fp8 fit (remora calib fit)";
+static const char SRC_HBM[] = "calibration: hbm.copy fit, bytes moved / time (remora calib fit)";
+static const char SRC_LAUNCH[] = "calibration: launch fit, time per kernel without CUDA graph (remora calib fit)";
+static const char SRC_H2D[] = "calibration: copy.h2d fit, pinned (remora calib fit)";
+static const char SRC_D2H[] = "calibration: copy.d2h fit, pinned (remora calib fit)";
+
+typedef struct fit_row {
+	char model[64];
+	json_t *params;
+} fit_row;
+
+static double jreal(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void set_if(rm_hw_profile *hw, rm_hw_field f, double v, const char *src)
+{
+	if (isfinite(v) && v > 0)
+		rm_hw_profile_set(hw, f, v, src);
+}
+
+/* Lists the profiles in the database into buf, for a "not found" message. */
+static void list_profiles(rm_calib_db *db, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db->sql, "SELECT DISTINCT profile FROM fits ORDER BY profile", -1, &st, NULL) != SQLITE_OK)
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		size_t l = strlen(buf);
+		snprintf(buf + l, size - l, "%s%s", l ? ", " : "", (const char *)sqlite3_column_text(st, 0));
+	}
+	sqlite3_finalize(st);
+}
+
+/* Fitted time of a regime at bytes. */
+static double regime_us(double lat, double bw, double bytes)
+{
+	return lat + bytes / (bw * 1e3);
+}
+
+static rm_status add_override(rm_nccl_model *m, const rm_nccl_override *ov, rm_error *err)
+{
+	if (!rm_nccl_model_add_override(m, ov))
+		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
+				    "the calibrated profile needs more than %d collective overrides; "
+				    "ask for one group size (--gpus) at a time",
+				    RM_NCCL_MAX_OVERRIDES);
+	return RM_OK;
+}
+
+/*
+ * One regime of a fitted collective: an override on the pair the model picks at the regime's
+ * middle size (among the algorithms the run allowed), and slower copies on every other pair that
+ * would beat the measured time somewhere in the range, so the model returns what was measured.
+ */
+static rm_status apply_regime(rm_nccl_model *m, rm_coll coll, int ranks, int nodes, unsigned algo_mask,
+			      json_t *reg, const char *label, rm_error *err)
+{
+	json_t *jmin = json_object_get(reg, "min_bytes"), *jmax = json_object_get(reg, "max_bytes");
+	double lat = jreal(reg, "latency_us"), bw = jreal(reg, "algbw_GBps");
+	if (!json_is_integer(jmin) || !json_is_integer(jmax) || !isfinite(lat) || !(bw > 0))
+		return rm_error_set(err, RM_PARSE, NULL, 0, 0, "fit %s: a regime lacks min_bytes, max_bytes, "
+				    "latency_us or algbw_GBps", label);
+	int64_t lo = json_integer_value(jmin), hi = json_integer_value(jmax);
+	double a = lo > 1 ? (double)lo : 1.0, b = hi < (INT64_C(1) << 40) ? (double)hi : (double)(INT64_C(1) << 40);
+	int64_t mid = (int64_t)sqrt(a * b);
+	rm_coll_query q = rm_coll_query_make(coll, mid, ranks, nodes);
+	int best_a = -1, best_p = -1;
+	double best = INFINITY;
+	for (int al = 0; al < RM_NCCL_ALGO_COUNT; al++) {
+		if (!(algo_mask & (1u << al)))
+			continue;
+		for (int p = 0; p < RM_NCCL_PROTO_COUNT; p++) {
+			double t = rm_nccl_pair_time(m, &q, (rm_nccl_algo)al, (rm_nccl_proto)p, NULL);
+			if (t >= 0 && t < best) {
+				best = t;
+				best_a = al;
+				best_p = p;
+			}
+		}
+	}
+	if (best_a < 0) {
+		rm_log_warn("fit %s: no NCCL algorithm/protocol runs it on %d GPUs over %d node(s); regime skipped",
+			    label, ranks, nodes);
+		return RM_OK;
+	}
+	rm_nccl_override ov = {.coll = coll, .algo = (rm_nccl_algo)best_a, .proto = (rm_nccl_proto)best_p,
+			       .min_bytes = lo, .max_bytes = hi, .latency_us = lat, .algbw_GBps = bw};
+	snprintf(ov.source, sizeof(ov.source), "%s", label);
+	/* shadows first decided on the model without this regime's override */
+	bool shadow[RM_NCCL_ALGO_COUNT][RM_NCCL_PROTO_COUNT] = {{false}};
+	for (int al = 0; al < RM_NCCL_ALGO_COUNT; al++)
+		for (int p = 0; p < RM_NCCL_PROTO_COUNT; p++) {
+			if (al == best_a && p == best_p)
+				continue;
+			for (double s = a;; s *= 1.4142135623730951) {
+				double size = s < b ? s : b;
+				rm_coll_query qs = rm_coll_query_make(coll, (int64_t)size, ranks, nodes);
+				double t = rm_nccl_pair_time(m, &qs, (rm_nccl_algo)al, (rm_nccl_proto)p, NULL);
+				if (t < 0)
+					break; /* not available for this collective and topology */
+				if (t <= regime_us(lat, bw, size)) {
+					shadow[al][p] = true;
+					break;
+				}
+				if (size >= b)
+					break;
+			}
+		}
+	RM_CHECK(add_override(m, &ov, err));
+	for (int al = 0; al < RM_NCCL_ALGO_COUNT; al++)
+		for (int p = 0; p < RM_NCCL_PROTO_COUNT; p++) {
+			if (!shadow[al][p])
+				continue;
+			rm_nccl_override sh = ov;
+			sh.algo = (rm_nccl_algo)al;
+			sh.proto = (rm_nccl_proto)p;
+			sh.latency_us = lat * 1.001 + 0.01;
+			sh.algbw_GBps = bw * 0.999;
+			snprintf(sh.source, sizeof(sh.source), "%s (not faster than measured)", label);
+			RM_CHECK(add_override(m, &sh, err));
+		}
+	return RM_OK;
+}
+
+static int fit_row_cmp(const void *x, const void *y)
+{
+	const fit_row *a = x, *b = y;
+	/* larger groups first: rm_nccl_model uses the first override that matches a size */
+	int ra = (int)json_integer_value(json_object_get(a->params, "ranks"));
+	int rb = (int)json_integer_value(json_object_get(b->params, "ranks"));
+	if (ra != rb)
+		return rb - ra;
+	return strcmp(a->model, b->model);
+}
+
+static rm_status apply_collectives(rm_nccl_model *m, fit_row *rows, int n, const rm_calib_resolve_opts *o,
+				   const char *profile, rm_error *err)
+{
+	fit_row *colls = rm_new(fit_row, (size_t)(n > 0 ? n : 1));
+	int nc = 0;
+	for (int i = 0; i < n; i++)
+		if (!strncmp(rows[i].model, "collective.", 11))
+			colls[nc++] = rows[i];
+	qsort(colls, (size_t)nc, sizeof(*colls), fit_row_cmp);
+	rm_status st = RM_OK;
+	for (int i = 0; i < nc && st == RM_OK; i++) {
+		json_t *p = colls[i].params;
+		rm_coll coll;
+		int ranks = (int)json_integer_value(json_object_get(p, "ranks"));
+		int nodes = (int)json_integer_value(json_object_get(p, "nodes"));
+		const char *cname = json_string_value(json_object_get(p, "collective"));
+		if (!cname || !rm_coll_parse(cname, &coll) || ranks < 1 || nodes < 1) {
+			st = rm_error_set(err, RM_PARSE, NULL, 0, 0, "fit %s of profile %s: bad parameters",
+					  colls[i].model, profile);
+			break;
+		}
+		if ((o && o->ranks > 0 && o->ranks != ranks) || (o && o->nodes > 0 && o->nodes != nodes))
+			continue;
+		if (ranks == 1 || coll == RM_COLL_ALL_TO_ALL || coll == RM_COLL_SEND_RECV)
+			continue; /* not tuned by rm_nccl_estimate: no override applies */
+		unsigned mask = RM_NCCL_ALL_ALGOS;
+		const char *algo = json_string_value(json_object_get(p, "algo"));
+		if (algo && strcmp(algo, "default") != 0) {
+			rm_error e;
+			rm_error_clear(&e);
+			if (!rm_nccl_parse_algos(algo, &mask, &e))
+				mask = RM_NCCL_ALL_ALGOS;
+		}
+		json_t *regs = json_object_get(p, "regimes");
+		size_t k;
+		json_t *reg;
+		json_array_foreach(regs, k, reg) {
+			char label[96];
+			snprintf(label, sizeof(label), "calib %s: %s regime %zu", profile, colls[i].model, k + 1);
+			st = apply_regime(m, coll, ranks, nodes, mask, reg, label, err);
+			if (st != RM_OK)
+				break;
+		}
+	}
+	free(colls);
+	return st;
+}
+
+static rm_status resolve_db(const char *spec, const char *colon, const rm_calib_resolve_opts *opts,
+			    rm_hw_profile *hw, rm_nccl_model *nccl, rm_error *err)
+{
+	char path[512];
+	const char *name = colon + 1;
+	size_t plen = (size_t)(colon - spec);
+	if (plen == 0 || plen >= sizeof(path) || !*name)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "hardware '%s': expected an embedded profile name or DATABASE:PROFILE", spec);
+	memcpy(path, spec, plen);
+	path[plen] = '\0';
+	rm_calib_db *db = rm_calib_db_open(path, false, err);
+	if (!db)
+		return err ? err->status : RM_IO;
+	rm_status st = RM_OK;
+	int n = 0, cap = 0;
+	fit_row *rows = NULL;
+	sqlite3_stmt *q = NULL;
+	if (sqlite3_prepare_v2(db->sql, "SELECT model, params FROM fits WHERE profile = ? ORDER BY model", -1, &q,
+			       NULL) != SQLITE_OK) {
+		st = rm_calib__sql_error(db, err, "reading fits");
+		goto done;
+	}
+	sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		json_t *p = json_loads((const char *)sqlite3_column_text(q, 1), 0, NULL);
+		if (!p)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			rows = rm_xrealloc(rows, (size_t)cap * sizeof(*rows));
+		}
+		snprintf(rows[n].model, sizeof(rows[n].model), "%s", (const char *)sqlite3_column_text(q, 0));
+		rows[n].params = p;
+		n++;
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE) {
+		st = rm_calib__sql_error(db, err, "reading fits");
+		goto done;
+	}
+	const char *base = NULL, *version = NULL;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(rows[i].model, "profile")) {
+			base = json_string_value(json_object_get(rows[i].params, "base"));
+			version = json_string_value(json_object_get(rows[i].params, "nccl_version"));
+		}
+	if (!base) {
+		char names[512];
+		list_profiles(db, names, sizeof(names));
+		st = rm_error_set(err, RM_NOT_FOUND, path, 0, 0,
+				  "no calibrated profile '%s' here (profiles: %s); make one with `remora calib fit "
+				  "--db %s --profile %s`",
+				  name, names[0] ? names : "none", path, name);
+		goto done;
+	}
+	const rm_hw_profile *b = rm_hw_profile_find(base, err);
+	if (!b) {
+		st = err ? err->status : RM_NOT_FOUND;
+		goto done;
+	}
+	*hw = *b;
+	snprintf(hw->name, sizeof(hw->name), "%s", name);
+	snprintf(hw->description, sizeof(hw->description), "calibrated %s (base %s)", spec, base);
+	for (int i = 0; i < n; i++) {
+		json_t *p = rows[i].params;
+		const char *m = rows[i].model;
+		if (!strcmp(m, "gemm.bf16")) {
+			set_if(hw, RM_HW_gemm_overhead_us, jreal(p, "t0_us"), SRC_GEMM);
+			if (jreal(p, "t0_us") == 0)
+				rm_hw_profile_set(hw, RM_HW_gemm_overhead_us, 0, SRC_GEMM);
+			set_if(hw, RM_HW_gemm_bf16_TFLOPs, jreal(p, "TFLOPs"), SRC_GEMM);
+		} else if (!strcmp(m, "gemm.fp8")) {
+			set_if(hw, RM_HW_gemm_fp8_TFLOPs, jreal(p, "TFLOPs"), SRC_GEMM_FP8);
+		} else if (!strcmp(m, "hbm.copy")) {
+			set_if(hw, RM_HW_hbm_achievable_GBps, jreal(p, "GBps"), SRC_HBM);
+		} else if (!strcmp(m, "launch")) {
+			set_if(hw, RM_HW_launch_us, jreal(p, "per_kernel_us"), SRC_LAUNCH);
+		} else if (!strcmp(m, "copy.h2d")) {
+			set_if(hw, RM_HW_h2d_GBps, jreal(p, "GBps"), SRC_H2D);
+		} else if (!strcmp(m, "copy.d2h")) {
+			set_if(hw, RM_HW_d2h_GBps, jreal(p, "GBps"), SRC_D2H);
+		}
+	}
+	if (nccl) {
+		const char *v = opts && opts->nccl_version ? opts->nccl_version : version;
+		rm_error e;
+		rm_error_clear(&e);
+		if (rm_nccl_model_init(nccl, hw, v && v[0] ? v : NULL, &e) != RM_OK) {
+			if (opts && opts->nccl_version) {
+				st = rm_error_set(err, e.status, NULL, 0, 0, "%s", e.msg);
+				goto done;
+			}
+			/* the runs' version predates the modelled ones: use the default constants */
+			st = rm_nccl_model_init(nccl, hw, NULL, err);
+			if (st != RM_OK)
+				goto done;
+		}
+		st = apply_collectives(nccl, rows, n, opts, name, err);
+	}
+done:
+	for (int i = 0; i < n; i++)
+		json_decref(rows[i].params);
+	free(rows);
+	rm_calib_db_close(db);
+	return st;
+}
+
+rm_status rm_calib_resolve_hw(const char *spec, const rm_calib_resolve_opts *opts, rm_hw_profile *hw,
+			      rm_nccl_model *nccl, rm_error *err)
+{
+	if (!spec || !*spec)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "empty hardware specification");
+	const char *colon = strrchr(spec, ':');
+	if (colon)
+		return resolve_db(spec, colon, opts, hw, nccl, err);
+	const rm_hw_profile *p = rm_hw_profile_find(spec, err);
+	if (!p)
+		return err ? err->status : RM_NOT_FOUND;
+	*hw = *p;
+	if (nccl)
+		return rm_nccl_model_init(nccl, hw, opts ? opts->nccl_version : NULL, err);
+	return RM_OK;
+}

@@ -1,0 +1,259 @@
+/*
+ * `remora schedule SCENARIO [--set KEY=VALUE]... [-o program.json]` writes the schedule program
+ * XLA would run; `remora simulate SCENARIO [--set KEY=VALUE]... [--json] [--trace OUT]` runs it
+ * and prints the result (DESIGN.md contract 3).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "remora/calib.h"
+#include "remora/scenario.h"
+#include "remora/schedule.h"
+#include "remora/sim.h"
+
+static void simulate_usage(FILE *out, const char *cmd)
+{
+	bool sim = strcmp(cmd, "simulate") == 0;
+	fprintf(out,
+		"usage: remora %s SCENARIO [--set KEY=VALUE]... %s\n\n"
+		"%s\n\n"
+		"options:\n"
+		"  -s, --set KEY=VALUE   override a scenario key, e.g. --set training.micro_batch=4,\n"
+		"                        --set remat.names=[dot_mlp_out], --set xla_flags='--xla_...'\n",
+		cmd, sim ? "[--json] [--trace OUT]" : "[-o PROGRAM.json]",
+		sim ? "Builds the step's schedule as XLA would and simulates it: step time, tokens/s per GPU,\n"
+		      "MFU, peak memory against capacity, exposed communication, and every collective that\n"
+		      "runs synchronously on the compute stream with its reason."
+		    : "Writes the schedule program of one training step as XLA would run it (streams, tensors,\n"
+		      "events, ops), for `remora run-program` or `remora exec`.");
+	if (sim)
+		fprintf(out, "  -j, --json            the result as JSON (schema remora.result/1)\n"
+			     "  -t, --trace OUT       write a Perfetto/Chrome trace of the step to OUT\n");
+	else
+		fprintf(out, "  -o, --output FILE     write the program there (default: stdout)\n");
+	fprintf(out, "  -h, --help            this help\n\nScenario keys: see docs/scenarios.md.\n");
+}
+
+static rm_status cli_hw_resolver(const char *spec, rm_hw_profile *out, rm_error *err)
+{
+	return rm_calib_resolve_hw(spec, NULL, out, NULL, err);
+}
+
+/* Loads the scenario, applies the overrides, resolves it. */
+static int load_scenario(const char *cmd, const char *path, char **sets, int n_sets, rm_scenario *sc,
+			 rm_scenario_resolved *res)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(sc);
+	if (rm_scenario_load(path, sc, &err) != RM_OK)
+		return cli_fail(&err);
+	for (int i = 0; i < n_sets; i++)
+		if (rm_scenario_set(sc, sets[i], &err) != RM_OK)
+			return err.status == RM_USAGE ? cli_usage_error(cmd, "%s", err.msg) : cli_fail(&err);
+	if (rm_scenario_resolve(sc, cli_hw_resolver, res, &err) != RM_OK)
+		return cli_fail(&err);
+	rm_xla_flags_warn_unmodelled(&res->flags);
+	return CLI_EXIT_OK;
+}
+
+static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_report *rep)
+{
+	json_t *o = json_object();
+	char buf[4096];
+	json_object_set_new(o, "model", json_string(res->model.name));
+	json_object_set_new(o, "hardware", json_string(res->hw.name));
+	json_object_set_new(o, "gpus", json_integer(res->gpus));
+	json_object_set_new(o, "fsdp", json_integer(res->train.fsdp));
+	json_object_set_new(o, "seq_len", json_integer(res->train.seq_len));
+	json_object_set_new(o, "micro_batch", json_integer(res->train.micro_batch));
+	json_object_set_new(o, "grad_accum", json_integer(res->train.grad_accum));
+	json_object_set_new(o, "policy", json_string(rm_remat_policy_format(res->policy, buf, sizeof(buf))));
+	json_object_set_new(o, "xla_flags", json_string(rm_xla_flags_format(&res->flags, buf, sizeof(buf))));
+	json_object_set_new(o, "mode", json_string(res->sched.mode == RM_SCHED_XLA ? "xla" : "ideal"));
+	json_object_set_new(o, "scan", json_boolean(res->sched.scan));
+	json_object_set_new(o, "memory_limit_bytes", json_integer(rep->memory_limit_bytes));
+	json_object_set_new(o, "io_bytes", json_integer(rep->io_bytes));
+	json_object_set_new(o, "tracked_peak_bytes", json_integer(rep->tracked_peak_bytes));
+	json_object_set_new(o, "saved_bytes_per_layer", json_integer(rep->plan.saved_bytes));
+	json_object_set_new(o, "carry_bytes_per_layer", json_integer(rep->plan.carry_bytes));
+	json_object_set_new(o, "offloaded_bytes_per_layer", json_integer(rep->plan.offloaded_bytes));
+	json_object_set_new(o, "recompute_flops_per_layer", json_real(rep->plan.recompute_flops));
+	json_object_set_new(o, "saved_bytes_step", json_integer(rep->saved_bytes_step));
+	return o;
+}
+
+static int run(const char *cmd, int argc, char **argv)
+{
+	bool sim = strcmp(cmd, "simulate") == 0;
+	static const struct option longopts[] = {
+		{"set", required_argument, NULL, 's'},   {"json", no_argument, NULL, 'j'},
+		{"trace", required_argument, NULL, 't'}, {"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},        {0, 0, 0, 0},
+	};
+	char **sets = rm_new(char *, (size_t)argc + 1);
+	int n_sets = 0, c, rc = CLI_EXIT_OK;
+	bool json = false;
+	const char *trace = NULL, *output = NULL;
+	while ((c = getopt_long(argc, argv, sim ? "s:jt:h" : "s:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			sets[n_sets++] = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 't':
+			trace = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			simulate_usage(stdout, cmd);
+			free(sets);
+			return CLI_EXIT_OK;
+		default:
+			free(sets);
+			return cli_usage_error(cmd, "unrecognised option");
+		}
+	}
+	if (optind >= argc) {
+		free(sets);
+		return cli_usage_error(cmd, "missing SCENARIO (a YAML file, e.g. data/scenarios/seed-llama2-7b-fsdp8-h100.yaml)");
+	}
+	if (optind + 1 != argc) {
+		free(sets);
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+	}
+	rm_scenario sc;
+	rm_scenario_resolved res;
+	rc = load_scenario(cmd, argv[optind], sets, n_sets, &sc, &res);
+	free(sets);
+	if (rc != CLI_EXIT_OK)
+		return rc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_schedule_report rep;
+	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
+	if (!prog) {
+		rm_scenario_resolved_finish(&res);
+		return cli_fail(&err);
+	}
+	if (!sim) {
+		FILE *out = stdout;
+		char tmp[1100] = "";
+		if (output) {
+			/* write to a temporary file and rename: a failed write leaves no partial program */
+			snprintf(tmp, sizeof(tmp), "%s.tmp", output);
+			out = fopen(tmp, "w");
+			if (!out) {
+				rm_error_set(&err, RM_IO, output, 0, 0, "cannot write the program");
+				rc = cli_fail(&err);
+				goto done;
+			}
+		}
+		bool ok = rm_program_write(prog, out, &err);
+		if (output) {
+			ok = fclose(out) == 0 && ok;
+			if (ok && rename(tmp, output) != 0)
+				ok = false;
+			if (!ok)
+				remove(tmp);
+		}
+		if (!ok) {
+			if (err.status == RM_OK)
+				rm_error_set(&err, RM_IO, output, 0, 0, "writing the program failed");
+			rc = cli_fail(&err);
+		} else if (output) {
+			fprintf(stderr, "remora: wrote %s (%d ops, %d tensors, %d streams)\n", output, prog->n_ops,
+				prog->n_tensors, prog->n_streams);
+		}
+		goto done;
+	}
+	rm_sim_options opt = {.hw_queues = res.hw_queues, .memory_timeline = trace != NULL};
+	rm_sim *s = rm_sim_create(prog, &res.hw, &opt, &err);
+	if (!s || rm_sim_run(s, &err) != RM_OK) {
+		rm_sim_destroy(s);
+		rc = cli_fail(&err);
+		goto done;
+	}
+	if (trace) {
+		char tmp[1100];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", trace);
+		FILE *f = fopen(tmp, "w");
+		bool ok = f && rm_sim_write_trace(s, f, &err);
+		ok = f && fclose(f) == 0 && ok;
+		if (ok && rename(tmp, trace) != 0)
+			ok = false;
+		if (!ok) {
+			remove(tmp);
+			if (err.status == RM_OK)
+				rm_error_set(&err, RM_IO, trace, 0, 0, "cannot write the trace");
+			rm_sim_destroy(s);
+			rc = cli_fail(&err);
+			goto done;
+		}
+	}
+	const rm_sim_metrics *m = rm_sim_get_metrics(s);
+	if (json) {
+		json_t *doc = rm_sim_result_json(s);
+		json_object_set_new(doc, "schedule", schedule_json(&res, &rep));
+		rc = cli_print_json(doc);
+	} else {
+		char b1[32], b2[32], b3[32], b4[32], pol[4096], fl[4096];
+		printf("%s on %d x %s, FSDP %lld, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
+		       res.hw.name, (long long)res.train.fsdp, (long long)res.train.seq_len,
+		       (long long)res.train.micro_batch, (long long)res.train.grad_accum,
+		       res.sched.mode == RM_SCHED_XLA ? "XLA schedule" : "ideal schedule", res.sched.scan ? " (scan)" : " (unrolled)");
+		printf("  policy     %s\n", rm_remat_policy_format(res.policy, pol, sizeof(pol)));
+		rm_xla_flags_format(&res.flags, fl, sizeof(fl));
+		printf("  XLA_FLAGS  %s\n\n", fl[0] ? fl : "(XLA's defaults)");
+		printf("  step time          %.3f ms   (lower bound %.3f ms)\n", rm_time_to_s(m->step_time) * 1e3,
+		       rm_time_to_s(m->lower_bound) * 1e3);
+		printf("  tokens/s per GPU   %.0f\n", m->tokens_per_s);
+		printf("  MFU                %.1f%%\n", 100.0 * m->mfu);
+		printf("  peak memory        %s of %s  %s\n", rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
+		       rm_format_bytes(m->memory_capacity_bytes, b2, sizeof(b2)), m->fits ? "fits" : "DOES NOT FIT");
+		printf("  compute busy       %.3f ms (recompute %.3f ms)\n", rm_time_to_s(m->compute_busy) * 1e3,
+		       rm_time_to_s(m->recompute) * 1e3);
+		printf("  communication      %.3f ms, exposed %.3f ms\n", rm_time_to_s(m->comm_total) * 1e3,
+		       rm_time_to_s(m->exposed_comm) * 1e3);
+		printf("  collectives        %d: %d async, %d on the compute stream", rep.collectives, rep.async, rep.sync);
+		bool first = true;
+		for (int r = 1; r < RM_SYNC_REASON_COUNT; r++)
+			if (rep.sync_by_reason[r]) {
+				printf("%s%d %s", first ? " (" : ", ", rep.sync_by_reason[r], rm_sync_reason_name((rm_sync_reason)r));
+				first = false;
+			}
+		printf("%s\n", first ? "" : ")");
+		printf("  XLA memory limit   %s; LHS-tracked peak %s%s\n",
+		       rm_format_bytes(rep.memory_limit_bytes, b3, sizeof(b3)),
+		       rm_format_bytes(rep.tracked_peak_bytes, b4, sizeof(b4)),
+		       rep.tracked_peak_bytes > rep.memory_limit_bytes / 2 ? " (over half the limit: memory rules first)" : "");
+		if (rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT])
+			printf("\n  %d collectives run on the compute stream because the scheduler's tracked memory\n"
+			       "  passed half its limit. Try raising --xla_gpu_memory_limit_slop_factor, saving fewer\n"
+			       "  names, offloading them (save_and_offload_only_these_names), or a smaller micro-batch.\n",
+			       rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT]);
+	}
+	rm_sim_destroy(s);
+done:
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
+	return rc;
+}
+
+int cli_cmd_schedule(int argc, char **argv)
+{
+	return run("schedule", argc, argv);
+}
+
+int cli_cmd_simulate(int argc, char **argv)
+{
+	return run("simulate", argc, argv);
+}

@@ -1,0 +1,121 @@
+/*
+ * remora/scenario.h — scenario files (DESIGN.md contract 1; schedules/scenario.c).
+ *
+ * A scenario is YAML (JSON accepted) with these keys; every one can be overridden on the command
+ * line with --set KEY=VALUE (VALUE is YAML: 4, true, bf16, [a, b], "--xla_...").
+ *
+ *   model: llama-2-7b              # preset, or a path to a config.json (relative to the file)
+ *   hardware: h100-sxm             # profile, or CALIB.db:NAME
+ *   cluster: {gpus_per_node: 8, nodes: 1}
+ *   training: {seq_len: 4096, micro_batch: 1, grad_accum: 1, dtype: bf16, grad_dtype: bf16,
+ *              optimizer: adamw, master_weights: true, fused_attention: true, causal: true}
+ *   parallelism: {fsdp: 8}          # default: all GPUs of the cluster
+ *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...]}
+ *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
+ *   scheduler: {mode: xla|ideal, prefetch_depth: 1, cost_model: xla_default|remora,
+ *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0}
+ *   search: {names: [...], policies: [...], micro_batches: [...], flag_variants: [...],
+ *            offload: true, include_ideal: true, max_candidates: 100000}
+ *
+ * remat.policy is either a policy expression (see remora/remat.h, e.g.
+ * "save_only_these_names('dot_mlp_out')", "maxtext:minimal") or the bare name of a JAX policy
+ * that takes names, completed by remat.names and remat.offload_names.
+ *
+ * Errors: malformed YAML, unknown keys, wrong types and bad values are reported as
+ * FILE:LINE:COLUMN with what was expected; --set errors name the override.
+ */
+#ifndef REMORA_SCENARIO_H
+#define REMORA_SCENARIO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "remora/common.h"
+#include "remora/hw.h"
+#include "remora/remat.h"
+#include "remora/schedule.h"
+#include "remora/workload.h"
+#include "remora/xla_flags.h"
+
+#define RM_SCENARIO_MAX_LIST 64
+#define RM_SCENARIO_MAX_KEYS 64
+
+typedef struct rm_scenario_pos {
+	char key[48];
+	int line, column;
+} rm_scenario_pos;
+
+typedef struct rm_scenario {
+	char path[512]; /* the file, for messages ("" for built-in) */
+	char dir[512];  /* its folder, for relative model paths */
+	char model[512];
+	char hardware[256];
+	int64_t gpus_per_node; /* 0: the hardware's */
+	int64_t nodes;
+	int64_t seq_len, micro_batch, grad_accum; /* 0: defaults */
+	char dtype[16], grad_dtype[16], optimizer[24];
+	int master_weights, fused_attention, causal; /* -1: default */
+	int64_t fsdp; /* 0: all GPUs */
+	bool scan;
+	char policy[1024];
+	int n_names, n_offload;
+	char names[RM_SCENARIO_MAX_LIST][48];
+	char offload_names[RM_SCENARIO_MAX_LIST][48];
+	char xla_flags[4096];
+	char mode[16];
+	int64_t prefetch_depth;
+	char cost_model[16];
+	int64_t hw_queues;
+	char nccl_version[16];
+	double device_memory_gib;
+	/* search space */
+	int n_search_names, n_search_policies, n_search_micro_batches, n_search_flag_variants;
+	char search_names[RM_SCENARIO_MAX_LIST][48];
+	char search_policies[RM_SCENARIO_MAX_LIST][256];
+	int64_t search_micro_batches[RM_SCENARIO_MAX_LIST];
+	char search_flag_variants[RM_SCENARIO_MAX_LIST][512];
+	bool search_offload, search_include_ideal;
+	int64_t search_max_candidates;
+	/* where each key was set (for messages about values) */
+	int n_pos;
+	rm_scenario_pos pos[RM_SCENARIO_MAX_KEYS];
+} rm_scenario;
+
+/* Defaults (no model: required). */
+void rm_scenario_init(rm_scenario *sc);
+/* Reads a scenario file over the defaults. */
+rm_status rm_scenario_load(const char *path, rm_scenario *sc, rm_error *err);
+/* Parses scenario text; path names it in errors. */
+rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_scenario *sc, rm_error *err);
+/* Applies one --set KEY=VALUE. */
+rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err);
+
+/* Everything a schedule needs, resolved from a scenario (owns what it points to). */
+typedef struct rm_scenario_resolved {
+	rm_model_config model;
+	rm_train_config train;
+	rm_hw_profile hw;
+	rm_workload *wl;
+	rm_remat_policy *policy;
+	rm_xla_flags flags;
+	rm_schedule_config sched;
+	int hw_queues;
+	int gpus; /* gpus_per_node * nodes */
+} rm_scenario_resolved;
+
+/*
+ * Resolves a hardware spec to a profile. The command line passes one that also understands
+ * "FILE.db:NAME" (calibrated profiles); NULL means embedded profiles only.
+ */
+typedef rm_status (*rm_hw_resolver)(const char *spec, rm_hw_profile *out, rm_error *err);
+
+/*
+ * Resolves model, hardware, training setup, policy and flags, checking them together (FSDP
+ * degree against the cluster, the policy's names, the flags). Errors point at the key's
+ * position in the file. Release with rm_scenario_resolved_finish.
+ */
+rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm_scenario_resolved *out,
+			      rm_error *err);
+void rm_scenario_resolved_finish(rm_scenario_resolved *r);
+
+#endif /* REMORA_SCENARIO_H */

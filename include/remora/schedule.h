@@ -1,0 +1,102 @@
+/*
+ * remora/schedule.h — from a workload, a remat policy and XLA flags to the schedule program of a
+ * whole training step (schedules/scheduler.c), predicting what XLA's GPU compiler would run.
+ *
+ * What it models (reference/seed.md 'The mechanism'):
+ * 1. FSDP collectives per layer: an all-gather of the layer's bf16 weights before its forward,
+ *    again before its backward (and recompute); a reduce-scatter of its weight gradients; an
+ *    all-reduce of the replicated norm weights' gradients; the embedding and head likewise; the
+ *    optimizer update on the shards. Every micro-batch of gradient accumulation re-gathers.
+ * 2. Async conversion: every collective becomes a start/done pair except the kinds in
+ *    --xla_gpu_disable_async_collectives. Collective pipelining moves all-gathers one layer
+ *    ahead (prologue before the loop) and reduce-scatters/all-reduces one layer behind
+ *    (epilogue after it); while-loop double buffering unrolls the scan body by 2; combining
+ *    merges a layer's collectives of one kind up to the combine threshold (pipelined and
+ *    non-pipelined collectives are never combined).
+ * 3. The latency-hiding scheduler (LHS), bottom-up over each computation (the scan body, or the
+ *    whole unrolled forward/backward): a done is placed as late as its users allow; its start
+ *    rises until the collective's estimated latency is covered by compute (XLA's default cost
+ *    units: async collective 5000, cuBLAS/cuDNN call and loop fusion 1000; or remora's own
+ *    seconds), one collective of each kind in flight and at most overlap_limit in flight at
+ *    all. Once tracked live memory exceeds half the memory limit, memory rules rank first: the
+ *    start that frees a gathered buffer is taken at once; a window whose buffer would exceed
+ *    the limit is rejected. Memory limit = (0.8 * device memory, unless given) - the step's
+ *    parameter and output bytes, times slop_factor/100.
+ * 4. Start/done pairs with nothing between them become synchronous collectives on the compute
+ *    stream, each with its reason: disabled (by flag), memory_limit, nothing_to_overlap,
+ *    overlap_limit (other collectives held the in-flight slots over its whole window), or
+ *    no_latency_hiding_scheduler.
+ * An "ideal" mode, not XLA: collectives on their own stream with a fixed prefetch depth, as a
+ * hand-tuned FSDP runtime issues them, never synchronous.
+ *
+ * Units: bytes, seconds.
+ */
+#ifndef REMORA_SCHEDULE_H
+#define REMORA_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "remora/common.h"
+#include "remora/cost.h"
+#include "remora/hw.h"
+#include "remora/program.h"
+#include "remora/remat.h"
+#include "remora/workload.h"
+#include "remora/xla_flags.h"
+
+typedef enum rm_sched_mode { RM_SCHED_XLA, RM_SCHED_IDEAL } rm_sched_mode;
+typedef enum rm_lhs_cost { RM_LHS_COST_XLA_DEFAULT, RM_LHS_COST_REMORA } rm_lhs_cost;
+
+typedef enum rm_sync_reason {
+	RM_SYNC_NONE,
+	RM_SYNC_DISABLED,
+	RM_SYNC_MEMORY_LIMIT,
+	RM_SYNC_NOTHING_TO_OVERLAP,
+	RM_SYNC_NO_LHS,
+	RM_SYNC_OVERLAP_LIMIT,
+	RM_SYNC_REASON_COUNT
+} rm_sync_reason;
+
+/* "disabled", "memory_limit", "nothing_to_overlap", "no_latency_hiding_scheduler",
+ * "overlap_limit" (another collective held the only in-flight slot over its whole window). */
+const char *rm_sync_reason_name(rm_sync_reason reason);
+
+typedef struct rm_schedule_config {
+	const rm_workload *wl;        /* model and training setup (fsdp, micro_batch, grad_accum) */
+	const rm_remat_policy *policy;
+	rm_xla_flags flags;
+	const rm_hw_profile *hw;
+	int fsdp_nodes;               /* nodes the FSDP group spans (>= 1) */
+	bool scan;                    /* layers under lax.scan (default) or unrolled */
+	rm_sched_mode mode;
+	int prefetch_depth;           /* ideal mode: all-gathers issued this many layers ahead */
+	rm_lhs_cost lhs_cost;
+	int64_t device_memory_bytes;  /* base of XLA's memory limit; 0: 0.8 * hw->hbm_bytes */
+	const rm_cost_model *cost;    /* seconds for remora LHS costs; NULL: the default model */
+} rm_schedule_config;
+
+/* Defaults: scan, XLA mode, prefetch 1, XLA's default LHS costs, XLA's flags. */
+rm_schedule_config rm_schedule_config_default(const rm_workload *wl, const rm_remat_policy *policy,
+					      const rm_hw_profile *hw);
+
+typedef struct rm_schedule_report {
+	int64_t memory_limit_bytes;  /* XLA's scheduler memory limit */
+	int64_t io_bytes;            /* parameter and output bytes it subtracts */
+	int64_t tracked_peak_bytes;  /* highest LHS-tracked live memory of any computation */
+	int collectives, async, sync;
+	int sync_by_reason[RM_SYNC_REASON_COUNT];
+	rm_remat_plan plan;          /* the per-layer remat plan (owned; rm_schedule_report_finish) */
+	int64_t saved_bytes_step;    /* L x per-layer saved bytes (+ the scan carry), per micro-batch */
+	int64_t offloaded_bytes_step;
+} rm_schedule_report;
+
+void rm_schedule_report_finish(rm_schedule_report *rep);
+
+/*
+ * Builds the program of one training step. Returns NULL with err on an invalid configuration
+ * (fsdp group larger than the nodes hold, a policy error). rep may be NULL.
+ */
+rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report *rep, rm_error *err);
+
+#endif /* REMORA_SCHEDULE_H */

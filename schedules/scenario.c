@@ -1,0 +1,673 @@
+/* Scenario files (remora/scenario.h): YAML through libfyaml, keys from one table. */
+#include <errno.h>
+#include <libfyaml.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "remora/scenario.h"
+
+typedef enum { K_STR, K_INT, K_BOOL, K_TRIBOOL, K_DOUBLE, K_NAMES, K_STRLIST, K_INTLIST, K_FLAGS } ktype;
+
+typedef struct key_desc {
+	const char *path;
+	ktype type;
+	size_t off;       /* the value (string buffer, integer, bool, list) */
+	size_t size;      /* string buffer size, or list item size */
+	size_t count_off; /* lists: the int count */
+	int64_t min, max; /* integers */
+} key_desc;
+
+#define S(f) offsetof(rm_scenario, f), sizeof(((rm_scenario *)0)->f)
+#define L(f, n) offsetof(rm_scenario, f), sizeof(((rm_scenario *)0)->f[0]), offsetof(rm_scenario, n)
+
+static const key_desc keys[] = {
+	{"model", K_STR, S(model), 0, 0, 0},
+	{"hardware", K_STR, S(hardware), 0, 0, 0},
+	{"cluster.gpus_per_node", K_INT, S(gpus_per_node), 0, 1, 64},
+	{"cluster.nodes", K_INT, S(nodes), 0, 1, 100000},
+	{"training.seq_len", K_INT, S(seq_len), 0, 1, 1 << 24},
+	{"training.micro_batch", K_INT, S(micro_batch), 0, 1, 1 << 16},
+	{"training.grad_accum", K_INT, S(grad_accum), 0, 1, 4096},
+	{"training.dtype", K_STR, S(dtype), 0, 0, 0},
+	{"training.grad_dtype", K_STR, S(grad_dtype), 0, 0, 0},
+	{"training.optimizer", K_STR, S(optimizer), 0, 0, 0},
+	{"training.master_weights", K_TRIBOOL, S(master_weights), 0, 0, 0},
+	{"training.fused_attention", K_TRIBOOL, S(fused_attention), 0, 0, 0},
+	{"training.causal", K_TRIBOOL, S(causal), 0, 0, 0},
+	{"parallelism.fsdp", K_INT, S(fsdp), 0, 1, 1 << 20},
+	{"remat.scan", K_BOOL, S(scan), 0, 0, 0},
+	{"remat.policy", K_STR, S(policy), 0, 0, 0},
+	{"remat.names", K_NAMES, L(names, n_names), 0, 0},
+	{"remat.offload_names", K_NAMES, L(offload_names, n_offload), 0, 0},
+	{"xla_flags", K_FLAGS, S(xla_flags), 0, 0, 0},
+	{"scheduler.mode", K_STR, S(mode), 0, 0, 0},
+	{"scheduler.prefetch_depth", K_INT, S(prefetch_depth), 0, 1, 16},
+	{"scheduler.cost_model", K_STR, S(cost_model), 0, 0, 0},
+	{"scheduler.hw_queues", K_INT, S(hw_queues), 0, 1, 32},
+	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
+	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 0},
+	{"search.names", K_NAMES, L(search_names, n_search_names), 0, 0},
+	{"search.policies", K_STRLIST, L(search_policies, n_search_policies), 0, 0},
+	{"search.micro_batches", K_INTLIST, L(search_micro_batches, n_search_micro_batches), 1, 1 << 16},
+	{"search.flag_variants", K_STRLIST, L(search_flag_variants, n_search_flag_variants), 0, 0},
+	{"search.offload", K_BOOL, S(search_offload), 0, 0, 0},
+	{"search.include_ideal", K_BOOL, S(search_include_ideal), 0, 0, 0},
+	{"search.max_candidates", K_INT, S(search_max_candidates), 0, 1, 100000000},
+};
+
+static const char *const sections[] = {"cluster", "training", "parallelism", "remat", "scheduler", "search"};
+
+void rm_scenario_init(rm_scenario *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+	snprintf(sc->hardware, sizeof(sc->hardware), "h100-sxm");
+	sc->nodes = 1;
+	sc->master_weights = sc->fused_attention = sc->causal = -1;
+	sc->scan = true;
+	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
+	snprintf(sc->mode, sizeof(sc->mode), "xla");
+	sc->prefetch_depth = 1;
+	snprintf(sc->cost_model, sizeof(sc->cost_model), "xla_default");
+	sc->hw_queues = 8;
+	sc->search_offload = true;
+	sc->search_include_ideal = true;
+	sc->search_max_candidates = 20000;
+}
+
+/* ---- node access ---- */
+
+typedef struct reader {
+	const char *path; /* file name, or NULL for --set */
+	const char *set;  /* the --set text */
+	rm_error *err;
+} reader;
+
+static void node_pos(struct fy_node *n, int *line, int *col)
+{
+	*line = *col = 0;
+	while (n && !fy_node_is_scalar(n)) {
+		if (fy_node_is_mapping(n)) {
+			struct fy_node_pair *p = fy_node_mapping_get_by_index(n, 0);
+			n = p ? fy_node_pair_key(p) : NULL;
+		} else if (fy_node_is_sequence(n)) {
+			n = fy_node_sequence_get_by_index(n, 0);
+		} else {
+			n = NULL;
+		}
+	}
+	struct fy_token *t = n ? fy_node_get_scalar_token(n) : NULL;
+	const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
+	if (m) {
+		*line = m->line + 1;
+		*col = m->column + 1;
+		enum fy_node_style st = fy_node_get_style(n);
+		if ((st == FYNS_DOUBLE_QUOTED || st == FYNS_SINGLE_QUOTED) && *col > 1)
+			(*col)--;
+	}
+}
+
+static rm_status fail_at(reader *r, struct fy_node *n, rm_status st, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static rm_status fail_at(reader *r, struct fy_node *n, rm_status st, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r->set)
+		return rm_error_set(r->err, st, NULL, 0, 0, "--set %s: %s", r->set, msg);
+	int line, col;
+	node_pos(n, &line, &col);
+	return rm_error_set(r->err, st, r->path, line, col, "%s", msg);
+}
+
+static const char *scalar(struct fy_node *n)
+{
+	return n && fy_node_is_scalar(n) ? fy_node_get_scalar0(n) : NULL;
+}
+
+static bool plain(struct fy_node *n)
+{
+	return n && fy_node_is_scalar(n) && fy_node_get_style(n) == FYNS_PLAIN;
+}
+
+static bool to_int(struct fy_node *n, int64_t *out)
+{
+	const char *t = plain(n) ? scalar(n) : NULL;
+	if (!t || !*t)
+		return false;
+	errno = 0;
+	char *end = NULL;
+	long long v = strtoll(t, &end, 10);
+	if (errno == ERANGE || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool to_bool(struct fy_node *n, bool *out)
+{
+	const char *t = plain(n) ? scalar(n) : NULL;
+	if (t && (strcmp(t, "true") == 0 || strcmp(t, "True") == 0 || strcmp(t, "yes") == 0)) {
+		*out = true;
+		return true;
+	}
+	if (t && (strcmp(t, "false") == 0 || strcmp(t, "False") == 0 || strcmp(t, "no") == 0)) {
+		*out = false;
+		return true;
+	}
+	return false;
+}
+
+static void record_pos(rm_scenario *sc, const char *path, struct fy_node *n, bool from_set)
+{
+	int line = 0, col = 0;
+	if (!from_set)
+		node_pos(n, &line, &col);
+	for (int i = 0; i < sc->n_pos; i++)
+		if (strcmp(sc->pos[i].key, path) == 0) {
+			sc->pos[i].line = line;
+			sc->pos[i].column = col;
+			return;
+		}
+	if (sc->n_pos < RM_SCENARIO_MAX_KEYS) {
+		rm_scenario_pos *p = &sc->pos[sc->n_pos++];
+		snprintf(p->key, sizeof(p->key), "%s", path);
+		p->line = line;
+		p->column = col;
+	}
+}
+
+static rm_status copy_string(reader *r, struct fy_node *n, char *dst, size_t size, const char *path)
+{
+	const char *t = scalar(n);
+	if (!t)
+		return fail_at(r, n, RM_INVALID, "%s: expected a string", path);
+	if (strlen(t) >= size)
+		return fail_at(r, n, RM_RANGE, "%s: longer than %zu characters", path, size - 1);
+	snprintf(dst, size, "%s", t);
+	return RM_OK;
+}
+
+static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_node *n)
+{
+	char *base = (char *)sc;
+	switch (k->type) {
+	case K_STR:
+		return copy_string(r, n, base + k->off, k->size, k->path);
+	case K_INT: {
+		int64_t v;
+		if (!to_int(n, &v))
+			return fail_at(r, n, RM_INVALID, "%s: expected an integer", k->path);
+		if (v < k->min || v > k->max)
+			return fail_at(r, n, RM_RANGE, "%s: %lld is outside [%lld, %lld]", k->path, (long long)v,
+				       (long long)k->min, (long long)k->max);
+		*(int64_t *)(base + k->off) = v;
+		return RM_OK;
+	}
+	case K_BOOL:
+	case K_TRIBOOL: {
+		bool b;
+		if (!to_bool(n, &b))
+			return fail_at(r, n, RM_INVALID, "%s: expected true or false", k->path);
+		if (k->type == K_BOOL)
+			*(bool *)(base + k->off) = b;
+		else
+			*(int *)(base + k->off) = b ? 1 : 0;
+		return RM_OK;
+	}
+	case K_DOUBLE: {
+		const char *t = plain(n) ? scalar(n) : NULL;
+		char *end = NULL;
+		double v = t ? strtod(t, &end) : NAN;
+		if (!t || end == t || *end || !(v >= 0) || !isfinite(v))
+			return fail_at(r, n, RM_INVALID, "%s: expected a non-negative number", k->path);
+		*(double *)(base + k->off) = v;
+		return RM_OK;
+	}
+	case K_NAMES:
+	case K_STRLIST:
+	case K_INTLIST: {
+		if (!fy_node_is_sequence(n))
+			return fail_at(r, n, RM_INVALID, "%s: expected a list, e.g. [a, b]", k->path);
+		int count = fy_node_sequence_item_count(n);
+		if (count > RM_SCENARIO_MAX_LIST)
+			return fail_at(r, n, RM_RANGE, "%s: more than %d items", k->path, RM_SCENARIO_MAX_LIST);
+		int *cnt = (int *)(base + k->count_off);
+		*cnt = 0;
+		for (int i = 0; i < count; i++) {
+			struct fy_node *item = fy_node_sequence_get_by_index(n, i);
+			char *slot = base + k->off + (size_t)i * k->size;
+			if (k->type == K_INTLIST) {
+				int64_t v;
+				if (!to_int(item, &v) || v < k->min || v > k->max)
+					return fail_at(r, item, RM_INVALID, "%s[%d]: expected an integer in [%lld, %lld]", k->path,
+						       i, (long long)k->min, (long long)k->max);
+				((int64_t *)(base + k->off))[i] = v;
+			} else {
+				RM_CHECK(copy_string(r, item, slot, k->size, k->path));
+				if (k->type == K_NAMES && !rm_checkpoint_canonical(slot) && strcmp(slot, "qkv_proj") != 0)
+					return fail_at(r, item, RM_INVALID,
+						       "%s: unknown checkpoint name \"%s\" (see `remora describe MODEL` for the "
+						       "names; MaxText aliases are accepted)",
+						       k->path, slot);
+			}
+			(*cnt)++;
+		}
+		return RM_OK;
+	}
+	case K_FLAGS: {
+		char *dst = base + k->off;
+		if (fy_node_is_scalar(n))
+			return copy_string(r, n, dst, k->size, k->path);
+		if (!fy_node_is_sequence(n))
+			return fail_at(r, n, RM_INVALID, "%s: expected a string or a list of flags", k->path);
+		dst[0] = '\0';
+		for (int i = 0; i < fy_node_sequence_item_count(n); i++) {
+			struct fy_node *item = fy_node_sequence_get_by_index(n, i);
+			const char *t = scalar(item);
+			if (!t)
+				return fail_at(r, item, RM_INVALID, "%s: expected flags as strings", k->path);
+			size_t used = strlen(dst);
+			if (used + strlen(t) + 2 >= k->size)
+				return fail_at(r, item, RM_RANGE, "%s: longer than %zu characters", k->path, k->size - 1);
+			snprintf(dst + used, k->size - used, "%s%s", used ? " " : "", t);
+		}
+		return RM_OK;
+	}
+	}
+	return RM_OK;
+}
+
+static const key_desc *find_key(const char *path)
+{
+	for (size_t i = 0; i < RM_ARRAY_SIZE(keys); i++)
+		if (strcmp(keys[i].path, path) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const char *prefix)
+{
+	void *iter = NULL;
+	struct fy_node_pair *pair;
+	while ((pair = fy_node_mapping_iterate(map, &iter)) != NULL) {
+		struct fy_node *kn = fy_node_pair_key(pair), *vn = fy_node_pair_value(pair);
+		const char *kname = scalar(kn);
+		if (!kname)
+			return fail_at(r, kn, RM_PARSE, "keys must be plain names");
+		char path[128];
+		snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", kname);
+		bool is_section = false;
+		if (!prefix[0])
+			for (size_t i = 0; i < RM_ARRAY_SIZE(sections); i++)
+				is_section |= strcmp(kname, sections[i]) == 0;
+		if (is_section) {
+			if (!vn || !fy_node_is_mapping(vn))
+				return fail_at(r, vn ? vn : kn, RM_INVALID, "%s: expected a mapping of keys", path);
+			RM_CHECK(walk(r, sc, vn, path));
+			continue;
+		}
+		const key_desc *k = find_key(path);
+		if (!k) {
+			char known[1024] = "";
+			size_t plen = strlen(prefix);
+			for (size_t i = 0; i < RM_ARRAY_SIZE(keys); i++) {
+				bool in_section = plen ? strncmp(keys[i].path, prefix, plen) == 0 && keys[i].path[plen] == '.'
+						       : strchr(keys[i].path, '.') == NULL;
+				if (!in_section)
+					continue;
+				size_t used = strlen(known);
+				snprintf(known + used, sizeof(known) - used, "%s%s", used ? ", " : "",
+					 keys[i].path + (plen ? plen + 1 : 0));
+			}
+			if (!plen)
+				for (size_t i = 0; i < RM_ARRAY_SIZE(sections); i++) {
+					size_t used = strlen(known);
+					snprintf(known + used, sizeof(known) - used, ", %s", sections[i]);
+				}
+			return fail_at(r, kn, RM_UNKNOWN_KEY, "unknown key \"%s\" (known here: %s)", path, known);
+		}
+		if (!vn)
+			return fail_at(r, kn, RM_INVALID, "%s: missing value", path);
+		RM_CHECK(apply(r, sc, k, vn));
+		record_pos(sc, path, vn, false);
+	}
+	return RM_OK;
+}
+
+static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm_error *err, const char *path,
+				     const char *set)
+{
+	struct fy_diag_cfg dcfg;
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL;
+	dcfg.colorize = false;
+	struct fy_diag *diag = fy_diag_create(&dcfg);
+	if (diag)
+		fy_diag_set_collect_errors(diag, true);
+	struct fy_parse_cfg pcfg = {
+		.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | (json ? FYPCF_JSON_FORCE : FYPCF_DEFAULT_VERSION_AUTO),
+		.diag = diag,
+	};
+	struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
+	if (!doc) {
+		void *it = NULL;
+		struct fy_diag_error *e = diag ? fy_diag_errors_iterate(diag, &it) : NULL;
+		if (set)
+			rm_error_set(err, RM_PARSE, NULL, 0, 0, "--set %s: the value is not valid YAML%s%s", set,
+				     e && e->msg ? ": " : "", e && e->msg ? e->msg : "");
+		else
+			rm_error_set(err, RM_PARSE, path, e ? e->line : 0, e ? e->column : 0, "%s: %s",
+				     json ? "invalid JSON" : "invalid YAML", e && e->msg ? e->msg : "syntax error");
+	}
+	fy_diag_destroy(diag);
+	return doc;
+}
+
+rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_scenario *sc, rm_error *err)
+{
+	snprintf(sc->path, sizeof(sc->path), "%s", path ? path : "");
+	char tmp[512];
+	snprintf(tmp, sizeof(tmp), "%s", path ? path : ".");
+	snprintf(sc->dir, sizeof(sc->dir), "%s", dirname(tmp));
+	size_t plen = path ? strlen(path) : 0;
+	bool json = plen > 5 && strcmp(path + plen - 5, ".json") == 0;
+	struct fy_document *doc = parse_doc(text, len, json, err, path, NULL);
+	if (!doc)
+		return RM_PARSE;
+	reader r = {.path = path, .err = err};
+	rm_status st = RM_OK;
+	struct fy_node *root = fy_document_root(doc);
+	if (!root || !fy_node_is_mapping(root)) {
+		st = root ? fail_at(&r, root, RM_PARSE, "expected a mapping of scenario keys (model, hardware, ...)")
+			  : rm_error_set(err, RM_PARSE, path, 1, 1, "empty scenario: expected at least a model");
+		goto out;
+	}
+	st = walk(&r, sc, root, "");
+	if (st == RM_OK && !sc->model[0])
+		st = rm_error_set(err, RM_MISSING, path, 1, 1, "missing required key \"model\" (a preset or a config.json)");
+out:
+	fy_document_destroy(doc);
+	return st;
+}
+
+rm_status rm_scenario_load(const char *path, rm_scenario *sc, rm_error *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	if (!rm_read_file(path, &text, &len, err))
+		return err ? err->status : RM_IO;
+	rm_status st = rm_scenario_parse(text, len, path, sc, err);
+	free(text);
+	return st;
+}
+
+rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err)
+{
+	const char *eq = strchr(assignment, '=');
+	if (!eq || eq == assignment)
+		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set expects KEY=VALUE, got '%s'", assignment);
+	char path[128];
+	size_t klen = (size_t)(eq - assignment);
+	if (klen >= sizeof(path))
+		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set: key too long");
+	memcpy(path, assignment, klen);
+	path[klen] = '\0';
+	const key_desc *k = find_key(path);
+	if (!k) {
+		char known[2048] = "";
+		for (size_t i = 0; i < RM_ARRAY_SIZE(keys); i++) {
+			size_t used = strlen(known);
+			snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "", keys[i].path);
+		}
+		return rm_error_set(err, RM_UNKNOWN_KEY, NULL, 0, 0, "--set: unknown key \"%s\" (keys: %s)", path, known);
+	}
+	const char *value = eq + 1;
+	reader r = {.set = assignment, .err = err};
+	rm_status st;
+	if (k->type == K_STR || k->type == K_FLAGS) {
+		/* strings are taken verbatim: flag strings and policy expressions are not YAML */
+		size_t n = strlen(value);
+		if (n >= k->size)
+			return rm_error_set(err, RM_RANGE, NULL, 0, 0, "--set %s: value longer than %zu characters", path,
+					    k->size - 1);
+		memcpy((char *)sc + k->off, value, n + 1);
+		st = RM_OK;
+	} else {
+		struct fy_document *doc = parse_doc(value, strlen(value), false, err, NULL, assignment);
+		if (!doc)
+			return RM_PARSE;
+		struct fy_node *root = fy_document_root(doc);
+		st = root ? apply(&r, sc, k, root) : rm_error_set(err, RM_INVALID, NULL, 0, 0, "--set %s: empty value", path);
+		fy_document_destroy(doc);
+	}
+	if (st == RM_OK)
+		record_pos(sc, path, NULL, true);
+	return st;
+}
+
+/* ---- resolution ---- */
+
+static const rm_scenario_pos *pos_of(const rm_scenario *sc, const char *key)
+{
+	for (int i = 0; i < sc->n_pos; i++)
+		if (strcmp(sc->pos[i].key, key) == 0)
+			return &sc->pos[i];
+	return NULL;
+}
+
+/* Re-anchors an error at the scenario key it came from: "FILE:LINE:COL: KEY: message". */
+static rm_status at_key(const rm_scenario *sc, const char *key, rm_error *err)
+{
+	if (!err)
+		return RM_INVALID;
+	const rm_scenario_pos *p = pos_of(sc, key);
+	char msg[sizeof(err->msg)];
+	snprintf(msg, sizeof(msg), "%s", err->msg);
+	int col_in_value = err->column;
+	int line = p ? p->line : 0, col = p ? p->column : 0;
+	if (p && p->line == 0)
+		snprintf(err->msg, sizeof(err->msg), "%s (from --set %s): %s", key, key, msg);
+	else
+		snprintf(err->msg, sizeof(err->msg), "%s: %s", key, msg);
+	(void)col_in_value;
+	snprintf(err->file, sizeof(err->file), "%s", p && p->line ? sc->path : (sc->path[0] && !p ? sc->path : ""));
+	err->line = line;
+	err->column = col;
+	return err->status;
+}
+
+static rm_status key_error(const rm_scenario *sc, const char *key, rm_error *err, rm_status st, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static rm_status key_error(const rm_scenario *sc, const char *key, rm_error *err, rm_status st, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rm_error_set(err, st, NULL, 0, 0, "%s", msg);
+	return at_key(sc, key, err);
+}
+
+void rm_scenario_resolved_finish(rm_scenario_resolved *r)
+{
+	if (!r)
+		return;
+	rm_workload_destroy(r->wl);
+	rm_remat_policy_destroy(r->policy);
+	memset(r, 0, sizeof(*r));
+}
+
+static bool policy_takes_names(const char *p)
+{
+	static const char *const with_names[] = {"save_only_these_names", "save_any_names_but_these",
+						 "save_anything_except_these_names",
+						 "save_and_offload_only_these_names"};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(with_names); i++)
+		if (strcmp(p, with_names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The policy expression of a scenario: remat.policy, completed by the name lists. */
+static rm_status build_policy_text(const rm_scenario *sc, char *buf, size_t size, rm_error *err)
+{
+	const char *p = sc->policy;
+	const char *bare = strrchr(p, '.');
+	bare = bare && !strchr(p, '(') ? bare + 1 : p;
+	if (strchr(p, '(') || !policy_takes_names(bare)) {
+		if (sc->n_names || sc->n_offload)
+			return key_error(sc, "remat.names", err, RM_INVALID,
+					 "names are given but remat.policy \"%s\" does not take them (use e.g. "
+					 "save_only_these_names)",
+					 p);
+		snprintf(buf, size, "%s", p);
+		return RM_OK;
+	}
+	size_t u = (size_t)snprintf(buf, size, "%s(", bare);
+	bool offload = strcmp(bare, "save_and_offload_only_these_names") == 0;
+	if (!offload && sc->n_offload)
+		return key_error(sc, "remat.offload_names", err, RM_INVALID,
+				 "offload_names need policy save_and_offload_only_these_names, not %s", bare);
+	if (offload)
+		u += (size_t)snprintf(buf + u, u < size ? size - u : 0, "[");
+	for (int i = 0; i < sc->n_names; i++)
+		u += (size_t)snprintf(buf + u, u < size ? size - u : 0, "%s'%s'", i ? ", " : "", sc->names[i]);
+	if (offload) {
+		u += (size_t)snprintf(buf + u, u < size ? size - u : 0, "], [");
+		for (int i = 0; i < sc->n_offload; i++)
+			u += (size_t)snprintf(buf + u, u < size ? size - u : 0, "%s'%s'", i ? ", " : "", sc->offload_names[i]);
+		u += (size_t)snprintf(buf + u, u < size ? size - u : 0, "]");
+	}
+	snprintf(buf + u, u < size ? size - u : 0, ")");
+	return RM_OK;
+}
+
+static rm_status embedded_hw(const char *spec, rm_hw_profile *out, rm_error *err)
+{
+	const rm_hw_profile *hw = rm_hw_profile_find(spec, err);
+	if (!hw)
+		return err ? err->status : RM_NOT_FOUND;
+	*out = *hw;
+	return RM_OK;
+}
+
+rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm_scenario_resolved *out,
+			      rm_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	/* model: a preset, or a config.json relative to the scenario */
+	char model[1100];
+	size_t ml = strlen(sc->model);
+	bool is_path = strchr(sc->model, '/') || (ml > 5 && strcmp(sc->model + ml - 5, ".json") == 0);
+	if (is_path && sc->model[0] != '/' && sc->dir[0])
+		snprintf(model, sizeof(model), "%s/%s", sc->dir, sc->model);
+	else
+		snprintf(model, sizeof(model), "%s", sc->model);
+	if (rm_model_config_resolve(model, &out->model, err) != RM_OK) {
+		/* errors inside a config.json keep their own file:line:column */
+		if (!(err && err->line > 0 && strcmp(err->file, sc->path) != 0))
+			at_key(sc, "model", err);
+		return err ? err->status : RM_INVALID;
+	}
+	if ((resolver ? resolver : embedded_hw)(sc->hardware, &out->hw, err) != RM_OK)
+		return at_key(sc, "hardware", err);
+	int64_t gpn = sc->gpus_per_node ? sc->gpus_per_node : (int64_t)out->hw.gpus_per_node;
+	if (gpn > out->hw.gpus_per_node)
+		return key_error(sc, "cluster.gpus_per_node", err, RM_INVALID, "%s nodes have %d GPUs, not %lld",
+				 out->hw.name, (int)out->hw.gpus_per_node, (long long)gpn);
+	out->gpus = (int)(gpn * sc->nodes);
+	rm_train_config t = rm_train_config_default(&out->model);
+	if (sc->seq_len)
+		t.seq_len = sc->seq_len;
+	if (sc->micro_batch)
+		t.micro_batch = sc->micro_batch;
+	if (sc->grad_accum)
+		t.grad_accum = sc->grad_accum;
+	t.fsdp = sc->fsdp ? sc->fsdp : out->gpus;
+	if (sc->dtype[0] && !rm_dtype_parse(sc->dtype, &t.dtype))
+		return key_error(sc, "training.dtype", err, RM_INVALID, "unknown dtype \"%s\" (bf16, fp16, fp32)", sc->dtype);
+	if (sc->grad_dtype[0] && !rm_dtype_parse(sc->grad_dtype, &t.grad_dtype))
+		return key_error(sc, "training.grad_dtype", err, RM_INVALID, "unknown dtype \"%s\" (bf16, fp32)",
+				 sc->grad_dtype);
+	if (sc->optimizer[0] && !rm_optimizer_parse(sc->optimizer, &t.optimizer))
+		return key_error(sc, "training.optimizer", err, RM_INVALID,
+				 "unknown optimizer \"%s\" (adamw, sgd_momentum, sgd)", sc->optimizer);
+	if (sc->master_weights >= 0)
+		t.master_weights = sc->master_weights;
+	if (sc->fused_attention >= 0)
+		t.fused_attention = sc->fused_attention;
+	if (sc->causal >= 0)
+		t.causal = sc->causal;
+	if (t.fsdp > out->gpus || out->gpus % t.fsdp != 0)
+		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
+				 "FSDP degree %lld must divide the %d GPUs of the cluster (%lld x %lld)", (long long)t.fsdp,
+				 out->gpus, (long long)gpn, (long long)sc->nodes);
+	int fsdp_nodes = t.fsdp <= gpn ? 1 : (int)(t.fsdp / gpn);
+	if (t.fsdp > gpn && t.fsdp % gpn != 0)
+		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
+				 "an FSDP group across nodes must take whole nodes of %lld GPUs (got %lld)", (long long)gpn,
+				 (long long)t.fsdp);
+	if (out->gpus / t.fsdp > 1)
+		rm_log_warn("%d GPUs with FSDP %lld: the %d replicas run the same schedule; data-parallel "
+			    "gradient all-reduce across replicas is not modelled yet",
+			    out->gpus, (long long)t.fsdp, (int)(out->gpus / t.fsdp));
+	out->train = t;
+	out->wl = rm_workload_create(&out->model, &out->train, err);
+	if (!out->wl)
+		return at_key(sc, "training", err);
+	char expr[4096];
+	RM_CHECK(build_policy_text(sc, expr, sizeof(expr), err));
+	out->policy = rm_remat_policy_parse(expr, err);
+	if (!out->policy) {
+		rm_scenario_resolved_finish(out);
+		if (err)
+			rm_error_prefix(err, "in \"%s\" at column %d: ", expr, err->column);
+		return at_key(sc, "remat.policy", err);
+	}
+	out->flags = rm_xla_flags_default();
+	if (rm_xla_flags_parse(sc->xla_flags, &out->flags, err) != RM_OK) {
+		rm_scenario_resolved_finish(out);
+		return at_key(sc, "xla_flags", err);
+	}
+	rm_schedule_config *c = &out->sched;
+	*c = rm_schedule_config_default(out->wl, out->policy, &out->hw);
+	c->flags = out->flags;
+	c->fsdp_nodes = fsdp_nodes;
+	c->scan = sc->scan;
+	if (strcasecmp(sc->mode, "xla") == 0)
+		c->mode = RM_SCHED_XLA;
+	else if (strcasecmp(sc->mode, "ideal") == 0)
+		c->mode = RM_SCHED_IDEAL;
+	else {
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "scheduler.mode", err, RM_INVALID, "expected xla or ideal, got \"%s\"", sc->mode);
+	}
+	c->prefetch_depth = (int)sc->prefetch_depth;
+	if (strcasecmp(sc->cost_model, "xla_default") == 0)
+		c->lhs_cost = RM_LHS_COST_XLA_DEFAULT;
+	else if (strcasecmp(sc->cost_model, "remora") == 0)
+		c->lhs_cost = RM_LHS_COST_REMORA;
+	else {
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "scheduler.cost_model", err, RM_INVALID, "expected xla_default or remora, got \"%s\"",
+				 sc->cost_model);
+	}
+	c->device_memory_bytes = (int64_t)(sc->device_memory_gib * (double)RM_GiB);
+	out->hw_queues = (int)sc->hw_queues;
+	/* the pointers inside sched refer to out's own members */
+	c->wl = out->wl;
+	c->policy = out->policy;
+	c->hw = &out->hw;
+	return RM_OK;
+}

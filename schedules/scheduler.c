@@ -1,0 +1,1496 @@
+/*
+ * The XLA-style scheduler (remora/schedule.h): computations as chains of compute slots with
+ * collective windows, a bottom-up latency-hiding sweep per computation, and the emission of the
+ * whole step as a schedule program.
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remora/schedule.h"
+
+/* XLA's default LHS cost units when no profile is given (reference/seed.md mechanism 6). */
+#define UNITS_ASYNC_COLLECTIVE 5000.0
+#define UNITS_LIBRARY_CALL 1000.0 /* cuBLAS / cuDNN */
+#define UNITS_LOOP_FUSION 1000.0
+/* XLA's default base of the memory limit: 80% of device memory (seed.md mechanism 4). */
+#define DEVICE_MEMORY_FRACTION 0.8
+
+static const char *const reason_names[RM_SYNC_REASON_COUNT] = {
+	[RM_SYNC_NONE] = "none",
+	[RM_SYNC_DISABLED] = "disabled",
+	[RM_SYNC_MEMORY_LIMIT] = "memory_limit",
+	[RM_SYNC_NOTHING_TO_OVERLAP] = "nothing_to_overlap",
+	[RM_SYNC_NO_LHS] = "no_latency_hiding_scheduler",
+	[RM_SYNC_OVERLAP_LIMIT] = "overlap_limit",
+};
+
+const char *rm_sync_reason_name(rm_sync_reason reason)
+{
+	return (unsigned)reason < RM_SYNC_REASON_COUNT ? reason_names[reason] : "unknown";
+}
+
+rm_schedule_config rm_schedule_config_default(const rm_workload *wl, const rm_remat_policy *policy,
+					      const rm_hw_profile *hw)
+{
+	rm_schedule_config c = {
+		.wl = wl,
+		.policy = policy,
+		.flags = rm_xla_flags_default(),
+		.hw = hw,
+		.fsdp_nodes = 1,
+		.scan = true,
+		.mode = RM_SCHED_XLA,
+		.prefetch_depth = 1,
+		.lhs_cost = RM_LHS_COST_XLA_DEFAULT,
+	};
+	return c;
+}
+
+void rm_schedule_report_finish(rm_schedule_report *rep)
+{
+	if (rep)
+		rm_remat_plan_finish(&rep->plan);
+}
+
+/* ---- computations ---------------------------------------------------------------------- */
+
+typedef enum { CK_AG, CK_RS, CK_AR, CK_COUNT } ckind;
+
+static const rm_coll ckind_coll[CK_COUNT] = {RM_COLL_ALL_GATHER, RM_COLL_REDUCE_SCATTER,
+					     RM_COLL_ALL_REDUCE};
+static const rm_xla_coll_kind ckind_xla[CK_COUNT] = {RM_XLA_ALLGATHER, RM_XLA_REDUCESCATTER,
+						     RM_XLA_ALLREDUCE};
+
+/* What a slot of a computation is. */
+typedef enum {
+	SLOT_OP,       /* an op of a graph (layer, embedding, head) */
+	SLOT_FWD_LOOP, /* the forward scan, opaque in the entry computation */
+	SLOT_BWD_LOOP,
+	SLOT_OPTIMIZER,
+} slot_kind;
+
+typedef enum { PART_LAYER, PART_EMBED, PART_HEAD } part;
+
+typedef struct slot {
+	slot_kind kind;
+	part part;
+	int op;         /* op index in its graph */
+	int body_layer; /* layer within the body (0, or 1 with double buffering); unrolled: layer */
+	int mb;         /* micro-batch (entry and unrolled chains) */
+	rm_program_phase phase;
+	double units;   /* LHS cost of the slot */
+} slot;
+
+/* What a collective moves. */
+typedef enum { WHAT_LAYER, WHAT_EMBED, WHAT_HEAD, WHAT_FINAL_NORM } what;
+
+typedef struct coll {
+	ckind kind;
+	what what;
+	int group;       /* AG/RS group of the layer's weights */
+	int layer_off;   /* target layer = iteration layer + body_layer + layer_off */
+	int body_layer;  /* layer within the body; entry and unrolled chains: the layer itself */
+	int mb;
+	bool bwd_pass;   /* all-gather for the backward (and recompute) */
+	int64_t bytes;   /* full buffer */
+	int64_t mem_bytes; /* bytes an open window adds (all-gather output) */
+	int s_min, deadline;
+	double latency;
+	/* results */
+	int start_pos, done_pos;
+	bool sync;
+	rm_sync_reason reason;
+} coll;
+
+typedef struct comp {
+	slot *slots;
+	int n, cap;
+	coll *colls;
+	int nc, ccap;
+	int64_t baseline;
+	int64_t *temps; /* n + 1 positions */
+	int64_t tracked_peak;
+} comp;
+
+static void comp_finish(comp *c)
+{
+	free(c->slots);
+	free(c->colls);
+	free(c->temps);
+	memset(c, 0, sizeof(*c));
+}
+
+static int comp_add_slot(comp *c, slot s)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 64;
+		c->slots = rm_xrealloc(c->slots, (size_t)c->cap * sizeof(slot));
+	}
+	c->slots[c->n] = s;
+	return c->n++;
+}
+
+static coll *comp_add_coll(comp *c)
+{
+	if (c->nc == c->ccap) {
+		c->ccap = c->ccap ? 2 * c->ccap : 32;
+		c->colls = rm_xrealloc(c->colls, (size_t)c->ccap * sizeof(coll));
+	}
+	coll *k = &c->colls[c->nc++];
+	memset(k, 0, sizeof(*k));
+	k->start_pos = k->done_pos = -1;
+	return k;
+}
+
+/* ---- context ----------------------------------------------------------------------------- */
+
+#define MAX_GROUPS 16
+
+typedef struct weight_groups {
+	int n;
+	int64_t elems[MAX_GROUPS];
+	int of_op[96]; /* group of each op of the layer graph, -1 if none */
+} weight_groups;
+
+typedef struct ctx {
+	const rm_schedule_config *cfg;
+	const rm_workload *wl;
+	const rm_graph *layer, *embed, *head;
+	rm_remat_plan plan;
+	rm_remat_plan head_plan, embed_plan; /* everything saved */
+	int L, A, k; /* layers, micro-batches, layers per scan body */
+	int psize, gsize;
+	int64_t limit;
+	int64_t stacks;  /* per micro-batch: L x (saved + carry) */
+	weight_groups ag, rs;
+	int64_t norm_elems; /* replicated norm weights per layer (all-reduced) */
+	bool pipe_ag, pipe_rs, pipe_ar;
+	const rm_cost_model *cost;
+	rm_schedule_report *rep;
+} ctx;
+
+static bool is_norm_op(const rm_op *op)
+{
+	return op->kind == RM_OP_ELEMENTWISE && op->weight_elems > 0 && op->phase == RM_PHASE_FWD &&
+	       strcmp(op->name, "embedding") != 0;
+}
+
+/* Weighted GEMMs of a graph, grouped greedily in first-use order up to a threshold (XLA's
+ * combiner merges same-kind collectives up to xla_gpu_*_combine_threshold_bytes). */
+static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, bool grads,
+			  weight_groups *wg)
+{
+	memset(wg, 0, sizeof(*wg));
+	for (int i = 0; i < g->n_ops && i < 96; i++)
+		wg->of_op[i] = -1;
+	int64_t cur = 0;
+	wg->n = 0;
+	/* forward order for gathers; the backward produces gradients in reverse order */
+	for (int t = 0; t < g->n_fwd_ops; t++) {
+		int i = grads ? g->n_fwd_ops - 1 - t : t;
+		const rm_op *op = &g->ops[i];
+		if (op->kind != RM_OP_GEMM || op->weight_elems == 0)
+			continue;
+		int64_t b = op->weight_elems * elem_bytes;
+		if (wg->n == 0 || (cur + b > threshold && cur > 0)) {
+			if (wg->n == MAX_GROUPS) {
+				wg->elems[wg->n - 1] += op->weight_elems;
+				wg->of_op[i] = wg->n - 1;
+				cur += b;
+				continue;
+			}
+			wg->n++;
+			cur = 0;
+		}
+		wg->elems[wg->n - 1] += op->weight_elems;
+		wg->of_op[i] = wg->n - 1;
+		cur += b;
+	}
+}
+
+static double slot_units(const ctx *x, const rm_op *op)
+{
+	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
+		rm_cost_op c = {0};
+		if (op->kind == RM_OP_GEMM) {
+			c.kind = RM_COST_GEMM;
+			c.gemm = op->gemm;
+		} else if (op->kind == RM_OP_ATTENTION) {
+			c.kind = RM_COST_ATTENTION;
+			c.attention.shape = op->attention;
+			c.attention.backward = op->phase != RM_PHASE_FWD;
+		} else {
+			c.kind = RM_COST_ELEMENTWISE;
+			c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops};
+		}
+		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
+	}
+	return op->kind == RM_OP_ELEMENTWISE ? UNITS_LOOP_FUSION : UNITS_LIBRARY_CALL;
+}
+
+static double coll_latency(const ctx *x, ckind kind, int64_t bytes)
+{
+	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
+		rm_collective_cost c = {.op = ckind_coll[kind], .bytes = bytes, .group_size = x->cfg->wl->train.fsdp,
+					.span = x->cfg->fsdp_nodes};
+		return rm_cost_collective_s(&c, x->cfg->hw) * 1e6;
+	}
+	return UNITS_ASYNC_COLLECTIVE;
+}
+
+/* ---- the bottom-up latency-hiding sweep --------------------------------------------------- */
+
+static void close_window(coll *k, int pos, bool memory_mode)
+{
+	k->start_pos = pos;
+	if (k->start_pos == k->done_pos) {
+		k->sync = true;
+		k->reason = memory_mode ? RM_SYNC_MEMORY_LIMIT : RM_SYNC_NOTHING_TO_OVERLAP;
+	}
+}
+
+static void lhs_sweep(const ctx *x, comp *c)
+{
+	const rm_xla_flags *f = &x->cfg->flags;
+	int limit_open = f->parallel_collective_overlap_limit > 0 ? f->parallel_collective_overlap_limit : 1;
+	int *open = rm_new(int, (size_t)c->nc + 1);
+	double *covered = rm_new(double, (size_t)c->nc + 1);
+	bool *ready = rm_new(bool, (size_t)c->nc + 1);
+	int n_open = 0;
+	/* collectives that never go async */
+	for (int i = 0; i < c->nc; i++) {
+		coll *k = &c->colls[i];
+		rm_sync_reason r = RM_SYNC_NONE;
+		if (f->async_disabled[ckind_xla[k->kind]])
+			r = RM_SYNC_DISABLED;
+		else if (!f->latency_hiding_scheduler)
+			r = RM_SYNC_NO_LHS;
+		if (r != RM_SYNC_NONE) {
+			k->sync = true;
+			k->reason = r;
+			k->start_pos = k->done_pos = k->deadline;
+		}
+	}
+	for (int j = c->n; j >= 0; j--) {
+		for (int i = 0; i < c->nc; i++)
+			if (c->colls[i].deadline == j && !c->colls[i].sync)
+				ready[i] = true;
+		bool changed = true;
+		while (changed) {
+			changed = false;
+			int64_t open_mem = 0;
+			for (int o = 0; o < n_open; o++)
+				open_mem += c->colls[open[o]].mem_bytes;
+			int64_t mem = c->baseline + c->temps[j] + open_mem;
+			if (mem > c->tracked_peak)
+				c->tracked_peak = mem;
+			bool memory_mode = mem > x->limit / 2;
+			for (int o = 0; o < n_open; o++) {
+				coll *k = &c->colls[open[o]];
+				if (k->s_min >= j || covered[open[o]] >= k->latency || memory_mode) {
+					close_window(k, j, memory_mode);
+					open[o--] = open[--n_open];
+					changed = true;
+				}
+			}
+			for (int i = 0; i < c->nc; i++) {
+				if (!ready[i])
+					continue;
+				coll *k = &c->colls[i];
+				bool busy = false;
+				for (int o = 0; o < n_open; o++)
+					busy |= c->colls[open[o]].kind == k->kind;
+				if (busy || n_open >= limit_open)
+					continue;
+				ready[i] = false;
+				changed = true;
+				k->done_pos = j;
+				if (memory_mode || mem + k->mem_bytes > x->limit) {
+					/* memory rules first: the start that frees the buffer goes right here */
+					k->start_pos = j;
+					k->sync = true;
+					k->reason = RM_SYNC_MEMORY_LIMIT;
+				} else if (k->s_min >= j) {
+					k->start_pos = j;
+					k->sync = true;
+					k->reason = RM_SYNC_NOTHING_TO_OVERLAP;
+				} else {
+					open[n_open++] = i;
+					covered[i] = 0;
+				}
+				break; /* re-evaluate memory before the next one */
+			}
+		}
+		/* a done still waiting for a free slot cannot rise above its operands' producer:
+		 * it runs right there, synchronously */
+		for (int i = 0; i < c->nc; i++) {
+			coll *k = &c->colls[i];
+			if (!ready[i] || k->s_min < j)
+				continue;
+			ready[i] = false;
+			k->start_pos = k->done_pos = j;
+			k->sync = true;
+			k->reason = RM_SYNC_OVERLAP_LIMIT;
+		}
+		if (j > 0)
+			for (int o = 0; o < n_open; o++)
+				covered[open[o]] += c->slots[j - 1].units;
+	}
+	for (int i = 0; i < c->nc; i++)
+		if (c->colls[i].done_pos < 0) {
+			coll *k = &c->colls[i];
+			k->start_pos = k->done_pos = 0;
+			k->sync = true;
+			k->reason = RM_SYNC_OVERLAP_LIMIT;
+		}
+	free(open);
+	free(covered);
+	free(ready);
+}
+
+/* Ideal mode: every window as wide as its bounds, always async (the runtime has its own stream
+ * and no memory rules). */
+static void ideal_windows(comp *c)
+{
+	for (int i = 0; i < c->nc; i++) {
+		coll *k = &c->colls[i];
+		k->done_pos = k->deadline;
+		k->start_pos = k->s_min < k->deadline ? k->s_min : k->deadline;
+		k->sync = false;
+		k->reason = RM_SYNC_NONE;
+	}
+}
+
+/* ---- building the computations ---------------------------------------------------------- */
+
+/* Position of the first slot (from `from`) of graph op `op` of body layer bl, or -1. */
+static int find_slot(const comp *c, part pt, int op, int bl, int mb, int from)
+{
+	for (int j = from; j < c->n; j++)
+		if (c->slots[j].kind == SLOT_OP && c->slots[j].part == pt && c->slots[j].op == op &&
+		    c->slots[j].body_layer == bl && c->slots[j].mb == mb)
+			return j;
+	return -1;
+}
+
+/* Live bytes of one layer's activations in a chain: fwd values from their producer to their last
+ * consumer in the chain, saved values excluded (they are in the stacks); recomputed values in
+ * the backward likewise; gradients as a rolling pair of the largest values. */
+static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta)
+{
+	const rm_graph *g = x->layer;
+	for (int v = 0; v < g->n_values; v++) {
+		const rm_value *val = &g->values[v];
+		if (val->producer < 0)
+			continue;
+		int prod = -1, last = -1;
+		if (!bwd) {
+			prod = find_slot(c, PART_LAYER, val->producer, bl, mb, 0);
+			if (prod < 0)
+				continue;
+			rm_value_fate fate = x->plan.fate[v];
+			if (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY)
+				continue;
+			last = prod + 1;
+			for (int j = prod + 1; j < c->n; j++) {
+				const slot *s = &c->slots[j];
+				if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb)
+					continue;
+				const rm_op *op = &g->ops[s->op];
+				for (int i = 0; i < op->n_inputs; i++)
+					if (op->inputs[i] == v)
+						last = j + 1;
+			}
+		} else {
+			if (x->plan.fate[v] != RM_FATE_RECOMPUTED && x->plan.fate[v] != RM_FATE_OFFLOADED)
+				continue;
+			prod = x->plan.fate[v] == RM_FATE_OFFLOADED ? 0 : find_slot(c, PART_LAYER, val->producer, bl, mb, 0);
+			if (prod < 0)
+				continue;
+			last = prod + 1;
+			for (int j = prod; j < c->n; j++) {
+				const slot *s = &c->slots[j];
+				if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb)
+					continue;
+				const rm_op *op = &g->ops[s->op];
+				for (int i = 0; i < op->n_residuals; i++)
+					if (op->residuals[i] == v && op->phase != RM_PHASE_FWD)
+						last = j + 1;
+				if (s->phase == RM_PPHASE_RECOMPUTE)
+					for (int i = 0; i < op->n_inputs; i++)
+						if (op->inputs[i] == v)
+							last = j + 1;
+			}
+		}
+		delta[prod] += val->bytes;
+		delta[last] -= val->bytes;
+	}
+	if (bwd) {
+		/* the gradient flowing back: two live at a time, sized like the op's output */
+		for (int j = 0; j < c->n; j++) {
+			const slot *s = &c->slots[j];
+			if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb ||
+			    s->phase != RM_PPHASE_BWD)
+				continue;
+			int64_t b = g->ops[s->op].bytes_written;
+			delta[j] += b;
+			delta[j + 2 <= c->n ? j + 2 : c->n] -= b;
+		}
+	}
+}
+
+/* Gathered weights of group grp live from their first to their last user in the chain. */
+static void add_gathered_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int grp, int64_t bytes,
+			       int64_t *delta, int *first_user)
+{
+	const rm_graph *g = x->layer;
+	int first = -1, last = -1;
+	for (int j = 0; j < c->n; j++) {
+		const slot *s = &c->slots[j];
+		if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb)
+			continue;
+		const rm_op *op = &g->ops[s->op];
+		int fwd = op->phase == RM_PHASE_FWD ? s->op : op->fwd_op;
+		bool uses = x->ag.of_op[fwd] == grp &&
+			    (bwd ? (s->phase == RM_PPHASE_RECOMPUTE ||
+				    (op->phase == RM_PHASE_BWD_DGRAD && op->kind == RM_OP_GEMM))
+				 : s->phase == RM_PPHASE_FWD);
+		if (!uses)
+			continue;
+		if (first < 0)
+			first = j;
+		last = j;
+	}
+	*first_user = first;
+	if (first < 0)
+		return;
+	delta[first] += bytes;
+	delta[last + 1] -= bytes;
+}
+
+static void finish_temps(comp *c, int64_t *delta)
+{
+	c->temps = rm_new(int64_t, (size_t)c->n + 1);
+	int64_t cur = 0;
+	for (int j = 0; j <= c->n; j++) {
+		cur += delta[j];
+		c->temps[j] = cur;
+	}
+}
+
+/* Layer slots of one pass of body layer bl (fwd, or recompute + bwd). */
+static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
+{
+	const rm_graph *g = x->layer;
+	if (!bwd) {
+		for (int i = 0; i < g->n_fwd_ops; i++)
+			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_FWD, slot_units(x, &g->ops[i])});
+		return;
+	}
+	for (int i = 0; i < g->n_fwd_ops; i++)
+		if (x->plan.recompute[i])
+			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_RECOMPUTE,
+						slot_units(x, &g->ops[i])});
+	for (int i = g->n_fwd_ops; i < g->n_ops; i++)
+		comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_BWD, slot_units(x, &g->ops[i])});
+}
+
+/* The collectives of one pass of body layer bl. off: target layer offset for pipelined ones. */
+static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta,
+			    bool pipelined_ag, int ag_off, bool pipelined_rs, int rs_off)
+{
+	const rm_graph *g = x->layer;
+	for (int grp = 0; grp < x->ag.n; grp++) {
+		int64_t bytes = x->ag.elems[grp] * x->psize;
+		int first_user;
+		add_gathered_temps(x, c, bl, mb, bwd, grp, bytes, delta, &first_user);
+		if (first_user < 0)
+			continue;
+		coll *k = comp_add_coll(c);
+		k->kind = CK_AG;
+		k->what = WHAT_LAYER;
+		k->group = grp;
+		k->body_layer = bl;
+		k->mb = mb;
+		k->bwd_pass = bwd;
+		k->bytes = bytes;
+		k->mem_bytes = bytes;
+		k->s_min = 0;
+		k->layer_off = pipelined_ag ? ag_off : 0;
+		k->deadline = pipelined_ag ? c->n : first_user;
+		k->latency = coll_latency(x, CK_AG, bytes);
+	}
+	if (!bwd)
+		return;
+	/* gradients: reduce-scatter per group after its last wgrad; all-reduce of the norm grads */
+	for (int grp = 0; grp < x->rs.n; grp++) {
+		int last = -1;
+		for (int j = 0; j < c->n; j++) {
+			const slot *s = &c->slots[j];
+			if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb)
+				continue;
+			const rm_op *op = &g->ops[s->op];
+			if (op->phase == RM_PHASE_BWD_WGRAD && x->rs.of_op[op->fwd_op] == grp)
+				last = j;
+		}
+		if (last < 0)
+			continue;
+		int64_t bytes = x->rs.elems[grp] * x->gsize;
+		/* the full gradients live from their producer until the reduce-scatter is done */
+		delta[last] += bytes;
+		delta[c->n] -= bytes;
+		coll *k = comp_add_coll(c);
+		k->kind = CK_RS;
+		k->what = WHAT_LAYER;
+		k->group = grp;
+		k->body_layer = bl;
+		k->mb = mb;
+		k->bytes = bytes;
+		k->layer_off = pipelined_rs ? rs_off : 0;
+		k->s_min = pipelined_rs ? 0 : last + 1;
+		k->deadline = c->n;
+		k->latency = coll_latency(x, CK_RS, bytes);
+	}
+	if (x->norm_elems > 0) {
+		int last = -1;
+		for (int j = 0; j < c->n; j++) {
+			const slot *s = &c->slots[j];
+			if (s->kind == SLOT_OP && s->part == PART_LAYER && s->body_layer == bl && s->mb == mb &&
+			    g->ops[s->op].phase != RM_PHASE_FWD && is_norm_op(&g->ops[g->ops[s->op].fwd_op]))
+				last = j;
+		}
+		coll *k = comp_add_coll(c);
+		k->kind = CK_AR;
+		k->what = WHAT_LAYER;
+		k->body_layer = bl;
+		k->mb = mb;
+		k->bytes = x->norm_elems * x->gsize;
+		k->layer_off = x->pipe_ar ? rs_off : 0;
+		k->s_min = x->pipe_ar ? 0 : (last >= 0 ? last + 1 : c->n);
+		k->deadline = c->n;
+		k->latency = coll_latency(x, CK_AR, k->bytes);
+	}
+}
+
+/* ---- emission ---------------------------------------------------------------------------- */
+
+typedef struct layer_tensors {
+	int32_t *fwd, *rec, *reload, *host;
+	int32_t ag_fwd[MAX_GROUPS], ag_bwd[MAX_GROUPS], grads[MAX_GROUPS], norm_grads;
+	int32_t grad_out; /* gradient of the layer input, handed to the layer below */
+} layer_tensors;
+
+typedef struct emitter {
+	const ctx *x;
+	rm_program *p;
+	int32_t s_compute, s_coll, s_d2h, s_h2d;
+	int32_t last_event;          /* event of the last compute-stream op */
+	int32_t *tensor_event;       /* per tensor: event recorded by its producer, -1 */
+	int32_t *tensor_stream;      /* per tensor: producer stream, -1 */
+	int32_t n_tmeta, cap_tmeta;
+	layer_tensors *lt;           /* [mb * L + l] */
+	int32_t param_shard, master, opt_state, grad_shard;
+	int32_t embed_ag, head_ag, embed_grads, head_grads, final_norm_grads;
+	int32_t *embed_fwd, *head_fwd;
+	int32_t chain;               /* the gradient flowing back (tensor), -1 */
+	int32_t *pending;            /* waits for the next compute op */
+	int n_pending, cap_pending;
+	char name[160];
+} emitter;
+
+static void meta_grow(emitter *e)
+{
+	while (e->p->n_tensors > e->cap_tmeta) {
+		int32_t old = e->cap_tmeta;
+		e->cap_tmeta = e->cap_tmeta ? 2 * e->cap_tmeta : 1024;
+		e->tensor_event = rm_xrealloc(e->tensor_event, (size_t)e->cap_tmeta * sizeof(int32_t));
+		e->tensor_stream = rm_xrealloc(e->tensor_stream, (size_t)e->cap_tmeta * sizeof(int32_t));
+		for (int32_t i = old; i < e->cap_tmeta; i++)
+			e->tensor_event[i] = e->tensor_stream[i] = -1;
+	}
+}
+
+static int32_t new_tensor(emitter *e, const char *name, int64_t bytes, rm_tensor_role role, rm_location loc,
+			  bool persistent)
+{
+	int32_t t = rm_program_add_tensor(e->p, name, bytes, role, loc, persistent);
+	meta_grow(e);
+	return t;
+}
+
+static void add_pending(emitter *e, int32_t ev)
+{
+	if (ev < 0)
+		return;
+	for (int i = 0; i < e->n_pending; i++)
+		if (e->pending[i] == ev)
+			return;
+	if (e->n_pending == e->cap_pending) {
+		e->cap_pending = e->cap_pending ? 2 * e->cap_pending : 16;
+		e->pending = rm_xrealloc(e->pending, (size_t)e->cap_pending * sizeof(int32_t));
+	}
+	e->pending[e->n_pending++] = ev;
+}
+
+/* Adds an op; every input produced on another stream is waited for (no data race). */
+static int32_t emit(emitter *e, rm_program_op_desc *d, const int32_t *in, uint32_t n_in, const int32_t *out,
+		    uint32_t n_out, int32_t extra_wait, int32_t *event_out)
+{
+	int32_t waits[64];
+	uint32_t nw = 0;
+	if (extra_wait >= 0)
+		waits[nw++] = extra_wait;
+	if (d->stream == e->s_compute) {
+		for (int i = 0; i < e->n_pending && nw < 48; i++)
+			waits[nw++] = e->pending[i];
+		e->n_pending = 0;
+	}
+	for (uint32_t i = 0; i < n_in; i++) {
+		int32_t t = in[i];
+		if (t < 0 || e->tensor_stream[t] < 0 || e->tensor_stream[t] == d->stream)
+			continue;
+		bool dup = false;
+		for (uint32_t w = 0; w < nw; w++)
+			dup |= waits[w] == e->tensor_event[t];
+		if (!dup && nw < 64)
+			waits[nw++] = e->tensor_event[t];
+	}
+	int32_t ev = rm_program_add_event(e->p, d->name);
+	int32_t ins[RM_OP_MAX_INPUTS + 16], outs[8];
+	uint32_t ni = 0, no = 0;
+	for (uint32_t i = 0; i < n_in; i++)
+		if (in[i] >= 0 && ni < RM_ARRAY_SIZE(ins))
+			ins[ni++] = in[i];
+	for (uint32_t i = 0; i < n_out; i++)
+		if (out[i] >= 0 && no < RM_ARRAY_SIZE(outs))
+			outs[no++] = out[i];
+	d->inputs = ins;
+	d->n_inputs = ni;
+	d->outputs = outs;
+	d->n_outputs = no;
+	d->waits = waits;
+	d->n_waits = nw;
+	d->records = &ev;
+	d->n_records = ev >= 0;
+	int32_t op = rm_program_add_op(e->p, d);
+	for (uint32_t i = 0; i < no; i++) {
+		e->tensor_event[outs[i]] = ev;
+		e->tensor_stream[outs[i]] = d->stream;
+	}
+	if (d->stream == e->s_compute)
+		e->last_event = ev;
+	if (event_out)
+		*event_out = ev;
+	return op;
+}
+
+static rm_cost_op graph_op_cost(const rm_op *op)
+{
+	rm_cost_op c;
+	memset(&c, 0, sizeof(c));
+	if (op->kind == RM_OP_GEMM) {
+		c.kind = RM_COST_GEMM;
+		c.gemm = op->gemm;
+	} else if (op->kind == RM_OP_ATTENTION) {
+		c.kind = RM_COST_ATTENTION;
+		c.attention.shape = op->attention;
+		c.attention.backward = op->phase != RM_PHASE_FWD;
+	} else {
+		c.kind = RM_COST_ELEMENTWISE;
+		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops};
+	}
+	return c;
+}
+
+static layer_tensors *lt_of(emitter *e, int mb, int l)
+{
+	return &e->lt[mb * e->x->L + l];
+}
+
+/* The tensor holding forward value v of layer l as the backward (or recompute) reads it. */
+static int32_t residual_tensor(emitter *e, int mb, int l, int v)
+{
+	const ctx *x = e->x;
+	layer_tensors *t = lt_of(e, mb, l);
+	switch (x->plan.fate[v]) {
+	case RM_FATE_RECOMPUTED:
+		return t->rec[v];
+	case RM_FATE_OFFLOADED:
+		return t->reload[v];
+	default:
+		return t->fwd[v];
+	}
+}
+
+static void emit_layer_op(emitter *e, const slot *s, int l)
+{
+	const ctx *x = e->x;
+	const rm_graph *g = x->layer;
+	const rm_op *op = &g->ops[s->op];
+	layer_tensors *t = lt_of(e, s->mb, l);
+	const char *phase = s->phase == RM_PPHASE_FWD ? "fwd" : s->phase == RM_PPHASE_RECOMPUTE ? "recompute" : "bwd";
+	char mbs[16] = "";
+	if (x->A > 1)
+		snprintf(mbs, sizeof(mbs), "mb%d/", s->mb);
+	snprintf(e->name, sizeof(e->name), "%slayer%02d/%s/%s", mbs, l, phase, op->name);
+	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
+	d.cost = graph_op_cost(op);
+	d.layer = l;
+	d.phase = s->phase;
+	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
+	uint32_t ni = 0, no = 0;
+	int fwd = op->phase == RM_PHASE_FWD ? s->op : op->fwd_op;
+	int grp = x->ag.of_op[fwd];
+	if (s->phase == RM_PPHASE_FWD || s->phase == RM_PPHASE_RECOMPUTE) {
+		bool rec = s->phase == RM_PPHASE_RECOMPUTE;
+		for (int i = 0; i < op->n_inputs; i++) {
+			int v = op->inputs[i];
+			in[ni++] = rec ? residual_tensor(e, s->mb, l, v) : t->fwd[v];
+		}
+		if (grp >= 0 && op->kind == RM_OP_GEMM)
+			in[ni++] = rec ? t->ag_bwd[grp] : t->ag_fwd[grp];
+		for (int i = 0; i < op->n_outputs; i++) {
+			int v = op->outputs[i];
+			const rm_value *val = &g->values[v];
+			char tn[160];
+			snprintf(tn, sizeof(tn), "%slayer%02d/%s%s", mbs, l, rec ? "recompute/" : "", val->name);
+			rm_value_fate fate = x->plan.fate[v];
+			rm_tensor_role role = !rec && (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY) ? RM_ROLE_RESIDUAL
+												      : RM_ROLE_ACTIVATION;
+			if (rec) {
+				if (fate != RM_FATE_RECOMPUTED) {
+					out[no++] = -1;
+					continue;
+				}
+				t->rec[v] = new_tensor(e, tn, val->bytes, role, RM_LOC_DEVICE, false);
+				out[no++] = t->rec[v];
+			} else {
+				t->fwd[v] = new_tensor(e, tn, val->bytes, role, RM_LOC_DEVICE, false);
+				out[no++] = t->fwd[v];
+			}
+		}
+		emit(e, &d, in, ni, out, no, -1, NULL);
+		/* offload right after the producer */
+		if (!rec)
+			for (int i = 0; i < op->n_outputs; i++) {
+				int v = op->outputs[i];
+				if (x->plan.fate[v] != RM_FATE_OFFLOADED)
+					continue;
+				char tn[160];
+				snprintf(tn, sizeof(tn), "%slayer%02d/offload/%s", mbs, l, g->values[v].name);
+				t->host[v] = new_tensor(e, tn, g->values[v].bytes, RM_ROLE_RESIDUAL, RM_LOC_HOST, false);
+				rm_program_op_desc c = rm_program_op_desc_init(tn, RM_COST_COPY, e->s_d2h);
+				c.cost.copy = (rm_copy_cost){.dir = RM_COPY_D2H, .bytes = g->values[v].bytes};
+				c.layer = l;
+				int32_t cin = t->fwd[v];
+				emit(e, &c, &cin, 1, &t->host[v], 1, -1, NULL);
+			}
+		return;
+	}
+	/* backward */
+	for (int i = 0; i < op->n_residuals; i++)
+		in[ni++] = residual_tensor(e, s->mb, l, op->residuals[i]);
+	in[ni++] = e->chain;
+	if (op->phase == RM_PHASE_BWD_DGRAD && op->kind == RM_OP_GEMM && grp >= 0)
+		in[ni++] = t->ag_bwd[grp];
+	if (op->phase == RM_PHASE_BWD_WGRAD) {
+		int rg = x->rs.of_op[fwd];
+		if (rg >= 0) {
+			if (t->grads[rg] < 0) {
+				char tn[160];
+				snprintf(tn, sizeof(tn), "%slayer%02d/grads%d", mbs, l, rg);
+				t->grads[rg] = new_tensor(e, tn, x->rs.elems[rg] * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE,
+							  false);
+				out[no++] = t->grads[rg];
+			} else {
+				in[ni++] = t->grads[rg];
+			}
+		}
+		emit(e, &d, in, ni, out, no, -1, NULL);
+		return;
+	}
+	if (is_norm_op(&g->ops[fwd]) && x->norm_elems > 0 && x->cfg->wl->train.fsdp > 1) {
+		if (t->norm_grads < 0) {
+			char tn[160];
+			snprintf(tn, sizeof(tn), "%slayer%02d/norm_grads", mbs, l);
+			t->norm_grads = new_tensor(e, tn, x->norm_elems * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE, false);
+			out[no++] = t->norm_grads;
+		} else {
+			in[ni++] = t->norm_grads;
+		}
+	}
+	char tn[160];
+	snprintf(tn, sizeof(tn), "%slayer%02d/grad/%s", mbs, l, op->name);
+	int32_t gout = new_tensor(e, tn, op->bytes_written > 0 ? op->bytes_written : 1, RM_ROLE_ACTIVATION,
+				  RM_LOC_DEVICE, false);
+	out[no++] = gout;
+	emit(e, &d, in, ni, out, no, -1, NULL);
+	e->chain = gout;
+}
+
+/* Emits one collective (async on the collective stream, or sync on the compute stream). */
+static void emit_coll(emitter *e, const coll *k, int l, bool sync, int32_t *event_out)
+{
+	const ctx *x = e->x;
+	layer_tensors *t = k->what == WHAT_LAYER ? lt_of(e, k->mb, l) : NULL;
+	char mbs[16] = "";
+	if (x->A > 1)
+		snprintf(mbs, sizeof(mbs), "mb%d/", k->mb);
+	int32_t in[2] = {-1, -1}, out = -1;
+	rm_program_phase phase = RM_PPHASE_FWD;
+	char tn[160];
+	switch (k->what) {
+	case WHAT_LAYER:
+		if (k->kind == CK_AG) {
+			snprintf(e->name, sizeof(e->name), "%slayer%02d/%s/all-gather%d", mbs, l, k->bwd_pass ? "bwd" : "fwd",
+				 k->group);
+			snprintf(tn, sizeof(tn), "%slayer%02d/%s/gathered%d", mbs, l, k->bwd_pass ? "bwd" : "fwd", k->group);
+			out = new_tensor(e, tn, k->bytes, RM_ROLE_GATHERED_PARAM, RM_LOC_DEVICE, false);
+			if (k->bwd_pass)
+				t->ag_bwd[k->group] = out;
+			else
+				t->ag_fwd[k->group] = out;
+			in[0] = e->param_shard;
+			phase = k->bwd_pass ? RM_PPHASE_BWD : RM_PPHASE_FWD;
+		} else if (k->kind == CK_RS) {
+			snprintf(e->name, sizeof(e->name), "%slayer%02d/bwd/reduce-scatter%d", mbs, l, k->group);
+			in[0] = t->grads[k->group];
+			in[1] = e->grad_shard;
+			phase = RM_PPHASE_BWD;
+		} else {
+			snprintf(e->name, sizeof(e->name), "%slayer%02d/bwd/all-reduce", mbs, l);
+			in[0] = t->norm_grads;
+			in[1] = e->grad_shard;
+			phase = RM_PPHASE_BWD;
+		}
+		break;
+	case WHAT_EMBED:
+	case WHAT_HEAD: {
+		bool emb = k->what == WHAT_EMBED;
+		if (k->kind == CK_AG) {
+			snprintf(e->name, sizeof(e->name), "%s%s/all-gather", mbs, emb ? "embedding" : "head");
+			snprintf(tn, sizeof(tn), "%s%s/gathered", mbs, emb ? "embedding" : "head");
+			out = new_tensor(e, tn, k->bytes, RM_ROLE_GATHERED_PARAM, RM_LOC_DEVICE, false);
+			if (emb)
+				e->embed_ag = out;
+			else
+				e->head_ag = out;
+			in[0] = e->param_shard;
+		} else {
+			snprintf(e->name, sizeof(e->name), "%s%s/reduce-scatter", mbs, emb ? "embedding" : "head");
+			in[0] = emb ? e->embed_grads : e->head_grads;
+			in[1] = e->grad_shard;
+			phase = RM_PPHASE_BWD;
+		}
+		break;
+	}
+	case WHAT_FINAL_NORM:
+		snprintf(e->name, sizeof(e->name), "%shead/all-reduce", mbs);
+		in[0] = e->final_norm_grads;
+		in[1] = e->grad_shard;
+		phase = RM_PPHASE_BWD;
+		break;
+	}
+	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_COLLECTIVE, sync ? e->s_compute : e->s_coll);
+	d.cost.collective = (rm_collective_cost){.op = ckind_coll[k->kind], .bytes = k->bytes,
+						 .group_size = x->cfg->wl->train.fsdp, .span = x->cfg->fsdp_nodes};
+	d.layer = k->what == WHAT_LAYER ? l : -1;
+	d.phase = phase;
+	if (sync)
+		d.sync_reason = rm_sync_reason_name(k->reason);
+	int32_t ins[2];
+	uint32_t ni = 0;
+	for (int i = 0; i < 2; i++)
+		if (in[i] >= 0)
+			ins[ni++] = in[i];
+	/* an async start waits for its position on the compute stream: the op just before it */
+	int32_t ev = -1;
+	emit(e, &d, ins, ni, &out, out >= 0, sync ? -1 : e->last_event, &ev);
+	*event_out = ev;
+	x->rep->collectives++;
+	if (sync) {
+		x->rep->sync++;
+		x->rep->sync_by_reason[k->reason]++;
+	} else {
+		x->rep->async++;
+	}
+}
+
+/* Ops of the embedding or the head graph (nothing rematerialized there). */
+static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_last)
+{
+	const ctx *x = e->x;
+	const rm_graph *g = pt == PART_EMBED ? x->embed : x->head;
+	int32_t *fwdt = pt == PART_EMBED ? e->embed_fwd : e->head_fwd;
+	const rm_op *op = &g->ops[s->op];
+	char mbs[16] = "";
+	if (x->A > 1)
+		snprintf(mbs, sizeof(mbs), "mb%d/", s->mb);
+	const char *gname = pt == PART_EMBED ? "embedding" : "head";
+	snprintf(e->name, sizeof(e->name), "%s%s/%s/%s", mbs, gname, op->phase == RM_PHASE_FWD ? "fwd" : "bwd", op->name);
+	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
+	d.cost = graph_op_cost(op);
+	d.phase = op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD;
+	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
+	uint32_t ni = 0, no = 0;
+	bool weighted_gemm = op->kind == RM_OP_GEMM && g->ops[op->phase == RM_PHASE_FWD ? s->op : op->fwd_op].weight_elems > 0;
+	if (op->phase == RM_PHASE_FWD) {
+		for (int i = 0; i < op->n_inputs; i++) {
+			int v = op->inputs[i];
+			in[ni++] = v == g->input ? (pt == PART_HEAD ? layer_out_last : fwdt[v]) : fwdt[v];
+		}
+		if (weighted_gemm || strcmp(op->name, "embedding") == 0)
+			in[ni++] = pt == PART_EMBED ? e->embed_ag : e->head_ag;
+		for (int i = 0; i < op->n_outputs; i++) {
+			int v = op->outputs[i];
+			char tn[160];
+			snprintf(tn, sizeof(tn), "%s%s/%s", mbs, gname, g->values[v].name);
+			fwdt[v] = new_tensor(e, tn, g->values[v].bytes,
+					     rm_graph_value_is_residual(g, v) ? RM_ROLE_RESIDUAL : RM_ROLE_ACTIVATION,
+					     RM_LOC_DEVICE, false);
+			out[no++] = fwdt[v];
+		}
+		emit(e, &d, in, ni, out, no, -1, NULL);
+		return;
+	}
+	for (int i = 0; i < op->n_residuals; i++) {
+		int v = op->residuals[i];
+		in[ni++] = v == g->input && pt == PART_HEAD ? layer_out_last : fwdt[v];
+	}
+	in[ni++] = e->chain;
+	if (op->phase == RM_PHASE_BWD_DGRAD && weighted_gemm)
+		in[ni++] = e->head_ag;
+	int32_t *grads = NULL;
+	if (op->phase == RM_PHASE_BWD_WGRAD)
+		grads = pt == PART_EMBED ? &e->embed_grads : &e->head_grads;
+	else if (is_norm_op(&g->ops[op->fwd_op]) && x->cfg->wl->train.fsdp > 1)
+		grads = &e->final_norm_grads;
+	if (grads) {
+		if (*grads < 0) {
+			char tn[160];
+			snprintf(tn, sizeof(tn), "%s%s/grads%s", mbs, gname, op->phase == RM_PHASE_BWD_WGRAD ? "" : "_norm");
+			int64_t elems = op->phase == RM_PHASE_BWD_WGRAD ? g->ops[op->fwd_op].weight_elems : g->ops[op->fwd_op].weight_elems;
+			*grads = new_tensor(e, tn, elems * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE, false);
+			out[no++] = *grads;
+		} else {
+			in[ni++] = *grads;
+		}
+	}
+	if (op->phase != RM_PHASE_BWD_WGRAD) {
+		char tn[160];
+		snprintf(tn, sizeof(tn), "%s%s/grad/%s", mbs, gname, op->name);
+		int32_t gout = new_tensor(e, tn, op->bytes_written > 0 ? op->bytes_written : 1, RM_ROLE_ACTIVATION,
+					  RM_LOC_DEVICE, false);
+		out[no++] = gout;
+		emit(e, &d, in, ni, out, no, -1, NULL);
+		e->chain = gout;
+	} else {
+		emit(e, &d, in, ni, out, no, -1, NULL);
+	}
+}
+
+static int32_t layer_output_tensor(emitter *e, int mb, int l)
+{
+	const rm_graph *g = e->x->layer;
+	int out_v = g->ops[g->n_fwd_ops - 1].outputs[0];
+	return lt_of(e, mb, l)->fwd[out_v];
+}
+
+static int32_t embed_output_tensor(emitter *e)
+{
+	const rm_graph *g = e->x->embed;
+	return e->embed_fwd[g->ops[g->n_fwd_ops - 1].outputs[0]];
+}
+
+/* Reload (h2d) of the offloaded values of layer l before its backward. */
+static void emit_reloads(emitter *e, int mb, int l)
+{
+	const ctx *x = e->x;
+	const rm_graph *g = x->layer;
+	layer_tensors *t = lt_of(e, mb, l);
+	for (int v = 0; v < g->n_values; v++) {
+		if (x->plan.fate[v] != RM_FATE_OFFLOADED || t->host[v] < 0)
+			continue;
+		char tn[160];
+		snprintf(tn, sizeof(tn), "%slayer%02d/reload/%s", x->A > 1 ? "mb/" : "", l, g->values[v].name);
+		t->reload[v] = new_tensor(e, tn, g->values[v].bytes, RM_ROLE_RESIDUAL, RM_LOC_DEVICE, false);
+		rm_program_op_desc c = rm_program_op_desc_init(tn, RM_COST_COPY, e->s_h2d);
+		c.cost.copy = (rm_copy_cost){.dir = RM_COPY_H2D, .bytes = g->values[v].bytes};
+		c.layer = l;
+		c.phase = RM_PPHASE_BWD;
+		emit(e, &c, &t->host[v], 1, &t->reload[v], 1, -1, NULL);
+	}
+}
+
+static int target_layer(const coll *k, int base, int dir)
+{
+	return base + dir * (k->body_layer + k->layer_off);
+}
+
+/* Emits one instance of a body (base: layer of body layer 0; dir: +1 forward, -1 backward). */
+static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool bwd)
+{
+	const ctx *x = e->x;
+	int32_t *ev = rm_new(int32_t, (size_t)c->nc + 1);
+	for (int i = 0; i < c->nc; i++)
+		ev[i] = -1;
+	if (bwd)
+		for (int bl = 0; bl < x->k; bl++) {
+			int l = base + dir * bl;
+			if (l >= 0 && l < x->L)
+				emit_reloads(e, mb, l);
+		}
+	for (int j = 0; j <= c->n; j++) {
+		for (int i = 0; i < c->nc; i++) {
+			const coll *k = &c->colls[i];
+			int l = target_layer(k, base, dir);
+			if (l < 0 || l >= x->L)
+				continue;
+			if (k->kind != CK_AG && lt_of(e, mb, l)->grads[0] < 0 && k->kind == CK_RS)
+				continue;
+			if (!k->sync && k->start_pos == j)
+				emit_coll(e, k, l, false, &ev[i]);
+			if (k->sync && k->done_pos == j)
+				emit_coll(e, k, l, true, &ev[i]);
+			if (!k->sync && k->done_pos == j && ev[i] >= 0)
+				add_pending(e, ev[i]);
+		}
+		if (j == c->n)
+			break;
+		const slot *s = &c->slots[j];
+		int l = base + dir * s->body_layer;
+		if (l < 0 || l >= x->L)
+			continue;
+		layer_tensors *t = lt_of(e, mb, l);
+		if (!bwd && s->op == 0) {
+			int in_v = x->layer->input;
+			t->fwd[in_v] = l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, mb, l - 1);
+		}
+		emit_layer_op(e, s, l);
+	}
+	free(ev);
+}
+
+static void emit_optimizer(emitter *e)
+{
+	const ctx *x = e->x;
+	rm_static_memory sm = rm_workload_static_memory(x->wl);
+	rm_program_op_desc d = rm_program_op_desc_init("optimizer/update", RM_COST_ELEMENTWISE, e->s_compute);
+	/* read params, master, grads and optimizer state; write all but the grads back */
+	int64_t rw = sm.params + sm.master + sm.optimizer;
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = rw + sm.grads, .bytes_written = rw,
+						   .flops = 12.0 * (double)sm.shard_elems};
+	d.phase = RM_PPHASE_OPTIMIZER;
+	int32_t in[4] = {e->param_shard, e->master, e->opt_state, e->grad_shard};
+	emit(e, &d, in, 4, NULL, 0, -1, NULL);
+}
+
+/* Entry (or unrolled) computation: loops are single slots, layers of an unrolled step inline. */
+static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *bwd)
+{
+	const ctx *x = e->x;
+	int32_t *ev = rm_new(int32_t, (size_t)c->nc + 1);
+	for (int i = 0; i < c->nc; i++)
+		ev[i] = -1;
+	int last_bwd_layer = -1;
+	for (int j = 0; j <= c->n; j++) {
+		for (int i = 0; i < c->nc; i++) {
+			const coll *k = &c->colls[i];
+			int l = k->what == WHAT_LAYER ? k->body_layer : -1;
+			if (k->what == WHAT_LAYER && (l < 0 || l >= x->L))
+				continue;
+			if (k->kind == CK_RS && k->what == WHAT_LAYER && lt_of(e, k->mb, l)->grads[k->group] < 0)
+				continue;
+			if (!k->sync && k->start_pos == j)
+				emit_coll(e, k, l, false, &ev[i]);
+			if (k->sync && k->done_pos == j)
+				emit_coll(e, k, l, true, &ev[i]);
+			if (!k->sync && k->done_pos == j && ev[i] >= 0)
+				add_pending(e, ev[i]);
+		}
+		if (j == c->n)
+			break;
+		const slot *s = &c->slots[j];
+		switch (s->kind) {
+		case SLOT_OP:
+			if (s->part == PART_LAYER) {
+				int l = s->body_layer;
+				layer_tensors *t = lt_of(e, s->mb, l);
+				if (s->phase == RM_PPHASE_FWD && s->op == 0)
+					t->fwd[x->layer->input] = l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, s->mb, l - 1);
+				if (s->phase != RM_PPHASE_FWD && l != last_bwd_layer) {
+					emit_reloads(e, s->mb, l);
+					last_bwd_layer = l;
+				}
+				emit_layer_op(e, s, l);
+			} else {
+				const rm_graph *g = s->part == PART_EMBED ? x->embed : x->head;
+				if (s->part == PART_HEAD && s->op == g->n_fwd_ops)
+					e->chain = -1; /* the loss starts the backward */
+				emit_part_op(e, s->part, s, layer_output_tensor(e, s->mb, x->L - 1));
+			}
+			break;
+		case SLOT_FWD_LOOP:
+			for (int base = 0; base < x->L; base += x->k)
+				emit_body(e, fwd, base, +1, s->mb, false);
+			break;
+		case SLOT_BWD_LOOP:
+			for (int base = x->L - 1; base >= 0; base -= x->k)
+				emit_body(e, bwd, base, -1, s->mb, true);
+			break;
+		case SLOT_OPTIMIZER:
+			emit_optimizer(e);
+			break;
+		}
+	}
+	free(ev);
+}
+
+/* ---- building the computations ---------------------------------------------------------- */
+
+static double comp_units(const comp *c)
+{
+	double u = 0;
+	for (int j = 0; j < c->n; j++)
+		u += c->slots[j].units;
+	return u;
+}
+
+static void build_body(const ctx *x, comp *c, bool bwd)
+{
+	for (int bl = 0; bl < x->k; bl++)
+		add_layer_slots(x, c, bl, 0, bwd);
+	int64_t *delta = rm_new(int64_t, (size_t)c->n + 2);
+	for (int bl = 0; bl < x->k; bl++) {
+		add_layer_temps(x, c, bl, 0, bwd, delta);
+		if (x->cfg->wl->train.fsdp > 1)
+			add_layer_colls(x, c, bl, 0, bwd, delta, x->pipe_ag, x->k, x->pipe_rs, -x->k);
+	}
+	if (x->pipe_rs && bwd && x->cfg->wl->train.fsdp > 1) {
+		/* the previous iteration's gradients wait in the loop carry for their reduce-scatter */
+		int64_t carried = 0;
+		for (int g = 0; g < x->rs.n; g++)
+			carried += x->rs.elems[g] * x->gsize;
+		delta[0] += carried * x->k;
+		delta[c->n] -= carried * x->k;
+	}
+	finish_temps(c, delta);
+	free(delta);
+	c->baseline = x->stacks;
+}
+
+/* Adds the per-micro-batch entry collectives of the embedding and the head. */
+static coll *entry_coll(const ctx *x, comp *c, ckind kind, what w, int mb, int64_t elems, int s_min, int deadline)
+{
+	coll *k = comp_add_coll(c);
+	k->kind = kind;
+	k->what = w;
+	k->mb = mb;
+	k->bytes = elems * (kind == CK_AG ? x->psize : x->gsize);
+	k->mem_bytes = kind == CK_AG ? k->bytes : 0;
+	k->s_min = s_min;
+	k->deadline = deadline;
+	k->latency = coll_latency(x, kind, k->bytes);
+	return k;
+}
+
+static int64_t graph_weight_elems(const rm_graph *g, bool gemm_only)
+{
+	int64_t n = 0;
+	for (int i = 0; i < g->n_fwd_ops; i++)
+		if (!gemm_only || g->ops[i].kind == RM_OP_GEMM || strcmp(g->ops[i].name, "embedding") == 0)
+			if (!is_norm_op(&g->ops[i]) || !gemm_only)
+				n += g->ops[i].weight_elems;
+	return n;
+}
+
+static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
+{
+	bool colls = x->cfg->wl->train.fsdp > 1;
+	bool unrolled = !x->cfg->scan;
+	int64_t *delta = NULL;
+	int opt_pos;
+	int *mb_start = rm_new(int, (size_t)x->A + 1);
+	int *fwd_loop = rm_new(int, (size_t)x->A + 1), *bwd_loop = rm_new(int, (size_t)x->A + 1);
+	int *emb_op = rm_new(int, (size_t)x->A + 1), *logits_op = rm_new(int, (size_t)x->A + 1);
+	int *head_wgrad = rm_new(int, (size_t)x->A + 1), *head_norm = rm_new(int, (size_t)x->A + 1);
+	int *emb_bwd = rm_new(int, (size_t)x->A + 1);
+	for (int mb = 0; mb < x->A; mb++) {
+		mb_start[mb] = c->n;
+		for (int i = 0; i < x->embed->n_fwd_ops; i++)
+			comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_FWD, slot_units(x, &x->embed->ops[i])});
+		emb_op[mb] = mb_start[mb];
+		fwd_loop[mb] = c->n;
+		if (unrolled) {
+			for (int l = 0; l < x->L; l++)
+				for (int i = 0; i < x->layer->n_fwd_ops; i++)
+					comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, l, mb, RM_PPHASE_FWD,
+								slot_units(x, &x->layer->ops[i])});
+		} else {
+			comp_add_slot(c, (slot){SLOT_FWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_FWD,
+						comp_units(fwd) * x->L / x->k});
+		}
+		logits_op[mb] = -1;
+		for (int i = 0; i < x->head->n_ops; i++) {
+			const rm_op *op = &x->head->ops[i];
+			int j = comp_add_slot(c, (slot){SLOT_OP, PART_HEAD, i, 0, mb,
+							op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD, slot_units(x, op)});
+			if (op->kind == RM_OP_GEMM && op->phase == RM_PHASE_FWD && logits_op[mb] < 0)
+				logits_op[mb] = j;
+			if (op->phase == RM_PHASE_BWD_WGRAD)
+				head_wgrad[mb] = j;
+			if (op->phase != RM_PHASE_FWD && is_norm_op(&x->head->ops[op->fwd_op]))
+				head_norm[mb] = j;
+		}
+		bwd_loop[mb] = c->n;
+		if (unrolled) {
+			for (int l = x->L - 1; l >= 0; l--)
+				add_layer_slots(x, c, l, mb, true);
+		} else {
+			comp_add_slot(c, (slot){SLOT_BWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_BWD,
+						comp_units(bwd) * x->L / x->k});
+		}
+		emb_bwd[mb] = -1;
+		for (int i = x->embed->n_fwd_ops; i < x->embed->n_ops; i++) {
+			int j = comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_BWD,
+							slot_units(x, &x->embed->ops[i])});
+			if (x->embed->ops[i].phase == RM_PHASE_BWD_WGRAD)
+				emb_bwd[mb] = j;
+		}
+	}
+	opt_pos = comp_add_slot(c, (slot){SLOT_OPTIMIZER, PART_LAYER, -1, 0, 0, RM_PPHASE_OPTIMIZER, UNITS_LOOP_FUSION});
+	delta = rm_new(int64_t, (size_t)c->n + 2);
+	for (int mb = 0; mb < x->A; mb++) {
+		/* between the loops the stacked residuals are live; inside them the bodies track them */
+		if (!unrolled) {
+			delta[fwd_loop[mb] + 1] += x->stacks;
+			delta[bwd_loop[mb]] -= x->stacks;
+		}
+		if (unrolled) {
+			for (int l = 0; l < x->L; l++) {
+				add_layer_temps(x, c, l, mb, false, delta);
+				add_layer_temps(x, c, l, mb, true, delta);
+			}
+			delta[fwd_loop[mb]] += x->stacks;
+			delta[emb_bwd[mb] >= 0 ? emb_bwd[mb] : opt_pos] -= x->stacks;
+		}
+		if (!colls)
+			continue;
+		int64_t emb_elems = graph_weight_elems(x->embed, true);
+		int64_t head_elems = graph_weight_elems(x->head, true);
+		int64_t fnorm = 0;
+		for (int i = 0; i < x->head->n_fwd_ops; i++)
+			if (is_norm_op(&x->head->ops[i]))
+				fnorm += x->head->ops[i].weight_elems;
+		entry_coll(x, c, CK_AG, WHAT_EMBED, mb, emb_elems, mb_start[mb], emb_op[mb]);
+		delta[emb_op[mb]] += emb_elems * x->psize;
+		delta[emb_op[mb] + 1] -= emb_elems * x->psize;
+		if (head_elems > 0) {
+			entry_coll(x, c, CK_AG, WHAT_HEAD, mb, head_elems, mb_start[mb], logits_op[mb]);
+			delta[logits_op[mb]] += head_elems * x->psize;
+			delta[bwd_loop[mb]] -= head_elems * x->psize;
+			entry_coll(x, c, CK_RS, WHAT_HEAD, mb, head_elems, head_wgrad[mb] + 1, opt_pos);
+		}
+		if (fnorm > 0)
+			entry_coll(x, c, CK_AR, WHAT_FINAL_NORM, mb, fnorm, head_norm[mb] + 1, opt_pos);
+		if (emb_bwd[mb] >= 0)
+			entry_coll(x, c, CK_RS, WHAT_EMBED, mb, emb_elems, emb_bwd[mb] + 1, opt_pos);
+		if (unrolled) {
+			for (int l = 0; l < x->L; l++) {
+				int n_before = c->nc;
+				add_layer_colls(x, c, l, mb, false, delta, false, 0, false, 0);
+				add_layer_colls(x, c, l, mb, true, delta, false, 0, false, 0);
+				for (int i = n_before; i < c->nc; i++)
+					c->colls[i].s_min = mb_start[mb];
+			}
+			continue;
+		}
+		/* pipelining's prologue (the first iteration's gathers) and epilogue (the last
+		 * iteration's reduce-scatters) live in the entry computation */
+		for (int bl = 0; bl < x->k; bl++) {
+			if (x->pipe_ag) {
+				for (int g = 0; g < x->ag.n; g++) {
+					coll *k = entry_coll(x, c, CK_AG, WHAT_LAYER, mb, x->ag.elems[g], mb_start[mb], fwd_loop[mb]);
+					k->group = g;
+					k->body_layer = bl;
+					k = entry_coll(x, c, CK_AG, WHAT_LAYER, mb, x->ag.elems[g], fwd_loop[mb] + 1, bwd_loop[mb]);
+					k->group = g;
+					k->body_layer = x->L - 1 - bl;
+					k->bwd_pass = true;
+				}
+			}
+			if (x->pipe_rs) {
+				int last_base = x->L - 1 - ((x->L - 1) / x->k) * x->k; /* base of the last bwd iteration */
+				int l = last_base - bl;
+				if (l < 0)
+					continue;
+				for (int g = 0; g < x->rs.n; g++) {
+					coll *k = entry_coll(x, c, CK_RS, WHAT_LAYER, mb, x->rs.elems[g], bwd_loop[mb] + 1, opt_pos);
+					k->group = g;
+					k->body_layer = l;
+				}
+				if (x->pipe_ar && x->norm_elems > 0) {
+					coll *k = entry_coll(x, c, CK_AR, WHAT_LAYER, mb, x->norm_elems, bwd_loop[mb] + 1, opt_pos);
+					k->body_layer = l;
+				}
+			}
+		}
+	}
+	finish_temps(c, delta);
+	free(delta);
+	free(mb_start);
+	free(fwd_loop);
+	free(bwd_loop);
+	free(emb_op);
+	free(logits_op);
+	free(head_wgrad);
+	free(head_norm);
+	free(emb_bwd);
+}
+
+static void schedule_comp(const ctx *x, comp *c)
+{
+	if (x->cfg->mode == RM_SCHED_IDEAL)
+		ideal_windows(c);
+	else
+		lhs_sweep(x, c);
+	if (c->tracked_peak > x->rep->tracked_peak_bytes)
+		x->rep->tracked_peak_bytes = c->tracked_peak;
+}
+
+rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report *rep_out, rm_error *err)
+{
+	rm_schedule_report local;
+	rm_schedule_report *rep = rep_out ? rep_out : &local;
+	memset(rep, 0, sizeof(*rep));
+	if (!cfg || !cfg->wl || !cfg->policy || !cfg->hw) {
+		rm_error_set(err, RM_INVALID, NULL, 0, 0, "schedule: workload, policy and hardware are required");
+		return NULL;
+	}
+	const rm_workload *wl = cfg->wl;
+	int fsdp = (int)wl->train.fsdp, nodes = cfg->fsdp_nodes > 0 ? cfg->fsdp_nodes : 1;
+	int gpn = (int)cfg->hw->gpus_per_node;
+	if (fsdp % nodes != 0 || fsdp / nodes > gpn) {
+		rm_error_set(err, RM_INVALID, NULL, 0, 0,
+			     "an FSDP group of %d GPUs over %d node(s) does not fit %s nodes of %d GPUs", fsdp, nodes,
+			     cfg->hw->name, gpn);
+		return NULL;
+	}
+	ctx x = {.cfg = cfg, .wl = wl, .layer = &wl->layer, .embed = &wl->embedding, .head = &wl->head, .rep = rep};
+	if (rm_remat_plan_build(&wl->layer, cfg->policy, &x.plan, err) != RM_OK)
+		return NULL;
+	x.L = (int)wl->model.layers;
+	x.A = (int)wl->train.grad_accum;
+	bool xla = cfg->mode == RM_SCHED_XLA;
+	x.k = xla && cfg->scan && cfg->flags.while_loop_double_buffering && x.L >= 2 ? 2 : 1;
+	x.psize = rm_dtype_size(wl->train.param_dtype);
+	x.gsize = rm_dtype_size(wl->train.grad_dtype);
+	x.pipe_ag = cfg->scan && (xla ? rm_xla_pipelines_all_gather(&cfg->flags) : true);
+	x.pipe_rs = cfg->scan && (xla ? rm_xla_pipelines_reduce_scatter(&cfg->flags) : true);
+	x.pipe_ar = cfg->scan && (xla ? rm_xla_pipelines_all_reduce(&cfg->flags) : true);
+	int64_t ag_threshold = xla ? cfg->flags.all_gather_combine_threshold_bytes : INT64_MAX / 4;
+	int64_t rs_threshold = xla ? cfg->flags.reduce_scatter_combine_threshold_bytes : INT64_MAX / 4;
+	group_weights(x.layer, ag_threshold, x.psize, false, &x.ag);
+	group_weights(x.layer, rs_threshold, x.gsize, true, &x.rs);
+	for (int i = 0; i < x.layer->n_fwd_ops; i++)
+		if (is_norm_op(&x.layer->ops[i]))
+			x.norm_elems += x.layer->ops[i].weight_elems;
+	x.cost = cfg->cost ? cfg->cost : rm_cost_model_default();
+	rm_static_memory sm = rm_workload_static_memory(wl);
+	int64_t tokens = wl->train.micro_batch * wl->train.seq_len;
+	rep->io_bytes = sm.total + tokens * 4 * x.A;
+	int64_t base = cfg->device_memory_bytes > 0 ? cfg->device_memory_bytes
+						     : (int64_t)(DEVICE_MEMORY_FRACTION * cfg->hw->hbm_bytes);
+	x.limit = (int64_t)((double)(base - rep->io_bytes) * cfg->flags.memory_limit_slop_factor / 100.0);
+	if (x.limit < 0)
+		x.limit = 0;
+	rep->memory_limit_bytes = x.limit;
+	x.stacks = (int64_t)x.L * (x.plan.saved_bytes + x.plan.carry_bytes);
+	rep->saved_bytes_step = x.stacks;
+	rep->offloaded_bytes_step = (int64_t)x.L * x.plan.offloaded_bytes;
+
+	comp fwd = {0}, bwd = {0}, entry = {0};
+	if (cfg->scan) {
+		build_body(&x, &fwd, false);
+		build_body(&x, &bwd, true);
+		schedule_comp(&x, &fwd);
+		schedule_comp(&x, &bwd);
+	}
+	build_entry(&x, &entry, &fwd, &bwd);
+	schedule_comp(&x, &entry);
+
+	/* emission */
+	emitter e = {.x = &x, .p = rm_program_create(NULL), .last_event = -1, .chain = -1};
+	char pname[160];
+	snprintf(pname, sizeof(pname), "%s fsdp%d b%lld s%lld %s", wl->model.name, fsdp,
+		 (long long)wl->train.micro_batch, (long long)wl->train.seq_len, xla ? "xla" : "ideal");
+	free(e.p->name);
+	e.p->name = rm_xstrdup(pname);
+	e.p->tokens = tokens * x.A;
+	e.p->model_flops = rm_workload_model_flops_per_token(wl) * (double)e.p->tokens;
+	e.s_compute = rm_program_add_stream(e.p, "compute", RM_STREAM_COMPUTE, 0);
+	e.s_coll = rm_program_add_stream(e.p, "collectives", RM_STREAM_COLLECTIVE,
+					 xla && !cfg->flags.highest_priority_async_stream ? 0 : -1);
+	e.s_d2h = rm_program_add_stream(e.p, "offload-d2h", RM_STREAM_COPY, 0);
+	e.s_h2d = rm_program_add_stream(e.p, "reload-h2d", RM_STREAM_COPY, 0);
+	e.param_shard = new_tensor(&e, "params/shard", sm.params, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+	e.master = new_tensor(&e, "params/master", sm.master > 0 ? sm.master : 1, RM_ROLE_OPTIMIZER_STATE,
+			      RM_LOC_DEVICE, true);
+	e.opt_state = new_tensor(&e, "optimizer/state", sm.optimizer > 0 ? sm.optimizer : 1, RM_ROLE_OPTIMIZER_STATE,
+				 RM_LOC_DEVICE, true);
+	e.grad_shard = new_tensor(&e, "grads/shard", sm.grads, RM_ROLE_GRADIENT, RM_LOC_DEVICE, true);
+	int32_t tokens_t = new_tensor(&e, "batch/tokens", tokens * 4 * x.A, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, true);
+	e.embed_ag = e.head_ag = e.embed_grads = e.head_grads = e.final_norm_grads = -1;
+	size_t nlt = (size_t)x.A * (size_t)x.L;
+	e.lt = rm_new(layer_tensors, nlt);
+	int nv = x.layer->n_values;
+	int32_t *pool = rm_new(int32_t, nlt * 4 * (size_t)nv);
+	for (size_t i = 0; i < nlt * 4 * (size_t)nv; i++)
+		pool[i] = -1;
+	for (size_t i = 0; i < nlt; i++) {
+		layer_tensors *t = &e.lt[i];
+		t->fwd = pool + (i * 4 + 0) * (size_t)nv;
+		t->rec = pool + (i * 4 + 1) * (size_t)nv;
+		t->reload = pool + (i * 4 + 2) * (size_t)nv;
+		t->host = pool + (i * 4 + 3) * (size_t)nv;
+		for (int g = 0; g < MAX_GROUPS; g++)
+			t->ag_fwd[g] = t->ag_bwd[g] = t->grads[g] = -1;
+		t->norm_grads = -1;
+	}
+	e.embed_fwd = rm_new(int32_t, (size_t)x.embed->n_values);
+	e.head_fwd = rm_new(int32_t, (size_t)x.head->n_values);
+	for (int v = 0; v < x.embed->n_values; v++)
+		e.embed_fwd[v] = -1;
+	for (int v = 0; v < x.head->n_values; v++)
+		e.head_fwd[v] = -1;
+	e.embed_fwd[x.embed->input] = tokens_t;
+	if (fsdp == 1) {
+		/* no collectives: the embedding and head weights are the persistent parameters */
+		e.embed_ag = e.head_ag = e.param_shard;
+	}
+	emit_entry(&e, &entry, &fwd, &bwd);
+
+	rm_program *prog = e.p;
+	free(e.tensor_event);
+	free(e.tensor_stream);
+	free(e.lt);
+	free(pool);
+	free(e.embed_fwd);
+	free(e.head_fwd);
+	free(e.pending);
+	comp_finish(&fwd);
+	comp_finish(&bwd);
+	comp_finish(&entry);
+	rep->plan = x.plan;
+	if (rep == &local)
+		rm_remat_plan_finish(&rep->plan);
+	if (rm_program_validate(prog, "schedule", err) != RM_OK) {
+		rm_error_prefix(err, "internal: the scheduler built an invalid program: ");
+		rm_program_destroy(prog);
+		return NULL;
+	}
+	return prog;
+}

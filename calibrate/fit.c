@@ -215,7 +215,7 @@ rm_status rm_calib_fit_collective(const int64_t *bytes, const double *time_us, i
 		g->max_rel_error = s->max_rel;
 		g->min_bytes = a == 0 ? 0
 				      : (int64_t)floor(sqrt((double)p[gstart[a] - 1].bytes * (double)p[gstart[a]].bytes)) + 1;
-		g->max_bytes = j == G ? INT64_MAX
+		g->max_bytes = j == G ? p[m - 1].bytes /* beyond what was measured the model applies */
 				      : (int64_t)floor(sqrt((double)p[gstart[j] - 1].bytes * (double)p[gstart[j]].bytes));
 		j = a;
 	}
@@ -367,6 +367,8 @@ typedef struct collected {
 	interf_row *interf;
 	char gpu[96], nccl[32];
 	int total;
+	int n_runs;
+	int64_t runs[64]; /* distinct run ids used (the first 64) */
 } collected;
 
 static void collected_free(collected *c)
@@ -463,7 +465,7 @@ static void collect_row(collected *c, const char *bench, json_t *params, double 
 static rm_status collect(rm_calib_db *db, const rm_calib_fit_opts *opts, collected *c, rm_error *err)
 {
 	sqlite3_stmt *st = NULL;
-	const char *sql = "SELECT m.benchmark, m.params, m.value, r.gpu, r.nccl FROM measurements m "
+	const char *sql = "SELECT m.benchmark, m.params, m.value, r.gpu, r.nccl, m.run_id FROM measurements m "
 			  "JOIN runs r ON r.id = m.run_id "
 			  "WHERE ?1 IS NULL OR m.run_id IN (SELECT value FROM json_each(?1)) "
 			  "ORDER BY m.rowid";
@@ -494,6 +496,12 @@ static rm_status collect(rm_calib_db *db, const rm_calib_fit_opts *opts, collect
 			snprintf(c->gpu, sizeof(c->gpu), "%s", gpu);
 		if (nccl && !c->nccl[0])
 			snprintf(c->nccl, sizeof(c->nccl), "%s", nccl);
+		int64_t run = sqlite3_column_int64(st, 5);
+		bool seen = false;
+		for (int i = 0; i < c->n_runs && !seen; i++)
+			seen = c->runs[i] == run;
+		if (!seen && c->n_runs < (int)RM_ARRAY_SIZE(c->runs))
+			c->runs[c->n_runs++] = run;
 	}
 	sqlite3_finalize(st);
 	free(ids);
@@ -710,8 +718,8 @@ rm_status rm_calib_fit(rm_calib_db *db, const rm_calib_fit_opts *opts, rm_calib_
 	if (st != RM_OK)
 		goto done;
 	json_t *runs = json_array();
-	for (int i = 0; i < opts->n_runs; i++)
-		json_array_append_new(runs, json_integer(opts->runs[i]));
+	for (int i = 0; i < c.n_runs; i++)
+		json_array_append_new(runs, json_integer(c.runs[i]));
 	rm_calib_fit_result *pr = add_result(rep, "profile");
 	snprintf(pr->summary, sizeof(pr->summary), "base %s, GPU %s, NCCL %s", hw->name, c.gpu[0] ? c.gpu : "?",
 		 c.nccl[0] ? c.nccl : "?");

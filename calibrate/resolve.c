@@ -139,14 +139,37 @@ static rm_status apply_regime(rm_nccl_model *m, rm_coll coll, int ranks, int nod
 	return RM_OK;
 }
 
+/* Bytes the fit covers: the last regime's upper bound. */
+static json_int_t fit_reach(const fit_row *r)
+{
+	json_t *regs = json_object_get(r->params, "regimes");
+	size_t n = json_array_size(regs);
+	return n ? json_integer_value(json_object_get(json_array_get(regs, n - 1), "max_bytes")) : 0;
+}
+
+static bool is_default_algo(const fit_row *r)
+{
+	const char *a = json_string_value(json_object_get(r->params, "algo"));
+	return !a || !strcmp(a, "default");
+}
+
+/*
+ * rm_nccl_model uses the first override that matches a size, so the order decides between fits
+ * of the same collective: larger groups first, then runs where NCCL chose the algorithm (what it
+ * does unforced) before forced ones, then the fit that reaches the larger sizes.
+ */
 static int fit_row_cmp(const void *x, const void *y)
 {
 	const fit_row *a = x, *b = y;
-	/* larger groups first: rm_nccl_model uses the first override that matches a size */
 	int ra = (int)json_integer_value(json_object_get(a->params, "ranks"));
 	int rb = (int)json_integer_value(json_object_get(b->params, "ranks"));
 	if (ra != rb)
 		return rb - ra;
+	if (is_default_algo(a) != is_default_algo(b))
+		return is_default_algo(a) ? -1 : 1;
+	json_int_t ea = fit_reach(a), eb = fit_reach(b);
+	if (ea != eb)
+		return ea > eb ? -1 : 1;
 	return strcmp(a->model, b->model);
 }
 

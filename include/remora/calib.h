@@ -148,7 +148,7 @@ rm_status rm_calib_fit_line(const double *x, const double *y, int n, double *c0,
 
 /* One fitted size regime of a collective: time_us = latency_us + bytes / (algbw_GBps * 1e3). */
 typedef struct rm_calib_regime {
-	int64_t min_bytes, max_bytes; /* inclusive; the first starts at 0, the last ends at INT64_MAX */
+	int64_t min_bytes, max_bytes; /* inclusive; the first starts at 0, the last ends at the largest size measured */
 	double latency_us;
 	double algbw_GBps;            /* 1e6 marks a latency-only (flat) regime */
 	int n_points;
@@ -164,7 +164,8 @@ typedef struct rm_calib_regime {
  * (e.g. 0.03) of its regime's weighted least-squares line, minimising the squared relative
  * error among those (dynamic programming over split points). If no segmentation meets the
  * tolerance, the best one with the most regimes is returned. Regime bounds are the geometric
- * means between the neighbouring measured sizes. Fails (RM_INVALID, reason) with fewer than 2
+ * means between the neighbouring measured sizes; above the largest measured size no regime
+ * applies (the uncalibrated model does). Fails (RM_INVALID, reason) with fewer than 2
  * non-empty points. rel_rms over all points used.
  */
 rm_status rm_calib_fit_collective(const int64_t *bytes, const double *time_us, int n, double tolerance,

@@ -1,0 +1,180 @@
+/*
+ * Interference: a BF16 GEMM timed alone, next to a kernel that holds k SMs (k = 8, 16, 24, 32)
+ * on a high-priority stream, and, with 2 or more GPUs, next to a running NCCL all-gather
+ * (hardware.md "Compute/communication interference": NCCL's CTAs each hold an SM).
+ * The SM holder launches k blocks that each ask for the whole opt-in shared memory, so exactly
+ * one fits per SM and no GEMM block can share it; the blocks signal through mapped host memory
+ * that they run, and spin until the host says stop (or 10 s pass).
+ * Rows "interference", params {m, n, k, dtype, held_sms, concurrent: none|sms|nccl}.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+#if RMC_HAVE_NCCL
+int rmc_nccl_background(rmc_ctx *ctx, size_t bytes, int n, cudaStream_t *streams, void ***bufs);
+#endif
+
+__global__ void rmc_hold_sms(volatile int *started, volatile int *stop, long long max_cycles)
+{
+	extern __shared__ char smem[];
+	if (threadIdx.x != 0)
+		return;
+	smem[0] = 1;
+	atomicAdd((int *)started, 1);
+	__threadfence_system();
+	long long t0 = clock64();
+	while (!*stop && clock64() - t0 < max_cycles)
+		__nanosleep(2000);
+}
+
+static const int held_counts[] = {0, 8, 16, 24, 32};
+enum { N_HELD = 5 };
+
+typedef struct shape3 {
+	int64_t m, n, k;
+} shape3;
+
+/* 8192^3: many waves; 1536 x 2816 x 8192: about one wave of 128x256 tiles on 132 SMs */
+static const shape3 shapes[] = {{8192, 8192, 8192}, {1536, 2816, 8192}};
+
+typedef struct interf_state {
+	rmc_gemm g;
+	int held;    /* SMs held */
+	bool nccl;   /* next to an all-gather instead */
+	int *host_flags;
+	int *dev_flags;
+	cudaStream_t high[RMC_MAX_GPUS];
+} interf_state;
+
+static int per_shape(const rmc_ctx *ctx)
+{
+	int n = N_HELD;
+#if RMC_HAVE_NCCL
+	if (ctx->world >= 2 && ctx->have_comms)
+		n++;
+#else
+	(void)ctx;
+#endif
+	return n;
+}
+
+static int interf_cases(const rmc_ctx *ctx)
+{
+	return (ctx->quick ? 1 : 2) * per_shape(ctx);
+}
+
+static int interf_init(rmc_ctx *ctx, int i, void **state, const char **benchmark, rmc_params *p)
+{
+	int per = per_shape(ctx);
+	const shape3 *s = &shapes[i / per];
+	int j = i % per;
+	interf_state *st = (interf_state *)calloc(1, sizeof(interf_state));
+	*state = st;
+	st->nccl = j == N_HELD;
+	st->held = st->nccl ? 0 : held_counts[j];
+	*benchmark = "interference";
+	rmc_param_int(p, "m", s->m);
+	rmc_param_int(p, "n", s->n);
+	rmc_param_int(p, "k", s->k);
+	rmc_param_str(p, "dtype", "bf16");
+	rmc_param_int(p, "held_sms", st->held);
+	rmc_param_str(p, "concurrent", st->nccl ? "nccl" : st->held ? "sms" : "none");
+	RMC_CUDA(ctx, cudaHostAlloc((void **)&st->host_flags, 2 * sizeof(int), cudaHostAllocMapped));
+	st->host_flags[0] = st->host_flags[1] = 0;
+	RMC_CUDA(ctx, cudaHostGetDevicePointer((void **)&st->dev_flags, st->host_flags, 0));
+	int local = ctx->mpi ? 1 : ctx->n_gpus;
+	for (int d = 0; d < local; d++) {
+		int lo = 0, hi = 0;
+		RMC_CUDA(ctx, cudaSetDevice(ctx->devices[d]));
+		RMC_CUDA(ctx, cudaDeviceGetStreamPriorityRange(&lo, &hi));
+		RMC_CUDA(ctx, cudaStreamCreateWithPriority(&st->high[d], cudaStreamNonBlocking, hi));
+	}
+	RMC_CUDA(ctx, cudaSetDevice(ctx->devices[0]));
+	return rmc_gemm_init(ctx, &st->g, s->m, s->n, s->k, false);
+}
+
+static int interf_run(rmc_ctx *ctx, void *state, cudaStream_t stream)
+{
+	return rmc_gemm_run(ctx, &((interf_state *)state)->g, stream);
+}
+
+static int gemm_iters(const rmc_gemm *g)
+{
+	double us = 2.0 * (double)g->m * (double)g->n * (double)g->k / 700e6;
+	int n = (int)(100e3 / us);
+	return n < 10 ? 10 : n > 500 ? 500 : n;
+}
+
+static int interf_measure(rmc_ctx *ctx, void *state, int i, double *us)
+{
+	(void)i;
+	interf_state *st = (interf_state *)state;
+	rmc_bench b = rmc_bench_interference;
+	int iters = gemm_iters(&st->g);
+	if (st->held > 0) {
+		int dev = ctx->devices[0], smem = 0;
+		RMC_CUDA(ctx, cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+		RMC_CUDA(ctx, cudaFuncSetAttribute(rmc_hold_sms, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+		rmc_hold_sms<<<st->held, 32, (size_t)smem, st->high[0]>>>(st->dev_flags, st->dev_flags + 1,
+									   20000000000LL);
+		RMC_CUDA(ctx, cudaGetLastError());
+		time_t t0 = time(NULL);
+		while (((volatile int *)st->host_flags)[0] < st->held) {
+			if (time(NULL) - t0 > 5)
+				return rmc_fail(ctx, __FILE__, __LINE__, "rmc_hold_sms", "the SM-holding blocks did not all start");
+		}
+		int rc = rmc_time_loop(ctx, &b, state, ctx->stream[0], ctx->warmup, iters, us);
+		((volatile int *)st->host_flags)[1] = 1;
+		RMC_CUDA(ctx, cudaStreamSynchronize(st->high[0]));
+		return rc;
+	}
+#if RMC_HAVE_NCCL
+	if (st->nccl) {
+		/* enough 256 MiB all-gathers (~0.7 ms each on 8 GPUs) to outlast the timed GEMMs */
+		double gemm_us = 2.0 * (double)st->g.m * (double)st->g.n * (double)st->g.k / 700e6;
+		int n = (int)((ctx->warmup + iters) * gemm_us / 500.0) + 4;
+		void **bufs = NULL;
+		int rc = rmc_nccl_background(ctx, (size_t)256 << 20, n, st->high, &bufs);
+		if (rc == 0)
+			rc = rmc_time_loop(ctx, &b, state, ctx->stream[0], ctx->warmup, iters, us);
+		int local = ctx->mpi ? 1 : ctx->n_gpus;
+		for (int d = 0; d < local; d++) {
+			cudaSetDevice(ctx->devices[d]);
+			cudaStreamSynchronize(st->high[d]);
+			if (bufs) {
+				cudaFree(bufs[2 * d]);
+				cudaFree(bufs[2 * d + 1]);
+			}
+		}
+		free(bufs);
+		cudaSetDevice(ctx->devices[0]);
+		return rc;
+	}
+#endif
+	return rmc_time_loop(ctx, &b, state, ctx->stream[0], ctx->warmup, iters, us);
+}
+
+static void interf_fini(rmc_ctx *ctx, void *state)
+{
+	interf_state *st = (interf_state *)state;
+	if (st) {
+		rmc_gemm_fini(&st->g);
+		if (st->host_flags)
+			cudaFreeHost(st->host_flags);
+		for (int d = 0; d < RMC_MAX_GPUS; d++)
+			if (st->high[d]) {
+				cudaSetDevice(ctx->devices[d]);
+				cudaStreamDestroy(st->high[d]);
+			}
+		cudaSetDevice(ctx->devices[0]);
+	}
+	free(st);
+}
+
+/* Every rank runs it under MPI, so that the background collectives have all their peers. */
+const rmc_bench rmc_bench_interference = {
+	"interference", interf_cases, interf_init, interf_run, interf_measure, interf_fini, true,
+};

@@ -1,0 +1,389 @@
+/*
+ * remora-calibrate: runs the microbenchmarks of calibrate/cuda/ and writes JSON lines
+ * (harness.h). Exit status: 0 done, 1 a benchmark failed (the message names the call,
+ * file:line and the error string), 2 bad usage, 77 no GPU (meson's SKIP).
+ *
+ * NCCL: one process per GPU under mpirun when built with MPI (rank 0 writes), otherwise one
+ * process driving every visible GPU through ncclCommInitAll; one GPU works in both modes.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#if RMC_HAVE_MPI
+#include <mpi.h>
+#endif
+
+int rmc_fail(rmc_ctx *ctx, const char *file, int line, const char *expr, const char *msg)
+{
+	if (!ctx->error[0])
+		snprintf(ctx->error, sizeof(ctx->error), "%s:%d: %s: %s", file, line, expr, msg);
+	return -1;
+}
+
+static void add_param(rmc_params *p, const char *key, const char *fmt, ...)
+{
+	if (p->n >= 12)
+		return;
+	p->key[p->n] = key;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->value[p->n], sizeof(p->value[0]), fmt, ap);
+	va_end(ap);
+	p->n++;
+}
+
+void rmc_param_int(rmc_params *p, const char *key, long long v)
+{
+	add_param(p, key, "%lld", v);
+}
+
+void rmc_param_str(rmc_params *p, const char *key, const char *v)
+{
+	add_param(p, key, "\"%s\"", v); /* keys and values are our own identifiers */
+}
+
+void rmc_param_bool(rmc_params *p, const char *key, bool v)
+{
+	add_param(p, key, "%s", v ? "true" : "false");
+}
+
+void rmc_param_real(rmc_params *p, const char *key, double v)
+{
+	add_param(p, key, "%.6g", v);
+}
+
+/* Appends s to buf as a JSON string. */
+static void json_string(char *buf, size_t size, const char *s)
+{
+	size_t l = strlen(buf);
+	if (l + 2 >= size)
+		return;
+	buf[l++] = '"';
+	for (; *s && l + 8 < size; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			buf[l++] = '\\';
+			buf[l++] = (char)c;
+		} else if (c < 0x20) {
+			l += (size_t)snprintf(buf + l, size - l, "\\u%04x", c);
+		} else {
+			buf[l++] = (char)c;
+		}
+	}
+	buf[l++] = '"';
+	buf[l] = '\0';
+}
+
+static void run_key(char *buf, size_t size, const char *key, const char *value)
+{
+	size_t l = strlen(buf);
+	snprintf(buf + l, size - l, ",\"%s\":", key);
+	json_string(buf, size, value);
+}
+
+void rmc_write_row(rmc_ctx *ctx, const char *benchmark, const rmc_params *p, double us)
+{
+	if (ctx->rank != 0)
+		return;
+	fprintf(ctx->out, "{\"benchmark\":\"%s\",\"params\":{", benchmark);
+	for (int i = 0; i < p->n; i++)
+		fprintf(ctx->out, "%s\"%s\":%s", i ? "," : "", p->key[i], p->value[i]);
+	fprintf(ctx->out, "},\"value\":%.6g,\"unit\":\"us\"%s}\n", us, ctx->run_keys);
+	fflush(ctx->out);
+	ctx->cases_written++;
+}
+
+int rmc_time_loop(rmc_ctx *ctx, const rmc_bench *b, void *state, cudaStream_t stream, int warmup,
+		  int iters, double *us)
+{
+	cudaEvent_t start, stop;
+	RMC_CUDA(ctx, cudaEventCreate(&start));
+	RMC_CUDA(ctx, cudaEventCreate(&stop));
+	for (int i = 0; i < warmup; i++)
+		RMC_TRY(b->run(ctx, state, stream));
+	RMC_CUDA(ctx, cudaStreamSynchronize(stream));
+	RMC_CUDA(ctx, cudaEventRecord(start, stream));
+	for (int i = 0; i < iters; i++)
+		RMC_TRY(b->run(ctx, state, stream));
+	RMC_CUDA(ctx, cudaEventRecord(stop, stream));
+	RMC_CUDA(ctx, cudaEventSynchronize(stop));
+	float ms = 0;
+	RMC_CUDA(ctx, cudaEventElapsedTime(&ms, start, stop));
+	RMC_CUDA(ctx, cudaEventDestroy(start));
+	RMC_CUDA(ctx, cudaEventDestroy(stop));
+	*us = 1e3 * (double)ms / iters;
+	return 0;
+}
+
+/* Driver version from the kernel module ("580.65.06"), else the CUDA driver API version. */
+static void driver_version(char *buf, size_t size)
+{
+	buf[0] = '\0';
+	FILE *f = fopen("/proc/driver/nvidia/version", "r");
+	if (f) {
+		char line[512];
+		if (fgets(line, sizeof(line), f)) {
+			const char *k = strstr(line, "Kernel Module");
+			if (k && sscanf(k + strlen("Kernel Module"), " %31s", buf) != 1)
+				buf[0] = '\0';
+		}
+		fclose(f);
+	}
+	if (!buf[0]) {
+		int v = 0;
+		if (cudaDriverGetVersion(&v) == cudaSuccess)
+			snprintf(buf, size, "cuda-driver-api %d.%d", v / 1000, (v % 1000) / 10);
+	}
+}
+
+static int describe_run(rmc_ctx *ctx)
+{
+	cudaDeviceProp prop;
+	RMC_CUDA(ctx, cudaGetDeviceProperties(&prop, ctx->devices[0]));
+	ctx->sm_count = prop.multiProcessorCount;
+	char host[256] = "", drv[64], cuda[32], nccl[32] = "", when[40];
+	gethostname(host, sizeof(host) - 1);
+	driver_version(drv, sizeof(drv));
+	int rt = 0;
+	RMC_CUDA(ctx, cudaRuntimeGetVersion(&rt));
+	snprintf(cuda, sizeof(cuda), "%d.%d", rt / 1000, (rt % 1000) / 10);
+#if RMC_HAVE_NCCL
+	int nv = 0;
+	RMC_NCCL(ctx, ncclGetVersion(&nv));
+	snprintf(nccl, sizeof(nccl), "%d.%d.%d", nv / 10000, (nv % 10000) / 100, nv % 100);
+#endif
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	ctx->run_keys[0] = '\0';
+	run_key(ctx->run_keys, sizeof(ctx->run_keys), "machine", host);
+	run_key(ctx->run_keys, sizeof(ctx->run_keys), "gpu", prop.name);
+	run_key(ctx->run_keys, sizeof(ctx->run_keys), "driver", drv);
+	run_key(ctx->run_keys, sizeof(ctx->run_keys), "cuda", cuda);
+	run_key(ctx->run_keys, sizeof(ctx->run_keys), "nccl", nccl);
+	run_key(ctx->run_keys, sizeof(ctx->run_keys), "started_at", when);
+	if (ctx->rank == 0)
+		fprintf(stderr, "remora-calibrate: %s, %d GPU(s) (%s, %d SMs), driver %s, CUDA %s, NCCL %s\n", host,
+			ctx->world, prop.name, ctx->sm_count, drv, cuda, nccl[0] ? nccl : "none");
+	return 0;
+}
+
+static int setup(rmc_ctx *ctx)
+{
+	for (int i = 0; i < ctx->n_gpus; i++) {
+		RMC_CUDA(ctx, cudaSetDevice(ctx->devices[i]));
+		int lo = 0, hi = 0;
+		RMC_CUDA(ctx, cudaDeviceGetStreamPriorityRange(&lo, &hi));
+		/* the benchmark stream at the lowest priority; interference uses the highest */
+		RMC_CUDA(ctx, cudaStreamCreateWithPriority(&ctx->stream[i], cudaStreamNonBlocking, lo));
+	}
+	RMC_CUDA(ctx, cudaSetDevice(ctx->devices[0]));
+	RMC_CUBLAS(ctx, cublasLtCreate(&ctx->lt));
+	ctx->workspace_bytes = (size_t)64 << 20;
+	RMC_CUDA(ctx, cudaMalloc(&ctx->workspace, ctx->workspace_bytes));
+	return 0;
+}
+
+#if RMC_HAVE_NCCL
+static int setup_nccl(rmc_ctx *ctx)
+{
+#if RMC_HAVE_MPI
+	if (ctx->mpi) {
+		ncclUniqueId id;
+		if (ctx->rank == 0)
+			RMC_NCCL(ctx, ncclGetUniqueId(&id));
+		MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+		RMC_CUDA(ctx, cudaSetDevice(ctx->devices[0]));
+		RMC_NCCL(ctx, ncclCommInitRank(&ctx->comms[0], ctx->world, id, ctx->rank));
+		ctx->have_comms = true;
+		return 0;
+	}
+#endif
+	RMC_NCCL(ctx, ncclCommInitAll(ctx->comms, ctx->n_gpus, ctx->devices));
+	ctx->have_comms = true;
+	return 0;
+}
+#endif
+
+static void teardown(rmc_ctx *ctx)
+{
+#if RMC_HAVE_NCCL
+	if (ctx->have_comms)
+		for (int i = 0; i < (ctx->mpi ? 1 : ctx->n_gpus); i++)
+			ncclCommDestroy(ctx->comms[i]);
+#endif
+	if (ctx->workspace)
+		cudaFree(ctx->workspace);
+	if (ctx->lt)
+		cublasLtDestroy(ctx->lt);
+	for (int i = 0; i < ctx->n_gpus; i++)
+		if (ctx->stream[i])
+			cudaStreamDestroy(ctx->stream[i]);
+}
+
+static int run_bench(rmc_ctx *ctx, const rmc_bench *b)
+{
+	int n = b->cases(ctx);
+	for (int i = 0; i < n; i++) {
+		void *state = NULL;
+		const char *benchmark = b->name;
+		rmc_params p;
+		memset(&p, 0, sizeof(p));
+		RMC_CUDA(ctx, cudaSetDevice(ctx->devices[0]));
+		if (b->init(ctx, i, &state, &benchmark, &p) != 0) {
+			b->fini(ctx, state);
+			return -1;
+		}
+		double us = 0;
+		int rc = b->measure ? b->measure(ctx, state, i, &us)
+				    : rmc_time_loop(ctx, b, state, ctx->stream[0], ctx->warmup, ctx->iters, &us);
+		b->fini(ctx, state);
+		if (rc != 0)
+			return -1;
+		if (us > 0)
+			rmc_write_row(ctx, benchmark, &p, us);
+	}
+	return 0;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: remora-calibrate [--out FILE] [--quick] [--only NAME] [--gpus N] [--iters N] [--warmup N]\n\n"
+		     "Runs remora's microbenchmarks on this machine's GPUs and writes JSON lines for\n"
+		     "`remora calib import` (cuBLASLt GEMM bf16/fp8, HBM copy/triad, launch with and without\n"
+		     "CUDA graphs, pinned host copies, NCCL all-gather/reduce-scatter/all-reduce 1 KiB..4 GiB,\n"
+		     "GEMM interference with SMs held and with a concurrent collective).\n"
+		     "Exit status 77 when there is no GPU.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"out", required_argument, NULL, 'o'},   {"quick", no_argument, NULL, 'q'},
+		{"only", required_argument, NULL, 'O'},  {"gpus", required_argument, NULL, 'g'},
+		{"iters", required_argument, NULL, 'n'}, {"warmup", required_argument, NULL, 'w'},
+		{"help", no_argument, NULL, 'h'},        {0, 0, 0, 0},
+	};
+	rmc_ctx *ctx = (rmc_ctx *)calloc(1, sizeof(rmc_ctx));
+	if (!ctx)
+		return 1;
+	ctx->out = stdout;
+	ctx->warmup = 5;
+	ctx->iters = 20;
+	const char *out_path = NULL;
+	int want_gpus = 0, c;
+	while ((c = getopt_long(argc, argv, "o:qO:g:n:w:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out_path = optarg;
+			break;
+		case 'q':
+			ctx->quick = true;
+			break;
+		case 'O':
+			ctx->only = optarg;
+			break;
+		case 'g':
+			want_gpus = atoi(optarg);
+			break;
+		case 'n':
+			ctx->iters = atoi(optarg);
+			break;
+		case 'w':
+			ctx->warmup = atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || ctx->iters < 1 || ctx->warmup < 0 || want_gpus < 0 || want_gpus > RMC_MAX_GPUS) {
+		usage(stderr);
+		return 2;
+	}
+	int count = 0;
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+		fprintf(stderr, "remora-calibrate: no CUDA GPU here; skipping\n");
+		free(ctx);
+		return 77;
+	}
+#if RMC_HAVE_MPI
+	const char *np = getenv("OMPI_COMM_WORLD_SIZE");
+	if (!np)
+		np = getenv("PMI_SIZE");
+	if (np && atoi(np) > 1) {
+		MPI_Init(&argc, &argv);
+		ctx->mpi = true;
+		MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
+		MPI_Comm_size(MPI_COMM_WORLD, &ctx->world);
+		const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+		ctx->n_gpus = 1;
+		ctx->devices[0] = (lr ? atoi(lr) : ctx->rank) % count;
+	}
+#endif
+	if (ctx->n_gpus == 0) {
+		ctx->n_gpus = want_gpus ? (want_gpus < count ? want_gpus : count) : (count < RMC_MAX_GPUS ? count : RMC_MAX_GPUS);
+		for (int i = 0; i < ctx->n_gpus; i++)
+			ctx->devices[i] = i;
+		ctx->world = ctx->n_gpus;
+	}
+	if (out_path && ctx->rank == 0) {
+		ctx->out = fopen(out_path, "w");
+		if (!ctx->out) {
+			perror(out_path);
+			return 1;
+		}
+	}
+	const rmc_bench *benches[] = {
+		&rmc_bench_launch, &rmc_bench_hbm, &rmc_bench_host_copy, &rmc_bench_gemm, &rmc_bench_interference,
+#if RMC_HAVE_NCCL
+		&rmc_bench_nccl,
+#endif
+	};
+	int status = 0;
+	if (describe_run(ctx) != 0 || setup(ctx) != 0)
+		status = 1;
+#if RMC_HAVE_NCCL
+	if (status == 0 && setup_nccl(ctx) != 0)
+		status = 1;
+#endif
+	for (size_t i = 0; status == 0 && i < sizeof(benches) / sizeof(benches[0]); i++) {
+		const rmc_bench *b = benches[i];
+		if (ctx->only && !strstr(b->name, ctx->only))
+			continue;
+		/* under MPI only the NCCL benchmarks run on every rank; the rest on rank 0 */
+		if (ctx->mpi && !b->needs_nccl && ctx->rank != 0)
+			continue;
+		time_t t0 = time(NULL);
+		if (run_bench(ctx, b) != 0)
+			status = 1;
+		if (ctx->rank == 0)
+			fprintf(stderr, "remora-calibrate: %-13s %s in %lds\n", b->name, status ? "FAILED" : "done",
+				(long)(time(NULL) - t0));
+	}
+	if (status != 0)
+		fprintf(stderr, "remora-calibrate: error: %s\n", ctx->error[0] ? ctx->error : "unknown failure");
+	else if (ctx->rank == 0)
+		fprintf(stderr, "remora-calibrate: %d rows written to %s\n", ctx->cases_written,
+			out_path ? out_path : "stdout");
+	teardown(ctx);
+	if (ctx->out != stdout)
+		fclose(ctx->out);
+#if RMC_HAVE_MPI
+	if (ctx->mpi)
+		MPI_Finalize();
+#endif
+	free(ctx);
+	return status;
+}

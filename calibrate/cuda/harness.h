@@ -1,0 +1,150 @@
+/*
+ * remora-calibrate: the microbenchmark harness (private to calibrate/cuda/).
+ *
+ * One harness, one descriptor per benchmark (STYLE.md; nccl-tests' struct testColl in
+ * src/common.h and its TimeTest/BenchTime in src/common.cu): a benchmark lists its cases, sets
+ * one up, runs one iteration on a stream, and tears it down; the harness warms up, times the
+ * iterations with CUDA events and writes one JSON line per case in the format
+ * `remora calib import` reads (remora/calib.h, rm_calib_import_jsonl):
+ *   {"benchmark": B, "params": {...}, "value": microseconds, "unit": "us",
+ *    "machine": ..., "gpu": ..., "driver": ..., "cuda": ..., "nccl": ..., "started_at": ...}
+ * Benchmarks whose timing does not fit that loop (graphs, concurrent streams, collectives over
+ * several GPUs) provide measure() and use the same helpers.
+ *
+ * Errors: every CUDA, cuBLAS and NCCL call goes through RMC_CUDA / RMC_CUBLAS / RMC_NCCL, which
+ * record the expression, file:line and the library's error string in the context and make the
+ * calling function return -1. No globals: everything lives in rmc_ctx.
+ */
+#ifndef REMORA_CALIBRATE_HARNESS_H
+#define REMORA_CALIBRATE_HARNESS_H
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#if RMC_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#define RMC_MAX_GPUS 16
+
+typedef struct rmc_ctx {
+	FILE *out;               /* JSON lines */
+	char run_keys[1024];     /* ,"machine":...,"started_at":... (the run, same on every line) */
+	int n_gpus;              /* GPUs driven by this process (single-process mode) or 1 (MPI) */
+	int devices[RMC_MAX_GPUS];
+	int world;               /* ranks in the NCCL communicator: n_gpus, or the MPI size */
+	int rank;                /* MPI rank (0 in single-process mode) */
+	bool mpi;                /* one process per GPU under mpirun */
+	bool quick;              /* fewer cases and iterations (the gpu test suite) */
+	int warmup, iters;       /* defaults; benchmarks may scale them by size */
+	const char *only;        /* run only benchmarks whose name contains this */
+	cudaStream_t stream[RMC_MAX_GPUS];
+	cublasLtHandle_t lt;
+	void *workspace;         /* cuBLASLt workspace on device 0 */
+	size_t workspace_bytes;
+	int sm_count;
+#if RMC_HAVE_NCCL
+	ncclComm_t comms[RMC_MAX_GPUS];
+	bool have_comms;
+#endif
+	char error[512];         /* the first failure: "file:line: expr: message" */
+	int cases_written;
+} rmc_ctx;
+
+/* Records a failure "file:line: expr: msg" (the first one wins) and returns -1. */
+int rmc_fail(rmc_ctx *ctx, const char *file, int line, const char *expr, const char *msg);
+
+#define RMC_CUDA(ctx, expr)                                                                    \
+	do {                                                                                   \
+		cudaError_t rmc__e = (expr);                                                   \
+		if (rmc__e != cudaSuccess)                                                     \
+			return rmc_fail((ctx), __FILE__, __LINE__, #expr, cudaGetErrorString(rmc__e)); \
+	} while (0)
+
+#define RMC_CUBLAS(ctx, expr)                                                                  \
+	do {                                                                                   \
+		cublasStatus_t rmc__s = (expr);                                                \
+		if (rmc__s != CUBLAS_STATUS_SUCCESS)                                           \
+			return rmc_fail((ctx), __FILE__, __LINE__, #expr, cublasGetStatusString(rmc__s)); \
+	} while (0)
+
+#if RMC_HAVE_NCCL
+#define RMC_NCCL(ctx, expr)                                                                    \
+	do {                                                                                   \
+		ncclResult_t rmc__r = (expr);                                                  \
+		if (rmc__r != ncclSuccess)                                                     \
+			return rmc_fail((ctx), __FILE__, __LINE__, #expr, ncclGetErrorString(rmc__r)); \
+	} while (0)
+#endif
+
+/* Propagates a -1 from a helper. */
+#define RMC_TRY(expr)                                                                          \
+	do {                                                                                   \
+		if ((expr) != 0)                                                               \
+			return -1;                                                             \
+	} while (0)
+
+/* A benchmark's parameters, written as the "params" object: up to 12 key/value pairs. */
+typedef struct rmc_params {
+	int n;
+	const char *key[12];
+	char value[12][48]; /* already JSON: 4096, "bf16", true */
+} rmc_params;
+
+void rmc_param_int(rmc_params *p, const char *key, long long v);
+void rmc_param_str(rmc_params *p, const char *key, const char *v);
+void rmc_param_bool(rmc_params *p, const char *key, bool v);
+void rmc_param_real(rmc_params *p, const char *key, double v);
+
+/* One benchmark. A case is an index in [0, cases()). */
+typedef struct rmc_bench {
+	const char *name;                                      /* "gemm", "hbm", ... */
+	int (*cases)(const rmc_ctx *ctx);                       /* how many cases */
+	/* Sets up case i: allocates *state, fills the benchmark name and params of its row. */
+	int (*init)(rmc_ctx *ctx, int i, void **state, const char **benchmark, rmc_params *params);
+	/* One timed iteration on stream (device 0). NULL when measure is given. */
+	int (*run)(rmc_ctx *ctx, void *state, cudaStream_t stream);
+	/* Custom measurement: fills *us (NULL when the standard loop applies). */
+	int (*measure)(rmc_ctx *ctx, void *state, int i, double *us);
+	void (*fini)(rmc_ctx *ctx, void *state);               /* frees state */
+	bool needs_nccl;
+} rmc_bench;
+
+/*
+ * The standard loop (nccl-tests' BenchTime): warmup iterations, then iters iterations between
+ * two CUDA events on the stream; *us = elapsed / iters.
+ */
+int rmc_time_loop(rmc_ctx *ctx, const rmc_bench *b, void *state, cudaStream_t stream, int warmup,
+		  int iters, double *us);
+/* Writes one JSON line. */
+void rmc_write_row(rmc_ctx *ctx, const char *benchmark, const rmc_params *p, double us);
+
+/* The benchmarks (one file each). */
+extern const rmc_bench rmc_bench_gemm;
+extern const rmc_bench rmc_bench_hbm;
+extern const rmc_bench rmc_bench_launch;
+extern const rmc_bench rmc_bench_host_copy;
+extern const rmc_bench rmc_bench_interference;
+#if RMC_HAVE_NCCL
+extern const rmc_bench rmc_bench_nccl;
+#endif
+
+/* GEMM helper shared by gemm and interference: a cuBLASLt matmul D[m,n] = A^T[m,k] B[k,n]. */
+typedef struct rmc_gemm {
+	int64_t m, n, k;
+	bool fp8;
+	void *a, *b, *d;
+	cublasLtMatmulDesc_t op;
+	cublasLtMatrixLayout_t la, lb, ld;
+	cublasLtMatmulAlgo_t algo;
+	float alpha, beta;
+} rmc_gemm;
+
+int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8);
+int rmc_gemm_run(rmc_ctx *ctx, rmc_gemm *g, cudaStream_t stream);
+void rmc_gemm_fini(rmc_gemm *g);
+
+#endif /* REMORA_CALIBRATE_HARNESS_H */

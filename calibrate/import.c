@@ -52,7 +52,7 @@ rm_status rm_calib_import_nccl_tests(rm_calib_db *db, const char *path, const ch
 		const rm_nccl_tests_row *r = &log.rows[i];
 		bool stored = false;
 		for (int g = 0; g < 2; g++) {
-			if (!r->has[g] || r->wrong[g] > 0)
+			if (!r->has[g] || r->wrong[g] > 0 || !(r->time_us[g] > 0))
 				continue;
 			json_t *params = json_pack("{s:I, s:i, s:i, s:b, s:s, s:s, s:i}", "bytes", (json_int_t)r->bytes,
 						   "ranks", r->ranks, "nodes", r->nodes, "inplace", g == 1, "algo",

@@ -22,6 +22,7 @@ int cli_cmd_collective(int argc, char **argv);
 int cli_cmd_describe(int argc, char **argv);
 int cli_cmd_hw(int argc, char **argv);
 int cli_cmd_schedule(int argc, char **argv);
+int cli_cmd_search(int argc, char **argv);
 int cli_cmd_simulate(int argc, char **argv);
 int cli_cmd_calib(int argc, char **argv);
 int cli_cmd_run_program(int argc, char **argv);

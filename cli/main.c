@@ -14,6 +14,7 @@ static const cli_command commands[] = {
 	{"describe", "per-op table of one training step of a model (FLOPs, bytes, checkpoint names)",
 	 cli_cmd_describe},
 	{"hw", "hardware profiles: list, show NAME", cli_cmd_hw},
+	{"search", "find the fastest remat policy, flags and micro-batch that fit (the main job)", cli_cmd_search},
 	{"schedule", "write the schedule program XLA would run for a scenario", cli_cmd_schedule},
 	{"simulate", "simulate a scenario's training step: time, memory, collectives and why", cli_cmd_simulate},
 	{"calib", "calibration database: import measurements, fit, show", cli_cmd_calib},

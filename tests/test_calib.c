@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "remora/calib.h"
@@ -799,4 +800,46 @@ Test(calib, resolve_specs, .init = make_dir, .fini = cleanup_dir)
 	cr_assert_eq(model->n_overrides, 0, "the log measured 8 GPUs, not 4");
 	cr_assert_str_eq(rm_nccl_model_version(model), "2.28", "the log's NCCL 2.26.2 takes the tables that apply from 2.23");
 	free(model);
+}
+
+/* ---- the command line ----------------------------------------------------------------------- */
+
+/* Runs a shell command, returns its exit status and its output (stdout and stderr). */
+static int run_cmd(const char *cmd, char *out, size_t size)
+{
+	FILE *f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(out, 1, size - 1, f);
+	out[n] = '\0';
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(calib, cli_errors_name_the_position, .init = make_dir, .fini = cleanup_dir)
+{
+	const char *bin = getenv("REMORA_BIN");
+	if (!bin || access(bin, X_OK) != 0)
+		cr_skip_test("REMORA_BIN is not an executable");
+	char db_path[256], path[1024], cmd[2048], out[8192];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	snprintf(cmd, sizeof(cmd), "'%s' calib import-nccl-tests '%s' --db '%s' 2>&1", bin,
+		 test_data("truncated-midrow.out", path, sizeof(path)), db_path);
+	cr_assert_eq(run_cmd(cmd, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "truncated-midrow.out:30:61: error: truncated"), "%s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' calib import '%s' --db '%s' 2>&1", bin,
+		 test_data("wrong-unit.jsonl", path, sizeof(path)), db_path);
+	cr_assert_eq(run_cmd(cmd, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "wrong-unit.jsonl:2:1: error: wrong unit \"ms\""), "%s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' calib fit --db '%s' --profile x 2>&1", bin, db_path);
+	cr_assert_eq(run_cmd(cmd, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "no measurements"), "%s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' calib fit --db '%s' 2>&1", bin, db_path);
+	cr_assert_eq(run_cmd(cmd, out, sizeof(out)), 2, "%s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' calib show --db '%s' --json", bin, db_path);
+	cr_assert_eq(run_cmd(cmd, out, sizeof(out)), 0, "%s", out);
+	json_t *doc = json_loads(out, 0, NULL);
+	cr_assert_not_null(doc, "%s", out);
+	cr_assert_eq(json_integer_value(json_object_get(doc, "schema_version")), RM_CALIB_SCHEMA_VERSION);
+	cr_assert_eq(json_array_size(json_object_get(doc, "runs")), 0, "failed imports stored nothing");
+	json_decref(doc);
 }

@@ -17,21 +17,23 @@
 int rmc_nccl_background(rmc_ctx *ctx, size_t bytes, int n, cudaStream_t *streams, void ***bufs);
 #endif
 
-__global__ void rmc_hold_sms(volatile int *started, volatile int *stop, long long max_cycles)
+/* flags[0]: stop (host -> GPU); flags[1 + b]: block b runs (GPU -> host; no host atomics needed) */
+__global__ void rmc_hold_sms(volatile int *flags, long long max_cycles)
 {
 	extern __shared__ char smem[];
 	if (threadIdx.x != 0)
 		return;
 	smem[0] = 1;
-	atomicAdd((int *)started, 1);
+	flags[1 + blockIdx.x] = 1;
 	__threadfence_system();
+	volatile int *stop = flags;
 	long long t0 = clock64();
 	while (!*stop && clock64() - t0 < max_cycles)
 		__nanosleep(2000);
 }
 
 static const int held_counts[] = {0, 8, 16, 24, 32};
-enum { N_HELD = 5 };
+enum { N_HELD = 5, N_FLAGS = 1 + 32 };
 
 typedef struct shape3 {
 	int64_t m, n, k;
@@ -44,7 +46,7 @@ typedef struct interf_state {
 	rmc_gemm g;
 	int held;    /* SMs held */
 	bool nccl;   /* next to an all-gather instead */
-	int *host_flags;
+	int *host_flags; /* N_FLAGS ints, mapped */
 	int *dev_flags;
 	cudaStream_t high[RMC_MAX_GPUS];
 } interf_state;
@@ -82,8 +84,8 @@ static int interf_init(rmc_ctx *ctx, int i, void **state, const char **benchmark
 	rmc_param_str(p, "dtype", "bf16");
 	rmc_param_int(p, "held_sms", st->held);
 	rmc_param_str(p, "concurrent", st->nccl ? "nccl" : st->held ? "sms" : "none");
-	RMC_CUDA(ctx, cudaHostAlloc((void **)&st->host_flags, 2 * sizeof(int), cudaHostAllocMapped));
-	st->host_flags[0] = st->host_flags[1] = 0;
+	RMC_CUDA(ctx, cudaHostAlloc((void **)&st->host_flags, N_FLAGS * sizeof(int), cudaHostAllocMapped));
+	memset(st->host_flags, 0, N_FLAGS * sizeof(int));
 	RMC_CUDA(ctx, cudaHostGetDevicePointer((void **)&st->dev_flags, st->host_flags, 0));
 	int local = ctx->mpi ? 1 : ctx->n_gpus;
 	for (int d = 0; d < local; d++) {
@@ -114,20 +116,31 @@ static int interf_measure(rmc_ctx *ctx, void *state, int i, double *us)
 	interf_state *st = (interf_state *)state;
 	rmc_bench b = rmc_bench_interference;
 	int iters = gemm_iters(&st->g);
+	*us = 0;
+	if (st->g.unsupported)
+		return 0;
 	if (st->held > 0) {
 		int dev = ctx->devices[0], smem = 0;
 		RMC_CUDA(ctx, cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
 		RMC_CUDA(ctx, cudaFuncSetAttribute(rmc_hold_sms, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-		rmc_hold_sms<<<st->held, 32, (size_t)smem, st->high[0]>>>(st->dev_flags, st->dev_flags + 1,
-									   20000000000LL);
+		volatile int *flags = st->host_flags;
+		rmc_hold_sms<<<st->held, 32, (size_t)smem, st->high[0]>>>(st->dev_flags, 20000000000LL);
 		RMC_CUDA(ctx, cudaGetLastError());
 		time_t t0 = time(NULL);
-		while (((volatile int *)st->host_flags)[0] < st->held) {
-			if (time(NULL) - t0 > 5)
-				return rmc_fail(ctx, __FILE__, __LINE__, "rmc_hold_sms", "the SM-holding blocks did not all start");
+		for (;;) {
+			int running = 0;
+			for (int k = 0; k < st->held; k++)
+				running += flags[1 + k];
+			if (running == st->held)
+				break;
+			if (time(NULL) - t0 > 5) {
+				flags[0] = 1;
+				return rmc_fail(ctx, __FILE__, __LINE__, "rmc_hold_sms",
+						"the SM-holding blocks did not all start within 5 s");
+			}
 		}
 		int rc = rmc_time_loop(ctx, &b, state, ctx->stream[0], ctx->warmup, iters, us);
-		((volatile int *)st->host_flags)[1] = 1;
+		flags[0] = 1;
 		RMC_CUDA(ctx, cudaStreamSynchronize(st->high[0]));
 		return rc;
 	}

@@ -141,6 +141,7 @@ typedef struct rmc_gemm {
 	cublasLtMatrixLayout_t la, lb, ld;
 	cublasLtMatmulAlgo_t algo;
 	float alpha, beta;
+	bool unsupported; /* cuBLASLt has no algorithm for it: measure nothing */
 } rmc_gemm;
 
 int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8);

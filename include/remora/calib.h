@@ -104,7 +104,7 @@ typedef struct rm_calib_import_stats {
 	int runs;             /* runs created */
 	int measurements;     /* measurement rows written */
 	int duplicates;       /* identical rows dropped */
-	int skipped;          /* rows not stored: #wrong > 0 or both groups N/A */
+	int skipped;          /* rows not stored: #wrong > 0, a zero time, or both groups N/A */
 } rm_calib_import_stats;
 
 /*

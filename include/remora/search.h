@@ -1,0 +1,119 @@
+/*
+ * remora/search.h — policy and schedule search (search/search.c, search/store.c).
+ *
+ * What it does: enumerates a candidate space from a scenario's search section — subsets of the
+ * candidate checkpoint names (all of them up to 12 names; beyond, the nested prefixes of the
+ * names ordered by recompute FLOPs saved per byte kept), the listed built-in policies, the
+ * offloaded variant of each subset, micro-batch sizes, XLA flag variants, and the ideal
+ * (non-XLA) runtime — simulates every candidate, and keeps the results in an SQLite database,
+ * one row per candidate keyed by a hash of its configuration. Candidates whose schedules are
+ * identical (a name the backward never reads changes nothing) share one simulation.
+ *
+ * Invariants
+ * - Candidates are data: an index maps to a configuration by a pure function; evaluating one has
+ *   no side effect but its row. Results are the same for any number of threads (--jobs).
+ * - Rows are written in transactions as they complete; a sweep killed at any point and run
+ *   again skips the rows already stored and ends with the same database content.
+ * - Memory is flat in the number of candidates: rows go to SQLite, the ranking and the Pareto
+ *   front are read back from it.
+ *
+ * Units: seconds, bytes.
+ */
+#ifndef REMORA_SEARCH_H
+#define REMORA_SEARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "remora/common.h"
+#include "remora/scenario.h"
+
+#define RM_SEARCH_MAX_POLICIES 8192
+
+/* One candidate's configuration. */
+typedef struct rm_candidate {
+	int64_t index;
+	char policy[1200];  /* policy expression (JAX syntax) */
+	char label[160];    /* short: "save: q,k,v" */
+	int64_t micro_batch;
+	char flags[1024];   /* the XLA_FLAGS variant appended to the scenario's flags */
+	bool ideal;         /* the hand-tuned runtime instead of XLA */
+	bool as_written;    /* the scenario itself */
+	uint64_t key;       /* hash of the configuration and the scenario */
+} rm_candidate;
+
+/* A candidate's result (DESIGN.md contract 3, flattened). */
+typedef struct rm_candidate_result {
+	rm_candidate c;
+	bool ok;
+	char error[256];
+	double step_time_s, tokens_per_s_per_gpu, mfu;
+	int64_t peak_memory_bytes, memory_capacity_bytes;
+	bool fits;
+	double compute_busy_s, comm_total_s, exposed_comm_s, recompute_s, lower_bound_s;
+	int collectives, async, sync;
+	int sync_memory_limit, sync_disabled, sync_nothing, sync_overlap, sync_no_lhs;
+	int64_t saved_bytes_step;
+	uint64_t schedule_hash; /* identical schedules share one simulation */
+} rm_candidate_result;
+
+typedef struct rm_search rm_search;
+
+/*
+ * Prepares a search over a scenario (resolved with resolver, see remora/scenario.h). Errors:
+ * the scenario's own errors; an empty space (RM_INVALID, says which keys to fill); more
+ * candidates than search.max_candidates (RM_RANGE, says how to narrow it).
+ */
+rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_error *err);
+void rm_search_destroy(rm_search *s);
+/* Candidates in the space (the scenario as written is candidate 0). */
+int64_t rm_search_count(const rm_search *s);
+/* The configuration of candidate i (0 <= i < count). */
+void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *out);
+/* Evaluates one candidate (thread-safe; no side effects). */
+void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_result *out);
+
+typedef struct rm_search_progress {
+	int64_t done, total, skipped;
+	double elapsed_s;
+} rm_search_progress;
+typedef void (*rm_search_progress_fn)(const rm_search_progress *p, void *user);
+
+typedef struct rm_search_options {
+	const char *db_path;   /* NULL: an in-memory database */
+	int jobs;              /* threads, >= 1 */
+	int64_t stop_after;    /* > 0: stop (as if killed) after this many new rows; tests only */
+	rm_search_progress_fn progress;
+	void *progress_user;
+} rm_search_options;
+
+/*
+ * Runs the sweep: evaluates every candidate not yet in the database and stores its row.
+ * Returns RM_IO with err on a database error (rows already committed stay).
+ */
+rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_progress *out, rm_error *err);
+
+typedef enum rm_search_filter { RM_SEARCH_ANY, RM_SEARCH_XLA_ONLY, RM_SEARCH_IDEAL_ONLY } rm_search_filter;
+
+/* The stored results: the best k by tokens/s per GPU among those that fit; -1 on error. */
+int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *out, int k, rm_error *err);
+/*
+ * The Pareto front of (step time, peak memory) over the candidates that ran, fastest first. Step
+ * time is compared per token (1 / tokens per second per GPU), so candidates of different
+ * micro-batch sizes compare fairly; each entry keeps its own step time.
+ */
+int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *err);
+/* The scenario as written (candidate 0), from the database. */
+bool rm_search_as_written(rm_search *s, rm_candidate_result *out, rm_error *err);
+/* Every stored row, in key order, for plots and tests; calls fn per row. */
+rm_status rm_search_each(rm_search *s, void (*fn)(const rm_candidate_result *r, void *user), void *user,
+			 rm_error *err);
+/* Rows stored. */
+int64_t rm_search_rows(rm_search *s);
+
+/* The resolved scenario of a candidate (for its program, trace and memory timeline). */
+rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c, rm_scenario_resolved *out,
+				      rm_error *err);
+
+#endif /* REMORA_SEARCH_H */

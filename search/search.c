@@ -1,0 +1,494 @@
+/*
+ * The candidate space, evaluation and the sweep (remora/search.h). The SQLite store is in
+ * search/store.c.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "search_internal.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- the space ---- */
+
+static void add_policy(rm_search *s, const char *expr, const char *label)
+{
+	if (s->n_policies >= RM_SEARCH_MAX_POLICIES)
+		return;
+	for (int i = 0; i < s->n_policies; i++)
+		if (strcmp(s->policies[i].expr, expr) == 0)
+			return;
+	search_policy *p = &s->policies[s->n_policies++];
+	snprintf(p->expr, sizeof(p->expr), "%s", expr);
+	snprintf(p->label, sizeof(p->label), "%s", label);
+}
+
+static const char *short_name(const char *canonical)
+{
+	static const struct {
+		const char *name, *abbr;
+	} abbr[] = {
+		{"dot_attention_query", "q"},   {"dot_attention_key", "k"},     {"dot_attention_value", "v"},
+		{"dot_attention_out", "out"},   {"dot_mlp_gate", "gate"},       {"dot_mlp_up", "up"},
+		{"dot_mlp_out", "mlp_out"},     {"attention_context", "ctx"},   {"pre_attention_norm", "attn_norm"},
+		{"pre_mlp_norm", "mlp_norm"},   {"rotary_query", "rot_q"},      {"rotary_key", "rot_k"},
+		{"mlp_activation", "act"},      {"mlp_hidden", "hidden"},
+	};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(abbr); i++)
+		if (strcmp(canonical, abbr[i].name) == 0)
+			return abbr[i].abbr;
+	return canonical;
+}
+
+/* save_only_these_names / offload of a subset of the candidate names (bit mask). */
+static void add_subset(rm_search *s, const char names[][48], int n, uint64_t mask, bool offload)
+{
+	char expr[1200], label[160];
+	size_t u = (size_t)snprintf(expr, sizeof(expr), "%s",
+				    offload ? "save_and_offload_only_these_names([], [" : "save_only_these_names(");
+	size_t lu = (size_t)snprintf(label, sizeof(label), "%s", offload ? "offload: " : "save: ");
+	bool first = true;
+	for (int i = 0; i < n; i++) {
+		if (!(mask & (UINT64_C(1) << i)))
+			continue;
+		const char *c = rm_checkpoint_canonical(names[i]) ? rm_checkpoint_canonical(names[i]) : names[i];
+		u += (size_t)snprintf(expr + u, u < sizeof(expr) ? sizeof(expr) - u : 0, "%s'%s'", first ? "" : ", ", c);
+		lu += (size_t)snprintf(label + lu, lu < sizeof(label) ? sizeof(label) - lu : 0, "%s%s", first ? "" : ",",
+				       short_name(c));
+		first = false;
+	}
+	snprintf(expr + u, u < sizeof(expr) ? sizeof(expr) - u : 0, "%s", offload ? "])" : ")");
+	if (first) {
+		if (offload)
+			return;
+		snprintf(label, sizeof(label), "save: (none)");
+	}
+	add_policy(s, expr, label);
+}
+
+/* Recompute FLOPs a name saves per byte it keeps (for ordering beyond 12 names). */
+static double name_value(const rm_search *s, const char *name)
+{
+	const rm_graph *g = &s->res0.wl->layer;
+	const char *c = rm_checkpoint_canonical(name);
+	int v = c ? rm_graph_find_value(g, c) : -1;
+	if (v < 0 || g->values[v].producer < 0)
+		return 0;
+	return g->ops[g->values[v].producer].flops / (double)(g->values[v].bytes + 1);
+}
+
+static rm_status build_space(rm_search *s, rm_error *err)
+{
+	const rm_scenario *sc = &s->base;
+	int n = sc->n_search_names;
+	if (n > 0 && n <= 12) {
+		for (uint64_t mask = 0; mask < (UINT64_C(1) << n); mask++) {
+			add_subset(s, sc->search_names, n, mask, false);
+			if (sc->search_offload)
+				add_subset(s, sc->search_names, n, mask, true);
+		}
+	} else if (n > 12) {
+		/* nested prefixes by value: every other subset of the same size keeps more bytes for
+		 * less recompute saved, so it is dominated in (time, memory) */
+		int order[RM_SCENARIO_MAX_LIST];
+		for (int i = 0; i < n; i++)
+			order[i] = i;
+		for (int i = 0; i < n; i++)
+			for (int j = i + 1; j < n; j++)
+				if (name_value(s, sc->search_names[order[j]]) > name_value(s, sc->search_names[order[i]])) {
+					int t = order[i];
+					order[i] = order[j];
+					order[j] = t;
+				}
+		char sorted[RM_SCENARIO_MAX_LIST][48];
+		for (int i = 0; i < n; i++)
+			memcpy(sorted[i], sc->search_names[order[i]], 48);
+		for (int k = 0; k <= n && k < 64; k++) {
+			uint64_t mask = k == 64 ? ~UINT64_C(0) : (UINT64_C(1) << k) - 1;
+			add_subset(s, (const char (*)[48])sorted, n, mask, false);
+			if (sc->search_offload)
+				add_subset(s, (const char (*)[48])sorted, n, mask, true);
+		}
+	}
+	for (int i = 0; i < sc->n_search_policies; i++) {
+		rm_remat_policy *p = rm_remat_policy_parse(sc->search_policies[i], err);
+		if (!p) {
+			rm_error_prefix(err, "search.policies[%d] \"%s\": ", i, sc->search_policies[i]);
+			return err->status;
+		}
+		rm_remat_policy_destroy(p);
+		add_policy(s, sc->search_policies[i], sc->search_policies[i]);
+	}
+	for (int i = 0; i < sc->n_search_micro_batches; i++)
+		s->mbs[s->n_mbs++] = sc->search_micro_batches[i];
+	if (s->n_mbs == 0)
+		s->mbs[s->n_mbs++] = s->res0.train.micro_batch;
+	s->n_variants = 0;
+	for (int i = 0; i < sc->n_search_flag_variants; i++)
+		snprintf(s->variants[s->n_variants++], sizeof(s->variants[0]), "%s", sc->search_flag_variants[i]);
+	if (s->n_variants == 0)
+		s->variants[s->n_variants++][0] = '\0';
+	s->include_ideal = sc->search_include_ideal;
+	if (s->n_policies == 0)
+		return rm_error_set(err, RM_INVALID, sc->path, 0, 0,
+				    "the search space is empty: give search.names (checkpoint names whose subsets "
+				    "to try) or search.policies (e.g. [nothing_saveable, dots_saveable])");
+	int64_t per = (int64_t)s->n_policies * s->n_mbs;
+	s->count = 1 + per * (s->n_variants + (s->include_ideal ? 1 : 0));
+	if (s->count > sc->search_max_candidates)
+		return rm_error_set(err, RM_RANGE, sc->path, 0, 0,
+				    "the search space has %lld candidates (%d policies x %d micro-batches x %d flag "
+				    "variants%s), over search.max_candidates=%lld: narrow search.names (%d names give "
+				    "%d subsets%s), search.micro_batches or search.flag_variants, or raise "
+				    "search.max_candidates",
+				    (long long)s->count, s->n_policies, s->n_mbs, s->n_variants,
+				    s->include_ideal ? " + ideal" : "", (long long)sc->search_max_candidates, n,
+				    n <= 12 ? 1 << n : n + 1, sc->search_offload ? ", doubled by search.offload" : "");
+	return RM_OK;
+}
+
+/* ---- lifecycle ---- */
+
+void rm_search_destroy(rm_search *s)
+{
+	if (!s)
+		return;
+	search_store_close(s);
+	for (int i = 0; i < s->n_mbs; i++)
+		rm_workload_destroy(s->wl[i]);
+	for (int i = 0; i < s->n_policies; i++)
+		rm_remat_policy_destroy(s->policies[i].parsed);
+	rm_scenario_resolved_finish(&s->res0);
+	free(s->policies);
+	free(s);
+}
+
+rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_error *err)
+{
+	rm_search *s = rm_new(rm_search, 1);
+	s->base = *sc;
+	s->resolver = resolver;
+	s->policies = rm_new(search_policy, RM_SEARCH_MAX_POLICIES);
+	if (rm_scenario_resolve(&s->base, resolver, &s->res0, err) != RM_OK)
+		goto fail;
+	/* the scenario's identity: everything but its search section */
+	rm_scenario id = s->base;
+	memset(id.pos, 0, sizeof(id.pos));
+	id.n_pos = 0;
+	memset(id.path, 0, sizeof(id.path));
+	memset(id.dir, 0, sizeof(id.dir));
+	memset(id.search_names, 0, sizeof(id.search_names));
+	s->scenario_hash = rm_hash_fnv1a(&id.model, offsetof(rm_scenario, n_search_names) - offsetof(rm_scenario, model),
+					 RM_FNV1A_SEED);
+	if (build_space(s, err) != RM_OK)
+		goto fail;
+	/* caches shared read-only by the workers */
+	for (int i = 0; i < s->n_mbs; i++) {
+		rm_train_config t = s->res0.train;
+		t.micro_batch = s->mbs[i];
+		s->wl[i] = rm_workload_create(&s->res0.model, &t, err);
+		if (!s->wl[i]) {
+			rm_error_prefix(err, "search.micro_batches: %lld: ", (long long)s->mbs[i]);
+			goto fail;
+		}
+	}
+	for (int i = 0; i < s->n_policies; i++) {
+		s->policies[i].parsed = rm_remat_policy_parse(s->policies[i].expr, err);
+		if (!s->policies[i].parsed)
+			goto fail;
+		/* policies with the same plan give the same schedule */
+		rm_remat_plan plan;
+		if (rm_remat_plan_build(&s->res0.wl->layer, s->policies[i].parsed, &plan, err) != RM_OK)
+			goto fail;
+		s->policies[i].plan_hash = rm_hash_fnv1a(plan.fate, sizeof(plan.fate[0]) * (size_t)plan.n_values, RM_FNV1A_SEED);
+		s->policies[i].canonical = i;
+		for (int j = 0; j < i; j++)
+			if (s->policies[j].plan_hash == s->policies[i].plan_hash) {
+				s->policies[i].canonical = s->policies[j].canonical;
+				break;
+			}
+		rm_remat_plan_finish(&plan);
+	}
+	for (int i = 0; i < s->n_variants; i++) {
+		s->variant_flags[i] = s->res0.flags;
+		if (rm_xla_flags_parse(s->variants[i], &s->variant_flags[i], err) != RM_OK) {
+			rm_error_prefix(err, "search.flag_variants[%d]: ", i);
+			goto fail;
+		}
+	}
+	return s;
+fail:
+	rm_search_destroy(s);
+	return NULL;
+}
+
+int64_t rm_search_count(const rm_search *s)
+{
+	return s->count;
+}
+
+/* Index -> (policy, micro-batch, variant or ideal). */
+static void decode(const rm_search *s, int64_t i, int *p, int *m, int *v)
+{
+	int64_t vv = s->n_variants + (s->include_ideal ? 1 : 0);
+	int64_t k = i - 1;
+	*v = (int)(k % vv);
+	k /= vv;
+	*m = (int)(k % s->n_mbs);
+	*p = (int)(k / s->n_mbs);
+}
+
+void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->index = i;
+	if (i == 0) {
+		c->as_written = true;
+		rm_remat_policy_format(s->res0.policy, c->policy, sizeof(c->policy));
+		snprintf(c->label, sizeof(c->label), "as written");
+		c->micro_batch = s->res0.train.micro_batch;
+		c->ideal = s->res0.sched.mode == RM_SCHED_IDEAL;
+	} else {
+		int p, m, v;
+		decode(s, i, &p, &m, &v);
+		snprintf(c->policy, sizeof(c->policy), "%s", s->policies[p].expr);
+		snprintf(c->label, sizeof(c->label), "%s", s->policies[p].label);
+		c->micro_batch = s->mbs[m];
+		c->ideal = v == s->n_variants;
+		if (!c->ideal)
+			snprintf(c->flags, sizeof(c->flags), "%s", s->variants[v]);
+	}
+	char id[2600];
+	snprintf(id, sizeof(id), "%016llx|%s|%lld|%s|%d|%d", (unsigned long long)s->scenario_hash, c->policy,
+		 (long long)c->micro_batch, c->flags, c->ideal, c->as_written);
+	c->key = rm_hash_fnv1a(id, strlen(id), RM_FNV1A_SEED);
+}
+
+/* Evaluates with explicit workload, policy and flags. */
+static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workload *wl, const rm_remat_policy *pol,
+		     const rm_xla_flags *flags, rm_candidate_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->c = *c;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_schedule_config cfg = s->res0.sched;
+	cfg.wl = wl;
+	cfg.policy = pol;
+	cfg.flags = *flags;
+	cfg.mode = c->ideal ? RM_SCHED_IDEAL : RM_SCHED_XLA;
+	rm_schedule_report rep;
+	rm_program *prog = rm_schedule_build(&cfg, &rep, &err);
+	if (!prog) {
+		snprintf(r->error, sizeof(r->error), "%s", err.msg);
+		return;
+	}
+	rm_sim_options opt = {.hw_queues = s->res0.hw_queues};
+	rm_sim *sim = rm_sim_create(prog, &s->res0.hw, &opt, &err);
+	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
+		snprintf(r->error, sizeof(r->error), "%s", err.msg);
+		rm_sim_destroy(sim);
+		rm_program_destroy(prog);
+		rm_schedule_report_finish(&rep);
+		return;
+	}
+	const rm_sim_metrics *m = rm_sim_get_metrics(sim);
+	r->ok = true;
+	r->step_time_s = rm_time_to_s(m->step_time);
+	r->tokens_per_s_per_gpu = m->tokens_per_s;
+	r->mfu = m->mfu;
+	r->peak_memory_bytes = m->peak_memory_bytes;
+	r->memory_capacity_bytes = m->memory_capacity_bytes;
+	r->fits = m->fits;
+	r->compute_busy_s = rm_time_to_s(m->compute_busy);
+	r->comm_total_s = rm_time_to_s(m->comm_total);
+	r->exposed_comm_s = rm_time_to_s(m->exposed_comm);
+	r->recompute_s = rm_time_to_s(m->recompute);
+	r->lower_bound_s = rm_time_to_s(m->lower_bound);
+	r->collectives = rep.collectives;
+	r->async = rep.async;
+	r->sync = rep.sync;
+	r->sync_memory_limit = rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT];
+	r->sync_disabled = rep.sync_by_reason[RM_SYNC_DISABLED];
+	r->sync_nothing = rep.sync_by_reason[RM_SYNC_NOTHING_TO_OVERLAP];
+	r->sync_overlap = rep.sync_by_reason[RM_SYNC_OVERLAP_LIMIT];
+	r->sync_no_lhs = rep.sync_by_reason[RM_SYNC_NO_LHS];
+	r->saved_bytes_step = rep.saved_bytes_step;
+	rm_sim_destroy(sim);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+}
+
+void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_result *out)
+{
+	if (c->as_written) {
+		evaluate(s, c, s->res0.wl, s->res0.policy, &s->res0.flags, out);
+		return;
+	}
+	int p, m, v;
+	decode(s, c->index, &p, &m, &v);
+	const rm_xla_flags *flags = v < s->n_variants ? &s->variant_flags[v] : &s->res0.flags;
+	evaluate(s, c, s->wl[m], s->policies[p].parsed, flags, out);
+}
+
+rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c, rm_scenario_resolved *out,
+				      rm_error *err)
+{
+	rm_scenario sc = s->base;
+	snprintf(sc.policy, sizeof(sc.policy), "%s", c->policy);
+	sc.n_names = sc.n_offload = 0;
+	sc.micro_batch = c->micro_batch;
+	size_t used = strlen(sc.xla_flags);
+	if (c->flags[0])
+		snprintf(sc.xla_flags + used, sizeof(sc.xla_flags) - used, "%s%s", used ? " " : "", c->flags);
+	snprintf(sc.mode, sizeof(sc.mode), "%s", c->ideal ? "ideal" : "xla");
+	return rm_scenario_resolve(&sc, s->resolver, out, err);
+}
+
+/* ---- the sweep ---- */
+
+typedef struct work {
+	rm_search *s;
+	int64_t *todo;
+	int64_t n_todo;
+	atomic_llong next;
+	/* finished results waiting for the writer, by todo position */
+	rm_candidate_result *slots;
+	atomic_int *ready;
+	int64_t window;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	atomic_bool stop;
+} work;
+
+static void *worker(void *arg)
+{
+	work *w = arg;
+	for (;;) {
+		if (atomic_load(&w->stop))
+			return NULL;
+		int64_t i = atomic_fetch_add(&w->next, 1);
+		if (i >= w->n_todo)
+			return NULL;
+		/* stay within the writer's window so memory stays bounded */
+		pthread_mutex_lock(&w->mu);
+		while (!atomic_load(&w->stop) && atomic_load(&w->ready[i % w->window]) != 0)
+			pthread_cond_wait(&w->cv, &w->mu);
+		pthread_mutex_unlock(&w->mu);
+		if (atomic_load(&w->stop))
+			return NULL;
+		rm_candidate c;
+		rm_search_candidate(w->s, w->todo[i], &c);
+		rm_candidate_result r;
+		rm_search_evaluate(w->s, &c, &r);
+		pthread_mutex_lock(&w->mu);
+		w->slots[i % w->window] = r;
+		atomic_store(&w->ready[i % w->window], 1);
+		pthread_cond_broadcast(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+	}
+}
+
+rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_progress *out, rm_error *err)
+{
+	double t0 = now_s();
+	RM_CHECK(search_store_open(s, opt->db_path, err));
+	/* what is already stored is skipped: a killed sweep resumes */
+	int64_t *todo = rm_new(int64_t, (size_t)s->count);
+	int64_t n_todo = 0, skipped = 0;
+	for (int64_t i = 0; i < s->count; i++) {
+		rm_candidate c;
+		rm_search_candidate(s, i, &c);
+		if (search_store_has(s, c.key))
+			skipped++;
+		else
+			todo[n_todo++] = i;
+	}
+	int jobs = opt->jobs > 0 ? opt->jobs : 1;
+	work w = {.s = s, .todo = todo, .n_todo = n_todo, .window = 256};
+	atomic_init(&w.next, 0);
+	atomic_init(&w.stop, false);
+	w.slots = rm_new(rm_candidate_result, (size_t)w.window);
+	w.ready = rm_new(atomic_int, (size_t)w.window);
+	for (int64_t i = 0; i < w.window; i++)
+		atomic_init(&w.ready[i], 0);
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	pthread_t *threads = rm_new(pthread_t, (size_t)jobs);
+	for (int j = 0; j < jobs; j++)
+		pthread_create(&threads[j], NULL, worker, &w);
+	/* the writer: rows in todo order, committed in batches */
+	rm_status st = RM_OK;
+	rm_search_progress prog = {.total = s->count, .skipped = skipped, .done = skipped};
+	double last_commit = now_s(), last_progress = 0;
+	int in_batch = 0;
+	int64_t written = 0;
+	st = search_store_begin(s, err);
+	for (int64_t i = 0; i < n_todo && st == RM_OK; i++) {
+		pthread_mutex_lock(&w.mu);
+		while (atomic_load(&w.ready[i % w.window]) == 0)
+			pthread_cond_wait(&w.cv, &w.mu);
+		rm_candidate_result r = w.slots[i % w.window];
+		atomic_store(&w.ready[i % w.window], 0);
+		pthread_cond_broadcast(&w.cv);
+		pthread_mutex_unlock(&w.mu);
+		r.schedule_hash = 0;
+		st = search_store_put(s, &r, err);
+		if (st != RM_OK)
+			break;
+		in_batch++;
+		written++;
+		prog.done++;
+		double t = now_s();
+		if (in_batch >= 64 || t - last_commit > 0.5) {
+			st = search_store_commit(s, err);
+			if (st == RM_OK)
+				st = search_store_begin(s, err);
+			in_batch = 0;
+			last_commit = t;
+		}
+		if (opt->stop_after > 0 && written >= opt->stop_after) {
+			/* as if killed right after a commit: nothing more is written */
+			if (st == RM_OK)
+				st = search_store_commit(s, err);
+			in_batch = 0;
+			atomic_store(&w.stop, true);
+			break;
+		}
+		if (opt->progress && t - last_progress > 0.2) {
+			prog.elapsed_s = t - t0;
+			opt->progress(&prog, opt->progress_user);
+			last_progress = t;
+		}
+	}
+	if (st == RM_OK && in_batch >= 0 && !atomic_load(&w.stop))
+		st = search_store_commit(s, err);
+	atomic_store(&w.stop, true);
+	pthread_mutex_lock(&w.mu);
+	pthread_cond_broadcast(&w.cv);
+	pthread_mutex_unlock(&w.mu);
+	for (int j = 0; j < jobs; j++)
+		pthread_join(threads[j], NULL);
+	pthread_mutex_destroy(&w.mu);
+	pthread_cond_destroy(&w.cv);
+	free(threads);
+	free(w.slots);
+	free(w.ready);
+	free(todo);
+	prog.elapsed_s = now_s() - t0;
+	if (opt->progress)
+		opt->progress(&prog, opt->progress_user);
+	if (out)
+		*out = prog;
+	return st;
+}

@@ -1,0 +1,50 @@
+/* Private to search/: the search object and the SQLite store. */
+#ifndef REMORA_SEARCH_INTERNAL_H
+#define REMORA_SEARCH_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "remora/search.h"
+#include "remora/sim.h"
+
+#define SEARCH_MAX_MBS RM_SCENARIO_MAX_LIST
+#define SEARCH_MAX_VARIANTS RM_SCENARIO_MAX_LIST
+
+typedef struct search_policy {
+	char expr[1200];
+	char label[160];
+	rm_remat_policy *parsed;
+	uint64_t plan_hash;
+	int canonical; /* first policy with the same plan */
+} search_policy;
+
+struct rm_search {
+	rm_scenario base;
+	rm_hw_resolver resolver;
+	rm_scenario_resolved res0;
+	uint64_t scenario_hash;
+	search_policy *policies;
+	int n_policies;
+	int64_t mbs[SEARCH_MAX_MBS];
+	rm_workload *wl[SEARCH_MAX_MBS];
+	int n_mbs;
+	char variants[SEARCH_MAX_VARIANTS][512];
+	rm_xla_flags variant_flags[SEARCH_MAX_VARIANTS];
+	int n_variants;
+	bool include_ideal;
+	int64_t count;
+	/* store */
+	sqlite3 *db;
+	sqlite3_stmt *put, *has;
+	uint64_t *keys; /* stored keys, sorted, for resume */
+	int64_t n_keys;
+};
+
+rm_status search_store_open(rm_search *s, const char *path, rm_error *err);
+void search_store_close(rm_search *s);
+bool search_store_has(rm_search *s, uint64_t key);
+rm_status search_store_begin(rm_search *s, rm_error *err);
+rm_status search_store_commit(rm_search *s, rm_error *err);
+rm_status search_store_put(rm_search *s, const rm_candidate_result *r, rm_error *err);
+
+#endif /* REMORA_SEARCH_INTERNAL_H */

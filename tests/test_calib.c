@@ -843,3 +843,34 @@ Test(calib, cli_errors_name_the_position, .init = make_dir, .fini = cleanup_dir)
 	cr_assert_eq(json_array_size(json_object_get(doc, "runs")), 0, "failed imports stored nothing");
 	json_decref(doc);
 }
+
+Test(calib, gemm_fit_on_the_reference_table, .init = make_dir, .fini = cleanup_dir)
+{
+	/* tests/data/calib/gemm-h100-reference.jsonl: reference/gemm-h100.csv's BF16 and FP8 rows
+	 * (xla, mamf, azure) as times; hardware.md: t0 ~ 6 us, R ~ 790 TFLOP/s BF16, ~1400 FP8 */
+	char db_path[256], path[1024], spec[300];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_import_stats s;
+	cr_assert_eq(rm_calib_import_jsonl(db, test_data("gemm-h100-reference.jsonl", path, sizeof(path)), &s, &err),
+		     RM_OK, "%s", err.msg);
+	cr_assert_eq(s.measurements, 16);
+	rm_calib_fit_opts fo = {.profile = "ref"};
+	rm_calib_fit_report rep;
+	cr_assert_eq(rm_calib_fit(db, &fo, &rep, &err), RM_OK, "%s", err.msg);
+	for (int i = 0; i < rep.n_results; i++)
+		if (!strncmp(rep.results[i].model, "gemm.", 5))
+			cr_assert_lt(rep.results[i].fit_error, 0.10, "%s: relative RMS %.3f (hardware.md: within ~10%%)",
+				     rep.results[i].model, rep.results[i].fit_error);
+	rm_calib_fit_report_finish(&rep);
+	rm_calib_db_close(db);
+	snprintf(spec, sizeof(spec), "%s:ref", db_path);
+	rm_hw_profile hw;
+	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, NULL, &err), RM_OK, "%s", err.msg);
+	cr_assert_lt(fabs(hw.gemm_bf16_TFLOPs - 790) / 790, 0.05, "R %.1f", hw.gemm_bf16_TFLOPs);
+	cr_assert_lt(fabs(hw.gemm_fp8_TFLOPs - 1400) / 1400, 0.05, "R fp8 %.1f", hw.gemm_fp8_TFLOPs);
+	cr_assert(hw.gemm_overhead_us > 4 && hw.gemm_overhead_us < 8, "t0 %.2f", hw.gemm_overhead_us);
+}

@@ -59,6 +59,10 @@ start=$(date +%s)
 timeout "${RMC_TIMEOUT:-420}" "$exe" --out "$out/calibrate.jsonl" 2>"$out/calibrate.log"
 rc=$?
 echo "run-on-gpu: harness exit status $rc after $(( $(date +%s) - start )) s" >&2
+if [ $rc -eq 124 ] && [ -s "$out/calibrate.jsonl" ] && [ -n "$(tail -c1 "$out/calibrate.jsonl")" ]; then
+  # stopped by the timeout in the middle of a line: keep the complete rows only
+  sed -i '$ d' "$out/calibrate.jsonl"
+fi
 cat "$out/calibrate.log" >&2
 
 if [ -n "$cli" ] && [ -s "$out/calibrate.jsonl" ]; then

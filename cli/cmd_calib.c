@@ -142,7 +142,9 @@ static int do_fit(const calib_opts *o)
 		printf("  %-34s %6s %9s  %s\n", "model", "points", "rel RMS", "result");
 		for (int i = 0; i < rep.n_results; i++) {
 			const rm_calib_fit_result *r = &rep.results[i];
-			if (r->ok)
+			if (r->ok && !strcmp(r->model, "profile"))
+				printf("  %-34s %6d %9s  %s\n", r->model, r->n_points, "", r->summary);
+			else if (r->ok)
 				printf("  %-34s %6d %8.2f%%  %s\n", r->model, r->n_points, 100 * r->fit_error, r->summary);
 			else
 				printf("  %-34s %6d %9s  not fitted: %s\n", r->model, r->n_points, "-", r->why);

@@ -446,7 +446,9 @@ rm_status rm_nccl_tests_parse(const char *path, const char *text, size_t len, in
 	p->err = err;
 	p->gpus_hint = gpus_hint;
 	char bad[32];
-	p->have_coll = path && coll_from_name(path, &p->coll, bad, sizeof(bad));
+	const char *base = path ? strrchr(path, '/') : NULL;
+	base = base ? base + 1 : path;
+	p->have_coll = base && coll_from_name(base, &p->coll, bad, sizeof(bad));
 	rm_status st = RM_OK;
 	char *buf = rm_xmalloc(len + 1);
 	memcpy(buf, text, len);

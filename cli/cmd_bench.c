@@ -5,11 +5,18 @@
 #include <string.h>
 
 #include "cli.h"
+#include "remora/search.h"
 #include "remora/sim.h"
+#include <sys/resource.h>
+#include <unistd.h>
 
 static void bench_usage(FILE *out)
 {
-	fprintf(out, "usage: remora bench engine [--ops N] [--min-time S] [--json]\n\n"
+	fprintf(out, "usage: remora bench engine [--ops N] [--min-time S] [--json]\n"
+		     "       remora bench search [--candidates N] [--model NAME] [--json]\n\n"
+		     "search: candidates per second on one thread over the seed scenario's space with\n"
+		     "MODEL (default llama-3-8b), N and then 4N candidates (default 500), and the peak\n"
+		     "RSS after each (it must stay flat).\n\n"
 		     "Times the simulation engine on synthetic FSDP-like programs (10^5 and 10^6 ops\n"
 		     "unless --ops is given) on one thread and prints events per second (an event is\n"
 		     "an op start or an op end) and nanoseconds per event.\n\n"
@@ -20,21 +27,101 @@ static void bench_usage(FILE *out)
 		     "  -h, --help           this help\n");
 }
 
+/*
+ * `remora bench search [--candidates N] [--model NAME] [--json]`: candidates per second on one
+ * thread over the seed scenario's space (by default with Llama-3-8B, DESIGN.md's target model),
+ * rows into an in-memory SQLite store as in a real sweep, and the peak RSS after N and 4N
+ * candidates (memory must stay flat).
+ */
+static int bench_search(int64_t n, const char *model, bool json)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	char path[1024];
+	if (!rm_data_path("scenarios/seed-llama2-7b-fsdp8-h100.yaml", path, sizeof(path), &err))
+		return cli_fail(&err);
+	rm_scenario sc;
+	rm_scenario_init(&sc);
+	if (rm_scenario_load(path, &sc, &err) != RM_OK)
+		return cli_fail(&err);
+	snprintf(sc.model, sizeof(sc.model), "%s", model);
+	sc.search_max_candidates = 100000000;
+	double rate[2] = {0, 0};
+	long rss[2] = {0, 0};
+	int64_t counts[2] = {n, 4 * n};
+	for (int k = 0; k < 2; k++) {
+		rm_search *s = rm_search_create(&sc, NULL, &err);
+		if (!s)
+			return cli_fail(&err);
+		int64_t want = counts[k] < rm_search_count(s) ? counts[k] : rm_search_count(s);
+		counts[k] = want;
+		/* a file store, as in a real sweep: rows leave memory when committed */
+		char db[] = "/tmp/remora-bench-XXXXXX";
+		int fd = mkstemp(db);
+		if (fd >= 0)
+			close(fd);
+		unlink(db);
+		rm_search_options opt = {.db_path = fd >= 0 ? db : NULL, .jobs = 1, .stop_after = want};
+		rm_search_progress p;
+		if (rm_search_run(s, &opt, &p, &err) != RM_OK) {
+			rm_search_destroy(s);
+			return cli_fail(&err);
+		}
+		rate[k] = p.elapsed_s > 0 ? (double)(p.done - p.skipped) / p.elapsed_s : 0;
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		rss[k] = ru.ru_maxrss;
+		rm_search_destroy(s);
+		if (fd >= 0) {
+			char side[64];
+			unlink(db);
+			snprintf(side, sizeof(side), "%s-wal", db);
+			unlink(side);
+			snprintf(side, sizeof(side), "%s-shm", db);
+			unlink(side);
+		}
+	}
+	if (json) {
+		json_t *doc = json_object();
+		json_object_set_new(doc, "schema", json_string("remora.bench.search/1"));
+		json_object_set_new(doc, "model", json_string(model));
+		json_object_set_new(doc, "candidates", json_integer(counts[1]));
+		json_object_set_new(doc, "candidates_per_s", json_real(rate[1]));
+		json_object_set_new(doc, "max_rss_kib_after_n", json_integer(rss[0]));
+		json_object_set_new(doc, "max_rss_kib_after_4n", json_integer(rss[1]));
+		return cli_print_json(doc);
+	}
+	printf("search on %s (seed scenario space), one thread, SQLite file store:\n", model);
+	printf("  %lld candidates: %.0f candidates/s; peak RSS %ld KiB\n", (long long)counts[0], rate[0], rss[0]);
+	printf("  %lld candidates: %.0f candidates/s; peak RSS %ld KiB\n", (long long)counts[1], rate[1], rss[1]);
+	return CLI_EXIT_OK;
+}
+
 int cli_cmd_bench(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"ops", required_argument, NULL, 'n'},
+		{"candidates", required_argument, NULL, 'c'},
+		{"model", required_argument, NULL, 'M'},
 		{"min-time", required_argument, NULL, 'm'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
 	bool json = false;
-	int64_t ops = 0;
+	int64_t ops = 0, candidates = 500;
+	const char *model = "llama-3-8b";
 	double min_s = 1.0;
 	int c;
-	while ((c = getopt_long(argc, argv, "n:m:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:c:M:m:jh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'c':
+			if (!cli_parse_positive("bench", "--candidates", optarg, &candidates))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'M':
+			model = optarg;
+			break;
 		case 'n':
 			if (!cli_parse_positive("bench", "--ops", optarg, &ops))
 				return CLI_EXIT_USAGE;
@@ -59,9 +146,14 @@ int cli_cmd_bench(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return cli_usage_error("bench", "missing the benchmark name: engine");
+		return cli_usage_error("bench", "missing the benchmark name: engine or search");
+	if (strcmp(argv[optind], "search") == 0) {
+		if (optind + 1 != argc)
+			return cli_usage_error("bench", "unexpected argument '%s'", argv[optind + 1]);
+		return bench_search(candidates, model, json);
+	}
 	if (strcmp(argv[optind], "engine") != 0)
-		return cli_usage_error("bench", "unknown benchmark '%s' (expected engine)",
+		return cli_usage_error("bench", "unknown benchmark '%s' (expected engine or search)",
 				       argv[optind]);
 	if (optind + 1 != argc)
 		return cli_usage_error("bench", "unexpected argument '%s'", argv[optind + 1]);

@@ -601,6 +601,10 @@ typedef struct emitter {
 	char name[160];
 } emitter;
 
+/* Names of ops and tensors; a search (cfg->lean) skips formatting them. */
+#define TNAME(e, buf, ...)                                                                       \
+	((e)->x->cfg->lean ? (void)((buf)[0] = '\0') : (void)snprintf((buf), sizeof(buf), __VA_ARGS__))
+
 static void meta_grow(emitter *e)
 {
 	while (e->p->n_tensors > e->cap_tmeta) {
@@ -735,7 +739,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l)
 	char mbs[16] = "";
 	if (x->A > 1)
 		snprintf(mbs, sizeof(mbs), "mb%d/", s->mb);
-	snprintf(e->name, sizeof(e->name), "%slayer%02d/%s/%s", mbs, l, phase, op->name);
+	TNAME(e, e->name, "%slayer%02d/%s/%s", mbs, l, phase, op->name);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
 	d.cost = graph_op_cost(op);
 	d.layer = l;
@@ -756,7 +760,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l)
 			int v = op->outputs[i];
 			const rm_value *val = &g->values[v];
 			char tn[160];
-			snprintf(tn, sizeof(tn), "%slayer%02d/%s%s", mbs, l, rec ? "recompute/" : "", val->name);
+			TNAME(e, tn, "%slayer%02d/%s%s", mbs, l, rec ? "recompute/" : "", val->name);
 			rm_value_fate fate = x->plan.fate[v];
 			rm_tensor_role role = !rec && (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY) ? RM_ROLE_RESIDUAL
 												      : RM_ROLE_ACTIVATION;
@@ -780,7 +784,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l)
 				if (x->plan.fate[v] != RM_FATE_OFFLOADED)
 					continue;
 				char tn[160];
-				snprintf(tn, sizeof(tn), "%slayer%02d/offload/%s", mbs, l, g->values[v].name);
+				TNAME(e, tn, "%slayer%02d/offload/%s", mbs, l, g->values[v].name);
 				t->host[v] = new_tensor(e, tn, g->values[v].bytes, RM_ROLE_RESIDUAL, RM_LOC_HOST, false);
 				rm_program_op_desc c = rm_program_op_desc_init(tn, RM_COST_COPY, e->s_d2h);
 				c.cost.copy = (rm_copy_cost){.dir = RM_COPY_D2H, .bytes = g->values[v].bytes};
@@ -801,7 +805,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l)
 		if (rg >= 0) {
 			if (t->grads[rg] < 0) {
 				char tn[160];
-				snprintf(tn, sizeof(tn), "%slayer%02d/grads%d", mbs, l, rg);
+				TNAME(e, tn, "%slayer%02d/grads%d", mbs, l, rg);
 				t->grads[rg] = new_tensor(e, tn, x->rs.elems[rg] * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE,
 							  false);
 				out[no++] = t->grads[rg];
@@ -815,7 +819,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l)
 	if (is_norm_op(&g->ops[fwd]) && x->norm_elems > 0 && x->cfg->wl->train.fsdp > 1) {
 		if (t->norm_grads < 0) {
 			char tn[160];
-			snprintf(tn, sizeof(tn), "%slayer%02d/norm_grads", mbs, l);
+			TNAME(e, tn, "%slayer%02d/norm_grads", mbs, l);
 			t->norm_grads = new_tensor(e, tn, x->norm_elems * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE, false);
 			out[no++] = t->norm_grads;
 		} else {
@@ -823,7 +827,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l)
 		}
 	}
 	char tn[160];
-	snprintf(tn, sizeof(tn), "%slayer%02d/grad/%s", mbs, l, op->name);
+	TNAME(e, tn, "%slayer%02d/grad/%s", mbs, l, op->name);
 	int32_t gout = new_tensor(e, tn, op->bytes_written > 0 ? op->bytes_written : 1, RM_ROLE_ACTIVATION,
 				  RM_LOC_DEVICE, false);
 	out[no++] = gout;
@@ -845,9 +849,9 @@ static void emit_coll(emitter *e, const coll *k, int l, bool sync, int32_t *even
 	switch (k->what) {
 	case WHAT_LAYER:
 		if (k->kind == CK_AG) {
-			snprintf(e->name, sizeof(e->name), "%slayer%02d/%s/all-gather%d", mbs, l, k->bwd_pass ? "bwd" : "fwd",
+			TNAME(e, e->name, "%slayer%02d/%s/all-gather%d", mbs, l, k->bwd_pass ? "bwd" : "fwd",
 				 k->group);
-			snprintf(tn, sizeof(tn), "%slayer%02d/%s/gathered%d", mbs, l, k->bwd_pass ? "bwd" : "fwd", k->group);
+			TNAME(e, tn, "%slayer%02d/%s/gathered%d", mbs, l, k->bwd_pass ? "bwd" : "fwd", k->group);
 			out = new_tensor(e, tn, k->bytes, RM_ROLE_GATHERED_PARAM, RM_LOC_DEVICE, false);
 			if (k->bwd_pass)
 				t->ag_bwd[k->group] = out;
@@ -856,12 +860,12 @@ static void emit_coll(emitter *e, const coll *k, int l, bool sync, int32_t *even
 			in[0] = e->param_shard;
 			phase = k->bwd_pass ? RM_PPHASE_BWD : RM_PPHASE_FWD;
 		} else if (k->kind == CK_RS) {
-			snprintf(e->name, sizeof(e->name), "%slayer%02d/bwd/reduce-scatter%d", mbs, l, k->group);
+			TNAME(e, e->name, "%slayer%02d/bwd/reduce-scatter%d", mbs, l, k->group);
 			in[0] = t->grads[k->group];
 			in[1] = e->grad_shard;
 			phase = RM_PPHASE_BWD;
 		} else {
-			snprintf(e->name, sizeof(e->name), "%slayer%02d/bwd/all-reduce", mbs, l);
+			TNAME(e, e->name, "%slayer%02d/bwd/all-reduce", mbs, l);
 			in[0] = t->norm_grads;
 			in[1] = e->grad_shard;
 			phase = RM_PPHASE_BWD;
@@ -871,8 +875,8 @@ static void emit_coll(emitter *e, const coll *k, int l, bool sync, int32_t *even
 	case WHAT_HEAD: {
 		bool emb = k->what == WHAT_EMBED;
 		if (k->kind == CK_AG) {
-			snprintf(e->name, sizeof(e->name), "%s%s/all-gather", mbs, emb ? "embedding" : "head");
-			snprintf(tn, sizeof(tn), "%s%s/gathered", mbs, emb ? "embedding" : "head");
+			TNAME(e, e->name, "%s%s/all-gather", mbs, emb ? "embedding" : "head");
+			TNAME(e, tn, "%s%s/gathered", mbs, emb ? "embedding" : "head");
 			out = new_tensor(e, tn, k->bytes, RM_ROLE_GATHERED_PARAM, RM_LOC_DEVICE, false);
 			if (emb)
 				e->embed_ag = out;
@@ -880,7 +884,7 @@ static void emit_coll(emitter *e, const coll *k, int l, bool sync, int32_t *even
 				e->head_ag = out;
 			in[0] = e->param_shard;
 		} else {
-			snprintf(e->name, sizeof(e->name), "%s%s/reduce-scatter", mbs, emb ? "embedding" : "head");
+			TNAME(e, e->name, "%s%s/reduce-scatter", mbs, emb ? "embedding" : "head");
 			in[0] = emb ? e->embed_grads : e->head_grads;
 			in[1] = e->grad_shard;
 			phase = RM_PPHASE_BWD;
@@ -888,7 +892,7 @@ static void emit_coll(emitter *e, const coll *k, int l, bool sync, int32_t *even
 		break;
 	}
 	case WHAT_FINAL_NORM:
-		snprintf(e->name, sizeof(e->name), "%shead/all-reduce", mbs);
+		TNAME(e, e->name, "%shead/all-reduce", mbs);
 		in[0] = e->final_norm_grads;
 		in[1] = e->grad_shard;
 		phase = RM_PPHASE_BWD;
@@ -930,7 +934,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	if (x->A > 1)
 		snprintf(mbs, sizeof(mbs), "mb%d/", s->mb);
 	const char *gname = pt == PART_EMBED ? "embedding" : "head";
-	snprintf(e->name, sizeof(e->name), "%s%s/%s/%s", mbs, gname, op->phase == RM_PHASE_FWD ? "fwd" : "bwd", op->name);
+	TNAME(e, e->name, "%s%s/%s/%s", mbs, gname, op->phase == RM_PHASE_FWD ? "fwd" : "bwd", op->name);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
 	d.cost = graph_op_cost(op);
 	d.phase = op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD;
@@ -947,7 +951,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		for (int i = 0; i < op->n_outputs; i++) {
 			int v = op->outputs[i];
 			char tn[160];
-			snprintf(tn, sizeof(tn), "%s%s/%s", mbs, gname, g->values[v].name);
+			TNAME(e, tn, "%s%s/%s", mbs, gname, g->values[v].name);
 			fwdt[v] = new_tensor(e, tn, g->values[v].bytes,
 					     rm_graph_value_is_residual(g, v) ? RM_ROLE_RESIDUAL : RM_ROLE_ACTIVATION,
 					     RM_LOC_DEVICE, false);
@@ -971,7 +975,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	if (grads) {
 		if (*grads < 0) {
 			char tn[160];
-			snprintf(tn, sizeof(tn), "%s%s/grads%s", mbs, gname, op->phase == RM_PHASE_BWD_WGRAD ? "" : "_norm");
+			TNAME(e, tn, "%s%s/grads%s", mbs, gname, op->phase == RM_PHASE_BWD_WGRAD ? "" : "_norm");
 			int64_t elems = op->phase == RM_PHASE_BWD_WGRAD ? g->ops[op->fwd_op].weight_elems : g->ops[op->fwd_op].weight_elems;
 			*grads = new_tensor(e, tn, elems * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE, false);
 			out[no++] = *grads;
@@ -981,7 +985,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	}
 	if (op->phase != RM_PHASE_BWD_WGRAD) {
 		char tn[160];
-		snprintf(tn, sizeof(tn), "%s%s/grad/%s", mbs, gname, op->name);
+		TNAME(e, tn, "%s%s/grad/%s", mbs, gname, op->name);
 		int32_t gout = new_tensor(e, tn, op->bytes_written > 0 ? op->bytes_written : 1, RM_ROLE_ACTIVATION,
 					  RM_LOC_DEVICE, false);
 		out[no++] = gout;
@@ -1015,7 +1019,7 @@ static void emit_reloads(emitter *e, int mb, int l)
 		if (x->plan.fate[v] != RM_FATE_OFFLOADED || t->host[v] < 0)
 			continue;
 		char tn[160];
-		snprintf(tn, sizeof(tn), "%slayer%02d/reload/%s", x->A > 1 ? "mb/" : "", l, g->values[v].name);
+		TNAME(e, tn, "%slayer%02d/reload/%s", x->A > 1 ? "mb/" : "", l, g->values[v].name);
 		t->reload[v] = new_tensor(e, tn, g->values[v].bytes, RM_ROLE_RESIDUAL, RM_LOC_DEVICE, false);
 		rm_program_op_desc c = rm_program_op_desc_init(tn, RM_COST_COPY, e->s_h2d);
 		c.cost.copy = (rm_copy_cost){.dir = RM_COPY_H2D, .bytes = g->values[v].bytes};
@@ -1487,7 +1491,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	rep->plan = x.plan;
 	if (rep == &local)
 		rm_remat_plan_finish(&rep->plan);
-	if (rm_program_validate(prog, "schedule", err) != RM_OK) {
+	if (!cfg->lean && rm_program_validate(prog, "schedule", err) != RM_OK) {
 		rm_error_prefix(err, "internal: the scheduler built an invalid program: ");
 		rm_program_destroy(prog);
 		return NULL;

@@ -287,6 +287,7 @@ static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workloa
 	cfg.policy = pol;
 	cfg.flags = *flags;
 	cfg.mode = c->ideal ? RM_SCHED_IDEAL : RM_SCHED_XLA;
+	cfg.lean = true;
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&cfg, &rep, &err);
 	if (!prog) {

@@ -6,6 +6,7 @@
  * Also checks exit codes and messages of bad input end to end.
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,8 @@ static run_result run_remora(const char *args, bool merge)
 	return r;
 }
 
-static void golden(const char *name, const char *args)
+/* Compares stdout of `remora ARGS` with data/golden/NAME; returns the output (caller frees). */
+static char *golden_out(const char *name, const char *args)
 {
 	const char *dir = getenv("REMORA_GOLDEN_DIR");
 	cr_assert_not_null(dir, "REMORA_GOLDEN_DIR must point at data/golden");
@@ -57,8 +59,7 @@ static void golden(const char *name, const char *args)
 		cr_assert_not_null(f, "cannot write %s", path);
 		fwrite(r.out, 1, r.len, f);
 		fclose(f);
-		free(r.out);
-		return;
+		return r.out;
 	}
 	FILE *f = fopen(path, "rb");
 	cr_assert_not_null(f, "missing golden file %s (run with REMORA_UPDATE_GOLDEN=1)", path);
@@ -72,7 +73,12 @@ static void golden(const char *name, const char *args)
 	cr_assert(same, "remora %s differs from %s at byte %zu (got %zu bytes, golden %zu)", args,
 		  path, at, r.len, n);
 	free(want);
-	free(r.out);
+	return r.out;
+}
+
+static void golden(const char *name, const char *args)
+{
+	free(golden_out(name, args));
 }
 
 Test(golden, describe_gpt2_json)
@@ -103,6 +109,49 @@ Test(golden, collective_table_json)
 Test(golden, collective_all_pairs_text)
 {
 	golden("collective-all-gather-16MiB.txt", "collective --op all-gather --bytes 16MiB --gpus 8 --all");
+}
+
+static char *seed_arg(void)
+{
+	static char buf[1200];
+	const char *dir = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(dir);
+	snprintf(buf, sizeof(buf), "'%s/scenarios/seed-llama2-7b-fsdp8-h100.yaml'", dir);
+	return buf;
+}
+
+Test(golden, simulate_seed_text)
+{
+	char args[1400];
+	snprintf(args, sizeof(args), "simulate %s", seed_arg());
+	golden("simulate-seed.txt", args);
+}
+
+Test(golden, simulate_seed_micro_batch_6_json)
+{
+	char args[1400];
+	snprintf(args, sizeof(args), "simulate %s --set training.micro_batch=6 --json", seed_arg());
+	golden("simulate-seed-b6.json", args);
+}
+
+Test(golden, search_seed_json, .timeout = 240)
+{
+	/* the README's main job: the whole seed search space */
+	char args[1400];
+	snprintf(args, sizeof(args), "search %s --jobs 2 --json", seed_arg());
+	char *out = golden_out("search-seed.json", args);
+	json_error_t jerr;
+	json_t *doc = json_loads(out, 0, &jerr);
+	cr_assert_not_null(doc, "%s", jerr.text);
+	json_t *best = json_object_get(doc, "best");
+	cr_assert(json_is_true(json_object_get(best, "fits")), "the winner fits in memory");
+	json_t *reasons = json_object_get(json_object_get(best, "collectives"), "sync_reasons");
+	cr_assert_null(json_object_get(reasons, "memory_limit"), "the winner keeps its collectives async");
+	cr_assert_gt(json_real_value(json_object_get(doc, "speedup_vs_as_written")), 1.0);
+	cr_assert_eq(json_integer_value(json_object_get(doc, "candidates_evaluated")),
+		     json_integer_value(json_object_get(doc, "candidates_total")));
+	json_decref(doc);
+	free(out);
 }
 
 Test(golden, same_input_same_bytes)
@@ -143,6 +192,9 @@ Test(cli_errors, bad_usage_exits_2)
 		{"collective --op all-gather --bytes 1MiB", "missing --gpus"},
 		{"collective --op all-gather --bytes 1MiB --gpus 8 --algo Butterfly", "unknown algorithm 'Butterfly'"},
 		{"collective --table --nccl-version 1.2", "older than the oldest modelled"},
+		{"simulate", "missing SCENARIO"},
+		{"search", "missing SCENARIO"},
+		{"search x.yaml --jobs 0", "--jobs expects a positive integer"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_result r = run_remora(cases[i][0], true);
@@ -165,6 +217,21 @@ Test(cli_errors, impossible_setups_exit_1)
 	r = run_remora("collective --op all-gather --bytes 1MiB --gpus 16", true);
 	cr_assert_eq(r.exit_code, 1);
 	cr_assert(strstr(r.out, "16 GPUs per node, but a h100-sxm node has 8"), "%s", r.out);
+	free(r.out);
+	r = run_remora("simulate /nonexistent/scenario.yaml", true);
+	cr_assert_eq(r.exit_code, 1);
+	cr_assert(strstr(r.out, "/nonexistent/scenario.yaml: error: cannot open"), "%s", r.out);
+	free(r.out);
+	char args[1400];
+	snprintf(args, sizeof(args), "simulate %s --set training.micro_batch=lots", seed_arg());
+	r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 1);
+	cr_assert(strstr(r.out, "--set training.micro_batch=lots: training.micro_batch: expected an integer"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof(args), "search %s --set search.max_candidates=50", seed_arg());
+	r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 1);
+	cr_assert(strstr(r.out, "over search.max_candidates=50"), "%s", r.out);
 	free(r.out);
 	r = run_remora("hw show b200", true);
 	cr_assert_eq(r.exit_code, 1);

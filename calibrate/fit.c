@@ -146,6 +146,15 @@ rm_status rm_calib_fit_collective(const int64_t *bytes, const double *time_us, i
 		if (i == 0 || p[i].bytes != p[i - 1].bytes)
 			gstart[G++] = i;
 	gstart[G] = m;
+	/* bound the O(G^3) segmentation: beyond MAX_GROUPS sizes, neighbouring sizes share a group */
+	enum { MAX_GROUPS = 128 };
+	if (G > MAX_GROUPS) {
+		int step = (G + MAX_GROUPS - 1) / MAX_GROUPS, g2 = 0;
+		for (int g = 0; g < G; g += step)
+			gstart[g2++] = gstart[g];
+		gstart[g2] = m;
+		G = g2;
+	}
 	if (G < 2) {
 		free(p);
 		free(gstart);

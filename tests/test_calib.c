@@ -874,3 +874,24 @@ Test(calib, gemm_fit_on_the_reference_table, .init = make_dir, .fini = cleanup_d
 	cr_assert_lt(fabs(hw.gemm_fp8_TFLOPs - 1400) / 1400, 0.05, "R fp8 %.1f", hw.gemm_fp8_TFLOPs);
 	cr_assert(hw.gemm_overhead_us > 4 && hw.gemm_overhead_us < 8, "t0 %.2f", hw.gemm_overhead_us);
 }
+
+Test(calib, collective_fit_of_many_sizes_stays_fast)
+{
+	/* 20000 distinct sizes: the segmentation works on at most 128 groups of sizes */
+	enum { N = 20000 };
+	int64_t *b = malloc(N * sizeof(int64_t));
+	double *t = malloc(N * sizeof(double));
+	for (int i = 0; i < N; i++) {
+		b[i] = 1024 + (int64_t)i * 4096;
+		t[i] = true_collective_us(b[i]);
+	}
+	rm_calib_regime reg[RM_CALIB_MAX_REGIMES];
+	int nr = 0;
+	double rms = 0;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_calib_fit_collective(b, t, N, 0.03, reg, &nr, &rms, &err), RM_OK, "%s", err.msg);
+	cr_assert_lt(rms, 0.03, "%.4f", rms);
+	free(b);
+	free(t);
+}

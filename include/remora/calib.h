@@ -165,7 +165,8 @@ typedef struct rm_calib_regime {
  * error among those (dynamic programming over split points). If no segmentation meets the
  * tolerance, the best one with the most regimes is returned. Regime bounds are the geometric
  * means between the neighbouring measured sizes; above the largest measured size no regime
- * applies (the uncalibrated model does). Fails (RM_INVALID, reason) with fewer than 2
+ * applies (the uncalibrated model does). Beyond 128 distinct sizes, neighbouring sizes are
+ * grouped so that the segmentation stays bounded (a group never straddles a regime boundary). Fails (RM_INVALID, reason) with fewer than 2
  * non-empty points. rel_rms over all points used.
  */
 rm_status rm_calib_fit_collective(const int64_t *bytes, const double *time_us, int n, double tolerance,

@@ -18,13 +18,19 @@ typedef struct run_result {
 	int exit_code;
 } run_result;
 
+/* Folder to run remora in (NULL: the test's); set by tests whose output names input paths. */
+static const char *run_cwd;
+
 /* Runs `remora ARGS` (stderr merged into stdout when merge is set). */
 static run_result run_remora(const char *args, bool merge)
 {
 	const char *bin = getenv("REMORA_BIN");
 	cr_assert_not_null(bin, "REMORA_BIN must name the remora executable");
-	char cmd[2048];
-	snprintf(cmd, sizeof(cmd), "'%s' %s%s", bin, args, merge ? " 2>&1" : " 2>/dev/null");
+	char cmd[4096];
+	if (run_cwd)
+		snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s%s", run_cwd, bin, args, merge ? " 2>&1" : " 2>/dev/null");
+	else
+		snprintf(cmd, sizeof(cmd), "'%s' %s%s", bin, args, merge ? " 2>&1" : " 2>/dev/null");
 	FILE *p = popen(cmd, "r");
 	cr_assert_not_null(p);
 	run_result r = {0};
@@ -136,10 +142,13 @@ Test(golden, simulate_seed_micro_batch_6_json)
 
 Test(golden, search_seed_json, .timeout = 240)
 {
-	/* the README's main job: the whole seed search space */
-	char args[1400];
-	snprintf(args, sizeof(args), "search %s --jobs 2 --json", seed_arg());
-	char *out = golden_out("search-seed.json", args);
+	/* the README's main job: the whole seed search space (run from data/ so the scenario path
+	 * in the output does not depend on where the checkout is) */
+	static char dir[1024];
+	snprintf(dir, sizeof(dir), "%s", getenv("REMORA_DATA_DIR"));
+	run_cwd = dir;
+	char *out = golden_out("search-seed.json", "search scenarios/seed-llama2-7b-fsdp8-h100.yaml --jobs 2 --json");
+	run_cwd = NULL;
 	json_error_t jerr;
 	json_t *doc = json_loads(out, 0, &jerr);
 	cr_assert_not_null(doc, "%s", jerr.text);

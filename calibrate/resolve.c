@@ -346,3 +346,46 @@ rm_status rm_calib_resolve_hw(const char *spec, const rm_calib_resolve_opts *opt
 		return rm_nccl_model_init(nccl, hw, opts ? opts->nccl_version : NULL, err);
 	return RM_OK;
 }
+
+rm_status rm_calib_fit_value(const char *spec, const char *model, const char *key, double *value, rm_error *err)
+{
+	const char *colon = spec ? strrchr(spec, ':') : NULL;
+	if (!colon || colon == spec || !colon[1])
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "'%s' is not a calibrated profile (DATABASE:PROFILE)",
+				    spec ? spec : "");
+	char path[512];
+	size_t plen = (size_t)(colon - spec);
+	if (plen >= sizeof(path))
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "database path too long");
+	memcpy(path, spec, plen);
+	path[plen] = '\0';
+	rm_calib_db *db = rm_calib_db_open(path, false, err);
+	if (!db)
+		return err ? err->status : RM_IO;
+	sqlite3_stmt *q = NULL;
+	rm_status st = RM_OK;
+	if (sqlite3_prepare_v2(db->sql, "SELECT params FROM fits WHERE profile = ? AND model = ?", -1, &q, NULL) !=
+	    SQLITE_OK) {
+		st = rm_calib__sql_error(db, err, "reading fits");
+		goto done;
+	}
+	sqlite3_bind_text(q, 1, colon + 1, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 2, model, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(q) != SQLITE_ROW) {
+		st = rm_error_set(err, RM_NOT_FOUND, path, 0, 0, "profile '%s' has no fit '%s'", colon + 1, model);
+		goto done;
+	}
+	json_t *p = json_loads((const char *)sqlite3_column_text(q, 0), 0, NULL);
+	double v = jreal(p, key);
+	json_decref(p);
+	if (!isfinite(v)) {
+		st = rm_error_set(err, RM_NOT_FOUND, path, 0, 0, "fit '%s' of profile '%s' has no number '%s'", model,
+				  colon + 1, key);
+		goto done;
+	}
+	*value = v;
+done:
+	sqlite3_finalize(q);
+	rm_calib_db_close(db);
+	return st;
+}

@@ -729,6 +729,13 @@ Test(calib, jsonl_fit_resolves_into_the_profile, .init = make_dir, .fini = clean
 	cr_assert_lt(fabs(hw.d2h_GBps - 51) / 51, 0.03, "%.2f", hw.d2h_GBps);
 	cr_assert_not_null(strstr(hw.source[RM_HW_gemm_bf16_TFLOPs], "calibration"));
 	cr_assert_eq(hw.sm_count, 132, "unfitted fields keep the embedded value");
+	double per_sm = 0, graph_us = 0;
+	cr_assert_eq(rm_calib_fit_value(spec, "interference.sms", "slowdown_per_sm", &per_sm, &err), RM_OK, "%s",
+		     err.msg);
+	cr_assert_lt(fabs(per_sm - 0.0085) / 0.0085, 0.1, "%.5f per SM", per_sm);
+	cr_assert_eq(rm_calib_fit_value(spec, "launch.graph", "per_kernel_us", &graph_us, &err), RM_OK, "%s", err.msg);
+	cr_assert_lt(fabs(graph_us - 0.9) / 0.9, 0.05, "%.3f us per kernel in a graph", graph_us);
+	cr_assert_eq(rm_calib_fit_value(spec, "interference.nccl", "slowdown", &graph_us, &err), RM_NOT_FOUND);
 	cr_assert_not_null(strstr(hw.source[RM_HW_sm_count], "hardware.md"), "%s", hw.source[RM_HW_sm_count]);
 	/* the 2-GPU all-reduce fit reproduces the synthetic curve */
 	for (int64_t b = 4096; b <= (INT64_C(1) << 30); b *= 16) {

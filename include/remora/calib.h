@@ -260,4 +260,12 @@ typedef struct rm_calib_resolve_opts {
 rm_status rm_calib_resolve_hw(const char *spec, const rm_calib_resolve_opts *opts, rm_hw_profile *hw,
 			      struct rm_nccl_model *nccl, rm_error *err);
 
+/*
+ * One fitted number without a hardware field, e.g. ("interference.sms", "slowdown_per_sm"),
+ * ("interference.nccl", "slowdown"), ("launch.graph", "per_kernel_us"), ("hbm.triad", "GBps"),
+ * of the profile a "PATH:NAME" spec names. RM_NOT_FOUND (message names what is missing) when the
+ * profile has no such fit or key; errors of rm_calib_db_open otherwise.
+ */
+rm_status rm_calib_fit_value(const char *spec, const char *model, const char *key, double *value, rm_error *err);
+
 #endif /* REMORA_CALIB_H */

@@ -211,7 +211,11 @@ static int run(const char *cmd, int argc, char **argv)
 		       res.sched.mode == RM_SCHED_XLA ? "XLA schedule" : "ideal schedule", res.sched.scan ? " (scan)" : " (unrolled)");
 		printf("  policy     %s\n", rm_remat_policy_format(res.policy, pol, sizeof(pol)));
 		rm_xla_flags_format(&res.flags, fl, sizeof(fl));
-		printf("  XLA_FLAGS  %s\n\n", fl[0] ? fl : "(XLA's defaults)");
+		if (res.sched.mode == RM_SCHED_XLA)
+			printf("  XLA_FLAGS  %s\n\n", fl[0] ? fl : "(XLA's defaults)");
+		else
+			printf("  runtime    collectives on their own stream, all-gathers %d layer(s) ahead (not XLA)\n\n",
+			       res.sched.prefetch_depth);
 		printf("  step time          %.3f ms   (lower bound %.3f ms)\n", rm_time_to_s(m->step_time) * 1e3,
 		       rm_time_to_s(m->lower_bound) * 1e3);
 		printf("  tokens/s per GPU   %.0f\n", m->tokens_per_s);
@@ -230,7 +234,8 @@ static int run(const char *cmd, int argc, char **argv)
 				first = false;
 			}
 		printf("%s\n", first ? "" : ")");
-		printf("  XLA memory limit   %s; LHS-tracked peak %s%s\n",
+		if (res.sched.mode == RM_SCHED_XLA)
+			printf("  XLA memory limit   %s; LHS-tracked peak %s%s\n",
 		       rm_format_bytes(rep.memory_limit_bytes, b3, sizeof(b3)),
 		       rm_format_bytes(rep.tracked_peak_bytes, b4, sizeof(b4)),
 		       rep.tracked_peak_bytes > rep.memory_limit_bytes / 2 ? " (over half the limit: memory rules first)" : "");

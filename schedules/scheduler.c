@@ -162,6 +162,7 @@ typedef struct ctx {
 	rm_remat_plan plan;
 	rm_remat_plan head_plan, embed_plan; /* everything saved */
 	int L, A, k; /* layers, micro-batches, layers per scan body */
+	int ag_ahead; /* layers a pipelined gather runs ahead: k (XLA), the prefetch depth (ideal) */
 	int psize, gsize;
 	int64_t limit;
 	int64_t stacks;  /* per micro-batch: L x (saved + carry) */
@@ -1171,7 +1172,7 @@ static void build_body(const ctx *x, comp *c, bool bwd)
 	for (int bl = 0; bl < x->k; bl++) {
 		add_layer_temps(x, c, bl, 0, bwd, delta);
 		if (x->cfg->wl->train.fsdp > 1)
-			add_layer_colls(x, c, bl, 0, bwd, delta, x->pipe_ag, x->k, x->pipe_rs, -x->k);
+			add_layer_colls(x, c, bl, 0, bwd, delta, x->pipe_ag, x->ag_ahead, x->pipe_rs, -x->k);
 	}
 	if (x->pipe_rs && bwd && x->cfg->wl->train.fsdp > 1) {
 		/* the previous iteration's gradients wait in the loop carry for their reduce-scatter */
@@ -1314,7 +1315,7 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		}
 		/* pipelining's prologue (the first iteration's gathers) and epilogue (the last
 		 * iteration's reduce-scatters) live in the entry computation */
-		for (int bl = 0; bl < x->k; bl++) {
+		for (int bl = 0; bl < x->ag_ahead && bl < x->L; bl++) {
 			if (x->pipe_ag) {
 				for (int g = 0; g < x->ag.n; g++) {
 					coll *k = entry_coll(x, c, CK_AG, WHAT_LAYER, mb, x->ag.elems[g], mb_start[mb], fwd_loop[mb]);
@@ -1326,6 +1327,8 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 					k->bwd_pass = true;
 				}
 			}
+		}
+		for (int bl = 0; bl < x->k; bl++) {
 			if (x->pipe_rs) {
 				int last_base = x->L - 1 - ((x->L - 1) / x->k) * x->k; /* base of the last bwd iteration */
 				int l = last_base - bl;
@@ -1390,6 +1393,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	x.A = (int)wl->train.grad_accum;
 	bool xla = cfg->mode == RM_SCHED_XLA;
 	x.k = xla && cfg->scan && cfg->flags.while_loop_double_buffering && x.L >= 2 ? 2 : 1;
+	x.ag_ahead = xla ? x.k : (cfg->prefetch_depth > 0 ? cfg->prefetch_depth : 1);
 	x.psize = rm_dtype_size(wl->train.param_dtype);
 	x.gsize = rm_dtype_size(wl->train.grad_dtype);
 	x.pipe_ag = cfg->scan && (xla ? rm_xla_pipelines_all_gather(&cfg->flags) : true);

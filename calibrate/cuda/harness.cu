@@ -358,7 +358,8 @@ int main(int argc, char **argv)
 	if (status == 0 && setup_nccl(ctx) != 0)
 		status = 1;
 #endif
-	for (size_t i = 0; status == 0 && i < sizeof(benches) / sizeof(benches[0]); i++) {
+	bool ready = status == 0;
+	for (size_t i = 0; ready && i < sizeof(benches) / sizeof(benches[0]); i++) {
 		const rmc_bench *b = benches[i];
 		if (ctx->only && !strstr(b->name, ctx->only))
 			continue;
@@ -366,15 +367,26 @@ int main(int argc, char **argv)
 		if (ctx->mpi && !b->needs_nccl && ctx->rank != 0)
 			continue;
 		time_t t0 = time(NULL);
-		if (run_bench(ctx, b) != 0)
-			status = 1;
+		bool failed = run_bench(ctx, b) != 0;
 		if (ctx->rank == 0)
-			fprintf(stderr, "remora-calibrate: %-13s %s in %lds\n", b->name, status ? "FAILED" : "done",
+			fprintf(stderr, "remora-calibrate: %-13s %s in %lds\n", b->name, failed ? "FAILED" : "done",
 				(long)(time(NULL) - t0));
+		if (failed) {
+			/* the rows already written stay; the next benchmark runs unless the context is lost */
+			fprintf(stderr, "remora-calibrate: error: %s\n", ctx->error[0] ? ctx->error : "unknown failure");
+			ctx->error[0] = '\0';
+			status = 1;
+			cudaError_t sticky = cudaDeviceSynchronize();
+			if (sticky != cudaSuccess || ctx->mpi) {
+				fprintf(stderr, "remora-calibrate: stopping: %s\n",
+					sticky != cudaSuccess ? cudaGetErrorString(sticky) : "ranks may disagree under MPI");
+				ready = false;
+			}
+		}
 	}
-	if (status != 0)
-		fprintf(stderr, "remora-calibrate: error: %s\n", ctx->error[0] ? ctx->error : "unknown failure");
-	else if (ctx->rank == 0)
+	if (status != 0 && ctx->error[0])
+		fprintf(stderr, "remora-calibrate: error: %s\n", ctx->error);
+	else if (status == 0 && ctx->rank == 0)
 		fprintf(stderr, "remora-calibrate: %d rows written to %s\n", ctx->cases_written,
 			out_path ? out_path : "stdout");
 	teardown(ctx);

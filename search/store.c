@@ -255,11 +255,11 @@ int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *ou
 	/* ties broken by key so the order is total and deterministic */
 	static const char *const sql[] = {
 		"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 "
-		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, key ASC LIMIT ?",
+		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, key ASC LIMIT ?",
 		"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 AND mode = 'xla' "
-		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, key ASC LIMIT ?",
+		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, key ASC LIMIT ?",
 		"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 AND mode = 'ideal' "
-		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, key ASC LIMIT ?",
+		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, key ASC LIMIT ?",
 	};
 	sqlite3_stmt *q = query(s, sql[filter], err);
 	if (!q)

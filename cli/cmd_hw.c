@@ -5,12 +5,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "remora/calib.h"
 #include "remora/hw.h"
 
 static void hw_usage(FILE *out)
 {
 	fprintf(out, "usage: remora hw list\n"
-		     "       remora hw show NAME [--json]\n\n"
+		     "       remora hw show NAME|CALIB.db:PROFILE [--json]\n\n"
 		     "Shows an embedded hardware profile: every figure the cost models use, its unit and "
 		     "its source\n(shared/reference/hardware.md row, or the calibration fit that set it).\n\n"
 		     "options:\n"
@@ -87,9 +88,10 @@ int cli_cmd_hw(int argc, char **argv)
 		return cli_usage_error("hw", "unexpected argument '%s'", argv[optind + 1]);
 	rm_error err;
 	rm_error_clear(&err);
-	const rm_hw_profile *hw = rm_hw_profile_find(argv[optind], &err);
-	if (!hw)
+	rm_hw_profile resolved;
+	if (rm_calib_resolve_hw(argv[optind], NULL, &resolved, NULL, &err) != RM_OK)
 		return cli_fail(&err);
+	const rm_hw_profile *hw = &resolved;
 	if (json)
 		return cli_print_json(hw_to_json(hw));
 	printf("%s: %s\n\n", hw->name, hw->description);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "remora/calib.h"
 #include "remora/hw.h"
 #include "remora/program.h"
 #include "remora/sim.h"
@@ -98,9 +99,10 @@ int cli_cmd_run_program(int argc, char **argv)
 
 	rm_error err;
 	rm_error_clear(&err);
-	const rm_hw_profile *hw = rm_hw_profile_find(hw_name, &err);
-	if (!hw)
+	rm_hw_profile resolved;
+	if (rm_calib_resolve_hw(hw_name, NULL, &resolved, NULL, &err) != RM_OK)
 		return cli_fail(&err);
+	const rm_hw_profile *hw = &resolved;
 	rm_program *prog = rm_program_load(path, &err);
 	if (!prog)
 		return cli_fail(&err);

@@ -155,7 +155,6 @@ rm_status rm_nccl_estimate(const rm_nccl_model *model, const rm_coll_query *q, r
 double rm_nccl_pair_time(const rm_nccl_model *model, const rm_coll_query *q, rm_nccl_algo algo,
 			 rm_nccl_proto proto, rm_coll_estimate *est);
 
-#endif /* REMORA_NCCL_H */
 
 /* ---- reference measurements (reference/nccl-h100-8gpu.csv format) ---- */
 
@@ -182,3 +181,5 @@ rm_status rm_nccl_ref_load(const char *path, rm_nccl_ref_row **rows, int *count,
  * predicts less than 80% of it, i.e. the ~35 us launch cost, not the collective, is measured.
  */
 bool rm_nccl_ref_is_launch_floor(const rm_nccl_ref_row *row, double predicted_us);
+
+#endif /* REMORA_NCCL_H */

@@ -293,7 +293,9 @@ Test(engine, same_program_twice_is_bit_identical)
 	char *ta = trace_of(a, &la), *tb = trace_of(b, &lb);
 	cr_assert_eq(la, lb);
 	cr_assert_eq(memcmp(ta, tb, la), 0);
-	char *ra = json_dumps(rm_sim_result_json(a), JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	json_t *ja = rm_sim_result_json(a);
+	char *ra = json_dumps(ja, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	json_decref(ja);
 	/* A second run of the same sim gives the same bytes too. */
 	cr_assert_eq(rm_sim_run(a, &err), RM_OK);
 	size_t la2;

@@ -367,12 +367,13 @@ static void ideal_windows(comp *c)
 
 /* ---- building the computations ---------------------------------------------------------- */
 
-/* Position of the first slot (from `from`) of graph op `op` of body layer bl, or -1. */
-static int find_slot(const comp *c, part pt, int op, int bl, int mb, int from)
+/* Position of the first slot (from `from`) of graph op `op` of body layer bl in a phase, or -1.
+ * An unrolled chain holds a layer's forward and its recompute: the phase tells them apart. */
+static int find_slot(const comp *c, part pt, int op, int bl, int mb, int from, rm_program_phase phase)
 {
 	for (int j = from; j < c->n; j++)
 		if (c->slots[j].kind == SLOT_OP && c->slots[j].part == pt && c->slots[j].op == op &&
-		    c->slots[j].body_layer == bl && c->slots[j].mb == mb)
+		    c->slots[j].body_layer == bl && c->slots[j].mb == mb && c->slots[j].phase == phase)
 			return j;
 	return -1;
 }
@@ -389,7 +390,7 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 			continue;
 		int prod = -1, last = -1;
 		if (!bwd) {
-			prod = find_slot(c, PART_LAYER, val->producer, bl, mb, 0);
+			prod = find_slot(c, PART_LAYER, val->producer, bl, mb, 0, RM_PPHASE_FWD);
 			if (prod < 0)
 				continue;
 			rm_value_fate fate = x->plan.fate[v];
@@ -398,7 +399,8 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 			last = prod + 1;
 			for (int j = prod + 1; j < c->n; j++) {
 				const slot *s = &c->slots[j];
-				if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb)
+				if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb ||
+				    s->phase != RM_PPHASE_FWD)
 					continue;
 				const rm_op *op = &g->ops[s->op];
 				for (int i = 0; i < op->n_inputs; i++)
@@ -408,13 +410,16 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		} else {
 			if (x->plan.fate[v] != RM_FATE_RECOMPUTED && x->plan.fate[v] != RM_FATE_OFFLOADED)
 				continue;
-			prod = x->plan.fate[v] == RM_FATE_OFFLOADED ? 0 : find_slot(c, PART_LAYER, val->producer, bl, mb, 0);
+			prod = x->plan.fate[v] == RM_FATE_OFFLOADED
+				       ? find_slot(c, PART_LAYER, g->n_fwd_ops, bl, mb, 0, RM_PPHASE_BWD)
+				       : find_slot(c, PART_LAYER, val->producer, bl, mb, 0, RM_PPHASE_RECOMPUTE);
 			if (prod < 0)
 				continue;
 			last = prod + 1;
 			for (int j = prod; j < c->n; j++) {
 				const slot *s = &c->slots[j];
-				if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb)
+				if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb ||
+				    s->phase == RM_PPHASE_FWD)
 					continue;
 				const rm_op *op = &g->ops[s->op];
 				for (int i = 0; i < op->n_residuals; i++)
@@ -730,16 +735,16 @@ static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 	}
 }
 
-static void emit_layer_op(emitter *e, const slot *s, int l)
+static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 {
 	const ctx *x = e->x;
 	const rm_graph *g = x->layer;
 	const rm_op *op = &g->ops[s->op];
-	layer_tensors *t = lt_of(e, s->mb, l);
+	layer_tensors *t = lt_of(e, mb, l);
 	const char *phase = s->phase == RM_PPHASE_FWD ? "fwd" : s->phase == RM_PPHASE_RECOMPUTE ? "recompute" : "bwd";
 	char mbs[16] = "";
 	if (x->A > 1)
-		snprintf(mbs, sizeof(mbs), "mb%d/", s->mb);
+		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	TNAME(e, e->name, "%slayer%02d/%s/%s", mbs, l, phase, op->name);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
 	d.cost = graph_op_cost(op);
@@ -753,7 +758,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l)
 		bool rec = s->phase == RM_PPHASE_RECOMPUTE;
 		for (int i = 0; i < op->n_inputs; i++) {
 			int v = op->inputs[i];
-			in[ni++] = rec ? residual_tensor(e, s->mb, l, v) : t->fwd[v];
+			in[ni++] = rec ? residual_tensor(e, mb, l, v) : t->fwd[v];
 		}
 		if (grp >= 0 && op->kind == RM_OP_GEMM)
 			in[ni++] = rec ? t->ag_bwd[grp] : t->ag_fwd[grp];
@@ -797,7 +802,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l)
 	}
 	/* backward */
 	for (int i = 0; i < op->n_residuals; i++)
-		in[ni++] = residual_tensor(e, s->mb, l, op->residuals[i]);
+		in[ni++] = residual_tensor(e, mb, l, op->residuals[i]);
 	in[ni++] = e->chain;
 	if (op->phase == RM_PHASE_BWD_DGRAD && op->kind == RM_OP_GEMM && grp >= 0)
 		in[ni++] = t->ag_bwd[grp];
@@ -837,13 +842,13 @@ static void emit_layer_op(emitter *e, const slot *s, int l)
 }
 
 /* Emits one collective (async on the collective stream, or sync on the compute stream). */
-static void emit_coll(emitter *e, const coll *k, int l, bool sync, int32_t *event_out)
+static void emit_coll(emitter *e, const coll *k, int l, int mb, bool sync, int32_t *event_out)
 {
 	const ctx *x = e->x;
-	layer_tensors *t = k->what == WHAT_LAYER ? lt_of(e, k->mb, l) : NULL;
+	layer_tensors *t = k->what == WHAT_LAYER ? lt_of(e, mb, l) : NULL;
 	char mbs[16] = "";
 	if (x->A > 1)
-		snprintf(mbs, sizeof(mbs), "mb%d/", k->mb);
+		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	int32_t in[2] = {-1, -1}, out = -1;
 	rm_program_phase phase = RM_PPHASE_FWD;
 	char tn[160];
@@ -1035,6 +1040,34 @@ static int target_layer(const coll *k, int base, int dir)
 	return base + dir * (k->body_layer + k->layer_off);
 }
 
+/*
+ * Emits the collectives scheduled at position j of a computation: async starts, synchronous
+ * collectives, and the waits of async dones. In the entry computation a collective names its
+ * own layer and micro-batch; in a body instance its layer is relative to base and the
+ * micro-batch is the instance's.
+ */
+static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base, int dir, int mb, int32_t *ev)
+{
+	const ctx *x = e->x;
+	for (int i = 0; i < c->nc; i++) {
+		const coll *k = &c->colls[i];
+		int l = -1, kmb = entry ? k->mb : mb;
+		if (k->what == WHAT_LAYER) {
+			l = entry ? k->body_layer : target_layer(k, base, dir);
+			if (l < 0 || l >= x->L)
+				continue; /* the pipeliner's peeled iterations */
+			if (k->kind == CK_RS && lt_of(e, kmb, l)->grads[k->group] < 0)
+				continue;
+		}
+		if (!k->sync && k->start_pos == j)
+			emit_coll(e, k, l, kmb, false, &ev[i]);
+		if (k->sync && k->done_pos == j)
+			emit_coll(e, k, l, kmb, true, &ev[i]);
+		if (!k->sync && k->done_pos == j && ev[i] >= 0)
+			add_pending(e, ev[i]);
+	}
+}
+
 /* Emits one instance of a body (base: layer of body layer 0; dir: +1 forward, -1 backward). */
 static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool bwd)
 {
@@ -1049,20 +1082,7 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 				emit_reloads(e, mb, l);
 		}
 	for (int j = 0; j <= c->n; j++) {
-		for (int i = 0; i < c->nc; i++) {
-			const coll *k = &c->colls[i];
-			int l = target_layer(k, base, dir);
-			if (l < 0 || l >= x->L)
-				continue;
-			if (k->kind != CK_AG && lt_of(e, mb, l)->grads[0] < 0 && k->kind == CK_RS)
-				continue;
-			if (!k->sync && k->start_pos == j)
-				emit_coll(e, k, l, false, &ev[i]);
-			if (k->sync && k->done_pos == j)
-				emit_coll(e, k, l, true, &ev[i]);
-			if (!k->sync && k->done_pos == j && ev[i] >= 0)
-				add_pending(e, ev[i]);
-		}
+		emit_colls_at(e, c, j, false, base, dir, mb, ev);
 		if (j == c->n)
 			break;
 		const slot *s = &c->slots[j];
@@ -1074,7 +1094,7 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 			int in_v = x->layer->input;
 			t->fwd[in_v] = l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, mb, l - 1);
 		}
-		emit_layer_op(e, s, l);
+		emit_layer_op(e, s, l, mb);
 	}
 	free(ev);
 }
@@ -1102,20 +1122,7 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 		ev[i] = -1;
 	int last_bwd_layer = -1;
 	for (int j = 0; j <= c->n; j++) {
-		for (int i = 0; i < c->nc; i++) {
-			const coll *k = &c->colls[i];
-			int l = k->what == WHAT_LAYER ? k->body_layer : -1;
-			if (k->what == WHAT_LAYER && (l < 0 || l >= x->L))
-				continue;
-			if (k->kind == CK_RS && k->what == WHAT_LAYER && lt_of(e, k->mb, l)->grads[k->group] < 0)
-				continue;
-			if (!k->sync && k->start_pos == j)
-				emit_coll(e, k, l, false, &ev[i]);
-			if (k->sync && k->done_pos == j)
-				emit_coll(e, k, l, true, &ev[i]);
-			if (!k->sync && k->done_pos == j && ev[i] >= 0)
-				add_pending(e, ev[i]);
-		}
+		emit_colls_at(e, c, j, true, 0, +1, 0, ev);
 		if (j == c->n)
 			break;
 		const slot *s = &c->slots[j];
@@ -1130,7 +1137,7 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 					emit_reloads(e, s->mb, l);
 					last_bwd_layer = l;
 				}
-				emit_layer_op(e, s, l);
+				emit_layer_op(e, s, l, s->mb);
 			} else {
 				const rm_graph *g = s->part == PART_EMBED ? x->embed : x->head;
 				if (s->part == PART_HEAD && s->op == g->n_fwd_ops)
@@ -1304,12 +1311,34 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		if (emb_bwd[mb] >= 0)
 			entry_coll(x, c, CK_RS, WHAT_EMBED, mb, emb_elems, emb_bwd[mb] + 1, opt_pos);
 		if (unrolled) {
+			int first_coll = c->nc;
 			for (int l = 0; l < x->L; l++) {
 				int n_before = c->nc;
 				add_layer_colls(x, c, l, mb, false, delta, false, 0, false, 0);
 				add_layer_colls(x, c, l, mb, true, delta, false, 0, false, 0);
 				for (int i = n_before; i < c->nc; i++)
-					c->colls[i].s_min = mb_start[mb];
+					if (c->colls[i].kind == CK_AG)
+						c->colls[i].s_min = mb_start[mb];
+			}
+			/* Unrolled, a layer's gradients need not wait for the end of the step: their
+			 * reduction is due when the next layer down has produced its own (the order the
+			 * backward runs in), which bounds the live full-size gradients to about two layers. */
+			for (int i = first_coll; i < c->nc; i++) {
+				coll *k = &c->colls[i];
+				if (k->kind == CK_AG)
+					continue;
+				int due = c->n;
+				for (int q = first_coll; q < c->nc; q++)
+					if (c->colls[q].kind == k->kind && c->colls[q].body_layer == k->body_layer - 1 &&
+					    c->colls[q].group == k->group)
+						due = c->colls[q].s_min;
+				if (due < k->s_min)
+					due = k->s_min;
+				if (k->kind == CK_RS) {
+					delta[c->n] += k->bytes;
+					delta[due] -= k->bytes;
+				}
+				k->deadline = due;
 			}
 			continue;
 		}

@@ -27,6 +27,7 @@ int cli_cmd_simulate(int argc, char **argv);
 int cli_cmd_calib(int argc, char **argv);
 int cli_cmd_run_program(int argc, char **argv);
 int cli_cmd_bench(int argc, char **argv);
+int cli_cmd_exec(int argc, char **argv);
 
 /* Exit codes: 0 success, 1 failure of the input or the environment, 2 bad usage. */
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };

@@ -21,6 +21,7 @@ static const cli_command commands[] = {
 	{"run-program", "simulate a schedule program: step time, memory, overlap, trace",
 	 cli_cmd_run_program},
 	{"bench", "benchmarks: engine (events per second)", cli_cmd_bench},
+	{"exec", "run a schedule program on GPUs and compare with the prediction; --dry-run plans it", cli_cmd_exec},
 };
 
 static void usage(FILE *out)

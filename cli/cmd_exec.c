@@ -1,0 +1,301 @@
+/*
+ * `remora exec PROGRAM.json [--dry-run] [--hardware NAME] [--world N] [--iterations N]
+ *  [--warmup N] [--trace OUT] [--compare] [--calib DB] [--queues N] [--json] [--tensors]`.
+ * The plan and its checks come from remora/exec.h (always built); the run from the CUDA runner
+ * (exec/runner.h), linked only where nvcc, CUDA and NCCL were found (REMORA_EXEC_RUNNER).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "remora/calib.h"
+#include "remora/exec.h"
+#include "remora/hw.h"
+#include "remora/program.h"
+
+#if REMORA_EXEC_RUNNER
+#include "exec/runner.h"
+#endif
+
+static void exec_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: remora exec PROGRAM.json [--dry-run] [--hardware NAME] [--world N]\n"
+		"                   [--iterations N] [--warmup N] [--trace OUT] [--compare] [--calib DB]\n"
+		"                   [--queues N] [--json] [--tensors]\n\n"
+		"Runs a schedule program (written by `remora schedule` or `remora search`) on this\n"
+		"machine's GPU(s): tensors from one pool sized by the program's memory plan, its streams\n"
+		"with their priorities, every op on its stream in program order with its events. One\n"
+		"process per GPU under mpirun, or a single GPU. See docs/exec.md.\n\n"
+		"options:\n"
+		"  -n, --dry-run        validate and print the plan (streams, memory, op counts); no GPU\n"
+		"  -H, --hardware NAME  profile for the checks and --compare: NAME or CALIB.db:NAME\n"
+		"                       (default h100-sxm)\n"
+		"  -w, --world N        ranks of the launch for --dry-run (default: the largest group)\n"
+		"  -i, --iterations N   timed iterations (default 10)\n"
+		"  -W, --warmup N       untimed iterations first (default 3)\n"
+		"  -t, --trace OUT      write the measured iteration as a Chrome/Perfetto trace\n"
+		"  -c, --compare        predicted vs measured per op kind and step; stores the\n"
+		"                       measurement in the calibration database (--calib, or the\n"
+		"                       database of --hardware DB:NAME)\n"
+		"  -C, --calib DB       calibration database for --compare's rows\n"
+		"  -Q, --queues N       hardware queues of the prediction (default 8)\n"
+		"  -j, --json           machine-readable output\n"
+		"  -T, --tensors        with --dry-run --json: every tensor's placement\n"
+		"  -h, --help           this help\n");
+}
+
+typedef struct exec_opts {
+	const char *path, *hw_name, *trace, *calib;
+	bool dry_run, compare, json, tensors;
+	int64_t world, iterations, warmup, queues;
+} exec_opts;
+
+#if REMORA_EXEC_RUNNER
+/* Stores the measurement's calibration rows in db (through the JSONL importer). */
+static bool store_rows(const exec_opts *o, const rm_program *prog, const rm_exec_measurement *m, int *rows,
+		       rm_error *err)
+{
+	char tmp[] = "/tmp/remora-exec-XXXXXX";
+	int fd = mkstemp(tmp);
+	if (fd < 0)
+		return rm_error_set(err, RM_IO, tmp, 0, 0, "cannot create a temporary file: %s", strerror(errno)),
+		       false;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return rm_error_set(err, RM_IO, tmp, 0, 0, "cannot open a temporary file"), false;
+	}
+	char host[96] = "";
+	gethostname(host, sizeof(host) - 1);
+	*rows = rm_exec_write_calib_rows(prog, m, host, f, err);
+	bool ok = fclose(f) == 0 && *rows >= 0;
+	if (ok && *rows > 0) {
+		rm_calib_db *db = rm_calib_db_open(o->calib, true, err);
+		rm_calib_import_stats st;
+		ok = db && rm_calib_import_jsonl(db, tmp, &st, err) == RM_OK;
+		rm_calib_db_close(db);
+	}
+	unlink(tmp);
+	return ok;
+}
+
+static int run(const exec_opts *o, const rm_program *prog, const rm_exec_plan *plan, const rm_hw_profile *hw)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_exec_run_opts ro = {.hw = hw, .iterations = (int)o->iterations, .warmup = (int)o->warmup};
+	rm_exec_measurement m;
+	int rank = 0;
+	memset(&m, 0, sizeof(m));
+	if (rm_exec_run(plan, &ro, &m, &rank, &err) != RM_OK) {
+		rm_exec_measurement_finish(&m);
+		return cli_fail(&err);
+	}
+	int rc = CLI_EXIT_OK;
+	json_t *cmp = NULL;
+	if (rank != 0)
+		goto out;
+	if (o->trace) {
+		FILE *f = fopen(o->trace, "w");
+		bool ok = f && rm_exec_write_trace(prog, &m, f, &err);
+		if (f && fclose(f) != 0)
+			ok = false;
+		if (!ok) {
+			if (err.status == RM_OK)
+				rm_error_set(&err, RM_IO, o->trace, 0, 0, "cannot write the trace: %s", strerror(errno));
+			rc = cli_fail(&err);
+			goto out;
+		}
+	}
+	if (o->compare) {
+		cmp = rm_exec_compare(prog, plan, hw, (int)o->queues, &m, &err);
+		if (!cmp) {
+			rc = cli_fail(&err);
+			goto out;
+		}
+		if (o->calib) {
+			int rows = 0;
+			if (!store_rows(o, prog, &m, &rows, &err)) {
+				rc = cli_fail(&err);
+				goto out;
+			}
+			json_object_set_new(cmp, "calibration_rows", json_integer(rows));
+			if (!o->json)
+				fprintf(stderr, "remora: stored %d measurements (ops that ran alone) in %s\n", rows,
+					o->calib);
+		}
+	}
+	if (o->json) {
+		json_t *doc = json_pack("{s:s, s:s, s:f, s:i, s:I, s:I, s:i}", "device", m.device, "attention_kernel",
+					m.attention_kernel, "step_s", m.step_s, "iterations", m.iterations,
+					"device_bytes", (json_int_t)m.device_bytes, "device_used_bytes",
+					(json_int_t)m.device_used_bytes, "world", m.world);
+		if (cmp)
+			json_object_set(doc, "compare", cmp);
+		rc = cli_print_json(doc);
+	} else {
+		char b[32];
+		printf("device         %s, %d rank%s, attention: %s\n", m.device, m.world, m.world == 1 ? "" : "s",
+		       m.attention_kernel);
+		printf("step time      %.3f ms (median of %d iterations)\n", m.step_s * 1e3, m.iterations);
+		printf("device memory  %s allocated\n", rm_format_bytes(m.device_bytes, b, sizeof(b)));
+		if (cmp)
+			rm_exec_compare_print(cmp, stdout);
+	}
+out:
+	json_decref(cmp);
+	rm_exec_measurement_finish(&m);
+	return rc;
+}
+#endif
+
+/* The database named by a "PATH:NAME" hardware spec, or NULL. */
+static char *spec_db(const char *spec)
+{
+	const char *colon = strrchr(spec, ':');
+	if (!colon || colon == spec)
+		return NULL;
+	size_t n = (size_t)(colon - spec);
+	char *db = rm_xmalloc(n + 1);
+	memcpy(db, spec, n);
+	db[n] = '\0';
+	return db;
+}
+
+int cli_cmd_exec(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"dry-run", no_argument, NULL, 'n'},
+		{"hardware", required_argument, NULL, 'H'},
+		{"world", required_argument, NULL, 'w'},
+		{"iterations", required_argument, NULL, 'i'},
+		{"warmup", required_argument, NULL, 'W'},
+		{"trace", required_argument, NULL, 't'},
+		{"compare", no_argument, NULL, 'c'},
+		{"calib", required_argument, NULL, 'C'},
+		{"queues", required_argument, NULL, 'Q'},
+		{"json", no_argument, NULL, 'j'},
+		{"tensors", no_argument, NULL, 'T'},
+		{"help", no_argument, NULL, 'h'},
+		{0, 0, 0, 0},
+	};
+	exec_opts o = {.hw_name = "h100-sxm", .iterations = 10, .warmup = 3, .queues = 8};
+	int c;
+	while ((c = getopt_long(argc, argv, "nH:w:i:W:t:cC:Q:jTh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			o.dry_run = true;
+			break;
+		case 'H':
+			o.hw_name = optarg;
+			break;
+		case 'w':
+			if (!cli_parse_positive("exec", "--world", optarg, &o.world))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'i':
+			if (!cli_parse_positive("exec", "--iterations", optarg, &o.iterations))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'W':
+			if (strcmp(optarg, "0") == 0)
+				o.warmup = 0;
+			else if (!cli_parse_positive("exec", "--warmup", optarg, &o.warmup))
+				return CLI_EXIT_USAGE;
+			break;
+		case 't':
+			o.trace = optarg;
+			break;
+		case 'c':
+			o.compare = true;
+			break;
+		case 'C':
+			o.calib = optarg;
+			break;
+		case 'Q':
+			if (!cli_parse_positive("exec", "--queues", optarg, &o.queues))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'j':
+			o.json = true;
+			break;
+		case 'T':
+			o.tensors = true;
+			break;
+		case 'h':
+			exec_usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return cli_usage_error("exec", "unrecognised option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("exec", "missing the PROGRAM.json");
+	if (optind + 1 != argc)
+		return cli_usage_error("exec", "unexpected argument '%s'", argv[optind + 1]);
+	if (o.iterations > 100000 || o.warmup > 100000)
+		return cli_usage_error("exec", "--iterations and --warmup: at most 100000");
+	if (o.world > 65536)
+		return cli_usage_error("exec", "--world: at most 65536");
+	o.path = argv[optind];
+
+	rm_error err;
+	rm_error_clear(&err);
+	rm_hw_profile hw;
+	if (rm_calib_resolve_hw(o.hw_name, NULL, &hw, NULL, &err) != RM_OK)
+		return cli_fail(&err);
+	rm_program *prog = rm_program_load(o.path, &err);
+	if (!prog)
+		return cli_fail(&err);
+	int rc = CLI_EXIT_FAIL;
+	char *db = NULL;
+	rm_exec_plan *plan = rm_exec_plan_create(prog, o.path, &err);
+	if (!plan) {
+		rc = cli_fail(&err);
+		goto out_program;
+	}
+	if (o.dry_run) {
+		rm_exec_limits lim = {.hw = &hw, .world = (int)o.world};
+		rm_status st = rm_exec_plan_check(plan, &lim, &err);
+		if (o.json) {
+			json_t *doc = rm_exec_plan_json(plan, o.tensors);
+			json_object_set_new(doc, "hardware", json_string(hw.name));
+			json_object_set_new(doc, "capacity_bytes", json_integer((json_int_t)hw.hbm_bytes));
+			json_object_set_new(doc, "ok", json_boolean(st == RM_OK));
+			if (st != RM_OK)
+				json_object_set_new(doc, "error", json_string(err.msg));
+			rc = cli_print_json(doc);
+		} else {
+			char b[32];
+			rm_exec_plan_print(plan, stdout);
+			printf("check          %s on %s (%s)\n", st == RM_OK ? "ok" : "FAILED", hw.name,
+			       rm_format_bytes((int64_t)hw.hbm_bytes, b, sizeof(b)));
+			rc = CLI_EXIT_OK;
+		}
+		if (st != RM_OK) {
+			snprintf(err.file, sizeof(err.file), "%s", o.path);
+			rc = cli_fail(&err);
+		}
+		goto out_plan;
+	}
+	if (o.compare && !o.calib)
+		o.calib = db = spec_db(o.hw_name);
+#if REMORA_EXEC_RUNNER
+	rc = run(&o, prog, plan, &hw);
+#else
+	fprintf(stderr, "remora: error: this remora was built without CUDA; --dry-run works\n");
+	rc = CLI_EXIT_FAIL;
+#endif
+out_plan:
+	free(db);
+	rm_exec_plan_destroy(plan);
+out_program:
+	rm_program_destroy(prog);
+	return rc;
+}

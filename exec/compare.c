@@ -1,0 +1,436 @@
+/*
+ * A measurement of `remora exec`: its trace (the simulator's format), its comparison with the
+ * engine's prediction and its calibration rows (remora/exec.h). Plain C: no CUDA header.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remora/exec.h"
+#include "remora/sim.h"
+#include "remora/workload.h"
+
+void rm_exec_measurement_init(rm_exec_measurement *m, int32_t n_ops)
+{
+	memset(m, 0, sizeof(*m));
+	m->n_ops = n_ops;
+	m->op_start_s = rm_new(double, (size_t)n_ops + 1);
+	m->op_end_s = rm_new(double, (size_t)n_ops + 1);
+	m->op_mean_s = rm_new(double, (size_t)n_ops + 1);
+	m->world = 1;
+}
+
+void rm_exec_measurement_finish(rm_exec_measurement *m)
+{
+	if (!m)
+		return;
+	free(m->op_start_s);
+	free(m->op_end_s);
+	free(m->op_mean_s);
+	m->op_start_s = m->op_end_s = m->op_mean_s = NULL;
+}
+
+/* ---- trace -------------------------------------------------------------------------------- */
+
+static void put_us(FILE *out, rm_time_ps t)
+{
+	fprintf(out, "%" PRIu64 ".%06" PRIu64, t / 1000000u, t % 1000000u);
+}
+
+static void put_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+static rm_time_ps ps_of(double s)
+{
+	return s > 0 ? rm_time_from_s(s) : 0;
+}
+
+bool rm_exec_write_trace(const rm_program *prog, const rm_exec_measurement *m, FILE *out, rm_error *err)
+{
+	const int pid = 1;
+	rm_time_ps *start = rm_new(rm_time_ps, (size_t)prog->n_ops + 1);
+	rm_time_ps *end = rm_new(rm_time_ps, (size_t)prog->n_ops + 1);
+	for (int32_t i = 0; i < prog->n_ops && i < m->n_ops; i++) {
+		start[i] = ps_of(m->op_start_s[i]);
+		end[i] = ps_of(m->op_end_s[i]);
+		if (end[i] < start[i])
+			end[i] = start[i];
+	}
+	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"program\":");
+	put_str(out, prog->name);
+	fprintf(out, ",\"hardware\":");
+	put_str(out, m->device[0] ? m->device : "measured");
+	fprintf(out, ",\"measured\":true,\"attention_kernel\":");
+	put_str(out, m->attention_kernel);
+	fprintf(out, "},\"traceEvents\":[\n");
+	fprintf(out, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":", pid);
+	char pname[300];
+	snprintf(pname, sizeof(pname), "%s (measured)", prog->name && *prog->name ? prog->name : "remora");
+	put_str(out, pname);
+	fprintf(out, "}}");
+	for (int32_t s = 0; s < prog->n_streams; s++) {
+		fprintf(out, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":"
+			     "{\"name\":",
+			pid, s + 1);
+		char label[160];
+		snprintf(label, sizeof(label), "%s (%s)", prog->streams[s].name,
+			 rm_stream_kind_name(prog->streams[s].kind));
+		put_str(out, label);
+		fprintf(out, "}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
+			     "\"args\":{\"sort_index\":%d}}",
+			pid, s + 1, s);
+	}
+	for (int32_t i = 0; i < prog->n_ops && i < m->n_ops; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		fprintf(out, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":", pid, op->stream + 1);
+		put_str(out, op->name);
+		fprintf(out, ",\"cat\":\"%s\",\"ts\":", rm_cost_kind_name(op->cost.kind));
+		put_us(out, start[i]);
+		fprintf(out, ",\"dur\":");
+		put_us(out, end[i] - start[i]);
+		fprintf(out, ",\"args\":{\"op\":%d,\"phase\":\"%s\",\"layer\":%d,\"mean_us\":", i,
+			rm_program_phase_name(op->phase), op->layer);
+		put_us(out, ps_of(m->op_mean_s[i]));
+		if (op->cost.kind == RM_COST_COLLECTIVE) {
+			fprintf(out, ",\"collective\":\"%s\",\"bytes\":%" PRId64,
+				rm_collective_name(op->cost.collective.op), op->cost.collective.bytes);
+			if (op->sync_reason) {
+				fprintf(out, ",\"sync_reason\":");
+				put_str(out, op->sync_reason);
+			}
+		}
+		fprintf(out, "}}");
+	}
+	int32_t *recorder = rm_xmalloc(((size_t)prog->n_events + 1) * sizeof(int32_t));
+	for (int32_t e = 0; e < prog->n_events; e++)
+		recorder[e] = -1;
+	for (int32_t p = 0; p < prog->n_ops; p++) {
+		const int32_t *r = rm_program_refs(prog, prog->ops[p].records);
+		for (uint32_t q = 0; q < prog->ops[p].records.count; q++)
+			recorder[r[q]] = p;
+	}
+	for (int32_t i = 0; i < prog->n_ops && i < m->n_ops; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		const int32_t *w = rm_program_refs(prog, op->waits);
+		for (uint32_t j = 0; j < op->waits.count; j++) {
+			int32_t rec = recorder[w[j]];
+			if (rec < 0 || rec >= m->n_ops || prog->ops[rec].stream == op->stream)
+				continue;
+			uint64_t id = (uint64_t)i * 4096u + j;
+			fprintf(out, ",\n{\"ph\":\"s\",\"pid\":%d,\"tid\":%d,\"id\":%" PRIu64 ",\"name\":", pid,
+				prog->ops[rec].stream + 1, id);
+			put_str(out, prog->events[w[j]].name);
+			fprintf(out, ",\"cat\":\"event\",\"ts\":");
+			put_us(out, start[rec] + (end[rec] - start[rec]) / 2);
+			fprintf(out, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,\"tid\":%d,\"id\":%" PRIu64
+				     ",\"name\":",
+				pid, op->stream + 1, id);
+			put_str(out, prog->events[w[j]].name);
+			fprintf(out, ",\"cat\":\"event\",\"ts\":");
+			put_us(out, start[i] + (end[i] - start[i]) / 2);
+			fprintf(out, "}");
+		}
+	}
+	free(recorder);
+	/* the executor allocates its whole plan up front: one counter point */
+	fprintf(out, ",\n{\"ph\":\"C\",\"pid\":%d,\"name\":\"device memory\",\"ts\":0.000000,\"args\":{\"bytes\":%" PRId64
+		     "}}",
+		pid, m->device_used_bytes > 0 ? m->device_used_bytes : m->device_bytes);
+	fprintf(out, "\n]}\n");
+	free(start);
+	free(end);
+	if (ferror(out) || fflush(out) != 0)
+		return rm_error_set(err, RM_IO, NULL, 0, 0, "writing the trace failed"), false;
+	return true;
+}
+
+/* ---- comparison --------------------------------------------------------------------------- */
+
+/* A mutable copy of prog (through its JSON form, the one format every reader shares). */
+static rm_program *copy_program(const rm_program *prog, rm_error *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		rm_error_set(err, RM_NOMEM, NULL, 0, 0, "cannot copy the program");
+		return NULL;
+	}
+	bool ok = rm_program_write(prog, f, err);
+	if (fclose(f) != 0)
+		ok = false;
+	rm_program *copy = ok ? rm_program_parse(buf, len, prog->name, err) : NULL;
+	free(buf);
+	return copy;
+}
+
+static double rel_error(double predicted, double measured)
+{
+	return measured > 0 ? (predicted - measured) / measured : 0.0;
+}
+
+static json_t *error_json(double predicted, double measured)
+{
+	return measured > 0 ? json_real(rel_error(predicted, measured)) : json_null();
+}
+
+typedef struct op_err {
+	int32_t op;
+	double predicted_s, measured_s;
+} op_err;
+
+static int by_abs_error(const void *a, const void *b)
+{
+	const op_err *x = a, *y = b;
+	double ex = fabs(x->predicted_s - x->measured_s), ey = fabs(y->predicted_s - y->measured_s);
+	if (ex != ey)
+		return ex > ey ? -1 : 1;
+	return x->op - y->op;
+}
+
+json_t *rm_exec_compare(const rm_program *prog, const rm_exec_plan *plan, const rm_hw_profile *hw, int hw_queues,
+			const rm_exec_measurement *m, rm_error *err)
+{
+	rm_program *pred = copy_program(prog, err);
+	if (!pred)
+		return NULL;
+	/* price attention as the kernels that ran */
+	if (strcmp(m->attention_kernel, "cublaslt-unfused") == 0 || !m->attention_kernel[0])
+		for (int32_t i = 0; i < pred->n_ops; i++)
+			if (pred->ops[i].cost.kind == RM_COST_ATTENTION && pred->ops[i].time_s < 0)
+				pred->ops[i].time_s = rm_exec_attention_unfused_s(&pred->ops[i].cost.attention, hw);
+	rm_sim_options opt = {.hw_queues = hw_queues};
+	rm_sim *sim = rm_sim_create(pred, hw, &opt, err);
+	if (!sim) {
+		rm_program_destroy(pred);
+		return NULL;
+	}
+	if (rm_sim_run(sim, err) != RM_OK) {
+		rm_sim_destroy(sim);
+		rm_program_destroy(pred);
+		return NULL;
+	}
+	const rm_sim_metrics *met = rm_sim_get_metrics(sim);
+	double kp[RM_COST_KIND_COUNT] = {0}, km[RM_COST_KIND_COUNT] = {0};
+	int kn[RM_COST_KIND_COUNT] = {0};
+	op_err *errs = rm_new(op_err, (size_t)prog->n_ops + 1);
+	int32_t n = prog->n_ops < m->n_ops ? prog->n_ops : m->n_ops;
+	for (int32_t i = 0; i < n; i++) {
+		rm_cost_kind k = prog->ops[i].cost.kind;
+		double p = rm_time_to_s(rm_sim_op_solo(sim, i));
+		kp[k] += p;
+		km[k] += m->op_mean_s[i];
+		kn[k]++;
+		errs[i] = (op_err){i, p, m->op_mean_s[i]};
+	}
+	json_t *o = json_object();
+	json_object_set_new(o, "schema", json_string(RM_EXEC_COMPARE_SCHEMA));
+	json_object_set_new(o, "program", json_string(prog->name ? prog->name : ""));
+	json_object_set_new(o, "hardware", json_string(hw->name));
+	json_object_set_new(o, "device", json_string(m->device));
+	json_object_set_new(o, "attention_kernel", json_string(m->attention_kernel));
+	json_object_set_new(o, "iterations", json_integer(m->iterations));
+	json_object_set_new(o, "world", json_integer(m->world));
+	json_t *kinds = json_object();
+	for (int k = 0; k < RM_COST_KIND_COUNT; k++) {
+		if (!kn[k])
+			continue;
+		json_object_set_new(kinds, rm_cost_kind_name((rm_cost_kind)k),
+				    json_pack("{s:i, s:f, s:f, s:o}", "ops", kn[k], "predicted_s", kp[k],
+					      "measured_s", km[k], "error", error_json(kp[k], km[k])));
+	}
+	json_object_set_new(o, "kinds", kinds);
+	double ps = rm_time_to_s(met->step_time);
+	json_object_set_new(o, "step", json_pack("{s:f, s:f, s:o}", "predicted_s", ps, "measured_s", m->step_s,
+						  "error", error_json(ps, m->step_s)));
+	int64_t measured_mem = m->device_used_bytes > 0 ? m->device_used_bytes : m->device_bytes;
+	json_object_set_new(o, "memory",
+			    json_pack("{s:I, s:I, s:I, s:I, s:o}", "predicted_peak_bytes",
+				      (json_int_t)met->peak_memory_bytes, "planned_tensor_bytes",
+				      (json_int_t)(plan->region_bytes[RM_EXEC_POOL] + plan->region_bytes[RM_EXEC_PERSISTENT]),
+				      "allocated_bytes", (json_int_t)m->device_bytes, "measured_bytes",
+				      (json_int_t)measured_mem, "error",
+				      error_json((double)met->peak_memory_bytes, (double)measured_mem)));
+	qsort(errs, (size_t)n, sizeof(*errs), by_abs_error);
+	json_t *worst = json_array();
+	for (int32_t i = 0; i < n && i < 5; i++)
+		json_array_append_new(worst, json_pack("{s:i, s:s, s:s, s:f, s:f, s:o}", "op", (int)errs[i].op, "name",
+						       prog->ops[errs[i].op].name, "kind",
+						       rm_cost_kind_name(prog->ops[errs[i].op].cost.kind),
+						       "predicted_s", errs[i].predicted_s, "measured_s",
+						       errs[i].measured_s,
+						       "error", error_json(errs[i].predicted_s, errs[i].measured_s)));
+	json_object_set_new(o, "worst_ops", worst);
+	free(errs);
+	rm_sim_destroy(sim);
+	rm_program_destroy(pred);
+	return o;
+}
+
+static void print_row(FILE *out, const char *name, const json_t *row, double scale, const char *unit)
+{
+	double p = json_number_value(json_object_get(row, "predicted_s"));
+	double mm = json_number_value(json_object_get(row, "measured_s"));
+	const json_t *e = json_object_get(row, "error");
+	fprintf(out, "  %-14s %12.3f %s %12.3f %s", name, p * scale, unit, mm * scale, unit);
+	if (json_is_number(e))
+		fprintf(out, "  %+7.1f %%\n", json_number_value(e) * 100);
+	else
+		fprintf(out, "        -\n");
+}
+
+void rm_exec_compare_print(const json_t *cmp, FILE *out)
+{
+	fprintf(out, "predicted (%s) vs measured (%s), attention: %s, %d iterations, %d rank%s\n",
+		json_string_value(json_object_get(cmp, "hardware")), json_string_value(json_object_get(cmp, "device")),
+		json_string_value(json_object_get(cmp, "attention_kernel")),
+		(int)json_integer_value(json_object_get(cmp, "iterations")),
+		(int)json_integer_value(json_object_get(cmp, "world")),
+		json_integer_value(json_object_get(cmp, "world")) == 1 ? "" : "s");
+	fprintf(out, "  %-14s %15s %15s %9s\n", "kind (sum)", "predicted", "measured", "error");
+	const char *key;
+	const json_t *row;
+	json_object_foreach((json_t *)json_object_get(cmp, "kinds"), key, row) {
+		print_row(out, key, row, 1e3, "ms");
+	}
+	print_row(out, "step", json_object_get(cmp, "step"), 1e3, "ms");
+	const json_t *mem = json_object_get(cmp, "memory");
+	char b[3][32];
+	const json_t *e = json_object_get(mem, "error");
+	fprintf(out, "  %-14s %15s %15s", "peak memory",
+		rm_format_bytes((int64_t)json_integer_value(json_object_get(mem, "predicted_peak_bytes")), b[0], sizeof(b[0])),
+		rm_format_bytes((int64_t)json_integer_value(json_object_get(mem, "measured_bytes")), b[1], sizeof(b[1])));
+	if (json_is_number(e))
+		fprintf(out, "  %+7.1f %%", json_number_value(e) * 100);
+	fprintf(out, "  (planned tensors %s)\n",
+		rm_format_bytes((int64_t)json_integer_value(json_object_get(mem, "planned_tensor_bytes")), b[2], sizeof(b[2])));
+	const json_t *worst = json_object_get(cmp, "worst_ops");
+	if (json_array_size(worst))
+		fprintf(out, "largest per-op differences\n");
+	size_t i;
+	json_array_foreach(worst, i, row) {
+		char label[96];
+		snprintf(label, sizeof(label), "%s", json_string_value(json_object_get(row, "name")));
+		fprintf(out, "  %-40s %10.1f us %10.1f us\n", label,
+			json_number_value(json_object_get(row, "predicted_s")) * 1e6,
+			json_number_value(json_object_get(row, "measured_s")) * 1e6);
+	}
+}
+
+/* ---- calibration rows ---------------------------------------------------------------------- */
+
+typedef struct span {
+	double start, end;
+	int32_t op;
+} span;
+
+static int by_start(const void *a, const void *b)
+{
+	const span *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->op - y->op;
+}
+
+static void put_run_keys(FILE *out, const rm_exec_measurement *m, const char *machine)
+{
+	fprintf(out, ",\"unit\":\"us\",\"machine\":");
+	put_str(out, machine ? machine : "");
+	fprintf(out, ",\"gpu\":");
+	put_str(out, m->device);
+	fprintf(out, ",\"driver\":");
+	put_str(out, m->driver);
+	fprintf(out, ",\"cuda\":");
+	put_str(out, m->cuda);
+	fprintf(out, ",\"nccl\":");
+	put_str(out, m->nccl);
+	fprintf(out, "}\n");
+}
+
+int rm_exec_write_calib_rows(const rm_program *prog, const rm_exec_measurement *m, const char *machine, FILE *out,
+			     rm_error *err)
+{
+	int32_t n = prog->n_ops < m->n_ops ? prog->n_ops : m->n_ops;
+	span *s = rm_new(span, (size_t)n + 1);
+	for (int32_t i = 0; i < n; i++)
+		s[i] = (span){m->op_start_s[i], m->op_end_s[i], i};
+	qsort(s, (size_t)n, sizeof(*s), by_start);
+	int rows = 0;
+	double max_end = -1.0;
+	for (int32_t q = 0; q < n; q++) {
+		bool alone = s[q].start >= max_end && (q + 1 >= n || s[q].end <= s[q + 1].start);
+		if (s[q].end > max_end)
+			max_end = s[q].end;
+		const rm_program_op *op = &prog->ops[s[q].op];
+		double us = m->op_mean_s[s[q].op] * 1e6;
+		if (!alone || !(us > 0))
+			continue;
+		const char *bench = NULL;
+		char params[256] = "";
+		switch (op->cost.kind) {
+		case RM_COST_GEMM: {
+			const rm_gemm_shape *g = &op->cost.gemm;
+			const char *dt = g->dtype == RM_DTYPE_BF16			      ? "bf16"
+					 : g->dtype == RM_DTYPE_FP8_E4M3 || g->dtype == RM_DTYPE_FP8_E5M2 ? "fp8"
+												      : NULL;
+			if (!dt)
+				break;
+			bench = "gemm";
+			snprintf(params, sizeof(params),
+				 "\"dtype\":\"%s\",\"m\":%" PRId64 ",\"n\":%" PRId64 ",\"k\":%" PRId64 ",\"batch\":%" PRId64,
+				 dt, g->m, g->n, g->k, g->batch);
+			break;
+		}
+		case RM_COST_ELEMENTWISE:
+			bench = "hbm_copy";
+			snprintf(params, sizeof(params), "\"bytes\":%" PRId64,
+				 op->cost.elementwise.bytes_read + op->cost.elementwise.bytes_written);
+			break;
+		case RM_COST_COPY:
+			if (op->cost.copy.dir == RM_COPY_D2D)
+				break;
+			bench = op->cost.copy.dir == RM_COPY_H2D ? "h2d" : "d2h";
+			snprintf(params, sizeof(params), "\"bytes\":%" PRId64, op->cost.copy.bytes);
+			break;
+		case RM_COST_COLLECTIVE: {
+			const rm_collective_cost *c = &op->cost.collective;
+			if (c->group_size < 2)
+				break;
+			bench = c->op == RM_COLL_ALL_GATHER	 ? "all_gather"
+				: c->op == RM_COLL_REDUCE_SCATTER ? "reduce_scatter"
+				: c->op == RM_COLL_ALL_REDUCE	 ? "all_reduce"
+								 : NULL;
+			snprintf(params, sizeof(params), "\"bytes\":%" PRId64 ",\"ranks\":%d,\"nodes\":%d", c->bytes,
+				 c->group_size, c->span);
+			break;
+		}
+		default:
+			break;
+		}
+		if (!bench)
+			continue;
+		fprintf(out, "{\"benchmark\":\"%s\",\"params\":{%s,\"source\":\"remora exec\",\"op\":", bench, params);
+		put_str(out, op->name);
+		fprintf(out, "},\"value\":%.6f", us);
+		put_run_keys(out, m, machine);
+		rows++;
+	}
+	free(s);
+	if (ferror(out) || fflush(out) != 0) {
+		rm_error_set(err, RM_IO, NULL, 0, 0, "writing the calibration rows failed");
+		return -1;
+	}
+	return rows;
+}

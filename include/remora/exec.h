@@ -1,0 +1,216 @@
+/*
+ * remora/exec.h — the executor's plan, comparison and trace (exec/, plain C, always built).
+ * docs/exec.md has the design.
+ *
+ * `remora exec` runs a schedule program (remora/program.h) on real GPUs. Everything that needs
+ * no GPU lives here, so it builds and is tested on any machine:
+ * - the execution plan: where every tensor lives (one device pool for the non-persistent
+ *   tensors, a persistent region, pinned host memory, a scratch region for operands the
+ *   program's tensors do not cover), what every op reads and writes, per-stream and per-kind
+ *   counts, the device bytes the run will allocate;
+ * - the checks that fail before anything launches (memory against the device, dtypes the GEMM
+ *   path cannot run, collective groups that do not match the launch);
+ * - the kernels actually run for attention where no fused kernel is used (its cost, so the
+ *   prediction describes what runs);
+ * - the comparison of a measurement with the engine's prediction, the measured trace (the
+ *   simulator's Chrome/Perfetto format) and the calibration rows of a measurement.
+ * The CUDA runner (exec/cuda/, only where nvcc and NCCL are found) fills an rm_exec_measurement.
+ *
+ * Memory plan: ops are taken in launch order (the program's op order). A non-persistent device
+ * tensor is live from its producer's index to its last consumer's index (inclusive; an unread
+ * output only at its producer). Tensors are placed greedily by size, largest first (ties by id),
+ * each at the lowest offset aligned to RM_EXEC_ALIGN that overlaps no placed tensor whose
+ * lifetime intersects its own (the TensorFlow Lite arena planner's "greedy by size"). The pool is
+ * the highest end. Host tensors are planned the same way in pinned host memory; persistent
+ * device tensors are laid out one after another. Deterministic: same program, same plan.
+ *
+ * Units: bytes, seconds (_s), FLOPs.
+ */
+#ifndef REMORA_EXEC_H
+#define REMORA_EXEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "remora/common.h"
+#include "remora/cost.h"
+#include "remora/hw.h"
+#include "remora/program.h"
+
+#define RM_EXEC_ALIGN 256                       /* bytes, cudaMalloc's alignment */
+#define RM_EXEC_WORKSPACE_BYTES (32 * RM_MiB)   /* cuBLASLt workspace per compute stream */
+#define RM_EXEC_MAX_OPERANDS 10
+#define RM_EXEC_STREAM_SCRATCH (256 * RM_MiB) /* elementwise operands without a tensor */
+#define RM_EXEC_SCORES_BYTES RM_GiB           /* unfused attention's scores per chunk */
+#define RM_EXEC_PLAN_SCHEMA "remora.exec-plan/1"
+#define RM_EXEC_COMPARE_SCHEMA "remora.exec-compare/1"
+
+typedef enum rm_exec_region {
+	RM_EXEC_POOL,       /* non-persistent device tensors, reused over their lifetimes */
+	RM_EXEC_PERSISTENT, /* persistent device tensors */
+	RM_EXEC_HOST,       /* host tensors (pinned) */
+	RM_EXEC_SCRATCH,    /* operands no program tensor covers (shared: values are not kept) */
+	RM_EXEC_REGION_COUNT
+} rm_exec_region;
+
+/* "pool", "persistent", "host", "scratch". */
+const char *rm_exec_region_name(rm_exec_region r);
+
+/* Where a tensor lives. first_op/last_op: its lifetime in launch order (-1: never used). */
+typedef struct rm_exec_placement {
+	rm_exec_region region;
+	int64_t offset, bytes;
+	int32_t first_op, last_op;
+} rm_exec_placement;
+
+/* One operand of an op's kernel: bytes at offset of a region; tensor is the program tensor it
+ * came from, or -1 for scratch. */
+typedef struct rm_exec_operand {
+	rm_exec_region region;
+	int64_t offset, bytes;
+	int64_t extent; /* the buffer's bytes (<= bytes): elementwise kernels stream bytes over it */
+	int32_t tensor;
+} rm_exec_operand;
+
+/*
+ * The operands of each kind, in this order:
+ *   gemm        A [batch,m,k], B [batch,k,n], D [batch,m,n] (fp8: D in bf16)
+ *   attention   Q, K, V, O [b,heads,s,d] (K, V expanded to heads), S [chunk,s,s] with chunk
+ *               rm_exec_attention_chunk(a) of the b*heads (the lowering runs chunk by chunk);
+ *               backward adds dO, dS (dQ, dK, dV reuse Q, K, V's shapes in scratch: 3 more)
+ *   elementwise the bytes read (over the largest input), the bytes written (over the largest
+ *               output, else the largest input: updates in place); bytes beyond the tensor wrap
+ *               around it; without a tensor, scratch of at most RM_EXEC_STREAM_SCRATCH
+ *   copy        source, destination (h2d: host then device; d2h: device then host)
+ *   collective  send, receive (nccl-tests' sizes: all_gather send bytes/group, receive bytes...)
+ * An operand is the op's first input (sources) or output (destinations) tensor when that tensor is
+ * at least as large and in the right memory; otherwise scratch.
+ */
+typedef struct rm_exec_op_plan {
+	int n_operands;
+	rm_exec_operand operand[RM_EXEC_MAX_OPERANDS];
+} rm_exec_op_plan;
+
+typedef struct rm_exec_plan {
+	const rm_program *prog;    /* not owned; must outlive the plan */
+	rm_exec_placement *tensors; /* n_tensors */
+	rm_exec_op_plan *ops;       /* n_ops */
+	int64_t region_bytes[RM_EXEC_REGION_COUNT];
+	int64_t pool_live_peak_bytes; /* max over launch order of live pool bytes (pool >= this) */
+	int64_t workspace_bytes;      /* cuBLASLt workspaces (one per stream running GEMMs) */
+	int64_t device_bytes;         /* pool + persistent + scratch + workspaces */
+	int32_t *stream_ops;          /* ops per stream, n_streams */
+	int32_t kind_ops[RM_COST_KIND_COUNT];
+	int64_t kind_bytes[RM_COST_KIND_COUNT]; /* gemm/attention: operand bytes; others: moved */
+	double kind_flops[RM_COST_KIND_COUNT];
+	int32_t max_group;            /* largest collective group (1 when none) */
+	int32_t attention_unfused;    /* attention ops run as GEMMs + softmax (all, today) */
+	int32_t early_waits;          /* waits on an event recorded by an op launched later: CUDA
+				       * sees the previous iteration's record (none in the first) */
+} rm_exec_plan;
+
+/*
+ * Plans prog (validated with rm_program_validate first; its errors are returned as they are).
+ * Never fails on sizes or dtypes: those are rm_exec_plan_check's. NULL with err when invalid.
+ */
+rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_error *err);
+void rm_exec_plan_destroy(rm_exec_plan *plan);
+
+typedef struct rm_exec_limits {
+	const rm_hw_profile *hw;   /* capacity (hbm_bytes) and FP8 support; required */
+	int64_t device_free_bytes; /* free device memory seen by the runner (cudaMemGetInfo); 0: unknown */
+	int world;                 /* ranks of the launch; 0: the program's largest group */
+} rm_exec_limits;
+
+/*
+ * The checks that must pass before anything launches, first failure reported (RM_UNSUPPORTED
+ * for a dtype, RM_RANGE for memory, RM_INVALID for a group), naming the op or the sizes:
+ * - a GEMM in int32 or uint8 (cuBLASLt's integer GEMMs are not a training path), or in fp8 on a
+ *   profile with no FP8 tensor cores (fp8_TFLOPs == 0, e.g. A100); attention in fp8 or an
+ *   integer type;
+ * - device_bytes above hw->hbm_bytes, or above device_free_bytes when known;
+ * - a collective whose group is neither 1 nor the world (one process per GPU: mpirun -np N).
+ */
+rm_status rm_exec_plan_check(const rm_exec_plan *plan, const rm_exec_limits *lim, rm_error *err);
+
+/* The plan as JSON (schema remora.exec-plan/1): streams with their ops, regions, kinds,
+ * device bytes, per-tensor placements only when with_tensors. New reference. */
+json_t *rm_exec_plan_json(const rm_exec_plan *plan, bool with_tensors);
+/* The plan as text: streams, regions, op counts per kind, device bytes. */
+void rm_exec_plan_print(const rm_exec_plan *plan, FILE *out);
+
+/*
+ * Attention as the executor runs it without a fused kernel: batched GEMMs over b*heads (K and V
+ * expanded to heads) and a memory-bound softmax pass over the full s x s scores (the causal mask
+ * is applied in the softmax, so the GEMMs do the non-causal FLOPs).
+ * Forward: S = Q K^T (s,s,d), softmax(S) read + write, O = P V (s,d,s).
+ * Backward: S recomputed (s,s,d), dV = P^T dO (s,d,s), dP = dO V^T (s,s,d), softmax backward
+ * (read P, dP; write dS), dQ = dS K (s,d,s), dK = dS^T Q (s,d,s).
+ * Fills gemms (up to 5) and softmax; returns the number of GEMMs.
+ */
+int rm_exec_attention_lowering(const rm_attention_cost *a, rm_gemm_shape gemms[5],
+			       rm_elementwise_cost *softmax);
+/* The (batch x head) slices per chunk of the unfused attention: as many as keep each scores
+ * buffer (s x s elements) within RM_EXEC_SCORES_BYTES, at least 1, at most b*heads. */
+int64_t rm_exec_attention_chunk(const rm_attention_cost *a);
+/* Seconds of that lowering on hw: the GEMMs' and the softmax's costs (rm_cost_gemm_s,
+ * rm_cost_elementwise_s) plus one launch overhead per extra kernel. */
+double rm_exec_attention_unfused_s(const rm_attention_cost *a, const rm_hw_profile *hw);
+
+/* ---- measurements ------------------------------------------------------------------------ */
+
+/* What one run measured (the runner fills it; tests build it by hand). */
+typedef struct rm_exec_measurement {
+	int32_t n_ops;
+	double *op_start_s;  /* the traced iteration, from its first op's start; owned */
+	double *op_end_s;
+	double *op_mean_s;   /* mean duration over the timed iterations; owned */
+	double step_s;       /* median step time over the timed iterations */
+	int iterations;
+	int64_t device_bytes;      /* device memory the run allocated (pool, regions, workspaces) */
+	int64_t device_used_bytes; /* cudaMemGetInfo used at the end minus at the start; 0 unknown */
+	int world;
+	char device[96];           /* "NVIDIA H200" */
+	char attention_kernel[64]; /* "cublaslt-unfused" */
+	char driver[32], cuda[32], nccl[32];
+} rm_exec_measurement;
+
+/* Allocates the per-op arrays for n_ops ops (zeroed). */
+void rm_exec_measurement_init(rm_exec_measurement *m, int32_t n_ops);
+void rm_exec_measurement_finish(rm_exec_measurement *m);
+
+/*
+ * Writes the measured iteration as a Chrome JSON trace in the simulator's format (sim/trace.c:
+ * one track per stream, an X slice per op, flow arrows for events, a device memory counter with
+ * the run's allocation), so the two open side by side in ui.perfetto.dev. false with err on I/O.
+ */
+bool rm_exec_write_trace(const rm_program *prog, const rm_exec_measurement *m, FILE *out,
+			 rm_error *err);
+
+/*
+ * Predicts prog on hw with the engine (attention priced as the kernel that ran: unfused
+ * attention gets rm_exec_attention_unfused_s as its fixed time) and compares with m: per op kind
+ * the summed solo prediction against the summed measured mean durations, the whole step
+ * (simulated step time against the measured median) and peak memory (engine peak against the
+ * run's device bytes). Errors are (predicted - measured) / measured. Returns a new JSON object
+ * (schema remora.exec-compare/1) or NULL with err when the engine fails.
+ */
+json_t *rm_exec_compare(const rm_program *prog, const rm_exec_plan *plan, const rm_hw_profile *hw,
+			int hw_queues, const rm_exec_measurement *m, rm_error *err);
+/* Prints a comparison (rm_exec_compare's object) as a table. */
+void rm_exec_compare_print(const json_t *cmp, FILE *out);
+
+/*
+ * Writes the calibration rows of a measurement (JSON lines that rm_calib_import_jsonl reads,
+ * one run): every op that ran alone in the traced iteration (no other op overlapping it) becomes
+ * a row of the matching benchmark: bf16/fp8 GEMMs "gemm", elementwise "hbm_copy" (bytes read +
+ * written), h2d/d2h copies, all-gathers, reduce-scatters and all-reduces; each with the op's
+ * mean duration. Other ops are left out (their times include contention). Returns the rows
+ * written, -1 with err on I/O.
+ */
+int rm_exec_write_calib_rows(const rm_program *prog, const rm_exec_measurement *m, const char *machine,
+			     FILE *out, rm_error *err);
+
+#endif /* REMORA_EXEC_H */

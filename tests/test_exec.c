@@ -1,0 +1,433 @@
+/*
+ * The executor's plan (remora/exec.h): memory plans of the shipped scenarios' programs and of a
+ * hand-checked one, the failures before launch (memory, dtypes, groups), the attention lowering,
+ * the comparison, trace and calibration rows of a synthetic measurement, and `remora exec
+ * --dry-run` exit codes. No GPU needed.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "remora/calib.h"
+#include "remora/exec.h"
+#include "remora/scenario.h"
+#include "remora/schedule.h"
+#include "remora/sim.h"
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	cr_assert_not_null(v, "%s must be set (meson test sets it)", name);
+	return v;
+}
+
+static const char *test_file(const char *name)
+{
+	static char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", env("REMORA_TEST_DATA"), name);
+	return path;
+}
+
+static const rm_hw_profile *hw(const char *name)
+{
+	const rm_hw_profile *p = rm_hw_profile_find(name, NULL);
+	cr_assert_not_null(p, "%s", name);
+	return p;
+}
+
+/* Every pair of pool (or host) tensors whose launch-order lifetimes meet is disjoint in memory,
+ * and everything lies inside its region. Exhaustive. */
+static void assert_no_overlap(const rm_exec_plan *plan)
+{
+	const rm_program *prog = plan->prog;
+	for (int32_t a = 0; a < prog->n_tensors; a++) {
+		const rm_exec_placement *p = &plan->tensors[a];
+		if (p->first_op < 0)
+			continue;
+		cr_assert_geq(p->offset, 0);
+		cr_assert_eq(p->offset % RM_EXEC_ALIGN, 0);
+		cr_assert_leq(p->offset + p->bytes, plan->region_bytes[p->region], "%s", prog->tensors[a].name);
+		for (int32_t b = a + 1; b < prog->n_tensors; b++) {
+			const rm_exec_placement *q = &plan->tensors[b];
+			if (q->first_op < 0 || q->region != p->region)
+				continue;
+			bool live_together = p->first_op <= q->last_op && q->first_op <= p->last_op;
+			if (!live_together || p->bytes == 0 || q->bytes == 0)
+				continue;
+			bool disjoint = p->offset + p->bytes <= q->offset || q->offset + q->bytes <= p->offset;
+			cr_assert(disjoint, "%s [%ld,+%ld) and %s [%ld,+%ld) overlap while both live",
+				  prog->tensors[a].name, (long)p->offset, (long)p->bytes, prog->tensors[b].name,
+				  (long)q->offset, (long)q->bytes);
+		}
+	}
+}
+
+/* ---- a small program checked by hand ------------------------------------------------------ */
+
+static rm_program *small_program(void)
+{
+	rm_program *p = rm_program_create("small");
+	int32_t s = rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	int32_t c = rm_program_add_stream(p, "copy", RM_STREAM_COPY, 0);
+	int32_t w = rm_program_add_tensor(p, "w", 4096, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+	int32_t a = rm_program_add_tensor(p, "a", 1000, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	int32_t b = rm_program_add_tensor(p, "b", 2000, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	int32_t cc = rm_program_add_tensor(p, "c", 500, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	int32_t h = rm_program_add_tensor(p, "c.host", 500, RM_ROLE_RESIDUAL, RM_LOC_HOST, false);
+	int32_t ev = rm_program_add_event(p, "c.ready");
+	/* op0 writes a; op1 reads a, writes b; op2 reads b, writes c; op3 copies c to the host */
+	rm_program_op_desc d = rm_program_op_desc_init("op0", RM_COST_ELEMENTWISE, s);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 4096, .bytes_written = 1000};
+	d.inputs = &w, d.n_inputs = 1, d.outputs = &a, d.n_outputs = 1;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("op1", RM_COST_ELEMENTWISE, s);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 1000, .bytes_written = 2000};
+	d.inputs = &a, d.n_inputs = 1, d.outputs = &b, d.n_outputs = 1;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("op2", RM_COST_ELEMENTWISE, s);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 2000, .bytes_written = 500};
+	d.inputs = &b, d.n_inputs = 1, d.outputs = &cc, d.n_outputs = 1, d.records = &ev, d.n_records = 1;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("op3", RM_COST_COPY, c);
+	d.cost.copy = (rm_copy_cost){.dir = RM_COPY_D2H, .bytes = 500};
+	d.inputs = &cc, d.n_inputs = 1, d.outputs = &h, d.n_outputs = 1, d.waits = &ev, d.n_waits = 1;
+	rm_program_add_op(p, &d);
+	return p;
+}
+
+Test(exec, small_plan_by_hand)
+{
+	rm_error err;
+	rm_program *prog = small_program();
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	cr_assert_not_null(plan, "%s", err.msg);
+	/* greedy by size: b (2048 aligned) at 0; a (1024) lives with b at op1: after it, 2048;
+	 * c (512) lives with b at op2 but never with a: a's place, 2048 */
+	cr_assert_eq(plan->tensors[2].offset, 0);    /* b */
+	cr_assert_eq(plan->tensors[1].offset, 2048); /* a */
+	cr_assert_eq(plan->tensors[3].offset, 2048); /* c */
+	cr_assert_eq(plan->region_bytes[RM_EXEC_POOL], 3072);
+	cr_assert_eq(plan->pool_live_peak_bytes, 3072); /* a + b at op1 */
+	cr_assert_eq(plan->tensors[1].first_op, 0);
+	cr_assert_eq(plan->tensors[1].last_op, 1);
+	cr_assert_eq(plan->tensors[3].last_op, 3);
+	cr_assert_eq(plan->region_bytes[RM_EXEC_PERSISTENT], 4096);
+	cr_assert_eq(plan->tensors[4].region, RM_EXEC_HOST);
+	cr_assert_eq(plan->region_bytes[RM_EXEC_HOST], 512);
+	/* every operand is a program tensor: no scratch, no GEMM, no workspace */
+	cr_assert_eq(plan->region_bytes[RM_EXEC_SCRATCH], 0);
+	cr_assert_eq(plan->workspace_bytes, 0);
+	cr_assert_eq(plan->device_bytes, 3072 + 4096);
+	cr_assert_eq(plan->ops[3].operand[0].tensor, 3);
+	cr_assert_eq(plan->ops[3].operand[1].region, RM_EXEC_HOST);
+	cr_assert_eq(plan->stream_ops[0], 3);
+	cr_assert_eq(plan->stream_ops[1], 1);
+	cr_assert_eq(plan->kind_ops[RM_COST_ELEMENTWISE], 3);
+	cr_assert_eq(plan->kind_bytes[RM_COST_COPY], 500);
+	cr_assert_eq(plan->early_waits, 0);
+	assert_no_overlap(plan);
+	rm_exec_limits lim = {.hw = hw("h100-sxm")};
+	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_OK, "%s", err.msg);
+	/* a GPU with less free memory than the plan */
+	lim.device_free_bytes = 4096;
+	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "free"), "%s", err.msg);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(prog);
+}
+
+/* ---- shipped scenarios -------------------------------------------------------------------- */
+
+Test(exec, dry_run_plans_of_every_shipped_scenario)
+{
+	char dir[1024];
+	snprintf(dir, sizeof(dir), "%s/scenarios", env("REMORA_DATA_DIR"));
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d, "%s", dir);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0)
+			continue;
+		char path[2048];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		rm_scenario sc;
+		rm_scenario_resolved res;
+		rm_schedule_report rep;
+		rm_error err;
+		rm_scenario_init(&sc);
+		cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s: %s", path, err.msg);
+		cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s: %s", path, err.msg);
+		rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
+		cr_assert_not_null(prog, "%s: %s", path, err.msg);
+		rm_exec_plan *plan = rm_exec_plan_create(prog, path, &err);
+		cr_assert_not_null(plan, "%s: %s", path, err.msg);
+		/* the plan's counts add up */
+		int32_t ops = 0, kinds = 0;
+		for (int32_t s = 0; s < prog->n_streams; s++)
+			ops += plan->stream_ops[s];
+		for (int k = 0; k < RM_COST_KIND_COUNT; k++)
+			kinds += plan->kind_ops[k];
+		cr_assert_eq(ops, prog->n_ops);
+		cr_assert_eq(kinds, prog->n_ops);
+		/* the pool holds the launch-order live peak, and no two live tensors share a byte */
+		cr_assert_geq(plan->region_bytes[RM_EXEC_POOL], plan->pool_live_peak_bytes);
+		assert_no_overlap(plan);
+		/* against the engine: persistent bytes are the same tensors; the live peak over launch
+		 * order holds at least what the engine holds at its peak, because a tensor's
+		 * launch-order lifetime [producer, last consumer] contains every op that runs while
+		 * it is live in the simulation except ops launched before its producer that run
+		 * late on other streams; the two must agree to within those in-flight tensors */
+		rm_sim_options opt = {.hw_queues = res.hw_queues};
+		rm_sim *sim = rm_sim_create(prog, &res.hw, &opt, &err);
+		cr_assert_not_null(sim, "%s", err.msg);
+		cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+		int64_t engine_peak = rm_sim_get_metrics(sim)->peak_memory_bytes;
+		int64_t planned = plan->region_bytes[RM_EXEC_POOL] + plan->region_bytes[RM_EXEC_PERSISTENT];
+		cr_assert_geq(planned, engine_peak * 9 / 10, "%s: planned %ld, engine peak %ld", path, (long)planned,
+			      (long)engine_peak);
+		cr_assert_leq(planned, engine_peak * 2, "%s: planned %ld, engine peak %ld", path, (long)planned,
+			      (long)engine_peak);
+		rm_sim_destroy(sim);
+		/* the scenario's own hardware, the launch its collectives ask for */
+		rm_exec_limits lim = {.hw = &res.hw};
+		cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_OK, "%s: %s", path, err.msg);
+		/* the same program on one GPU: its FSDP collectives cannot run */
+		if (plan->max_group > 1) {
+			lim.world = 1;
+			cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_INVALID);
+			cr_assert(strstr(err.msg, "mpirun -np"), "%s", err.msg);
+		}
+		json_t *j = rm_exec_plan_json(plan, false);
+		cr_assert_eq(json_integer_value(json_object_get(j, "ops")), prog->n_ops);
+		json_decref(j);
+		rm_exec_plan_destroy(plan);
+		rm_program_destroy(prog);
+		rm_schedule_report_finish(&rep);
+		rm_scenario_resolved_finish(&res);
+		n++;
+	}
+	closedir(d);
+	cr_assert_gt(n, 0, "no scenario in %s", dir);
+}
+
+/* ---- failures before launch --------------------------------------------------------------- */
+
+Test(exec, too_much_memory_fails_with_sizes)
+{
+	rm_error err;
+	rm_program *prog = rm_program_load(test_file("exec/too_much_memory.json"), &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	cr_assert_not_null(plan);
+	rm_exec_limits lim = {.hw = hw("h200-sxm")};
+	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "needs 200.") && strstr(err.msg, "h200-sxm has"), "%s", err.msg);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(prog);
+}
+
+Test(exec, unknown_dtype_fails_when_read)
+{
+	rm_error err;
+	rm_program *prog = rm_program_load(test_file("exec/unknown_dtype.json"), &err);
+	cr_assert_null(prog);
+	cr_assert_eq(err.status, RM_INVALID);
+	cr_assert(strstr(err.msg, "ops[0].gemm.dtype: unknown value 'int4'"), "%s", err.msg);
+}
+
+Test(exec, integer_and_fp8_gemms_are_checked)
+{
+	rm_error err;
+	rm_program *prog = rm_program_load(test_file("exec/int_gemm.json"), &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	rm_exec_limits lim = {.hw = hw("h100-sxm")};
+	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_UNSUPPORTED);
+	cr_assert(strstr(err.msg, "uint8 GEMM"), "%s", err.msg);
+	/* fp8: fine on H100, refused on A100 (no FP8 tensor cores) */
+	prog->ops[0].cost.gemm.dtype = RM_DTYPE_FP8_E4M3;
+	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_OK, "%s", err.msg);
+	lim.hw = hw("a100-sxm-80gb");
+	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_UNSUPPORTED);
+	cr_assert(strstr(err.msg, "FP8 tensor cores"), "%s", err.msg);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(prog);
+}
+
+/* ---- attention ---------------------------------------------------------------------------- */
+
+Test(exec, unfused_attention_does_the_non_causal_flops)
+{
+	rm_attention_cost a = {.shape = {.batch = 2, .heads = 32, .kv_heads = 8, .seq = 4096, .head_dim = 128,
+					 .causal = true, .fused = true, .dtype = RM_DTYPE_BF16}};
+	rm_gemm_shape g[5];
+	rm_elementwise_cost sm;
+	int n = rm_exec_attention_lowering(&a, g, &sm);
+	cr_assert_eq(n, 2);
+	double flops = 0;
+	for (int i = 0; i < n; i++)
+		flops += rm_cost_gemm_flops(&g[i]);
+	double full = 4.0 * 2 * 32 * 4096.0 * 4096.0 * 128;
+	cr_assert_float_eq(flops, full, 1.0);
+	cr_assert_eq(sm.bytes_read, 2LL * 32 * 4096 * 4096 * 2);
+	a.backward = true;
+	n = rm_exec_attention_lowering(&a, g, &sm);
+	cr_assert_eq(n, 5);
+	flops = 0;
+	for (int i = 0; i < n; i++)
+		flops += rm_cost_gemm_flops(&g[i]);
+	cr_assert_float_eq(flops, 2.5 * full, 1.0);
+	/* slower than the fused model (twice the causal FLOPs plus the scores' HBM traffic) */
+	const rm_hw_profile *h = hw("h100-sxm");
+	a.backward = false;
+	cr_assert_gt(rm_exec_attention_unfused_s(&a, h), rm_cost_attention_s(&a, h));
+}
+
+/* ---- measurement: trace, comparison, calibration rows ------------------------------------- */
+
+/* A measurement that is the engine's own timeline, with every op 10% slower. */
+static void fake_measurement(const rm_program *prog, const rm_hw_profile *h, rm_exec_measurement *m)
+{
+	rm_error err;
+	rm_sim_options opt = {0};
+	rm_sim *sim = rm_sim_create(prog, h, &opt, &err);
+	cr_assert_not_null(sim, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK);
+	rm_exec_measurement_init(m, prog->n_ops);
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		m->op_start_s[i] = rm_time_to_s(rm_sim_op_start(sim, i)) * 1.1;
+		m->op_end_s[i] = rm_time_to_s(rm_sim_op_end(sim, i)) * 1.1;
+		m->op_mean_s[i] = m->op_end_s[i] - m->op_start_s[i];
+	}
+	m->step_s = rm_time_to_s(rm_sim_get_metrics(sim)->step_time) * 1.1;
+	m->iterations = 3;
+	m->device_bytes = 1 << 30;
+	snprintf(m->device, sizeof(m->device), "fake H100");
+	snprintf(m->attention_kernel, sizeof(m->attention_kernel), "none");
+	rm_sim_destroy(sim);
+}
+
+Test(exec, compare_trace_and_calibration_rows)
+{
+	rm_error err;
+	rm_program *prog = rm_program_load(test_file("programs/example.json"), &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	const rm_hw_profile *h = hw("h100-sxm");
+	rm_exec_measurement m;
+	fake_measurement(prog, h, &m);
+
+	json_t *cmp = rm_exec_compare(prog, plan, h, 8, &m, &err);
+	cr_assert_not_null(cmp, "%s", err.msg);
+	double step_err = json_real_value(json_object_get(json_object_get(cmp, "step"), "error"));
+	cr_assert_float_eq(step_err, 1 / 1.1 - 1, 1e-6, "step error %f", step_err);
+	json_t *gemm = json_object_get(json_object_get(cmp, "kinds"), "gemm");
+	cr_assert_not_null(gemm);
+	cr_assert_gt(json_integer_value(json_object_get(gemm, "ops")), 0);
+	cr_assert_eq(json_array_size(json_object_get(cmp, "worst_ops")), 5);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	rm_exec_compare_print(cmp, f);
+	fclose(f);
+	cr_assert(strstr(text, "step") && strstr(text, "peak memory"), "%s", text);
+	free(text);
+	json_decref(cmp);
+
+	/* the trace is JSON with one X slice per op */
+	f = open_memstream(&text, &len);
+	cr_assert(rm_exec_write_trace(prog, &m, f, &err));
+	fclose(f);
+	json_error_t jerr;
+	json_t *trace = json_loadb(text, len, 0, &jerr);
+	cr_assert_not_null(trace, "%s", jerr.text);
+	size_t i, slices = 0;
+	json_t *ev;
+	json_array_foreach(json_object_get(trace, "traceEvents"), i, ev) {
+		if (strcmp(json_string_value(json_object_get(ev, "ph")), "X") == 0)
+			slices++;
+	}
+	cr_assert_eq(slices, (size_t)prog->n_ops);
+	json_decref(trace);
+	free(text);
+
+	/* calibration rows: only ops that ran alone; they import */
+	char db_path[] = "/tmp/remora-test-exec-XXXXXX";
+	int fd = mkstemp(db_path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	unlink(db_path);
+	char rows_path[512];
+	snprintf(rows_path, sizeof(rows_path), "%s.jsonl", db_path);
+	f = fopen(rows_path, "w");
+	int rows = rm_exec_write_calib_rows(prog, &m, "test", f, &err);
+	fclose(f);
+	cr_assert_gt(rows, 0);
+	cr_assert_lt(rows, prog->n_ops);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_import_stats st;
+	cr_assert_eq(rm_calib_import_jsonl(db, rows_path, &st, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(st.measurements, rows);
+	rm_calib_db_close(db);
+	unlink(rows_path);
+	unlink(db_path);
+
+	rm_exec_measurement_finish(&m);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(prog);
+}
+
+/* ---- the command line --------------------------------------------------------------------- */
+
+static int remora(const char *args)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "'%s' exec %s >/dev/null 2>&1", env("REMORA_BIN"), args);
+	int st = system(cmd);
+	cr_assert(WIFEXITED(st), "%s", cmd);
+	return WEXITSTATUS(st);
+}
+
+static int remora_capture(const char *args, char *out, size_t size)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "'%s' exec %s 2>&1", env("REMORA_BIN"), args);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t n = fread(out, 1, size - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(exec, cli_dry_run_exit_codes)
+{
+	char args[2048], out[16384];
+	snprintf(args, sizeof(args), "--dry-run '%s'", test_file("programs/example.json"));
+	cr_assert_eq(remora_capture(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "device total") && strstr(out, "check          ok"), "%s", out);
+	snprintf(args, sizeof(args), "--dry-run --json --tensors '%s'", test_file("programs/example.json"));
+	cr_assert_eq(remora(args), 0);
+	snprintf(args, sizeof(args), "--dry-run '%s'", test_file("exec/too_much_memory.json"));
+	cr_assert_eq(remora_capture(args, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "error") && strstr(out, "device memory"), "%s", out);
+	snprintf(args, sizeof(args), "--dry-run '%s'", test_file("exec/unknown_dtype.json"));
+	cr_assert_eq(remora_capture(args, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "int4"), "%s", out);
+	snprintf(args, sizeof(args), "--dry-run '%s'", test_file("exec/int_gemm.json"));
+	cr_assert_eq(remora(args), 1);
+	cr_assert_eq(remora("--dry-run"), 2);
+	cr_assert_eq(remora("--dry-run --bogus x.json"), 2);
+	cr_assert_eq(remora("--help"), 0);
+	/* a real run needs a GPU (and a CUDA build): here it fails cleanly, before launching */
+	snprintf(args, sizeof(args), "--iterations 1 '%s'", test_file("programs/example.json"));
+	cr_assert_eq(remora_capture(args, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "error"), "%s", out);
+}

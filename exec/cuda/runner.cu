@@ -1,0 +1,715 @@
+/*
+ * The executor's CUDA runner (exec/runner.h): runs a planned schedule program on this process's
+ * GPU with CUDA streams and events, cuBLASLt, NCCL and pinned copies, timing every op with CUDA
+ * events. docs/exec.md.
+ *
+ * - Memory: the plan's regions, each one allocation (device pool, persistent, scratch; pinned
+ *   host), plus one cuBLASLt workspace per stream that runs GEMMs. Values are synthetic: the
+ *   regions are zeroed once; only time and memory are measured.
+ * - Streams: cudaStreamCreateWithPriority with the program's priorities, clamped to the device's
+ *   range. Events: one cudaEvent per program event (no timing), recorded after its op, waited
+ *   with cudaStreamWaitEvent before the waiting op. Every op is bracketed by two timing events.
+ * - Each iteration records an origin event on stream 0 that every stream waits for, then
+ *   enqueues every op in program (launch) order, then synchronizes.
+ * - GEMMs: cuBLASLt, "TN" (D[m,n] = A^T[m,k] B[k,n]) as FP8 requires, FP32 accumulation, one
+ *   prepared descriptor per distinct shape, batched with strided layouts. fp8_e5m2 runs as
+ *   E5M2 x E4M3 (cuBLASLt has no E5M2 x E5M2).
+ * - Attention: no fused kernel (cuDNN's SDPA is not wired up yet): the lowering of
+ *   rm_exec_attention_lowering, chunk by chunk over batch x heads: batched cuBLASLt GEMMs and a
+ *   row softmax kernel (forward) or softmax-backward kernel, as the comparison prices it.
+ * - Elementwise: a kernel that streams bytes_read from its source and bytes_written to its
+ *   destination in 16-byte words, wrapping around each buffer's extent.
+ * - Copies: cudaMemcpyAsync (pinned host memory). Collectives: NCCL on the op's stream over the
+ *   world communicator (a group of 1 with one GPU); a group of 1 inside a larger world is skipped
+ *   (XLA drops trivial collectives).
+ *
+ * Errors: every CUDA, cuBLAS and NCCL call goes through RMX_CUDA / RMX_CUBLAS / RMX_NCCL, which
+ * record the expression, file:line and the library's message (as calibrate/cuda/harness.h).
+ */
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if RMX_HAVE_MPI
+#include <mpi.h>
+#endif
+
+extern "C" {
+#include "remora/exec.h"
+#include "remora/workload.h"
+}
+#include "exec/runner.h"
+
+#define RMX_MAX_GEMMS 256
+
+typedef struct rmx_gemm {
+	int64_t batch, m, n, k;
+	rm_dtype dtype;
+	cublasLtMatmulDesc_t op;
+	cublasLtMatrixLayout_t la, lb, ld;
+	cublasLtMatmulAlgo_t algo;
+} rmx_gemm;
+
+typedef struct rmx_ctx {
+	const rm_exec_plan *plan;
+	const rm_program *prog;
+	int device, world, rank, sm_count;
+	bool mpi, mpi_inited;
+	char *base[RM_EXEC_REGION_COUNT];
+	cudaStream_t *streams;
+	void **workspace; /* per stream, NULL where no GEMM runs */
+	cudaEvent_t *events, *op_start, *op_end, origin;
+	cublasLtHandle_t lt;
+	rmx_gemm gemms[RMX_MAX_GEMMS];
+	int n_gemms;
+	ncclComm_t comm;
+	bool have_comm;
+	rm_status status; /* of the first failure */
+	char error[768];
+} rmx_ctx;
+
+static int rmx_fail(rmx_ctx *ctx, const char *file, int line, const char *expr, const char *msg)
+{
+	if (!ctx->error[0])
+		snprintf(ctx->error, sizeof(ctx->error), "%s:%d: %s: %s", file, line, expr, msg);
+	if (ctx->status == RM_OK)
+		ctx->status = RM_IO;
+	return -1;
+}
+
+#define RMX_CUDA(ctx, expr)                                                                        \
+	do {                                                                                       \
+		cudaError_t rmx__e = (expr);                                                       \
+		if (rmx__e != cudaSuccess)                                                         \
+			return rmx_fail((ctx), __FILE__, __LINE__, #expr, cudaGetErrorString(rmx__e)); \
+	} while (0)
+
+#define RMX_CUBLAS(ctx, expr)                                                                      \
+	do {                                                                                       \
+		cublasStatus_t rmx__s = (expr);                                                    \
+		if (rmx__s != CUBLAS_STATUS_SUCCESS)                                               \
+			return rmx_fail((ctx), __FILE__, __LINE__, #expr, cublasGetStatusString(rmx__s)); \
+	} while (0)
+
+#define RMX_NCCL(ctx, expr)                                                                        \
+	do {                                                                                       \
+		ncclResult_t rmx__r = (expr);                                                      \
+		if (rmx__r != ncclSuccess)                                                         \
+			return rmx_fail((ctx), __FILE__, __LINE__, #expr, ncclGetErrorString(rmx__r)); \
+	} while (0)
+
+#define RMX_TRY(expr)                                                                              \
+	do {                                                                                       \
+		if ((expr) != 0)                                                                   \
+			return -1;                                                                 \
+	} while (0)
+
+/* ---- kernels ------------------------------------------------------------------------------- */
+
+/* Streams nr words from src (wrapping at er words) and nw words to dst (wrapping at ew). */
+__global__ void rmx_stream(const uint4 *src, size_t nr, size_t er, uint4 *dst, size_t nw, size_t ew)
+{
+	size_t n = nr > nw ? nr : nw;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+		uint4 v = make_uint4((unsigned)i, 0u, 0u, 0u);
+		if (i < nr)
+			v = src[i % er];
+		if (i < nw)
+			dst[i % ew] = v;
+		else if (v.x == 0x9e3779b9u && v.y == 0x7f4a7c15u)
+			dst[0] = v; /* never true for zeroed data; keeps the read */
+	}
+}
+
+template <typename T> __device__ float rmx_f(T x);
+template <> __device__ float rmx_f(float x) { return x; }
+template <> __device__ float rmx_f(__half x) { return __half2float(x); }
+template <> __device__ float rmx_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> __device__ T rmx_t(float x);
+template <> __device__ float rmx_t(float x) { return x; }
+template <> __device__ __half rmx_t(float x) { return __float2half(x); }
+template <> __device__ __nv_bfloat16 rmx_t(float x) { return __float2bfloat16(x); }
+
+/* Row softmax in place over rows x cols, causal mask when causal (one block per row). */
+template <typename T> __global__ void rmx_softmax(T *s, int64_t rows, int64_t cols, bool causal)
+{
+	__shared__ float red[32];
+	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+		T *row = s + r * cols;
+		int64_t limit = causal ? (r % cols) + 1 : cols;
+		float mx = -INFINITY;
+		for (int64_t c = threadIdx.x; c < limit; c += blockDim.x)
+			mx = fmaxf(mx, rmx_f(row[c]));
+		for (int o = 16; o; o >>= 1)
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+		if ((threadIdx.x & 31) == 0)
+			red[threadIdx.x >> 5] = mx;
+		__syncthreads();
+		mx = red[0];
+		for (int w = 1; w < (int)(blockDim.x >> 5); w++)
+			mx = fmaxf(mx, red[w]);
+		__syncthreads();
+		float sum = 0;
+		for (int64_t c = threadIdx.x; c < limit; c += blockDim.x)
+			sum += __expf(rmx_f(row[c]) - mx);
+		for (int o = 16; o; o >>= 1)
+			sum += __shfl_xor_sync(0xffffffffu, sum, o);
+		if ((threadIdx.x & 31) == 0)
+			red[threadIdx.x >> 5] = sum;
+		__syncthreads();
+		sum = 0;
+		for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+			sum += red[w];
+		__syncthreads();
+		float inv = sum > 0 ? 1.0f / sum : 0.0f;
+		for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+			row[c] = rmx_t<T>(c < limit ? __expf(rmx_f(row[c]) - mx) * inv : 0.0f);
+	}
+}
+
+/* Softmax backward in place: dS = P * (dP - sum(P * dP)) per row (one block per row). */
+template <typename T> __global__ void rmx_softmax_bwd(const T *p, T *dp, int64_t rows, int64_t cols)
+{
+	__shared__ float red[32];
+	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+		const T *pr = p + r * cols;
+		T *dr = dp + r * cols;
+		float dot = 0;
+		for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+			dot += rmx_f(pr[c]) * rmx_f(dr[c]);
+		for (int o = 16; o; o >>= 1)
+			dot += __shfl_xor_sync(0xffffffffu, dot, o);
+		if ((threadIdx.x & 31) == 0)
+			red[threadIdx.x >> 5] = dot;
+		__syncthreads();
+		dot = 0;
+		for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+			dot += red[w];
+		__syncthreads();
+		for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+			dr[c] = rmx_t<T>(rmx_f(pr[c]) * (rmx_f(dr[c]) - dot));
+	}
+}
+
+/* ---- GEMMs ----------------------------------------------------------------------------------- */
+
+static cudaDataType_t cuda_type(rm_dtype d)
+{
+	switch (d) {
+	case RM_DTYPE_FP32:
+		return CUDA_R_32F;
+	case RM_DTYPE_FP16:
+		return CUDA_R_16F;
+	case RM_DTYPE_FP8_E4M3:
+		return CUDA_R_8F_E4M3;
+	case RM_DTYPE_FP8_E5M2:
+		return CUDA_R_8F_E5M2;
+	default:
+		return CUDA_R_16BF;
+	}
+}
+
+static int rmx_layout(rmx_ctx *ctx, cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows, int64_t cols,
+		      int64_t batch)
+{
+	RMX_CUBLAS(ctx, cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, rows));
+	if (batch > 1) {
+		int32_t b = (int32_t)batch;
+		int64_t stride = rows * cols;
+		RMX_CUBLAS(ctx, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof(b)));
+		RMX_CUBLAS(ctx, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+								 sizeof(stride)));
+	}
+	return 0;
+}
+
+/* The prepared GEMM of a shape (created on first use). */
+static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_name, rmx_gemm **out)
+{
+	for (int i = 0; i < ctx->n_gemms; i++) {
+		rmx_gemm *p = &ctx->gemms[i];
+		if (p->batch == g->batch && p->m == g->m && p->n == g->n && p->k == g->k && p->dtype == g->dtype) {
+			*out = p;
+			return 0;
+		}
+	}
+	if (ctx->n_gemms == RMX_MAX_GEMMS)
+		return rmx_fail(ctx, __FILE__, __LINE__, op_name, "more distinct GEMM shapes than the runner holds");
+	rmx_gemm *p = &ctx->gemms[ctx->n_gemms++];
+	memset(p, 0, sizeof(*p));
+	p->batch = g->batch, p->m = g->m, p->n = g->n, p->k = g->k, p->dtype = g->dtype;
+	bool f8 = g->dtype == RM_DTYPE_FP8_E4M3 || g->dtype == RM_DTYPE_FP8_E5M2;
+	cudaDataType_t ta = cuda_type(g->dtype);
+	cudaDataType_t tb = f8 ? CUDA_R_8F_E4M3 : ta;
+	cudaDataType_t td = f8 ? CUDA_R_16BF : ta;
+	cublasComputeType_t ct = g->dtype == RM_DTYPE_FP32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	RMX_CUBLAS(ctx, cublasLtMatmulDescCreate(&p->op, ct, CUDA_R_32F));
+	cublasOperation_t opt = CUBLAS_OP_T, opn = CUBLAS_OP_N;
+	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opt, sizeof(opt)));
+	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof(opn)));
+	RMX_TRY(rmx_layout(ctx, &p->la, ta, g->k, g->m, g->batch));
+	RMX_TRY(rmx_layout(ctx, &p->lb, tb, g->k, g->n, g->batch));
+	RMX_TRY(rmx_layout(ctx, &p->ld, td, g->m, g->n, g->batch));
+	cublasLtMatmulPreference_t pref;
+	size_t ws = RM_EXEC_WORKSPACE_BYTES;
+	RMX_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&pref));
+	cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+								 sizeof(ws));
+	cublasLtMatmulHeuristicResult_t res;
+	int found = 0;
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->op, p->la, p->lb, p->ld, p->ld, pref, 1, &res, &found);
+	cublasLtMatmulPreferenceDestroy(pref);
+	if (st == CUBLAS_STATUS_SUCCESS && found == 0)
+		st = CUBLAS_STATUS_NOT_SUPPORTED;
+	if (st != CUBLAS_STATUS_SUCCESS) {
+		char what[300];
+		snprintf(what, sizeof(what), "%s: no cuBLASLt algorithm for %s %lld x %lld x %lld (batch %lld)", op_name,
+			 rm_dtype_name(g->dtype), (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch);
+		ctx->status = RM_UNSUPPORTED;
+		return rmx_fail(ctx, __FILE__, __LINE__, what, cublasGetStatusString(st));
+	}
+	p->algo = res.algo;
+	*out = p;
+	return 0;
+}
+
+static int rmx_gemm_run(rmx_ctx *ctx, const rm_gemm_shape *g, const char *name, const void *a, const void *b,
+			void *d, int32_t stream)
+{
+	rmx_gemm *p;
+	RMX_TRY(rmx_gemm_get(ctx, g, name, &p));
+	float alpha = 1.0f, beta = 0.0f;
+	RMX_CUBLAS(ctx, cublasLtMatmul(ctx->lt, p->op, &alpha, a, p->la, b, p->lb, &beta, d, p->ld, d, p->ld, &p->algo,
+				       ctx->workspace[stream], RM_EXEC_WORKSPACE_BYTES, ctx->streams[stream]));
+	return 0;
+}
+
+/* ---- ops ------------------------------------------------------------------------------------- */
+
+static char *addr(rmx_ctx *ctx, const rm_exec_operand *o)
+{
+	return ctx->base[o->region] ? ctx->base[o->region] + o->offset : NULL;
+}
+
+static int rmx_attention(rmx_ctx *ctx, int32_t i)
+{
+	const rm_program_op *op = &ctx->prog->ops[i];
+	const rm_exec_op_plan *pl = &ctx->plan->ops[i];
+	const rm_attention_cost *a = &op->cost.attention;
+	cudaStream_t st = ctx->streams[op->stream];
+	int64_t s = a->shape.seq, d = a->shape.head_dim, es = rm_dtype_size(a->shape.dtype);
+	int64_t bh = a->shape.batch * a->shape.heads, chunk = rm_exec_attention_chunk(a);
+	for (int64_t c0 = 0; c0 < bh; c0 += chunk) {
+		int64_t nb = bh - c0 < chunk ? bh - c0 : chunk;
+		int64_t qoff = c0 * s * d * es;
+		rm_gemm_shape ss = {nb, s, s, d, a->shape.dtype, true}, sd = {nb, s, d, s, a->shape.dtype, true};
+		char *q = addr(ctx, &pl->operand[0]) + qoff, *k = addr(ctx, &pl->operand[1]) + qoff;
+		char *v = addr(ctx, &pl->operand[2]) + qoff;
+		int blocks = (int)(nb * s < 65535 ? nb * s : 65535);
+		if (!a->backward) {
+			char *o = addr(ctx, &pl->operand[3]) + qoff, *sc = addr(ctx, &pl->operand[4]);
+			RMX_TRY(rmx_gemm_run(ctx, &ss, op->name, q, k, sc, op->stream));
+			if (a->shape.dtype == RM_DTYPE_FP32)
+				rmx_softmax<float><<<blocks, 256, 0, st>>>((float *)sc, nb * s, s, a->shape.causal);
+			else if (a->shape.dtype == RM_DTYPE_FP16)
+				rmx_softmax<__half><<<blocks, 256, 0, st>>>((__half *)sc, nb * s, s, a->shape.causal);
+			else
+				rmx_softmax<__nv_bfloat16><<<blocks, 256, 0, st>>>((__nv_bfloat16 *)sc, nb * s, s,
+										   a->shape.causal);
+			RMX_CUDA(ctx, cudaGetLastError());
+			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, sc, v, o, op->stream));
+		} else {
+			char *dout = addr(ctx, &pl->operand[3]) + qoff, *dq = addr(ctx, &pl->operand[4]) + qoff;
+			char *dk = addr(ctx, &pl->operand[5]) + qoff, *dv = addr(ctx, &pl->operand[6]) + qoff;
+			char *p = addr(ctx, &pl->operand[7]), *dp = addr(ctx, &pl->operand[8]);
+			RMX_TRY(rmx_gemm_run(ctx, &ss, op->name, q, k, p, op->stream));     /* S again */
+			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, p, dout, dv, op->stream)); /* dV = P^T dO */
+			RMX_TRY(rmx_gemm_run(ctx, &ss, op->name, dout, v, dp, op->stream)); /* dP = dO V^T */
+			if (a->shape.dtype == RM_DTYPE_FP32)
+				rmx_softmax_bwd<float><<<blocks, 256, 0, st>>>((float *)p, (float *)dp, nb * s, s);
+			else if (a->shape.dtype == RM_DTYPE_FP16)
+				rmx_softmax_bwd<__half><<<blocks, 256, 0, st>>>((__half *)p, (__half *)dp, nb * s, s);
+			else
+				rmx_softmax_bwd<__nv_bfloat16><<<blocks, 256, 0, st>>>((__nv_bfloat16 *)p,
+										       (__nv_bfloat16 *)dp, nb * s, s);
+			RMX_CUDA(ctx, cudaGetLastError());
+			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, dp, k, dq, op->stream)); /* dQ = dS K */
+			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, dp, q, dk, op->stream)); /* dK = dS^T Q */
+		}
+	}
+	return 0;
+}
+
+static ncclDataType_t nccl_type(int64_t bytes, size_t *count)
+{
+	if (bytes % 2 == 0) {
+		*count = (size_t)(bytes / 2);
+		return ncclBfloat16;
+	}
+	*count = (size_t)bytes;
+	return ncclInt8;
+}
+
+static int rmx_collective(rmx_ctx *ctx, int32_t i)
+{
+	const rm_program_op *op = &ctx->prog->ops[i];
+	const rm_exec_op_plan *pl = &ctx->plan->ops[i];
+	const rm_collective_cost *c = &op->cost.collective;
+	if (c->group_size == 1 && ctx->world > 1)
+		return 0; /* a trivial collective: XLA drops it */
+	cudaStream_t st = ctx->streams[op->stream];
+	const void *send = addr(ctx, &pl->operand[0]);
+	void *recv = addr(ctx, &pl->operand[1]);
+	size_t count;
+	ncclDataType_t t;
+	int64_t g = ctx->world;
+	switch (c->op) {
+	case RM_COLL_ALL_GATHER:
+		t = nccl_type(c->bytes / g, &count);
+		RMX_NCCL(ctx, ncclAllGather(send, recv, count, t, ctx->comm, st));
+		break;
+	case RM_COLL_REDUCE_SCATTER:
+		t = nccl_type(c->bytes / g, &count);
+		RMX_NCCL(ctx, ncclReduceScatter(send, recv, count, t == ncclInt8 ? ncclUint8 : t, ncclSum, ctx->comm, st));
+		break;
+	case RM_COLL_ALL_REDUCE:
+		t = nccl_type(c->bytes, &count);
+		RMX_NCCL(ctx, ncclAllReduce(send, recv, count, t == ncclInt8 ? ncclUint8 : t, ncclSum, ctx->comm, st));
+		break;
+	case RM_COLL_ALL_TO_ALL: {
+		t = nccl_type(c->bytes / g, &count);
+		int64_t per = c->bytes / g;
+		RMX_NCCL(ctx, ncclGroupStart());
+		for (int p = 0; p < ctx->world; p++) {
+			RMX_NCCL(ctx, ncclSend((const char *)send + p * per, count, t, p, ctx->comm, st));
+			RMX_NCCL(ctx, ncclRecv((char *)recv + p * per, count, t, p, ctx->comm, st));
+		}
+		RMX_NCCL(ctx, ncclGroupEnd());
+		break;
+	}
+	default: { /* permute: to the next rank, from the previous */
+		t = nccl_type(c->bytes, &count);
+		int to = (ctx->rank + 1) % ctx->world, from = (ctx->rank + ctx->world - 1) % ctx->world;
+		RMX_NCCL(ctx, ncclGroupStart());
+		RMX_NCCL(ctx, ncclSend(send, count, t, to, ctx->comm, st));
+		RMX_NCCL(ctx, ncclRecv(recv, count, t, from, ctx->comm, st));
+		RMX_NCCL(ctx, ncclGroupEnd());
+		break;
+	}
+	}
+	return 0;
+}
+
+static int rmx_op(rmx_ctx *ctx, int32_t i)
+{
+	const rm_program_op *op = &ctx->prog->ops[i];
+	const rm_exec_op_plan *pl = &ctx->plan->ops[i];
+	cudaStream_t st = ctx->streams[op->stream];
+	switch (op->cost.kind) {
+	case RM_COST_GEMM:
+		return rmx_gemm_run(ctx, &op->cost.gemm, op->name, addr(ctx, &pl->operand[0]), addr(ctx, &pl->operand[1]),
+				    addr(ctx, &pl->operand[2]), op->stream);
+	case RM_COST_ATTENTION:
+		return rmx_attention(ctx, i);
+	case RM_COST_ELEMENTWISE: {
+		const rm_exec_operand *r = &pl->operand[0], *w = &pl->operand[1];
+		size_t nr = (size_t)(r->bytes / 16), nw = (size_t)(w->bytes / 16);
+		size_t er = (size_t)(r->extent / 16), ew = (size_t)(w->extent / 16);
+		if (er == 0)
+			nr = 0, er = 1;
+		if (ew == 0)
+			nw = 0, ew = 1;
+		size_t n = nr > nw ? nr : nw;
+		if (n == 0)
+			return 0;
+		size_t blocks = (n + 255) / 256, cap = (size_t)ctx->sm_count * 8;
+		rmx_stream<<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, st>>>(
+			(const uint4 *)addr(ctx, r), nr, er, (uint4 *)addr(ctx, w), nw, ew);
+		RMX_CUDA(ctx, cudaGetLastError());
+		return 0;
+	}
+	case RM_COST_COPY: {
+		if (op->cost.copy.bytes <= 0)
+			return 0;
+		cudaMemcpyKind kind = op->cost.copy.dir == RM_COPY_H2D	 ? cudaMemcpyHostToDevice
+				      : op->cost.copy.dir == RM_COPY_D2H ? cudaMemcpyDeviceToHost
+									 : cudaMemcpyDeviceToDevice;
+		RMX_CUDA(ctx, cudaMemcpyAsync(addr(ctx, &pl->operand[1]), addr(ctx, &pl->operand[0]),
+					      (size_t)op->cost.copy.bytes, kind, st));
+		return 0;
+	}
+	case RM_COST_COLLECTIVE:
+		return rmx_collective(ctx, i);
+	default:
+		return 0;
+	}
+}
+
+/* Enqueues one iteration: the origin, then every op in launch order with its events. */
+static int rmx_iteration(rmx_ctx *ctx)
+{
+	const rm_program *prog = ctx->prog;
+	RMX_CUDA(ctx, cudaEventRecord(ctx->origin, ctx->streams[0]));
+	for (int32_t s = 1; s < prog->n_streams; s++)
+		RMX_CUDA(ctx, cudaStreamWaitEvent(ctx->streams[s], ctx->origin, 0));
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		cudaStream_t st = ctx->streams[op->stream];
+		const int32_t *w = rm_program_refs(prog, op->waits);
+		for (uint32_t k = 0; k < op->waits.count; k++)
+			RMX_CUDA(ctx, cudaStreamWaitEvent(st, ctx->events[w[k]], 0));
+		RMX_CUDA(ctx, cudaEventRecord(ctx->op_start[i], st));
+		RMX_TRY(rmx_op(ctx, i));
+		RMX_CUDA(ctx, cudaEventRecord(ctx->op_end[i], st));
+		const int32_t *r = rm_program_refs(prog, op->records);
+		for (uint32_t k = 0; k < op->records.count; k++)
+			RMX_CUDA(ctx, cudaEventRecord(ctx->events[r[k]], st));
+	}
+	RMX_CUDA(ctx, cudaDeviceSynchronize());
+	return 0;
+}
+
+/* ---- setup and teardown ------------------------------------------------------------------- */
+
+static int rmx_setup_comm(rmx_ctx *ctx)
+{
+	ncclUniqueId id;
+	if (ctx->rank == 0)
+		RMX_NCCL(ctx, ncclGetUniqueId(&id));
+#if RMX_HAVE_MPI
+	if (ctx->mpi)
+		MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+#endif
+	RMX_NCCL(ctx, ncclCommInitRank(&ctx->comm, ctx->world, id, ctx->rank));
+	ctx->have_comm = true;
+	return 0;
+}
+
+static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurement *m, rm_error *err)
+{
+	const rm_program *prog = ctx->prog;
+	int n_dev = 0;
+	cudaError_t e = cudaGetDeviceCount(&n_dev);
+	if (e != cudaSuccess || n_dev == 0) {
+		ctx->status = RM_UNSUPPORTED;
+		snprintf(ctx->error, sizeof(ctx->error), "no CUDA GPU is visible (%s); `remora exec --dry-run` needs none",
+			 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+		return -1;
+	}
+	const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+	ctx->device = (ctx->mpi && local ? atoi(local) : ctx->rank) % n_dev;
+	RMX_CUDA(ctx, cudaSetDevice(ctx->device));
+	cudaDeviceProp prop;
+	RMX_CUDA(ctx, cudaGetDeviceProperties(&prop, ctx->device));
+	ctx->sm_count = prop.multiProcessorCount;
+	snprintf(m->device, sizeof(m->device), "%.*s", (int)sizeof(m->device) - 1, prop.name);
+	int v = 0;
+	cudaDriverGetVersion(&v);
+	snprintf(m->driver, sizeof(m->driver), "%d.%d", v / 1000, v % 1000 / 10);
+	cudaRuntimeGetVersion(&v);
+	snprintf(m->cuda, sizeof(m->cuda), "%d.%d", v / 1000, v % 1000 / 10);
+	ncclGetVersion(&v);
+	snprintf(m->nccl, sizeof(m->nccl), "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+	snprintf(m->attention_kernel, sizeof(m->attention_kernel), "cublaslt-unfused");
+	m->world = ctx->world;
+
+	/* the checks, with what this GPU has free and this launch's world, before any allocation */
+	size_t free0 = 0, total = 0;
+	RMX_CUDA(ctx, cudaMemGetInfo(&free0, &total));
+	rm_exec_limits lim = {opt->hw, (int64_t)free0, ctx->world};
+	rm_status st = rm_exec_plan_check(ctx->plan, &lim, err);
+	if (st != RM_OK) {
+		ctx->status = st;
+		snprintf(ctx->error, sizeof(ctx->error), "%.*s", (int)sizeof(ctx->error) - 1, err->msg);
+		return -1;
+	}
+
+	const int64_t *rb = ctx->plan->region_bytes;
+	for (int r = 0; r < RM_EXEC_REGION_COUNT; r++) {
+		if (rb[r] <= 0)
+			continue;
+		if (r == RM_EXEC_HOST) {
+			RMX_CUDA(ctx, cudaHostAlloc((void **)&ctx->base[r], (size_t)rb[r], cudaHostAllocDefault));
+			memset(ctx->base[r], 0, (size_t)rb[r]);
+		} else {
+			RMX_CUDA(ctx, cudaMalloc((void **)&ctx->base[r], (size_t)rb[r]));
+			RMX_CUDA(ctx, cudaMemset(ctx->base[r], 0, (size_t)rb[r]));
+		}
+	}
+	int lo = 0, hi = 0;
+	RMX_CUDA(ctx, cudaDeviceGetStreamPriorityRange(&lo, &hi)); /* least, greatest (hi <= lo) */
+	ctx->streams = (cudaStream_t *)calloc((size_t)prog->n_streams + 1, sizeof(cudaStream_t));
+	ctx->workspace = (void **)calloc((size_t)prog->n_streams + 1, sizeof(void *));
+	for (int32_t s = 0; s < prog->n_streams; s++) {
+		int p = prog->streams[s].priority;
+		p = p < hi ? hi : p > lo ? lo : p;
+		RMX_CUDA(ctx, cudaStreamCreateWithPriority(&ctx->streams[s], cudaStreamNonBlocking, p));
+	}
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		rm_cost_kind k = prog->ops[i].cost.kind;
+		int32_t s = prog->ops[i].stream;
+		if ((k == RM_COST_GEMM || k == RM_COST_ATTENTION) && !ctx->workspace[s])
+			RMX_CUDA(ctx, cudaMalloc(&ctx->workspace[s], RM_EXEC_WORKSPACE_BYTES));
+	}
+	ctx->events = (cudaEvent_t *)calloc((size_t)prog->n_events + 1, sizeof(cudaEvent_t));
+	for (int32_t e2 = 0; e2 < prog->n_events; e2++)
+		RMX_CUDA(ctx, cudaEventCreateWithFlags(&ctx->events[e2], cudaEventDisableTiming));
+	ctx->op_start = (cudaEvent_t *)calloc((size_t)prog->n_ops + 1, sizeof(cudaEvent_t));
+	ctx->op_end = (cudaEvent_t *)calloc((size_t)prog->n_ops + 1, sizeof(cudaEvent_t));
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		RMX_CUDA(ctx, cudaEventCreate(&ctx->op_start[i]));
+		RMX_CUDA(ctx, cudaEventCreate(&ctx->op_end[i]));
+	}
+	RMX_CUDA(ctx, cudaEventCreate(&ctx->origin));
+	RMX_CUBLAS(ctx, cublasLtCreate(&ctx->lt));
+	RMX_TRY(rmx_setup_comm(ctx));
+	m->device_bytes = ctx->plan->device_bytes;
+	size_t free1 = 0;
+	RMX_CUDA(ctx, cudaMemGetInfo(&free1, &total));
+	m->device_used_bytes = (int64_t)free0 - (int64_t)free1;
+	return 0;
+}
+
+static void rmx_teardown(rmx_ctx *ctx)
+{
+	const rm_program *prog = ctx->prog;
+	if (ctx->have_comm) {
+		if (ctx->status != RM_OK)
+			ncclCommAbort(ctx->comm); /* peers may wait in a collective that never comes */
+		else
+			ncclCommDestroy(ctx->comm);
+	}
+	for (int i = 0; i < ctx->n_gemms; i++) {
+		rmx_gemm *g = &ctx->gemms[i];
+		if (g->la)
+			cublasLtMatrixLayoutDestroy(g->la);
+		if (g->lb)
+			cublasLtMatrixLayoutDestroy(g->lb);
+		if (g->ld)
+			cublasLtMatrixLayoutDestroy(g->ld);
+		if (g->op)
+			cublasLtMatmulDescDestroy(g->op);
+	}
+	if (ctx->lt)
+		cublasLtDestroy(ctx->lt);
+	if (ctx->origin)
+		cudaEventDestroy(ctx->origin);
+	for (int32_t i = 0; ctx->op_start && i < prog->n_ops; i++) {
+		if (ctx->op_start[i])
+			cudaEventDestroy(ctx->op_start[i]);
+		if (ctx->op_end[i])
+			cudaEventDestroy(ctx->op_end[i]);
+	}
+	for (int32_t e = 0; ctx->events && e < prog->n_events; e++)
+		if (ctx->events[e])
+			cudaEventDestroy(ctx->events[e]);
+	for (int32_t s = 0; ctx->streams && s < prog->n_streams; s++) {
+		if (ctx->workspace && ctx->workspace[s])
+			cudaFree(ctx->workspace[s]);
+		if (ctx->streams[s])
+			cudaStreamDestroy(ctx->streams[s]);
+	}
+	free(ctx->op_start);
+	free(ctx->op_end);
+	free(ctx->events);
+	free(ctx->streams);
+	free(ctx->workspace);
+	for (int r = 0; r < RM_EXEC_REGION_COUNT; r++) {
+		if (!ctx->base[r])
+			continue;
+		if (r == RM_EXEC_HOST)
+			cudaFreeHost(ctx->base[r]);
+		else
+			cudaFree(ctx->base[r]);
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int rmx_measure(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurement *m)
+{
+	const rm_program *prog = ctx->prog;
+	for (int it = 0; it < opt->warmup; it++)
+		RMX_TRY(rmx_iteration(ctx));
+	int iters = opt->iterations > 0 ? opt->iterations : 1;
+	double *steps = (double *)calloc((size_t)iters, sizeof(double));
+	for (int it = 0; it < iters; it++) {
+		if (rmx_iteration(ctx) != 0) {
+			free(steps);
+			return -1;
+		}
+		double first = 1e30, last = 0;
+		for (int32_t i = 0; i < prog->n_ops; i++) {
+			float s_ms = 0, e_ms = 0;
+			cudaError_t e1 = cudaEventElapsedTime(&s_ms, ctx->origin, ctx->op_start[i]);
+			cudaError_t e2 = cudaEventElapsedTime(&e_ms, ctx->origin, ctx->op_end[i]);
+			if (e1 != cudaSuccess || e2 != cudaSuccess) {
+				free(steps);
+				RMX_CUDA(ctx, e1 != cudaSuccess ? e1 : e2);
+			}
+			double s = s_ms * 1e-3, e = e_ms * 1e-3;
+			m->op_start_s[i] = s;
+			m->op_end_s[i] = e;
+			m->op_mean_s[i] += (e - s) / iters;
+			first = s < first ? s : first;
+			last = e > last ? e : last;
+		}
+		steps[it] = prog->n_ops ? last - first : 0;
+		for (int32_t i = 0; i < prog->n_ops; i++) { /* the last iteration is traced from 0 */
+			m->op_start_s[i] -= first;
+			m->op_end_s[i] -= first;
+		}
+	}
+	qsort(steps, (size_t)iters, sizeof(double), cmp_double);
+	m->step_s = iters % 2 ? steps[iters / 2] : (steps[iters / 2 - 1] + steps[iters / 2]) / 2;
+	m->iterations = iters;
+	free(steps);
+	return 0;
+}
+
+extern "C" rm_status rm_exec_run(const rm_exec_plan *plan, const rm_exec_run_opts *opt, rm_exec_measurement *m,
+				 int *rank, rm_error *err)
+{
+	rmx_ctx *ctx = (rmx_ctx *)calloc(1, sizeof(rmx_ctx));
+	ctx->plan = plan;
+	ctx->prog = plan->prog;
+	ctx->world = 1;
+	rm_exec_measurement_init(m, plan->prog->n_ops);
+#if RMX_HAVE_MPI
+	const char *np = getenv("OMPI_COMM_WORLD_SIZE");
+	if (np && atoi(np) > 1) {
+		MPI_Init(NULL, NULL);
+		ctx->mpi = ctx->mpi_inited = true;
+		MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
+		MPI_Comm_size(MPI_COMM_WORLD, &ctx->world);
+	}
+#endif
+	*rank = ctx->rank;
+	rm_status st = RM_OK;
+	if (rmx_setup(ctx, opt, m, err) != 0 || rmx_measure(ctx, opt, m) != 0) {
+		st = ctx->status != RM_OK ? ctx->status : RM_IO;
+		rm_error_set(err, st, NULL, 0, 0, "%s", ctx->error);
+		if (ctx->world > 1) {
+			char prefix[32];
+			snprintf(prefix, sizeof(prefix), "rank %d: ", ctx->rank);
+			rm_error_prefix(err, "%s", prefix);
+		}
+	}
+	rmx_teardown(ctx);
+#if RMX_HAVE_MPI
+	if (ctx->mpi_inited)
+		MPI_Finalize();
+#endif
+	free(ctx);
+	return st;
+}

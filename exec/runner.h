@@ -1,0 +1,35 @@
+/*
+ * Private to exec/ and cli/cmd_exec.c: the CUDA runner (exec/cuda/runner.cu), built only where
+ * nvcc, CUDA and NCCL are found (REMORA_EXEC_RUNNER=1). A plain C interface: no CUDA type here.
+ */
+#ifndef REMORA_EXEC_RUNNER_H
+#define REMORA_EXEC_RUNNER_H
+
+#include "remora/exec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rm_exec_run_opts {
+	const rm_hw_profile *hw; /* for rm_exec_plan_check (capacity, FP8) */
+	int iterations;          /* timed iterations (>= 1) */
+	int warmup;              /* untimed iterations before them (>= 0) */
+} rm_exec_run_opts;
+
+/*
+ * Runs plan's program on this process's GPU: one process per GPU under mpirun (the rank picks
+ * device rank % devices; NCCL's unique id is broadcast with MPI), else a single GPU (an NCCL
+ * communicator of 1). Before anything launches: no GPU (RM_UNSUPPORTED), then
+ * rm_exec_plan_check with the free device memory and the world size. Fills m (rm_exec_measurement_init
+ * is called here) and *rank (0 without MPI): only rank 0 should report. On failure (err names
+ * the CUDA/cuBLAS/NCCL call, file:line and the library's message) every allocation is released.
+ */
+rm_status rm_exec_run(const rm_exec_plan *plan, const rm_exec_run_opts *opt, rm_exec_measurement *m, int *rank,
+		      rm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REMORA_EXEC_RUNNER_H */

@@ -1,6 +1,7 @@
 /*
  * `remora exec PROGRAM.json [--dry-run] [--hardware NAME] [--world N] [--iterations N]
- *  [--warmup N] [--trace OUT] [--compare] [--calib DB] [--queues N] [--json] [--tensors]`.
+ *  [--warmup N] [--trace OUT] [--compare] [--calib DB] [--queues N] [--json] [--tensors]
+ *  [--replay FILE]`.
  * The plan and its checks come from remora/exec.h (always built); the run from the CUDA runner
  * (exec/runner.h), linked only where nvcc, CUDA and NCCL were found (REMORA_EXEC_RUNNER).
  */
@@ -26,7 +27,7 @@ static void exec_usage(FILE *out)
 	fprintf(out,
 		"usage: remora exec PROGRAM.json [--dry-run] [--hardware NAME] [--world N]\n"
 		"                   [--iterations N] [--warmup N] [--trace OUT] [--compare] [--calib DB]\n"
-		"                   [--queues N] [--json] [--tensors]\n\n"
+		"                   [--queues N] [--json] [--tensors] [--replay FILE]\n\n"
 		"Runs a schedule program (written by `remora schedule` or `remora search`) on this\n"
 		"machine's GPU(s): tensors from one pool sized by the program's memory plan, its streams\n"
 		"with their priorities, every op on its stream in program order with its events. One\n"
@@ -46,16 +47,17 @@ static void exec_usage(FILE *out)
 		"  -Q, --queues N       hardware queues of the prediction (default 8)\n"
 		"  -j, --json           machine-readable output\n"
 		"  -T, --tensors        with --dry-run --json: every tensor's placement\n"
+		"  -R, --replay FILE    report a measurement saved with --json (from a GPU machine)\n"
+		"                       instead of running: --trace, --compare work without a GPU\n"
 		"  -h, --help           this help\n");
 }
 
 typedef struct exec_opts {
-	const char *path, *hw_name, *trace, *calib;
+	const char *path, *hw_name, *trace, *calib, *replay;
 	bool dry_run, compare, json, tensors;
 	int64_t world, iterations, warmup, queues;
 } exec_opts;
 
-#if REMORA_EXEC_RUNNER
 /* Stores the measurement's calibration rows in db (through the JSONL importer). */
 static bool store_rows(const exec_opts *o, const rm_program *prog, const rm_exec_measurement *m, int *rows,
 		       rm_error *err)
@@ -85,6 +87,65 @@ static bool store_rows(const exec_opts *o, const rm_program *prog, const rm_exec
 	return ok;
 }
 
+/* Trace, comparison, calibration rows and the report of a measurement (rank 0). */
+static int report(const exec_opts *o, const rm_program *prog, const rm_exec_plan *plan, const rm_hw_profile *hw,
+		  const rm_exec_measurement *m)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	int rc = CLI_EXIT_OK;
+	json_t *cmp = NULL;
+	if (o->trace) {
+		FILE *f = fopen(o->trace, "w");
+		bool ok = f && rm_exec_write_trace(prog, m, f, &err);
+		if (f && fclose(f) != 0)
+			ok = false;
+		if (!ok) {
+			if (err.status == RM_OK)
+				rm_error_set(&err, RM_IO, o->trace, 0, 0, "cannot write the trace: %s", strerror(errno));
+			rc = cli_fail(&err);
+			goto out;
+		}
+	}
+	if (o->compare) {
+		cmp = rm_exec_compare(prog, plan, hw, (int)o->queues, m, &err);
+		if (!cmp) {
+			rc = cli_fail(&err);
+			goto out;
+		}
+		if (o->calib) {
+			int rows = 0;
+			if (!store_rows(o, prog, m, &rows, &err)) {
+				rc = cli_fail(&err);
+				goto out;
+			}
+			json_object_set_new(cmp, "calibration_rows", json_integer(rows));
+			if (!o->json)
+				fprintf(stderr, "remora: stored %d measurements (ops that ran alone) in %s\n", rows,
+					o->calib);
+		}
+	}
+	if (o->json) {
+		json_t *doc = json_object();
+		json_object_set_new(doc, "measurement", rm_exec_measurement_json(prog, m));
+		if (cmp)
+			json_object_set(doc, "compare", cmp);
+		rc = cli_print_json(doc);
+	} else {
+		char b[32];
+		printf("device         %s, %d rank%s, attention: %s\n", m->device, m->world, m->world == 1 ? "" : "s",
+		       m->attention_kernel);
+		printf("step time      %.3f ms (median of %d iterations)\n", m->step_s * 1e3, m->iterations);
+		printf("device memory  %s allocated\n", rm_format_bytes(m->device_bytes, b, sizeof(b)));
+		if (cmp)
+			rm_exec_compare_print(cmp, stdout);
+	}
+out:
+	json_decref(cmp);
+	return rc;
+}
+
+#if REMORA_EXEC_RUNNER
 static int run(const exec_opts *o, const rm_program *prog, const rm_exec_plan *plan, const rm_hw_profile *hw)
 {
 	rm_error err;
@@ -97,59 +158,7 @@ static int run(const exec_opts *o, const rm_program *prog, const rm_exec_plan *p
 		rm_exec_measurement_finish(&m);
 		return cli_fail(&err);
 	}
-	int rc = CLI_EXIT_OK;
-	json_t *cmp = NULL;
-	if (rank != 0)
-		goto out;
-	if (o->trace) {
-		FILE *f = fopen(o->trace, "w");
-		bool ok = f && rm_exec_write_trace(prog, &m, f, &err);
-		if (f && fclose(f) != 0)
-			ok = false;
-		if (!ok) {
-			if (err.status == RM_OK)
-				rm_error_set(&err, RM_IO, o->trace, 0, 0, "cannot write the trace: %s", strerror(errno));
-			rc = cli_fail(&err);
-			goto out;
-		}
-	}
-	if (o->compare) {
-		cmp = rm_exec_compare(prog, plan, hw, (int)o->queues, &m, &err);
-		if (!cmp) {
-			rc = cli_fail(&err);
-			goto out;
-		}
-		if (o->calib) {
-			int rows = 0;
-			if (!store_rows(o, prog, &m, &rows, &err)) {
-				rc = cli_fail(&err);
-				goto out;
-			}
-			json_object_set_new(cmp, "calibration_rows", json_integer(rows));
-			if (!o->json)
-				fprintf(stderr, "remora: stored %d measurements (ops that ran alone) in %s\n", rows,
-					o->calib);
-		}
-	}
-	if (o->json) {
-		json_t *doc = json_pack("{s:s, s:s, s:f, s:i, s:I, s:I, s:i}", "device", m.device, "attention_kernel",
-					m.attention_kernel, "step_s", m.step_s, "iterations", m.iterations,
-					"device_bytes", (json_int_t)m.device_bytes, "device_used_bytes",
-					(json_int_t)m.device_used_bytes, "world", m.world);
-		if (cmp)
-			json_object_set(doc, "compare", cmp);
-		rc = cli_print_json(doc);
-	} else {
-		char b[32];
-		printf("device         %s, %d rank%s, attention: %s\n", m.device, m.world, m.world == 1 ? "" : "s",
-		       m.attention_kernel);
-		printf("step time      %.3f ms (median of %d iterations)\n", m.step_s * 1e3, m.iterations);
-		printf("device memory  %s allocated\n", rm_format_bytes(m.device_bytes, b, sizeof(b)));
-		if (cmp)
-			rm_exec_compare_print(cmp, stdout);
-	}
-out:
-	json_decref(cmp);
+	int rc = rank == 0 ? report(o, prog, plan, hw, &m) : CLI_EXIT_OK;
 	rm_exec_measurement_finish(&m);
 	return rc;
 }
@@ -182,12 +191,13 @@ int cli_cmd_exec(int argc, char **argv)
 		{"queues", required_argument, NULL, 'Q'},
 		{"json", no_argument, NULL, 'j'},
 		{"tensors", no_argument, NULL, 'T'},
+		{"replay", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
 	exec_opts o = {.hw_name = "h100-sxm", .iterations = 10, .warmup = 3, .queues = 8};
 	int c;
-	while ((c = getopt_long(argc, argv, "nH:w:i:W:t:cC:Q:jTh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nH:w:i:W:t:cC:Q:jTR:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			o.dry_run = true;
@@ -227,6 +237,9 @@ int cli_cmd_exec(int argc, char **argv)
 			break;
 		case 'T':
 			o.tensors = true;
+			break;
+		case 'R':
+			o.replay = optarg;
 			break;
 		case 'h':
 			exec_usage(stdout);
@@ -286,6 +299,16 @@ int cli_cmd_exec(int argc, char **argv)
 	}
 	if (o.compare && !o.calib)
 		o.calib = db = spec_db(o.hw_name);
+	if (o.replay) {
+		rm_exec_measurement m;
+		if (rm_exec_measurement_load(o.replay, prog, &m, &err) != RM_OK) {
+			rc = cli_fail(&err);
+			goto out_plan;
+		}
+		rc = report(&o, prog, plan, &hw, &m);
+		rm_exec_measurement_finish(&m);
+		goto out_plan;
+	}
 #if REMORA_EXEC_RUNNER
 	rc = run(&o, prog, plan, &hw);
 #else

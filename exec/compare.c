@@ -434,3 +434,117 @@ int rm_exec_write_calib_rows(const rm_program *prog, const rm_exec_measurement *
 	}
 	return rows;
 }
+
+/* ---- measurement JSON ---------------------------------------------------------------------- */
+
+json_t *rm_exec_measurement_json(const rm_program *prog, const rm_exec_measurement *m)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "schema", json_string(RM_EXEC_MEASUREMENT_SCHEMA));
+	json_object_set_new(o, "program", json_string(prog->name ? prog->name : ""));
+	json_object_set_new(o, "device", json_string(m->device));
+	json_object_set_new(o, "attention_kernel", json_string(m->attention_kernel));
+	json_object_set_new(o, "driver", json_string(m->driver));
+	json_object_set_new(o, "cuda", json_string(m->cuda));
+	json_object_set_new(o, "nccl", json_string(m->nccl));
+	json_object_set_new(o, "world", json_integer(m->world));
+	json_object_set_new(o, "iterations", json_integer(m->iterations));
+	json_object_set_new(o, "step_s", json_real(m->step_s));
+	json_object_set_new(o, "device_bytes", json_integer(m->device_bytes));
+	json_object_set_new(o, "device_used_bytes", json_integer(m->device_used_bytes));
+	json_t *ops = json_array();
+	for (int32_t i = 0; i < m->n_ops && i < prog->n_ops; i++)
+		json_array_append_new(ops, json_pack("{s:s, s:f, s:f, s:f}", "name", prog->ops[i].name, "start_s",
+						     m->op_start_s[i], "end_s", m->op_end_s[i], "mean_s",
+						     m->op_mean_s[i]));
+	json_object_set_new(o, "ops", ops);
+	return o;
+}
+
+static bool get_string(json_t *o, const char *key, char *buf, size_t size)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v)
+		return true;
+	if (!json_is_string(v))
+		return false;
+	snprintf(buf, size, "%s", json_string_value(v));
+	return true;
+}
+
+static bool get_time(json_t *o, const char *key, double *out)
+{
+	json_t *v = json_object_get(o, key);
+	if (!json_is_number(v))
+		return false;
+	*out = json_number_value(v);
+	return isfinite(*out) && *out >= 0;
+}
+
+rm_status rm_exec_measurement_load(const char *path, const rm_program *prog, rm_exec_measurement *m, rm_error *err)
+{
+	json_error_t jerr;
+	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc)
+		return rm_error_set(err, jerr.line > 0 ? RM_PARSE : RM_IO, path, jerr.line > 0 ? jerr.line : 0,
+				    jerr.column > 0 ? jerr.column : 0, "%s", jerr.text);
+	rm_status st = RM_OK;
+	json_t *o = json_object_get(doc, "measurement");
+	if (!o)
+		o = doc;
+	const char *schema = json_string_value(json_object_get(o, "schema"));
+	json_t *ops = json_object_get(o, "ops");
+	if (!schema || strcmp(schema, RM_EXEC_MEASUREMENT_SCHEMA) != 0) {
+		st = rm_error_set(err, RM_INVALID, path, 0, 0, "schema: expected \"%s\" (remora exec --json output)",
+				  RM_EXEC_MEASUREMENT_SCHEMA);
+		goto out;
+	}
+	if (!json_is_array(ops) || json_array_size(ops) != (size_t)prog->n_ops) {
+		st = rm_error_set(err, RM_INVALID, path, 0, 0,
+				  "ops: expected an array of %d ops (one per op of the program), got %zu", prog->n_ops,
+				  json_array_size(ops));
+		goto out;
+	}
+	rm_exec_measurement tmp;
+	rm_exec_measurement_init(&tmp, prog->n_ops);
+	json_t *v;
+	if (!get_string(o, "device", tmp.device, sizeof(tmp.device)) ||
+	    !get_string(o, "attention_kernel", tmp.attention_kernel, sizeof(tmp.attention_kernel)) ||
+	    !get_string(o, "driver", tmp.driver, sizeof(tmp.driver)) ||
+	    !get_string(o, "cuda", tmp.cuda, sizeof(tmp.cuda)) || !get_string(o, "nccl", tmp.nccl, sizeof(tmp.nccl)) ||
+	    !get_time(o, "step_s", &tmp.step_s)) {
+		st = rm_error_set(err, RM_INVALID, path, 0, 0,
+				  "device, attention_kernel, driver, cuda, nccl: strings; step_s: a time in seconds");
+		goto fail;
+	}
+	tmp.world = (int)json_integer_value(json_object_get(o, "world"));
+	tmp.iterations = (int)json_integer_value(json_object_get(o, "iterations"));
+	tmp.device_bytes = (int64_t)json_integer_value(json_object_get(o, "device_bytes"));
+	tmp.device_used_bytes = (int64_t)json_integer_value(json_object_get(o, "device_used_bytes"));
+	if (tmp.world < 1)
+		tmp.world = 1;
+	size_t i;
+	json_array_foreach(ops, i, v) {
+		const char *name = json_string_value(json_object_get(v, "name"));
+		if (!name || strcmp(name, prog->ops[i].name) != 0) {
+			st = rm_error_set(err, RM_INVALID, path, 0, 0,
+					  "ops[%zu]: name '%s' but the program's op %zu is '%s' (a measurement of "
+					  "another program?)",
+					  i, name ? name : "(none)", i, prog->ops[i].name);
+			goto fail;
+		}
+		if (!get_time(v, "start_s", &tmp.op_start_s[i]) || !get_time(v, "end_s", &tmp.op_end_s[i]) ||
+		    !get_time(v, "mean_s", &tmp.op_mean_s[i])) {
+			st = rm_error_set(err, RM_INVALID, path, 0, 0,
+					  "ops[%zu]: start_s, end_s and mean_s must be non-negative seconds", i);
+			goto fail;
+		}
+	}
+	*m = tmp;
+	goto out;
+fail:
+	rm_exec_measurement_finish(&tmp);
+out:
+	json_decref(doc);
+	return st;
+}

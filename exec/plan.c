@@ -232,21 +232,29 @@ typedef struct placed {
 	int32_t first, last;
 } placed;
 
-/* Insertion sort by (bytes desc, id asc): stable, reentrant, no globals. The tensor count of a
- * step is at most a few tens of thousands, and the placement loop is quadratic anyway. */
+typedef struct size_key {
+	int64_t bytes;
+	int32_t id;
+} size_key;
+
+/* Largest first, then by id: the greedy-by-size order (a total order, so qsort is deterministic). */
+static int by_size_desc(const void *a, const void *b)
+{
+	const size_key *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
 static void sort_by_size(const rm_program *prog, int32_t *ids, int32_t n)
 {
-	for (int32_t i = 1; i < n; i++) {
-		int32_t v = ids[i];
-		int64_t bv = prog->tensors[v].bytes;
-		int32_t j = i - 1;
-		while (j >= 0 && (prog->tensors[ids[j]].bytes < bv ||
-				  (prog->tensors[ids[j]].bytes == bv && ids[j] > v))) {
-			ids[j + 1] = ids[j];
-			j--;
-		}
-		ids[j + 1] = v;
-	}
+	size_key *k = rm_new(size_key, (size_t)n + 1);
+	for (int32_t i = 0; i < n; i++)
+		k[i] = (size_key){prog->tensors[ids[i]].bytes, ids[i]};
+	qsort(k, (size_t)n, sizeof(*k), by_size_desc);
+	for (int32_t i = 0; i < n; i++)
+		ids[i] = k[i].id;
+	free(k);
 }
 
 /* Greedy by size over the tensors ids[0..n) (lifetimes set); returns the region's size. */

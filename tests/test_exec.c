@@ -434,3 +434,72 @@ Test(exec, cli_dry_run_exit_codes)
 	cr_assert_eq(remora_capture(args, out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "error"), "%s", out);
 }
+
+Test(exec, replay_compare_trace_and_store_from_the_cli)
+{
+	rm_error err;
+	rm_program *prog = rm_program_load(test_file("programs/example.json"), &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	rm_exec_measurement m;
+	fake_measurement(prog, hw("h100-sxm"), &m);
+	char dir[] = "/tmp/remora-test-exec-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char meas[1100], trace[1100], db[1100], out_json[1100];
+	snprintf(meas, sizeof(meas), "%s/run.json", dir);
+	snprintf(trace, sizeof(trace), "%s/trace.json", dir);
+	snprintf(db, sizeof(db), "%s/calib.db", dir);
+	snprintf(out_json, sizeof(out_json), "%s/out.json", dir);
+	json_t *doc = json_pack("{s:o}", "measurement", rm_exec_measurement_json(prog, &m));
+	cr_assert_eq(json_dump_file(doc, meas, 0), 0);
+	json_decref(doc);
+
+	/* round trip */
+	rm_exec_measurement back;
+	cr_assert_eq(rm_exec_measurement_load(meas, prog, &back, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(back.n_ops, prog->n_ops);
+	cr_assert_float_eq(back.step_s, m.step_s, 1e-12);
+	cr_assert_float_eq(back.op_end_s[3], m.op_end_s[3], 1e-12);
+	rm_exec_measurement_finish(&back);
+	/* a measurement of another program */
+	rm_program *other = rm_program_load(test_file("exec/int_gemm.json"), &err);
+	cr_assert_neq(rm_exec_measurement_load(meas, other, &back, &err), RM_OK);
+	cr_assert(strstr(err.msg, "one per op of the program"), "%s", err.msg);
+	rm_program_destroy(other);
+
+	char args[6000];
+	snprintf(args, sizeof(args), "'%s' --replay '%s' --compare --calib '%s' --trace '%s' --json > '%s'",
+		 test_file("programs/example.json"), meas, db, trace, out_json);
+	char cmd[8000];
+	snprintf(cmd, sizeof(cmd), "'%s' exec %s", env("REMORA_BIN"), args);
+	int st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", cmd);
+	json_error_t jerr;
+	json_t *out = json_load_file(out_json, 0, &jerr);
+	cr_assert_not_null(out, "%s", jerr.text);
+	json_t *cmp = json_object_get(out, "compare");
+	cr_assert_gt(json_integer_value(json_object_get(cmp, "calibration_rows")), 0);
+	cr_assert_not_null(json_object_get(json_object_get(cmp, "kinds"), "collective"));
+	json_decref(out);
+	json_t *tr = json_load_file(trace, 0, &jerr);
+	cr_assert_not_null(tr, "%s", jerr.text);
+	json_decref(tr);
+	rm_calib_db *d = rm_calib_db_open(db, false, &err);
+	cr_assert_not_null(d, "%s", err.msg);
+	json_t *dump = rm_calib_db_dump_json(d, &err);
+	cr_assert_not_null(dump);
+	cr_assert_eq(json_array_size(json_object_get(dump, "runs")), 1);
+	json_decref(dump);
+	rm_calib_db_close(d);
+	/* text output too */
+	snprintf(cmd, sizeof(cmd), "'%s' exec '%s' --replay '%s' --compare >/dev/null", env("REMORA_BIN"),
+		 test_file("programs/example.json"), meas);
+	st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", cmd);
+	unlink(meas);
+	unlink(trace);
+	unlink(db);
+	unlink(out_json);
+	rmdir(dir);
+	rm_exec_measurement_finish(&m);
+	rm_program_destroy(prog);
+}

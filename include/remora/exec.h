@@ -177,9 +177,25 @@ typedef struct rm_exec_measurement {
 	char driver[32], cuda[32], nccl[32];
 } rm_exec_measurement;
 
+#define RM_EXEC_MEASUREMENT_SCHEMA "remora.exec-measurement/1"
+
 /* Allocates the per-op arrays for n_ops ops (zeroed). */
 void rm_exec_measurement_init(rm_exec_measurement *m, int32_t n_ops);
 void rm_exec_measurement_finish(rm_exec_measurement *m);
+
+/*
+ * A measurement as JSON (schema remora.exec-measurement/1): device, versions, world, iterations,
+ * step_s, device bytes, and ops [{name, start_s, end_s, mean_s}] in program order. New reference.
+ */
+json_t *rm_exec_measurement_json(const rm_program *prog, const rm_exec_measurement *m);
+/*
+ * Reads a measurement of prog back (`remora exec --json` output, or its "measurement" member):
+ * the schema, one op per program op with the same names (a measurement of another program is
+ * RM_INVALID naming the first difference), non-negative finite times. Errors name path and the
+ * JSON path; m is initialised only on success.
+ */
+rm_status rm_exec_measurement_load(const char *path, const rm_program *prog, rm_exec_measurement *m,
+				   rm_error *err);
 
 /*
  * Writes the measured iteration as a Chrome JSON trace in the simulator's format (sim/trace.c:

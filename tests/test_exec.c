@@ -66,6 +66,19 @@ static void assert_no_overlap(const rm_exec_plan *plan)
 	}
 }
 
+/* Every operand of every op lies inside its region, and its extent within its bytes. */
+static void assert_operands_in_bounds(const rm_exec_plan *plan)
+{
+	for (int32_t i = 0; i < plan->prog->n_ops; i++)
+		for (int k = 0; k < plan->ops[i].n_operands; k++) {
+			const rm_exec_operand *o = &plan->ops[i].operand[k];
+			cr_assert_geq(o->offset, 0);
+			cr_assert_leq(o->extent, o->bytes);
+			cr_assert_leq(o->offset + o->extent, plan->region_bytes[o->region], "%s operand %d",
+				      plan->prog->ops[i].name, k);
+		}
+}
+
 /* ---- a small program checked by hand ------------------------------------------------------ */
 
 static rm_program *small_program(void)
@@ -130,6 +143,7 @@ Test(exec, small_plan_by_hand)
 	cr_assert_eq(plan->kind_bytes[RM_COST_COPY], 500);
 	cr_assert_eq(plan->early_waits, 0);
 	assert_no_overlap(plan);
+	assert_operands_in_bounds(plan);
 	rm_exec_limits lim = {.hw = hw("h100-sxm")};
 	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_OK, "%s", err.msg);
 	/* a GPU with less free memory than the plan */
@@ -178,21 +192,22 @@ Test(exec, dry_run_plans_of_every_shipped_scenario)
 		/* the pool holds the launch-order live peak, and no two live tensors share a byte */
 		cr_assert_geq(plan->region_bytes[RM_EXEC_POOL], plan->pool_live_peak_bytes);
 		assert_no_overlap(plan);
-		/* against the engine: persistent bytes are the same tensors; the live peak over launch
-		 * order holds at least what the engine holds at its peak, because a tensor's
-		 * launch-order lifetime [producer, last consumer] contains every op that runs while
-		 * it is live in the simulation except ops launched before its producer that run
-		 * late on other streams; the two must agree to within those in-flight tensors */
+		assert_operands_in_bounds(plan);
+		/* against the engine: the same persistent tensors; the pool holds every tensor live at
+		 * some point of the launch order, and the engine's peak (in simulated time) is such a
+		 * set for these schedules, whose compute stream serialises the tensors' producers and
+		 * consumers. (Not a theorem: ops of other streams launched before a producer and
+		 * running late could make the engine hold more; the 10% bound says how close.) */
 		rm_sim_options opt = {.hw_queues = res.hw_queues};
 		rm_sim *sim = rm_sim_create(prog, &res.hw, &opt, &err);
 		cr_assert_not_null(sim, "%s", err.msg);
 		cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
 		int64_t engine_peak = rm_sim_get_metrics(sim)->peak_memory_bytes;
 		int64_t planned = plan->region_bytes[RM_EXEC_POOL] + plan->region_bytes[RM_EXEC_PERSISTENT];
-		cr_assert_geq(planned, engine_peak * 9 / 10, "%s: planned %ld, engine peak %ld", path, (long)planned,
+		cr_assert_geq(planned, engine_peak, "%s: planned %ld, engine peak %ld", path, (long)planned,
 			      (long)engine_peak);
-		cr_assert_leq(planned, engine_peak * 2, "%s: planned %ld, engine peak %ld", path, (long)planned,
-			      (long)engine_peak);
+		cr_assert_leq(planned, engine_peak + engine_peak / 10, "%s: planned %ld, engine peak %ld", path,
+			      (long)planned, (long)engine_peak);
 		rm_sim_destroy(sim);
 		/* the scenario's own hardware, the launch its collectives ask for */
 		rm_exec_limits lim = {.hw = &res.hw};
@@ -214,6 +229,46 @@ Test(exec, dry_run_plans_of_every_shipped_scenario)
 	}
 	closedir(d);
 	cr_assert_gt(n, 0, "no scenario in %s", dir);
+}
+
+Test(exec, offloaded_residuals_live_in_pinned_host_memory)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/scenarios/seed-llama2-7b-fsdp8-h100.yaml", env("REMORA_DATA_DIR"));
+	rm_scenario sc;
+	rm_scenario_resolved res;
+	rm_schedule_report rep;
+	rm_error err;
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	const char *sets[] = {"remat.policy=save_and_offload_only_these_names", "remat.names=[]",
+			      "remat.offload_names=[dot_mlp_out, dot_attention_value]"};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(sets); i++)
+		cr_assert_eq(rm_scenario_set(&sc, sets[i], &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, path, &err);
+	cr_assert_not_null(plan, "%s", err.msg);
+	cr_assert_gt(plan->kind_ops[RM_COST_COPY], 0);
+	cr_assert_gt(plan->region_bytes[RM_EXEC_HOST], 0);
+	/* every copy has a host side in pinned host memory and a device side on the device */
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		if (prog->ops[i].cost.kind != RM_COST_COPY)
+			continue;
+		const rm_exec_op_plan *op = &plan->ops[i];
+		rm_copy_dir dir = prog->ops[i].cost.copy.dir;
+		cr_assert_eq(op->operand[0].region == RM_EXEC_HOST, dir == RM_COPY_H2D, "%s", prog->ops[i].name);
+		cr_assert_eq(op->operand[1].region == RM_EXEC_HOST, dir == RM_COPY_D2H, "%s", prog->ops[i].name);
+		for (int k = 0; k < 2; k++)
+			cr_assert_leq(op->operand[k].offset + op->operand[k].bytes, plan->region_bytes[op->operand[k].region]);
+	}
+	assert_no_overlap(plan);
+	assert_operands_in_bounds(plan);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
 }
 
 /* ---- failures before launch --------------------------------------------------------------- */

@@ -136,6 +136,8 @@ static int report(const exec_opts *o, const rm_program *prog, const rm_exec_plan
 		printf("device         %s, %d rank%s, attention: %s\n", m->device, m->world, m->world == 1 ? "" : "s",
 		       m->attention_kernel);
 		printf("step time      %.3f ms (median of %d iterations)\n", m->step_s * 1e3, m->iterations);
+		if (m->step_op_events_s > 0)
+			printf("               %.3f ms with per-op timing events\n", m->step_op_events_s * 1e3);
 		printf("device memory  %s allocated\n", rm_format_bytes(m->device_bytes, b, sizeof(b)));
 		if (cmp)
 			rm_exec_compare_print(cmp, stdout);

@@ -450,6 +450,7 @@ json_t *rm_exec_measurement_json(const rm_program *prog, const rm_exec_measureme
 	json_object_set_new(o, "world", json_integer(m->world));
 	json_object_set_new(o, "iterations", json_integer(m->iterations));
 	json_object_set_new(o, "step_s", json_real(m->step_s));
+	json_object_set_new(o, "step_op_events_s", json_real(m->step_op_events_s));
 	json_object_set_new(o, "device_bytes", json_integer(m->device_bytes));
 	json_object_set_new(o, "device_used_bytes", json_integer(m->device_used_bytes));
 	json_t *ops = json_array();
@@ -515,6 +516,10 @@ rm_status rm_exec_measurement_load(const char *path, const rm_program *prog, rm_
 	    !get_time(o, "step_s", &tmp.step_s)) {
 		st = rm_error_set(err, RM_INVALID, path, 0, 0,
 				  "device, attention_kernel, driver, cuda, nccl: strings; step_s: a time in seconds");
+		goto fail;
+	}
+	if (json_object_get(o, "step_op_events_s") && !get_time(o, "step_op_events_s", &tmp.step_op_events_s)) {
+		st = rm_error_set(err, RM_INVALID, path, 0, 0, "step_op_events_s: a time in seconds");
 		goto fail;
 	}
 	tmp.world = (int)json_integer_value(json_object_get(o, "world"));

@@ -10,7 +10,9 @@
  *   range. Events: one cudaEvent per program event (no timing), recorded after its op, waited
  *   with cudaStreamWaitEvent before the waiting op. Every op is bracketed by two timing events.
  * - Each iteration records an origin event on stream 0 that every stream waits for, then
- *   enqueues every op in program (launch) order, then synchronizes.
+ *   enqueues every op in program (launch) order, joins every stream into an event on stream 0,
+ *   then synchronizes. The step is timed on iterations without per-op events, the ops on
+ *   iterations with them (see rmx_measure).
  * - GEMMs: cuBLASLt, "TN" (D[m,n] = A^T[m,k] B[k,n]) as FP8 requires, FP32 accumulation, one
  *   prepared descriptor per distinct shape, batched with strided layouts. fp8_e5m2 runs as
  *   E5M2 x E4M3 (cuBLASLt has no E5M2 x E5M2).
@@ -63,7 +65,7 @@ typedef struct rmx_ctx {
 	char *base[RM_EXEC_REGION_COUNT];
 	cudaStream_t *streams;
 	void **workspace; /* per stream, NULL where no GEMM runs */
-	cudaEvent_t *events, *op_start, *op_end, origin;
+	cudaEvent_t *events, *op_start, *op_end, *tails, origin, done;
 	cublasLtHandle_t lt;
 	rmx_gemm gemms[RMX_MAX_GEMMS];
 	int n_gemms;
@@ -451,8 +453,9 @@ static int rmx_op(rmx_ctx *ctx, int32_t i)
 	}
 }
 
-/* Enqueues one iteration: the origin, then every op in launch order with its events. */
-static int rmx_iteration(rmx_ctx *ctx)
+/* Enqueues one iteration: the origin, then every op in launch order with its events (and, when
+ * op_events, its two timing events), then the join of every stream into `done` on stream 0. */
+static int rmx_iteration(rmx_ctx *ctx, bool op_events)
 {
 	const rm_program *prog = ctx->prog;
 	RMX_CUDA(ctx, cudaEventRecord(ctx->origin, ctx->streams[0]));
@@ -464,13 +467,20 @@ static int rmx_iteration(rmx_ctx *ctx)
 		const int32_t *w = rm_program_refs(prog, op->waits);
 		for (uint32_t k = 0; k < op->waits.count; k++)
 			RMX_CUDA(ctx, cudaStreamWaitEvent(st, ctx->events[w[k]], 0));
-		RMX_CUDA(ctx, cudaEventRecord(ctx->op_start[i], st));
+		if (op_events)
+			RMX_CUDA(ctx, cudaEventRecord(ctx->op_start[i], st));
 		RMX_TRY(rmx_op(ctx, i));
-		RMX_CUDA(ctx, cudaEventRecord(ctx->op_end[i], st));
+		if (op_events)
+			RMX_CUDA(ctx, cudaEventRecord(ctx->op_end[i], st));
 		const int32_t *r = rm_program_refs(prog, op->records);
 		for (uint32_t k = 0; k < op->records.count; k++)
 			RMX_CUDA(ctx, cudaEventRecord(ctx->events[r[k]], st));
 	}
+	for (int32_t s = 1; s < prog->n_streams; s++) {
+		RMX_CUDA(ctx, cudaEventRecord(ctx->tails[s], ctx->streams[s]));
+		RMX_CUDA(ctx, cudaStreamWaitEvent(ctx->streams[0], ctx->tails[s], 0));
+	}
+	RMX_CUDA(ctx, cudaEventRecord(ctx->done, ctx->streams[0]));
 	RMX_CUDA(ctx, cudaDeviceSynchronize());
 	return 0;
 }
@@ -567,6 +577,10 @@ static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurem
 		RMX_CUDA(ctx, cudaEventCreate(&ctx->op_end[i]));
 	}
 	RMX_CUDA(ctx, cudaEventCreate(&ctx->origin));
+	RMX_CUDA(ctx, cudaEventCreate(&ctx->done));
+	ctx->tails = (cudaEvent_t *)calloc((size_t)prog->n_streams + 1, sizeof(cudaEvent_t));
+	for (int32_t s = 0; s < prog->n_streams; s++)
+		RMX_CUDA(ctx, cudaEventCreateWithFlags(&ctx->tails[s], cudaEventDisableTiming));
 	RMX_CUBLAS(ctx, cublasLtCreate(&ctx->lt));
 	RMX_TRY(rmx_setup_comm(ctx));
 	m->device_bytes = ctx->plan->device_bytes;
@@ -600,6 +614,12 @@ static void rmx_teardown(rmx_ctx *ctx)
 		cublasLtDestroy(ctx->lt);
 	if (ctx->origin)
 		cudaEventDestroy(ctx->origin);
+	if (ctx->done)
+		cudaEventDestroy(ctx->done);
+	for (int32_t s = 0; ctx->tails && s < prog->n_streams; s++)
+		if (ctx->tails[s])
+			cudaEventDestroy(ctx->tails[s]);
+	free(ctx->tails);
 	for (int32_t i = 0; ctx->op_start && i < prog->n_ops; i++) {
 		if (ctx->op_start[i])
 			cudaEventDestroy(ctx->op_start[i]);
@@ -636,45 +656,71 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * Warm-up, then `iterations` plain iterations (the step: origin to the join of every stream; no
+ * per-op events, whose host cost could make a step of many small ops launch-bound), then
+ * `iterations` with per-op timing events (per-op means; the last one is the trace).
+ */
 static int rmx_measure(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurement *m)
 {
 	const rm_program *prog = ctx->prog;
 	for (int it = 0; it < opt->warmup; it++)
-		RMX_TRY(rmx_iteration(ctx));
+		RMX_TRY(rmx_iteration(ctx, false));
 	int iters = opt->iterations > 0 ? opt->iterations : 1;
 	double *steps = (double *)calloc((size_t)iters, sizeof(double));
+	double *steps_ev = (double *)calloc((size_t)iters, sizeof(double));
+	int rc = -1;
 	for (int it = 0; it < iters; it++) {
-		if (rmx_iteration(ctx) != 0) {
-			free(steps);
-			return -1;
+		float ms = 0;
+		if (rmx_iteration(ctx, false) != 0)
+			goto out;
+		cudaError_t e = cudaEventElapsedTime(&ms, ctx->origin, ctx->done);
+		if (e != cudaSuccess) {
+			rmx_fail(ctx, __FILE__, __LINE__, "cudaEventElapsedTime(origin, done)", cudaGetErrorString(e));
+			goto out;
 		}
+		steps[it] = ms * 1e-3;
+	}
+	for (int it = 0; it < iters; it++) {
+		if (rmx_iteration(ctx, true) != 0)
+			goto out;
 		double first = 1e30, last = 0;
 		for (int32_t i = 0; i < prog->n_ops; i++) {
 			float s_ms = 0, e_ms = 0;
-			cudaError_t e1 = cudaEventElapsedTime(&s_ms, ctx->origin, ctx->op_start[i]);
-			cudaError_t e2 = cudaEventElapsedTime(&e_ms, ctx->origin, ctx->op_end[i]);
-			if (e1 != cudaSuccess || e2 != cudaSuccess) {
-				free(steps);
-				RMX_CUDA(ctx, e1 != cudaSuccess ? e1 : e2);
+			cudaError_t e = cudaEventElapsedTime(&s_ms, ctx->origin, ctx->op_start[i]);
+			if (e == cudaSuccess)
+				e = cudaEventElapsedTime(&e_ms, ctx->origin, ctx->op_end[i]);
+			if (e != cudaSuccess) {
+				rmx_fail(ctx, __FILE__, __LINE__, "cudaEventElapsedTime(origin, op)", cudaGetErrorString(e));
+				goto out;
 			}
-			double s = s_ms * 1e-3, e = e_ms * 1e-3;
+			double s = s_ms * 1e-3, en = e_ms * 1e-3;
 			m->op_start_s[i] = s;
-			m->op_end_s[i] = e;
-			m->op_mean_s[i] += (e - s) / iters;
+			m->op_end_s[i] = en;
+			m->op_mean_s[i] += (en - s) / iters;
 			first = s < first ? s : first;
-			last = e > last ? e : last;
+			last = en > last ? en : last;
 		}
-		steps[it] = prog->n_ops ? last - first : 0;
+		steps_ev[it] = prog->n_ops ? last - first : 0;
 		for (int32_t i = 0; i < prog->n_ops; i++) { /* the last iteration is traced from 0 */
 			m->op_start_s[i] -= first;
 			m->op_end_s[i] -= first;
 		}
 	}
-	qsort(steps, (size_t)iters, sizeof(double), cmp_double);
-	m->step_s = iters % 2 ? steps[iters / 2] : (steps[iters / 2 - 1] + steps[iters / 2]) / 2;
+	m->step_s = median(steps, iters);
+	m->step_op_events_s = median(steps_ev, iters);
 	m->iterations = iters;
+	rc = 0;
+out:
 	free(steps);
-	return 0;
+	free(steps_ev);
+	return rc;
 }
 
 extern "C" rm_status rm_exec_run(const rm_exec_plan *plan, const rm_exec_run_opts *opt, rm_exec_measurement *m,

@@ -167,7 +167,8 @@ typedef struct rm_exec_measurement {
 	double *op_start_s;  /* the traced iteration, from its first op's start; owned */
 	double *op_end_s;
 	double *op_mean_s;   /* mean duration over the timed iterations; owned */
-	double step_s;       /* median step time over the timed iterations */
+	double step_s;       /* median step time over the timed iterations without per-op events */
+	double step_op_events_s; /* median step of the iterations with per-op timing events (0: none) */
 	int iterations;
 	int64_t device_bytes;      /* device memory the run allocated (pool, regions, workspaces) */
 	int64_t device_used_bytes; /* cudaMemGetInfo used at the end minus at the start; 0 unknown */

@@ -296,6 +296,21 @@ Test(exec, unknown_dtype_fails_when_read)
 	cr_assert(strstr(err.msg, "ops[0].gemm.dtype: unknown value 'int4'"), "%s", err.msg);
 }
 
+Test(exec, unknown_dtype_in_memory_fails_before_planning)
+{
+	rm_error err;
+	rm_program *prog = rm_program_create("bad-dtype");
+	int32_t s = rm_program_add_stream(prog, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_op_desc d = rm_program_op_desc_init("mm", RM_COST_GEMM, s);
+	d.cost.gemm = (rm_gemm_shape){.batch = 1, .m = 64, .n = 64, .k = 64, .dtype = (rm_dtype)RM_DTYPE_COUNT};
+	rm_program_add_op(prog, &d);
+	cr_assert_null(rm_exec_plan_create(prog, NULL, &err));
+	cr_assert_eq(err.status, RM_INVALID);
+	/* rm_program_validate's message, run by the planner */
+	cr_assert(strstr(err.msg, "ops[0].gemm.dtype: unknown dtype"), "%s", err.msg);
+	rm_program_destroy(prog);
+}
+
 Test(exec, integer_and_fp8_gemms_are_checked)
 {
 	rm_error err;

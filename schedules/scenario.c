@@ -627,7 +627,10 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	if (!out->wl)
 		return at_key(sc, "training", err);
 	char expr[4096];
-	RM_CHECK(build_policy_text(sc, expr, sizeof(expr), err));
+	if (build_policy_text(sc, expr, sizeof(expr), err) != RM_OK) {
+		rm_scenario_resolved_finish(out);
+		return err ? err->status : RM_INVALID;
+	}
 	out->policy = rm_remat_policy_parse(expr, err);
 	if (!out->policy) {
 		rm_scenario_resolved_finish(out);

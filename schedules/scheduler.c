@@ -113,6 +113,7 @@ typedef struct comp {
 	int64_t baseline;
 	int64_t *temps; /* n + 1 positions */
 	int64_t tracked_peak;
+	int *at_first, *at_list; /* collectives touching each position, in index order (after the sweep) */
 } comp;
 
 static void comp_finish(comp *c)
@@ -120,6 +121,8 @@ static void comp_finish(comp *c)
 	free(c->slots);
 	free(c->colls);
 	free(c->temps);
+	free(c->at_first);
+	free(c->at_list);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -259,7 +262,6 @@ static void lhs_sweep(const ctx *x, comp *c)
 	int limit_open = f->parallel_collective_overlap_limit > 0 ? f->parallel_collective_overlap_limit : 1;
 	int *open = rm_new(int, (size_t)c->nc + 1);
 	double *covered = rm_new(double, (size_t)c->nc + 1);
-	bool *ready = rm_new(bool, (size_t)c->nc + 1);
 	int n_open = 0;
 	/* collectives that never go async */
 	for (int i = 0; i < c->nc; i++) {
@@ -275,10 +277,35 @@ static void lhs_sweep(const ctx *x, comp *c)
 			k->start_pos = k->done_pos = k->deadline;
 		}
 	}
+	/* collectives by deadline (counting sort), and the ready list kept in index order so the
+	 * choice among ready dones does not depend on when they became ready */
+	int *first = rm_new(int, (size_t)c->n + 2), *by_deadline = rm_new(int, (size_t)c->nc + 1);
+	int *readyl = rm_new(int, (size_t)c->nc + 1);
+	int n_ready = 0;
+	for (int i = 0; i < c->nc; i++)
+		first[c->colls[i].deadline + 1]++;
+	for (int j = 0; j <= c->n; j++)
+		first[j + 1] += first[j];
+	{
+		int *fill = rm_new(int, (size_t)c->n + 1);
+		for (int i = 0; i < c->nc; i++) {
+			int d = c->colls[i].deadline;
+			by_deadline[first[d] + fill[d]++] = i;
+		}
+		free(fill);
+	}
 	for (int j = c->n; j >= 0; j--) {
-		for (int i = 0; i < c->nc; i++)
-			if (c->colls[i].deadline == j && !c->colls[i].sync)
-				ready[i] = true;
+		for (int q = first[j]; q < first[j + 1]; q++) {
+			int i = by_deadline[q];
+			if (c->colls[i].sync)
+				continue;
+			int at = n_ready;
+			while (at > 0 && readyl[at - 1] > i)
+				at--;
+			memmove(&readyl[at + 1], &readyl[at], (size_t)(n_ready - at) * sizeof(int));
+			readyl[at] = i;
+			n_ready++;
+		}
 		bool changed = true;
 		while (changed) {
 			changed = false;
@@ -297,16 +324,16 @@ static void lhs_sweep(const ctx *x, comp *c)
 					changed = true;
 				}
 			}
-			for (int i = 0; i < c->nc; i++) {
-				if (!ready[i])
-					continue;
+			for (int r = 0; r < n_ready; r++) {
+				int i = readyl[r];
 				coll *k = &c->colls[i];
 				bool busy = false;
 				for (int o = 0; o < n_open; o++)
 					busy |= c->colls[open[o]].kind == k->kind;
 				if (busy || n_open >= limit_open)
 					continue;
-				ready[i] = false;
+				memmove(&readyl[r], &readyl[r + 1], (size_t)(n_ready - r - 1) * sizeof(int));
+				n_ready--;
 				changed = true;
 				k->done_pos = j;
 				if (memory_mode || mem + k->mem_bytes > x->limit) {
@@ -327,11 +354,14 @@ static void lhs_sweep(const ctx *x, comp *c)
 		}
 		/* a done still waiting for a free slot cannot rise above its operands' producer:
 		 * it runs right there, synchronously */
-		for (int i = 0; i < c->nc; i++) {
+		for (int r = 0; r < n_ready; r++) {
+			int i = readyl[r];
 			coll *k = &c->colls[i];
-			if (!ready[i] || k->s_min < j)
+			if (k->s_min < j)
 				continue;
-			ready[i] = false;
+			memmove(&readyl[r], &readyl[r + 1], (size_t)(n_ready - r - 1) * sizeof(int));
+			n_ready--;
+			r--;
 			k->start_pos = k->done_pos = j;
 			k->sync = true;
 			k->reason = RM_SYNC_OVERLAP_LIMIT;
@@ -340,6 +370,9 @@ static void lhs_sweep(const ctx *x, comp *c)
 			for (int o = 0; o < n_open; o++)
 				covered[open[o]] += c->slots[j - 1].units;
 	}
+	free(first);
+	free(by_deadline);
+	free(readyl);
 	for (int i = 0; i < c->nc; i++)
 		if (c->colls[i].done_pos < 0) {
 			coll *k = &c->colls[i];
@@ -349,7 +382,6 @@ static void lhs_sweep(const ctx *x, comp *c)
 		}
 	free(open);
 	free(covered);
-	free(ready);
 }
 
 /* Ideal mode: every window as wide as its bounds, always async (the runtime has its own stream
@@ -1049,7 +1081,8 @@ static int target_layer(const coll *k, int base, int dir)
 static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base, int dir, int mb, int32_t *ev)
 {
 	const ctx *x = e->x;
-	for (int i = 0; i < c->nc; i++) {
+	for (int q = c->at_first[j]; q < c->at_first[j + 1]; q++) {
+		int i = c->at_list[q];
 		const coll *k = &c->colls[i];
 		int l = -1, kmb = entry ? k->mb : mb;
 		if (k->what == WHAT_LAYER) {
@@ -1140,6 +1173,8 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 				emit_layer_op(e, s, l, s->mb);
 			} else {
 				const rm_graph *g = s->part == PART_EMBED ? x->embed : x->head;
+				if (s->part == PART_EMBED && s->op == 0)
+					e->embed_grads = e->head_grads = e->final_norm_grads = -1; /* a new micro-batch */
 				if (s->part == PART_HEAD && s->op == g->n_fwd_ops)
 					e->chain = -1; /* the loss starts the backward */
 				emit_part_op(e, s->part, s, layer_output_tensor(e, s->mb, x->L - 1));
@@ -1300,16 +1335,19 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		entry_coll(x, c, CK_AG, WHAT_EMBED, mb, emb_elems, mb_start[mb], emb_op[mb]);
 		delta[emb_op[mb]] += emb_elems * x->psize;
 		delta[emb_op[mb] + 1] -= emb_elems * x->psize;
+		/* a micro-batch's gradient reductions are due before the next micro-batch starts:
+		 * they accumulate into the persistent shards, nothing waits for the optimizer */
+		int mb_end = mb + 1 < x->A ? mb_start[mb + 1] : opt_pos;
 		if (head_elems > 0) {
 			entry_coll(x, c, CK_AG, WHAT_HEAD, mb, head_elems, mb_start[mb], logits_op[mb]);
 			delta[logits_op[mb]] += head_elems * x->psize;
 			delta[bwd_loop[mb]] -= head_elems * x->psize;
-			entry_coll(x, c, CK_RS, WHAT_HEAD, mb, head_elems, head_wgrad[mb] + 1, opt_pos);
+			entry_coll(x, c, CK_RS, WHAT_HEAD, mb, head_elems, head_wgrad[mb] + 1, mb_end);
 		}
 		if (fnorm > 0)
-			entry_coll(x, c, CK_AR, WHAT_FINAL_NORM, mb, fnorm, head_norm[mb] + 1, opt_pos);
+			entry_coll(x, c, CK_AR, WHAT_FINAL_NORM, mb, fnorm, head_norm[mb] + 1, mb_end);
 		if (emb_bwd[mb] >= 0)
-			entry_coll(x, c, CK_RS, WHAT_EMBED, mb, emb_elems, emb_bwd[mb] + 1, opt_pos);
+			entry_coll(x, c, CK_RS, WHAT_EMBED, mb, emb_elems, emb_bwd[mb] + 1, mb_end);
 		if (unrolled) {
 			int first_coll = c->nc;
 			for (int l = 0; l < x->L; l++) {
@@ -1364,12 +1402,12 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 				if (l < 0)
 					continue;
 				for (int g = 0; g < x->rs.n; g++) {
-					coll *k = entry_coll(x, c, CK_RS, WHAT_LAYER, mb, x->rs.elems[g], bwd_loop[mb] + 1, opt_pos);
+					coll *k = entry_coll(x, c, CK_RS, WHAT_LAYER, mb, x->rs.elems[g], bwd_loop[mb] + 1, mb_end);
 					k->group = g;
 					k->body_layer = l;
 				}
 				if (x->pipe_ar && x->norm_elems > 0) {
-					coll *k = entry_coll(x, c, CK_AR, WHAT_LAYER, mb, x->norm_elems, bwd_loop[mb] + 1, opt_pos);
+					coll *k = entry_coll(x, c, CK_AR, WHAT_LAYER, mb, x->norm_elems, bwd_loop[mb] + 1, mb_end);
 					k->body_layer = l;
 				}
 			}
@@ -1387,12 +1425,36 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 	free(emb_bwd);
 }
 
+/* Indexes the collectives by the positions where they start or end (for the emission). */
+static void index_positions(comp *c)
+{
+	c->at_first = rm_new(int, (size_t)c->n + 2);
+	c->at_list = rm_new(int, (size_t)2 * c->nc + 1);
+	for (int i = 0; i < c->nc; i++) {
+		const coll *k = &c->colls[i];
+		c->at_first[k->start_pos + 1]++;
+		if (k->done_pos != k->start_pos)
+			c->at_first[k->done_pos + 1]++;
+	}
+	for (int j = 0; j <= c->n; j++)
+		c->at_first[j + 1] += c->at_first[j];
+	int *fill = rm_new(int, (size_t)c->n + 1);
+	for (int i = 0; i < c->nc; i++) {
+		const coll *k = &c->colls[i];
+		c->at_list[c->at_first[k->start_pos] + fill[k->start_pos]++] = i;
+		if (k->done_pos != k->start_pos)
+			c->at_list[c->at_first[k->done_pos] + fill[k->done_pos]++] = i;
+	}
+	free(fill);
+}
+
 static void schedule_comp(const ctx *x, comp *c)
 {
 	if (x->cfg->mode == RM_SCHED_IDEAL)
 		ideal_windows(c);
 	else
 		lhs_sweep(x, c);
+	index_positions(c);
 	if (c->tracked_peak > x->rep->tracked_peak_bytes)
 		x->rep->tracked_peak_bytes = c->tracked_peak;
 }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 
 #include "remora/common.h"
+#include "remora/cost.h"
+#include "remora/scenario.h"
 
 typedef struct cli_command {
 	const char *name;
@@ -28,6 +30,14 @@ int cli_cmd_calib(int argc, char **argv);
 int cli_cmd_run_program(int argc, char **argv);
 int cli_cmd_bench(int argc, char **argv);
 int cli_cmd_exec(int argc, char **argv);
+
+/*
+ * The cost model a scenario's simulation uses: the default one with collectives priced by the
+ * NCCL model of its hardware, calibrated overrides included for "CALIB.db:NAME" (for the FSDP
+ * group's size). cost must stay where it is (it points at itself).
+ */
+rm_status cli_nccl_cost(const rm_scenario *sc, const rm_scenario_resolved *res, rm_cost_nccl *cost,
+			rm_error *err);
 
 /* Exit codes: 0 success, 1 failure of the input or the environment, 2 bad usage. */
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };

@@ -100,14 +100,17 @@ int cli_cmd_run_program(int argc, char **argv)
 	rm_error err;
 	rm_error_clear(&err);
 	rm_hw_profile resolved;
-	if (rm_calib_resolve_hw(hw_name, NULL, &resolved, NULL, &err) != RM_OK)
+	static rm_nccl_model nccl;
+	static rm_cost_nccl cost;
+	if (rm_calib_resolve_hw(hw_name, NULL, &resolved, &nccl, &err) != RM_OK)
 		return cli_fail(&err);
+	rm_cost_nccl_init(&cost, &nccl);
 	const rm_hw_profile *hw = &resolved;
 	rm_program *prog = rm_program_load(path, &err);
 	if (!prog)
 		return cli_fail(&err);
 	int rc = CLI_EXIT_FAIL;
-	rm_sim_options opt = {.hw_queues = (int)queues, .memory_timeline = trace != NULL};
+	rm_sim_options opt = {.hw_queues = (int)queues, .memory_timeline = trace != NULL, .cost = &cost.base};
 	rm_sim *sim = rm_sim_create(prog, hw, &opt, &err);
 	if (!sim) {
 		snprintf(err.file, sizeof(err.file), "%s", path);

@@ -277,6 +277,18 @@ int cli_cmd_search(int argc, char **argv)
 	rm_search *s = rm_search_create(&sc, cli_hw_resolver, &err);
 	if (!s)
 		return cli_fail(&err);
+	static rm_cost_nccl cost;
+	{
+		rm_scenario_resolved r0;
+		if (rm_scenario_resolve(&sc, cli_hw_resolver, &r0, &err) != RM_OK ||
+		    cli_nccl_cost(&sc, &r0, &cost, &err) != RM_OK) {
+			rm_scenario_resolved_finish(&r0);
+			rm_search_destroy(s);
+			return cli_fail(&err);
+		}
+		rm_scenario_resolved_finish(&r0);
+	}
+	rm_search_set_cost_model(s, &cost.base);
 	rm_search_options opt = {.db_path = db, .jobs = (int)jobs, .stop_after = stop_after};
 	if (isatty(STDERR_FILENO) && !json)
 		opt.progress = progress_line;
@@ -319,8 +331,8 @@ int cli_cmd_search(int argc, char **argv)
 		rm_candidate wc;
 		rm_search_candidate(s, best_xla.c.index, &wc);
 		if (rm_search_resolve_candidate(s, &wc, &wres, &err) == RM_OK &&
-		    (wprog = rm_schedule_build(&wres.sched, &wrep, &err)) != NULL) {
-			rm_sim_options so = {.hw_queues = wres.hw_queues, .memory_timeline = true};
+		    (wres.sched.cost = &cost.base, wprog = rm_schedule_build(&wres.sched, &wrep, &err)) != NULL) {
+			rm_sim_options so = {.hw_queues = wres.hw_queues, .memory_timeline = true, .cost = &cost.base};
 			wsim = rm_sim_create(wprog, &wres.hw, &so, &err);
 			have_w = wsim && rm_sim_run(wsim, &err) == RM_OK;
 		}

@@ -265,3 +265,35 @@ const rm_cost_model *rm_cost_model_default(void)
 {
 	return &default_model;
 }
+
+static bool nccl_estimate(const rm_cost_model *self, const rm_collective_cost *c, const rm_hw_profile *hw,
+			  rm_coll_estimate *e)
+{
+	const rm_cost_nccl *cn = self->data;
+	if (c->group_size <= 1 || c->bytes <= 0)
+		return false;
+	rm_coll_query q = collective_query(c, hw);
+	return rm_nccl_estimate(&cn->nccl, &q, e, NULL) == RM_OK;
+}
+
+static double nccl_op_time_s(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	if (op->kind != RM_COST_COLLECTIVE)
+		return default_op_time_s(self, op, hw);
+	rm_coll_estimate e;
+	return nccl_estimate(self, &op->collective, hw, &e) ? e.time_us * 1e-6 : 0.0;
+}
+
+static int nccl_sms_held(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	if (op->kind != RM_COST_COLLECTIVE)
+		return 0;
+	rm_coll_estimate e;
+	return nccl_estimate(self, &op->collective, hw, &e) ? e.channels : 0;
+}
+
+void rm_cost_nccl_init(rm_cost_nccl *c, const rm_nccl_model *nccl)
+{
+	c->base = (rm_cost_model){.name = "nccl", .op_time_s = nccl_op_time_s, .sms_held = nccl_sms_held, .data = c};
+	c->nccl = *nccl;
+}

@@ -232,6 +232,11 @@ fail:
 	return NULL;
 }
 
+void rm_search_set_cost_model(rm_search *s, const rm_cost_model *cost)
+{
+	s->cost = cost;
+}
+
 int64_t rm_search_count(const rm_search *s)
 {
 	return s->count;
@@ -288,13 +293,15 @@ static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workloa
 	cfg.flags = *flags;
 	cfg.mode = c->ideal ? RM_SCHED_IDEAL : RM_SCHED_XLA;
 	cfg.lean = true;
+	if (s->cost)
+		cfg.cost = s->cost;
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&cfg, &rep, &err);
 	if (!prog) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
 		return;
 	}
-	rm_sim_options opt = {.hw_queues = s->res0.hw_queues};
+	rm_sim_options opt = {.hw_queues = s->res0.hw_queues, .cost = s->cost};
 	rm_sim *sim = rm_sim_create(prog, &s->res0.hw, &opt, &err);
 	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);

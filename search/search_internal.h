@@ -33,6 +33,7 @@ struct rm_search {
 	int n_variants;
 	bool include_ideal;
 	int64_t count;
+	const rm_cost_model *cost;
 	/* store */
 	sqlite3 *db;
 	sqlite3_stmt *put, *has;

@@ -122,6 +122,16 @@ struct rm_cost_model {
 /* The default model described above; a static const table, never freed. */
 const rm_cost_model *rm_cost_model_default(void);
 
+/*
+ * The default model with collectives priced by a given NCCL model (a calibrated one, with its
+ * fitted overrides: see rm_calib_resolve_hw). The caller owns the storage; use &c->base.
+ */
+typedef struct rm_cost_nccl {
+	rm_cost_model base;
+	rm_nccl_model nccl;
+} rm_cost_nccl;
+void rm_cost_nccl_init(rm_cost_nccl *c, const rm_nccl_model *nccl);
+
 /* FLOPs of a GEMM: 2 * batch * m * n * k. */
 double rm_cost_gemm_flops(const rm_gemm_shape *g);
 /*

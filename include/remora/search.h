@@ -67,6 +67,8 @@ typedef struct rm_search rm_search;
  */
 rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_error *err);
 void rm_search_destroy(rm_search *s);
+/* The cost model every candidate is simulated with (NULL: the default); it must outlive s. */
+void rm_search_set_cost_model(rm_search *s, const rm_cost_model *cost);
 /* Candidates in the space (the scenario as written is candidate 0). */
 int64_t rm_search_count(const rm_search *s);
 /* The configuration of candidate i (0 <= i < count). */

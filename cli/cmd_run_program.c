@@ -123,7 +123,10 @@ int cli_cmd_run_program(int argc, char **argv)
 		goto out_sim;
 	}
 	if (trace) {
-		FILE *f = fopen(trace, "w");
+		/* written beside and renamed: a failed write leaves no partial trace */
+		char tmp[1100];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", trace);
+		FILE *f = fopen(tmp, "w");
 		if (!f) {
 			rm_error_set(&err, RM_IO, trace, 0, 0, "cannot write the trace: %s",
 				     strerror(errno));
@@ -135,7 +138,12 @@ int cli_cmd_run_program(int argc, char **argv)
 			ok = false;
 			rm_error_set(&err, RM_IO, trace, 0, 0, "writing the trace failed");
 		}
+		if (ok && rename(tmp, trace) != 0) {
+			ok = false;
+			rm_error_set(&err, RM_IO, trace, 0, 0, "cannot rename the trace into place: %s", strerror(errno));
+		}
 		if (!ok) {
+			remove(tmp);
 			snprintf(err.file, sizeof(err.file), "%s", trace);
 			rc = cli_fail(&err);
 			goto out_sim;

@@ -392,8 +392,9 @@ int cli_cmd_search(int argc, char **argv)
 		rc = cli_print_json(doc);
 		goto out_w;
 	}
-	printf("%s: %lld candidates simulated (%lld in the space)\n\n", sc.path, (long long)rows,
-	       (long long)rm_search_count(s));
+	printf("%s: %lld candidates in the space, %lld simulated now%s\n\n", sc.path, (long long)rm_search_count(s),
+	       (long long)(prog.done - prog.skipped),
+	       prog.skipped ? " (the rest were already in the database)" : "");
 	printf("  %-3s %-44s %4s %-10s %10s %10s %6s %9s %10s %6s\n", "#", "policy", "mb", "flags", "step ms",
 	       "tok/s/GPU", "MFU", "peak GiB", "exposed ms", "sync");
 	for (int i = 0; i < n_best; i++) {

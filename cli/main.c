@@ -20,7 +20,7 @@ static const cli_command commands[] = {
 	{"calib", "calibration database: import measurements, fit, show", cli_cmd_calib},
 	{"run-program", "simulate a schedule program: step time, memory, overlap, trace",
 	 cli_cmd_run_program},
-	{"bench", "benchmarks: engine (events per second)", cli_cmd_bench},
+	{"bench", "benchmarks: engine (events per second), search (candidates per second)", cli_cmd_bench},
 	{"exec", "run a schedule program on GPUs and compare with the prediction; --dry-run plans it", cli_cmd_exec},
 };
 
@@ -123,7 +123,13 @@ int main(int argc, char **argv)
 			int sub_argc = argc - optind;
 			char **sub_argv = argv + optind;
 			optind = 0; /* glibc: full reinitialisation for the subcommand's getopt_long */
-			return commands[i].run(sub_argc, sub_argv);
+			int rc = commands[i].run(sub_argc, sub_argv);
+			/* text written to a full disk or a closed pipe is an error, not a success */
+			if (fflush(stdout) != 0 || ferror(stdout)) {
+				fprintf(stderr, "remora: error: writing the output failed\n");
+				return CLI_EXIT_FAIL;
+			}
+			return rc;
 		}
 	}
 	fprintf(stderr, "remora: error: unknown command '%s'\n", name);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -107,11 +108,26 @@ bool rm_data_path(const char *relative, char *buf, size_t size, rm_error *err)
 	return false;
 }
 
+#define RM_READ_FILE_MAX (INT64_C(4) << 30)
+
 bool rm_read_file(const char *path, char **data, size_t *len, rm_error *err)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		rm_error_set(err, RM_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+		return false;
+	}
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		rm_error_set(err, RM_IO, path, 0, 0, "%s", S_ISDIR(st.st_mode) ? "is a directory, not a file"
+										 : "not a regular file");
+		return false;
+	}
+	if (st.st_size > RM_READ_FILE_MAX) {
+		fclose(f);
+		rm_error_set(err, RM_RANGE, path, 0, 0, "file of %lld bytes is larger than remora reads (%lld)",
+			     (long long)st.st_size, (long long)RM_READ_FILE_MAX);
 		return false;
 	}
 	size_t cap = 4096, n = 0;

@@ -51,6 +51,9 @@ const char *rm_arch_hf_name(rm_arch arch)
 	return "unknown";
 }
 
+#define MAX_DIMENSION (INT64_C(1) << 24) /* 16,777,216: vocab, hidden, ffn, positions, heads */
+#define MAX_LAYERS 4096
+
 /* Parsing context: the document, the file name for errors, and the first error. */
 typedef struct cfg_reader {
 	const char *path;
@@ -172,6 +175,13 @@ static rm_status read_positive(cfg_reader *r, const char *key, bool required, in
 		return at_node(r, v ? v : r->root, RM_INVALID, "\"%s\" must be positive, got %lld", key,
 			       (long long)*out);
 	}
+	/* Far beyond any published model, and small enough that every size below stays exact in
+	 * int64 and the op graphs stay in memory. */
+	if (*out > MAX_DIMENSION) {
+		struct fy_node *v = lookup(r, key);
+		return at_node(r, v ? v : r->root, RM_RANGE, "\"%s\" = %lld is beyond what remora models (at most %lld)",
+			       key, (long long)*out, (long long)MAX_DIMENSION);
+	}
 	return RM_OK;
 }
 
@@ -265,6 +275,10 @@ static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
 	RM_CHECK(read_positive(r, "vocab_size", true, 0, &m->vocab));
 	RM_CHECK(read_positive(r, "hidden_size", true, 0, &m->hidden));
 	RM_CHECK(read_positive(r, "num_hidden_layers", true, 0, &m->layers));
+	if (m->layers > MAX_LAYERS)
+		return at_node(r, lookup(r, "num_hidden_layers"), RM_RANGE,
+			       "\"num_hidden_layers\" = %lld is beyond what remora models (at most %d)",
+			       (long long)m->layers, MAX_LAYERS);
 	RM_CHECK(read_positive(r, "num_attention_heads", true, 0, &m->heads));
 	RM_CHECK(read_positive(r, "num_key_value_heads", false, m->heads, &m->kv_heads));
 	RM_CHECK(read_positive(r, "intermediate_size", true, 0, &m->ffn));
@@ -323,6 +337,9 @@ static rm_status read_gpt2(cfg_reader *r, rm_model_config *m)
 	RM_CHECK(read_positive(r, "vocab_size", true, 0, &m->vocab));
 	RM_CHECK(read_positive(r, "n_embd", true, 0, &m->hidden));
 	RM_CHECK(read_positive(r, "n_layer", true, 0, &m->layers));
+	if (m->layers > MAX_LAYERS)
+		return at_node(r, lookup(r, "n_layer"), RM_RANGE, "\"n_layer\" = %lld is beyond what remora models (at most %d)",
+			       (long long)m->layers, MAX_LAYERS);
 	RM_CHECK(read_positive(r, "n_head", true, 0, &m->heads));
 	RM_CHECK(read_positive(r, "n_positions", false, 1024, &m->max_pos));
 	RM_CHECK(read_positive(r, "n_inner", false, 4 * m->hidden, &m->ffn));

@@ -253,6 +253,13 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
 				    "seq_len %lld x micro_batch %lld is too large to represent",
 				    (long long)t->seq_len, (long long)t->micro_batch);
+	/* a step beyond 2^32 tokens per GPU would run for days: refuse it rather than overflow the
+	 * simulated clock (picoseconds in 64 bits last 213 days) */
+	if ((double)t->seq_len * (double)t->micro_batch * (double)t->grad_accum > 4294967296.0)
+		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
+				    "seq_len %lld x micro_batch %lld x grad_accum %lld tokens per GPU per step is too "
+				    "large to simulate (at most 2^32)",
+				    (long long)t->seq_len, (long long)t->micro_batch, (long long)t->grad_accum);
 	if (!m->learned_pos && t->seq_len > m->max_pos)
 		rm_log_warn("seq_len %lld exceeds max_position_embeddings %lld of %s",
 			    (long long)t->seq_len, (long long)m->max_pos, m->name);
@@ -791,6 +798,15 @@ double rm_workload_model_flops_per_token(const rm_workload *wl)
 	const rm_model_config *m = &wl->model;
 	return 6.0 * (double)wl->params.nonembedding +
 	       12.0 * (double)m->layers * (double)(m->heads * m->head_dim) * (double)wl->train.seq_len;
+}
+
+double rm_workload_mfu_flops_per_token(const rm_workload *wl)
+{
+	const rm_model_config *m = &wl->model;
+	double s = (double)wl->train.seq_len;
+	double ratio = attended_pairs(m, &wl->train) / (s * s);
+	return 6.0 * (double)wl->params.nonembedding +
+	       12.0 * (double)m->layers * (double)(m->heads * m->head_dim) * s * ratio;
 }
 
 double rm_workload_executed_flops(const rm_workload *wl)

@@ -32,7 +32,7 @@ static const key_desc keys[] = {
 	{"cluster.nodes", K_INT, S(nodes), 0, 1, 100000},
 	{"training.seq_len", K_INT, S(seq_len), 0, 1, 1 << 24},
 	{"training.micro_batch", K_INT, S(micro_batch), 0, 1, 1 << 16},
-	{"training.grad_accum", K_INT, S(grad_accum), 0, 1, 4096},
+	{"training.grad_accum", K_INT, S(grad_accum), 0, 1, 512},
 	{"training.dtype", K_STR, S(dtype), 0, 0, 0},
 	{"training.grad_dtype", K_STR, S(grad_dtype), 0, 0, 0},
 	{"training.optimizer", K_STR, S(optimizer), 0, 0, 0},
@@ -380,6 +380,18 @@ rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_s
 	snprintf(sc->dir, sizeof(sc->dir), "%s", dirname(tmp));
 	size_t plen = path ? strlen(path) : 0;
 	bool json = plen > 5 && strcmp(path + plen - 5, ".json") == 0;
+	/* nothing but blanks and comments: an empty scenario, not a syntax error */
+	bool blank = true;
+	for (size_t i = 0; i < len && blank; i++) {
+		if (text[i] == '#') {
+			while (i < len && text[i] != '\n')
+				i++;
+		} else if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
+			blank = false;
+		}
+	}
+	if (blank)
+		return rm_error_set(err, RM_MISSING, path, 1, 1, "empty scenario: expected at least a model");
 	struct fy_document *doc = parse_doc(text, len, json, err, path, NULL);
 	if (!doc)
 		return RM_PARSE;
@@ -414,9 +426,14 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 {
 	const char *eq = strchr(assignment, '=');
 	if (!eq || eq == assignment)
-		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set expects KEY=VALUE, got '%s'", assignment);
+		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set expects KEY=VALUE (or xla_flags+=FLAGS), got '%s'",
+				    assignment);
 	char path[128];
 	size_t klen = (size_t)(eq - assignment);
+	/* KEY+=VALUE appends to a string key (xla_flags+=--xla_gpu_memory_limit_slop_factor=120) */
+	bool append = klen > 1 && assignment[klen - 1] == '+';
+	if (append)
+		klen--;
 	if (klen >= sizeof(path))
 		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set: key too long");
 	memcpy(path, assignment, klen);
@@ -433,13 +450,19 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 	const char *value = eq + 1;
 	reader r = {.set = assignment, .err = err};
 	rm_status st;
+	if (append && k->type != K_STR && k->type != K_FLAGS)
+		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set %s+=: only string keys such as xla_flags append",
+				    path);
 	if (k->type == K_STR || k->type == K_FLAGS) {
 		/* strings are taken verbatim: flag strings and policy expressions are not YAML */
-		size_t n = strlen(value);
-		if (n >= k->size)
+		char *dst = (char *)sc + k->off;
+		size_t have = append ? strlen(dst) : 0, n = strlen(value);
+		if (have + n + 1 >= k->size)
 			return rm_error_set(err, RM_RANGE, NULL, 0, 0, "--set %s: value longer than %zu characters", path,
 					    k->size - 1);
-		memcpy((char *)sc + k->off, value, n + 1);
+		if (append && have)
+			dst[have++] = ' ';
+		memcpy(dst + have, value, n + 1);
 		st = RM_OK;
 	} else {
 		struct fy_document *doc = parse_doc(value, strlen(value), false, err, NULL, assignment);
@@ -526,11 +549,18 @@ static rm_status build_policy_text(const rm_scenario *sc, char *buf, size_t size
 	const char *bare = strrchr(p, '.');
 	bare = bare && !strchr(p, '(') ? bare + 1 : p;
 	if (strchr(p, '(') || !policy_takes_names(bare)) {
-		if (sc->n_names || sc->n_offload)
-			return key_error(sc, "remat.names", err, RM_INVALID,
-					 "names are given but remat.policy \"%s\" does not take them (use e.g. "
-					 "save_only_these_names)",
-					 p);
+		if (sc->n_names || sc->n_offload) {
+			/* an unknown policy is the first thing to say */
+			rm_remat_policy *probe = rm_remat_policy_parse(p, err);
+			if (!probe)
+				return at_key(sc, "remat.policy", err);
+			rm_remat_policy_destroy(probe);
+			const char *key = sc->n_names ? "remat.names" : "remat.offload_names";
+			return key_error(sc, key, err, RM_INVALID,
+					 "%s are given but remat.policy \"%s\" does not take them (use a policy that "
+					 "takes names, e.g. save_only_these_names, or clear them with --set %s=[])",
+					 key, p, key);
+		}
 		snprintf(buf, size, "%s", p);
 		return RM_OK;
 	}

@@ -1529,7 +1529,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	free(e.p->name);
 	e.p->name = rm_xstrdup(pname);
 	e.p->tokens = tokens * x.A;
-	e.p->model_flops = rm_workload_model_flops_per_token(wl) * (double)e.p->tokens;
+	e.p->model_flops = rm_workload_mfu_flops_per_token(wl) * (double)e.p->tokens;
 	e.s_compute = rm_program_add_stream(e.p, "compute", RM_STREAM_COMPUTE, 0);
 	e.s_coll = rm_program_add_stream(e.p, "collectives", RM_STREAM_COLLECTIVE,
 					 xla && !cfg->flags.highest_priority_async_stream ? 0 : -1);

@@ -129,13 +129,23 @@ static rm_status build_space(rm_search *s, rm_error *err)
 		rm_remat_policy_destroy(p);
 		add_policy(s, sc->search_policies[i], sc->search_policies[i]);
 	}
-	for (int i = 0; i < sc->n_search_micro_batches; i++)
-		s->mbs[s->n_mbs++] = sc->search_micro_batches[i];
+	for (int i = 0; i < sc->n_search_micro_batches; i++) {
+		bool dup = false;
+		for (int j = 0; j < s->n_mbs; j++)
+			dup |= s->mbs[j] == sc->search_micro_batches[i];
+		if (!dup)
+			s->mbs[s->n_mbs++] = sc->search_micro_batches[i];
+	}
 	if (s->n_mbs == 0)
 		s->mbs[s->n_mbs++] = s->res0.train.micro_batch;
 	s->n_variants = 0;
-	for (int i = 0; i < sc->n_search_flag_variants; i++)
-		snprintf(s->variants[s->n_variants++], sizeof(s->variants[0]), "%s", sc->search_flag_variants[i]);
+	for (int i = 0; i < sc->n_search_flag_variants; i++) {
+		bool dup = false;
+		for (int j = 0; j < s->n_variants; j++)
+			dup |= strcmp(s->variants[j], sc->search_flag_variants[i]) == 0;
+		if (!dup)
+			snprintf(s->variants[s->n_variants++], sizeof(s->variants[0]), "%s", sc->search_flag_variants[i]);
+	}
 	if (s->n_variants == 0)
 		s->variants[s->n_variants++][0] = '\0';
 	s->include_ideal = sc->search_include_ideal;

@@ -64,11 +64,6 @@ rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
-	if (version > STORE_SCHEMA_VERSION)
-		return rm_error_set(err, RM_UNSUPPORTED, path, 0, 0,
-				    "the sweep database has schema version %d, newer than this remora's %d; use a newer "
-				    "remora or another --db",
-				    version, STORE_SCHEMA_VERSION);
 	/* a calibration database or anything else is not a sweep store */
 	if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name<>'candidates'", -1,
 			       &st, NULL) != SQLITE_OK)
@@ -79,6 +74,11 @@ rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
 		return rm_error_set(err, RM_INVALID, path, 0, 0,
 				    "this database has other tables: it is not a remora sweep store (a calibration "
 				    "database?); give another --db");
+	if (version > STORE_SCHEMA_VERSION)
+		return rm_error_set(err, RM_UNSUPPORTED, path, 0, 0,
+				    "the sweep database has schema version %d, newer than this remora's %d; use a newer "
+				    "remora or another --db",
+				    version, STORE_SCHEMA_VERSION);
 	char *msg = NULL;
 	if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) != SQLITE_OK)
 		sqlite3_free(msg);
@@ -135,7 +135,12 @@ bool search_store_has(rm_search *s, uint64_t key)
 
 rm_status search_store_begin(rm_search *s, rm_error *err)
 {
-	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc == SQLITE_BUSY)
+		return rm_error_set(err, RM_IO, sqlite3_db_filename(s->db, "main"), 0, 0,
+				    "the sweep database is locked: another remora search is writing to it; wait for it "
+				    "or give another --db");
+	if (rc != SQLITE_OK)
 		return db_error(s, err, "begin");
 	return RM_OK;
 }

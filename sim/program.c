@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "remora/program.h"
 
 static const char *const stream_kind_names[RM_STREAM_KIND_COUNT] = {"compute", "collective",
@@ -223,6 +225,9 @@ static rm_status check_cost(const rm_cost_op *c, int32_t i, const char *file, rm
 				       i);
 		if ((unsigned)a->dtype >= RM_DTYPE_COUNT)
 			return INVALID("ops[%d].attention.dtype: unknown dtype", i);
+		if (a->heads % a->kv_heads != 0)
+			return INVALID("ops[%d].attention: kv_heads (%lld) must divide heads (%lld)", i,
+				       (long long)a->kv_heads, (long long)a->heads);
 		break;
 	}
 	case RM_COST_ELEMENTWISE:
@@ -238,6 +243,10 @@ static rm_status check_cost(const rm_cost_op *c, int32_t i, const char *file, rm
 				       (long long)c->collective.bytes);
 		if (c->collective.group_size < 1 || c->collective.span < 1)
 			return INVALID("ops[%d].collective: group_size and span must be >= 1", i);
+		if (c->collective.span > c->collective.group_size ||
+		    c->collective.group_size % c->collective.span != 0)
+			return INVALID("ops[%d].collective: a group of %d GPUs cannot spread evenly over %d nodes", i,
+				       (int)c->collective.group_size, (int)c->collective.span);
 		break;
 	case RM_COST_COPY:
 		if ((unsigned)c->copy.dir >= RM_COPY_DIR_COUNT)
@@ -323,6 +332,12 @@ rm_status rm_program_validate(const rm_program *prog, const char *file, rm_error
 {
 	rm_status st = RM_OK;
 	int32_t n = prog->n_ops;
+	if (prog->tokens < 0)
+		return INVALID("tokens: must be non-negative (got %lld)", (long long)prog->tokens);
+	/* no machine reaches 1e30 FLOPs in a step: a larger figure is a mistake, not a program */
+	if (!(prog->model_flops < 1e30) || (prog->model_flops >= 0 && !isfinite(prog->model_flops)))
+		return INVALID("model_flops: %g is not a plausible FLOP count (at most 1e30; < 0 to derive it)",
+			       prog->model_flops);
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		if ((unsigned)prog->streams[s].kind >= RM_STREAM_KIND_COUNT)
 			return INVALID("streams[%d].kind: unknown kind", s);

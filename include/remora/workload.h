@@ -262,6 +262,12 @@ bool rm_graph_value_is_residual(const rm_graph *g, int v);
  * counted non-causally; a*d equals h for every shipped model. Used for MFU.
  */
 double rm_workload_model_flops_per_token(const rm_workload *wl);
+/*
+ * FLOPs per token for MFU: the PaLM convention with attention counted over the (query, key)
+ * pairs actually attended (half, causal; fewer with a sliding window), so that MFU cannot pass
+ * 100% at long sequences where causal kernels skip half the scores.
+ */
+double rm_workload_mfu_flops_per_token(const rm_workload *wl);
 /* FLOPs the op graphs execute per micro-batch: embedding + L * layer + head, all phases. */
 double rm_workload_executed_flops(const rm_workload *wl);
 

@@ -273,7 +273,7 @@ rm_status rm_calib_fit_gemm(const rm_calib_gemm_point *pts, int n, double sm_cou
 	free(x);
 	free(y);
 	if (st != RM_OK) {
-		rm_error_prefix(err, "GEMM fit");
+		rm_error_prefix(err, "GEMM fit: ");
 		return st;
 	}
 	*t0_us = c0;

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "remora/calib.h"
@@ -78,6 +80,18 @@ static int do_import(const calib_opts *o, const char *file, bool nccl_tests)
 		return rc;
 	rm_error err;
 	rm_error_clear(&err);
+	if (o->algo) {
+		/* what NCCL_ALGO may force; "default" means NCCL's own choice */
+		static const char *const algos[] = {"ring", "tree", "nvls", "nvlstree", "default"};
+		bool known = false;
+		for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++)
+			known |= strcasecmp(o->algo, algos[i]) == 0;
+		if (!known)
+			return cli_usage_error("calib", "--algo: unknown algorithm '%s' (ring, tree, nvls, nvlstree, default)",
+					       o->algo);
+	}
+	/* a database this import creates is removed again if the import fails */
+	bool existed = access(o->db, F_OK) == 0;
 	rm_calib_db *db = rm_calib_db_open(o->db, true, &err);
 	if (!db)
 		return cli_fail(&err);
@@ -94,8 +108,19 @@ static int do_import(const calib_opts *o, const char *file, bool nccl_tests)
 		st = rm_calib_import_jsonl(db, file, &s, &err);
 	}
 	rm_calib_db_close(db);
-	if (st != RM_OK)
+	if (st != RM_OK) {
+		if (!existed) {
+			char side[1100];
+			remove(o->db);
+			snprintf(side, sizeof(side), "%s-wal", o->db);
+			remove(side);
+			snprintf(side, sizeof(side), "%s-shm", o->db);
+			remove(side);
+			snprintf(side, sizeof(side), "%s-journal", o->db);
+			remove(side);
+		}
 		return cli_fail(&err);
+	}
 	if (o->json)
 		return cli_print_json(stats_json(&s));
 	print_stats(nccl_tests ? "nccl-tests log" : "measurements", file, o->db, &s);

@@ -117,6 +117,16 @@ static void plot_row(const rm_candidate_result *r, void *user)
 			r->fits);
 }
 
+/* Closes a file written for the plots; false (with err) when anything failed to reach the disk. */
+static bool close_written(FILE *f, const char *path, rm_error *err)
+{
+	bool ok = !ferror(f);
+	ok = fclose(f) == 0 && ok;
+	if (!ok)
+		rm_error_set(err, RM_IO, path, 0, 0, "writing failed (disk full?)");
+	return ok;
+}
+
 static int write_plots(rm_search *s, const char *dir, const rm_candidate_result *pareto, int n_pareto,
 		       const rm_sim *winner, double capacity_gib)
 {
@@ -135,7 +145,8 @@ static int write_plots(rm_search *s, const char *dir, const rm_candidate_result 
 	}
 	fprintf(pc.all, "# tokens_per_s_per_gpu peak_memory_GiB fits\n");
 	rm_search_each(s, plot_row, &pc, &err);
-	fclose(pc.all);
+	if (!close_written(pc.all, path, &err))
+		return cli_fail(&err);
 	snprintf(path, sizeof(path), "%s/pareto.dat", dir);
 	FILE *f = fopen(path, "w");
 	if (!f)
@@ -145,7 +156,8 @@ static int write_plots(rm_search *s, const char *dir, const rm_candidate_result 
 		fprintf(f, "%.3f %.4f \"%s mb%lld%s\"\n", pareto[i].tokens_per_s_per_gpu,
 			(double)pareto[i].peak_memory_bytes / (double)RM_GiB, pareto[i].c.label,
 			(long long)pareto[i].c.micro_batch, pareto[i].c.ideal ? " ideal" : "");
-	fclose(f);
+	if (!close_written(f, path, &err))
+		return cli_fail(&err);
 	size_t n = 0;
 	const rm_mem_point *pts = winner ? rm_sim_memory_timeline(winner, &n) : NULL;
 	snprintf(path, sizeof(path), "%s/winner-memory.dat", dir);
@@ -155,7 +167,8 @@ static int write_plots(rm_search *s, const char *dir, const rm_candidate_result 
 	fprintf(f, "# time_ms device_memory_GiB\n");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%.6f %.4f\n", rm_time_to_s(pts[i].time) * 1e3, (double)pts[i].bytes / (double)RM_GiB);
-	fclose(f);
+	if (!close_written(f, path, &err))
+		return cli_fail(&err);
 	snprintf(path, sizeof(path), "%s/plots.gp", dir);
 	f = fopen(path, "w");
 	if (!f)
@@ -178,7 +191,8 @@ static int write_plots(rm_search *s, const char *dir, const rm_candidate_result 
 		"plot 'winner-memory.dat' using 1:2 with steps lw 2 lc rgb '#2060c0' title 'allocated', \\\n"
 		"     capacity with lines dt 2 lc rgb '#404040' title 'HBM capacity'\n",
 		capacity_gib);
-	fclose(f);
+	if (!close_written(f, path, &err))
+		return cli_fail(&err);
 	char cmd[1400];
 	snprintf(cmd, sizeof(cmd), "cd '%s' && gnuplot plots.gp 2>&1", dir);
 	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
@@ -421,7 +435,7 @@ int cli_cmd_search(int argc, char **argv)
 			printf("  policy=%s\n", rm_remat_policy_format(p, pol, sizeof(pol)));
 		rm_remat_policy_destroy(p);
 	}
-	printf("  XLA_FLAGS=\"%s\"\n", flags);
+	printf("  XLA_FLAGS=\"%s\"   (the flags that differ from XLA's defaults)\n", flags);
 	printf("  micro-batch  = %lld\n", (long long)w->c.micro_batch);
 	printf("  step %.2f ms, %.0f tokens/s per GPU, MFU %.1f%%, peak %.2f GiB, %d of %d collectives async\n",
 	       w->step_time_s * 1e3, w->tokens_per_s_per_gpu, 100 * w->mfu, (double)w->peak_memory_bytes / (double)RM_GiB,

@@ -664,8 +664,16 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	out->policy = rm_remat_policy_parse(expr, err);
 	if (!out->policy) {
 		rm_scenario_resolved_finish(out);
-		if (err)
-			rm_error_prefix(err, "in \"%s\" at column %d: ", expr, err->column);
+		if (err) {
+			/* quote the expression, shortened around nothing: the column says where */
+			char shown[96];
+			size_t n = strlen(expr);
+			if (n < sizeof(shown))
+				snprintf(shown, sizeof(shown), "%s", expr);
+			else
+				snprintf(shown, sizeof(shown), "%.*s...", (int)sizeof(shown) - 4, expr);
+			rm_error_prefix(err, "at column %d of \"%s\": ", err->column, shown);
+		}
 		return at_key(sc, "remat.policy", err);
 	}
 	out->flags = rm_xla_flags_default();

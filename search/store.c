@@ -280,7 +280,7 @@ int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *ou
 int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *err)
 {
 	sqlite3_stmt *q = query(s,
-				"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 "
+				"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 "
 				"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, key ASC",
 				err);
 	if (!q)

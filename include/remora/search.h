@@ -101,7 +101,7 @@ typedef enum rm_search_filter { RM_SEARCH_ANY, RM_SEARCH_XLA_ONLY, RM_SEARCH_IDE
 /* The stored results: the best k by tokens/s per GPU among those that fit; -1 on error. */
 int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *out, int k, rm_error *err);
 /*
- * The Pareto front of (step time, peak memory) over the candidates that ran, fastest first. Step
+ * The Pareto front of (step time, peak memory) over the candidates that fit, fastest first. Step
  * time is compared per token (1 / tokens per second per GPU), so candidates of different
  * micro-batch sizes compare fairly; each entry keeps its own step time.
  */

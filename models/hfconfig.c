@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/fy_util.h"
 #include "remora/workload.h"
 
 static const char *const preset_names[] = {
@@ -89,26 +90,7 @@ static void node_position(cfg_reader *r, struct fy_node *node, int *line, int *c
 		}
 		return;
 	}
-	while (node && !fy_node_is_scalar(node)) {
-		if (fy_node_is_mapping(node)) {
-			struct fy_node_pair *pair = fy_node_mapping_get_by_index(node, 0);
-			node = pair ? fy_node_pair_key(pair) : NULL;
-		} else if (fy_node_is_sequence(node)) {
-			node = fy_node_sequence_get_by_index(node, 0);
-		} else {
-			node = NULL;
-		}
-	}
-	struct fy_token *tok = node ? fy_node_get_scalar_token(node) : NULL;
-	const struct fy_mark *m = tok ? fy_token_start_mark(tok) : NULL;
-	if (m) {
-		*line = m->line + 1;
-		*col = m->column + 1;
-		/* a quoted scalar's mark is its first character: point at the opening quote */
-		enum fy_node_style style = fy_node_get_style(node);
-		if ((style == FYNS_DOUBLE_QUOTED || style == FYNS_SINGLE_QUOTED) && *col > 1)
-			(*col)--;
-	}
+	rm__fy_node_position(node, line, col);
 }
 
 static rm_status at_node(cfg_reader *r, struct fy_node *node, rm_status st, const char *fmt, ...)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/fy_util.h"
 #include "remora/scenario.h"
 
 typedef enum { K_STR, K_INT, K_BOOL, K_TRIBOOL, K_DOUBLE, K_NAMES, K_STRLIST, K_INTLIST, K_FLAGS } ktype;
@@ -89,26 +90,7 @@ typedef struct reader {
 
 static void node_pos(struct fy_node *n, int *line, int *col)
 {
-	*line = *col = 0;
-	while (n && !fy_node_is_scalar(n)) {
-		if (fy_node_is_mapping(n)) {
-			struct fy_node_pair *p = fy_node_mapping_get_by_index(n, 0);
-			n = p ? fy_node_pair_key(p) : NULL;
-		} else if (fy_node_is_sequence(n)) {
-			n = fy_node_sequence_get_by_index(n, 0);
-		} else {
-			n = NULL;
-		}
-	}
-	struct fy_token *t = n ? fy_node_get_scalar_token(n) : NULL;
-	const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-	if (m) {
-		*line = m->line + 1;
-		*col = m->column + 1;
-		enum fy_node_style st = fy_node_get_style(n);
-		if ((st == FYNS_DOUBLE_QUOTED || st == FYNS_SINGLE_QUOTED) && *col > 1)
-			(*col)--;
-	}
+	rm__fy_node_position(n, line, col);
 }
 
 static rm_status fail_at(reader *r, struct fy_node *n, rm_status st, const char *fmt, ...)

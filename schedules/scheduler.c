@@ -215,21 +215,12 @@ static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, 
 	}
 }
 
+static rm_cost_op graph_op_cost(const rm_op *op);
+
 static double slot_units(const ctx *x, const rm_op *op)
 {
 	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
-		rm_cost_op c = {0};
-		if (op->kind == RM_OP_GEMM) {
-			c.kind = RM_COST_GEMM;
-			c.gemm = op->gemm;
-		} else if (op->kind == RM_OP_ATTENTION) {
-			c.kind = RM_COST_ATTENTION;
-			c.attention.shape = op->attention;
-			c.attention.backward = op->phase != RM_PHASE_FWD;
-		} else {
-			c.kind = RM_COST_ELEMENTWISE;
-			c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops};
-		}
+		rm_cost_op c = graph_op_cost(op);
 		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
 	}
 	return op->kind == RM_OP_ELEMENTWISE ? UNITS_LOOP_FUSION : UNITS_LIBRARY_CALL;

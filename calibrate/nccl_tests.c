@@ -485,7 +485,9 @@ rm_status rm_nccl_tests_parse(const char *path, const char *text, size_t len, in
 			continue;
 		if (*s == '#') {
 			st = parse_comment(p, s);
-		} else if (*s >= '0' && *s <= '9') {
+		} else if ((*s >= '0' && *s <= '9') || *s == '-' || *s == '+' || *s == '.') {
+			/* a row, or something shaped like one (a negative or fractional size): the row
+			 * parser says what is wrong with it rather than skipping it */
 			st = parse_row(p, s, line, last);
 		} else {
 			/* NCCL INFO/WARN lines, launcher chatter: not part of the table */

@@ -332,3 +332,21 @@ Test(workload, dtype_and_optimizer_names)
 	cr_assert(rm_optimizer_parse("adam", &o) && o == RM_OPT_ADAMW);
 	cr_assert_not(rm_optimizer_parse("lion", &o));
 }
+
+Test(workload, mfu_flops_count_attention_as_executed)
+{
+	/* causal attention attends s(s+1)/2 of s^2 pairs: the MFU numerator counts those, so MFU
+	 * cannot pass 100% at long sequences where attention dominates */
+	rm_model_config m = preset("llama-2-7b");
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 1 << 19;
+	rm_workload *wl = build(&m, t);
+	double s = (double)(1 << 19);
+	double attn_palm = 12.0 * 32 * 4096 * s;
+	double want = 6.0 * 6607343616.0 + attn_palm * (s + 1.0) / (2.0 * s);
+	cr_assert_float_eq(rm_workload_mfu_flops_per_token(wl), want, 1.0);
+	cr_assert_lt(rm_workload_mfu_flops_per_token(wl), rm_workload_model_flops_per_token(wl));
+	/* and never more than the kernels execute per token */
+	cr_assert_leq(rm_workload_mfu_flops_per_token(wl), rm_workload_executed_flops(wl) / s);
+	rm_workload_destroy(wl);
+}

@@ -317,8 +317,9 @@ int cli_cmd_search(int argc, char **argv)
 		rm_search_destroy(s);
 		return CLI_EXIT_OK;
 	}
-	rm_candidate_result *best = rm_new(rm_candidate_result, (size_t)top);
-	int n_best = rm_search_top(s, RM_SEARCH_ANY, best, (int)top, &err);
+	/* four times as many rows as shown, so that plans equal to the row above can be folded */
+	rm_candidate_result *best = rm_new(rm_candidate_result, (size_t)top * 4);
+	int n_best = rm_search_top(s, RM_SEARCH_ANY, best, (int)top * 4, &err);
 	rm_candidate_result best_xla, best_ideal;
 	bool have_xla = rm_search_top(s, RM_SEARCH_XLA_ONLY, &best_xla, 1, &err) == 1;
 	bool have_ideal = rm_search_top(s, RM_SEARCH_IDEAL_ONLY, &best_ideal, 1, &err) == 1;
@@ -396,7 +397,7 @@ int cli_cmd_search(int argc, char **argv)
 			json_object_set_new(doc, "speedup_vs_as_written",
 					    json_real(best_xla.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu));
 		json_t *arr = json_array();
-		for (int i = 0; i < n_best; i++)
+		for (int i = 0; i < n_best && i < top; i++)
 			json_array_append_new(arr, result_json(&best[i]));
 		json_object_set_new(doc, "top", arr);
 		arr = json_array();
@@ -411,13 +412,29 @@ int cli_cmd_search(int argc, char **argv)
 	       prog.skipped ? " (the rest were already in the database)" : "");
 	printf("  %-3s %-44s %4s %-10s %10s %10s %6s %9s %10s %6s\n", "#", "policy", "mb", "flags", "step ms",
 	       "tok/s/GPU", "MFU", "peak GiB", "exposed ms", "sync");
-	for (int i = 0; i < n_best; i++) {
+	/* candidates whose schedules are the same (a name the backward never reads, policies spelled
+	 * two ways) give the same numbers: fold them into the row above */
+	int shown = 0;
+	for (int i = 0; i < n_best && shown < top; i++) {
 		const rm_candidate_result *r = &best[i];
-		char fl[16];
+		int same = 0;
+		while (i + same + 1 < n_best) {
+			const rm_candidate_result *q = &best[i + same + 1];
+			if (q->step_time_s != r->step_time_s || q->peak_memory_bytes != r->peak_memory_bytes ||
+			    q->c.micro_batch != r->c.micro_batch || q->c.ideal != r->c.ideal)
+				break;
+			same++;
+		}
+		char fl[16], label[64];
 		snprintf(fl, sizeof(fl), "%s", r->c.ideal ? "(ideal)" : r->c.flags[0] ? "variant" : "as given");
-		printf("  %-3d %-44.44s %4lld %-10s %10.2f %10.0f %5.1f%% %9.2f %10.2f %6d\n", i + 1, r->c.label,
+		if (same)
+			snprintf(label, sizeof(label), "%.34s (+%d same)", r->c.label, same);
+		else
+			snprintf(label, sizeof(label), "%s", r->c.label);
+		printf("  %-3d %-44.44s %4lld %-10s %10.2f %10.0f %5.1f%% %9.2f %10.2f %6d\n", ++shown, label,
 		       (long long)r->c.micro_batch, fl, r->step_time_s * 1e3, r->tokens_per_s_per_gpu, 100 * r->mfu,
 		       (double)r->peak_memory_bytes / (double)RM_GiB, r->exposed_comm_s * 1e3, r->sync);
+		i += same;
 	}
 	if (!have_xla) {
 		printf("\n  no XLA candidate fits in memory: try smaller search.micro_batches, nothing_saveable or "

@@ -33,11 +33,7 @@ void rm_exec_measurement_finish(rm_exec_measurement *m)
 
 /* ---- trace -------------------------------------------------------------------------------- */
 
-static void put_us(FILE *out, rm_time_ps t)
-{
-	fprintf(out, "%" PRIu64 ".%06" PRIu64, t / 1000000u, t % 1000000u);
-}
-
+/* Prints s as a JSON string (for the calibration rows). */
 static void put_str(FILE *out, const char *s)
 {
 	fputc('"', out);
@@ -59,101 +55,40 @@ static rm_time_ps ps_of(double s)
 
 bool rm_exec_write_trace(const rm_program *prog, const rm_exec_measurement *m, FILE *out, rm_error *err)
 {
-	const int pid = 1;
-	rm_time_ps *start = rm_new(rm_time_ps, (size_t)prog->n_ops + 1);
-	rm_time_ps *end = rm_new(rm_time_ps, (size_t)prog->n_ops + 1);
-	for (int32_t i = 0; i < prog->n_ops && i < m->n_ops; i++) {
+	int32_t n = prog->n_ops < m->n_ops ? prog->n_ops : m->n_ops;
+	rm_time_ps *start = rm_new(rm_time_ps, (size_t)n + 1);
+	rm_time_ps *end = rm_new(rm_time_ps, (size_t)n + 1);
+	rm_time_ps *mean = rm_new(rm_time_ps, (size_t)n + 1);
+	for (int32_t i = 0; i < n; i++) {
 		start[i] = ps_of(m->op_start_s[i]);
 		end[i] = ps_of(m->op_end_s[i]);
 		if (end[i] < start[i])
 			end[i] = start[i];
+		mean[i] = ps_of(m->op_mean_s[i]);
 	}
-	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"program\":");
-	put_str(out, prog->name);
-	fprintf(out, ",\"hardware\":");
-	put_str(out, m->device[0] ? m->device : "measured");
-	fprintf(out, ",\"measured\":true,\"attention_kernel\":");
-	put_str(out, m->attention_kernel);
-	fprintf(out, "},\"traceEvents\":[\n");
-	fprintf(out, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":", pid);
 	char pname[300];
 	snprintf(pname, sizeof(pname), "%s (measured)", prog->name && *prog->name ? prog->name : "remora");
-	put_str(out, pname);
-	fprintf(out, "}}");
-	for (int32_t s = 0; s < prog->n_streams; s++) {
-		fprintf(out, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":"
-			     "{\"name\":",
-			pid, s + 1);
-		char label[160];
-		snprintf(label, sizeof(label), "%s (%s)", prog->streams[s].name,
-			 rm_stream_kind_name(prog->streams[s].kind));
-		put_str(out, label);
-		fprintf(out, "}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
-			     "\"args\":{\"sort_index\":%d}}",
-			pid, s + 1, s);
-	}
-	for (int32_t i = 0; i < prog->n_ops && i < m->n_ops; i++) {
-		const rm_program_op *op = &prog->ops[i];
-		fprintf(out, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":", pid, op->stream + 1);
-		put_str(out, op->name);
-		fprintf(out, ",\"cat\":\"%s\",\"ts\":", rm_cost_kind_name(op->cost.kind));
-		put_us(out, start[i]);
-		fprintf(out, ",\"dur\":");
-		put_us(out, end[i] - start[i]);
-		fprintf(out, ",\"args\":{\"op\":%d,\"phase\":\"%s\",\"layer\":%d,\"mean_us\":", i,
-			rm_program_phase_name(op->phase), op->layer);
-		put_us(out, ps_of(m->op_mean_s[i]));
-		if (op->cost.kind == RM_COST_COLLECTIVE) {
-			fprintf(out, ",\"collective\":\"%s\",\"bytes\":%" PRId64,
-				rm_collective_name(op->cost.collective.op), op->cost.collective.bytes);
-			if (op->sync_reason) {
-				fprintf(out, ",\"sync_reason\":");
-				put_str(out, op->sync_reason);
-			}
-		}
-		fprintf(out, "}}");
-	}
-	int32_t *recorder = rm_xmalloc(((size_t)prog->n_events + 1) * sizeof(int32_t));
-	for (int32_t e = 0; e < prog->n_events; e++)
-		recorder[e] = -1;
-	for (int32_t p = 0; p < prog->n_ops; p++) {
-		const int32_t *r = rm_program_refs(prog, prog->ops[p].records);
-		for (uint32_t q = 0; q < prog->ops[p].records.count; q++)
-			recorder[r[q]] = p;
-	}
-	for (int32_t i = 0; i < prog->n_ops && i < m->n_ops; i++) {
-		const rm_program_op *op = &prog->ops[i];
-		const int32_t *w = rm_program_refs(prog, op->waits);
-		for (uint32_t j = 0; j < op->waits.count; j++) {
-			int32_t rec = recorder[w[j]];
-			if (rec < 0 || rec >= m->n_ops || prog->ops[rec].stream == op->stream)
-				continue;
-			uint64_t id = (uint64_t)i * 4096u + j;
-			fprintf(out, ",\n{\"ph\":\"s\",\"pid\":%d,\"tid\":%d,\"id\":%" PRIu64 ",\"name\":", pid,
-				prog->ops[rec].stream + 1, id);
-			put_str(out, prog->events[w[j]].name);
-			fprintf(out, ",\"cat\":\"event\",\"ts\":");
-			put_us(out, start[rec] + (end[rec] - start[rec]) / 2);
-			fprintf(out, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,\"tid\":%d,\"id\":%" PRIu64
-				     ",\"name\":",
-				pid, op->stream + 1, id);
-			put_str(out, prog->events[w[j]].name);
-			fprintf(out, ",\"cat\":\"event\",\"ts\":");
-			put_us(out, start[i] + (end[i] - start[i]) / 2);
-			fprintf(out, "}");
-		}
-	}
-	free(recorder);
 	/* the executor allocates its whole plan up front: one counter point */
-	fprintf(out, ",\n{\"ph\":\"C\",\"pid\":%d,\"name\":\"device memory\",\"ts\":0.000000,\"args\":{\"bytes\":%" PRId64
-		     "}}",
-		pid, m->device_used_bytes > 0 ? m->device_used_bytes : m->device_bytes);
-	fprintf(out, "\n]}\n");
+	rm_mem_point memory = {.time = 0, .bytes = m->device_used_bytes > 0 ? m->device_used_bytes : m->device_bytes};
+	rm_trace_view v = {
+		.process_name = pname,
+		.hardware = m->device[0] ? m->device : "measured",
+		.measured = true,
+		.note_key = "attention_kernel",
+		.note = m->attention_kernel,
+		.n_ops = n,
+		.start = start,
+		.end = end,
+		.time_arg = "mean_us",
+		.time_arg_ps = mean,
+		.memory = &memory,
+		.n_memory = 1,
+	};
+	bool ok = rm_trace_write(prog, &v, out, err);
 	free(start);
 	free(end);
-	if (ferror(out) || fflush(out) != 0)
-		return rm_error_set(err, RM_IO, NULL, 0, 0, "writing the trace failed"), false;
-	return true;
+	free(mean);
+	return ok;
 }
 
 /* ---- comparison --------------------------------------------------------------------------- */

@@ -21,9 +21,9 @@ static void put_us(FILE *out, rm_time_ps t)
 
 /* The middle of op i's slice: flow events bind to the slice enclosing their timestamp, and a
  * slice's start may coincide with the end of the previous slice on the same track. */
-static rm_time_ps mid(const rm_sim *sim, int32_t i)
+static rm_time_ps mid(const rm_trace_view *v, int32_t i)
 {
-	return sim->op_start[i] + (sim->op_end[i] - sim->op_start[i]) / 2;
+	return v->start[i] + (v->end[i] - v->start[i]) / 2;
 }
 
 /* Prints s as a JSON string (quotes, backslashes and control characters escaped). */
@@ -41,17 +41,24 @@ static void put_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err)
+bool rm_trace_write(const rm_program *prog, const rm_trace_view *v, FILE *out, rm_error *err)
 {
-	const rm_program *prog = sim->prog;
 	const int pid = 1;
 	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"program\":");
 	put_str(out, prog->name);
 	fprintf(out, ",\"hardware\":");
-	put_str(out, sim->hw->name);
+	put_str(out, v->hardware);
+	if (v->measured)
+		fprintf(out, ",\"measured\":true");
+	if (v->note_key) {
+		fprintf(out, ",");
+		put_str(out, v->note_key);
+		fprintf(out, ":");
+		put_str(out, v->note);
+	}
 	fprintf(out, "},\"traceEvents\":[\n");
 	fprintf(out, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":", pid);
-	put_str(out, prog->name && *prog->name ? prog->name : "remora");
+	put_str(out, v->process_name);
 	fprintf(out, "}}");
 	/* One track per stream (tid = stream index + 1), sorted by index. */
 	for (int32_t s = 0; s < prog->n_streams; s++) {
@@ -66,20 +73,20 @@ bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err)
 			     "\"args\":{\"sort_index\":%d}}",
 			pid, s + 1, s);
 	}
-	if (!sim->ran)
-		goto end;
-	for (int32_t i = 0; i < prog->n_ops; i++) {
+	int32_t n = v->n_ops < prog->n_ops ? v->n_ops : prog->n_ops;
+	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		fprintf(out, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":", pid, op->stream + 1);
 		put_str(out, op->name);
 		fprintf(out, ",\"cat\":\"%s\",\"ts\":", rm_cost_kind_name(op->cost.kind));
-		put_us(out, sim->op_start[i]);
+		put_us(out, v->start[i]);
 		fprintf(out, ",\"dur\":");
-		put_us(out, sim->op_end[i] - sim->op_start[i]);
-		fprintf(out, ",\"args\":{\"op\":%d,\"phase\":\"%s\",\"layer\":%d,\"solo_us\":", i,
-			rm_program_phase_name(op->phase), op->layer);
-		put_us(out, sim->ops[i].solo);
-		fprintf(out, ",\"sms_held\":%u", (unsigned)sim->ops[i].sms);
+		put_us(out, v->end[i] - v->start[i]);
+		fprintf(out, ",\"args\":{\"op\":%d,\"phase\":\"%s\",\"layer\":%d,\"%s\":", i,
+			rm_program_phase_name(op->phase), op->layer, v->time_arg);
+		put_us(out, v->time_arg_ps[i]);
+		if (v->sms_held)
+			fprintf(out, ",\"sms_held\":%u", (unsigned)v->sms_held[i]);
 		if (op->cost.kind == RM_COST_COLLECTIVE) {
 			fprintf(out, ",\"collective\":\"%s\",\"bytes\":%" PRId64,
 				rm_collective_name(op->cost.collective.op), op->cost.collective.bytes);
@@ -100,12 +107,12 @@ bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err)
 		for (uint32_t q = 0; q < prog->ops[p].records.count; q++)
 			recorder[r[q]] = p;
 	}
-	for (int32_t i = 0; i < prog->n_ops; i++) {
+	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		const int32_t *w = rm_program_refs(prog, op->waits);
 		for (uint32_t j = 0; j < op->waits.count; j++) {
 			int32_t rec = recorder[w[j]];
-			if (rec < 0 || prog->ops[rec].stream == op->stream)
+			if (rec < 0 || rec >= n || prog->ops[rec].stream == op->stream)
 				continue;
 			uint64_t id = (uint64_t)i * 4096u + j;
 			fprintf(out, ",\n{\"ph\":\"s\",\"pid\":%d,\"tid\":%d,\"id\":%" PRIu64
@@ -113,26 +120,53 @@ bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err)
 				pid, prog->ops[rec].stream + 1, id);
 			put_str(out, prog->events[w[j]].name);
 			fprintf(out, ",\"cat\":\"event\",\"ts\":");
-			put_us(out, mid(sim, rec));
+			put_us(out, mid(v, rec));
 			fprintf(out, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,\"tid\":%d,\"id\":%" PRIu64
 				     ",\"name\":",
 				pid, op->stream + 1, id);
 			put_str(out, prog->events[w[j]].name);
 			fprintf(out, ",\"cat\":\"event\",\"ts\":");
-			put_us(out, mid(sim, i));
+			put_us(out, mid(v, i));
 			fprintf(out, "}");
 		}
 	}
 	free(recorder);
 	/* Device memory counter. */
-	for (size_t k = 0; k < sim->tl_n; k++) {
+	for (size_t k = 0; k < v->n_memory; k++) {
 		fprintf(out, ",\n{\"ph\":\"C\",\"pid\":%d,\"name\":\"device memory\",\"ts\":", pid);
-		put_us(out, sim->timeline[k].time);
-		fprintf(out, ",\"args\":{\"bytes\":%" PRId64 "}}", sim->timeline[k].bytes);
+		put_us(out, v->memory[k].time);
+		fprintf(out, ",\"args\":{\"bytes\":%" PRId64 "}}", v->memory[k].bytes);
 	}
-end:
 	fprintf(out, "\n]}\n");
 	if (ferror(out) || fflush(out) != 0)
 		return rm_error_set(err, RM_IO, NULL, 0, 0, "writing the trace failed"), false;
 	return true;
+}
+
+bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err)
+{
+	const rm_program *prog = sim->prog;
+	int32_t n = sim->ran ? prog->n_ops : 0;
+	rm_time_ps *solo = rm_new(rm_time_ps, (size_t)n + 1);
+	int *sms = rm_new(int, (size_t)n + 1);
+	for (int32_t i = 0; i < n; i++) {
+		solo[i] = sim->ops[i].solo;
+		sms[i] = sim->ops[i].sms;
+	}
+	rm_trace_view v = {
+		.process_name = prog->name && *prog->name ? prog->name : "remora",
+		.hardware = sim->hw->name,
+		.n_ops = n,
+		.start = sim->op_start,
+		.end = sim->op_end,
+		.time_arg = "solo_us",
+		.time_arg_ps = solo,
+		.sms_held = sms,
+		.memory = sim->ran ? sim->timeline : NULL,
+		.n_memory = sim->ran ? sim->tl_n : 0,
+	};
+	bool ok = rm_trace_write(prog, &v, out, err);
+	free(solo);
+	free(sms);
+	return ok;
 }

@@ -131,6 +131,31 @@ json_t *rm_sim_result_json(const rm_sim *sim);
 bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err);
 
 /*
+ * What a trace shows of one run of a program: the simulated one (rm_sim_write_trace) or a
+ * measured one (remora exec), so both open side by side in the same format.
+ */
+typedef struct rm_trace_view {
+	const char *process_name;       /* name of the track group */
+	const char *hardware;           /* otherData.hardware */
+	bool measured;                  /* otherData.measured: true */
+	const char *note_key, *note;    /* one more otherData string member, or NULL */
+	int32_t n_ops;                  /* ops 0 .. n_ops-1 have a slice (0: tracks only) */
+	const rm_time_ps *start, *end;  /* per op, ps */
+	const char *time_arg;           /* name of a per-op duration in args ("solo_us") */
+	const rm_time_ps *time_arg_ps;  /* its values, ps */
+	const int *sms_held;            /* per op, or NULL to leave it out */
+	const rm_mem_point *memory;     /* the device memory counter */
+	size_t n_memory;
+} rm_trace_view;
+
+/*
+ * Writes a Chrome JSON trace of a run of prog as rm_sim_write_trace describes (tracks per stream,
+ * slices, flow arrows from each event's recorder to its waiters on other streams, the memory
+ * counter). Deterministic. false with err (RM_IO) when writing fails.
+ */
+bool rm_trace_write(const rm_program *prog, const rm_trace_view *v, FILE *out, rm_error *err);
+
+/*
  * A synthetic FSDP-like program for benchmarks: n_layers layers of forward and backward GEMMs,
  * elementwise ops and attention on a compute stream, all-gathers (prefetched one layer ahead)
  * and reduce-scatters on a collective stream, offload copies on a copy stream, with events and

@@ -35,11 +35,6 @@ static void search_usage(FILE *out)
 		"  -h, --help           this help\n");
 }
 
-static rm_status cli_hw_resolver(const char *spec, rm_hw_profile *out, rm_error *err)
-{
-	return rm_calib_resolve_hw(spec, NULL, out, NULL, err);
-}
-
 static void progress_line(const rm_search_progress *p, void *user)
 {
 	(void)user;
@@ -288,21 +283,9 @@ int cli_cmd_search(int argc, char **argv)
 			return err.status == RM_USAGE ? cli_usage_error("search", "%s", err.msg) : cli_fail(&err);
 		}
 	free(sets);
-	rm_search *s = rm_search_create(&sc, cli_hw_resolver, &err);
+	rm_search *s = rm_search_create(&sc, rm_calib_hw_resolver, &err);
 	if (!s)
 		return cli_fail(&err);
-	static rm_cost_nccl cost;
-	{
-		rm_scenario_resolved r0;
-		if (rm_scenario_resolve(&sc, cli_hw_resolver, &r0, &err) != RM_OK ||
-		    cli_nccl_cost(&sc, &r0, &cost, &err) != RM_OK) {
-			rm_scenario_resolved_finish(&r0);
-			rm_search_destroy(s);
-			return cli_fail(&err);
-		}
-		rm_scenario_resolved_finish(&r0);
-	}
-	rm_search_set_cost_model(s, &cost.base);
 	rm_search_options opt = {.db_path = db, .jobs = (int)jobs, .stop_after = stop_after};
 	if (isatty(STDERR_FILENO) && !json)
 		opt.progress = progress_line;
@@ -346,8 +329,11 @@ int cli_cmd_search(int argc, char **argv)
 		rm_candidate wc;
 		rm_search_candidate(s, best_xla.c.index, &wc);
 		if (rm_search_resolve_candidate(s, &wc, &wres, &err) == RM_OK &&
-		    (wres.sched.cost = &cost.base, wprog = rm_schedule_build(&wres.sched, &wrep, &err)) != NULL) {
-			rm_sim_options so = {.hw_queues = wres.hw_queues, .memory_timeline = true, .cost = &cost.base};
+		    (wprog = rm_schedule_build(&wres.sched, &wrep, &err)) != NULL) {
+			rm_sim_options so = {.hw_queues = wres.hw_queues,
+					     .memory_timeline = true,
+					     .cost = wres.sched.cost,
+					     .memory_headroom_bytes = wres.memory.headroom_bytes};
 			wsim = rm_sim_create(wprog, &wres.hw, &so, &err);
 			have_w = wsim && rm_sim_run(wsim, &err) == RM_OK;
 		}

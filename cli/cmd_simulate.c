@@ -37,23 +37,6 @@ static void simulate_usage(FILE *out, const char *cmd)
 	fprintf(out, "  -h, --help            this help\n\nScenario keys: see docs/scenarios.md.\n");
 }
 
-static rm_status cli_hw_resolver(const char *spec, rm_hw_profile *out, rm_error *err)
-{
-	return rm_calib_resolve_hw(spec, NULL, out, NULL, err);
-}
-
-rm_status cli_nccl_cost(const rm_scenario *sc, const rm_scenario_resolved *res, rm_cost_nccl *cost, rm_error *err)
-{
-	rm_calib_resolve_opts ro = {.nccl_version = sc->nccl_version[0] ? sc->nccl_version : NULL,
-				    .ranks = (int)res->train.fsdp, .nodes = res->sched.fsdp_nodes};
-	rm_hw_profile hw;
-	rm_nccl_model nccl;
-	if (rm_calib_resolve_hw(sc->hardware, &ro, &hw, &nccl, err) != RM_OK)
-		return err ? err->status : RM_INVALID;
-	rm_cost_nccl_init(cost, &nccl);
-	return RM_OK;
-}
-
 /* Loads the scenario, applies the overrides, resolves it. */
 static int load_scenario(const char *cmd, const char *path, char **sets, int n_sets, rm_scenario *sc,
 			 rm_scenario_resolved *res)
@@ -66,7 +49,7 @@ static int load_scenario(const char *cmd, const char *path, char **sets, int n_s
 	for (int i = 0; i < n_sets; i++)
 		if (rm_scenario_set(sc, sets[i], &err) != RM_OK)
 			return err.status == RM_USAGE ? cli_usage_error(cmd, "%s", err.msg) : cli_fail(&err);
-	if (rm_scenario_resolve(sc, cli_hw_resolver, res, &err) != RM_OK)
+	if (rm_scenario_resolve(sc, rm_calib_hw_resolver, res, &err) != RM_OK)
 		return cli_fail(&err);
 	rm_xla_flags_warn_unmodelled(&res->flags);
 	return CLI_EXIT_OK;
@@ -149,13 +132,8 @@ static int run(const char *cmd, int argc, char **argv)
 		return rc;
 	rm_error err;
 	rm_error_clear(&err);
-	/* collectives priced by the (possibly calibrated) NCCL model of the scenario's hardware */
-	static rm_cost_nccl cost;
-	if (cli_nccl_cost(&sc, &res, &cost, &err) != RM_OK) {
-		rm_scenario_resolved_finish(&res);
-		return cli_fail(&err);
-	}
-	res.sched.cost = &cost.base;
+	/* res.sched.cost: collectives priced by the (possibly calibrated) NCCL model of the resolved
+	 * hardware, the same model the engine runs below */
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
 	if (!prog) {
@@ -193,7 +171,10 @@ static int run(const char *cmd, int argc, char **argv)
 		}
 		goto done;
 	}
-	rm_sim_options opt = {.hw_queues = res.hw_queues, .memory_timeline = trace != NULL, .cost = &cost.base};
+	rm_sim_options opt = {.hw_queues = res.hw_queues,
+			      .memory_timeline = trace != NULL,
+			      .cost = res.sched.cost,
+			      .memory_headroom_bytes = res.memory.headroom_bytes};
 	rm_sim *s = rm_sim_create(prog, &res.hw, &opt, &err);
 	if (!s || rm_sim_run(s, &err) != RM_OK) {
 		rm_sim_destroy(s);

@@ -229,9 +229,14 @@ static double slot_units(const ctx *x, const rm_op *op)
 static double coll_latency(const ctx *x, ckind kind, int64_t bytes)
 {
 	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
-		rm_collective_cost c = {.op = ckind_coll[kind], .bytes = bytes, .group_size = x->cfg->wl->train.fsdp,
-					.span = x->cfg->fsdp_nodes};
-		return rm_cost_collective_s(&c, x->cfg->hw) * 1e6;
+		/* the run's own cost model, the one the engine prices the emitted collective with (the
+		 * calibrated NCCL model of the resolved hardware), not the embedded default */
+		rm_cost_op c = {.kind = RM_COST_COLLECTIVE,
+				.collective = {.op = ckind_coll[kind],
+					       .bytes = bytes,
+					       .group_size = (int32_t)x->cfg->wl->train.fsdp,
+					       .span = x->cfg->fsdp_nodes}};
+		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
 	}
 	return UNITS_ASYNC_COLLECTIVE;
 }

@@ -354,3 +354,69 @@ Test(schedule, unrolled_layers_track_their_own_memory)
 	cr_assert_eq(layer_sync(r.prog, "memory_limit"), 0);
 	run_finish(&r);
 }
+
+/* A cost model whose collectives take 20x as long as the resolved run's (a slower fabric). */
+typedef struct slow_coll {
+	rm_cost_model base;
+	const rm_cost_model *inner;
+} slow_coll;
+
+static double slow_time(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	const slow_coll *s = self->data;
+	double t = s->inner->op_time_s(s->inner, op, hw);
+	return op->kind == RM_COST_COLLECTIVE ? 20 * t : t;
+}
+
+static int slow_sms(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	const slow_coll *s = self->data;
+	return s->inner->sms_held(s->inner, op, hw);
+}
+
+/* The program of the seed with the given cost model as the run's, written as JSON. */
+static char *seed_program(const char *cost_mode, const rm_cost_model *cost, size_t *len)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(seed_path(), &sc, &err), RM_OK, "%s", err.msg);
+	char set[64];
+	snprintf(set, sizeof(set), "scheduler.cost_model=%s", cost_mode);
+	cr_assert_eq(rm_scenario_set(&sc, set, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_not_null(res.sched.cost, "the resolved run carries its cost model");
+	slow_coll slow = {.base = {.name = "slow", .op_time_s = slow_time, .sms_held = slow_sms}, .inner = res.sched.cost};
+	slow.base.data = &slow;
+	if (cost)
+		res.sched.cost = &slow.base;
+	rm_schedule_report rep;
+	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	char *text = NULL;
+	FILE *f = open_memstream(&text, len);
+	cr_assert(rm_program_write(prog, f, &err), "%s", err.msg);
+	fclose(f);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
+	return text;
+}
+
+Test(schedule, remora_costs_price_collectives_with_the_runs_cost_model)
+{
+	/* scheduler.cost_model: remora: the latency-hiding scheduler's collective latencies come from
+	 * the run's cost model (calibrated when the hardware is), so a slower collective model moves
+	 * the windows; with XLA's default cost units the schedule does not depend on it */
+	size_t la, lb, lc, ld;
+	char *a = seed_program("remora", NULL, &la), *b = seed_program("remora", (const rm_cost_model *)1, &lb);
+	cr_assert(la != lb || memcmp(a, b, la) != 0, "remora costs ignored the run's collective model");
+	char *c = seed_program("xla_default", NULL, &lc), *d = seed_program("xla_default", (const rm_cost_model *)1, &ld);
+	cr_assert(lc == ld && memcmp(c, d, lc) == 0, "XLA's default units do not read the cost model");
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+}

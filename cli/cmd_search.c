@@ -393,6 +393,9 @@ int cli_cmd_search(int argc, char **argv)
 		rc = cli_print_json(doc);
 		goto out_w;
 	}
+	if (rm_search_damaged_rows(s) > 0)
+		printf("%s: %lld stored rows failed their checksum and were recomputed\n", db ? db : "database",
+		       (long long)rm_search_damaged_rows(s));
 	printf("%s: %lld candidates in the space, %lld simulated now%s\n\n", sc.path, (long long)rm_search_count(s),
 	       (long long)(prog.done - prog.skipped),
 	       prog.skipped ? " (the rest were already in the database)" : "");
@@ -440,9 +443,17 @@ int cli_cmd_search(int argc, char **argv)
 	}
 	printf("  XLA_FLAGS=\"%s\"   (the flags that differ from XLA's defaults)\n", flags);
 	printf("  micro-batch  = %lld\n", (long long)w->c.micro_batch);
-	printf("  step %.2f ms, %.0f tokens/s per GPU, MFU %.1f%%, peak %.2f GiB, %d of %d collectives async\n",
+	const rm_memory_budget *mb = rm_search_memory_budget(s);
+	printf("  step %.2f ms, %.0f tokens/s per GPU, MFU %.1f%%, peak %.2f of %.2f GiB usable, %d of %d collectives "
+	       "async\n",
 	       w->step_time_s * 1e3, w->tokens_per_s_per_gpu, 100 * w->mfu, (double)w->peak_memory_bytes / (double)RM_GiB,
-	       w->async, w->collectives);
+	       (double)mb->usable_bytes / (double)RM_GiB, w->async, w->collectives);
+	if (w->peak_memory_bytes > 0.95 * (double)mb->usable_bytes)
+		printf("  WARNING: the peak is within %.2f GiB of usable memory (HBM less %.2f GiB of CUDA context, NCCL "
+		       "buffers and workspaces); allocator fragmentation can take more: keep a margin or take the next "
+		       "plan\n",
+		       (double)(mb->usable_bytes - w->peak_memory_bytes) / (double)RM_GiB,
+		       (double)mb->headroom_bytes / (double)RM_GiB);
 	if (have_base && base.ok) {
 		if (base.fits)
 			printf("  %.2fx the scenario as written (%.0f tokens/s per GPU, %d collectives on the compute "

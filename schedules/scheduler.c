@@ -1499,6 +1499,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	rep->io_bytes = sm.total + tokens * 4 * x.A;
 	int64_t base = cfg->device_memory_bytes > 0 ? cfg->device_memory_bytes
 						     : (int64_t)(DEVICE_MEMORY_FRACTION * cfg->hw->hbm_bytes);
+	rep->memory_base_bytes = base;
 	x.limit = (int64_t)((double)(base - rep->io_bytes) * cfg->flags.memory_limit_slop_factor / 100.0);
 	if (x.limit < 0)
 		x.limit = 0;

@@ -245,6 +245,11 @@ void rm_search_set_cost_model(rm_search *s, const rm_cost_model *cost)
 	s->cost = cost;
 }
 
+const rm_memory_budget *rm_search_memory_budget(const rm_search *s)
+{
+	return &s->res0.memory;
+}
+
 int64_t rm_search_count(const rm_search *s)
 {
 	return s->count;

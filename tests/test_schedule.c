@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "remora/scenario.h"
 #include "remora/schedule.h"
@@ -464,4 +465,90 @@ Test(schedule, sliding_window_shortens_the_step)
 	double expect = 32 * 4.5 * (ff - fw);
 	cr_assert_float_eq(tf - tw, expect, 0.05 * expect, "with %.3f s, without %.3f s, saved %.3f s, expected %.3f s", tw,
 			   tf, tf - tw, expect);
+}
+
+Test(schedule, fits_is_judged_against_usable_memory)
+{
+	run r;
+	run_seed(&r, NULL);
+	/* run_seed simulates without the headroom: the same peak against the budget */
+	int64_t peak = r.m.peak_memory_bytes;
+	rm_memory_budget b = r.res.memory;
+	cr_assert_eq(b.usable_bytes, b.hbm_bytes - b.headroom_bytes);
+	cr_assert_lt(peak, b.usable_bytes);
+	run_finish(&r);
+	/* a headroom that leaves 1 MiB less than the peak: does not fit, and the engine says so */
+	char set[96];
+	snprintf(set, sizeof(set), "memory_headroom_gib=%.9f", (double)(b.hbm_bytes - peak + (1 << 20)) / (double)RM_GiB);
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(seed_path(), &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_set(&sc, set, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	rm_schedule_report rep;
+	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
+	cr_assert_not_null(prog);
+	rm_sim_options opt = {.hw_queues = res.hw_queues, .cost = res.sched.cost,
+			      .memory_headroom_bytes = res.memory.headroom_bytes};
+	rm_sim *s = rm_sim_create(prog, &res.hw, &opt, &err);
+	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
+	const rm_sim_metrics *m = rm_sim_get_metrics(s);
+	cr_assert_eq(m->peak_memory_bytes, peak);
+	cr_assert_not(m->fits);
+	cr_assert_eq(m->memory_usable_bytes, res.memory.usable_bytes);
+	cr_assert_geq(m->first_oom_op, 0);
+	rm_sim_destroy(s);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
+	/* out of range: negative at the key, not below HBM when resolved */
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(seed_path(), &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_neq(rm_scenario_set(&sc, "memory_headroom_gib=-1", &err), RM_OK);
+	cr_assert(strstr(err.msg, "memory_headroom_gib"), "%s", err.msg);
+	cr_assert_eq(rm_scenario_set(&sc, "memory_headroom_gib=80", &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "not below the 79.65 GiB of HBM"), "%s", err.msg);
+}
+
+Test(schedule, layer_passes_per_step_are_bounded)
+{
+	/* the program holds layers x grad_accum layer passes: 4096 layers x 32 = 131,072 is refused
+	 * (bound 65,536) with the key to change; x 16 is fine */
+	char dir[] = "/tmp/remora-deep-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char cfg[128];
+	snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+	FILE *f = fopen(cfg, "w");
+	cr_assert_not_null(f);
+	fputs("{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"vocab_size\": 256,"
+	      " \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 4096,"
+	      " \"num_attention_heads\": 4, \"max_position_embeddings\": 128}",
+	      f);
+	fclose(f);
+	const int accum[] = {16, 32};
+	for (int i = 0; i < 2; i++) {
+		char text[256];
+		snprintf(text, sizeof(text), "model: %s\ntraining: {seq_len: 128, grad_accum: %d}\n", cfg, accum[i]);
+		rm_scenario sc;
+		rm_error err;
+		rm_error_clear(&err);
+		rm_scenario_init(&sc);
+		cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+		rm_scenario_resolved res;
+		rm_status st = rm_scenario_resolve(&sc, NULL, &res, &err);
+		if (i == 0) {
+			cr_assert_eq(st, RM_OK, "%s", err.msg);
+			rm_scenario_resolved_finish(&res);
+		} else {
+			cr_assert_eq(st, RM_RANGE);
+			cr_assert(strstr(err.msg, "4096 layers x grad_accum 32 = 131072"), "%s", err.msg);
+			cr_assert_eq(err.line, 2, "points at training.grad_accum: %d:%d", err.line, err.column);
+		}
+	}
+	remove(cfg);
+	rmdir(dir);
 }

@@ -115,6 +115,8 @@ rm_status rm_search_each(rm_search *s, void (*fn)(const rm_candidate_result *r, 
 			 rm_error *err);
 /* Rows stored. */
 int64_t rm_search_rows(rm_search *s);
+/* What of HBM a candidate may use (the resolved scenario's budget; every candidate shares it). */
+const rm_memory_budget *rm_search_memory_budget(const rm_search *s);
 /* Rows of this scenario that failed their checksum when the sweep opened the database (deleted,
  * so the sweep recomputed them). */
 int64_t rm_search_damaged_rows(const rm_search *s);

@@ -114,6 +114,9 @@ typedef struct comp {
 	int64_t *temps; /* n + 1 positions */
 	int64_t tracked_peak;
 	int *at_first, *at_list; /* collectives touching each position, in index order (after the sweep) */
+	/* the op slots of each (layer, micro-batch) of the chain, ascending (comp_layer_slots) */
+	int *lx_first, *lx_list;
+	int lx_n, lx_layers, lx_mbs; /* built for the first lx_n slots */
 } comp;
 
 static void comp_finish(comp *c)
@@ -123,7 +126,55 @@ static void comp_finish(comp *c)
 	free(c->temps);
 	free(c->at_first);
 	free(c->at_list);
+	free(c->lx_first);
+	free(c->lx_list);
 	memset(c, 0, sizeof(*c));
+}
+
+/*
+ * The positions of the op slots of layer bl, micro-batch mb of a chain, ascending, in *n. The
+ * index is rebuilt when slots were added since the last call (counting sort by layer and
+ * micro-batch: O(slots)), so the per-layer passes below visit a layer's own slots instead of the
+ * whole chain and building an unrolled step stays linear in its layers.
+ */
+static const int *comp_layer_slots(comp *c, int bl, int mb, int *n)
+{
+	if (c->lx_n != c->n || !c->lx_first) {
+		int layers = 0, mbs = 0;
+		for (int j = 0; j < c->n; j++)
+			if (c->slots[j].kind == SLOT_OP && c->slots[j].part == PART_LAYER) {
+				if (c->slots[j].body_layer >= layers)
+					layers = c->slots[j].body_layer + 1;
+				if (c->slots[j].mb >= mbs)
+					mbs = c->slots[j].mb + 1;
+			}
+		free(c->lx_first);
+		free(c->lx_list);
+		size_t keys = (size_t)layers * (size_t)mbs;
+		c->lx_first = rm_new(int, keys + 1);
+		c->lx_list = rm_new(int, (size_t)c->n + 1);
+		for (int j = 0; j < c->n; j++)
+			if (c->slots[j].kind == SLOT_OP && c->slots[j].part == PART_LAYER)
+				c->lx_first[(size_t)c->slots[j].body_layer * (size_t)mbs + (size_t)c->slots[j].mb + 1]++;
+		for (size_t k = 0; k < keys; k++)
+			c->lx_first[k + 1] += c->lx_first[k];
+		int *fill = rm_new(int, keys + 1);
+		memcpy(fill, c->lx_first, (keys + 1) * sizeof(int));
+		for (int j = 0; j < c->n; j++)
+			if (c->slots[j].kind == SLOT_OP && c->slots[j].part == PART_LAYER)
+				c->lx_list[fill[(size_t)c->slots[j].body_layer * (size_t)mbs + (size_t)c->slots[j].mb]++] = j;
+		free(fill);
+		c->lx_n = c->n;
+		c->lx_layers = layers;
+		c->lx_mbs = mbs;
+	}
+	if (bl < 0 || bl >= c->lx_layers || mb < 0 || mb >= c->lx_mbs) {
+		*n = 0;
+		return c->lx_list;
+	}
+	size_t key = (size_t)bl * (size_t)c->lx_mbs + (size_t)mb;
+	*n = c->lx_first[key + 1] - c->lx_first[key];
+	return c->lx_list + c->lx_first[key];
 }
 
 static int comp_add_slot(comp *c, slot s)
@@ -395,14 +446,17 @@ static void ideal_windows(comp *c)
 
 /* ---- building the computations ---------------------------------------------------------- */
 
-/* Position of the first slot (from `from`) of graph op `op` of body layer bl in a phase, or -1.
- * An unrolled chain holds a layer's forward and its recompute: the phase tells them apart. */
-static int find_slot(const comp *c, part pt, int op, int bl, int mb, int from, rm_program_phase phase)
+/* Position of the first slot of graph op `op` of body layer bl, micro-batch mb in a phase, or
+ * -1. An unrolled chain holds a layer's forward and its recompute: the phase tells them apart. */
+static int find_slot(comp *c, int op, int bl, int mb, rm_program_phase phase)
 {
-	for (int j = from; j < c->n; j++)
-		if (c->slots[j].kind == SLOT_OP && c->slots[j].part == pt && c->slots[j].op == op &&
-		    c->slots[j].body_layer == bl && c->slots[j].mb == mb && c->slots[j].phase == phase)
-			return j;
+	int n;
+	const int *js = comp_layer_slots(c, bl, mb, &n);
+	for (int i = 0; i < n; i++) {
+		const slot *s = &c->slots[js[i]];
+		if (s->op == op && s->phase == phase)
+			return js[i];
+	}
 	return -1;
 }
 
@@ -412,23 +466,25 @@ static int find_slot(const comp *c, part pt, int op, int bl, int mb, int from, r
 static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta)
 {
 	const rm_graph *g = x->layer;
+	int nl;
+	const int *ls = comp_layer_slots(c, bl, mb, &nl);
 	for (int v = 0; v < g->n_values; v++) {
 		const rm_value *val = &g->values[v];
 		if (val->producer < 0)
 			continue;
 		int prod = -1, last = -1;
 		if (!bwd) {
-			prod = find_slot(c, PART_LAYER, val->producer, bl, mb, 0, RM_PPHASE_FWD);
+			prod = find_slot(c, val->producer, bl, mb, RM_PPHASE_FWD);
 			if (prod < 0)
 				continue;
 			rm_value_fate fate = x->plan.fate[v];
 			if (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY)
 				continue;
 			last = prod + 1;
-			for (int j = prod + 1; j < c->n; j++) {
+			for (int q = 0; q < nl; q++) {
+				int j = ls[q];
 				const slot *s = &c->slots[j];
-				if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb ||
-				    s->phase != RM_PPHASE_FWD)
+				if (j <= prod || s->phase != RM_PPHASE_FWD)
 					continue;
 				const rm_op *op = &g->ops[s->op];
 				for (int i = 0; i < op->n_inputs; i++)
@@ -439,15 +495,15 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 			if (x->plan.fate[v] != RM_FATE_RECOMPUTED && x->plan.fate[v] != RM_FATE_OFFLOADED)
 				continue;
 			prod = x->plan.fate[v] == RM_FATE_OFFLOADED
-				       ? find_slot(c, PART_LAYER, g->n_fwd_ops, bl, mb, 0, RM_PPHASE_BWD)
-				       : find_slot(c, PART_LAYER, val->producer, bl, mb, 0, RM_PPHASE_RECOMPUTE);
+				       ? find_slot(c, g->n_fwd_ops, bl, mb, RM_PPHASE_BWD)
+				       : find_slot(c, val->producer, bl, mb, RM_PPHASE_RECOMPUTE);
 			if (prod < 0)
 				continue;
 			last = prod + 1;
-			for (int j = prod; j < c->n; j++) {
+			for (int q = 0; q < nl; q++) {
+				int j = ls[q];
 				const slot *s = &c->slots[j];
-				if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb ||
-				    s->phase == RM_PPHASE_FWD)
+				if (j < prod || s->phase == RM_PPHASE_FWD)
 					continue;
 				const rm_op *op = &g->ops[s->op];
 				for (int i = 0; i < op->n_residuals; i++)
@@ -464,10 +520,10 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 	}
 	if (bwd) {
 		/* the gradient flowing back: two live at a time, sized like the op's output */
-		for (int j = 0; j < c->n; j++) {
+		for (int q = 0; q < nl; q++) {
+			int j = ls[q];
 			const slot *s = &c->slots[j];
-			if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb ||
-			    s->phase != RM_PPHASE_BWD)
+			if (s->phase != RM_PPHASE_BWD)
 				continue;
 			int64_t b = g->ops[s->op].bytes_written;
 			delta[j] += b;
@@ -481,11 +537,11 @@ static void add_gathered_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, 
 			       int64_t *delta, int *first_user)
 {
 	const rm_graph *g = x->layer;
-	int first = -1, last = -1;
-	for (int j = 0; j < c->n; j++) {
+	int first = -1, last = -1, nl;
+	const int *ls = comp_layer_slots(c, bl, mb, &nl);
+	for (int q = 0; q < nl; q++) {
+		int j = ls[q];
 		const slot *s = &c->slots[j];
-		if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb)
-			continue;
 		const rm_op *op = &g->ops[s->op];
 		int fwd = op->phase == RM_PHASE_FWD ? s->op : op->fwd_op;
 		bool uses = x->ag.of_op[fwd] == grp &&
@@ -561,11 +617,11 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		return;
 	/* gradients: reduce-scatter per group after its last wgrad; all-reduce of the norm grads */
 	for (int grp = 0; grp < x->rs.n; grp++) {
-		int last = -1;
-		for (int j = 0; j < c->n; j++) {
+		int last = -1, nl;
+		const int *ls = comp_layer_slots(c, bl, mb, &nl);
+		for (int q = 0; q < nl; q++) {
+			int j = ls[q];
 			const slot *s = &c->slots[j];
-			if (s->kind != SLOT_OP || s->part != PART_LAYER || s->body_layer != bl || s->mb != mb)
-				continue;
 			const rm_op *op = &g->ops[s->op];
 			if (op->phase == RM_PHASE_BWD_WGRAD && x->rs.of_op[op->fwd_op] == grp)
 				last = j;
@@ -589,12 +645,12 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		k->latency = coll_latency(x, CK_RS, bytes);
 	}
 	if (x->norm_elems > 0) {
-		int last = -1;
-		for (int j = 0; j < c->n; j++) {
-			const slot *s = &c->slots[j];
-			if (s->kind == SLOT_OP && s->part == PART_LAYER && s->body_layer == bl && s->mb == mb &&
-			    g->ops[s->op].phase != RM_PHASE_FWD && is_norm_op(&g->ops[g->ops[s->op].fwd_op]))
-				last = j;
+		int last = -1, nl;
+		const int *ls = comp_layer_slots(c, bl, mb, &nl);
+		for (int q = 0; q < nl; q++) {
+			const slot *s = &c->slots[ls[q]];
+			if (g->ops[s->op].phase != RM_PHASE_FWD && is_norm_op(&g->ops[g->ops[s->op].fwd_op]))
+				last = ls[q];
 		}
 		coll *k = comp_add_coll(c);
 		k->kind = CK_AR;

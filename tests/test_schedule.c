@@ -516,8 +516,8 @@ Test(schedule, fits_is_judged_against_usable_memory)
 
 Test(schedule, layer_passes_per_step_are_bounded)
 {
-	/* the program holds layers x grad_accum layer passes: 4096 layers x 32 = 131,072 is refused
-	 * (bound 65,536) with the key to change; x 16 is fine */
+	/* the program holds layers x grad_accum layer passes: 4096 layers x 8 = 32,768 is refused
+	 * (bound 16,384) with the key to change; x 4 is fine */
 	char dir[] = "/tmp/remora-deep-XXXXXX";
 	cr_assert_not_null(mkdtemp(dir));
 	char cfg[128];
@@ -529,7 +529,7 @@ Test(schedule, layer_passes_per_step_are_bounded)
 	      " \"num_attention_heads\": 4, \"max_position_embeddings\": 128}",
 	      f);
 	fclose(f);
-	const int accum[] = {16, 32};
+	const int accum[] = {4, 8};
 	for (int i = 0; i < 2; i++) {
 		char text[256];
 		snprintf(text, sizeof(text), "model: %s\ntraining: {seq_len: 128, grad_accum: %d}\n", cfg, accum[i]);
@@ -545,7 +545,7 @@ Test(schedule, layer_passes_per_step_are_bounded)
 			rm_scenario_resolved_finish(&res);
 		} else {
 			cr_assert_eq(st, RM_RANGE);
-			cr_assert(strstr(err.msg, "4096 layers x grad_accum 32 = 131072"), "%s", err.msg);
+			cr_assert(strstr(err.msg, "4096 layers x grad_accum 8 = 32768"), "%s", err.msg);
 			cr_assert_eq(err.line, 2, "points at training.grad_accum: %d:%d", err.line, err.column);
 		}
 	}

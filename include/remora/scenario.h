@@ -43,8 +43,9 @@
 
 #define RM_SCENARIO_MAX_LIST 64
 #define RM_SCENARIO_MAX_KEYS 64
-/* layers x grad_accum of one simulated step (4096 layers x 16, or 80 x 512) */
-#define RM_SCENARIO_MAX_LAYER_STEPS 65536
+/* layers x grad_accum of one simulated step (4096 layers x 4, 32 x 512): ~0.6 GB and a few
+ * seconds for the whole program (docs/scenarios.md) */
+#define RM_SCENARIO_MAX_LAYER_STEPS 16384
 
 typedef struct rm_scenario_pos {
 	char key[48];

@@ -39,6 +39,13 @@ int cli_cmd_exec(int argc, char **argv);
 rm_status cli_nccl_cost(const rm_scenario *sc, const rm_scenario_resolved *res, rm_cost_nccl *cost,
 			rm_error *err);
 
+/*
+ * `remora exec` without --dry-run or --replay: replaces this process with remora-gpu (beside this
+ * executable) running `exec` with argv (the subcommand's, argv[0] "exec") and the log level.
+ * Returns only on failure (remora-gpu not built, or execv failed): the exit code, message printed.
+ */
+int cli_exec_on_gpu(int argc, char **argv);
+
 /* Exit codes: 0 success, 1 failure of the input or the environment, 2 bad usage. */
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 

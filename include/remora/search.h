@@ -43,7 +43,7 @@ typedef struct rm_candidate {
 	uint64_t key;       /* hash of the configuration and the scenario */
 } rm_candidate;
 
-/* A candidate's result (DESIGN.md contract 3, flattened). */
+/* A candidate's result (docs/design.md contract 3, flattened). */
 typedef struct rm_candidate_result {
 	rm_candidate c;
 	bool ok;

@@ -1,6 +1,6 @@
 /*
  * Engine benchmark: events per second of rm_sim_run on synthetic FSDP-like programs of 10^5 and
- * 10^6 ops (DESIGN.md performance target: at least 5 million events per second on one core).
+ * 10^6 ops (docs/design.md performance target: at least 5 million events per second on one core).
  * An event is an op start or an op end. Usage: bench_engine [MIN_SECONDS_PER_SIZE]
  * The same measurement is `remora bench engine [--json]`.
  */

@@ -1,6 +1,6 @@
 /*
  * Private to calibrate/: the database handle and the statements the importers, fits and the
- * resolver share. Names carry the second prefix rm_calib__ (STYLE.md).
+ * resolver share. Names carry the second prefix rm_calib__ (as libuv's uv__).
  */
 #ifndef REMORA_CALIB_INTERNAL_H
 #define REMORA_CALIB_INTERNAL_H

@@ -1,5 +1,5 @@
 /*
- * The calibration database (DESIGN.md contract 4): schema, migrations, transactions and the
+ * The calibration database (docs/design.md contract 4): schema, migrations, transactions and the
  * shared inserts. See remora/calib.h for the invariants.
  */
 #include <ctype.h>

@@ -1,7 +1,7 @@
 /*
  * Fits of the cost models' parameters to measurements (GSL), on arrays and from the database.
- * Formulas: remora/calib.h; sources: shared/reference/hardware.md ("Compute efficiency") and
- * nccl-model.md ("Time of one collective": time = latency + bytes / bandwidth).
+ * Formulas: remora/calib.h; sources: docs/reference/hardware.md ("Compute efficiency") and
+ * docs/reference/nccl-model.md ("Time of one collective": time = latency + bytes / bandwidth).
  */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_fit.h>

@@ -38,6 +38,13 @@ int cli_cmd_exec(int argc, char **argv);
  */
 
 
+/*
+ * `remora exec` without --dry-run or --replay: replaces this process with remora-gpu (beside this
+ * executable) running `exec` with argv (the subcommand's, argv[0] "exec") and the log level.
+ * Returns only on failure (remora-gpu not built, or execv failed): the exit code, message printed.
+ */
+int cli_exec_on_gpu(int argc, char **argv);
+
 /* Exit codes: 0 success, 1 failure of the input or the environment, 2 bad usage. */
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 

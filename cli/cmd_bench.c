@@ -29,7 +29,7 @@ static void bench_usage(FILE *out)
 
 /*
  * `remora bench search [--candidates N] [--model NAME] [--json]`: candidates per second on one
- * thread over the seed scenario's space (by default with Llama-3-8B, DESIGN.md's target model),
+ * thread over the seed scenario's space (by default with Llama-3-8B, docs/design.md's target model),
  * rows into an in-memory SQLite store as in a real sweep, and the peak RSS after N and 4N
  * candidates (memory must stay flat).
  */

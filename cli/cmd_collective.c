@@ -1,6 +1,6 @@
 /*
  * `remora collective`: one NCCL collective's predicted time, algBW, busBW, algorithm, protocol
- * and channels; `--table` compares the model with reference/nccl-h100-8gpu.csv row by row.
+ * and channels; `--table` compares the model with data/reference/nccl-h100-8gpu.csv row by row.
  */
 #include <getopt.h>
 #include <math.h>
@@ -31,7 +31,7 @@ static void collective_usage(FILE *out)
 		"      --nccl-version V   constants of NCCL V (default 2.28; 2.18 and 2.21 differ)\n"
 		"      --raw              NCCL's own model, without the measured size efficiency\n"
 		"      --all              also list every (algorithm, protocol) pair's time\n"
-		"  -t, --table            predicted vs reference/nccl-h100-8gpu.csv, with errors\n"
+		"  -t, --table            predicted vs data/reference/nccl-h100-8gpu.csv, with errors\n"
 		"  -j, --json             machine-readable output\n"
 		"  -h, --help             this help\n");
 }
@@ -67,7 +67,7 @@ static int run_table(const rm_nccl_model *model, bool json)
 		return cli_fail(&err);
 	json_t *arr = json_array();
 	if (!json) {
-		printf("%s, NCCL %s constants%s, vs reference/nccl-h100-8gpu.csv\n", model->hw.name,
+		printf("%s, NCCL %s constants%s, vs data/reference/nccl-h100-8gpu.csv\n", model->hw.name,
 		       rm_nccl_model_version(model), model->calibrated ? " + measured size efficiency" : " (raw)");
 		printf("%-15s %-8s %12s %11s %11s %8s  %-9s %-7s %3s  %s\n", "collective", "algo", "bytes",
 		       "meas us", "pred us", "error", "algorithm", "proto", "ch", "note");

@@ -3,7 +3,7 @@
  *  [--warmup N] [--trace OUT] [--compare] [--calib DB] [--queues N] [--json] [--tensors]
  *  [--replay FILE]`.
  * The plan and its checks come from remora/exec.h (always built); the run from the CUDA runner
- * (exec/runner.h), linked only where nvcc, CUDA and NCCL were found (REMORA_EXEC_RUNNER).
+ * (exec/runner.h), linked only into remora-gpu (REMORA_EXEC_RUNNER), which `remora` execs.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -314,8 +314,7 @@ int cli_cmd_exec(int argc, char **argv)
 #if REMORA_EXEC_RUNNER
 	rc = run(&o, prog, plan, &hw);
 #else
-	fprintf(stderr, "remora: error: this remora was built without CUDA; --dry-run works\n");
-	rc = CLI_EXIT_FAIL;
+	rc = cli_exec_on_gpu(argc, argv); /* returns only when remora-gpu cannot be started */
 #endif
 out_plan:
 	free(db);

@@ -13,7 +13,7 @@ static void hw_usage(FILE *out)
 	fprintf(out, "usage: remora hw list\n"
 		     "       remora hw show NAME|CALIB.db:PROFILE [--json]\n\n"
 		     "Shows an embedded hardware profile: every figure the cost models use, its unit and "
-		     "its source\n(shared/reference/hardware.md row, or the calibration fit that set it).\n\n"
+		     "its source\n(docs/reference/hardware.md row, or the calibration fit that set it).\n\n"
 		     "options:\n"
 		     "  -j, --json   machine-readable output\n"
 		     "  -h, --help   this help\n");

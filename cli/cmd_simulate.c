@@ -1,7 +1,7 @@
 /*
  * `remora schedule SCENARIO [--set KEY=VALUE]... [-o program.json]` writes the schedule program
  * XLA would run; `remora simulate SCENARIO [--set KEY=VALUE]... [--json] [--trace OUT]` runs it
- * and prints the result (DESIGN.md contract 3).
+ * and prints the result (docs/design.md contract 3).
  */
 #include <getopt.h>
 #include <stdio.h>

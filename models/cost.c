@@ -1,5 +1,5 @@
 /*
- * Default cost model (remora/cost.h). Every constant cites its row in shared/reference/.
+ * Default cost model (remora/cost.h). Every constant cites its row in docs/reference/.
  */
 #include <math.h>
 #include <string.h>
@@ -103,7 +103,7 @@ static double gemm_rate(rm_dtype dtype, const rm_hw_profile *hw)
 		return hw->gemm_bf16_TFLOPs * RM_TB;
 	case RM_DTYPE_FP32:
 	case RM_DTYPE_INT32:
-		/* TF32 tensor cores at the same efficiency as BF16 (hardware.md peaks). */
+		/* TF32 tensor cores at the same efficiency as BF16 (docs/reference/hardware.md peaks). */
 		return hw->gemm_bf16_TFLOPs * RM_TB * hw->tf32_TFLOPs / hw->bf16_TFLOPs;
 	default:
 		return hw->gemm_bf16_TFLOPs * RM_TB;

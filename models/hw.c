@@ -1,6 +1,6 @@
 /*
  * Embedded hardware profiles (remora/hw.h). Every value cites its row in
- * shared/reference/hardware.md with the kind of figure: DS datasheet, M measured by a third
+ * docs/reference/hardware.md with the kind of figure: DS datasheet, M measured by a third
  * party, NCCL a constant in NCCL's source, D derived by arithmetic (the arithmetic is given).
  */
 #include <stddef.h>
@@ -17,37 +17,37 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 };
 
 /* Shared citations. */
-#define HW_SM "hardware.md 'SMs' (DS)"
-#define HW_CLOCK "hardware.md 'boost clock' (DS)"
-#define HW_BF16 "hardware.md 'BF16/FP16 tensor, dense' (DS)"
-#define HW_FP8 "hardware.md 'FP8 tensor, dense' (DS)"
-#define HW_TF32 "hardware.md 'TF32 tensor, dense' (DS)"
-#define HW_FP32 "hardware.md 'FP32 SIMT' (DS)"
+#define HW_SM "docs/reference/hardware.md 'SMs' (DS)"
+#define HW_CLOCK "docs/reference/hardware.md 'boost clock' (DS)"
+#define HW_BF16 "docs/reference/hardware.md 'BF16/FP16 tensor, dense' (DS)"
+#define HW_FP8 "docs/reference/hardware.md 'FP8 tensor, dense' (DS)"
+#define HW_TF32 "docs/reference/hardware.md 'TF32 tensor, dense' (DS)"
+#define HW_FP32 "docs/reference/hardware.md 'FP32 SIMT' (DS)"
 #define HW_HBM_CAP                                                                               \
-	"hardware.md 'HBM capacity' (DS) as the driver reports it (nvidia-smi memory.total, M); "    \
-	"seed.md mechanism 4 (133.6 GiB arena at 95% on H200) agrees"
-#define HW_HBM_PEAK "hardware.md 'HBM peak bandwidth' (DS)"
-#define HW_HBM_ACH "hardware.md 'HBM achievable (BabelStream copy)' (M)"
-#define HW_L2 "hardware.md 'L2 cache' (DS)"
-#define HW_NVL "hardware.md 'NVLink' (DS)"
-#define HW_NVL_NCCL "hardware.md 'NVLink as NCCL models it' (NCCL, src/graph/topo.h)"
-#define HW_P2P "hardware.md 'raw P2P copy, one direction' (M)"
-#define HW_PCIE "hardware.md 'PCIe to host' (DS)"
-#define HW_HOST "hardware.md 'host copy, pinned, copy engine' (M)"
-#define HW_NIC "hardware.md 'scale-out NIC per GPU (DGX)' (DS/M; midpoint of 46-48 effective)"
-#define HW_NODE "hardware.md '8-GPU node fabric (HGX/DGX H100 and H200)' (DS)"
-#define HW_TDP "hardware.md 'TDP' (DS)"
-#define HW_GEMM_FIT "hardware.md 'Compute efficiency': t = t0 + FLOPs/R_max fit of gemm-h100.csv (D)"
-#define HW_GEMM_FP8 "hardware.md 'Compute efficiency': FP8 about 1400 (H100) / 1450 (H200) TFLOP/s (M)"
-#define HW_TILE "hardware.md 'Compute efficiency': tiles = ceil(M/128)*ceil(N/256) (D)"
-#define HW_LAUNCH "hardware.md 'Kernel launch': raw launch host cost ~3 us (M)"
-#define HW_RING "hardware.md 'NCCL's ring kernels on 8x H100 use 24 channels' (NCCL logs)"
-#define HW_NVLS "hardware.md 'NVLS uses 16' (NCCL src/transport/nvls.cc)"
+	"docs/reference/hardware.md 'HBM capacity' (DS) as the driver reports it (nvidia-smi memory.total, M); "    \
+	"docs/reference/seed.md mechanism 4 (133.6 GiB arena at 95% on H200) agrees"
+#define HW_HBM_PEAK "docs/reference/hardware.md 'HBM peak bandwidth' (DS)"
+#define HW_HBM_ACH "docs/reference/hardware.md 'HBM achievable (BabelStream copy)' (M)"
+#define HW_L2 "docs/reference/hardware.md 'L2 cache' (DS)"
+#define HW_NVL "docs/reference/hardware.md 'NVLink' (DS)"
+#define HW_NVL_NCCL "docs/reference/hardware.md 'NVLink as NCCL models it' (NCCL, src/graph/topo.h)"
+#define HW_P2P "docs/reference/hardware.md 'raw P2P copy, one direction' (M)"
+#define HW_PCIE "docs/reference/hardware.md 'PCIe to host' (DS)"
+#define HW_HOST "docs/reference/hardware.md 'host copy, pinned, copy engine' (M)"
+#define HW_NIC "docs/reference/hardware.md 'scale-out NIC per GPU (DGX)' (DS/M; midpoint of 46-48 effective)"
+#define HW_NODE "docs/reference/hardware.md '8-GPU node fabric (HGX/DGX H100 and H200)' (DS)"
+#define HW_TDP "docs/reference/hardware.md 'TDP' (DS)"
+#define HW_GEMM_FIT "docs/reference/hardware.md 'Compute efficiency': t = t0 + FLOPs/R_max fit of docs/reference/gemm-h100.csv (D)"
+#define HW_GEMM_FP8 "docs/reference/hardware.md 'Compute efficiency': FP8 about 1400 (H100) / 1450 (H200) TFLOP/s (M)"
+#define HW_TILE "docs/reference/hardware.md 'Compute efficiency': tiles = ceil(M/128)*ceil(N/256) (D)"
+#define HW_LAUNCH "docs/reference/hardware.md 'Kernel launch': raw launch host cost ~3 us (M)"
+#define HW_RING "docs/reference/hardware.md 'NCCL's ring kernels on 8x H100 use 24 channels' (NCCL logs)"
+#define HW_NVLS "docs/reference/hardware.md 'NVLS uses 16' (NCCL src/transport/nvls.cc)"
 #define HW_RING_BW                                                                               \
-	"nccl-model.md 'Worked figures': 12 searched channels x 30 GB/s, duplicated to 24 = 360 GB/s " \
+	"docs/reference/nccl-model.md 'Worked figures': 12 searched channels x 30 GB/s, duplicated to 24 = 360 GB/s " \
 	"(30 = the largest search speed <= 370.8/12)"
 #define HW_NVLS_BW                                                                               \
-	"D: 300 GB/s makes nccl-model.md's NVLS formula (bw * 0.85 * 15/16 * 2) give its worked "    \
+	"D: 300 GB/s makes docs/reference/nccl-model.md's NVLS formula (bw * 0.85 * 15/16 * 2) give its worked "    \
 	"476-480 GB/s all-reduce busBW"
 
 #define HOPPER_COMMON_SOURCES                                                                    \
@@ -138,7 +138,7 @@ static const rm_hw_profile profiles[] = {
 		.nccl_ring_busbw_GBps = 360,
 		.nccl_nvls_bw_GBps = 300,
 		.source = {HOPPER_COMMON_SOURCES,
-			   [RM_HW_p2p_GBps] = "hardware.md 'raw P2P copy, one direction' (~380, assumed equal to H100)"},
+			   [RM_HW_p2p_GBps] = "docs/reference/hardware.md 'raw P2P copy, one direction' (~380, assumed equal to H100)"},
 	},
 	{
 		.name = "a100-sxm-80gb",
@@ -175,20 +175,20 @@ static const rm_hw_profile profiles[] = {
 		.nccl_nvls_bw_GBps = 0,
 		.source = {
 			HOPPER_COMMON_SOURCES,
-			[RM_HW_fp8_TFLOPs] = "hardware.md 'FP8 tensor, dense': n/a on A100 (DS)",
+			[RM_HW_fp8_TFLOPs] = "docs/reference/hardware.md 'FP8 tensor, dense': n/a on A100 (DS)",
 			[RM_HW_hbm_achievable_GBps] =
-				"D: not sourced in hardware.md; 2039 * (2900/3350), the H100 measured/peak ratio",
+				"D: not sourced in docs/reference/hardware.md; 2039 * (2900/3350), the H100 measured/peak ratio",
 			[RM_HW_p2p_GBps] = "D: not sourced; 240 * (380/370.8), the H100 measured/NCCL ratio",
 			[RM_HW_h2d_GBps] = "D: not sourced; 32 * (51/64), the H100 measured/PCIe ratio",
 			[RM_HW_d2h_GBps] = "D: not sourced; 32 * (52/64), the H100 measured/PCIe ratio",
-			[RM_HW_nic_GBps] = "hardware.md 'scale-out NIC per GPU': 200 Gb/s HDR = 25 GB/s raw; "
+			[RM_HW_nic_GBps] = "docs/reference/hardware.md 'scale-out NIC per GPU': 200 Gb/s HDR = 25 GB/s raw; "
 					   "D: * 47/50 as on NDR",
 			[RM_HW_gemm_bf16_TFLOPs] = "D: not sourced; 312 * (790/989.4), the H100 achievable/peak ratio",
-			[RM_HW_gemm_fp8_TFLOPs] = "hardware.md: no FP8 tensor cores on A100 (DS)",
+			[RM_HW_gemm_fp8_TFLOPs] = "docs/reference/hardware.md: no FP8 tensor cores on A100 (DS)",
 			[RM_HW_nccl_ring_channels] = "assumed equal to H100 (24); not sourced for A100",
-			[RM_HW_nccl_nvls_channels] = "hardware.md: NVLS needs third-generation NVSwitch; none on A100",
-			[RM_HW_nccl_ring_busbw_GBps] = "D: 12 searched channels x 20 GB/s (NCCL models A100 NVLink as 12 x 20 = 240, hardware.md)",
-			[RM_HW_nccl_nvls_bw_GBps] = "no NVLS on A100 (hardware.md)",
+			[RM_HW_nccl_nvls_channels] = "docs/reference/hardware.md: NVLS needs third-generation NVSwitch; none on A100",
+			[RM_HW_nccl_ring_busbw_GBps] = "D: 12 searched channels x 20 GB/s (NCCL models A100 NVLink as 12 x 20 = 240, docs/reference/hardware.md)",
+			[RM_HW_nccl_nvls_bw_GBps] = "no NVLS on A100 (docs/reference/hardware.md)",
 		},
 	},
 };

@@ -1,8 +1,8 @@
 /*
  * NCCL's collective cost model (remora/nccl.h). Constants and formulas from
- * shared/reference/nccl-model.md (NVIDIA/nccl src/graph/tuning.cc, enqueue.cc); multi-node
- * fabric figures from shared/reference/hardware.md; size efficiencies fitted from
- * shared/reference/nccl-h100-8gpu.csv. Every number below names its source.
+ * docs/reference/nccl-model.md (NVIDIA/nccl src/graph/tuning.cc, enqueue.cc); multi-node
+ * fabric figures from docs/reference/hardware.md; size efficiencies fitted from
+ * data/reference/nccl-h100-8gpu.csv. Every number below names its source.
  */
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +31,7 @@ struct rm_nccl_constants {
 	float net_post_us;               /* network posting overhead per inter-node step (Intel) */
 };
 
-/* nccl-model.md 'Latency constants' and 'Bandwidth', read at NCCL ~2.30; applies from 2.23. */
+/* docs/reference/nccl-model.md 'Latency constants' and 'Bandwidth', read at NCCL ~2.30; applies from 2.23. */
 static const rm_nccl_constants k_2_28 = {
 	.version = "2.28",
 	.major = 2,
@@ -45,7 +45,7 @@ static const rm_nccl_constants k_2_28 = {
 		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 14.0f},
 			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}},
 	},
-	/* llMaxBws Hopper row {141, 45, 35}: nccl-model.md (141 on one node); tuning.cc table */
+	/* llMaxBws Hopper row {141, 45, 35}: docs/reference/nccl-model.md (141 on one node); tuning.cc table */
 	.ll_max_bw = {141.0f, 45.0f, 35.0f},
 	.ll_frac_ag_rs = 0.5f,
 	.ll_frac_ar = 0.5f,
@@ -57,7 +57,7 @@ static const rm_nccl_constants k_2_28 = {
 	.net_post_us = 1.0f,
 };
 
-/* nccl-model.md: "v2.21 had Tree-Simple base 0 with hw latency 28". */
+/* docs/reference/nccl-model.md 'Latency constants' and 'Corrections': Tree Simple base 0, hw latency 28 us. */
 static const rm_nccl_constants k_2_21 = {
 	.version = "2.21",
 	.major = 2,
@@ -82,7 +82,7 @@ static const rm_nccl_constants k_2_21 = {
 	.net_post_us = 1.0f,
 };
 
-/* nccl-model.md: "v2.18 had NVLS base 23", llMaxBw 87.7 on one Hopper node, LL scaled by 1/3
+/* docs/reference/nccl-model.md 'Latency constants': NVLS 23 us in 2.18; llMaxBw 87.7 on one Hopper node, LL scaled by 1/3
  * (all-gather, reduce-scatter) or 1/4 (all-reduce) in the older tuning.cc. */
 static const rm_nccl_constants k_2_18 = {
 	.version = "2.18",
@@ -110,29 +110,29 @@ static const rm_nccl_constants k_2_18 = {
 
 static const rm_nccl_constants *const tables[] = {&k_2_18, &k_2_21, &k_2_28};
 
-/* Threads per channel and bytes per thread before NCCL adds a channel (nccl-model.md
+/* Threads per channel and bytes per thread before NCCL adds a channel (docs/reference/nccl-model.md
  * 'Channels and SMs'; enqueue.cc NCCL_*_THREAD_THRESHOLD, ring LL scaled by the rank count). */
 static const int proto_threads[NP] = {512, 640, 512};
 static const int proto_thread_threshold[NP] = {8, 8, 64};
 
 /* Ring reduce-scatter busBW by node count on H100 + NDR, 8 GPUs and 8 NICs per node
- * (hardware.md 'Multi-node', github.com/NVIDIA/nccl/issues/1229), as a fraction of the node's
+ * (docs/reference/hardware.md 'Multi-node', github.com/NVIDIA/nccl/issues/1229), as a fraction of the node's
  * NIC bandwidth 8 x 47 GB/s. Below 4 nodes the 4-node value holds (the 2-node all-gather report
- * in hardware.md, 343 GB/s, is 5% lower). */
+ * in docs/reference/hardware.md, 343 GB/s, is 5% lower). */
 static const struct {
 	int nodes;
 	double busbw_GBps;
 } fabric_curve[] = {{4, 360}, {8, 345}, {16, 320}, {32, 300}, {64, 280}, {128, 260}};
 #define REF_NODE_NIC_GBps (8.0 * 47.0)
 
-/* NVLS all-reduce busBW by GPUs in the node relative to 8 (hardware.md '8-GPU node fabric',
+/* NVLS all-reduce busBW by GPUs in the node relative to 8 (docs/reference/hardware.md '8-GPU node fabric',
  * github.com/NVIDIA/nccl/issues/1455): ~370 for 2-4 GPUs, 420/440/460/480 for 5/6/7/8. */
 static const double nvls_gpu_curve[9] = {0, 0, 370, 370, 370, 420, 440, 460, 480};
 
 /*
  * Calibrated efficiency of the bandwidth term by message size: measured bandwidth over the raw
  * model's, eff = (bytes / (t_measured - latency_model)) / algbw_model, for the rows of
- * reference/nccl-h100-8gpu.csv of 4 MiB and above (smaller rows are latency-bound or the
+ * data/reference/nccl-h100-8gpu.csv of 4 MiB and above (smaller rows are latency-bound or the
  * single-process launch floor). Linear in log2(bytes) between points, flat outside, capped at 1.
  */
 typedef struct eff_point {
@@ -415,7 +415,7 @@ static topo topo_of(const rm_nccl_model *m, const rm_coll_query *q)
 }
 
 /* Channels NCCL launches for this size: it drops channels while each thread would get less than
- * its threshold of bytes (nccl-model.md 'Channels and SMs'). */
+ * its threshold of bytes (docs/reference/nccl-model.md 'Channels and SMs'). */
 static int launched_channels(int full, rm_nccl_algo algo, rm_nccl_proto proto, int ranks, int64_t bytes)
 {
 	if (algo == RM_NCCL_ALGO_NVLS || algo == RM_NCCL_ALGO_NVLS_TREE)

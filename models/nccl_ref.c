@@ -6,7 +6,7 @@
 
 #include "remora/nccl.h"
 
-#define LAUNCH_FLOOR_MAX_US 46.0 /* reference/nccl-h100-8gpu.csv header: "~35 us launch floor" */
+#define LAUNCH_FLOOR_MAX_US 46.0 /* data/reference/nccl-h100-8gpu.csv header: "~35 us launch floor" */
 
 bool rm_nccl_ref_is_launch_floor(const rm_nccl_ref_row *row, double predicted_us)
 {

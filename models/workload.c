@@ -9,7 +9,7 @@
  *   and PV); its backward 2.5x that (five matmuls instead of two: recomputed QK^T, dV, dP, dQ, dK;
  *   Dao 2023, FlashAttention-2, section 3). Causal attention attends s*(s+1)/2 pairs, a sliding
  *   window w attends min(i+1, w) keys at query i. Unfused attention computes all s*s scores.
- * - What the backward pass keeps follows Korthikanti et al. 2022 (reference/activation-memory.md):
+ * - What the backward pass keeps follows Korthikanti et al. 2022 (docs/reference/activation-memory.md):
  *   a norm keeps its input, a projection its input (for the weight gradient), QK^T its two inputs,
  *   softmax its output, dropout its 1-byte mask, PV its two inputs, an activation its input,
  *   flash attention q, k, v, its output and the fp32 log-sum-exp per (row, head).
@@ -135,7 +135,7 @@ static const struct {
 	const char *alias;
 	const char *canonical;
 } checkpoint_aliases[] = {
-	/* MaxText layers' checkpoint_name tags (reference/remat-policies.md, MaxText section). */
+	/* MaxText layers' checkpoint_name tags (docs/reference/remat-policies.md, MaxText section). */
 	{"query_proj", "dot_attention_query"}, {"key_proj", "dot_attention_key"},
 	{"value_proj", "dot_attention_value"}, {"out_proj", "dot_attention_out"},
 	{"context", "attention_context"},      {"mlpwi_0", "dot_mlp_gate"},

@@ -346,7 +346,7 @@ static rm_remat_policy *maxtext_policy(const char *name, int column, rm_error *e
 		const char *offload[9];
 		int kind; /* -1: names; else a kind without names */
 	} table[] = {
-		/* reference/remat-policies.md, MaxText section */
+		/* docs/reference/remat-policies.md, MaxText section */
 		{"minimal", {"query_proj", "key_proj", "value_proj", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo"}, {0}, -1},
 		{"minimal_with_context",
 		 {"query_proj", "key_proj", "value_proj", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo", "context"}, {0}, -1},

@@ -11,11 +11,11 @@
 
 #include "remora/schedule.h"
 
-/* XLA's default LHS cost units when no profile is given (reference/seed.md mechanism 6). */
+/* XLA's default LHS cost units when no profile is given (docs/reference/seed.md mechanism 6). */
 #define UNITS_ASYNC_COLLECTIVE 5000.0
 #define UNITS_LIBRARY_CALL 1000.0 /* cuBLAS / cuDNN */
 #define UNITS_LOOP_FUSION 1000.0
-/* XLA's default base of the memory limit: 80% of device memory (seed.md mechanism 4). */
+/* XLA's default base of the memory limit: 80% of device memory (docs/reference/seed.md mechanism 4). */
 #define DEVICE_MEMORY_FRACTION 0.8
 
 static const char *const reason_names[RM_SYNC_REASON_COUNT] = {

@@ -1,5 +1,5 @@
 /*
- * The result of a run as JSON (DESIGN.md contract 3; remora/sim.h rm_sim_result_json).
+ * The result of a run as JSON (docs/design.md contract 3; remora/sim.h rm_sim_result_json).
  */
 #include <string.h>
 

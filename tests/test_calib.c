@@ -238,7 +238,7 @@ static void import_and_fit_real_log(const char *db_path, const char *profile)
 	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
 	cr_assert_not_null(db, "%s", err.msg);
 	rm_calib_import_stats s;
-	/* the log forced NCCL_ALGO=ring (reference/nccl-tests-logs/README.md) */
+	/* the log forced NCCL_ALGO=ring (data/reference/README.md) */
 	cr_assert_eq(rm_calib_import_nccl_tests(db, real_log(path, sizeof(path)), "ring", 0, &s, &err), RM_OK, "%s",
 		     err.msg);
 	cr_assert_eq(s.measurements, 62); /* 31 rows, out-of-place and in-place */
@@ -556,7 +556,7 @@ Test(calib, collective_fit_recovers_regimes)
 
 static const int64_t gemm_dims[] = {512, 1024, 2048, 3072, 4096, 8192};
 
-/* hardware.md: t0 ~ 6 us, R ~ 790 TFLOP/s; H100 tiles 128x256 on 132 SMs */
+/* docs/reference/hardware.md: t0 ~ 6 us, R ~ 790 TFLOP/s; H100 tiles 128x256 on 132 SMs */
 static double true_gemm_us(int64_t m, int64_t n, int64_t k)
 {
 	double tiles = ceil(m / 128.0) * ceil(n / 256.0);
@@ -591,7 +591,7 @@ Test(calib, line_and_interference_fits_recover_parameters)
 	double x[32], y[32], c0, c1, rms;
 	rm_error err;
 	rm_error_clear(&err);
-	/* HBM copy: 2 us + bytes / 4010 GB/s (hardware.md, H200 BabelStream copy) */
+	/* HBM copy: 2 us + bytes / 4010 GB/s (docs/reference/hardware.md, H200 BabelStream copy) */
 	int n = 0;
 	for (double b = 1 << 20; b <= 4.0 * (1 << 30); b *= 2)
 		x[n] = b, y[n] = noisy(rng, 2.0 + b / 4010e3, 0.005), n++;
@@ -736,7 +736,7 @@ Test(calib, jsonl_fit_resolves_into_the_profile, .init = make_dir, .fini = clean
 	cr_assert_eq(rm_calib_fit_value(spec, "launch.graph", "per_kernel_us", &graph_us, &err), RM_OK, "%s", err.msg);
 	cr_assert_lt(fabs(graph_us - 0.9) / 0.9, 0.05, "%.3f us per kernel in a graph", graph_us);
 	cr_assert_eq(rm_calib_fit_value(spec, "interference.nccl", "slowdown", &graph_us, &err), RM_NOT_FOUND);
-	cr_assert_not_null(strstr(hw.source[RM_HW_sm_count], "hardware.md"), "%s", hw.source[RM_HW_sm_count]);
+	cr_assert_not_null(strstr(hw.source[RM_HW_sm_count], "docs/reference/hardware.md"), "%s", hw.source[RM_HW_sm_count]);
 	/* the 2-GPU all-reduce fit reproduces the synthetic curve */
 	for (int64_t b = 4096; b <= (INT64_C(1) << 30); b *= 16) {
 		rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, b, 2, 1);
@@ -773,7 +773,7 @@ Test(calib, a_failed_fit_keeps_the_others, .init = make_dir, .fini = cleanup_dir
 	snprintf(spec, sizeof(spec), "%s:one-hbm", db_path);
 	rm_hw_profile hw;
 	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, NULL, &err), RM_OK, "%s", err.msg);
-	cr_assert_eq(hw.hbm_achievable_GBps, 4010, "H200 default kept (hardware.md)");
+	cr_assert_eq(hw.hbm_achievable_GBps, 4010, "H200 default kept (docs/reference/hardware.md)");
 	cr_assert_lt(fabs(hw.gemm_bf16_TFLOPs - 790) / 790, 0.03);
 }
 
@@ -852,8 +852,8 @@ Test(calib, cli_errors_name_the_position, .init = make_dir, .fini = cleanup_dir)
 
 Test(calib, gemm_fit_on_the_reference_table, .init = make_dir, .fini = cleanup_dir)
 {
-	/* tests/data/calib/gemm-h100-reference.jsonl: reference/gemm-h100.csv's BF16 and FP8 rows
-	 * (xla, mamf, azure) as times; hardware.md: t0 ~ 6 us, R ~ 790 TFLOP/s BF16, ~1400 FP8 */
+	/* tests/data/calib/gemm-h100-reference.jsonl: docs/reference/gemm-h100.csv's BF16 and FP8 rows
+	 * (xla, mamf, azure) as times; docs/reference/hardware.md: t0 ~ 6 us, R ~ 790 TFLOP/s BF16, ~1400 FP8 */
 	char db_path[256], path[1024], spec[300];
 	tmp_path("calib.db", db_path, sizeof(db_path));
 	rm_error err;
@@ -869,7 +869,7 @@ Test(calib, gemm_fit_on_the_reference_table, .init = make_dir, .fini = cleanup_d
 	cr_assert_eq(rm_calib_fit(db, &fo, &rep, &err), RM_OK, "%s", err.msg);
 	for (int i = 0; i < rep.n_results; i++)
 		if (!strncmp(rep.results[i].model, "gemm.", 5))
-			cr_assert_lt(rep.results[i].fit_error, 0.10, "%s: relative RMS %.3f (hardware.md: within ~10%%)",
+			cr_assert_lt(rep.results[i].fit_error, 0.10, "%s: relative RMS %.3f (docs/reference/hardware.md: within ~10%%)",
 				     rep.results[i].model, rep.results[i].fit_error);
 	rm_calib_fit_report_finish(&rep);
 	rm_calib_db_close(db);

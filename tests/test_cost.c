@@ -1,4 +1,4 @@
-/* Unit tests of the default cost model (models/cost.c) against shared/reference figures. */
+/* Unit tests of the default cost model (models/cost.c) against docs/reference figures. */
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -12,7 +12,7 @@ static const rm_hw_profile *h100(void)
 	return hw;
 }
 
-/* reference/gemm-h100.csv, bf16 rows (xla and mamf), K >= 512: within 10%. */
+/* docs/reference/gemm-h100.csv, bf16 rows (xla and mamf), K >= 512: within 10%. */
 Test(cost, gemm_matches_reference_table)
 {
 	static const struct {
@@ -53,7 +53,7 @@ Test(cost, gemm_formula_by_hand)
 Test(cost, memory_bound_and_copies)
 {
 	const rm_hw_profile *hw = h100();
-	/* hardware.md: HBM achievable 2.90 TB/s: 2.9 MB read + 2.9 MB written take 2 us. */
+	/* docs/reference/hardware.md: HBM achievable 2.90 TB/s: 2.9 MB read + 2.9 MB written take 2 us. */
 	rm_elementwise_cost e = {.bytes_read = 2900000, .bytes_written = 2900000};
 	cr_assert_float_eq(rm_cost_elementwise_s(&e, hw), 2e-6, 1e-18);
 	/* Pinned copies: H2D 51 GB/s, D2H 52 GB/s; D2D reads and writes every byte. */
@@ -66,7 +66,7 @@ Test(cost, memory_bound_and_copies)
 }
 
 /* The cost model's collectives are NCCL's model (remora/nccl.h), calibrated: the same time and
- * channels as rm_nccl_estimate, and the large rows of reference/nccl-h100-8gpu.csv within 5%. */
+ * channels as rm_nccl_estimate, and the large rows of data/reference/nccl-h100-8gpu.csv within 5%. */
 Test(cost, collectives_follow_the_nccl_model)
 {
 	const rm_hw_profile *hw = h100();
@@ -75,7 +75,7 @@ Test(cost, collectives_follow_the_nccl_model)
 		int64_t bytes;
 		double us;
 	} rows[] = {
-		/* reference/nccl-h100-8gpu.csv (all_gather/reduce_scatter ring, all_reduce default) */
+		/* data/reference/nccl-h100-8gpu.csv (all_gather/reduce_scatter ring, all_reduce default) */
 		{RM_COLL_ALL_GATHER, 16777216, 70.7},
 		{RM_COLL_ALL_GATHER, 1073741824, 2727},
 		{RM_COLL_ALL_GATHER, 8589934592, 20935},
@@ -111,7 +111,7 @@ Test(cost, collective_channels)
 {
 	const rm_hw_profile *hw = h100();
 	rm_collective_cost c = {.op = RM_COLL_ALL_GATHER, .bytes = 1 << 30, .group_size = 8, .span = 1};
-	cr_assert_eq(rm_cost_collective_channels(&c, hw), 24); /* hardware.md: 24 of 132 */
+	cr_assert_eq(rm_cost_collective_channels(&c, hw), 24); /* docs/reference/hardware.md: 24 of 132 */
 	c.op = RM_COLL_ALL_REDUCE;
 	cr_assert_eq(rm_cost_collective_channels(&c, hw), 16); /* NVLS */
 	c.op = RM_COLL_REDUCE_SCATTER;

@@ -94,7 +94,7 @@ Test(engine, in_order_stream_and_exact_event_wait)
 }
 
 /* A GEMM of duration T overlapped for its whole length by a collective holding 24 of 132 SMs
- * takes T * 132/108 (hardware.md: NCCL ring on 8x H100 uses 24 channels = 24 SMs). */
+ * takes T * 132/108 (docs/reference/hardware.md: NCCL ring on 8x H100 uses 24 channels = 24 SMs). */
 Test(engine, gemm_slowed_by_collective_sms)
 {
 	rm_program *p = rm_program_create("overlap");
@@ -127,7 +127,7 @@ Test(engine, memory_bound_kernels_share_hbm)
 	rm_program *p = rm_program_create("hbm");
 	rm_program_add_stream(p, "s0", RM_STREAM_COMPUTE, 0);
 	rm_program_add_stream(p, "s1", RM_STREAM_COMPUTE, 0);
-	/* hardware.md: 2.90 TB/s achievable: 2.9 MB is exactly 1 us alone, 8.7 MB 3 us. */
+	/* docs/reference/hardware.md: 2.90 TB/s achievable: 2.9 MB is exactly 1 us alone, 8.7 MB 3 us. */
 	rm_program_op_desc d = rm_program_op_desc_init("a", RM_COST_ELEMENTWISE, 0);
 	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 2900000};
 	rm_program_add_op(p, &d);
@@ -144,7 +144,7 @@ Test(engine, memory_bound_kernels_share_hbm)
 }
 
 /* CUDA_DEVICE_MAX_CONNECTIONS=1: a collective launched after a long GEMM on another stream
- * starts after it; with 8 queues it starts at once (hardware.md, Megatron-LM issue 533). */
+ * starts after it; with 8 queues it starts at once (docs/reference/hardware.md, Megatron-LM issue 533). */
 Test(engine, one_hardware_queue_serializes_launch_order)
 {
 	rm_program *p = rm_program_create("queues");

@@ -1,14 +1,17 @@
-/* Embedded hardware profiles: values from reference/hardware.md, every value sourced. */
+/* Embedded hardware profiles: values from docs/reference/hardware.md, every value sourced. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "remora/hw.h"
 
 Test(hw, h100_datasheet_values)
 {
 	const rm_hw_profile *hw = rm_hw_profile_find("h100-sxm", NULL);
 	cr_assert_not_null(hw);
-	/* hardware.md rows: SMs 132; BF16 dense 989.4; HBM peak 3.35 TB/s, BabelStream 2.90 TB/s */
+	/* docs/reference/hardware.md rows: SMs 132; BF16 dense 989.4; HBM peak 3.35 TB/s, BabelStream 2.90 TB/s */
 	cr_assert_eq(hw->sm_count, 132);
 	cr_assert_float_eq(hw->bf16_TFLOPs, 989.4, 1e-9);
 	cr_assert_float_eq(hw->hbm_peak_GBps, 3350, 1e-9);
@@ -84,4 +87,81 @@ Test(hw, memory_budget_of_a_training_gpu)
 	rm_memory_budget u = rm_memory_budget_with_headroom(h100, 8, 1, INT64_C(4) << 30);
 	cr_assert(u.headroom_set);
 	cr_assert_eq(u.usable_bytes, (int64_t)h100->hbm_bytes - (INT64_C(4) << 30));
+}
+
+/* The text of SOURCE_ROOT/rel (REMORA_SOURCE_DATA_DIR's parent is the source tree), or NULL. */
+static char *source_file(const char *rel)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/../%s", REMORA_SOURCE_DATA_DIR, rel);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+	char chunk[4096];
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (len + n + 1 > cap) {
+			cap = 2 * (len + n + 1);
+			buf = realloc(buf, cap);
+			cr_assert_not_null(buf);
+		}
+		memcpy(buf + len, chunk, n);
+		len += n;
+	}
+	fclose(f);
+	if (!buf)
+		buf = calloc(1, 1);
+	buf[len] = '\0';
+	return buf;
+}
+
+/*
+ * Every "docs/reference/FILE" a profile's source string cites (what `remora hw show` prints)
+ * is a file of the source tree, and a row quoted after it ("FILE 'ROW'") is in that file. A row
+ * ends at a quote followed by a space, ':', ',', ')' or the end (so "NCCL's" stays inside).
+ */
+Test(hw, cited_reference_files_and_rows_exist)
+{
+	static const char prefix[] = "docs/reference/";
+	int files = 0, rows = 0;
+	for (size_t i = 0; i < rm_hw_profile_count(); i++) {
+		const rm_hw_profile *hw = rm_hw_profile_at(i);
+		for (int f = 0; f < RM_HW_FIELD_COUNT; f++) {
+			const char *src = hw->source[f];
+			for (const char *at = strstr(src, prefix); at; at = strstr(at + 1, prefix)) {
+				size_t n = strlen(prefix);
+				while (at[n] && (strchr("-_.", at[n]) || (at[n] >= 'a' && at[n] <= 'z') ||
+						 (at[n] >= '0' && at[n] <= '9')))
+					n++;
+				while (n > 0 && at[n - 1] == '.')
+					n--; /* a full stop ending the sentence */
+				char rel[256];
+				cr_assert_lt(n, sizeof(rel));
+				memcpy(rel, at, n);
+				rel[n] = '\0';
+				char *text = source_file(rel);
+				cr_assert_not_null(text, "%s.%s cites %s, which is not in the source tree: %s", hw->name,
+						   rm_hw_field_info_at((rm_hw_field)f)->key, rel, src);
+				files++;
+				if (at[n] == ' ' && at[n + 1] == '\'') {
+					const char *row = at + n + 2, *end = row;
+					while (*end && !(end[0] == '\'' && (strchr(" :,)", end[1]) || end[1] == '\0')))
+						end++;
+					cr_assert_eq(*end, '\'', "unterminated row in %s", src);
+					char want[256];
+					cr_assert_lt((size_t)(end - row), sizeof(want));
+					memcpy(want, row, (size_t)(end - row));
+					want[end - row] = '\0';
+					cr_assert_not_null(strstr(text, want), "%s.%s: row '%s' is not in %s", hw->name,
+							   rm_hw_field_info_at((rm_hw_field)f)->key, want, rel);
+					rows++;
+				}
+				free(text);
+			}
+		}
+	}
+	/* h100-sxm alone cites hardware.md for some thirty fields, most with a quoted row */
+	cr_assert_gt(files, 60, "%d citations checked", files);
+	cr_assert_gt(rows, 50, "%d quoted rows checked", rows);
 }

@@ -1,6 +1,6 @@
 /*
- * NCCL collective model: the worked figures of reference/nccl-model.md, the rows of
- * reference/nccl-h100-8gpu.csv, hardware.md's multi-node figures, and bad input.
+ * NCCL collective model: the worked figures of docs/reference/nccl-model.md, the rows of
+ * data/reference/nccl-h100-8gpu.csv, docs/reference/hardware.md's multi-node figures, and bad input.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -36,7 +36,7 @@ static double pair_time(const rm_nccl_model *m, rm_coll coll, int64_t bytes, rm_
 
 Test(nccl, ring_all_gather_latency_per_protocol)
 {
-	/* nccl-model.md worked figures: 10.8 / 27.3 / 32.2 us (base + 7 steps x NVLink hop) */
+	/* docs/reference/nccl-model.md worked figures: 10.8 / 27.3 / 32.2 us (base + 7 steps x NVLink hop) */
 	rm_nccl_model m = model_of("h100-sxm", "2.28", false);
 	const double want[3] = {10.8, 27.3, 32.2};
 	for (int p = 0; p < RM_NCCL_PROTO_COUNT; p++) {
@@ -49,7 +49,7 @@ Test(nccl, ring_all_gather_latency_per_protocol)
 
 Test(nccl, nvls_all_reduce_busbw)
 {
-	/* nccl-model.md: NVLS all-reduce busBW ~476 GB/s (measured 480) */
+	/* docs/reference/nccl-model.md: NVLS all-reduce busBW ~476 GB/s (measured 480) */
 	rm_nccl_model m = model_of("h100-sxm", NULL, false);
 	rm_coll_estimate e;
 	cr_assert_geq(pair_time(&m, RM_COLL_ALL_REDUCE, INT64_C(1) << 34, RM_NCCL_ALGO_NVLS,
@@ -78,7 +78,7 @@ static double crossover(const rm_nccl_model *m, rm_coll coll, rm_nccl_algo aa, r
 Test(nccl, all_gather_protocol_switch_points)
 {
 	rm_nccl_model m = model_of("h100-sxm", NULL, false);
-	/* nccl-model.md: LL -> LL128 at ~4.6 MB. By hand: 16.5 us / (1/161.1 - 1/378.5) GB/s^-1 */
+	/* docs/reference/nccl-model.md: LL -> LL128 at ~4.6 MB. By hand: 16.5 us / (1/161.1 - 1/378.5) GB/s^-1 */
 	double ll_ll128 = crossover(&m, RM_COLL_ALL_GATHER, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL,
 				    RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128);
 	cr_assert_lt(rel(ll_ll128, 4.6e6), 0.02, "LL->LL128 at %.3g B", ll_ll128);
@@ -96,7 +96,7 @@ Test(nccl, all_gather_protocol_switch_points)
 
 Test(nccl, all_gather_16MB_worked_figure)
 {
-	/* nccl-model.md: model all-gather at 16 MB 71.6 us (measured 70.7), LL128 */
+	/* docs/reference/nccl-model.md: model all-gather at 16 MB 71.6 us (measured 70.7), LL128 */
 	for (int cal = 0; cal < 2; cal++) {
 		rm_nccl_model m = model_of("h100-sxm", NULL, cal);
 		rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, 16 * RM_MiB, 8, 1);
@@ -117,7 +117,7 @@ static void load_reference(rm_nccl_ref_row **rows, int *n)
 	rm_error err;
 	rm_error_clear(&err);
 	cr_assert_eq(rm_nccl_ref_load(path, rows, n, &err), RM_OK, "%s", err.msg);
-	cr_assert_eq(*n, 38, "38 rows in reference/nccl-h100-8gpu.csv");
+	cr_assert_eq(*n, 38, "38 rows in data/reference/nccl-h100-8gpu.csv");
 }
 
 Test(nccl, reference_rows_within_tolerance)
@@ -172,7 +172,7 @@ Test(nccl, raw_model_ring_rows_within_ten_percent)
 
 Test(nccl, held_out_log_sizes)
 {
-	/* Sizes of reference/nccl-tests-logs/h100-8gpu-all_gather_ring.out (out-of-place time) that
+	/* Sizes of data/reference/h100-8gpu-all_gather_ring.out (out-of-place time) that
 	 * are not rows of the CSV the efficiencies were fitted on. */
 	static const struct {
 		int64_t bytes;
@@ -192,7 +192,7 @@ Test(nccl, held_out_log_sizes)
 
 Test(nccl, reduce_scatter_busbw_falls_with_nodes)
 {
-	/* hardware.md 'Multi-node': ring reduce-scatter busBW 4 -> 360, 8 -> 345, 16 -> 320,
+	/* docs/reference/hardware.md 'Multi-node': ring reduce-scatter busBW 4 -> 360, 8 -> 345, 16 -> 320,
 	 * 32 -> 300 GB/s (8 GPUs and 8 NDR NICs per node); here at 8 GiB */
 	static const struct {
 		int nodes;
@@ -215,7 +215,7 @@ Test(nccl, reduce_scatter_busbw_falls_with_nodes)
 
 Test(nccl, nvls_tree_across_two_nodes)
 {
-	/* hardware.md: 2 x 8 H100 all-reduce busBW ~470 GB/s with NVLS-tree */
+	/* docs/reference/hardware.md: 2 x 8 H100 all-reduce busBW ~470 GB/s with NVLS-tree */
 	rm_nccl_model m = model_of("h100-sxm", NULL, true);
 	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, INT64_C(8) << 30, 16, 2);
 	rm_coll_estimate e;

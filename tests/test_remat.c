@@ -123,7 +123,7 @@ Test(remat, everything_saveable_keeps_every_residual)
 
 Test(remat, seed_report_names)
 {
-	/* reference/seed.md: save_only_these_names with the four names of the report */
+	/* docs/reference/seed.md: save_only_these_names with the four names of the report */
 	rm_workload *wl = llama("llama-2-7b", true);
 	const rm_graph *g = &wl->layer;
 	rm_remat_plan plan = plan_of(g, "save_only_these_names('dot_mlp_out', 'dot_attention_value', "

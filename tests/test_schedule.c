@@ -1,5 +1,5 @@
 /*
- * The XLA-style scheduler on the seed scenario (reference/seed.md): what stays async, what turns
+ * The XLA-style scheduler on the seed scenario (docs/reference/seed.md): what stays async, what turns
  * synchronous and why, saved bytes and collective bytes computed by hand; scenario errors.
  */
 #include <criterion/criterion.h>

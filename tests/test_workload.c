@@ -1,6 +1,6 @@
 /*
- * Workload model: exact parameter counts (reference/models.csv), activation bytes
- * (reference/activation-memory.md), FLOPs and static memory, each computed by hand.
+ * Workload model: exact parameter counts (docs/reference/models.csv), activation bytes
+ * (docs/reference/activation-memory.md), FLOPs and static memory, each computed by hand.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -26,7 +26,7 @@ static rm_workload *build(const rm_model_config *m, rm_train_config t)
 	return wl;
 }
 
-/* reference/models.csv, column params, every row. */
+/* docs/reference/models.csv, column params, every row. */
 Test(workload, parameter_counts_match_models_csv)
 {
 	static const struct {
@@ -47,7 +47,7 @@ Test(workload, parameter_counts_match_models_csv)
 	}
 }
 
-/* reference/activation-memory.md row 1: s*b*h*(34 + 5*a*s/h) with unfused attention and dropout. */
+/* docs/reference/activation-memory.md row 1: s*b*h*(34 + 5*a*s/h) with unfused attention and dropout. */
 static void check_gpt2_unfused(int64_t s, int64_t b)
 {
 	rm_model_config m = preset("gpt-2");

@@ -4,7 +4,7 @@
 
 #include "remora/xla_flags.h"
 
-/* reference/seed.md 'Setup', the XLA flags verbatim, as one XLA_FLAGS string */
+/* docs/reference/seed.md 'Setup', the XLA flags verbatim, as one XLA_FLAGS string */
 static const char *seed_flags =
 	"--xla_gpu_graph_level=0 --xla_gpu_enable_latency_hiding_scheduler=true "
 	"--xla_gpu_enable_all_gather_combine_by_dim=false "

@@ -1,7 +1,7 @@
 /*
  * cuBLASLt GEMM, BF16 and FP8 (E4M3 inputs, BF16 output), "TN" layout as FP8 requires:
  * D[m,n] = A^T[m,k] . B[k,n], FP32 accumulation. The shape grid holds squares for the fit of
- * t = t0 + FLOPs/R (hardware.md "Compute efficiency") and the GEMMs of the shipped models
+ * t = t0 + FLOPs/R (docs/reference/hardware.md "Compute efficiency") and the GEMMs of the shipped models
  * (data/models/NAME.json) at 4096 tokens: fused QKV, attention output, gate+up, down, LM head.
  * Row: {"benchmark":"gemm","params":{"dtype","m","n","k","batch":1},"value":us}.
  */

@@ -1,7 +1,7 @@
 /*
  * Interference: a BF16 GEMM timed alone, next to a kernel that holds k SMs (k = 8, 16, 24, 32)
  * on a high-priority stream, and, with 2 or more GPUs, next to a running NCCL all-gather
- * (hardware.md "Compute/communication interference": NCCL's CTAs each hold an SM).
+ * (docs/reference/hardware.md "Compute/communication interference": NCCL's CTAs each hold an SM).
  * The SM holder launches k blocks that each ask for the whole opt-in shared memory, so exactly
  * one fits per SM and no GEMM block can share it; the blocks signal through mapped host memory
  * that they run, and spin until the host says stop (or 10 s pass).

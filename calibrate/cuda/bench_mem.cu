@@ -1,7 +1,7 @@
 /*
  * Memory and launch benchmarks:
  * - hbm: BabelStream's copy (c = a) and triad (a = b + s*c) over doubles; params.bytes = bytes
- *   moved (2 or 3 arrays), rows "hbm_copy" / "hbm_triad" (hardware.md: H200 copy 4.01 TB/s);
+ *   moved (2 or 3 arrays), rows "hbm_copy" / "hbm_triad" (docs/reference/hardware.md: H200 copy 4.01 TB/s);
  * - launch: N empty kernels back to back, without and with a CUDA graph; rows "launch",
  *   params {kernels, graph}, value = all N (the fit's slope is the time per kernel);
  * - host copies: pinned host memory, one direction at a time and both at once on two streams;

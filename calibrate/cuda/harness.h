@@ -1,7 +1,7 @@
 /*
  * remora-calibrate: the microbenchmark harness (private to calibrate/cuda/).
  *
- * One harness, one descriptor per benchmark (STYLE.md; nccl-tests' struct testColl in
+ * One harness, one descriptor per benchmark (after nccl-tests' struct testColl in
  * src/common.h and its TimeTest/BenchTime in src/common.cu): a benchmark lists its cases, sets
  * one up, runs one iteration on a stream, and tears it down; the harness warms up, times the
  * iterations with CUDA events and writes one JSON line per case in the format

@@ -2,7 +2,7 @@
  * remora/calib.h — the calibration database, its importers and fits (calibrate/).
  *
  * What it does: stores what a real machine measured (the microbenchmarks of calibrate/cuda/ as
- * JSON lines, or nccl-tests logs) in an SQLite database (DESIGN.md contract 4), fits the cost
+ * JSON lines, or nccl-tests logs) in an SQLite database (docs/design.md contract 4), fits the cost
  * models' parameters to those measurements with GSL, and resolves a hardware specification such
  * as "h100-sxm" (an embedded default) or "calib.db:NAME" (that default overridden by the fitted
  * values of profile NAME, plus per-size-regime collective overrides for the NCCL model).
@@ -181,7 +181,7 @@ typedef struct rm_calib_gemm_point {
 /*
  * GEMM efficiency model of models/cost.c: t_us = t0_us + FLOPs * q / (R * 1e6), FLOPs =
  * 2*batch*m*n*k, q the wave quantization ceil(tiles/sms)*sms/tiles for tiles =
- * batch*ceil(m/tile_m)*ceil(n/tile_n) (hardware.md "Compute efficiency"). Fitted linearly in
+ * batch*ceil(m/tile_m)*ceil(n/tile_n) (docs/reference/hardware.md "Compute efficiency"). Fitted linearly in
  * (t0, 1/R). Fails with fewer than 2 points or 2 distinct FLOP counts (message says so).
  */
 rm_status rm_calib_fit_gemm(const rm_calib_gemm_point *pts, int n, double sm_count, double tile_m,

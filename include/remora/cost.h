@@ -7,8 +7,8 @@
  * left). Contention between concurrent ops (fewer SMs, shared HBM, NVLink, PCIe) is the engine's
  * business, not the cost model's.
  *
- * A cost model is a const table of function pointers (STYLE.md "Layers meet at small
- * interfaces"), so calibration or an NCCL-aware collective model can replace the default one
+ * A cost model is a const table of function pointers (as wlroots' backend
+ * interface), so calibration or an NCCL-aware collective model can replace the default one
  * without touching the engine. rm_cost_model_default() implements the first models:
  * - GEMM: t = t0 + FLOPs / R * q, with q the wave-quantization factor (see rm_cost_gemm_s);
  * - attention: like a GEMM of the attention FLOPs, or its HBM bytes if that is slower;
@@ -84,7 +84,7 @@ typedef struct rm_attention_cost {
 	bool backward; /* backward pass: 2.5x the forward FLOPs (flash attention convention) */
 } rm_attention_cost;
 
-/* The cost inputs of one op (DESIGN.md contract 2); the member named by kind is meaningful. */
+/* The cost inputs of one op (docs/design.md contract 2); the member named by kind is meaningful. */
 typedef struct rm_cost_op {
 	rm_cost_kind kind;
 	union {
@@ -141,8 +141,8 @@ double rm_cost_gemm_flops(const rm_gemm_shape *g);
  *           else ceil(tiles / sms) * sms / tiles (the idle share of the last wave)
  *   t     = gemm_overhead_us + FLOPs / (R * sms / sm_count) * q
  * R is gemm_bf16_TFLOPs (fp8: gemm_fp8_TFLOPs; fp32: tf32_TFLOPs * R/bf16 peak). Source:
- * hardware.md "Compute efficiency" (t0 = 6 us, R = 790 TFLOP/s, tile 128x256); errors against
- * gemm-h100.csv are tabulated in docs/sim.md (within 10% for K >= 512, fast for small K).
+ * docs/reference/hardware.md "Compute efficiency" (t0 = 6 us, R = 790 TFLOP/s, tile 128x256); errors against
+ * docs/reference/gemm-h100.csv are tabulated in docs/sim.md (within 10% for K >= 512, fast for small K).
  */
 double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms);
 /* Attention FLOPs: forward 4*b*heads*s*s*d (halved when causal; a fused kernel with a causal
@@ -162,7 +162,7 @@ double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw);
  */
 double rm_cost_collective_s(const rm_collective_cost *c, const rm_hw_profile *hw);
 /* NCCL channels (= SMs held for the collective's whole duration) of the pair NCCL picks, fewer
- * for small messages (nccl-model.md "Channels and SMs"); 0 for group_size 1. */
+ * for small messages (docs/reference/nccl-model.md "Channels and SMs"); 0 for group_size 1. */
 int rm_cost_collective_channels(const rm_collective_cost *c, const rm_hw_profile *hw);
 
 #endif /* REMORA_COST_H */

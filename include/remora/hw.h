@@ -2,7 +2,7 @@
  * remora/hw.h — hardware profiles: the figures every cost model reads (models/hw.c).
  *
  * A profile is a plain value: the embedded defaults below come from
- * shared/reference/hardware.md, each field carrying the row it was taken from; calibration
+ * docs/reference/hardware.md, each field carrying the row it was taken from; calibration
  * (calibrate/) copies a default and overrides fields with fitted values, replacing their sources.
  *
  * Units are in the field names: _TFLOPs = 10^12 FLOP/s (dense, no sparsity), _GBps = 10^9 B/s
@@ -63,7 +63,7 @@ typedef struct rm_hw_profile {
 #define RM_HW_FIELD_MEMBER(f, unit, desc) double f;
 	RM_HW_FIELDS(RM_HW_FIELD_MEMBER)
 #undef RM_HW_FIELD_MEMBER
-	/* Where each value comes from: "hardware.md <row> (DS|M|NCCL|D)" or a calibration fit. */
+	/* Where each value comes from: "docs/reference/hardware.md <row> (DS|M|NCCL|D)" or a calibration fit. */
 	const char *source[RM_HW_FIELD_COUNT];
 } rm_hw_profile;
 

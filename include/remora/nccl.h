@@ -2,16 +2,16 @@
  * remora/nccl.h — collective cost model faithful to NCCL (models/nccl.c).
  *
  * What it does: predicts the time of an NCCL collective the way NCCL's own tuner does
- * (shared/reference/nccl-model.md, from NVIDIA/nccl src/graph/tuning.cc): for every enabled
+ * (docs/reference/nccl-model.md, from NVIDIA/nccl src/graph/tuning.cc): for every enabled
  * (algorithm, protocol) pair, time = latency + bytes / algorithm bandwidth, and NCCL runs the
  * fastest. Algorithms: ring, tree (all-reduce), NVLS and NVLS-tree (NVLink SHARP on
  * third-generation NVSwitch); protocols LL, LL128, Simple. Intra-node links are NVLink/NVSwitch,
  * inter-node links the NICs; the inter-node ring bandwidth follows the measured fabric curve of
- * hardware.md (reduce-scatter busBW by node count) rather than NCCL's optimistic estimate.
+ * docs/reference/hardware.md (reduce-scatter busBW by node count) rather than NCCL's optimistic estimate.
  *
  * Two flavours: the raw NCCL model (what NCCL itself believes), and the calibrated model, which
  * multiplies the bandwidth term by a measured efficiency per message size (the pipeline-fill
- * ramp NCCL's model ignores; fitted from reference/nccl-h100-8gpu.csv, like NCCL's own
+ * ramp NCCL's model ignores; fitted from data/reference/nccl-h100-8gpu.csv, like NCCL's own
  * treeCorrectionFactor) and applies fitted overrides from the calibration database.
  *
  * Units: bytes as nccl-tests counts them (the full buffer: all-gather output, reduce-scatter
@@ -104,7 +104,7 @@ typedef struct rm_nccl_model {
  * Initialises a model for a hardware profile and an NCCL version ("2.28", "2.28.9", "2.18.3";
  * NULL = 2.28, the version shipped with CUDA 13.0 here). Constants exist for 2.18 (NVLS base
  * latency 23 us, LL capped at 87.7 GB/s and scaled 1/3 or 1/4), 2.21 (Tree/Simple base 0 with
- * 28 us per hop) and 2.23 onwards (the tables of nccl-model.md); versions in between take the
+ * 28 us per hop) and 2.23 onwards (the tables of docs/reference/nccl-model.md); versions in between take the
  * nearest older table. calibrated starts true. RM_INVALID for an unparsable or pre-2.18 version.
  */
 rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, const char *version,
@@ -156,7 +156,7 @@ double rm_nccl_pair_time(const rm_nccl_model *model, const rm_coll_query *q, rm_
 			 rm_nccl_proto proto, rm_coll_estimate *est);
 
 
-/* ---- reference measurements (reference/nccl-h100-8gpu.csv format) ---- */
+/* ---- reference measurements (data/reference/nccl-h100-8gpu.csv format) ---- */
 
 /* One row: collective, algo ("ring" forced or "default" = NCCL's choice), bytes, time, busBW. */
 typedef struct rm_nccl_ref_row {
@@ -176,7 +176,7 @@ typedef struct rm_nccl_ref_row {
 rm_status rm_nccl_ref_load(const char *path, rm_nccl_ref_row **rows, int *count, rm_error *err);
 
 /*
- * Whether a row is the single-process launch floor noted in reference/nccl-h100-8gpu.csv: a
+ * Whether a row is the single-process launch floor noted in data/reference/nccl-h100-8gpu.csv: a
  * forced-ring row (measured with one process driving 8 GPUs) of at most 46 us where the model
  * predicts less than 80% of it, i.e. the ~35 us launch cost, not the collective, is measured.
  */

@@ -1,6 +1,6 @@
 /*
  * remora/program.h — the schedule program: the IR that the engine (sim/) simulates and the
- * executor (exec/) runs on GPUs. DESIGN.md contract 2; sim/program.c, sim/program_json.c.
+ * executor (exec/) runs on GPUs. docs/design.md contract 2; sim/program.c, sim/program_json.c.
  *
  * A program is four arrays, each entity referred to by its index (its "id" in JSON):
  * - streams: in-order queues of ops (CUDA streams), with a kind (compute, collective, copy) and a

@@ -8,7 +8,7 @@
  * decoder layer's op graph (remora/workload.h), the fate of every forward value the backward pass
  * needs: kept as the scan carry, saved on device, offloaded to pinned host memory, or recomputed.
  *
- * Semantics (reference/remat-policies.md, JAX's jax.checkpoint_policies):
+ * Semantics (docs/reference/remat-policies.md, JAX's jax.checkpoint_policies):
  * - A value the backward needs (a residual) is saved when the policy saves it, offloaded when the
  *   policy offloads it, and otherwise recomputed in the backward pass. Recomputing a value needs
  *   its producer's inputs, which are in turn saved, offloaded or recomputed by the same rule, so

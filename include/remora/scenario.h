@@ -1,5 +1,5 @@
 /*
- * remora/scenario.h — scenario files (DESIGN.md contract 1; schedules/scenario.c).
+ * remora/scenario.h — scenario files (docs/design.md contract 1; schedules/scenario.c).
  *
  * A scenario is YAML (JSON accepted) with these keys; every one can be overridden on the command
  * line with --set KEY=VALUE (VALUE is YAML: 4, true, bf16, [a, b], "--xla_...").

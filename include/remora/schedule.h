@@ -2,7 +2,7 @@
  * remora/schedule.h — from a workload, a remat policy and XLA flags to the schedule program of a
  * whole training step (schedules/scheduler.c), predicting what XLA's GPU compiler would run.
  *
- * What it models (reference/seed.md 'The mechanism'):
+ * What it models (docs/reference/seed.md 'The mechanism'):
  * 1. FSDP collectives per layer: an all-gather of the layer's bf16 weights before its forward,
  *    again before its backward (and recompute); a reduce-scatter of its weight gradients; an
  *    all-reduce of the replicated norm weights' gradients; the embedding and head likewise; the

@@ -45,7 +45,7 @@ typedef struct rm_candidate {
 	char key[RM_SHA256_HEX]; /* SHA-256 of the resolved scenario's digest and this configuration */
 } rm_candidate;
 
-/* A candidate's result (DESIGN.md contract 3, flattened). */
+/* A candidate's result (docs/design.md contract 3, flattened). */
 typedef struct rm_candidate_result {
 	rm_candidate c;
 	bool ok;

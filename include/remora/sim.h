@@ -118,7 +118,7 @@ const rm_program *rm_sim_program(const rm_sim *sim);
 const rm_hw_profile *rm_sim_hw(const rm_sim *sim);
 
 /*
- * The result of the last run as JSON (DESIGN.md contract 3, schema "remora.result/1"): seconds,
+ * The result of the last run as JSON (docs/design.md contract 3, schema "remora.result/1"): seconds,
  * bytes, counts; sync_reasons counts the sync_reason of each collective on a compute stream
  * ("unspecified" when the program gives none). New reference; NULL never (allocation aborts).
  */

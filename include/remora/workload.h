@@ -13,7 +13,7 @@
  * - A backward op lists the forward values it needs (its residuals). The bytes of the distinct
  *   residuals of one layer are what the layer keeps for the backward pass when nothing is
  *   recomputed; for GPT-2 with unfused attention and dropout they equal
- *   s*b*h*(34 + 5*a*s/h) (Korthikanti et al. 2022; reference/activation-memory.md row 1).
+ *   s*b*h*(34 + 5*a*s/h) (Korthikanti et al. 2022; docs/reference/activation-memory.md row 1).
  * - Shapes and sizes are per GPU: FSDP shards parameters and optimizer state, not the batch
  *   (each GPU runs its own micro_batch sequences through the whole layer).
  *
@@ -115,7 +115,7 @@ typedef struct rm_param_count {
 	int64_t nonembedding;
 } rm_param_count;
 
-/* Exact parameter count of a model (reference/models.csv conventions). */
+/* Exact parameter count of a model (docs/reference/models.csv conventions). */
 rm_param_count rm_model_param_count(const rm_model_config *model);
 
 typedef enum rm_optimizer {
@@ -260,7 +260,7 @@ bool rm_graph_value_is_residual(const rm_graph *g, int v);
 
 /*
  * Model FLOPs per token of training (forward + backward, no recompute), PaLM appendix B
- * convention (reference/activation-memory.md): 6 * N_nonembedding + 12 * L * a*d * s, attention
+ * convention (docs/reference/activation-memory.md): 6 * N_nonembedding + 12 * L * a*d * s, attention
  * counted non-causally; a*d equals h for every shipped model. Used for MFU.
  */
 double rm_workload_model_flops_per_token(const rm_workload *wl);

@@ -6,7 +6,7 @@
  * Flags XLA has but remora does not model are kept and reported (XLA has hundreds); malformed
  * ones are errors naming the flag.
  *
- * Modelled flags (openxla/xla xla/debug_options_flags.cc; seed.md lists the ones of the report):
+ * Modelled flags (openxla/xla xla/debug_options_flags.cc; docs/reference/seed.md lists the ones of the report):
  *   xla_gpu_enable_latency_hiding_scheduler, xla_gpu_enable_pipelined_collectives,
  *   xla_gpu_enable_pipelined_all_gather, xla_gpu_enable_pipelined_reduce_scatter,
  *   xla_gpu_enable_pipelined_all_reduce, xla_gpu_enable_while_loop_double_buffering,

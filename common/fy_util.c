@@ -1,6 +1,9 @@
 /* libfyaml helpers (common/fy_util.h). */
 #include "common/fy_util.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 void rm__fy_node_position(struct fy_node *n, int *line, int *col)
 {
 	*line = *col = 0;
@@ -23,4 +26,177 @@ void rm__fy_node_position(struct fy_node *n, int *line, int *col)
 	enum fy_node_style st = fy_node_get_style(n);
 	if ((st == FYNS_DOUBLE_QUOTED || st == FYNS_SINGLE_QUOTED) && *col > 1)
 		(*col)--;
+}
+
+int rm__fy_directive_line(const char *text, size_t len)
+{
+	size_t i = 0;
+	if (len >= 3 && (unsigned char)text[0] == 0xef && (unsigned char)text[1] == 0xbb &&
+	    (unsigned char)text[2] == 0xbf)
+		i = 3;
+	int line = 1;
+	bool at_start = true;
+	for (; i < len; i++) {
+		char c = text[i];
+		if (at_start && c == '%')
+			return line;
+		at_start = c == '\n' || c == '\r';
+		/* "\r\n" is one line break */
+		if (c == '\n' || (c == '\r' && (i + 1 >= len || text[i + 1] != '\n')))
+			line++;
+	}
+	return 0;
+}
+
+/* ---- locating a node by path in the event stream ---- */
+
+#define PATH_MAX_COMPONENTS 32
+#define PATH_MAX_DEPTH 256
+
+typedef struct path_component {
+	char text[256];
+	size_t len;
+} path_component;
+
+/* Splits "/a/1/\"b c\"" into components; false when the path is too deep or too long. */
+static bool split_path(const char *path, path_component *comps, int *n)
+{
+	*n = 0;
+	const char *p = path;
+	while (*p) {
+		if (*p == '/') {
+			p++;
+			continue;
+		}
+		if (*n == PATH_MAX_COMPONENTS)
+			return false;
+		path_component *c = &comps[(*n)++];
+		c->len = 0;
+		bool quoted = *p == '"';
+		if (quoted)
+			p++;
+		while (*p && (quoted ? *p != '"' : *p != '/')) {
+			if (c->len + 1 >= sizeof(c->text))
+				return false;
+			c->text[c->len++] = *p++;
+		}
+		if (quoted && *p == '"')
+			p++;
+		c->text[c->len] = '\0';
+	}
+	return true;
+}
+
+typedef struct path_frame {
+	bool is_map;
+	bool want_key;    /* mapping: the next node is a key */
+	bool key_matches; /* mapping: the current key is the path's next component */
+	bool on_path;     /* the container is the node at path[0..level) */
+	int level;
+	long index; /* sequence: the next item's index */
+} path_frame;
+
+static void event_position(struct fy_event *e, int *line, int *col)
+{
+	const struct fy_mark *m = fy_event_start_mark(e);
+	*line = m ? m->line + 1 : 0;
+	*col = m ? m->column + 1 : 0;
+	if (e->type == FYET_SCALAR && *col > 1) {
+		enum fy_scalar_style st = fy_token_scalar_style(e->scalar.value);
+		/* the mark of a quoted scalar is its first character, after the quote */
+		if (st == FYSS_SINGLE_QUOTED || st == FYSS_DOUBLE_QUOTED)
+			(*col)--;
+	}
+}
+
+static bool index_matches(const path_component *c, long index)
+{
+	if (c->len == 0 || c->len > 18)
+		return false;
+	long v = 0;
+	for (size_t i = 0; i < c->len; i++) {
+		if (c->text[i] < '0' || c->text[i] > '9')
+			return false;
+		v = v * 10 + (c->text[i] - '0');
+	}
+	return v == index;
+}
+
+bool rm__fy_path_position(const char *text, size_t len, bool json, const char *path, bool key, int *line,
+			  int *column)
+{
+	*line = *column = 0;
+	path_component comps[PATH_MAX_COMPONENTS];
+	int n;
+	if (!split_path(path ? path : "", comps, &n) || (key && n == 0) || rm__fy_directive_line(text, len))
+		return false;
+	struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | (json ? FYPCF_JSON_FORCE : FYPCF_DEFAULT_VERSION_AUTO)};
+	struct fy_parser *fyp = fy_parser_create(&cfg);
+	if (!fyp)
+		return false;
+	if (fy_parser_set_string(fyp, text, len) != 0) {
+		fy_parser_destroy(fyp);
+		return false;
+	}
+	path_frame *stack = calloc(PATH_MAX_DEPTH, sizeof(*stack));
+	int depth = 0;
+	bool found = false, done = false;
+	struct fy_event *e;
+	while (!done && stack && (e = fy_parser_parse(fyp)) != NULL) {
+		enum fy_event_type t = e->type;
+		bool node = t == FYET_SCALAR || t == FYET_ALIAS || t == FYET_MAPPING_START || t == FYET_SEQUENCE_START;
+		if (node) {
+			path_frame *parent = depth > 0 && depth <= PATH_MAX_DEPTH ? &stack[depth - 1] : NULL;
+			bool on_path = false;
+			int level = 0;
+			if (depth == 0) {
+				on_path = true;
+			} else if (parent && parent->is_map && parent->want_key) {
+				parent->want_key = false;
+				parent->key_matches = false;
+				if (parent->on_path && parent->level < n && t == FYET_SCALAR) {
+					size_t klen = 0;
+					const char *k = fy_token_get_text(e->scalar.value, &klen);
+					const path_component *c = &comps[parent->level];
+					parent->key_matches = k && klen == c->len && memcmp(k, c->text, klen) == 0;
+					if (parent->key_matches && key && parent->level + 1 == n) {
+						event_position(e, line, column);
+						found = done = true;
+					}
+				}
+			} else if (parent && parent->is_map) {
+				on_path = parent->on_path && parent->key_matches && parent->level < n;
+				level = parent->level + 1;
+				parent->want_key = true;
+			} else if (parent) {
+				on_path = parent->on_path && parent->level < n &&
+					  index_matches(&comps[parent->level], parent->index);
+				level = parent->level + 1;
+				parent->index++;
+			}
+			if (!done && on_path && level == n && !key) {
+				event_position(e, line, column);
+				found = done = true;
+			}
+			if (t == FYET_MAPPING_START || t == FYET_SEQUENCE_START) {
+				if (depth < PATH_MAX_DEPTH)
+					stack[depth] = (path_frame){.is_map = t == FYET_MAPPING_START,
+								    .want_key = true,
+								    .on_path = on_path,
+								    .level = level};
+				depth++;
+			}
+		} else if (t == FYET_MAPPING_END || t == FYET_SEQUENCE_END) {
+			if (depth > 0)
+				depth--;
+		} else if (t == FYET_DOCUMENT_END) {
+			done = true;
+		}
+		fy_parser_event_free(fyp, e);
+	}
+	free(stack);
+	fy_parser_destroy(fyp);
+	if (!found)
+		*line = *column = 0;
+	return found;
 }

@@ -1,18 +1,23 @@
 /*
- * Schedule program JSON (remora/program.h): reading with jansson (syntax errors carry the
- * parser's line:column; semantic errors the JSON path, e.g. "ops[12].inputs[1]"), and writing.
- * The format is documented in docs/sim.md.
+ * Schedule program JSON (remora/program.h): reading with jansson, and writing. Syntax errors
+ * carry jansson's line:column. Semantic errors name the JSON path of the offending value
+ * ("ops[12].inputs[1]: unknown tensor 99"); jansson keeps no positions for values, so the
+ * line:column of that path is looked up afterwards in libfyaml's events over the same text
+ * (common/fy_util.h). The format is documented in docs/sim.md.
  */
+#include <ctype.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fy_util.h"
 #include "remora/program.h"
 
 typedef struct reader {
 	const char *file;
 	rm_error *err;
+	char bad_key[128]; /* an unknown key: the error points at the key, not at its object */
 } reader;
 
 /* Every reader helper returns false after setting the error. */
@@ -37,6 +42,7 @@ static bool check_keys(reader *r, json_t *obj, const char *path, const char *con
 					break;
 				len += (size_t)w;
 			}
+			snprintf(r->bad_key, sizeof(r->bad_key), "%s", key);
 			return FAIL(RM_UNKNOWN_KEY, "%s: unknown key '%s' (expected one of: %s)", path,
 				    key, list);
 		}
@@ -452,6 +458,63 @@ static bool read_program(reader *r, json_t *root, rm_program *prog)
 	return ok;
 }
 
+/*
+ * The JSON path an error message starts with ("ops[12].inputs[1]: ...", "(top level): ...")
+ * as libfyaml's node path ("/ops/12/inputs/1", "/"); false when the message names no path.
+ */
+static bool message_path(const char *msg, char *out, size_t size)
+{
+	static const char top[] = "(top level)";
+	size_t o = 0, i = 0;
+	out[o++] = '/';
+	if (strncmp(msg, top, sizeof(top) - 1) == 0) {
+		i = sizeof(top) - 1;
+		if (msg[i] == '.')
+			i++;
+	}
+	for (; msg[i] && msg[i] != ':'; i++) {
+		char c = msg[i];
+		if (o + 2 >= size)
+			return false;
+		if (c == '.' || c == '[') {
+			out[o++] = '/';
+		} else if (c == ']') {
+			if (msg[i + 1] && msg[i + 1] != '.' && msg[i + 1] != '[' && msg[i + 1] != ':')
+				return false;
+		} else if (isalnum((unsigned char)c) || c == '_') {
+			out[o++] = c;
+		} else {
+			return false;
+		}
+	}
+	if (msg[i] != ':')
+		return false;
+	out[o] = '\0';
+	return true;
+}
+
+/* Gives a semantic error without a position the line:column of the value its path names. */
+static void locate_error(const reader *r, const char *text, size_t len)
+{
+	rm_error *err = r->err;
+	if (!err || err->line > 0)
+		return;
+	char path[256];
+	if (!message_path(err->msg, path, sizeof(path)))
+		return;
+	if (r->bad_key[0]) {
+		size_t u = strlen(path);
+		if (snprintf(path + u, sizeof(path) - u, "%s%s", u > 1 ? "/" : "", r->bad_key) >=
+		    (int)(sizeof(path) - u))
+			return;
+	}
+	int line, col;
+	if (rm__fy_path_position(text, len, true, path, r->bad_key[0] != '\0', &line, &col)) {
+		err->line = line;
+		err->column = col;
+	}
+}
+
 rm_program *rm_program_parse(const char *text, size_t len, const char *file, rm_error *err)
 {
 	reader rd = {.file = file, .err = err};
@@ -465,7 +528,10 @@ rm_program *rm_program_parse(const char *text, size_t len, const char *file, rm_
 	rm_program *prog = rm_program_create(NULL);
 	bool ok = read_program(&rd, root, prog);
 	json_decref(root);
-	if (!ok || rm_program_validate(prog, file, err) != RM_OK) {
+	if (ok)
+		ok = rm_program_validate(prog, file, err) == RM_OK;
+	if (!ok) {
+		locate_error(&rd, text, len);
 		rm_program_destroy(prog);
 		return NULL;
 	}

@@ -327,9 +327,108 @@ static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const cha
 	return RM_OK;
 }
 
+/*
+ * The n-th (1-based) line whose first non-blank character is ':' or '?' followed by a blank or the
+ * end (the last such line when there are fewer): a mapping entry with an empty key, which
+ * libfyaml's nodes give no position.
+ */
+static void empty_key_line(const char *text, size_t len, int nth, int *line, int *col)
+{
+	int ln = 1, seen = 0;
+	for (size_t i = 0; i < len; i++) {
+		size_t j = i;
+		while (j < len && (text[j] == ' ' || text[j] == '\t'))
+			j++;
+		if (j < len && (text[j] == ':' || text[j] == '?') && (j + 1 == len || strchr(" \t\r\n", text[j + 1]))) {
+			*line = ln;
+			*col = (int)(j - i) + 1;
+			if (++seen == nth)
+				return;
+		}
+		while (i < len && text[i] != '\n')
+			i++;
+		ln++;
+	}
+}
+
+/* A duplicate key anywhere in the tree under n; *empties counts empty keys met on the way. */
+static struct fy_node *find_duplicate(struct fy_node *n, int *empties)
+{
+	if (fy_node_is_sequence(n)) {
+		for (int i = 0; i < fy_node_sequence_item_count(n); i++) {
+			struct fy_node *d = find_duplicate(fy_node_sequence_get_by_index(n, i), empties);
+			if (d)
+				return d;
+		}
+		return NULL;
+	}
+	if (!fy_node_is_mapping(n))
+		return NULL;
+	int count = fy_node_mapping_item_count(n);
+	for (int i = 0; i < count; i++) {
+		struct fy_node_pair *p = fy_node_mapping_get_by_index(n, i);
+		struct fy_node *k = fy_node_pair_key(p);
+		const char *kt = scalar(k);
+		if (!k || (kt && !*kt))
+			(*empties)++;
+		for (int j = 0; j < i; j++)
+			if (fy_node_compare(fy_node_pair_key(fy_node_mapping_get_by_index(n, j)), k))
+				return k ? k : n;
+		struct fy_node *d = find_duplicate(fy_node_pair_value(p), empties);
+		if (d)
+			return d;
+	}
+	return NULL;
+}
+
+/*
+ * libfyaml 0.7.12 rejects a document with a duplicate empty key (two lines starting with ':')
+ * without a diagnostic. Rebuilt with duplicates allowed, the document shows which key it was.
+ */
+static void undiagnosed_failure(const char *text, size_t len, bool json, int *line, int *col, char *what,
+				size_t size)
+{
+	*line = *col = 0;
+	snprintf(what, size, "syntax error");
+	struct fy_parse_cfg pcfg = {
+		.flags = FYPCF_QUIET | FYPCF_ALLOW_DUPLICATE_KEYS |
+			 (json ? FYPCF_JSON_FORCE : FYPCF_DEFAULT_VERSION_AUTO),
+	};
+	struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
+	if (!doc)
+		return;
+	int empties = 0;
+	struct fy_node *dup = find_duplicate(fy_document_root(doc), &empties);
+	if (dup) {
+		const char *kt = scalar(dup);
+		if (kt && *kt) {
+			node_pos(dup, line, col);
+			snprintf(what, size, "duplicate key \"%s\"", kt);
+		} else {
+			empty_key_line(text, len, empties, line, col);
+			snprintf(what, size, "duplicate empty key (a line that starts with ':' or '?')");
+		}
+	}
+	fy_document_destroy(doc);
+}
+
 static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm_error *err, const char *path,
 				     const char *set)
 {
+	/* libfyaml 0.7.12 loops for ever on a directive line followed by malformed UTF-8 ("%\xd0") */
+	int directive = rm__fy_directive_line(text, len);
+	if (directive) {
+		if (set)
+			rm_error_set(err, RM_PARSE, NULL, 0, 0,
+				     "--set %s: a value starting a line with '%%' is a YAML directive, which remora does "
+				     "not read (quote the value if it is text)",
+				     set);
+		else
+			rm_error_set(err, RM_PARSE, path, directive, 1,
+				     "invalid YAML: a line starting with '%%' is a YAML directive (such as %%YAML 1.2), "
+				     "which remora does not read; remove it");
+		return NULL;
+	}
 	struct fy_diag_cfg dcfg;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
@@ -345,12 +444,15 @@ static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm
 	if (!doc) {
 		void *it = NULL;
 		struct fy_diag_error *e = diag ? fy_diag_errors_iterate(diag, &it) : NULL;
+		int line = e ? e->line : 0, col = e ? e->column : 0;
+		char what[128];
+		snprintf(what, sizeof(what), "%s", e && e->msg ? e->msg : "syntax error");
+		if (!e || !e->msg)
+			undiagnosed_failure(text, len, json, &line, &col, what, sizeof(what));
 		if (set)
-			rm_error_set(err, RM_PARSE, NULL, 0, 0, "--set %s: the value is not valid YAML%s%s", set,
-				     e && e->msg ? ": " : "", e && e->msg ? e->msg : "");
+			rm_error_set(err, RM_PARSE, NULL, 0, 0, "--set %s: the value is not valid YAML: %s", set, what);
 		else
-			rm_error_set(err, RM_PARSE, path, e ? e->line : 0, e ? e->column : 0, "%s: %s",
-				     json ? "invalid JSON" : "invalid YAML", e && e->msg ? e->msg : "syntax error");
+			rm_error_set(err, RM_PARSE, path, line, col, "%s: %s", json ? "invalid JSON" : "invalid YAML", what);
 	}
 	fy_diag_destroy(diag);
 	return doc;

@@ -308,6 +308,37 @@ Test(scenario, bad_files_point_at_the_key)
 	expect_scenario_error("model: llama-2-7b\nscheduler:\n  mode: fast\n", RM_INVALID, 3, 9, "expected xla or ideal");
 }
 
+/*
+ * libfyaml 0.7.12 loops for ever on a YAML directive line followed by malformed UTF-8 (the two
+ * bytes "%\xd0"): scenarios and --set values refuse directive lines before libfyaml sees them.
+ */
+Test(scenario, directive_line_is_refused_not_scanned, .timeout = 5)
+{
+	expect_scenario_error("%\xd0", RM_PARSE, 1, 1, "YAML directive");
+	expect_scenario_error("model: llama-2-7b\n%\xd0", RM_PARSE, 2, 1, "YAML directive");
+	expect_scenario_error("model: llama-2-7b\r%\xd0\n", RM_PARSE, 2, 1, "YAML directive");
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_set(&sc, "training.micro_batch=%\xd0", &err), RM_PARSE);
+	cr_assert(strstr(err.msg, "--set training.micro_batch=%\xd0: ") && strstr(err.msg, "YAML directive"), "%s",
+		  err.msg);
+	cr_assert_eq(rm_scenario_set(&sc, "remat.names=[a,\n%\xd0]", &err), RM_PARSE);
+}
+
+/* A syntax error libfyaml gives no diagnostic for (duplicate empty keys) still gets a position. */
+Test(scenario, undiagnosed_syntax_error_has_a_position)
+{
+	/* the second empty key is line 3; columns count from 1 */
+	expect_scenario_error("model: llama-2-7b\n:\n:\n", RM_PARSE, 3, 1, "duplicate empty key");
+	expect_scenario_error("model: llama-2-7b\ntraining:\n  seq_len: 8\n  :\n  :\n", RM_PARSE, 5, 3,
+			      "duplicate empty key");
+	/* libfyaml's own message and position when it has one */
+	expect_scenario_error("model: llama-2-7b\ntraining: {seq_len: 4096\n", RM_PARSE, 3, 1,
+			      "invalid YAML: missing comma in flow mapping");
+}
+
 Test(scenario, set_overrides_and_their_errors)
 {
 	rm_scenario sc;

@@ -180,12 +180,69 @@ static rm_status copy_string(reader *r, struct fy_node *n, char *dst, size_t siz
 	return RM_OK;
 }
 
+static bool policy_takes_names(const char *p);
+
+/* A policy that build_policy_text passes on unchanged (not a bare name completed by remat.names). */
+static bool policy_is_complete(const char *p)
+{
+	const char *bare = strrchr(p, '.');
+	bare = bare && !strchr(p, '(') ? bare + 1 : p;
+	return strchr(p, '(') || !policy_takes_names(bare);
+}
+
+/*
+ * Where the text of scalar n starts (after a quote), when every character of its value stands at
+ * its own column on one line (no escapes, no folding): then column c of the value is at
+ * *col + c - 1 in the file.
+ */
+static bool scalar_is_verbatim(struct fy_node *n, int *line, int *col)
+{
+	struct fy_token *t = n ? fy_node_get_scalar_token(n) : NULL;
+	const struct fy_mark *s = t ? fy_token_start_mark(t) : NULL, *e = t ? fy_token_end_mark(t) : NULL;
+	size_t len = 0;
+	if (!s || !e || !fy_node_get_scalar(n, &len) || s->line != e->line || e->input_pos - s->input_pos != len)
+		return false;
+	*line = s->line + 1;
+	*col = s->column + 1;
+	return true;
+}
+
+/*
+ * Parses a policy expression where it is written, so that an error points into the expression:
+ * FILE:LINE:COLUMN of the offending character when the scalar maps onto the file one to one,
+ * else the scalar's position and the column inside the expression; --set errors name the
+ * override and that column.
+ */
+static rm_status check_policy(reader *r, struct fy_node *n, const char *expr, const char *what)
+{
+	rm_error perr;
+	rm_error_clear(&perr);
+	rm_remat_policy *p = rm_remat_policy_parse(expr, &perr);
+	if (p) {
+		rm_remat_policy_destroy(p);
+		return RM_OK;
+	}
+	int in = perr.column > 0 ? perr.column : 1;
+	if (r->set)
+		return rm_error_set(r->err, perr.status, NULL, 0, 0, "--set %s: %s: at column %d of the policy: %s",
+				    r->set, what, in, perr.msg);
+	int line, col;
+	if (scalar_is_verbatim(n, &line, &col))
+		return rm_error_set(r->err, perr.status, r->path, line, col + in - 1, "%s: %s", what, perr.msg);
+	node_pos(n, &line, &col);
+	return rm_error_set(r->err, perr.status, r->path, line, col, "%s: at column %d of the policy: %s", what, in,
+			    perr.msg);
+}
+
 static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_node *n)
 {
 	char *base = (char *)sc;
 	switch (k->type) {
 	case K_STR:
-		return copy_string(r, n, base + k->off, k->size, k->path);
+		RM_CHECK(copy_string(r, n, base + k->off, k->size, k->path));
+		if (strcmp(k->path, "remat.policy") == 0 && policy_is_complete(base + k->off))
+			return check_policy(r, n, base + k->off, k->path);
+		return RM_OK;
 	case K_INT: {
 		int64_t v;
 		if (!to_int(n, &v))
@@ -237,6 +294,11 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 				((int64_t *)(base + k->off))[i] = v;
 			} else {
 				RM_CHECK(copy_string(r, item, slot, k->size, k->path));
+				if (strcmp(k->path, "search.policies") == 0) {
+					char what[64];
+					snprintf(what, sizeof(what), "%s[%d]", k->path, i);
+					RM_CHECK(check_policy(r, item, slot, what));
+				}
 				if (k->type == K_NAMES && !rm_checkpoint_canonical(slot) && strcmp(slot, "qkv_proj") != 0)
 					return fail_at(r, item, RM_INVALID,
 						       "%s: unknown checkpoint name \"%s\" (see `remora describe MODEL` for the "
@@ -546,10 +608,16 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 		if (have + n + 1 >= k->size)
 			return rm_error_set(err, RM_RANGE, NULL, 0, 0, "--set %s: value longer than %zu characters", path,
 					    k->size - 1);
+		char *next = rm_xmalloc(k->size);
+		memcpy(next, dst, have);
 		if (append && have)
-			dst[have++] = ' ';
-		memcpy(dst + have, value, n + 1);
-		st = RM_OK;
+			next[have++] = ' ';
+		memcpy(next + have, value, n + 1);
+		st = strcmp(path, "remat.policy") == 0 && policy_is_complete(next) ? check_policy(&r, NULL, next, path)
+										   : RM_OK;
+		if (st == RM_OK)
+			memcpy(dst, next, strlen(next) + 1);
+		free(next);
 	} else {
 		struct fy_document *doc = parse_doc(value, strlen(value), false, err, NULL, assignment);
 		if (!doc)

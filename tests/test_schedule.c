@@ -327,6 +327,39 @@ Test(scenario, directive_line_is_refused_not_scanned, .timeout = 5)
 	cr_assert_eq(rm_scenario_set(&sc, "remat.names=[a,\n%\xd0]", &err), RM_PARSE);
 }
 
+/*
+ * A policy error points into the expression: the scalar's column plus the column inside the
+ * expression when the scalar maps onto the file one to one (plain, or quoted without escapes),
+ * else the scalar and the column inside the expression in words.
+ */
+Test(scenario, policy_errors_point_into_the_expression)
+{
+	/* "  policy: " is 10 characters, "save_only_these_names(" 22: the name is at 3:(11 + 22) */
+	expect_scenario_error("model: llama-2-7b\nremat:\n  policy: save_only_these_names(dot_mlp_outt)\n", RM_INVALID, 3,
+			      33, "remat.policy: policy: expected checkpoint names as strings");
+	/* quoted: the text starts after the quote at column 12, its quote ' at 12 + 22 */
+	expect_scenario_error("model: llama-2-7b\nremat:\n  policy: \"save_only_these_names('dot_mlp_outt')\"\n",
+			      RM_INVALID, 3, 34, "remat.policy: unknown checkpoint name \"dot_mlp_outt\"");
+	/* an escape (\x27 for ') shifts the text: the scalar's quote, and the column in words */
+	expect_scenario_error("model: llama-2-7b\nremat:\n  policy: \"save_only_these_names(\\x27dot_mlp_outt')\"\n",
+			      RM_INVALID, 3, 11, "remat.policy: at column 23 of the policy: unknown checkpoint name");
+	/* search.policies items: "  policies: [nothing_saveable, " is 31 characters, then the quote */
+	expect_scenario_error("model: llama-2-7b\nsearch:\n  policies: [nothing_saveable, \"maxtext:minimall\"]\n",
+			      RM_INVALID, 3, 33, "search.policies[1]: unknown MaxText remat_policy 'minimall'");
+	/* --set names the override and the column */
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_set(&sc, "remat.policy=save_only_these_names(", &err), RM_PARSE);
+	cr_assert(strstr(err.msg, "--set remat.policy=save_only_these_names(: remat.policy: at column 23 of the policy:"),
+		  "%s", err.msg);
+	cr_assert_str_eq(sc.policy, "nothing_saveable", "a refused policy is not stored");
+	cr_assert_eq(rm_scenario_set(&sc, "search.policies=[dots_saveable, torch:ful]", &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "--set search.policies=[dots_saveable, torch:ful]: search.policies[1]: at column 1"),
+		  "%s", err.msg);
+}
+
 /* A syntax error libfyaml gives no diagnostic for (duplicate empty keys) still gets a position. */
 Test(scenario, undiagnosed_syntax_error_has_a_position)
 {

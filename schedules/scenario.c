@@ -582,6 +582,9 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 	bool append = klen > 1 && assignment[klen - 1] == '+';
 	if (append)
 		klen--;
+	if (!append && klen == 1 && assignment[0] == '+')
+		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set expects KEY=VALUE (or xla_flags+=FLAGS), got '%s'",
+				    assignment);
 	if (klen >= sizeof(path))
 		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set: key too long");
 	memcpy(path, assignment, klen);

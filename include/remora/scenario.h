@@ -94,7 +94,11 @@ void rm_scenario_init(rm_scenario *sc);
 rm_status rm_scenario_load(const char *path, rm_scenario *sc, rm_error *err);
 /* Parses scenario text; path names it in errors. */
 rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_scenario *sc, rm_error *err);
-/* Applies one --set KEY=VALUE. */
+/*
+ * Applies one --set KEY=VALUE (VALUE is YAML except for string keys, taken verbatim). Errors:
+ * RM_USAGE for an assignment without '=' or key, RM_UNKNOWN_KEY for a key remora does not have
+ * (both are command-line usage), other statuses for a bad value; messages quote the override.
+ */
 rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err);
 
 /*

@@ -1,4 +1,5 @@
 /* Scenario files (remora/scenario.h): YAML through libfyaml, keys from one table. */
+#include <ctype.h>
 #include <errno.h>
 #include <libfyaml.h>
 #include <libgen.h>
@@ -645,11 +646,48 @@ static const rm_scenario_pos *pos_of(const rm_scenario *sc, const char *key)
 }
 
 /* Re-anchors an error at the scenario key it came from: "FILE:LINE:COL: KEY: message". */
+/* Where word occurs in text as a whole word (not inside a longer name), or NULL. */
+static const char *find_word(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *at = strstr(text, word); at; at = strstr(at + 1, word)) {
+		bool before = at > text && (isalnum((unsigned char)at[-1]) || at[-1] == '_');
+		bool after = isalnum((unsigned char)at[n]) || at[n] == '_';
+		if (!before && !after)
+			return at;
+	}
+	return NULL;
+}
+
+/*
+ * For an error about a whole section ("training": the workload checks its values together), the
+ * key of that section the message names first ("seq_len 4096 exceeds ..."), if it was set.
+ */
+static const rm_scenario_pos *section_key_pos(const rm_scenario *sc, const char *section, const char *msg)
+{
+	size_t sl = strlen(section);
+	const rm_scenario_pos *best = NULL;
+	const char *best_at = NULL;
+	for (int i = 0; i < sc->n_pos; i++) {
+		const char *k = sc->pos[i].key;
+		if (strncmp(k, section, sl) != 0 || k[sl] != '.')
+			continue;
+		const char *at = find_word(msg, k + sl + 1);
+		if (at && (!best_at || at < best_at)) {
+			best = &sc->pos[i];
+			best_at = at;
+		}
+	}
+	return best;
+}
+
 static rm_status at_key(const rm_scenario *sc, const char *key, rm_error *err)
 {
 	if (!err)
 		return RM_INVALID;
 	const rm_scenario_pos *p = pos_of(sc, key);
+	if (!p && (p = section_key_pos(sc, key, err->msg)) != NULL)
+		key = p->key;
 	char msg[sizeof(err->msg)];
 	snprintf(msg, sizeof(msg), "%s", err->msg);
 	int col_in_value = err->column;

@@ -360,6 +360,17 @@ Test(scenario, policy_errors_point_into_the_expression)
 		  "%s", err.msg);
 }
 
+/* Errors the workload finds in the training section point at the key the message names. */
+Test(scenario, training_errors_point_at_the_named_key)
+{
+	/* "  seq_len: " is 11 characters: the value at 3:12 */
+	expect_scenario_error("model: gpt-2\ntraining:\n  seq_len: 4096\n", RM_INVALID, 3, 12,
+			      "training.seq_len: seq_len 4096 exceeds the 1024 learned positions of gpt-2");
+	/* "training: {grad_accum: 512, micro_batch: " is 41 characters: micro_batch's value at 3:42 */
+	expect_scenario_error("model: gpt-2\ncluster: {nodes: 1}\ntraining: {grad_accum: 512, micro_batch: 65536}\n",
+			      RM_RANGE, 3, 42, "training.micro_batch: seq_len 1024 x micro_batch 65536");
+}
+
 /* A syntax error libfyaml gives no diagnostic for (duplicate empty keys) still gets a position. */
 Test(scenario, undiagnosed_syntax_error_has_a_position)
 {

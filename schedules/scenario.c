@@ -88,12 +88,28 @@ void rm_scenario_init(rm_scenario *sc)
 typedef struct reader {
 	const char *path; /* file name, or NULL for --set */
 	const char *set;  /* the --set text */
+	const char *text; /* the file's text, for the position of mappings and lists */
+	size_t len;
+	bool json;
 	rm_error *err;
 } reader;
 
+/* Where a node starts: a scalar by its token, a mapping or list by its '{', '[' or first entry. */
+static void node_pos_in(const reader *r, struct fy_node *n, int *line, int *col)
+{
+	if (r && r->text && n && !fy_node_is_scalar(n)) {
+		char *path = fy_node_get_path(n);
+		bool found = path && rm__fy_path_position(r->text, r->len, r->json, path, false, line, col);
+		free(path);
+		if (found)
+			return;
+	}
+	rm__fy_node_position(n, line, col);
+}
+
 static void node_pos(struct fy_node *n, int *line, int *col)
 {
-	rm__fy_node_position(n, line, col);
+	node_pos_in(NULL, n, line, col);
 }
 
 static rm_status fail_at(reader *r, struct fy_node *n, rm_status st, const char *fmt, ...)
@@ -109,7 +125,7 @@ static rm_status fail_at(reader *r, struct fy_node *n, rm_status st, const char 
 	if (r->set)
 		return rm_error_set(r->err, st, NULL, 0, 0, "--set %s: %s", r->set, msg);
 	int line, col;
-	node_pos(n, &line, &col);
+	node_pos_in(r, n, &line, &col);
 	return rm_error_set(r->err, st, r->path, line, col, "%s", msg);
 }
 
@@ -151,11 +167,11 @@ static bool to_bool(struct fy_node *n, bool *out)
 	return false;
 }
 
-static void record_pos(rm_scenario *sc, const char *path, struct fy_node *n, bool from_set)
+static void record_pos(const reader *r, rm_scenario *sc, const char *path, struct fy_node *n, bool from_set)
 {
 	int line = 0, col = 0;
 	if (!from_set)
-		node_pos(n, &line, &col);
+		node_pos_in(r, n, &line, &col);
 	for (int i = 0; i < sc->n_pos; i++)
 		if (strcmp(sc->pos[i].key, path) == 0) {
 			sc->pos[i].line = line;
@@ -230,7 +246,7 @@ static rm_status check_policy(reader *r, struct fy_node *n, const char *expr, co
 	int line, col;
 	if (scalar_is_verbatim(n, &line, &col))
 		return rm_error_set(r->err, perr.status, r->path, line, col + in - 1, "%s: %s", what, perr.msg);
-	node_pos(n, &line, &col);
+	node_pos_in(r, n, &line, &col);
 	return rm_error_set(r->err, perr.status, r->path, line, col, "%s: at column %d of the policy: %s", what, in,
 			    perr.msg);
 }
@@ -385,7 +401,7 @@ static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const cha
 		if (!vn)
 			return fail_at(r, kn, RM_INVALID, "%s: missing value", path);
 		RM_CHECK(apply(r, sc, k, vn));
-		record_pos(sc, path, vn, false);
+		record_pos(r, sc, path, vn, false);
 	}
 	return RM_OK;
 }
@@ -544,7 +560,7 @@ rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_s
 	struct fy_document *doc = parse_doc(text, len, json, err, path, NULL);
 	if (!doc)
 		return RM_PARSE;
-	reader r = {.path = path, .err = err};
+	reader r = {.path = path, .text = text, .len = len, .json = json, .err = err};
 	rm_status st = RM_OK;
 	struct fy_node *root = fy_document_root(doc);
 	if (!root || !fy_node_is_mapping(root)) {
@@ -631,7 +647,7 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 		fy_document_destroy(doc);
 	}
 	if (st == RM_OK)
-		record_pos(sc, path, NULL, true);
+		record_pos(&r, sc, path, NULL, true);
 	return st;
 }
 

@@ -371,6 +371,16 @@ Test(scenario, training_errors_point_at_the_named_key)
 			      RM_RANGE, 3, 42, "training.micro_batch: seq_len 1024 x micro_batch 65536");
 }
 
+/* Mappings and lists are pointed at by their '{', '[' or '-' (an empty one had no position). */
+Test(scenario, collections_point_at_their_start)
+{
+	/* "  names: " is 9 characters: the '{' at 3:10 */
+	expect_scenario_error("model: gpt-2\nremat:\n  names: {}\n", RM_INVALID, 3, 10, "remat.names: expected a list");
+	/* "training: " is 10: the '[' at 2:11, not the 1 at 2:12 */
+	expect_scenario_error("model: gpt-2\ntraining: [1, 2]\n", RM_INVALID, 2, 11, "training: expected a mapping");
+	expect_scenario_error("model: gpt-2\ntraining:\n  - 1\n", RM_INVALID, 3, 3, "training: expected a mapping");
+}
+
 /* A syntax error libfyaml gives no diagnostic for (duplicate empty keys) still gets a position. */
 Test(scenario, undiagnosed_syntax_error_has_a_position)
 {

@@ -343,9 +343,10 @@ Test(scenario, policy_errors_point_into_the_expression)
 	/* an escape (\x27 for ') shifts the text: the scalar's quote, and the column in words */
 	expect_scenario_error("model: llama-2-7b\nremat:\n  policy: \"save_only_these_names(\\x27dot_mlp_outt')\"\n",
 			      RM_INVALID, 3, 11, "remat.policy: at column 23 of the policy: unknown checkpoint name");
-	/* search.policies items: "  policies: [nothing_saveable, " is 31 characters, then the quote */
+	/* search.policies items: "  policies: [nothing_saveable, " is 31 characters, then the quote;
+	 * the text starts at 33 and the unknown name after "maxtext:" (8) at 41 */
 	expect_scenario_error("model: llama-2-7b\nsearch:\n  policies: [nothing_saveable, \"maxtext:minimall\"]\n",
-			      RM_INVALID, 3, 33, "search.policies[1]: unknown MaxText remat_policy 'minimall'");
+			      RM_INVALID, 3, 41, "search.policies[1]: unknown MaxText remat_policy 'minimall'");
 	/* --set names the override and the column */
 	rm_scenario sc;
 	rm_error err;
@@ -356,7 +357,7 @@ Test(scenario, policy_errors_point_into_the_expression)
 		  "%s", err.msg);
 	cr_assert_str_eq(sc.policy, "nothing_saveable", "a refused policy is not stored");
 	cr_assert_eq(rm_scenario_set(&sc, "search.policies=[dots_saveable, torch:ful]", &err), RM_INVALID);
-	cr_assert(strstr(err.msg, "--set search.policies=[dots_saveable, torch:ful]: search.policies[1]: at column 1"),
+	cr_assert(strstr(err.msg, "--set search.policies=[dots_saveable, torch:ful]: search.policies[1]: at column 7"),
 		  "%s", err.msg);
 }
 

@@ -48,6 +48,62 @@ int rm__fy_directive_line(const char *text, size_t len)
 	return 0;
 }
 
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629, table 3-7 of Unicode), 0 if none. */
+static size_t utf8_sequence(const unsigned char *s, size_t left)
+{
+	unsigned char c = s[0];
+	if (c < 0x80)
+		return 1;
+	size_t n;
+	unsigned char lo = 0x80, hi = 0xbf;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+	} else {
+		return 0;
+	}
+	if (left < n || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+bool rm__fy_find_bad_utf8(const char *text, size_t len, int *line, int *column)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	int ln = 1, col = 1;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_sequence(s + i, len - i);
+		if (n == 0) {
+			*line = ln;
+			*column = col;
+			return true;
+		}
+		if (s[i] == '\n') {
+			ln++;
+			col = 1;
+		} else {
+			col++;
+		}
+		i += n;
+	}
+	*line = *column = 0;
+	return false;
+}
+
 /* ---- locating a node by path in the event stream ---- */
 
 #define PATH_MAX_COMPONENTS 32
@@ -96,17 +152,28 @@ typedef struct path_frame {
 	long index; /* sequence: the next item's index */
 } path_frame;
 
-static void event_position(struct fy_event *e, int *line, int *col)
+/*
+ * Where the node of event e starts. An empty scalar has no mark of its own: then its anchor or
+ * tag (&a, !!str), else the end of what came before it (prev, the key it is the value of).
+ */
+static void event_position(struct fy_event *e, const struct fy_mark *prev, int *line, int *col)
 {
 	const struct fy_mark *m = fy_event_start_mark(e);
+	bool after_indicator = false; /* the mark is one past a quote or an '&' */
+	if (e->type == FYET_SCALAR) {
+		enum fy_scalar_style st = fy_token_scalar_style(e->scalar.value);
+		after_indicator = m && (st == FYSS_SINGLE_QUOTED || st == FYSS_DOUBLE_QUOTED);
+		if (!m && e->scalar.anchor && (m = fy_token_start_mark(e->scalar.anchor)) != NULL)
+			after_indicator = true;
+		if (!m && e->scalar.tag)
+			m = fy_token_start_mark(e->scalar.tag);
+		if (!m)
+			m = prev;
+	}
 	*line = m ? m->line + 1 : 0;
 	*col = m ? m->column + 1 : 0;
-	if (e->type == FYET_SCALAR && *col > 1) {
-		enum fy_scalar_style st = fy_token_scalar_style(e->scalar.value);
-		/* the mark of a quoted scalar is its first character, after the quote */
-		if (st == FYSS_SINGLE_QUOTED || st == FYSS_DOUBLE_QUOTED)
-			(*col)--;
-	}
+	if (after_indicator && *col > 1)
+		(*col)--;
 }
 
 static bool index_matches(const path_component *c, long index)
@@ -141,6 +208,8 @@ bool rm__fy_path_position(const char *text, size_t len, bool json, const char *p
 	path_frame *stack = calloc(PATH_MAX_DEPTH, sizeof(*stack));
 	int depth = 0;
 	bool found = false, done = false;
+	struct fy_mark prev = {0}; /* where the last event with a mark ended */
+	bool have_prev = false;
 	struct fy_event *e;
 	while (!done && stack && (e = fy_parser_parse(fyp)) != NULL) {
 		enum fy_event_type t = e->type;
@@ -160,7 +229,7 @@ bool rm__fy_path_position(const char *text, size_t len, bool json, const char *p
 					const path_component *c = &comps[parent->level];
 					parent->key_matches = k && klen == c->len && memcmp(k, c->text, klen) == 0;
 					if (parent->key_matches && key && parent->level + 1 == n) {
-						event_position(e, line, column);
+						event_position(e, have_prev ? &prev : NULL, line, column);
 						found = done = true;
 					}
 				}
@@ -175,7 +244,7 @@ bool rm__fy_path_position(const char *text, size_t len, bool json, const char *p
 				parent->index++;
 			}
 			if (!done && on_path && level == n && !key) {
-				event_position(e, line, column);
+				event_position(e, have_prev ? &prev : NULL, line, column);
 				found = done = true;
 			}
 			if (t == FYET_MAPPING_START || t == FYET_SEQUENCE_START) {
@@ -191,6 +260,12 @@ bool rm__fy_path_position(const char *text, size_t len, bool json, const char *p
 				depth--;
 		} else if (t == FYET_DOCUMENT_END) {
 			done = true;
+		}
+		const struct fy_mark *end = fy_event_end_mark(e);
+		if (end && (t == FYET_SCALAR || t == FYET_ALIAS || t == FYET_MAPPING_START || t == FYET_SEQUENCE_START ||
+			    t == FYET_MAPPING_END || t == FYET_SEQUENCE_END)) {
+			prev = *end;
+			have_prev = true;
 		}
 		fy_parser_event_free(fyp, e);
 	}

@@ -26,6 +26,13 @@ void rm__fy_node_position(struct fy_node *node, int *line, int *column);
 int rm__fy_directive_line(const char *text, size_t len);
 
 /*
+ * 1-based line and column (in characters) of the first byte of text that is not well-formed
+ * UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF); false when all is.
+ * libfyaml 0.7.12 rejects malformed UTF-8 inside a comment without a diagnostic.
+ */
+bool rm__fy_find_bad_utf8(const char *text, size_t len, int *line, int *column);
+
+/*
  * Where the node at path starts in text, 1-based (a mapping's '{', a sequence's '[', a quoted
  * scalar's opening quote), found by replaying libfyaml's events over text (YAML, or JSON when
  * json is set). path is libfyaml's node path ("/ops/12/inputs/1", "/" or "" for the root:

@@ -97,7 +97,13 @@ typedef struct reader {
 /* Where a node starts: a scalar by its token, a mapping or list by its '{', '[' or first entry. */
 static void node_pos_in(const reader *r, struct fy_node *n, int *line, int *col)
 {
-	if (r && r->text && n && !fy_node_is_scalar(n)) {
+	if (n && fy_node_is_scalar(n)) {
+		rm__fy_node_position(n, line, col);
+		if (*line > 0)
+			return;
+	}
+	/* mappings, lists, and scalars without a token of their own (empty ones) */
+	if (r && r->text && n) {
 		char *path = fy_node_get_path(n);
 		bool found = path && rm__fy_path_position(r->text, r->len, r->json, path, false, line, col);
 		free(path);
@@ -357,6 +363,8 @@ static const key_desc *find_key(const char *path)
 	return NULL;
 }
 
+static void empty_key_line(const char *text, size_t len, int nth, int *line, int *col);
+
 static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const char *prefix)
 {
 	void *iter = NULL;
@@ -366,6 +374,15 @@ static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const cha
 		const char *kname = scalar(kn);
 		if (!kname)
 			return fail_at(r, kn, RM_PARSE, "keys must be plain names");
+		if (!*kname && !r->set) {
+			/* an empty key has no token to take a position from */
+			int line = 0, col = 0;
+			node_pos_in(r, kn, &line, &col);
+			if (line == 0 && r->text)
+				empty_key_line(r->text, r->len, 1, &line, &col);
+			return rm_error_set(r->err, RM_PARSE, r->path, line, col,
+					    "a key is empty (a line that starts with ':' or '?')");
+		}
 		char path[128];
 		snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", kname);
 		bool is_section = false;
@@ -469,13 +486,24 @@ static void undiagnosed_failure(const char *text, size_t len, bool json, int *li
 {
 	*line = *col = 0;
 	snprintf(what, size, "syntax error");
+	if (rm__fy_find_bad_utf8(text, len, line, col)) {
+		snprintf(what, size, "malformed UTF-8 (YAML text is Unicode)");
+		return;
+	}
+	struct fy_diag_cfg dcfg;
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL; /* quiet: libfyaml would print "[ERR]: ..." to stderr */
+	struct fy_diag *diag = fy_diag_create(&dcfg);
 	struct fy_parse_cfg pcfg = {
 		.flags = FYPCF_QUIET | FYPCF_ALLOW_DUPLICATE_KEYS |
 			 (json ? FYPCF_JSON_FORCE : FYPCF_DEFAULT_VERSION_AUTO),
+		.diag = diag,
 	};
 	struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
-	if (!doc)
+	if (!doc) {
+		fy_diag_destroy(diag);
 		return;
+	}
 	int empties = 0;
 	struct fy_node *dup = find_duplicate(fy_document_root(doc), &empties);
 	if (dup) {
@@ -489,6 +517,7 @@ static void undiagnosed_failure(const char *text, size_t len, bool json, int *li
 		}
 	}
 	fy_document_destroy(doc);
+	fy_diag_destroy(diag);
 }
 
 static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm_error *err, const char *path,

@@ -389,6 +389,14 @@ Test(scenario, undiagnosed_syntax_error_has_a_position)
 	expect_scenario_error("model: llama-2-7b\n:\n:\n", RM_PARSE, 3, 1, "duplicate empty key");
 	expect_scenario_error("model: llama-2-7b\ntraining:\n  seq_len: 8\n  :\n  :\n", RM_PARSE, 5, 3,
 			      "duplicate empty key");
+	/* malformed UTF-8 in a comment before the content: libfyaml fails without a word;
+	 * "# caf" is 5 characters */
+	expect_scenario_error("# caf\xc3 x\nmodel: llama-2-7b\n", RM_PARSE, 1, 6, "malformed UTF-8");
+	/* an empty key gets the position of its ':' */
+	expect_scenario_error("model: llama-2-7b\n: 4\n", RM_PARSE, 2, 1, "a key is empty");
+	/* an empty scalar with an anchor is placed at its '&': "  names: [dot_mlp_out, " is 23 */
+	expect_scenario_error("model: llama-2-7b\nremat:\n  names: [dot_mlp_out, &a]\n", RM_INVALID, 3, 24,
+			      "unknown checkpoint name \"\"");
 	/* libfyaml's own message and position when it has one */
 	expect_scenario_error("model: llama-2-7b\ntraining: {seq_len: 4096\n", RM_PARSE, 3, 1,
 			      "invalid YAML: missing comma in flow mapping");

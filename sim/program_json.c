@@ -521,8 +521,16 @@ rm_program *rm_program_parse(const char *text, size_t len, const char *file, rm_
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		rm_error_set(err, RM_PARSE, file, jerr.line > 0 ? jerr.line : 0,
-			     jerr.column > 0 ? jerr.column : 0, "%s", jerr.text);
+		int column = jerr.column;
+		if (jerr.line > 0 && column <= 0 && jerr.position >= 0 && (size_t)jerr.position <= len) {
+			/* at the end of the input jansson gives no column: count it from the byte offset */
+			size_t at = (size_t)jerr.position, start = at;
+			while (start > 0 && text[start - 1] != '\n')
+				start--;
+			column = (int)(at - start) + 1;
+		}
+		rm_error_set(err, RM_PARSE, file, jerr.line > 0 ? jerr.line : 0, column > 0 ? column : 0, "%s",
+			     jerr.text);
 		return NULL;
 	}
 	rm_program *prog = rm_program_create(NULL);

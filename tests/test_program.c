@@ -99,7 +99,7 @@ Test(program, malformed_files_fail_clearly)
 	} cases[] = {
 		{"syntax.json", RM_PARSE, "unexpected token", 6, 3},
 		{"truncated.json", RM_PARSE, "", 5, 75},
-		{"empty.json", RM_PARSE, "expected", 1, 0},
+		{"empty.json", RM_PARSE, "expected", 1, 1},
 		{"duplicate_key.json", RM_PARSE, "duplicate object key", 5, 7},
 		{"not_object.json", RM_INVALID, "expected an object", 1, 1},
 		{"wrong_schema.json", RM_UNSUPPORTED, "remora.program/9", 1, 12},

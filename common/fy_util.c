@@ -1,6 +1,8 @@
 /* libfyaml helpers (common/fy_util.h). */
 #include "common/fy_util.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,4 +276,37 @@ bool rm__fy_path_position(const char *text, size_t len, bool json, const char *p
 	if (!found)
 		*line = *column = 0;
 	return found;
+}
+
+bool rm__fy_message_path(const char *msg, const char *base, char *out, size_t size)
+{
+	static const char top[] = "(top level)";
+	int w = snprintf(out, size, "%s/", base);
+	if (w < 0 || (size_t)w >= size)
+		return false;
+	size_t o = (size_t)w, i = 0;
+	if (strncmp(msg, top, sizeof(top) - 1) == 0) {
+		i = sizeof(top) - 1;
+		if (msg[i] == '.')
+			i++;
+	}
+	for (; msg[i] && msg[i] != ':'; i++) {
+		char c = msg[i];
+		if (o + 2 >= size)
+			return false;
+		if (c == '.' || c == '[') {
+			out[o++] = '/';
+		} else if (c == ']') {
+			if (msg[i + 1] && msg[i + 1] != '.' && msg[i + 1] != '[' && msg[i + 1] != ':')
+				return false;
+		} else if (isalnum((unsigned char)c) || c == '_') {
+			out[o++] = c;
+		} else {
+			return false;
+		}
+	}
+	if (msg[i] != ':')
+		return false;
+	out[o] = '\0';
+	return true;
 }

@@ -43,4 +43,11 @@ bool rm__fy_find_bad_utf8(const char *text, size_t len, int *line, int *column);
 bool rm__fy_path_position(const char *text, size_t len, bool json, const char *path, bool key, int *line,
 			  int *column);
 
+/*
+ * The JSON path an error message starts with ("ops[12].inputs[1]: ...", "(top level): ...") as
+ * libfyaml's node path under base ("" or e.g. "/measurement"): "/ops/12/inputs/1". False when
+ * the message does not start with a path followed by ':'.
+ */
+bool rm__fy_message_path(const char *msg, const char *base, char *out, size_t size);
+
 #endif /* REMORA_FY_UTIL_H */

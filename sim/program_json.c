@@ -5,7 +5,6 @@
  * line:column of that path is looked up afterwards in libfyaml's events over the same text
  * (common/fy_util.h). The format is documented in docs/sim.md.
  */
-#include <ctype.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -458,41 +457,6 @@ static bool read_program(reader *r, json_t *root, rm_program *prog)
 	return ok;
 }
 
-/*
- * The JSON path an error message starts with ("ops[12].inputs[1]: ...", "(top level): ...")
- * as libfyaml's node path ("/ops/12/inputs/1", "/"); false when the message names no path.
- */
-static bool message_path(const char *msg, char *out, size_t size)
-{
-	static const char top[] = "(top level)";
-	size_t o = 0, i = 0;
-	out[o++] = '/';
-	if (strncmp(msg, top, sizeof(top) - 1) == 0) {
-		i = sizeof(top) - 1;
-		if (msg[i] == '.')
-			i++;
-	}
-	for (; msg[i] && msg[i] != ':'; i++) {
-		char c = msg[i];
-		if (o + 2 >= size)
-			return false;
-		if (c == '.' || c == '[') {
-			out[o++] = '/';
-		} else if (c == ']') {
-			if (msg[i + 1] && msg[i + 1] != '.' && msg[i + 1] != '[' && msg[i + 1] != ':')
-				return false;
-		} else if (isalnum((unsigned char)c) || c == '_') {
-			out[o++] = c;
-		} else {
-			return false;
-		}
-	}
-	if (msg[i] != ':')
-		return false;
-	out[o] = '\0';
-	return true;
-}
-
 /* Gives a semantic error without a position the line:column of the value its path names. */
 static void locate_error(const reader *r, const char *text, size_t len)
 {
@@ -500,7 +464,7 @@ static void locate_error(const reader *r, const char *text, size_t len)
 	if (!err || err->line > 0)
 		return;
 	char path[256];
-	if (!message_path(err->msg, path, sizeof(path)))
+	if (!rm__fy_message_path(err->msg, "", path, sizeof(path)))
 		return;
 	if (r->bad_key[0]) {
 		size_t u = strlen(path);

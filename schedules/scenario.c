@@ -690,7 +690,6 @@ static const rm_scenario_pos *pos_of(const rm_scenario *sc, const char *key)
 	return NULL;
 }
 
-/* Re-anchors an error at the scenario key it came from: "FILE:LINE:COL: KEY: message". */
 /* Where word occurs in text as a whole word (not inside a longer name), or NULL. */
 static const char *find_word(const char *text, const char *word)
 {
@@ -726,6 +725,7 @@ static const rm_scenario_pos *section_key_pos(const rm_scenario *sc, const char 
 	return best;
 }
 
+/* Re-anchors an error at the scenario key it came from: "FILE:LINE:COL: KEY: message". */
 static rm_status at_key(const rm_scenario *sc, const char *key, rm_error *err)
 {
 	if (!err)

@@ -173,22 +173,28 @@ static bool to_bool(struct fy_node *n, bool *out)
 	return false;
 }
 
+static bool scalar_is_verbatim(struct fy_node *n, int *line, int *col);
+
 static void record_pos(const reader *r, rm_scenario *sc, const char *path, struct fy_node *n, bool from_set)
 {
-	int line = 0, col = 0;
-	if (!from_set)
+	int line = 0, col = 0, text_line = 0, text_col = 0;
+	if (!from_set) {
 		node_pos_in(r, n, &line, &col);
-	for (int i = 0; i < sc->n_pos; i++)
-		if (strcmp(sc->pos[i].key, path) == 0) {
-			sc->pos[i].line = line;
-			sc->pos[i].column = col;
-			return;
-		}
-	if (sc->n_pos < RM_SCENARIO_MAX_KEYS) {
-		rm_scenario_pos *p = &sc->pos[sc->n_pos++];
+		if (!scalar_is_verbatim(n, &text_line, &text_col) || text_line != line)
+			text_col = 0;
+	}
+	rm_scenario_pos *p = NULL;
+	for (int i = 0; i < sc->n_pos && !p; i++)
+		if (strcmp(sc->pos[i].key, path) == 0)
+			p = &sc->pos[i];
+	if (!p && sc->n_pos < RM_SCENARIO_MAX_KEYS) {
+		p = &sc->pos[sc->n_pos++];
 		snprintf(p->key, sizeof(p->key), "%s", path);
+	}
+	if (p) {
 		p->line = line;
 		p->column = col;
+		p->text_column = text_col;
 	}
 }
 
@@ -255,6 +261,24 @@ static rm_status check_policy(reader *r, struct fy_node *n, const char *expr, co
 	node_pos_in(r, n, &line, &col);
 	return rm_error_set(r->err, perr.status, r->path, line, col, "%s: at column %d of the policy: %s", what, in,
 			    perr.msg);
+}
+
+/* Parses one item of an xla_flags list where it is written, so that an error points at it. */
+static rm_status check_flags_item(reader *r, struct fy_node *item, const char *text, const char *what)
+{
+	rm_xla_flags *f = rm_new(rm_xla_flags, 1);
+	*f = rm_xla_flags_default();
+	rm_error ferr;
+	rm_error_clear(&ferr);
+	rm_status st = rm_xla_flags_parse(text, f, &ferr);
+	free(f);
+	if (st == RM_OK || r->set)
+		return st == RM_OK ? RM_OK : rm_error_set(r->err, st, NULL, 0, 0, "--set %s: %s: %s", r->set, what, ferr.msg);
+	int in = ferr.column > 0 ? ferr.column : 1, line, col;
+	if (scalar_is_verbatim(item, &line, &col))
+		return rm_error_set(r->err, st, r->path, line, col + in - 1, "%s: %s", what, ferr.msg);
+	node_pos_in(r, item, &line, &col);
+	return rm_error_set(r->err, st, r->path, line, col, "%s: at column %d of the item: %s", what, in, ferr.msg);
 }
 
 static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_node *n)
@@ -344,6 +368,9 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 			const char *t = scalar(item);
 			if (!t)
 				return fail_at(r, item, RM_INVALID, "%s: expected flags as strings", k->path);
+			char what[64];
+			snprintf(what, sizeof(what), "%s[%d]", k->path, i);
+			RM_CHECK(check_flags_item(r, item, t, what));
 			size_t used = strlen(dst);
 			if (used + strlen(t) + 2 >= k->size)
 				return fail_at(r, item, RM_RANGE, "%s: longer than %zu characters", k->path, k->size - 1);
@@ -737,11 +764,16 @@ static rm_status at_key(const rm_scenario *sc, const char *key, rm_error *err)
 	snprintf(msg, sizeof(msg), "%s", err->msg);
 	int col_in_value = err->column;
 	int line = p ? p->line : 0, col = p ? p->column : 0;
+	/* a string parser's error (line 1 of the string, no file) inside a value that stands in the
+	 * file character for character lands on the offending character; remat.policy is excluded:
+	 * the text parsed at resolution is built from it and remat.names */
+	if (p && p->line > 0 && p->text_column > 0 && err->file[0] == '\0' && err->line == 1 && col_in_value > 0 &&
+	    strcmp(key, "remat.policy") != 0)
+		col = p->text_column + col_in_value - 1;
 	if (p && p->line == 0)
 		snprintf(err->msg, sizeof(err->msg), "%s (from --set %s): %s", key, key, msg);
 	else
 		snprintf(err->msg, sizeof(err->msg), "%s: %s", key, msg);
-	(void)col_in_value;
 	snprintf(err->file, sizeof(err->file), "%s", p && p->line ? sc->path : (sc->path[0] && !p ? sc->path : ""));
 	err->line = line;
 	err->column = col;

@@ -382,6 +382,19 @@ Test(scenario, collections_point_at_their_start)
 	expect_scenario_error("model: gpt-2\ntraining:\n  - 1\n", RM_INVALID, 3, 3, "training: expected a mapping");
 }
 
+/* XLA_FLAGS errors land on the offending flag, in a one-line string and in a list. */
+Test(scenario, flag_errors_point_at_the_flag)
+{
+	/* "xla_flags: " is 11 characters and "--xla_gpu_enable_pipelined_all_gather=true " 43: 2:(12 + 43) */
+	expect_scenario_error("model: llama-2-7b\nxla_flags: --xla_gpu_enable_pipelined_all_gather=true "
+			      "--xla_gpu_memory_limit_slop_factor=lots\n",
+			      RM_INVALID, 2, 55, "--xla_gpu_memory_limit_slop_factor expects an integer");
+	/* list items: "  - " puts the second item's flag at 4:5 */
+	expect_scenario_error("model: llama-2-7b\nxla_flags:\n  - --xla_gpu_enable_pipelined_all_gather=true\n"
+			      "  - --xla_gpu_memory_limit_slop_factor=lots\n",
+			      RM_INVALID, 4, 5, "xla_flags[1]: XLA_FLAGS: --xla_gpu_memory_limit_slop_factor expects an integer");
+}
+
 /* A syntax error libfyaml gives no diagnostic for (duplicate empty keys) still gets a position. */
 Test(scenario, undiagnosed_syntax_error_has_a_position)
 {

@@ -49,6 +49,10 @@
 typedef struct rm_scenario_pos {
 	char key[48];
 	int line, column;
+	/* > 0 when the value is a one-line string that stands in the file character for character
+	 * (plain, or quoted without escapes): the column of its first character, so that column c of
+	 * the string is text_column + c - 1 in the file */
+	int text_column;
 } rm_scenario_pos;
 
 typedef struct rm_scenario {

@@ -52,6 +52,12 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 int cli_fail(const rm_error *err);
 /* Prints "remora: error: MSG" (plus a hint to --help) and returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * Checks the form of every --set KEY=VALUE (an '=', a key remora has) before any file is read and
+ * prints a usage error for the first bad one: CLI_EXIT_USAGE, else CLI_EXIT_OK. Values are
+ * checked when they are applied (a bad value is bad input, exit 1).
+ */
+int cli_check_sets(const char *cmd, char *const *sets, int n_sets);
 /* Parses a positive integer option value; on failure prints a usage error naming the option. */
 bool cli_parse_positive(const char *cmd, const char *option, const char *text, int64_t *out);
 /*

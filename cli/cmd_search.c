@@ -272,6 +272,11 @@ int cli_cmd_search(int argc, char **argv)
 	rm_error err;
 	rm_error_clear(&err);
 	rm_scenario sc;
+	int set_rc = cli_check_sets("search", sets, n_sets);
+	if (set_rc != CLI_EXIT_OK) {
+		free(sets);
+		return set_rc;
+	}
 	rm_scenario_init(&sc);
 	if (rm_scenario_load(argv[optind], &sc, &err) != RM_OK) {
 		free(sets);
@@ -280,7 +285,7 @@ int cli_cmd_search(int argc, char **argv)
 	for (int i = 0; i < n_sets; i++)
 		if (rm_scenario_set(&sc, sets[i], &err) != RM_OK) {
 			free(sets);
-			return err.status == RM_USAGE ? cli_usage_error("search", "%s", err.msg) : cli_fail(&err);
+			return err.status == RM_USAGE || err.status == RM_UNKNOWN_KEY ? cli_usage_error("search", "%s", err.msg) : cli_fail(&err);
 		}
 	free(sets);
 	rm_search *s = rm_search_create(&sc, rm_calib_hw_resolver, &err);

@@ -60,18 +60,37 @@ static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b)
 		       rm_format_bytes(m->memory_usable_bytes - m->peak_memory_bytes, b1, sizeof(b1)));
 }
 
+int cli_check_sets(const char *cmd, char *const *sets, int n_sets)
+{
+	rm_scenario *scratch = rm_new(rm_scenario, 1);
+	int rc = CLI_EXIT_OK;
+	for (int i = 0; i < n_sets && rc == CLI_EXIT_OK; i++) {
+		rm_error err;
+		rm_error_clear(&err);
+		rm_scenario_init(scratch);
+		rm_status st = rm_scenario_set(scratch, sets[i], &err);
+		if (st == RM_USAGE || st == RM_UNKNOWN_KEY)
+			rc = cli_usage_error(cmd, "%s", err.msg);
+	}
+	free(scratch);
+	return rc;
+}
+
 /* Loads the scenario, applies the overrides, resolves it. */
 static int load_scenario(const char *cmd, const char *path, char **sets, int n_sets, rm_scenario *sc,
 			 rm_scenario_resolved *res)
 {
 	rm_error err;
 	rm_error_clear(&err);
+	int rc = cli_check_sets(cmd, sets, n_sets);
+	if (rc != CLI_EXIT_OK)
+		return rc;
 	rm_scenario_init(sc);
 	if (rm_scenario_load(path, sc, &err) != RM_OK)
 		return cli_fail(&err);
 	for (int i = 0; i < n_sets; i++)
 		if (rm_scenario_set(sc, sets[i], &err) != RM_OK)
-			return err.status == RM_USAGE ? cli_usage_error(cmd, "%s", err.msg) : cli_fail(&err);
+			return err.status == RM_USAGE || err.status == RM_UNKNOWN_KEY ? cli_usage_error(cmd, "%s", err.msg) : cli_fail(&err);
 	if (rm_scenario_resolve(sc, rm_calib_hw_resolver, res, &err) != RM_OK)
 		return cli_fail(&err);
 	rm_xla_flags_warn_unmodelled(&res->flags);

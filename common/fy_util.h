@@ -6,6 +6,8 @@
 #define REMORA_FY_UTIL_H
 
 #include <libfyaml.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 /*
  * 1-based line and column where a node starts (0, 0 when unknown). libfyaml 0.7 exposes marks on
@@ -13,5 +15,39 @@
  * scalar.
  */
 void rm__fy_node_position(struct fy_node *node, int *line, int *column);
+
+/*
+ * 1-based line of the first line of text that starts with '%' (a YAML directive such as
+ * "%YAML 1.2"), 0 when there is none. Lines end at '\n' or '\r' (as libfyaml counts them); a
+ * UTF-8 byte order mark before the first line is skipped. libfyaml 0.7.12 (Debian 12) scans a
+ * directive followed by malformed UTF-8 (the two bytes "%\xd0") for ever, so every reader refuses
+ * directive lines before handing text to libfyaml.
+ */
+int rm__fy_directive_line(const char *text, size_t len);
+
+/*
+ * 1-based line and column (in characters) of the first byte of text that is not well-formed
+ * UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF); false when all is.
+ * libfyaml 0.7.12 rejects malformed UTF-8 inside a comment without a diagnostic.
+ */
+bool rm__fy_find_bad_utf8(const char *text, size_t len, int *line, int *column);
+
+/*
+ * Where the node at path starts in text, 1-based (a mapping's '{', a sequence's '[', a quoted
+ * scalar's opening quote), found by replaying libfyaml's events over text (YAML, or JSON when
+ * json is set). path is libfyaml's node path ("/ops/12/inputs/1", "/" or "" for the root:
+ * mapping keys by their text, sequence items by index). With key set, the position of the last
+ * mapping key itself instead of its value. Returns false (line and column 0) when text does not
+ * parse, contains a YAML directive line, or has no such node.
+ */
+bool rm__fy_path_position(const char *text, size_t len, bool json, const char *path, bool key, int *line,
+			  int *column);
+
+/*
+ * The JSON path an error message starts with ("ops[12].inputs[1]: ...", "(top level): ...") as
+ * libfyaml's node path under base ("" or e.g. "/measurement"): "/ops/12/inputs/1". False when
+ * the message does not start with a path followed by ':'.
+ */
+bool rm__fy_message_path(const char *msg, const char *base, char *out, size_t size);
 
 #endif /* REMORA_FY_UTIL_H */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fy_util.h"
 #include "remora/exec.h"
 #include "remora/sim.h"
 #include "remora/workload.h"
@@ -417,6 +418,23 @@ static bool get_time(json_t *o, const char *key, double *out)
 	return isfinite(*out) && *out >= 0;
 }
 
+/* Gives an error whose message starts with a JSON path the line:column of that value in the file. */
+static void locate_measurement_error(const char *path, bool wrapped, rm_error *err)
+{
+	char where[256], *text = NULL;
+	size_t len = 0;
+	int line, col;
+	if (!err || err->line > 0 || !rm__fy_message_path(err->msg, wrapped ? "/measurement" : "", where, sizeof(where)))
+		return;
+	if (!rm_read_file(path, &text, &len, NULL))
+		return;
+	if (rm__fy_path_position(text, len, true, where, false, &line, &col)) {
+		err->line = line;
+		err->column = col;
+	}
+	free(text);
+}
+
 rm_status rm_exec_measurement_load(const char *path, const rm_program *prog, rm_exec_measurement *m, rm_error *err)
 {
 	json_error_t jerr;
@@ -485,6 +503,8 @@ rm_status rm_exec_measurement_load(const char *path, const rm_program *prog, rm_
 fail:
 	rm_exec_measurement_finish(&tmp);
 out:
+	if (st != RM_OK)
+		locate_measurement_error(path, o != doc, err);
 	json_decref(doc);
 	return st;
 }

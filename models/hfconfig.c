@@ -65,30 +65,20 @@ typedef struct cfg_reader {
 } cfg_reader;
 
 /*
- * 1-based line and column of a node. libfyaml 0.7 exposes marks on tokens only: a scalar's own
- * token, a collection's first scalar; the top-level object is located in the text itself.
+ * 1-based line and column of a node. libfyaml 0.7's nodes carry marks on scalars only; an object
+ * or a list (empty ones included) is found by its path in the parser's events over the text,
+ * which give the position of its '{' or '['.
  */
 static void node_position(cfg_reader *r, struct fy_node *node, int *line, int *col)
 {
 	*line = 0;
 	*col = 0;
-	if (node == r->root && !fy_node_is_scalar(node)) {
-		int ln = 1, c = 1;
-		for (size_t i = 0; i < r->len; i++) {
-			char ch = r->text[i];
-			if (ch == '{' || ch == '[') {
-				*line = ln;
-				*col = c;
-				return;
-			}
-			if (ch == '\n') {
-				ln++;
-				c = 1;
-			} else {
-				c++;
-			}
-		}
-		return;
+	if (node && !fy_node_is_scalar(node)) {
+		char *path = fy_node_get_path(node);
+		bool found = path && rm__fy_path_position(r->text, r->len, true, path, false, line, col);
+		free(path);
+		if (found)
+			return;
 	}
 	rm__fy_node_position(node, line, col);
 }
@@ -384,6 +374,13 @@ rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
 		.flags = FYPCF_QUIET | FYPCF_JSON_FORCE | FYPCF_COLLECT_DIAG,
 		.diag = diag,
 	};
+	/* libfyaml 0.7.12 can loop for ever on a YAML directive line ("%\xd0"); JSON has none */
+	int directive = rm__fy_directive_line(text, len);
+	if (directive) {
+		st = rm_error_set(err, RM_PARSE, path, directive, 1,
+				  "invalid JSON: a line starts with '%%' (a YAML directive, not JSON)");
+		goto out_diag;
+	}
 	struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
 	if (!doc) {
 		st = parse_failure(diag, path, text, len, err);

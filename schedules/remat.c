@@ -138,6 +138,7 @@ typedef struct value value;
 struct value {
 	value_kind kind;
 	int column;      /* 1-based column where the value starts */
+	int name_column; /* V_CALL: 1-based column of the last identifier (after "jax." or "maxtext:") */
 	char text[128];  /* V_STRING: the string; V_CALL: the callee's last identifier */
 	char prefix[16]; /* V_CALL: "maxtext" / "torch" for NAME:policy forms */
 	bool called;     /* V_CALL: written with parentheses */
@@ -271,6 +272,7 @@ static bool parse_value(parser *ps, value *out)
 		/* dotted.qualified.name or prefix:name; keep the last component */
 		for (;;) {
 			size_t start = ps->pos;
+			out->name_column = col(ps);
 			while (isalnum((unsigned char)ps->s[ps->pos]) || ps->s[ps->pos] == '_')
 				ps->pos++;
 			size_t len = ps->pos - start;
@@ -423,9 +425,9 @@ static rm_remat_policy *interpret(const value *v, rm_error *err)
 		return NULL;
 	}
 	if (strcmp(v->prefix, "maxtext") == 0)
-		return maxtext_policy(v->text, v->column, err);
+		return maxtext_policy(v->text, v->name_column, err);
 	if (strcmp(v->prefix, "torch") == 0 || strcmp(v->prefix, "pytorch") == 0)
-		return torch_policy(v->text, v->column, err);
+		return torch_policy(v->text, v->name_column, err);
 	if (v->prefix[0]) {
 		rm_error_set(err, RM_PARSE, NULL, 1, v->column,
 			     "policy: unknown prefix '%s:' (maxtext: or torch:)", v->prefix);
@@ -449,7 +451,7 @@ static rm_remat_policy *interpret(const value *v, rm_error *err)
 			if (p)
 				return p;
 		}
-		rm_error_set(err, RM_INVALID, NULL, 1, v->column,
+		rm_error_set(err, RM_INVALID, NULL, 1, v->name_column,
 			     "unknown remat policy '%s' (JAX: everything_saveable, nothing_saveable, "
 			     "dots_saveable, dots_with_no_batch_dims_saveable, save_only_these_names, "
 			     "save_any_names_but_these, save_anything_except_these_names, "

@@ -1,4 +1,5 @@
 /* Scenario files (remora/scenario.h): YAML through libfyaml, keys from one table. */
+#include <ctype.h>
 #include <errno.h>
 #include <libfyaml.h>
 #include <libgen.h>
@@ -87,12 +88,34 @@ void rm_scenario_init(rm_scenario *sc)
 typedef struct reader {
 	const char *path; /* file name, or NULL for --set */
 	const char *set;  /* the --set text */
+	const char *text; /* the file's text, for the position of mappings and lists */
+	size_t len;
+	bool json;
 	rm_error *err;
 } reader;
 
+/* Where a node starts: a scalar by its token, a mapping or list by its '{', '[' or first entry. */
+static void node_pos_in(const reader *r, struct fy_node *n, int *line, int *col)
+{
+	if (n && fy_node_is_scalar(n)) {
+		rm__fy_node_position(n, line, col);
+		if (*line > 0)
+			return;
+	}
+	/* mappings, lists, and scalars without a token of their own (empty ones) */
+	if (r && r->text && n) {
+		char *path = fy_node_get_path(n);
+		bool found = path && rm__fy_path_position(r->text, r->len, r->json, path, false, line, col);
+		free(path);
+		if (found)
+			return;
+	}
+	rm__fy_node_position(n, line, col);
+}
+
 static void node_pos(struct fy_node *n, int *line, int *col)
 {
-	rm__fy_node_position(n, line, col);
+	node_pos_in(NULL, n, line, col);
 }
 
 static rm_status fail_at(reader *r, struct fy_node *n, rm_status st, const char *fmt, ...)
@@ -108,7 +131,7 @@ static rm_status fail_at(reader *r, struct fy_node *n, rm_status st, const char 
 	if (r->set)
 		return rm_error_set(r->err, st, NULL, 0, 0, "--set %s: %s", r->set, msg);
 	int line, col;
-	node_pos(n, &line, &col);
+	node_pos_in(r, n, &line, &col);
 	return rm_error_set(r->err, st, r->path, line, col, "%s", msg);
 }
 
@@ -150,22 +173,28 @@ static bool to_bool(struct fy_node *n, bool *out)
 	return false;
 }
 
-static void record_pos(rm_scenario *sc, const char *path, struct fy_node *n, bool from_set)
+static bool scalar_is_verbatim(struct fy_node *n, int *line, int *col);
+
+static void record_pos(const reader *r, rm_scenario *sc, const char *path, struct fy_node *n, bool from_set)
 {
-	int line = 0, col = 0;
-	if (!from_set)
-		node_pos(n, &line, &col);
-	for (int i = 0; i < sc->n_pos; i++)
-		if (strcmp(sc->pos[i].key, path) == 0) {
-			sc->pos[i].line = line;
-			sc->pos[i].column = col;
-			return;
-		}
-	if (sc->n_pos < RM_SCENARIO_MAX_KEYS) {
-		rm_scenario_pos *p = &sc->pos[sc->n_pos++];
+	int line = 0, col = 0, text_line = 0, text_col = 0;
+	if (!from_set) {
+		node_pos_in(r, n, &line, &col);
+		if (!scalar_is_verbatim(n, &text_line, &text_col) || text_line != line)
+			text_col = 0;
+	}
+	rm_scenario_pos *p = NULL;
+	for (int i = 0; i < sc->n_pos && !p; i++)
+		if (strcmp(sc->pos[i].key, path) == 0)
+			p = &sc->pos[i];
+	if (!p && sc->n_pos < RM_SCENARIO_MAX_KEYS) {
+		p = &sc->pos[sc->n_pos++];
 		snprintf(p->key, sizeof(p->key), "%s", path);
+	}
+	if (p) {
 		p->line = line;
 		p->column = col;
+		p->text_column = text_col;
 	}
 }
 
@@ -180,12 +209,87 @@ static rm_status copy_string(reader *r, struct fy_node *n, char *dst, size_t siz
 	return RM_OK;
 }
 
+static bool policy_takes_names(const char *p);
+
+/* A policy that build_policy_text passes on unchanged (not a bare name completed by remat.names). */
+static bool policy_is_complete(const char *p)
+{
+	const char *bare = strrchr(p, '.');
+	bare = bare && !strchr(p, '(') ? bare + 1 : p;
+	return strchr(p, '(') || !policy_takes_names(bare);
+}
+
+/*
+ * Where the text of scalar n starts (after a quote), when every character of its value stands at
+ * its own column on one line (no escapes, no folding): then column c of the value is at
+ * *col + c - 1 in the file.
+ */
+static bool scalar_is_verbatim(struct fy_node *n, int *line, int *col)
+{
+	struct fy_token *t = n ? fy_node_get_scalar_token(n) : NULL;
+	const struct fy_mark *s = t ? fy_token_start_mark(t) : NULL, *e = t ? fy_token_end_mark(t) : NULL;
+	size_t len = 0;
+	if (!s || !e || !fy_node_get_scalar(n, &len) || s->line != e->line || e->input_pos - s->input_pos != len)
+		return false;
+	*line = s->line + 1;
+	*col = s->column + 1;
+	return true;
+}
+
+/*
+ * Parses a policy expression where it is written, so that an error points into the expression:
+ * FILE:LINE:COLUMN of the offending character when the scalar maps onto the file one to one,
+ * else the scalar's position and the column inside the expression; --set errors name the
+ * override and that column.
+ */
+static rm_status check_policy(reader *r, struct fy_node *n, const char *expr, const char *what)
+{
+	rm_error perr;
+	rm_error_clear(&perr);
+	rm_remat_policy *p = rm_remat_policy_parse(expr, &perr);
+	if (p) {
+		rm_remat_policy_destroy(p);
+		return RM_OK;
+	}
+	int in = perr.column > 0 ? perr.column : 1;
+	if (r->set)
+		return rm_error_set(r->err, perr.status, NULL, 0, 0, "--set %s: %s: at column %d of the policy: %s",
+				    r->set, what, in, perr.msg);
+	int line, col;
+	if (scalar_is_verbatim(n, &line, &col))
+		return rm_error_set(r->err, perr.status, r->path, line, col + in - 1, "%s: %s", what, perr.msg);
+	node_pos_in(r, n, &line, &col);
+	return rm_error_set(r->err, perr.status, r->path, line, col, "%s: at column %d of the policy: %s", what, in,
+			    perr.msg);
+}
+
+/* Parses one item of an xla_flags list where it is written, so that an error points at it. */
+static rm_status check_flags_item(reader *r, struct fy_node *item, const char *text, const char *what)
+{
+	rm_xla_flags *f = rm_new(rm_xla_flags, 1);
+	*f = rm_xla_flags_default();
+	rm_error ferr;
+	rm_error_clear(&ferr);
+	rm_status st = rm_xla_flags_parse(text, f, &ferr);
+	free(f);
+	if (st == RM_OK || r->set)
+		return st == RM_OK ? RM_OK : rm_error_set(r->err, st, NULL, 0, 0, "--set %s: %s: %s", r->set, what, ferr.msg);
+	int in = ferr.column > 0 ? ferr.column : 1, line, col;
+	if (scalar_is_verbatim(item, &line, &col))
+		return rm_error_set(r->err, st, r->path, line, col + in - 1, "%s: %s", what, ferr.msg);
+	node_pos_in(r, item, &line, &col);
+	return rm_error_set(r->err, st, r->path, line, col, "%s: at column %d of the item: %s", what, in, ferr.msg);
+}
+
 static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_node *n)
 {
 	char *base = (char *)sc;
 	switch (k->type) {
 	case K_STR:
-		return copy_string(r, n, base + k->off, k->size, k->path);
+		RM_CHECK(copy_string(r, n, base + k->off, k->size, k->path));
+		if (strcmp(k->path, "remat.policy") == 0 && policy_is_complete(base + k->off))
+			return check_policy(r, n, base + k->off, k->path);
+		return RM_OK;
 	case K_INT: {
 		int64_t v;
 		if (!to_int(n, &v))
@@ -237,6 +341,11 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 				((int64_t *)(base + k->off))[i] = v;
 			} else {
 				RM_CHECK(copy_string(r, item, slot, k->size, k->path));
+				if (strcmp(k->path, "search.policies") == 0) {
+					char what[64];
+					snprintf(what, sizeof(what), "%s[%d]", k->path, i);
+					RM_CHECK(check_policy(r, item, slot, what));
+				}
 				if (k->type == K_NAMES && !rm_checkpoint_canonical(slot) && strcmp(slot, "qkv_proj") != 0)
 					return fail_at(r, item, RM_INVALID,
 						       "%s: unknown checkpoint name \"%s\" (see `remora describe MODEL` for the "
@@ -259,6 +368,9 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 			const char *t = scalar(item);
 			if (!t)
 				return fail_at(r, item, RM_INVALID, "%s: expected flags as strings", k->path);
+			char what[64];
+			snprintf(what, sizeof(what), "%s[%d]", k->path, i);
+			RM_CHECK(check_flags_item(r, item, t, what));
 			size_t used = strlen(dst);
 			if (used + strlen(t) + 2 >= k->size)
 				return fail_at(r, item, RM_RANGE, "%s: longer than %zu characters", k->path, k->size - 1);
@@ -278,6 +390,8 @@ static const key_desc *find_key(const char *path)
 	return NULL;
 }
 
+static void empty_key_line(const char *text, size_t len, int nth, int *line, int *col);
+
 static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const char *prefix)
 {
 	void *iter = NULL;
@@ -287,6 +401,15 @@ static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const cha
 		const char *kname = scalar(kn);
 		if (!kname)
 			return fail_at(r, kn, RM_PARSE, "keys must be plain names");
+		if (!*kname && !r->set) {
+			/* an empty key has no token to take a position from */
+			int line = 0, col = 0;
+			node_pos_in(r, kn, &line, &col);
+			if (line == 0 && r->text)
+				empty_key_line(r->text, r->len, 1, &line, &col);
+			return rm_error_set(r->err, RM_PARSE, r->path, line, col,
+					    "a key is empty (a line that starts with ':' or '?')");
+		}
 		char path[128];
 		snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", kname);
 		bool is_section = false;
@@ -322,14 +445,125 @@ static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const cha
 		if (!vn)
 			return fail_at(r, kn, RM_INVALID, "%s: missing value", path);
 		RM_CHECK(apply(r, sc, k, vn));
-		record_pos(sc, path, vn, false);
+		record_pos(r, sc, path, vn, false);
 	}
 	return RM_OK;
+}
+
+/*
+ * The n-th (1-based) line whose first non-blank character is ':' or '?' followed by a blank or the
+ * end (the last such line when there are fewer): a mapping entry with an empty key, which
+ * libfyaml's nodes give no position.
+ */
+static void empty_key_line(const char *text, size_t len, int nth, int *line, int *col)
+{
+	int ln = 1, seen = 0;
+	for (size_t i = 0; i < len; i++) {
+		size_t j = i;
+		while (j < len && (text[j] == ' ' || text[j] == '\t'))
+			j++;
+		if (j < len && (text[j] == ':' || text[j] == '?') && (j + 1 == len || strchr(" \t\r\n", text[j + 1]))) {
+			*line = ln;
+			*col = (int)(j - i) + 1;
+			if (++seen == nth)
+				return;
+		}
+		while (i < len && text[i] != '\n')
+			i++;
+		ln++;
+	}
+}
+
+/* A duplicate key anywhere in the tree under n; *empties counts empty keys met on the way. */
+static struct fy_node *find_duplicate(struct fy_node *n, int *empties)
+{
+	if (fy_node_is_sequence(n)) {
+		for (int i = 0; i < fy_node_sequence_item_count(n); i++) {
+			struct fy_node *d = find_duplicate(fy_node_sequence_get_by_index(n, i), empties);
+			if (d)
+				return d;
+		}
+		return NULL;
+	}
+	if (!fy_node_is_mapping(n))
+		return NULL;
+	int count = fy_node_mapping_item_count(n);
+	for (int i = 0; i < count; i++) {
+		struct fy_node_pair *p = fy_node_mapping_get_by_index(n, i);
+		struct fy_node *k = fy_node_pair_key(p);
+		const char *kt = scalar(k);
+		if (!k || (kt && !*kt))
+			(*empties)++;
+		for (int j = 0; j < i; j++)
+			if (fy_node_compare(fy_node_pair_key(fy_node_mapping_get_by_index(n, j)), k))
+				return k ? k : n;
+		struct fy_node *d = find_duplicate(fy_node_pair_value(p), empties);
+		if (d)
+			return d;
+	}
+	return NULL;
+}
+
+/*
+ * libfyaml 0.7.12 rejects a document with a duplicate empty key (two lines starting with ':')
+ * without a diagnostic. Rebuilt with duplicates allowed, the document shows which key it was.
+ */
+static void undiagnosed_failure(const char *text, size_t len, bool json, int *line, int *col, char *what,
+				size_t size)
+{
+	*line = *col = 0;
+	snprintf(what, size, "syntax error");
+	if (rm__fy_find_bad_utf8(text, len, line, col)) {
+		snprintf(what, size, "malformed UTF-8 (YAML text is Unicode)");
+		return;
+	}
+	struct fy_diag_cfg dcfg;
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL; /* quiet: libfyaml would print "[ERR]: ..." to stderr */
+	struct fy_diag *diag = fy_diag_create(&dcfg);
+	struct fy_parse_cfg pcfg = {
+		.flags = FYPCF_QUIET | FYPCF_ALLOW_DUPLICATE_KEYS |
+			 (json ? FYPCF_JSON_FORCE : FYPCF_DEFAULT_VERSION_AUTO),
+		.diag = diag,
+	};
+	struct fy_document *doc = fy_document_build_from_string(&pcfg, text, len);
+	if (!doc) {
+		fy_diag_destroy(diag);
+		return;
+	}
+	int empties = 0;
+	struct fy_node *dup = find_duplicate(fy_document_root(doc), &empties);
+	if (dup) {
+		const char *kt = scalar(dup);
+		if (kt && *kt) {
+			node_pos(dup, line, col);
+			snprintf(what, size, "duplicate key \"%s\"", kt);
+		} else {
+			empty_key_line(text, len, empties, line, col);
+			snprintf(what, size, "duplicate empty key (a line that starts with ':' or '?')");
+		}
+	}
+	fy_document_destroy(doc);
+	fy_diag_destroy(diag);
 }
 
 static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm_error *err, const char *path,
 				     const char *set)
 {
+	/* libfyaml 0.7.12 loops for ever on a directive line followed by malformed UTF-8 ("%\xd0") */
+	int directive = rm__fy_directive_line(text, len);
+	if (directive) {
+		if (set)
+			rm_error_set(err, RM_PARSE, NULL, 0, 0,
+				     "--set %s: a value starting a line with '%%' is a YAML directive, which remora does "
+				     "not read (quote the value if it is text)",
+				     set);
+		else
+			rm_error_set(err, RM_PARSE, path, directive, 1,
+				     "invalid YAML: a line starting with '%%' is a YAML directive (such as %%YAML 1.2), "
+				     "which remora does not read; remove it");
+		return NULL;
+	}
 	struct fy_diag_cfg dcfg;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
@@ -345,12 +579,15 @@ static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm
 	if (!doc) {
 		void *it = NULL;
 		struct fy_diag_error *e = diag ? fy_diag_errors_iterate(diag, &it) : NULL;
+		int line = e ? e->line : 0, col = e ? e->column : 0;
+		char what[128];
+		snprintf(what, sizeof(what), "%s", e && e->msg ? e->msg : "syntax error");
+		if (!e || !e->msg)
+			undiagnosed_failure(text, len, json, &line, &col, what, sizeof(what));
 		if (set)
-			rm_error_set(err, RM_PARSE, NULL, 0, 0, "--set %s: the value is not valid YAML%s%s", set,
-				     e && e->msg ? ": " : "", e && e->msg ? e->msg : "");
+			rm_error_set(err, RM_PARSE, NULL, 0, 0, "--set %s: the value is not valid YAML: %s", set, what);
 		else
-			rm_error_set(err, RM_PARSE, path, e ? e->line : 0, e ? e->column : 0, "%s: %s",
-				     json ? "invalid JSON" : "invalid YAML", e && e->msg ? e->msg : "syntax error");
+			rm_error_set(err, RM_PARSE, path, line, col, "%s: %s", json ? "invalid JSON" : "invalid YAML", what);
 	}
 	fy_diag_destroy(diag);
 	return doc;
@@ -379,7 +616,7 @@ rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_s
 	struct fy_document *doc = parse_doc(text, len, json, err, path, NULL);
 	if (!doc)
 		return RM_PARSE;
-	reader r = {.path = path, .err = err};
+	reader r = {.path = path, .text = text, .len = len, .json = json, .err = err};
 	rm_status st = RM_OK;
 	struct fy_node *root = fy_document_root(doc);
 	if (!root || !fy_node_is_mapping(root)) {
@@ -418,6 +655,9 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 	bool append = klen > 1 && assignment[klen - 1] == '+';
 	if (append)
 		klen--;
+	if (!append && klen == 1 && assignment[0] == '+')
+		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set expects KEY=VALUE (or xla_flags+=FLAGS), got '%s'",
+				    assignment);
 	if (klen >= sizeof(path))
 		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set: key too long");
 	memcpy(path, assignment, klen);
@@ -444,10 +684,16 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 		if (have + n + 1 >= k->size)
 			return rm_error_set(err, RM_RANGE, NULL, 0, 0, "--set %s: value longer than %zu characters", path,
 					    k->size - 1);
+		char *next = rm_xmalloc(k->size);
+		memcpy(next, dst, have);
 		if (append && have)
-			dst[have++] = ' ';
-		memcpy(dst + have, value, n + 1);
-		st = RM_OK;
+			next[have++] = ' ';
+		memcpy(next + have, value, n + 1);
+		st = strcmp(path, "remat.policy") == 0 && policy_is_complete(next) ? check_policy(&r, NULL, next, path)
+										   : RM_OK;
+		if (st == RM_OK)
+			memcpy(dst, next, strlen(next) + 1);
+		free(next);
 	} else {
 		struct fy_document *doc = parse_doc(value, strlen(value), false, err, NULL, assignment);
 		if (!doc)
@@ -457,7 +703,7 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 		fy_document_destroy(doc);
 	}
 	if (st == RM_OK)
-		record_pos(sc, path, NULL, true);
+		record_pos(&r, sc, path, NULL, true);
 	return st;
 }
 
@@ -471,21 +717,63 @@ static const rm_scenario_pos *pos_of(const rm_scenario *sc, const char *key)
 	return NULL;
 }
 
+/* Where word occurs in text as a whole word (not inside a longer name), or NULL. */
+static const char *find_word(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *at = strstr(text, word); at; at = strstr(at + 1, word)) {
+		bool before = at > text && (isalnum((unsigned char)at[-1]) || at[-1] == '_');
+		bool after = isalnum((unsigned char)at[n]) || at[n] == '_';
+		if (!before && !after)
+			return at;
+	}
+	return NULL;
+}
+
+/*
+ * For an error about a whole section ("training": the workload checks its values together), the
+ * key of that section the message names first ("seq_len 4096 exceeds ..."), if it was set.
+ */
+static const rm_scenario_pos *section_key_pos(const rm_scenario *sc, const char *section, const char *msg)
+{
+	size_t sl = strlen(section);
+	const rm_scenario_pos *best = NULL;
+	const char *best_at = NULL;
+	for (int i = 0; i < sc->n_pos; i++) {
+		const char *k = sc->pos[i].key;
+		if (strncmp(k, section, sl) != 0 || k[sl] != '.')
+			continue;
+		const char *at = find_word(msg, k + sl + 1);
+		if (at && (!best_at || at < best_at)) {
+			best = &sc->pos[i];
+			best_at = at;
+		}
+	}
+	return best;
+}
+
 /* Re-anchors an error at the scenario key it came from: "FILE:LINE:COL: KEY: message". */
 static rm_status at_key(const rm_scenario *sc, const char *key, rm_error *err)
 {
 	if (!err)
 		return RM_INVALID;
 	const rm_scenario_pos *p = pos_of(sc, key);
+	if (!p && (p = section_key_pos(sc, key, err->msg)) != NULL)
+		key = p->key;
 	char msg[sizeof(err->msg)];
 	snprintf(msg, sizeof(msg), "%s", err->msg);
 	int col_in_value = err->column;
 	int line = p ? p->line : 0, col = p ? p->column : 0;
+	/* a string parser's error (line 1 of the string, no file) inside a value that stands in the
+	 * file character for character lands on the offending character; remat.policy is excluded:
+	 * the text parsed at resolution is built from it and remat.names */
+	if (p && p->line > 0 && p->text_column > 0 && err->file[0] == '\0' && err->line == 1 && col_in_value > 0 &&
+	    strcmp(key, "remat.policy") != 0)
+		col = p->text_column + col_in_value - 1;
 	if (p && p->line == 0)
 		snprintf(err->msg, sizeof(err->msg), "%s (from --set %s): %s", key, key, msg);
 	else
 		snprintf(err->msg, sizeof(err->msg), "%s: %s", key, msg);
-	(void)col_in_value;
 	snprintf(err->file, sizeof(err->file), "%s", p && p->line ? sc->path : (sc->path[0] && !p ? sc->path : ""));
 	err->line = line;
 	err->column = col;

@@ -1,18 +1,22 @@
 /*
- * Schedule program JSON (remora/program.h): reading with jansson (syntax errors carry the
- * parser's line:column; semantic errors the JSON path, e.g. "ops[12].inputs[1]"), and writing.
- * The format is documented in docs/sim.md.
+ * Schedule program JSON (remora/program.h): reading with jansson, and writing. Syntax errors
+ * carry jansson's line:column. Semantic errors name the JSON path of the offending value
+ * ("ops[12].inputs[1]: unknown tensor 99"); jansson keeps no positions for values, so the
+ * line:column of that path is looked up afterwards in libfyaml's events over the same text
+ * (common/fy_util.h). The format is documented in docs/sim.md.
  */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fy_util.h"
 #include "remora/program.h"
 
 typedef struct reader {
 	const char *file;
 	rm_error *err;
+	char bad_key[128]; /* an unknown key: the error points at the key, not at its object */
 } reader;
 
 /* Every reader helper returns false after setting the error. */
@@ -37,6 +41,7 @@ static bool check_keys(reader *r, json_t *obj, const char *path, const char *con
 					break;
 				len += (size_t)w;
 			}
+			snprintf(r->bad_key, sizeof(r->bad_key), "%s", key);
 			return FAIL(RM_UNKNOWN_KEY, "%s: unknown key '%s' (expected one of: %s)", path,
 				    key, list);
 		}
@@ -452,20 +457,53 @@ static bool read_program(reader *r, json_t *root, rm_program *prog)
 	return ok;
 }
 
+/* Gives a semantic error without a position the line:column of the value its path names. */
+static void locate_error(const reader *r, const char *text, size_t len)
+{
+	rm_error *err = r->err;
+	if (!err || err->line > 0)
+		return;
+	char path[256];
+	if (!rm__fy_message_path(err->msg, "", path, sizeof(path)))
+		return;
+	if (r->bad_key[0]) {
+		size_t u = strlen(path);
+		if (snprintf(path + u, sizeof(path) - u, "%s%s", u > 1 ? "/" : "", r->bad_key) >=
+		    (int)(sizeof(path) - u))
+			return;
+	}
+	int line, col;
+	if (rm__fy_path_position(text, len, true, path, r->bad_key[0] != '\0', &line, &col)) {
+		err->line = line;
+		err->column = col;
+	}
+}
+
 rm_program *rm_program_parse(const char *text, size_t len, const char *file, rm_error *err)
 {
 	reader rd = {.file = file, .err = err};
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		rm_error_set(err, RM_PARSE, file, jerr.line > 0 ? jerr.line : 0,
-			     jerr.column > 0 ? jerr.column : 0, "%s", jerr.text);
+		int column = jerr.column;
+		if (jerr.line > 0 && column <= 0 && jerr.position >= 0 && (size_t)jerr.position <= len) {
+			/* at the end of the input jansson gives no column: count it from the byte offset */
+			size_t at = (size_t)jerr.position, start = at;
+			while (start > 0 && text[start - 1] != '\n')
+				start--;
+			column = (int)(at - start) + 1;
+		}
+		rm_error_set(err, RM_PARSE, file, jerr.line > 0 ? jerr.line : 0, column > 0 ? column : 0, "%s",
+			     jerr.text);
 		return NULL;
 	}
 	rm_program *prog = rm_program_create(NULL);
 	bool ok = read_program(&rd, root, prog);
 	json_decref(root);
-	if (!ok || rm_program_validate(prog, file, err) != RM_OK) {
+	if (ok)
+		ok = rm_program_validate(prog, file, err) == RM_OK;
+	if (!ok) {
+		locate_error(&rd, text, len);
 		rm_program_destroy(prog);
 		return NULL;
 	}

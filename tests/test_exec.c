@@ -573,3 +573,41 @@ Test(exec, replay_compare_trace_and_store_from_the_cli)
 	rm_exec_measurement_finish(&m);
 	rm_program_destroy(prog);
 }
+
+/* A malformed measurement points at the offending value (positions counted by hand below). */
+Test(exec, bad_measurement_points_at_the_value)
+{
+	rm_error err;
+	rm_program *prog = rm_program_load(test_file("programs/example.json"), &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	char dir[] = "/tmp/remora-test-meas-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/run.json", dir);
+	static const struct {
+		const char *text;
+		int line, column;
+		const char *needle;
+	} cases[] = {
+		/* line 3 "  \"ops\": []": the '[' at column 10 */
+		{"{\"measurement\": {\n  \"schema\": \"" RM_EXEC_MEASUREMENT_SCHEMA "\",\n  \"ops\": []}}\n", 3, 10,
+		 "ops: expected an array"},
+		/* line 2 "  \"schema\": \"x\"": the quote at column 13 */
+		{"{\"measurement\": {\n  \"schema\": \"x\",\n  \"ops\": []}}\n", 2, 13, "schema: expected"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fputs(cases[i].text, f);
+		cr_assert_eq(fclose(f), 0);
+		rm_exec_measurement m;
+		rm_error_clear(&err);
+		cr_assert_neq(rm_exec_measurement_load(path, prog, &m, &err), RM_OK);
+		cr_assert(strstr(err.msg, cases[i].needle), "%s", err.msg);
+		cr_assert_eq(err.line, cases[i].line, "%s: line %d", err.msg, err.line);
+		cr_assert_eq(err.column, cases[i].column, "%s: column %d", err.msg, err.column);
+	}
+	unlink(path);
+	rmdir(dir);
+	rm_program_destroy(prog);
+}

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct run_result {
 	char *out;
@@ -204,6 +205,14 @@ Test(cli_errors, bad_usage_exits_2)
 		{"simulate", "missing SCENARIO"},
 		{"search", "missing SCENARIO"},
 		{"search x.yaml --jobs 0", "--jobs expects a positive integer"},
+		/* a malformed --set is usage in every command that takes one, before any file is read */
+		{"simulate x.yaml --set training.micro_batch", "--set expects KEY=VALUE"},
+		{"schedule x.yaml --set =4", "got '=4'"},
+		{"search x.yaml --set +=x", "got '+=x'"},
+		{"simulate x.yaml --set training.foo=3", "unknown key \"training.foo\""},
+		{"schedule x.yaml --set training.foo=3", "unknown key \"training.foo\""},
+		{"search x.yaml --set training.foo=3", "unknown key \"training.foo\""},
+		{"search x.yaml --set remat.names+=[a]", "only string keys such as xla_flags append"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_result r = run_remora(cases[i][0], true);
@@ -211,6 +220,39 @@ Test(cli_errors, bad_usage_exits_2)
 		cr_assert(strstr(r.out, cases[i][1]), "remora %s said: %s", cases[i][0], r.out);
 		free(r.out);
 	}
+}
+
+/*
+ * libfyaml 0.7.12 loops for ever on the two bytes "%\xd0" (a YAML directive line with malformed
+ * UTF-8): as a scenario and as a --set value, every command refuses it with exit 1.
+ */
+Test(cli_errors, directive_line_is_refused_not_scanned, .timeout = 30)
+{
+	char dir[] = "/tmp/remora-directive-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/bad.yaml", dir);
+	FILE *f = fopen(path, "wb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite("%\xd0", 1, 2, f), 2);
+	cr_assert_eq(fclose(f), 0);
+	static const char *const cmds[] = {"simulate", "schedule", "search"};
+	char args[1600], want[160];
+	snprintf(want, sizeof(want), "%s:1:1: error: invalid YAML: a line starting with '%%' is a YAML directive", path);
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(args, sizeof(args), "%s '%s'", cmds[i], path);
+		run_result r = run_remora(args, true);
+		cr_assert_eq(r.exit_code, 1, "%s: exit %d", args, r.exit_code);
+		cr_assert(strstr(r.out, want), "%s: %s", args, r.out);
+		free(r.out);
+		snprintf(args, sizeof(args), "%s %s --set 'training.micro_batch=%%\xd0'", cmds[i], seed_arg());
+		r = run_remora(args, true);
+		cr_assert_eq(r.exit_code, 1, "%s: exit %d", args, r.exit_code);
+		cr_assert(strstr(r.out, "is a YAML directive"), "%s: %s", args, r.out);
+		free(r.out);
+	}
+	remove(path);
+	rmdir(dir);
 }
 
 Test(cli_errors, impossible_setups_exit_1)

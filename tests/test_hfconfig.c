@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "remora/workload.h"
 
@@ -139,4 +140,43 @@ Test(hfconfig, parse_from_memory)
 	/* Qwen2-0.5B (its published config): 494,032,768 parameters, by hand with head_dim 64:
 	 * 151936*896 + 24*(2*896 + 2*896*896 + 896 + 2*(896*128 + 128) + 3*896*4864) + 896. */
 	cr_assert_eq(rm_model_param_count(&m).total, 494032768LL);
+}
+
+/* Asserts the error of config text parsed from memory (positions counted by hand in text). */
+static void expect_text_error(const char *text, rm_status st, int line, int col, const char *needle)
+{
+	rm_model_config m;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_status got = rm_model_config_parse(text, strlen(text), "mem.json", &m, &err);
+	cr_assert_eq(got, st, "%s: status %s, want %s (%s)", text, rm_status_name(got), rm_status_name(st),
+		     err.msg);
+	cr_assert_eq(err.line, line, "%s: line %d, want %d (%s)", text, err.line, line, err.msg);
+	cr_assert_eq(err.column, col, "%s: column %d, want %d (%s)", text, err.column, col, err.msg);
+	cr_assert(strstr(err.msg, needle), "'%s' lacks '%s'", err.msg, needle);
+	cr_assert_str_eq(err.file, "mem.json");
+}
+
+/* Objects and lists (empty ones too) are pointed at by their '{' or '[', not by their first item. */
+Test(hfconfig, collections_point_at_their_bracket)
+{
+	/* line 2: ` "architectures": []` -> '[' is column 19 */
+	expect_text_error("{\"vocab_size\": 1,\n \"architectures\": []}", RM_INVALID, 2, 19,
+			  "\"architectures\" must be a non-empty list");
+	/* `{"architectures": ["LlamaForCausalLM"], "vocab_size": {}}`: '{' of {} is column 55 */
+	expect_text_error("{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": {}}", RM_INVALID, 1, 55,
+			  "\"vocab_size\" must be an integer");
+	/* the same with [7, 8]: '[' at column 55, not the 7 at 56 */
+	expect_text_error("{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": [7, 8]}", RM_INVALID, 1, 55,
+			  "\"vocab_size\" must be an integer");
+	/* the object itself, after two blank lines and two spaces: line 3, column 3 */
+	expect_text_error("\n\n  {\"architectures\": [\"LlamaForCausalLM\"]}", RM_MISSING, 3, 3,
+			  "missing required key \"vocab_size\"");
+}
+
+/* libfyaml 0.7.12 scans "%\xd0" for ever; the reader refuses a directive line before parsing. */
+Test(hfconfig, directive_line_is_refused_not_scanned, .timeout = 5)
+{
+	expect_text_error("%\xd0", RM_PARSE, 1, 1, "'%'");
+	expect_text_error("{\"vocab_size\": 1,\n%\xd0}", RM_PARSE, 2, 1, "YAML directive");
 }

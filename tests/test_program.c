@@ -84,34 +84,38 @@ Test(program, write_then_read_is_identity)
 	rm_program_destroy(q);
 }
 
-/* Every malformed file fails with the expected status and a message naming the place. */
+/*
+ * Every malformed file fails with the expected status and a message naming the place: semantic
+ * errors keep their JSON path and point at the offending value (an unknown key at the key).
+ */
 Test(program, malformed_files_fail_clearly)
 {
 	static const struct {
 		const char *file;
 		rm_status status;
 		const char *needle;
-		int line; /* > 0: the error must carry this line */
+		int line;   /* > 0: the error must carry this line */
+		int column; /* > 0: and this column (counted by hand in the file) */
 	} cases[] = {
-		{"syntax.json", RM_PARSE, "unexpected token", 6},
-		{"truncated.json", RM_PARSE, "", 5},
-		{"empty.json", RM_PARSE, "expected", 1},
-		{"duplicate_key.json", RM_PARSE, "duplicate object key", 5},
-		{"not_object.json", RM_INVALID, "expected an object", 0},
-		{"wrong_schema.json", RM_UNSUPPORTED, "remora.program/9", 0},
-		{"unknown_key.json", RM_UNKNOWN_KEY, "ops[1].elementwise: unknown key 'flop'", 0},
-		{"unknown_tensor.json", RM_INVALID, "ops[1].inputs[0]: unknown tensor 7", 0},
-		{"unknown_stream.json", RM_INVALID, "ops[0].stream: unknown stream 3", 0},
-		{"unknown_event.json", RM_INVALID, "ops[0].waits[0]: unknown event 1", 0},
-		{"unproduced.json", RM_INVALID, "ops[0].inputs[1]: op 'a' reads tensor 1 'act', which no op produces", 0},
-		{"never_recorded.json", RM_INVALID, "ops[1].waits[0]: op 'mm' waits on event 0 'ag.done', which no op records", 0},
-		{"cycle.json", RM_INVALID, "dependency cycle (deadlock): ops[0] 'mm0' <- ops[2] 'ag' <- ops[1] 'mm1'", 0},
-		{"bad_size.json", RM_RANGE, "tensors[0].bytes: -4 is too small", 0},
-		{"bad_shape.json", RM_RANGE, "ops[0].gemm.m: 0 is too small", 0},
-		{"bad_id.json", RM_INVALID, "ops[0].id: 1 must equal the position 0", 0},
-		{"two_producers.json", RM_INVALID, "ops[1].outputs[0]: tensor 0 'x' is already produced by ops[0] 'a'", 0},
-		{"wrong_cost_key.json", RM_INVALID, "ops[0].copy: an op of kind 'gemm' takes 'gemm'", 0},
-		{"bad_enum.json", RM_INVALID, "ops[0].collective.op: unknown value 'all_scatter'", 0},
+		{"syntax.json", RM_PARSE, "unexpected token", 6, 3},
+		{"truncated.json", RM_PARSE, "", 5, 75},
+		{"empty.json", RM_PARSE, "expected", 1, 1},
+		{"duplicate_key.json", RM_PARSE, "duplicate object key", 5, 7},
+		{"not_object.json", RM_INVALID, "expected an object", 1, 1},
+		{"wrong_schema.json", RM_UNSUPPORTED, "remora.program/9", 1, 12},
+		{"unknown_key.json", RM_UNKNOWN_KEY, "ops[1].elementwise: unknown key 'flop'", 7, 59},
+		{"unknown_tensor.json", RM_INVALID, "ops[1].inputs[0]: unknown tensor 7", 7, 102},
+		{"unknown_stream.json", RM_INVALID, "ops[0].stream: unknown stream 3", 5, 54},
+		{"unknown_event.json", RM_INVALID, "ops[0].waits[0]: unknown event 1", 6, 101},
+		{"unproduced.json", RM_INVALID, "ops[0].inputs[1]: op 'a' reads tensor 1 'act', which no op produces", 7, 105},
+		{"never_recorded.json", RM_INVALID, "ops[1].waits[0]: op 'mm' waits on event 0 'ag.done', which no op records", 8, 102},
+		{"cycle.json", RM_INVALID, "dependency cycle (deadlock): ops[0] 'mm0' <- ops[2] 'ag' <- ops[1] 'mm1'", 0, 0},
+		{"bad_size.json", RM_RANGE, "tensors[0].bytes: -4 is too small", 4, 47},
+		{"bad_shape.json", RM_RANGE, "ops[0].gemm.m: 0 is too small", 5, 71},
+		{"bad_id.json", RM_INVALID, "ops[0].id: 1 must equal the position 0", 5, 12},
+		{"two_producers.json", RM_INVALID, "ops[1].outputs[0]: tensor 0 'x' is already produced by ops[0] 'a'", 7, 103},
+		{"wrong_cost_key.json", RM_INVALID, "ops[0].copy: an op of kind 'gemm' takes 'gemm'", 5, 65},
+		{"bad_enum.json", RM_INVALID, "ops[0].collective.op: unknown value 'all_scatter'", 6, 27},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[1024], rel[128];
@@ -129,6 +133,9 @@ Test(program, malformed_files_fail_clearly)
 		cr_expect_str_eq(err.file, path, "%s: file", cases[i].file);
 		if (cases[i].line > 0)
 			cr_expect_eq(err.line, cases[i].line, "%s: line %d", cases[i].file, err.line);
+		if (cases[i].column > 0)
+			cr_expect_eq(err.column, cases[i].column, "%s: column %d", cases[i].file,
+				     err.column);
 	}
 }
 

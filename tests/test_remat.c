@@ -242,7 +242,10 @@ Test(remat, bad_policies_fail_with_a_column)
 	expect_parse_error("save_and_offload_only_these_names(['mlpwo'], ['dot_mlp_out'])", 1, "both saved and offloaded");
 	expect_parse_error("offload_dot_with_no_batch_dims('device', 'device')", 42, "pinned_host");
 	expect_parse_error("save_from_both_policies(dots_saveable)", 1, "takes two policies");
-	expect_parse_error("maxtext:minimalist", 1, "unknown MaxText remat_policy");
-	expect_parse_error("torch:partial", 1, "unknown PyTorch");
+	/* an unknown name is pointed at after its qualifier or prefix */
+	expect_parse_error("maxtext:minimalist", 9, "unknown MaxText remat_policy 'minimalist'");
+	expect_parse_error("torch:partial", 7, "unknown PyTorch");
+	expect_parse_error("jax.checkpoint_policies.save_only_these_nmes('dot_mlp_out')", 25,
+			   "unknown remat policy 'save_only_these_nmes'");
 	expect_parse_error("", 1, "found the end");
 }

@@ -308,6 +308,113 @@ Test(scenario, bad_files_point_at_the_key)
 	expect_scenario_error("model: llama-2-7b\nscheduler:\n  mode: fast\n", RM_INVALID, 3, 9, "expected xla or ideal");
 }
 
+/*
+ * libfyaml 0.7.12 loops for ever on a YAML directive line followed by malformed UTF-8 (the two
+ * bytes "%\xd0"): scenarios and --set values refuse directive lines before libfyaml sees them.
+ */
+Test(scenario, directive_line_is_refused_not_scanned, .timeout = 5)
+{
+	expect_scenario_error("%\xd0", RM_PARSE, 1, 1, "YAML directive");
+	expect_scenario_error("model: llama-2-7b\n%\xd0", RM_PARSE, 2, 1, "YAML directive");
+	expect_scenario_error("model: llama-2-7b\r%\xd0\n", RM_PARSE, 2, 1, "YAML directive");
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_set(&sc, "training.micro_batch=%\xd0", &err), RM_PARSE);
+	cr_assert(strstr(err.msg, "--set training.micro_batch=%\xd0: ") && strstr(err.msg, "YAML directive"), "%s",
+		  err.msg);
+	cr_assert_eq(rm_scenario_set(&sc, "remat.names=[a,\n%\xd0]", &err), RM_PARSE);
+}
+
+/*
+ * A policy error points into the expression: the scalar's column plus the column inside the
+ * expression when the scalar maps onto the file one to one (plain, or quoted without escapes),
+ * else the scalar and the column inside the expression in words.
+ */
+Test(scenario, policy_errors_point_into_the_expression)
+{
+	/* "  policy: " is 10 characters, "save_only_these_names(" 22: the name is at 3:(11 + 22) */
+	expect_scenario_error("model: llama-2-7b\nremat:\n  policy: save_only_these_names(dot_mlp_outt)\n", RM_INVALID, 3,
+			      33, "remat.policy: policy: expected checkpoint names as strings");
+	/* quoted: the text starts after the quote at column 12, its quote ' at 12 + 22 */
+	expect_scenario_error("model: llama-2-7b\nremat:\n  policy: \"save_only_these_names('dot_mlp_outt')\"\n",
+			      RM_INVALID, 3, 34, "remat.policy: unknown checkpoint name \"dot_mlp_outt\"");
+	/* an escape (\x27 for ') shifts the text: the scalar's quote, and the column in words */
+	expect_scenario_error("model: llama-2-7b\nremat:\n  policy: \"save_only_these_names(\\x27dot_mlp_outt')\"\n",
+			      RM_INVALID, 3, 11, "remat.policy: at column 23 of the policy: unknown checkpoint name");
+	/* search.policies items: "  policies: [nothing_saveable, " is 31 characters, then the quote;
+	 * the text starts at 33 and the unknown name after "maxtext:" (8) at 41 */
+	expect_scenario_error("model: llama-2-7b\nsearch:\n  policies: [nothing_saveable, \"maxtext:minimall\"]\n",
+			      RM_INVALID, 3, 41, "search.policies[1]: unknown MaxText remat_policy 'minimall'");
+	/* --set names the override and the column */
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_set(&sc, "remat.policy=save_only_these_names(", &err), RM_PARSE);
+	cr_assert(strstr(err.msg, "--set remat.policy=save_only_these_names(: remat.policy: at column 23 of the policy:"),
+		  "%s", err.msg);
+	cr_assert_str_eq(sc.policy, "nothing_saveable", "a refused policy is not stored");
+	cr_assert_eq(rm_scenario_set(&sc, "search.policies=[dots_saveable, torch:ful]", &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "--set search.policies=[dots_saveable, torch:ful]: search.policies[1]: at column 7"),
+		  "%s", err.msg);
+}
+
+/* Errors the workload finds in the training section point at the key the message names. */
+Test(scenario, training_errors_point_at_the_named_key)
+{
+	/* "  seq_len: " is 11 characters: the value at 3:12 */
+	expect_scenario_error("model: gpt-2\ntraining:\n  seq_len: 4096\n", RM_INVALID, 3, 12,
+			      "training.seq_len: seq_len 4096 exceeds the 1024 learned positions of gpt-2");
+	/* "training: {grad_accum: 512, micro_batch: " is 41 characters: micro_batch's value at 3:42 */
+	expect_scenario_error("model: gpt-2\ncluster: {nodes: 1}\ntraining: {grad_accum: 512, micro_batch: 65536}\n",
+			      RM_RANGE, 3, 42, "training.micro_batch: seq_len 1024 x micro_batch 65536");
+}
+
+/* Mappings and lists are pointed at by their '{', '[' or '-' (an empty one had no position). */
+Test(scenario, collections_point_at_their_start)
+{
+	/* "  names: " is 9 characters: the '{' at 3:10 */
+	expect_scenario_error("model: gpt-2\nremat:\n  names: {}\n", RM_INVALID, 3, 10, "remat.names: expected a list");
+	/* "training: " is 10: the '[' at 2:11, not the 1 at 2:12 */
+	expect_scenario_error("model: gpt-2\ntraining: [1, 2]\n", RM_INVALID, 2, 11, "training: expected a mapping");
+	expect_scenario_error("model: gpt-2\ntraining:\n  - 1\n", RM_INVALID, 3, 3, "training: expected a mapping");
+}
+
+/* XLA_FLAGS errors land on the offending flag, in a one-line string and in a list. */
+Test(scenario, flag_errors_point_at_the_flag)
+{
+	/* "xla_flags: " is 11 characters and "--xla_gpu_enable_pipelined_all_gather=true " 43: 2:(12 + 43) */
+	expect_scenario_error("model: llama-2-7b\nxla_flags: --xla_gpu_enable_pipelined_all_gather=true "
+			      "--xla_gpu_memory_limit_slop_factor=lots\n",
+			      RM_INVALID, 2, 55, "--xla_gpu_memory_limit_slop_factor expects an integer");
+	/* list items: "  - " puts the second item's flag at 4:5 */
+	expect_scenario_error("model: llama-2-7b\nxla_flags:\n  - --xla_gpu_enable_pipelined_all_gather=true\n"
+			      "  - --xla_gpu_memory_limit_slop_factor=lots\n",
+			      RM_INVALID, 4, 5, "xla_flags[1]: XLA_FLAGS: --xla_gpu_memory_limit_slop_factor expects an integer");
+}
+
+/* A syntax error libfyaml gives no diagnostic for (duplicate empty keys) still gets a position. */
+Test(scenario, undiagnosed_syntax_error_has_a_position)
+{
+	/* the second empty key is line 3; columns count from 1 */
+	expect_scenario_error("model: llama-2-7b\n:\n:\n", RM_PARSE, 3, 1, "duplicate empty key");
+	expect_scenario_error("model: llama-2-7b\ntraining:\n  seq_len: 8\n  :\n  :\n", RM_PARSE, 5, 3,
+			      "duplicate empty key");
+	/* malformed UTF-8 in a comment before the content: libfyaml fails without a word;
+	 * "# caf" is 5 characters */
+	expect_scenario_error("# caf\xc3 x\nmodel: llama-2-7b\n", RM_PARSE, 1, 6, "malformed UTF-8");
+	/* an empty key gets the position of its ':' */
+	expect_scenario_error("model: llama-2-7b\n: 4\n", RM_PARSE, 2, 1, "a key is empty");
+	/* an empty scalar with an anchor is placed at its '&': "  names: [dot_mlp_out, " is 23 */
+	expect_scenario_error("model: llama-2-7b\nremat:\n  names: [dot_mlp_out, &a]\n", RM_INVALID, 3, 24,
+			      "unknown checkpoint name \"\"");
+	/* libfyaml's own message and position when it has one */
+	expect_scenario_error("model: llama-2-7b\ntraining: {seq_len: 4096\n", RM_PARSE, 3, 1,
+			      "invalid YAML: missing comma in flow mapping");
+}
+
 Test(scenario, set_overrides_and_their_errors)
 {
 	rm_scenario sc;

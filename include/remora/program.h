@@ -170,7 +170,9 @@ rm_status rm_program_validate(const rm_program *prog, const char *file, rm_error
 /*
  * Parses a program from JSON text (schema "remora.program/1", keys in docs/sim.md). Syntax errors
  * are RM_PARSE with the parser's line:column; unknown keys RM_UNKNOWN_KEY, missing keys
- * RM_MISSING, bad values RM_INVALID, each naming the JSON path. The result is validated.
+ * RM_MISSING, bad values RM_INVALID, each naming the JSON path and carrying the line:column of
+ * the offending value (of the key, for an unknown key). The result is validated, and a
+ * validation error that names a path gets its position too.
  * Returns NULL on error.
  */
 rm_program *rm_program_parse(const char *text, size_t len, const char *file, rm_error *err);

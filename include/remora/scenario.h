@@ -50,6 +50,10 @@
 typedef struct rm_scenario_pos {
 	char key[48];
 	int line, column;
+	/* > 0 when the value is a one-line string that stands in the file character for character
+	 * (plain, or quoted without escapes): the column of its first character, so that column c of
+	 * the string is text_column + c - 1 in the file */
+	int text_column;
 } rm_scenario_pos;
 
 typedef struct rm_scenario {
@@ -95,7 +99,11 @@ void rm_scenario_init(rm_scenario *sc);
 rm_status rm_scenario_load(const char *path, rm_scenario *sc, rm_error *err);
 /* Parses scenario text; path names it in errors. */
 rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_scenario *sc, rm_error *err);
-/* Applies one --set KEY=VALUE. */
+/*
+ * Applies one --set KEY=VALUE (VALUE is YAML except for string keys, taken verbatim). Errors:
+ * RM_USAGE for an assignment without '=' or key, RM_UNKNOWN_KEY for a key remora does not have
+ * (both are command-line usage), other statuses for a bad value; messages quote the override.
+ */
 rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err);
 
 /*

@@ -190,3 +190,27 @@ Test(search, beyond_twelve_names_nested_prefixes)
 	cr_assert_eq(rm_search_count(s), 1 + 14);
 	rm_search_destroy(s);
 }
+
+Test(search, no_candidate_is_dropped_from_a_large_space)
+{
+	/* 12 names, saved and offloaded, plus the 7 listed policies: 4096 + 4095 + 7 = 8198 policies
+	 * (a fixed table of 8192 used to drop 6 of the listed ones without a word) */
+	const char *sets[] = {"search.names=[dot_attention_query, dot_attention_key, dot_attention_value, "
+			      "dot_attention_out, dot_mlp_gate, dot_mlp_up, dot_mlp_out, attention_context, "
+			      "pre_attention_norm, pre_mlp_norm, rotary_query, rotary_key]",
+			      "search.policies=[nothing_saveable, dots_saveable, dots_with_no_batch_dims_saveable, "
+			      "everything_saveable, 'maxtext:minimal', 'torch:selective', 'torch:full']",
+			      "search.micro_batches=[1]", "search.flag_variants=['']", "search.offload=true",
+			      "search.include_ideal=false", "search.max_candidates=100000", NULL};
+	rm_scenario sc;
+	seed(&sc, sets);
+	rm_error err;
+	rm_search *s = rm_search_create(&sc, NULL, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_search_count(s), 1 + 8198);
+	/* the last listed policy is the last candidate */
+	rm_candidate c;
+	rm_search_candidate(s, rm_search_count(s) - 1, &c);
+	cr_assert_str_eq(c.policy, "torch:full");
+	rm_search_destroy(s);
+}

@@ -3,6 +3,7 @@
  * symbolic links, FIFOs and devices, its failures (a full device, an injected ENOSPC), concurrent
  * writers, and the reader that refuses a FIFO instead of hanging on it.
  */
+#define _DEFAULT_SOURCE /* mknod, makedev */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -201,30 +203,46 @@ Test(file, fifo_is_written_through, .timeout = 10)
 	cr_assert_eq(entries(), 1);
 }
 
+/*
+ * A device node like /dev/full (char 1:7) or /dev/null (1:3) in the test folder where the test
+ * may make one (root), else a symlink to the real one. Never the real path itself: a writer that
+ * renamed over its target would replace the machine's device with a regular file.
+ */
+static void make_device(const char *path, unsigned minor, const char *real)
+{
+	if (mknod(path, S_IFCHR | 0666, makedev(1, minor)) != 0)
+		cr_assert_eq(symlink(real, path), 0);
+}
+
 Test(file, full_device_fails_with_the_path_and_enospc)
 {
 	rm_error err;
 	rm_error_clear(&err);
-	rm_file_writer *w = rm_file_writer_open("/dev/full", &err);
+	const char *full = in_dir("full");
+	make_device(full, 7, "/dev/full");
+	struct stat before, st;
+	cr_assert_eq(lstat(full, &before), 0);
+	rm_file_writer *w = rm_file_writer_open(full, &err);
 	cr_assert_not_null(w, "%s", err.msg);
 	cr_assert_not(rm_file_writer_is_atomic(w));
 	for (int i = 0; i < 100; i++)
 		fputs("0123456789abcdef", rm_file_writer_stream(w));
 	cr_assert_not(rm_file_writer_commit(w, &err));
 	cr_assert_eq(err.status, RM_IO);
-	cr_assert_str_eq(err.file, "/dev/full");
+	cr_assert_str_eq(err.file, full);
 	cr_assert(strstr(err.msg, strerror(ENOSPC)), "%s", err.msg);
-	/* /dev/full is still the device */
-	struct stat st;
-	cr_assert_eq(stat("/dev/full", &st), 0);
+	/* the device (or link) is still there as it was */
+	cr_assert_eq(lstat(full, &st), 0);
+	cr_assert_eq(st.st_mode, before.st_mode);
+	cr_assert_eq(stat(full, &st), 0);
 	cr_assert(S_ISCHR(st.st_mode));
 	/* through a link too; the link stays */
-	cr_assert_eq(symlink("/dev/full", in_dir("full")), 0);
-	cr_assert_not(write_text(in_dir("full"), "x", &err));
+	cr_assert_eq(symlink("full", in_dir("full.link")), 0);
+	cr_assert_not(write_text(in_dir("full.link"), "x", &err));
 	cr_assert(strstr(err.msg, strerror(ENOSPC)), "%s", err.msg);
-	cr_assert_eq(lstat(in_dir("full"), &st), 0);
+	cr_assert_eq(lstat(in_dir("full.link"), &st), 0);
 	cr_assert(S_ISLNK(st.st_mode));
-	cr_assert_eq(entries(), 1);
+	cr_assert_eq(entries(), 2);
 }
 
 Test(file, failed_write_keeps_the_old_file_and_leaves_no_temporary)
@@ -340,7 +358,8 @@ Test(file, fd_paths_are_written_through)
 	cr_assert_not_null(w, "%s", err.msg);
 	cr_assert_not(rm_file_writer_is_atomic(w));
 	rm_file_writer_abort(w);
-	w = rm_file_writer_open("/dev/null", &err);
+	make_device(in_dir("null"), 3, "/dev/null");
+	w = rm_file_writer_open(in_dir("null"), &err);
 	cr_assert_not_null(w, "%s", err.msg);
 	cr_assert_not(rm_file_writer_is_atomic(w));
 	fputs("discarded", rm_file_writer_stream(w));

@@ -5,6 +5,7 @@
  * command in a shell; JSON documents naming a file whose name needs escaping.
  * remora runs with an argv (fork + exec, no shell), so the test's own quoting is not in the way.
  */
+#define _DEFAULT_SOURCE /* mknod, makedev */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -172,34 +174,48 @@ static const char *const quick[] = {"--set", "search.names=[]", "--set", "search
 
 /* ---- outputs onto a full device ---------------------------------------------------------- */
 
-Test(files, every_output_onto_dev_full_fails_naming_the_path_and_enospc, .timeout = 60)
+/*
+ * A full device at path: a node of /dev/full's own device (char 1:7) where the test may make one
+ * (root), else a symlink to /dev/full. Never /dev/full itself: a writer that renames over its
+ * target (as remora once did) would replace the machine's /dev/full with a regular file.
+ */
+static void make_full_device(const char *path)
+{
+	if (mknod(path, S_IFCHR | 0666, makedev(1, 7)) != 0)
+		cr_assert_eq(symlink("/dev/full", path), 0);
+}
+
+Test(files, every_output_onto_a_full_device_fails_naming_the_path_and_enospc, .timeout = 60)
 {
 	char program[1200];
 	snprintf(program, sizeof(program), "%s/programs/example.json", env("REMORA_TEST_DATA"));
-	cr_assert_eq(symlink("/dev/full", in_dir("full.json")), 0);
+	make_full_device(in_dir("full"));
+	cr_assert_eq(symlink("full", in_dir("full.json")), 0);
+	struct stat before;
+	cr_assert_eq(lstat(in_dir("full"), &before), 0);
 	const char *const cases[][12] = {
-		{"simulate", seed(), "--trace", "/dev/full", NULL},
-		{"schedule", seed(), "-o", "/dev/full", NULL},
-		{"run-program", program, "--trace", "/dev/full", NULL},
-		{"search", seed(), QUICK, "--trace", "/dev/full", NULL},
+		{"simulate", seed(), "--trace", "full", NULL},
+		{"schedule", seed(), "-o", "full", NULL},
+		{"run-program", program, "--trace", "full", NULL},
+		{"search", seed(), QUICK, "--trace", "full", NULL},
 		{"simulate", seed(), "--trace", "full.json", NULL},
 	};
 	char want[200];
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_result r = run(NULL, cases[i]);
-		const char *path = i == 4 ? "full.json" : "/dev/full";
+		const char *path = i == 4 ? "full.json" : "full";
 		snprintf(want, sizeof(want), "remora: %s: error: write failed: %s", path, strerror(ENOSPC));
-		cr_assert_eq(r.exit_code, 1, "remora %s %s exited %d: %s", cases[i][0], cases[i][2], r.exit_code, r.err);
+		cr_assert_eq(r.exit_code, 1, "remora %s exited %d: %s", cases[i][0], r.exit_code, r.err);
 		cr_assert(strstr(r.err, want), "remora %s said: %s", cases[i][0], r.err);
 		run_free(&r);
+		/* the device is still the device, the link still a link, nothing left beside them */
+		struct stat st;
+		cr_assert_eq(lstat(in_dir("full"), &st), 0);
+		cr_assert_eq(st.st_mode, before.st_mode, "remora %s replaced the device", cases[i][0]);
+		cr_assert_eq(lstat(in_dir("full.json"), &st), 0);
+		cr_assert(S_ISLNK(st.st_mode));
+		cr_assert_eq(others(dir, (const char *const[]){"full", "full.json", NULL}), 0);
 	}
-	/* the device is still the device, the link still a link, nothing left beside them */
-	struct stat st;
-	cr_assert_eq(stat("/dev/full", &st), 0);
-	cr_assert(S_ISCHR(st.st_mode), "/dev/full was replaced");
-	cr_assert_eq(lstat(in_dir("full.json"), &st), 0);
-	cr_assert(S_ISLNK(st.st_mode));
-	cr_assert_eq(others(dir, (const char *const[]){"full.json", NULL}), 0);
 }
 
 /* ---- outputs through a symlink ------------------------------------------------------------ */
@@ -375,7 +391,7 @@ Test(files, plot_without_gnuplot_warns_and_keeps_the_data, .timeout = 60)
 Test(files, plot_write_error_names_the_file_and_errno, .timeout = 60)
 {
 	cr_assert_eq(mkdir(in_dir("plots"), 0700), 0);
-	cr_assert_eq(symlink("/dev/full", in_dir("plots/pareto.dat")), 0);
+	make_full_device(in_dir("plots/pareto.dat"));
 	run_result r = run(NULL, (const char *const[]){"search", seed(), QUICK, "--plot", "plots", NULL});
 	cr_assert_eq(r.exit_code, 1, "%s", r.err);
 	char want[200];

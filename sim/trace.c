@@ -23,12 +23,6 @@
  */
 #define TRACE_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
 
-/* t (ps) in microseconds. */
-static json_t *us(rm_time_ps t)
-{
-	return json_real((double)t / 1e6);
-}
-
 /* The middle of op i's slice: flow events bind to the slice enclosing their timestamp, and a
  * slice's start may coincide with the end of the previous slice on the same track. */
 static rm_time_ps mid(const rm_trace_view *v, int32_t i)
@@ -42,10 +36,20 @@ static json_t *str(const char *s)
 	return rm_json_string(s);
 }
 
-/* Writes one JSON value (stolen) after `sep`; false when jansson or the stream failed. */
+/* Writes one JSON value (not stolen) after `sep`; false when jansson or the stream failed. */
+static bool put_keep(FILE *out, const char *sep, const json_t *value)
+{
+	/* through a buffer: json_dumpf calls fwrite once per token */
+	char buf[2048];
+	size_t n = value ? json_dumpb(value, buf, sizeof(buf), TRACE_FLAGS) : 0;
+	return value && fputs(sep, out) != EOF &&
+	       (n > 0 && n <= sizeof(buf) ? fwrite(buf, 1, n, out) == n : json_dumpf(value, out, TRACE_FLAGS) == 0);
+}
+
+/* put_keep, then drops the value. */
 static bool put(FILE *out, const char *sep, json_t *value)
 {
-	bool ok = value && fputs(sep, out) != EOF && json_dumpf(value, out, TRACE_FLAGS) == 0;
+	bool ok = put_keep(out, sep, value);
 	json_decref(value);
 	return ok;
 }
@@ -61,33 +65,118 @@ static json_t *event(const char *ph, int pid, int tid)
 	return e;
 }
 
+/*
+ * The events that repeat per op (slices, flows, counter points) reuse one object per shape and
+ * change their values in place (json_integer_set, json_real_set, json_string_set): same bytes
+ * as a fresh object per event, without allocating and hashing every member every time.
+ */
+static json_t *member(json_t *obj, const char *key, json_t *value)
+{
+	json_object_set_new(obj, key, value);
+	return value; /* borrowed */
+}
+
+static void set_str(json_t *node, const char *s)
+{
+	s = s ? s : "";
+	if (strcmp(json_string_value(node), s) == 0)
+		return;
+	if (json_string_set(node, s) != 0) { /* not UTF-8: as rm_json_string repairs it */
+		json_t *fixed = rm_json_string(s);
+		json_string_set(node, json_string_value(fixed));
+		json_decref(fixed);
+	}
+}
+
+/* An "X" slice: shape 0 any op, 1 a collective, 2 a collective with its sync reason. */
+typedef struct slice_tpl {
+	json_t *e, *tid, *name, *cat, *ts, *dur, *op, *phase, *layer, *time, *sms, *coll, *bytes, *why;
+} slice_tpl;
+
+static void slice_tpl_init(slice_tpl *t, int pid, const rm_trace_view *v, int shape)
+{
+	memset(t, 0, sizeof(*t));
+	t->e = event("X", pid, 0);
+	t->tid = member(t->e, "tid", json_integer(0));
+	t->name = member(t->e, "name", json_string(""));
+	t->cat = member(t->e, "cat", json_string(""));
+	t->ts = member(t->e, "ts", json_real(0));
+	t->dur = member(t->e, "dur", json_real(0));
+	json_t *a = member(t->e, "args", json_object());
+	t->op = member(a, "op", json_integer(0));
+	t->phase = member(a, "phase", json_string(""));
+	t->layer = member(a, "layer", json_integer(0));
+	t->time = member(a, v->time_arg, json_real(0));
+	if (v->sms_held)
+		t->sms = member(a, "sms_held", json_integer(0));
+	if (shape >= 1) {
+		t->coll = member(a, "collective", json_string(""));
+		t->bytes = member(a, "bytes", json_integer(0));
+	}
+	if (shape == 2)
+		t->why = member(a, "sync_reason", json_string(""));
+}
+
 static bool put_slices(FILE *out, const rm_program *prog, const rm_trace_view *v, int pid, int32_t n)
 {
+	slice_tpl tpl[3];
+	for (int k = 0; k < 3; k++)
+		slice_tpl_init(&tpl[k], pid, v, k);
 	bool ok = true;
 	for (int32_t i = 0; i < n && ok; i++) {
 		const rm_program_op *op = &prog->ops[i];
-		json_t *e = event("X", pid, op->stream + 1);
-		json_object_set_new(e, "name", str(op->name));
-		json_object_set_new(e, "cat", json_string(rm_cost_kind_name(op->cost.kind)));
-		json_object_set_new(e, "ts", us(v->start[i]));
-		json_object_set_new(e, "dur", us(v->end[i] - v->start[i]));
-		json_t *a = json_object();
-		json_object_set_new(a, "op", json_integer(i));
-		json_object_set_new(a, "phase", json_string(rm_program_phase_name(op->phase)));
-		json_object_set_new(a, "layer", json_integer(op->layer));
-		json_object_set_new(a, v->time_arg, us(v->time_arg_ps[i]));
-		if (v->sms_held)
-			json_object_set_new(a, "sms_held", json_integer(v->sms_held[i]));
-		if (op->cost.kind == RM_COST_COLLECTIVE) {
-			json_object_set_new(a, "collective", json_string(rm_collective_name(op->cost.collective.op)));
-			json_object_set_new(a, "bytes", json_integer(op->cost.collective.bytes));
-			if (op->sync_reason)
-				json_object_set_new(a, "sync_reason", str(op->sync_reason));
+		bool coll = op->cost.kind == RM_COST_COLLECTIVE;
+		slice_tpl *t = &tpl[coll ? (op->sync_reason ? 2 : 1) : 0];
+		json_integer_set(t->tid, op->stream + 1);
+		set_str(t->name, op->name);
+		set_str(t->cat, rm_cost_kind_name(op->cost.kind));
+		json_real_set(t->ts, (double)v->start[i] / 1e6);
+		json_real_set(t->dur, (double)(v->end[i] - v->start[i]) / 1e6);
+		json_integer_set(t->op, i);
+		set_str(t->phase, rm_program_phase_name(op->phase));
+		json_integer_set(t->layer, op->layer);
+		json_real_set(t->time, (double)v->time_arg_ps[i] / 1e6);
+		if (t->sms)
+			json_integer_set(t->sms, v->sms_held[i]);
+		if (coll) {
+			set_str(t->coll, rm_collective_name(op->cost.collective.op));
+			json_integer_set(t->bytes, op->cost.collective.bytes);
 		}
-		json_object_set_new(e, "args", a);
-		ok = put(out, ",\n", e);
+		if (t->why)
+			set_str(t->why, op->sync_reason);
+		ok = put_keep(out, ",\n", t->e);
 	}
+	for (int k = 0; k < 3; k++)
+		json_decref(tpl[k].e);
 	return ok;
+}
+
+/* A flow end ("s" start or "f" finish, bound to the enclosing slice). */
+typedef struct flow_tpl {
+	json_t *e, *tid, *id, *name, *ts;
+} flow_tpl;
+
+static void flow_tpl_init(flow_tpl *t, int pid, bool finish)
+{
+	t->e = json_object();
+	json_object_set_new(t->e, "ph", json_string(finish ? "f" : "s"));
+	if (finish)
+		json_object_set_new(t->e, "bp", json_string("e"));
+	json_object_set_new(t->e, "pid", json_integer(pid));
+	t->tid = member(t->e, "tid", json_integer(0));
+	t->id = member(t->e, "id", json_integer(0));
+	t->name = member(t->e, "name", json_string(""));
+	json_object_set_new(t->e, "cat", json_string("event"));
+	t->ts = member(t->e, "ts", json_real(0));
+}
+
+static bool put_flow(FILE *out, flow_tpl *t, int tid, json_int_t id, const char *name, rm_time_ps ts)
+{
+	json_integer_set(t->tid, tid);
+	json_integer_set(t->id, id);
+	set_str(t->name, name);
+	json_real_set(t->ts, (double)ts / 1e6);
+	return put_keep(out, ",\n", t->e);
 }
 
 /* Flow arrows: from the op recording an event to every op on another stream waiting on it, each
@@ -103,6 +192,9 @@ static bool put_flows(FILE *out, const rm_program *prog, const rm_trace_view *v,
 		for (uint32_t q = 0; q < prog->ops[p].records.count; q++)
 			recorder[r[q]] = p;
 	}
+	flow_tpl s, f;
+	flow_tpl_init(&s, pid, false);
+	flow_tpl_init(&f, pid, true);
 	bool ok = true;
 	for (int32_t i = 0; i < n && ok; i++) {
 		const rm_program_op *op = &prog->ops[i];
@@ -112,24 +204,31 @@ static bool put_flows(FILE *out, const rm_program *prog, const rm_trace_view *v,
 			if (rec < 0 || rec >= n || prog->ops[rec].stream == op->stream)
 				continue;
 			json_int_t id = (json_int_t)i * 4096 + (json_int_t)j;
-			json_t *s = event("s", pid, prog->ops[rec].stream + 1);
-			json_object_set_new(s, "id", json_integer(id));
-			json_object_set_new(s, "name", str(prog->events[w[j]].name));
-			json_object_set_new(s, "cat", json_string("event"));
-			json_object_set_new(s, "ts", us(mid(v, rec)));
-			json_t *f = json_object();
-			json_object_set_new(f, "ph", json_string("f"));
-			json_object_set_new(f, "bp", json_string("e"));
-			json_object_set_new(f, "pid", json_integer(pid));
-			json_object_set_new(f, "tid", json_integer(op->stream + 1));
-			json_object_set_new(f, "id", json_integer(id));
-			json_object_set_new(f, "name", str(prog->events[w[j]].name));
-			json_object_set_new(f, "cat", json_string("event"));
-			json_object_set_new(f, "ts", us(mid(v, i)));
-			ok = put(out, ",\n", s) && put(out, ",\n", f);
+			const char *name = prog->events[w[j]].name;
+			ok = put_flow(out, &s, prog->ops[rec].stream + 1, id, name, mid(v, rec)) &&
+			     put_flow(out, &f, op->stream + 1, id, name, mid(v, i));
 		}
 	}
+	json_decref(s.e);
+	json_decref(f.e);
 	free(recorder);
+	return ok;
+}
+
+/* Device memory counter: one "C" point per change. */
+static bool put_memory(FILE *out, const rm_trace_view *v, int pid)
+{
+	json_t *c = event("C", pid, 0);
+	json_object_set_new(c, "name", json_string("device memory"));
+	json_t *ts = member(c, "ts", json_real(0));
+	json_t *bytes = member(member(c, "args", json_object()), "bytes", json_integer(0));
+	bool ok = true;
+	for (size_t k = 0; k < v->n_memory && ok; k++) {
+		json_real_set(ts, (double)v->memory[k].time / 1e6);
+		json_integer_set(bytes, v->memory[k].bytes);
+		ok = put_keep(out, ",\n", c);
+	}
+	json_decref(c);
 	return ok;
 }
 
@@ -164,14 +263,7 @@ bool rm_trace_write(const rm_program *prog, const rm_trace_view *v, FILE *out, r
 	}
 	int32_t n = v->n_ops < prog->n_ops ? v->n_ops : prog->n_ops;
 	ok = ok && put_slices(out, prog, v, pid, n) && put_flows(out, prog, v, pid, n);
-	/* Device memory counter. */
-	for (size_t k = 0; k < v->n_memory && ok; k++) {
-		json_t *c = event("C", pid, 0);
-		json_object_set_new(c, "name", json_string("device memory"));
-		json_object_set_new(c, "ts", us(v->memory[k].time));
-		json_object_set_new(c, "args", json_pack("{s:I}", "bytes", (json_int_t)v->memory[k].bytes));
-		ok = put(out, ",\n", c);
-	}
+	ok = ok && put_memory(out, v, pid);
 	ok = ok && fputs("\n]}\n", out) != EOF;
 	if (!ok || ferror(out) || fflush(out) != 0)
 		return rm_error_set(err, RM_IO, NULL, 0, 0, "writing the trace failed"), false;

@@ -389,3 +389,10 @@ done:
 	rm_calib_db_close(db);
 	return st;
 }
+
+rm_status rm_calib_hw_resolver(const char *spec, const char *nccl_version, int ranks, int nodes, rm_hw_profile *hw,
+			       rm_nccl_model *nccl, rm_error *err)
+{
+	rm_calib_resolve_opts ro = {.nccl_version = nccl_version, .ranks = ranks, .nodes = nodes};
+	return rm_calib_resolve_hw(spec, &ro, hw, nccl, err);
+}

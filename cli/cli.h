@@ -36,8 +36,7 @@ int cli_cmd_exec(int argc, char **argv);
  * NCCL model of its hardware, calibrated overrides included for "CALIB.db:NAME" (for the FSDP
  * group's size). cost must stay where it is (it points at itself).
  */
-rm_status cli_nccl_cost(const rm_scenario *sc, const rm_scenario_resolved *res, rm_cost_nccl *cost,
-			rm_error *err);
+
 
 /* Exit codes: 0 success, 1 failure of the input or the environment, 2 bad usage. */
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };

@@ -109,7 +109,19 @@ int cli_cmd_run_program(int argc, char **argv)
 	if (!prog)
 		return cli_fail(&err);
 	int rc = CLI_EXIT_FAIL;
-	rm_sim_options opt = {.hw_queues = (int)queues, .memory_timeline = trace != NULL, .cost = &cost.base};
+	/* what HBM the program cannot use: the budget of its largest collective group (one
+	 * communicator's NCCL buffers, the context, a cuBLASLt workspace; remora/hw.h) */
+	int ranks = 1, nodes = 1;
+	for (int32_t i = 0; i < prog->n_ops; i++)
+		if (prog->ops[i].cost.kind == RM_COST_COLLECTIVE && prog->ops[i].cost.collective.group_size > ranks) {
+			ranks = prog->ops[i].cost.collective.group_size;
+			nodes = prog->ops[i].cost.collective.span > 0 ? prog->ops[i].cost.collective.span : 1;
+		}
+	rm_memory_budget budget = rm_memory_budget_default(hw, ranks, nodes);
+	rm_sim_options opt = {.hw_queues = (int)queues,
+			      .memory_timeline = trace != NULL,
+			      .cost = &cost.base,
+			      .memory_headroom_bytes = budget.headroom_bytes};
 	rm_sim *sim = rm_sim_create(prog, hw, &opt, &err);
 	if (!sim) {
 		snprintf(err.file, sizeof(err.file), "%s", path);

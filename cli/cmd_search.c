@@ -40,11 +40,6 @@ static void search_usage(FILE *out)
 		"  -h, --help           this help\n");
 }
 
-static rm_status cli_hw_resolver(const char *spec, rm_hw_profile *out, rm_error *err)
-{
-	return rm_calib_resolve_hw(spec, NULL, out, NULL, err);
-}
-
 static void progress_line(const rm_search_progress *p, void *user)
 {
 	(void)user;
@@ -346,21 +341,9 @@ int cli_cmd_search(int argc, char **argv)
 			return err.status == RM_USAGE ? cli_usage_error("search", "%s", err.msg) : cli_fail(&err);
 		}
 	free(sets);
-	rm_search *s = rm_search_create(&sc, cli_hw_resolver, &err);
+	rm_search *s = rm_search_create(&sc, rm_calib_hw_resolver, &err);
 	if (!s)
 		return cli_fail(&err);
-	static rm_cost_nccl cost;
-	{
-		rm_scenario_resolved r0;
-		if (rm_scenario_resolve(&sc, cli_hw_resolver, &r0, &err) != RM_OK ||
-		    cli_nccl_cost(&sc, &r0, &cost, &err) != RM_OK) {
-			rm_scenario_resolved_finish(&r0);
-			rm_search_destroy(s);
-			return cli_fail(&err);
-		}
-		rm_scenario_resolved_finish(&r0);
-	}
-	rm_search_set_cost_model(s, &cost.base);
 	rm_search_options opt = {.db_path = db, .jobs = (int)jobs, .stop_after = stop_after};
 	if (isatty(STDERR_FILENO) && !json)
 		opt.progress = progress_line;
@@ -404,8 +387,11 @@ int cli_cmd_search(int argc, char **argv)
 		rm_candidate wc;
 		rm_search_candidate(s, best_xla.c.index, &wc);
 		if (rm_search_resolve_candidate(s, &wc, &wres, &err) == RM_OK &&
-		    (wres.sched.cost = &cost.base, wprog = rm_schedule_build(&wres.sched, &wrep, &err)) != NULL) {
-			rm_sim_options so = {.hw_queues = wres.hw_queues, .memory_timeline = true, .cost = &cost.base};
+		    (wprog = rm_schedule_build(&wres.sched, &wrep, &err)) != NULL) {
+			rm_sim_options so = {.hw_queues = wres.hw_queues,
+					     .memory_timeline = true,
+					     .cost = wres.sched.cost,
+					     .memory_headroom_bytes = wres.memory.headroom_bytes};
 			wsim = rm_sim_create(wprog, &wres.hw, &so, &err);
 			have_w = wsim && rm_sim_run(wsim, &err) == RM_OK;
 		}
@@ -458,6 +444,9 @@ int cli_cmd_search(int argc, char **argv)
 		rc = cli_print_json(doc);
 		goto out_w;
 	}
+	if (rm_search_damaged_rows(s) > 0)
+		printf("%s: %lld stored rows failed their checksum and were recomputed\n", db ? db : "database",
+		       (long long)rm_search_damaged_rows(s));
 	printf("%s: %lld candidates in the space, %lld simulated now%s\n\n", sc.path, (long long)rm_search_count(s),
 	       (long long)(prog.done - prog.skipped),
 	       prog.skipped ? " (the rest were already in the database)" : "");
@@ -505,9 +494,17 @@ int cli_cmd_search(int argc, char **argv)
 	}
 	printf("  XLA_FLAGS=\"%s\"   (the flags that differ from XLA's defaults)\n", flags);
 	printf("  micro-batch  = %lld\n", (long long)w->c.micro_batch);
-	printf("  step %.2f ms, %.0f tokens/s per GPU, MFU %.1f%%, peak %.2f GiB, %d of %d collectives async\n",
+	const rm_memory_budget *mb = rm_search_memory_budget(s);
+	printf("  step %.2f ms, %.0f tokens/s per GPU, MFU %.1f%%, peak %.2f of %.2f GiB usable, %d of %d collectives "
+	       "async\n",
 	       w->step_time_s * 1e3, w->tokens_per_s_per_gpu, 100 * w->mfu, (double)w->peak_memory_bytes / (double)RM_GiB,
-	       w->async, w->collectives);
+	       (double)mb->usable_bytes / (double)RM_GiB, w->async, w->collectives);
+	if (w->peak_memory_bytes > 0.95 * (double)mb->usable_bytes)
+		printf("  WARNING: the peak is within %.2f GiB of usable memory (HBM less %.2f GiB of CUDA context, NCCL "
+		       "buffers and workspaces); allocator fragmentation can take more: keep a margin or take the next "
+		       "plan\n",
+		       (double)(mb->usable_bytes - w->peak_memory_bytes) / (double)RM_GiB,
+		       (double)mb->headroom_bytes / (double)RM_GiB);
 	if (have_base && base.ok) {
 		if (base.fits)
 			printf("  %.2fx the scenario as written (%.0f tokens/s per GPU, %d collectives on the compute "

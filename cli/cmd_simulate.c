@@ -39,21 +39,27 @@ static void simulate_usage(FILE *out, const char *cmd)
 	fprintf(out, "  -h, --help            this help\n\nScenario keys: see docs/scenarios.md.\n");
 }
 
-static rm_status cli_hw_resolver(const char *spec, rm_hw_profile *out, rm_error *err)
+/* The peak against usable memory, what the headroom is made of, and a warning when the margin
+ * is thinner than allocator slack usually is (docs/reference/kernels-h100.md section 6). */
+static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b)
 {
-	return rm_calib_resolve_hw(spec, NULL, out, NULL, err);
-}
-
-rm_status cli_nccl_cost(const rm_scenario *sc, const rm_scenario_resolved *res, rm_cost_nccl *cost, rm_error *err)
-{
-	rm_calib_resolve_opts ro = {.nccl_version = sc->nccl_version[0] ? sc->nccl_version : NULL,
-				    .ranks = (int)res->train.fsdp, .nodes = res->sched.fsdp_nodes};
-	rm_hw_profile hw;
-	rm_nccl_model nccl;
-	if (rm_calib_resolve_hw(sc->hardware, &ro, &hw, &nccl, err) != RM_OK)
-		return err ? err->status : RM_INVALID;
-	rm_cost_nccl_init(cost, &nccl);
-	return RM_OK;
+	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+	printf("  peak memory        %s of %s usable  %s\n", rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
+	       rm_format_bytes(m->memory_usable_bytes, b2, sizeof(b2)), m->fits ? "fits" : "DOES NOT FIT");
+	if (b->headroom_set)
+		printf("  not usable         %s of %s HBM (memory_headroom_gib)\n",
+		       rm_format_bytes(b->headroom_bytes, b3, sizeof(b3)), rm_format_bytes(b->hbm_bytes, b4, sizeof(b4)));
+	else
+		printf("  not usable         %s of %s HBM: CUDA context %s, NCCL buffers %s, cuBLASLt workspace %s\n",
+		       rm_format_bytes(b->headroom_bytes, b3, sizeof(b3)), rm_format_bytes(b->hbm_bytes, b4, sizeof(b4)),
+		       rm_format_bytes(b->cuda_context_bytes, b5, sizeof(b5)),
+		       rm_format_bytes(b->nccl_buffer_bytes, b6, sizeof(b6)),
+		       rm_format_bytes(b->cublas_workspace_bytes, b1, sizeof(b1)));
+	if (m->fits && m->peak_memory_bytes > 0.95 * (double)m->memory_usable_bytes)
+		printf("  WARNING            the peak is within %s of usable memory: allocator fragmentation\n"
+		       "                     (reserved beyond allocated) can take more; keep a margin before\n"
+		       "                     running this plan\n",
+		       rm_format_bytes(m->memory_usable_bytes - m->peak_memory_bytes, b1, sizeof(b1)));
 }
 
 static bool program_fn(FILE *out, void *user, rm_error *err)
@@ -73,7 +79,7 @@ static int load_scenario(const char *cmd, const char *path, char **sets, int n_s
 	for (int i = 0; i < n_sets; i++)
 		if (rm_scenario_set(sc, sets[i], &err) != RM_OK)
 			return err.status == RM_USAGE ? cli_usage_error(cmd, "%s", err.msg) : cli_fail(&err);
-	if (rm_scenario_resolve(sc, cli_hw_resolver, res, &err) != RM_OK)
+	if (rm_scenario_resolve(sc, rm_calib_hw_resolver, res, &err) != RM_OK)
 		return cli_fail(&err);
 	rm_xla_flags_warn_unmodelled(&res->flags);
 	return CLI_EXIT_OK;
@@ -156,13 +162,8 @@ static int run(const char *cmd, int argc, char **argv)
 		return rc;
 	rm_error err;
 	rm_error_clear(&err);
-	/* collectives priced by the (possibly calibrated) NCCL model of the scenario's hardware */
-	static rm_cost_nccl cost;
-	if (cli_nccl_cost(&sc, &res, &cost, &err) != RM_OK) {
-		rm_scenario_resolved_finish(&res);
-		return cli_fail(&err);
-	}
-	res.sched.cost = &cost.base;
+	/* res.sched.cost: collectives priced by the (possibly calibrated) NCCL model of the resolved
+	 * hardware, the same model the engine runs below */
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
 	if (!prog) {
@@ -181,7 +182,10 @@ static int run(const char *cmd, int argc, char **argv)
 		}
 		goto done;
 	}
-	rm_sim_options opt = {.hw_queues = res.hw_queues, .memory_timeline = trace != NULL, .cost = &cost.base};
+	rm_sim_options opt = {.hw_queues = res.hw_queues,
+			      .memory_timeline = trace != NULL,
+			      .cost = res.sched.cost,
+			      .memory_headroom_bytes = res.memory.headroom_bytes};
 	rm_sim *s = rm_sim_create(prog, &res.hw, &opt, &err);
 	if (!s || rm_sim_run(s, &err) != RM_OK) {
 		rm_sim_destroy(s);
@@ -198,9 +202,18 @@ static int run(const char *cmd, int argc, char **argv)
 	if (json) {
 		json_t *doc = rm_sim_result_json(s);
 		json_object_set_new(doc, "schedule", schedule_json(&res, &rep));
+		json_t *mb = json_object();
+		json_object_set_new(mb, "hbm_bytes", json_integer(res.memory.hbm_bytes));
+		json_object_set_new(mb, "headroom_bytes", json_integer(res.memory.headroom_bytes));
+		json_object_set_new(mb, "headroom_set", json_boolean(res.memory.headroom_set));
+		json_object_set_new(mb, "cuda_context_bytes", json_integer(res.memory.cuda_context_bytes));
+		json_object_set_new(mb, "nccl_buffer_bytes", json_integer(res.memory.nccl_buffer_bytes));
+		json_object_set_new(mb, "cublas_workspace_bytes", json_integer(res.memory.cublas_workspace_bytes));
+		json_object_set_new(mb, "usable_bytes", json_integer(res.memory.usable_bytes));
+		json_object_set_new(doc, "memory_budget", mb);
 		rc = cli_print_json(doc);
 	} else {
-		char b1[32], b2[32], b3[32], b4[32], pol[4096], fl[4096];
+		char b3[32], b4[32], pol[4096], fl[4096];
 		printf("%s on %d x %s, FSDP %lld, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
 		       res.hw.name, (long long)res.train.fsdp, (long long)res.train.seq_len,
 		       (long long)res.train.micro_batch, (long long)res.train.grad_accum,
@@ -216,8 +229,7 @@ static int run(const char *cmd, int argc, char **argv)
 		       rm_time_to_s(m->lower_bound) * 1e3);
 		printf("  tokens/s per GPU   %.0f\n", m->tokens_per_s);
 		printf("  MFU                %.1f%%\n", 100.0 * m->mfu);
-		printf("  peak memory        %s of %s  %s\n", rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
-		       rm_format_bytes(m->memory_capacity_bytes, b2, sizeof(b2)), m->fits ? "fits" : "DOES NOT FIT");
+		print_memory(m, &res.memory);
 		printf("  compute busy       %.3f ms (recompute %.3f ms)\n", rm_time_to_s(m->compute_busy) * 1e3,
 		       rm_time_to_s(m->recompute) * 1e3);
 		printf("  communication      %.3f ms, exposed %.3f ms\n", rm_time_to_s(m->comm_total) * 1e3,
@@ -230,12 +242,22 @@ static int run(const char *cmd, int argc, char **argv)
 				first = false;
 			}
 		printf("%s\n", first ? "" : ")");
-		if (res.sched.mode == RM_SCHED_XLA)
+		bool no_limit = res.sched.mode == RM_SCHED_XLA && rep.memory_limit_bytes == 0;
+		if (no_limit)
+			printf("  XLA memory limit   none left: parameters, gradients, optimizer state and step I/O\n"
+			       "                     (%s) exceed the %s XLA starts from (%s), so every\n"
+			       "                     collective is scheduled under memory pressure and no slop factor\n"
+			       "                     can help. Shard more (parallelism.fsdp over more GPUs), keep fewer\n"
+			       "                     fp32 copies (training.master_weights=false), or give XLA more of\n"
+			       "                     the device (scheduler.device_memory_gib, XLA_PYTHON_CLIENT_MEM_FRACTION).\n",
+			       rm_format_bytes(rep.io_bytes, b3, sizeof(b3)), rm_format_bytes(rep.memory_base_bytes, b4, sizeof(b4)),
+			       res.sched.device_memory_bytes > 0 ? "scheduler.device_memory_gib" : "80% of HBM");
+		else if (res.sched.mode == RM_SCHED_XLA)
 			printf("  XLA memory limit   %s; LHS-tracked peak %s%s\n",
-		       rm_format_bytes(rep.memory_limit_bytes, b3, sizeof(b3)),
-		       rm_format_bytes(rep.tracked_peak_bytes, b4, sizeof(b4)),
-		       rep.tracked_peak_bytes > rep.memory_limit_bytes / 2 ? " (over half the limit: memory rules first)" : "");
-		if (rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT])
+			       rm_format_bytes(rep.memory_limit_bytes, b3, sizeof(b3)),
+			       rm_format_bytes(rep.tracked_peak_bytes, b4, sizeof(b4)),
+			       rep.tracked_peak_bytes > rep.memory_limit_bytes / 2 ? " (over half the limit: memory rules first)" : "");
+		if (rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT] && !no_limit)
 			printf("\n  %d collectives run on the compute stream because the scheduler's tracked memory\n"
 			       "  passed half its limit. Try raising --xla_gpu_memory_limit_slop_factor, saving fewer\n"
 			       "  names, offloading them (save_and_offload_only_these_names), or a smaller micro-batch.\n",

@@ -137,8 +137,14 @@ double rm_cost_attention_flops(const rm_attention_cost *a)
 	/* QK^T and PV: 2 matmuls of 2*s*s*d FLOPs per head (FlashAttention paper convention). */
 	double f = 4.0 * (double)s->batch * (double)s->heads * (double)s->seq * (double)s->seq *
 		   (double)s->head_dim;
-	if (s->causal)
+	if (s->causal && s->fused && s->window > 0 && s->window < s->seq) {
+		/* a fused kernel skips the key blocks outside the window: query i attends min(i+1, w)
+		 * keys, w(w+1)/2 + (s-w)w pairs instead of ~s^2/2 (FlashAttention-2 window_size) */
+		double w = (double)s->window, n = (double)s->seq;
+		f = 4.0 * (double)s->batch * (double)s->heads * (double)s->head_dim * (w * (w + 1.0) / 2.0 + (n - w) * w);
+	} else if (s->causal) {
 		f *= 0.5;
+	}
 	if (a->backward)
 		f *= 2.5;
 	return f;

@@ -264,3 +264,41 @@ const rm_hw_profile *rm_hw_profile_find(const char *name, rm_error *err)
 		     known);
 	return NULL;
 }
+
+/* ---- memory budget (remora/hw.h) ---- */
+
+/* docs/reference/kernels-h100.md section 6: non-framework memory of a training process on H200. */
+#define CUDA_CONTEXT_BYTES ((int64_t)(0.52 * 1073741824.0))
+/* ibid.: cuBLASLt workspace on sm90 (PyTorch CUBLASLT_WORKSPACE_SIZE, 32768 KiB). */
+#define CUBLAS_WORKSPACE_BYTES (INT64_C(32) << 20)
+/* ibid.: per channel and connection, Simple (NCCL_BUFFSIZE 4 MiB) + LL (8 x 512 x 8 x 16 B) +
+ * LL128 (120 x 640 x 8 x 8 B) receive buffers. */
+#define NCCL_BYTES_PER_CHANNEL ((INT64_C(4) << 20) + INT64_C(8) * 512 * 8 * 16 + INT64_C(120) * 640 * 8 * 8)
+/* ibid.: NVLS unicast buffers, 1 MiB x 2 x 16 channels x 8 heads, per NVLS communicator. */
+#define NCCL_NVLS_BYTES (INT64_C(256) << 20)
+
+rm_memory_budget rm_memory_budget_default(const rm_hw_profile *hw, int ranks, int nodes)
+{
+	rm_memory_budget b = {.hbm_bytes = (int64_t)hw->hbm_bytes};
+	b.cuda_context_bytes = CUDA_CONTEXT_BYTES;
+	b.cublas_workspace_bytes = CUBLAS_WORKSPACE_BYTES;
+	if (ranks > 1) {
+		/* a ring receives from one peer per channel */
+		b.nccl_buffer_bytes = (int64_t)hw->nccl_ring_channels * NCCL_BYTES_PER_CHANNEL;
+		int per_node = nodes > 0 ? ranks / nodes : ranks;
+		if (per_node > 2 && hw->nccl_nvls_bw_GBps > 0)
+			b.nccl_buffer_bytes += NCCL_NVLS_BYTES;
+	}
+	b.headroom_bytes = b.cuda_context_bytes + b.cublas_workspace_bytes + b.nccl_buffer_bytes;
+	b.usable_bytes = b.hbm_bytes - b.headroom_bytes;
+	return b;
+}
+
+rm_memory_budget rm_memory_budget_with_headroom(const rm_hw_profile *hw, int ranks, int nodes, int64_t headroom_bytes)
+{
+	rm_memory_budget b = rm_memory_budget_default(hw, ranks, nodes);
+	b.headroom_bytes = headroom_bytes;
+	b.headroom_set = true;
+	b.usable_bytes = b.hbm_bytes - headroom_bytes;
+	return b;
+}

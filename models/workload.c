@@ -595,7 +595,8 @@ static void build_layer(graph_builder *gb)
 		rm_op *op = new_op(gb, "attention_context", RM_OP_ATTENTION, RM_PHASE_FWD, -1);
 		op->attention = (rm_attention_shape){
 			.batch = gb->b, .heads = m->heads, .kv_heads = m->kv_heads, .seq = gb->s,
-			.head_dim = m->head_dim, .causal = t->causal, .fused = true, .dtype = gb->dt};
+			.head_dim = m->head_dim, .causal = t->causal, .fused = true, .dtype = gb->dt,
+			.window = t->causal && m->sliding_window > 0 && m->sliding_window < gb->s ? m->sliding_window : 0};
 		op_in(gb, op, q);
 		op_in(gb, op, k);
 		op_in(gb, op, v);

@@ -52,6 +52,7 @@ static const key_desc keys[] = {
 	{"scheduler.hw_queues", K_INT, S(hw_queues), 0, 1, 32},
 	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
 	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 0},
+	{"memory_headroom_gib", K_DOUBLE, S(memory_headroom_gib), 0, 0, 0},
 	{"search.names", K_NAMES, L(search_names, n_search_names), 0, 0},
 	{"search.policies", K_STRLIST, L(search_policies, n_search_policies), 0, 0},
 	{"search.micro_batches", K_INTLIST, L(search_micro_batches, n_search_micro_batches), 1, 1 << 16},
@@ -78,6 +79,7 @@ void rm_scenario_init(rm_scenario *sc)
 	sc->search_offload = true;
 	sc->search_include_ideal = true;
 	sc->search_max_candidates = 20000;
+	sc->memory_headroom_gib = -1;
 }
 
 /* ---- node access ---- */
@@ -565,13 +567,16 @@ static rm_status build_policy_text(const rm_scenario *sc, char *buf, size_t size
 	return RM_OK;
 }
 
-static rm_status embedded_hw(const char *spec, rm_hw_profile *out, rm_error *err)
+static rm_status embedded_hw(const char *spec, const char *nccl_version, int ranks, int nodes, rm_hw_profile *out,
+			     rm_nccl_model *nccl, rm_error *err)
 {
+	(void)ranks;
+	(void)nodes;
 	const rm_hw_profile *hw = rm_hw_profile_find(spec, err);
 	if (!hw)
 		return err ? err->status : RM_NOT_FOUND;
 	*out = *hw;
-	return RM_OK;
+	return nccl ? rm_nccl_model_init(nccl, out, nccl_version, err) : RM_OK;
 }
 
 rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm_scenario_resolved *out,
@@ -592,7 +597,9 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			at_key(sc, "model", err);
 		return err ? err->status : RM_INVALID;
 	}
-	if ((resolver ? resolver : embedded_hw)(sc->hardware, &out->hw, err) != RM_OK)
+	if (!resolver)
+		resolver = embedded_hw;
+	if (resolver(sc->hardware, NULL, 0, 0, &out->hw, NULL, err) != RM_OK)
 		return at_key(sc, "hardware", err);
 	int64_t gpn = sc->gpus_per_node ? sc->gpus_per_node : (int64_t)out->hw.gpus_per_node;
 	if (gpn > out->hw.gpus_per_node)
@@ -634,7 +641,37 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		rm_log_warn("%d GPUs with FSDP %lld: the %d replicas run the same schedule; data-parallel "
 			    "gradient all-reduce across replicas is not modelled yet",
 			    out->gpus, (long long)t.fsdp, (int)(out->gpus / t.fsdp));
+	/* the program holds L x grad_accum copies of a layer's ops (each micro-batch has its own
+	 * tensors): bound it so a scenario cannot ask for gigabytes of schedule */
+	if (out->model.layers * t.grad_accum > RM_SCENARIO_MAX_LAYER_STEPS)
+		return key_error(sc, sc->grad_accum ? "training.grad_accum" : "model", err, RM_RANGE,
+				 "%lld layers x grad_accum %lld = %lld layer passes per step, over the %d remora "
+				 "simulates in one program; lower training.grad_accum (the step time scales "
+				 "linearly with it past a few micro-batches)",
+				 (long long)out->model.layers, (long long)t.grad_accum,
+				 (long long)(out->model.layers * t.grad_accum), RM_SCENARIO_MAX_LAYER_STEPS);
 	out->train = t;
+	/* the NCCL model of the FSDP group: calibrated fits for this topology, the scenario's version */
+	{
+		rm_nccl_model nccl;
+		if (resolver(sc->hardware, sc->nccl_version[0] ? sc->nccl_version : NULL, (int)t.fsdp, fsdp_nodes,
+			     &out->hw, &nccl, err) != RM_OK)
+			return at_key(sc, sc->nccl_version[0] ? "scheduler.nccl_version" : "hardware", err);
+		rm_cost_nccl_init(&out->cost, &nccl);
+	}
+	if (pos_of(sc, "memory_headroom_gib")) {
+		double hb = sc->memory_headroom_gib * (double)RM_GiB;
+		if (!(hb >= 0))
+			return key_error(sc, "memory_headroom_gib", err, RM_RANGE,
+					 "memory_headroom_gib must be at least 0, got %g", sc->memory_headroom_gib);
+		if (!(hb < out->hw.hbm_bytes))
+			return key_error(sc, "memory_headroom_gib", err, RM_RANGE,
+					 "memory_headroom_gib %g is not below the %.2f GiB of HBM of %s",
+					 sc->memory_headroom_gib, out->hw.hbm_bytes / (double)RM_GiB, out->hw.name);
+		out->memory = rm_memory_budget_with_headroom(&out->hw, (int)t.fsdp, fsdp_nodes, (int64_t)hb);
+	} else {
+		out->memory = rm_memory_budget_default(&out->hw, (int)t.fsdp, fsdp_nodes);
+	}
 	out->wl = rm_workload_create(&out->model, &out->train, err);
 	if (!out->wl)
 		return at_key(sc, "training", err);
@@ -692,5 +729,6 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	c->wl = out->wl;
 	c->policy = out->policy;
 	c->hw = &out->hw;
+	c->cost = &out->cost.base;
 	return RM_OK;
 }

@@ -229,9 +229,14 @@ static double slot_units(const ctx *x, const rm_op *op)
 static double coll_latency(const ctx *x, ckind kind, int64_t bytes)
 {
 	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
-		rm_collective_cost c = {.op = ckind_coll[kind], .bytes = bytes, .group_size = x->cfg->wl->train.fsdp,
-					.span = x->cfg->fsdp_nodes};
-		return rm_cost_collective_s(&c, x->cfg->hw) * 1e6;
+		/* the run's own cost model, the one the engine prices the emitted collective with (the
+		 * calibrated NCCL model of the resolved hardware), not the embedded default */
+		rm_cost_op c = {.kind = RM_COST_COLLECTIVE,
+				.collective = {.op = ckind_coll[kind],
+					       .bytes = bytes,
+					       .group_size = (int32_t)x->cfg->wl->train.fsdp,
+					       .span = x->cfg->fsdp_nodes}};
+		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
 	}
 	return UNITS_ASYNC_COLLECTIVE;
 }
@@ -1494,6 +1499,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	rep->io_bytes = sm.total + tokens * 4 * x.A;
 	int64_t base = cfg->device_memory_bytes > 0 ? cfg->device_memory_bytes
 						     : (int64_t)(DEVICE_MEMORY_FRACTION * cfg->hw->hbm_bytes);
+	rep->memory_base_bytes = base;
 	x.limit = (int64_t)((double)(base - rep->io_bytes) * cfg->flags.memory_limit_slop_factor / 100.0);
 	if (x.limit < 0)
 		x.limit = 0;

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(meson ninja-build pkg-config gcc g++ libgsl-dev libsqlite3-dev libcriterion-dev
-      libfyaml-dev libjansson-dev jq gnuplot-nox)
+      libfyaml-dev libjansson-dev libssl-dev jq gnuplot-nox)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -21,14 +21,19 @@ static double now_s(void)
 
 /* ---- the space ---- */
 
+/* Adds a policy unless the space has it (a linear scan: at most 2 x 4096 subsets + the listed
+ * policies, once per search). The array grows: no candidate is ever dropped. */
 static void add_policy(rm_search *s, const char *expr, const char *label)
 {
-	if (s->n_policies >= RM_SEARCH_MAX_POLICIES)
-		return;
 	for (int i = 0; i < s->n_policies; i++)
 		if (strcmp(s->policies[i].expr, expr) == 0)
 			return;
+	if (s->n_policies == s->cap_policies) {
+		s->cap_policies = s->cap_policies ? 2 * s->cap_policies : 64;
+		s->policies = rm_xrealloc(s->policies, (size_t)s->cap_policies * sizeof(search_policy));
+	}
 	search_policy *p = &s->policies[s->n_policies++];
+	memset(p, 0, sizeof(*p));
 	snprintf(p->expr, sizeof(p->expr), "%s", expr);
 	snprintf(p->label, sizeof(p->label), "%s", label);
 }
@@ -188,18 +193,11 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 	rm_search *s = rm_new(rm_search, 1);
 	s->base = *sc;
 	s->resolver = resolver;
-	s->policies = rm_new(search_policy, RM_SEARCH_MAX_POLICIES);
 	if (rm_scenario_resolve(&s->base, resolver, &s->res0, err) != RM_OK)
 		goto fail;
-	/* the scenario's identity: everything but its search section */
-	rm_scenario id = s->base;
-	memset(id.pos, 0, sizeof(id.pos));
-	id.n_pos = 0;
-	memset(id.path, 0, sizeof(id.path));
-	memset(id.dir, 0, sizeof(id.dir));
-	memset(id.search_names, 0, sizeof(id.search_names));
-	s->scenario_hash = rm_hash_fnv1a(&id.model, offsetof(rm_scenario, n_search_names) - offsetof(rm_scenario, model),
-					 RM_FNV1A_SEED);
+	/* the scenario's identity: the digest of what it resolves to (everything but its search
+	 * section, which only chooses candidates), cost-model revision included */
+	rm_scenario_resolved_digest(&s->res0, s->scenario_hash);
 	if (build_space(s, err) != RM_OK)
 		goto fail;
 	/* caches shared read-only by the workers */
@@ -247,6 +245,11 @@ void rm_search_set_cost_model(rm_search *s, const rm_cost_model *cost)
 	s->cost = cost;
 }
 
+const rm_memory_budget *rm_search_memory_budget(const rm_search *s)
+{
+	return &s->res0.memory;
+}
+
 int64_t rm_search_count(const rm_search *s)
 {
 	return s->count;
@@ -283,10 +286,18 @@ void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 		if (!c->ideal)
 			snprintf(c->flags, sizeof(c->flags), "%s", s->variants[v]);
 	}
-	char id[2600];
-	snprintf(id, sizeof(id), "%016llx|%s|%lld|%s|%d|%d", (unsigned long long)s->scenario_hash, c->policy,
-		 (long long)c->micro_batch, c->flags, c->ideal, c->as_written);
-	c->key = rm_hash_fnv1a(id, strlen(id), RM_FNV1A_SEED);
+	rm_canon id;
+	rm_canon_init(&id);
+	rm_canon_str(&id, "run", s->scenario_hash);
+	rm_canon_str(&id, "policy", c->policy);
+	rm_canon_int(&id, "micro_batch", c->micro_batch);
+	rm_canon_str(&id, "flags", c->flags);
+	rm_canon_int(&id, "ideal", c->ideal);
+	rm_canon_int(&id, "as_written", c->as_written);
+	uint8_t d[RM_SHA256_BYTES];
+	rm_canon_digest(&id, d);
+	rm_sha256_hex(d, c->key);
+	rm_canon_finish(&id);
 }
 
 /* Evaluates with explicit workload, policy and flags. */
@@ -304,14 +315,16 @@ static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workloa
 	cfg.mode = c->ideal ? RM_SCHED_IDEAL : RM_SCHED_XLA;
 	cfg.lean = true;
 	if (s->cost)
-		cfg.cost = s->cost;
+		cfg.cost = s->cost; /* a test's own model; otherwise the resolved run's */
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&cfg, &rep, &err);
 	if (!prog) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
 		return;
 	}
-	rm_sim_options opt = {.hw_queues = s->res0.hw_queues, .cost = s->cost};
+	rm_sim_options opt = {.hw_queues = s->res0.hw_queues,
+			      .cost = cfg.cost,
+			      .memory_headroom_bytes = s->res0.memory.headroom_bytes};
 	rm_sim *sim = rm_sim_create(prog, &s->res0.hw, &opt, &err);
 	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
@@ -375,19 +388,53 @@ rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c,
 
 /* ---- the sweep ---- */
 
+/*
+ * Workers take candidate indices in order from one counter; a candidate whose row is stored is
+ * marked skipped without being evaluated. The writer consumes the slots in index order, so the
+ * rows are written in the same order for any number of threads, and nothing proportional to the
+ * size of the space is allocated: a window of slots bounds what is in flight.
+ */
+enum { SLOT_EMPTY, SLOT_RESULT, SLOT_SKIPPED };
+
 typedef struct work {
 	rm_search *s;
-	int64_t *todo;
-	int64_t n_todo;
+	int64_t count;
 	atomic_llong next;
-	/* finished results waiting for the writer, by todo position */
 	rm_candidate_result *slots;
-	atomic_int *ready;
+	atomic_int *state;
 	int64_t window;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	atomic_bool stop;
 } work;
+
+/* Evaluates candidate i into its slot (or marks it skipped); false once the sweep stops. */
+static bool work_one(work *w, int64_t i)
+{
+	int64_t slot = i % w->window;
+	/* stay within the writer's window so memory stays bounded */
+	pthread_mutex_lock(&w->mu);
+	while (!atomic_load(&w->stop) && atomic_load(&w->state[slot]) != SLOT_EMPTY)
+		pthread_cond_wait(&w->cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+	if (atomic_load(&w->stop))
+		return false;
+	rm_candidate c;
+	rm_search_candidate(w->s, i, &c);
+	int state = SLOT_SKIPPED;
+	rm_candidate_result r;
+	if (!search_store_has(w->s, c.key)) {
+		rm_search_evaluate(w->s, &c, &r);
+		state = SLOT_RESULT;
+	}
+	pthread_mutex_lock(&w->mu);
+	if (state == SLOT_RESULT)
+		w->slots[slot] = r;
+	atomic_store(&w->state[slot], state);
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return true;
+}
 
 static void *worker(void *arg)
 {
@@ -396,77 +443,82 @@ static void *worker(void *arg)
 		if (atomic_load(&w->stop))
 			return NULL;
 		int64_t i = atomic_fetch_add(&w->next, 1);
-		if (i >= w->n_todo)
+		if (i >= w->count || !work_one(w, i))
 			return NULL;
-		/* stay within the writer's window so memory stays bounded */
-		pthread_mutex_lock(&w->mu);
-		while (!atomic_load(&w->stop) && atomic_load(&w->ready[i % w->window]) != 0)
-			pthread_cond_wait(&w->cv, &w->mu);
-		pthread_mutex_unlock(&w->mu);
-		if (atomic_load(&w->stop))
-			return NULL;
-		rm_candidate c;
-		rm_search_candidate(w->s, w->todo[i], &c);
-		rm_candidate_result r;
-		rm_search_evaluate(w->s, &c, &r);
-		pthread_mutex_lock(&w->mu);
-		w->slots[i % w->window] = r;
-		atomic_store(&w->ready[i % w->window], 1);
-		pthread_cond_broadcast(&w->cv);
-		pthread_mutex_unlock(&w->mu);
 	}
+}
+
+/* Starts the worker threads; false (with err) when none can be made. Fewer than asked is fine. */
+static bool start_workers(work *w, pthread_t *threads, int jobs, int *started, rm_error *err)
+{
+	*started = 0;
+	int first_error = 0;
+	for (int j = 0; j < jobs; j++) {
+		int rc = pthread_create(&threads[j], NULL, worker, w);
+		if (rc != 0) {
+			first_error = rc;
+			break;
+		}
+		(*started)++;
+	}
+	if (*started == 0) {
+		rm_error_set(err, RM_IO, NULL, 0, 0, "cannot start a search thread: %s (pthread_create)",
+			     strerror(first_error));
+		return false;
+	}
+	if (*started < jobs)
+		rm_log_warn("started %d of %d search threads (pthread_create: %s); the sweep runs on %d", *started, jobs,
+			    strerror(first_error), *started);
+	return true;
 }
 
 rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_progress *out, rm_error *err)
 {
 	double t0 = now_s();
 	RM_CHECK(search_store_open(s, opt->db_path, err));
-	/* what is already stored is skipped: a killed sweep resumes */
-	int64_t *todo = rm_new(int64_t, (size_t)s->count);
-	int64_t n_todo = 0, skipped = 0;
-	for (int64_t i = 0; i < s->count; i++) {
-		rm_candidate c;
-		rm_search_candidate(s, i, &c);
-		if (search_store_has(s, c.key))
-			skipped++;
-		else
-			todo[n_todo++] = i;
-	}
 	int jobs = opt->jobs > 0 ? opt->jobs : 1;
-	work w = {.s = s, .todo = todo, .n_todo = n_todo, .window = 256};
+	work w = {.s = s, .count = s->count, .window = 256};
 	atomic_init(&w.next, 0);
 	atomic_init(&w.stop, false);
 	w.slots = rm_new(rm_candidate_result, (size_t)w.window);
-	w.ready = rm_new(atomic_int, (size_t)w.window);
+	w.state = rm_new(atomic_int, (size_t)w.window);
 	for (int64_t i = 0; i < w.window; i++)
-		atomic_init(&w.ready[i], 0);
+		atomic_init(&w.state[i], SLOT_EMPTY);
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.cv, NULL);
 	pthread_t *threads = rm_new(pthread_t, (size_t)jobs);
-	for (int j = 0; j < jobs; j++)
-		pthread_create(&threads[j], NULL, worker, &w);
-	/* the writer: rows in todo order, committed in batches */
-	rm_status st = RM_OK;
-	rm_search_progress prog = {.total = s->count, .skipped = skipped, .done = skipped};
+	int started = 0;
+	rm_status st = start_workers(&w, threads, jobs, &started, err) ? RM_OK : RM_IO;
+	/* the writer: rows in index order, committed in batches */
+	rm_search_progress prog = {.total = s->count};
 	double last_commit = now_s(), last_progress = 0;
 	int in_batch = 0;
 	int64_t written = 0;
-	st = search_store_begin(s, err);
-	for (int64_t i = 0; i < n_todo && st == RM_OK; i++) {
+	if (st == RM_OK)
+		st = search_store_begin(s, err);
+	for (int64_t i = 0; i < s->count && st == RM_OK; i++) {
+		int64_t slot = i % w.window;
 		pthread_mutex_lock(&w.mu);
-		while (atomic_load(&w.ready[i % w.window]) == 0)
+		while (atomic_load(&w.state[slot]) == SLOT_EMPTY)
 			pthread_cond_wait(&w.cv, &w.mu);
-		rm_candidate_result r = w.slots[i % w.window];
-		atomic_store(&w.ready[i % w.window], 0);
+		int state = atomic_load(&w.state[slot]);
+		rm_candidate_result r;
+		if (state == SLOT_RESULT)
+			r = w.slots[slot];
+		atomic_store(&w.state[slot], SLOT_EMPTY);
 		pthread_cond_broadcast(&w.cv);
 		pthread_mutex_unlock(&w.mu);
+		prog.done++;
+		if (state == SLOT_SKIPPED) {
+			prog.skipped++;
+			continue;
+		}
 		r.schedule_hash = 0;
 		st = search_store_put(s, &r, err);
 		if (st != RM_OK)
 			break;
 		in_batch++;
 		written++;
-		prog.done++;
 		double t = now_s();
 		if (in_batch >= 64 || t - last_commit > 0.5) {
 			st = search_store_commit(s, err);
@@ -479,7 +531,7 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 			/* as if killed right after a commit: nothing more is written */
 			if (st == RM_OK)
 				st = search_store_commit(s, err);
-			in_batch = 0;
+			in_batch = -1;
 			atomic_store(&w.stop, true);
 			break;
 		}
@@ -489,20 +541,19 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 			last_progress = t;
 		}
 	}
-	if (st == RM_OK && in_batch >= 0 && !atomic_load(&w.stop))
+	if (st == RM_OK && in_batch >= 0)
 		st = search_store_commit(s, err);
 	atomic_store(&w.stop, true);
 	pthread_mutex_lock(&w.mu);
 	pthread_cond_broadcast(&w.cv);
 	pthread_mutex_unlock(&w.mu);
-	for (int j = 0; j < jobs; j++)
+	for (int j = 0; j < started; j++)
 		pthread_join(threads[j], NULL);
 	pthread_mutex_destroy(&w.mu);
 	pthread_cond_destroy(&w.cv);
 	free(threads);
 	free(w.slots);
-	free(w.ready);
-	free(todo);
+	free(w.state);
 	prog.elapsed_s = now_s() - t0;
 	if (opt->progress)
 		opt->progress(&prog, opt->progress_user);

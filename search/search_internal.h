@@ -10,6 +10,11 @@
 #define SEARCH_MAX_MBS RM_SCENARIO_MAX_LIST
 #define SEARCH_MAX_VARIANTS RM_SCENARIO_MAX_LIST
 
+/* The first 128 bits of a candidate's SHA-256 key, for the in-memory resume set. */
+typedef struct search_key {
+	uint64_t hi, lo;
+} search_key;
+
 typedef struct search_policy {
 	char expr[1200];
 	char label[160];
@@ -22,9 +27,9 @@ struct rm_search {
 	rm_scenario base;
 	rm_hw_resolver resolver;
 	rm_scenario_resolved res0;
-	uint64_t scenario_hash;
+	char scenario_hash[RM_SHA256_HEX]; /* rm_scenario_resolved_digest of the scenario */
 	search_policy *policies;
-	int n_policies;
+	int n_policies, cap_policies;
 	int64_t mbs[SEARCH_MAX_MBS];
 	rm_workload *wl[SEARCH_MAX_MBS];
 	int n_mbs;
@@ -37,13 +42,14 @@ struct rm_search {
 	/* store */
 	sqlite3 *db;
 	sqlite3_stmt *put, *has;
-	uint64_t *keys; /* stored keys, sorted, for resume */
+	search_key *keys; /* keys of the verified rows stored for this scenario, sorted, for resume */
 	int64_t n_keys;
+	int64_t damaged; /* rows whose checksum failed (deleted, so recomputed) */
 };
 
 rm_status search_store_open(rm_search *s, const char *path, rm_error *err);
 void search_store_close(rm_search *s);
-bool search_store_has(rm_search *s, uint64_t key);
+bool search_store_has(const rm_search *s, const char *key_hex);
 rm_status search_store_begin(rm_search *s, rm_error *err);
 rm_status search_store_commit(rm_search *s, rm_error *err);
 rm_status search_store_put(rm_search *s, const rm_candidate_result *r, rm_error *err);

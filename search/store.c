@@ -1,15 +1,27 @@
 /*
- * The sweep store (remora/search.h): one SQLite row per candidate, keyed by the hash of its
- * configuration. Schema version in PRAGMA user_version; a database from a newer remora is
- * refused before anything is written.
+ * The sweep store (remora/search.h): one SQLite row per candidate, keyed by the SHA-256 of the
+ * resolved scenario's digest and the candidate's configuration, with a SHA-256 checksum of the
+ * row's own values. A row whose checksum fails (edited, torn, or written by another program) is
+ * deleted and recomputed, never reused.
+ *
+ * The file is marked PRAGMA application_id = RM_APP_ID_SWEEP ('RMSW'); a calibration database
+ * ('RMCA') or another program's file is refused before anything is written. Schema version in
+ * PRAGMA user_version: version 1 stores (64-bit FNV keys over the scenario's text) hold rows that
+ * cannot be verified, so their table is dropped and rebuilt; a newer schema is refused.
+ * Concurrency: WAL journal, a busy timeout, and write transactions taken with BEGIN IMMEDIATE, so
+ * two searches on one database both finish (the second waits for the first's batch commits).
+ * Every SQLite call is checked; a damaged database is refused with SQLite's reason.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "search_internal.h"
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
+/* How long a search waits for another one's write transaction before giving up. */
+#define STORE_BUSY_TIMEOUT_MS 60000
 
 static const char *const schema_sql =
 	"CREATE TABLE IF NOT EXISTS candidates ("
@@ -29,197 +41,121 @@ static const char *const schema_sql =
 	" compute_busy_s REAL, comm_total_s REAL, exposed_comm_s REAL, recompute_s REAL, lower_bound_s REAL,"
 	" collectives INTEGER, async INTEGER, sync INTEGER,"
 	" sync_memory_limit INTEGER, sync_disabled INTEGER, sync_nothing_to_overlap INTEGER,"
-	" sync_overlap_limit INTEGER, sync_no_lhs INTEGER, saved_bytes_step INTEGER);"
+	" sync_overlap_limit INTEGER, sync_no_lhs INTEGER, saved_bytes_step INTEGER,"
+	" checksum TEXT NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS candidates_rank ON candidates(scenario, fits, tokens_per_s_per_gpu);";
+
+#define STORE_COLUMNS 32
+
+static const char *db_name(const rm_search *s)
+{
+	const char *f = s->db ? sqlite3_db_filename(s->db, "main") : NULL;
+	return f && *f ? f : "sweep database (in memory)";
+}
 
 static rm_status db_error(rm_search *s, rm_error *err, const char *what)
 {
-	return rm_error_set(err, RM_IO, NULL, 0, 0, "sweep database: %s: %s", what,
-			    s->db ? sqlite3_errmsg(s->db) : "not open");
+	return rm_error_set(err, RM_IO, db_name(s), 0, 0, "%s: %s", what, s->db ? sqlite3_errmsg(s->db) : "not open");
 }
 
-static int cmp_u64(const void *a, const void *b)
+static rm_status exec_sql(rm_search *s, const char *sql, rm_error *err)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
-{
-	if (s->db)
-		return RM_OK;
-	if (sqlite3_open_v2(path ? path : ":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
-		rm_status st = rm_error_set(err, RM_IO, path, 0, 0, "cannot open the sweep database: %s",
-					    s->db ? sqlite3_errmsg(s->db) : "out of memory");
-		sqlite3_close(s->db);
-		s->db = NULL;
+	char *msg = NULL;
+	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		rm_status st = rm_error_set(err, RM_IO, db_name(s), 0, 0, "%s: %s", sql, msg ? msg : sqlite3_errmsg(s->db));
+		sqlite3_free(msg);
 		return st;
 	}
-	sqlite3_busy_timeout(s->db, 5000);
-	sqlite3_stmt *st = NULL;
-	int version = 0;
-	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
-		return rm_error_set(err, RM_IO, path, 0, 0, "not an SQLite database: %s", sqlite3_errmsg(s->db));
-	if (sqlite3_step(st) == SQLITE_ROW)
-		version = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	/* a calibration database or anything else is not a sweep store */
-	if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name<>'candidates'", -1,
-			       &st, NULL) != SQLITE_OK)
-		return rm_error_set(err, RM_IO, path, 0, 0, "not an SQLite database: %s", sqlite3_errmsg(s->db));
-	int others = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
-	sqlite3_finalize(st);
-	if (others > 0)
-		return rm_error_set(err, RM_INVALID, path, 0, 0,
-				    "this database has other tables: it is not a remora sweep store (a calibration "
-				    "database?); give another --db");
-	if (version > STORE_SCHEMA_VERSION)
-		return rm_error_set(err, RM_UNSUPPORTED, path, 0, 0,
-				    "the sweep database has schema version %d, newer than this remora's %d; use a newer "
-				    "remora or another --db",
-				    version, STORE_SCHEMA_VERSION);
-	char *msg = NULL;
-	if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) != SQLITE_OK)
-		sqlite3_free(msg);
-	if (sqlite3_exec(s->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK) {
-		rm_status r = rm_error_set(err, RM_IO, path, 0, 0, "cannot create the sweep tables: %s", msg ? msg : "?");
-		sqlite3_free(msg);
-		return r;
+	return RM_OK;
+}
+
+/* One integer from a query with no parameters (a PRAGMA); false with err on any failure. */
+static bool query_int(rm_search *s, const char *sql, int64_t *out, rm_error *err)
+{
+	sqlite3_stmt *q = NULL;
+	if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK) {
+		db_error(s, err, sql);
+		return false;
 	}
-	char pragma[64];
-	snprintf(pragma, sizeof(pragma), "PRAGMA user_version=%d", STORE_SCHEMA_VERSION);
-	sqlite3_exec(s->db, pragma, NULL, NULL, NULL);
-	if (sqlite3_prepare_v2(s->db,
-			       "INSERT OR IGNORE INTO candidates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       -1, &s->put, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare insert");
-	/* the keys stored for this scenario */
-	char scen[32];
-	snprintf(scen, sizeof(scen), "%016llx", (unsigned long long)s->scenario_hash);
-	if (sqlite3_prepare_v2(s->db, "SELECT key FROM candidates WHERE scenario = ?", -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare select");
-	sqlite3_bind_text(st, 1, scen, -1, SQLITE_TRANSIENT);
-	int64_t cap = 1024;
-	s->keys = rm_new(uint64_t, (size_t)cap);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *k = (const char *)sqlite3_column_text(st, 0);
-		if (s->n_keys == cap) {
-			cap *= 2;
-			s->keys = rm_xrealloc(s->keys, (size_t)cap * sizeof(uint64_t));
-		}
-		s->keys[s->n_keys++] = k ? strtoull(k, NULL, 16) : 0;
+	int rc = sqlite3_step(q);
+	*out = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+	sqlite3_finalize(q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		db_error(s, err, sql);
+		return false;
 	}
-	sqlite3_finalize(st);
-	qsort(s->keys, (size_t)s->n_keys, sizeof(uint64_t), cmp_u64);
-	return RM_OK;
+	return true;
 }
 
-void search_store_close(rm_search *s)
+/* ---- row checksums ---- */
+
+/* The canonical text of a row's values, hashed into its checksum. */
+static void row_checksum(const char *scenario, const rm_candidate_result *r, char hex[RM_SHA256_HEX])
 {
-	sqlite3_finalize(s->put);
-	sqlite3_finalize(s->has);
-	s->put = s->has = NULL;
-	if (s->db)
-		sqlite3_close(s->db);
-	s->db = NULL;
-	free(s->keys);
-	s->keys = NULL;
-	s->n_keys = 0;
+	rm_canon c;
+	rm_canon_init(&c);
+	rm_canon_str(&c, "key", r->c.key);
+	rm_canon_str(&c, "scenario", scenario);
+	rm_canon_int(&c, "idx", r->c.index);
+	rm_canon_str(&c, "label", r->c.label);
+	rm_canon_str(&c, "policy", r->c.policy);
+	rm_canon_int(&c, "micro_batch", r->c.micro_batch);
+	rm_canon_str(&c, "flags", r->c.flags);
+	rm_canon_int(&c, "ideal", r->c.ideal);
+	rm_canon_int(&c, "as_written", r->c.as_written);
+	rm_canon_int(&c, "ok", r->ok);
+	rm_canon_str(&c, "error", r->error);
+	rm_canon_real(&c, "step_time_s", r->step_time_s);
+	rm_canon_real(&c, "tokens_per_s_per_gpu", r->tokens_per_s_per_gpu);
+	rm_canon_real(&c, "mfu", r->mfu);
+	rm_canon_int(&c, "peak_memory_bytes", r->peak_memory_bytes);
+	rm_canon_int(&c, "memory_capacity_bytes", r->memory_capacity_bytes);
+	rm_canon_int(&c, "fits", r->fits);
+	rm_canon_real(&c, "compute_busy_s", r->compute_busy_s);
+	rm_canon_real(&c, "comm_total_s", r->comm_total_s);
+	rm_canon_real(&c, "exposed_comm_s", r->exposed_comm_s);
+	rm_canon_real(&c, "recompute_s", r->recompute_s);
+	rm_canon_real(&c, "lower_bound_s", r->lower_bound_s);
+	rm_canon_int(&c, "collectives", r->collectives);
+	rm_canon_int(&c, "async", r->async);
+	rm_canon_int(&c, "sync", r->sync);
+	rm_canon_int(&c, "sync_memory_limit", r->sync_memory_limit);
+	rm_canon_int(&c, "sync_disabled", r->sync_disabled);
+	rm_canon_int(&c, "sync_nothing", r->sync_nothing);
+	rm_canon_int(&c, "sync_overlap", r->sync_overlap);
+	rm_canon_int(&c, "sync_no_lhs", r->sync_no_lhs);
+	rm_canon_int(&c, "saved_bytes_step", r->saved_bytes_step);
+	uint8_t d[RM_SHA256_BYTES];
+	rm_canon_digest(&c, d);
+	rm_sha256_hex(d, hex);
+	rm_canon_finish(&c);
 }
 
-bool search_store_has(rm_search *s, uint64_t key)
+static const char *col_text(sqlite3_stmt *q, int i)
 {
-	return s->n_keys > 0 && bsearch(&key, s->keys, (size_t)s->n_keys, sizeof(uint64_t), cmp_u64) != NULL;
+	const unsigned char *t = sqlite3_column_text(q, i);
+	return t ? (const char *)t : "";
 }
 
-rm_status search_store_begin(rm_search *s, rm_error *err)
-{
-	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	if (rc == SQLITE_BUSY)
-		return rm_error_set(err, RM_IO, sqlite3_db_filename(s->db, "main"), 0, 0,
-				    "the sweep database is locked: another remora search is writing to it; wait for it "
-				    "or give another --db");
-	if (rc != SQLITE_OK)
-		return db_error(s, err, "begin");
-	return RM_OK;
-}
-
-rm_status search_store_commit(rm_search *s, rm_error *err)
-{
-	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		return db_error(s, err, "commit");
-	return RM_OK;
-}
-
-rm_status search_store_put(rm_search *s, const rm_candidate_result *r, rm_error *err)
-{
-	sqlite3_stmt *p = s->put;
-	char key[32], scen[32];
-	snprintf(key, sizeof(key), "%016llx", (unsigned long long)r->c.key);
-	snprintf(scen, sizeof(scen), "%016llx", (unsigned long long)s->scenario_hash);
-	int i = 1;
-	sqlite3_reset(p);
-	sqlite3_bind_text(p, i++, key, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(p, i++, scen, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(p, i++, r->c.index);
-	sqlite3_bind_text(p, i++, r->c.label, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(p, i++, r->c.policy, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(p, i++, r->c.micro_batch);
-	sqlite3_bind_text(p, i++, r->c.flags, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(p, i++, r->c.ideal ? "ideal" : "xla", -1, SQLITE_STATIC);
-	sqlite3_bind_int(p, i++, r->c.as_written);
-	sqlite3_bind_int(p, i++, r->ok);
-	sqlite3_bind_text(p, i++, r->error, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_double(p, i++, r->step_time_s);
-	sqlite3_bind_double(p, i++, r->tokens_per_s_per_gpu);
-	sqlite3_bind_double(p, i++, r->mfu);
-	sqlite3_bind_int64(p, i++, r->peak_memory_bytes);
-	sqlite3_bind_int64(p, i++, r->memory_capacity_bytes);
-	sqlite3_bind_int(p, i++, r->fits);
-	sqlite3_bind_double(p, i++, r->compute_busy_s);
-	sqlite3_bind_double(p, i++, r->comm_total_s);
-	sqlite3_bind_double(p, i++, r->exposed_comm_s);
-	sqlite3_bind_double(p, i++, r->recompute_s);
-	sqlite3_bind_double(p, i++, r->lower_bound_s);
-	sqlite3_bind_int(p, i++, r->collectives);
-	sqlite3_bind_int(p, i++, r->async);
-	sqlite3_bind_int(p, i++, r->sync);
-	sqlite3_bind_int(p, i++, r->sync_memory_limit);
-	sqlite3_bind_int(p, i++, r->sync_disabled);
-	sqlite3_bind_int(p, i++, r->sync_nothing);
-	sqlite3_bind_int(p, i++, r->sync_overlap);
-	sqlite3_bind_int(p, i++, r->sync_no_lhs);
-	sqlite3_bind_int64(p, i++, r->saved_bytes_step);
-	if (sqlite3_step(p) != SQLITE_DONE)
-		return db_error(s, err, "insert");
-	return RM_OK;
-}
-
-/* ---- reading back ---- */
-
-static void row_to_result(sqlite3_stmt *q, rm_candidate_result *r)
+/* A row read back; false when its checksum does not match its values (or a column is missing). */
+static bool row_to_result(sqlite3_stmt *q, rm_candidate_result *r)
 {
 	memset(r, 0, sizeof(*r));
+	if (sqlite3_column_count(q) != STORE_COLUMNS)
+		return false;
 	int i = 0;
-	const char *t;
-	t = (const char *)sqlite3_column_text(q, i++);
-	r->c.key = t ? strtoull(t, NULL, 16) : 0;
-	i++; /* scenario */
+	snprintf(r->c.key, sizeof(r->c.key), "%s", col_text(q, i++));
+	char scenario[RM_SHA256_HEX];
+	snprintf(scenario, sizeof(scenario), "%s", col_text(q, i++));
 	r->c.index = sqlite3_column_int64(q, i++);
-	t = (const char *)sqlite3_column_text(q, i++);
-	snprintf(r->c.label, sizeof(r->c.label), "%s", t ? t : "");
-	t = (const char *)sqlite3_column_text(q, i++);
-	snprintf(r->c.policy, sizeof(r->c.policy), "%s", t ? t : "");
+	snprintf(r->c.label, sizeof(r->c.label), "%s", col_text(q, i++));
+	snprintf(r->c.policy, sizeof(r->c.policy), "%s", col_text(q, i++));
 	r->c.micro_batch = sqlite3_column_int64(q, i++);
-	t = (const char *)sqlite3_column_text(q, i++);
-	snprintf(r->c.flags, sizeof(r->c.flags), "%s", t ? t : "");
-	t = (const char *)sqlite3_column_text(q, i++);
-	r->c.ideal = t && strcmp(t, "ideal") == 0;
+	snprintf(r->c.flags, sizeof(r->c.flags), "%s", col_text(q, i++));
+	r->c.ideal = strcmp(col_text(q, i++), "ideal") == 0;
 	r->c.as_written = sqlite3_column_int(q, i++);
 	r->ok = sqlite3_column_int(q, i++);
-	t = (const char *)sqlite3_column_text(q, i++);
-	snprintf(r->error, sizeof(r->error), "%s", t ? t : "");
+	snprintf(r->error, sizeof(r->error), "%s", col_text(q, i++));
 	r->step_time_s = sqlite3_column_double(q, i++);
 	r->tokens_per_s_per_gpu = sqlite3_column_double(q, i++);
 	r->mfu = sqlite3_column_double(q, i++);
@@ -240,56 +176,363 @@ static void row_to_result(sqlite3_stmt *q, rm_candidate_result *r)
 	r->sync_overlap = sqlite3_column_int(q, i++);
 	r->sync_no_lhs = sqlite3_column_int(q, i++);
 	r->saved_bytes_step = sqlite3_column_int64(q, i++);
+	char want[RM_SHA256_HEX];
+	row_checksum(scenario, r, want);
+	return strcmp(want, col_text(q, i)) == 0;
 }
+
+/* ---- the resume set ---- */
+
+static bool key_parse(const char *hex, search_key *k)
+{
+	char part[17];
+	if (strlen(hex) != RM_SHA256_HEX - 1)
+		return false;
+	memcpy(part, hex, 16);
+	part[16] = '\0';
+	k->hi = strtoull(part, NULL, 16);
+	memcpy(part, hex + 16, 16);
+	k->lo = strtoull(part, NULL, 16);
+	return true;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	const search_key *x = a, *y = b;
+	if (x->hi != y->hi)
+		return x->hi < y->hi ? -1 : 1;
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+bool search_store_has(const rm_search *s, const char *key_hex)
+{
+	search_key k;
+	return s->n_keys > 0 && key_parse(key_hex, &k) &&
+	       bsearch(&k, s->keys, (size_t)s->n_keys, sizeof(search_key), cmp_key) != NULL;
+}
+
+/* ---- opening ---- */
+
+/* Whose file this is: refuses calibration databases and other programs' files, adopts an
+ * unmarked file that holds nothing or only a sweep table. */
+static rm_status check_identity(rm_search *s, const char *path, int64_t *version, rm_error *err)
+{
+	int64_t app = 0, others = 0, sweep = 0;
+	if (!query_int(s, "PRAGMA application_id", &app, err))
+		return rm_error_set(err, RM_IO, path, 0, 0, "not a usable SQLite database: %s", sqlite3_errmsg(s->db));
+	if (!query_int(s, "PRAGMA user_version", version, err) ||
+	    !query_int(s, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name<>'candidates'", &others, err) ||
+	    !query_int(s, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='candidates'", &sweep, err))
+		return err->status;
+	if ((uint32_t)app == RM_APP_ID_CALIB)
+		return rm_error_set(err, RM_INVALID, path, 0, 0,
+				    "is a remora calibration database, not a sweep database: give another --db "
+				    "(calibrated hardware is named as hardware: %s:PROFILE)",
+				    path);
+	if (app != 0 && (uint32_t)app != RM_APP_ID_SWEEP)
+		return rm_error_set(err, RM_INVALID, path, 0, 0,
+				    "not a remora sweep database (application_id 0x%08" PRIx32 "): give another --db",
+				    (uint32_t)app);
+	if (app == 0 && others > 0)
+		return rm_error_set(err, RM_INVALID, path, 0, 0,
+				    "this database has tables of another program (or a calibration database of an "
+				    "older remora): it is not a remora sweep store; give another --db");
+	if (*version > STORE_SCHEMA_VERSION)
+		return rm_error_set(err, RM_UNSUPPORTED, path, 0, 0,
+				    "the sweep database has schema version %lld, newer than this remora's %d; use a "
+				    "newer remora or another --db",
+				    (long long)*version, STORE_SCHEMA_VERSION);
+	(void)sweep;
+	return RM_OK;
+}
+
+/* Creates or upgrades the schema inside one write transaction (two searches opening one new
+ * file at once must not both create it). */
+static rm_status prepare_schema(rm_search *s, const char *path, rm_error *err)
+{
+	RM_CHECK(search_store_begin(s, err));
+	int64_t version = 0;
+	rm_status st = check_identity(s, path, &version, err);
+	if (st == RM_OK && version > 0 && version < STORE_SCHEMA_VERSION) {
+		rm_log_info("%s: rows of sweep schema %lld carry no checksum and an older key; they are dropped and "
+			    "recomputed",
+			    path, (long long)version);
+		st = exec_sql(s, "DROP TABLE IF EXISTS candidates", err);
+	}
+	if (st == RM_OK)
+		st = exec_sql(s, schema_sql, err);
+	if (st == RM_OK) {
+		char pragma[96];
+		snprintf(pragma, sizeof(pragma), "PRAGMA application_id=%" PRId32 "; PRAGMA user_version=%d",
+			 (int32_t)RM_APP_ID_SWEEP, STORE_SCHEMA_VERSION);
+		st = exec_sql(s, pragma, err);
+	}
+	if (st != RM_OK) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		return st;
+	}
+	return search_store_commit(s, err);
+}
+
+/* Loads the verified keys of this scenario and deletes the rows that fail their checksum. */
+static rm_status load_keys(rm_search *s, rm_error *err)
+{
+	sqlite3_stmt *q = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT * FROM candidates WHERE scenario = ?", -1, &q, NULL) != SQLITE_OK)
+		return db_error(s, err, "reading the stored rows");
+	if (sqlite3_bind_text(q, 1, s->scenario_hash, -1, SQLITE_STATIC) != SQLITE_OK) {
+		sqlite3_finalize(q);
+		return db_error(s, err, "reading the stored rows");
+	}
+	int64_t cap = 1024, n_bad = 0, cap_bad = 16;
+	s->keys = rm_new(search_key, (size_t)cap);
+	typedef char key_hex[RM_SHA256_HEX];
+	key_hex *bad = rm_new(key_hex, (size_t)cap_bad);
+	int rc;
+	rm_candidate_result r;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		search_key k;
+		if (!row_to_result(q, &r) || !key_parse(r.c.key, &k)) {
+			if (n_bad == cap_bad) {
+				cap_bad *= 2;
+				bad = rm_xrealloc(bad, (size_t)cap_bad * sizeof(*bad));
+			}
+			snprintf(bad[n_bad++], RM_SHA256_HEX, "%s", col_text(q, 0));
+			continue;
+		}
+		if (s->n_keys == cap) {
+			cap *= 2;
+			s->keys = rm_xrealloc(s->keys, (size_t)cap * sizeof(search_key));
+		}
+		s->keys[s->n_keys++] = k;
+	}
+	sqlite3_finalize(q);
+	rm_status st = RM_OK;
+	if (rc != SQLITE_DONE)
+		st = rm_error_set(err, RM_IO, db_name(s), 0, 0,
+				  "the sweep database is damaged (%s): delete it or give another --db",
+				  sqlite3_errmsg(s->db));
+	if (st == RM_OK && n_bad > 0) {
+		rm_log_warn("%s: %lld stored row%s failed %s checksum (edited or damaged); recomputing %s", db_name(s),
+			    (long long)n_bad, n_bad == 1 ? "" : "s", n_bad == 1 ? "its" : "their",
+			    n_bad == 1 ? "it" : "them");
+		sqlite3_stmt *del = NULL;
+		st = search_store_begin(s, err);
+		if (st == RM_OK && sqlite3_prepare_v2(s->db, "DELETE FROM candidates WHERE key = ?", -1, &del, NULL) != SQLITE_OK)
+			st = db_error(s, err, "deleting damaged rows");
+		for (int64_t i = 0; st == RM_OK && i < n_bad; i++) {
+			sqlite3_reset(del);
+			if (sqlite3_bind_text(del, 1, bad[i], -1, SQLITE_STATIC) != SQLITE_OK || sqlite3_step(del) != SQLITE_DONE)
+				st = db_error(s, err, "deleting damaged rows");
+		}
+		sqlite3_finalize(del);
+		if (st == RM_OK)
+			st = search_store_commit(s, err);
+		else
+			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	s->damaged = n_bad;
+	free(bad);
+	if (st == RM_OK)
+		qsort(s->keys, (size_t)s->n_keys, sizeof(search_key), cmp_key);
+	return st;
+}
+
+rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
+{
+	if (s->db)
+		return RM_OK;
+	const char *name = path ? path : ":memory:";
+	int rc = sqlite3_open_v2(name, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		rm_status st = rm_error_set(err, RM_IO, name, 0, 0, "cannot open the sweep database: %s",
+					    s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		search_store_close(s);
+		return st;
+	}
+	rm_status st = RM_OK;
+	if (sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS) != SQLITE_OK)
+		st = db_error(s, err, "setting the busy timeout");
+	if (st == RM_OK && path) {
+		/* WAL: readers never block the writer, and a second search waits rather than fails */
+		sqlite3_stmt *q = NULL;
+		if (sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &q, NULL) != SQLITE_OK) {
+			st = rm_error_set(err, RM_IO, name, 0, 0, "not a usable SQLite database: %s", sqlite3_errmsg(s->db));
+		} else {
+			rc = sqlite3_step(q);
+			if (rc != SQLITE_ROW)
+				st = rm_error_set(err, RM_IO, name, 0, 0, "not a usable SQLite database: %s",
+						  sqlite3_errmsg(s->db));
+			else if (strcmp(col_text(q, 0), "wal") != 0)
+				rm_log_warn("%s: journal mode %s, not WAL; concurrent searches wait for each other", name,
+					    col_text(q, 0));
+		}
+		sqlite3_finalize(q);
+	}
+	if (st == RM_OK)
+		st = exec_sql(s, "PRAGMA synchronous=NORMAL", err);
+	if (st == RM_OK)
+		st = prepare_schema(s, name, err);
+	if (st == RM_OK &&
+	    sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO candidates VALUES "
+				      "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       -1, &s->put, NULL) != SQLITE_OK)
+		st = db_error(s, err, "preparing the insert");
+	if (st == RM_OK)
+		st = load_keys(s, err);
+	if (st != RM_OK)
+		search_store_close(s);
+	return st;
+}
+
+void search_store_close(rm_search *s)
+{
+	sqlite3_finalize(s->put);
+	sqlite3_finalize(s->has);
+	s->put = s->has = NULL;
+	if (s->db)
+		sqlite3_close(s->db);
+	s->db = NULL;
+	free(s->keys);
+	s->keys = NULL;
+	s->n_keys = 0;
+}
+
+rm_status search_store_begin(rm_search *s, rm_error *err)
+{
+	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc == SQLITE_BUSY)
+		return rm_error_set(err, RM_IO, db_name(s), 0, 0,
+				    "the sweep database stayed locked for %d s: another program holds it; wait for it or "
+				    "give another --db",
+				    STORE_BUSY_TIMEOUT_MS / 1000);
+	if (rc != SQLITE_OK)
+		return db_error(s, err, "begin");
+	return RM_OK;
+}
+
+rm_status search_store_commit(rm_search *s, rm_error *err)
+{
+	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		return db_error(s, err, "commit");
+	return RM_OK;
+}
+
+rm_status search_store_put(rm_search *s, const rm_candidate_result *r, rm_error *err)
+{
+	sqlite3_stmt *p = s->put;
+	char sum[RM_SHA256_HEX];
+	row_checksum(s->scenario_hash, r, sum);
+	int i = 1, rc = SQLITE_OK;
+	sqlite3_reset(p);
+#define BIND(call)                      \
+	do {                            \
+		if (rc == SQLITE_OK)    \
+			rc = (call);    \
+	} while (0)
+	BIND(sqlite3_bind_text(p, i++, r->c.key, -1, SQLITE_TRANSIENT));
+	BIND(sqlite3_bind_text(p, i++, s->scenario_hash, -1, SQLITE_TRANSIENT));
+	BIND(sqlite3_bind_int64(p, i++, r->c.index));
+	BIND(sqlite3_bind_text(p, i++, r->c.label, -1, SQLITE_TRANSIENT));
+	BIND(sqlite3_bind_text(p, i++, r->c.policy, -1, SQLITE_TRANSIENT));
+	BIND(sqlite3_bind_int64(p, i++, r->c.micro_batch));
+	BIND(sqlite3_bind_text(p, i++, r->c.flags, -1, SQLITE_TRANSIENT));
+	BIND(sqlite3_bind_text(p, i++, r->c.ideal ? "ideal" : "xla", -1, SQLITE_STATIC));
+	BIND(sqlite3_bind_int(p, i++, r->c.as_written));
+	BIND(sqlite3_bind_int(p, i++, r->ok));
+	BIND(sqlite3_bind_text(p, i++, r->error, -1, SQLITE_TRANSIENT));
+	BIND(sqlite3_bind_double(p, i++, r->step_time_s));
+	BIND(sqlite3_bind_double(p, i++, r->tokens_per_s_per_gpu));
+	BIND(sqlite3_bind_double(p, i++, r->mfu));
+	BIND(sqlite3_bind_int64(p, i++, r->peak_memory_bytes));
+	BIND(sqlite3_bind_int64(p, i++, r->memory_capacity_bytes));
+	BIND(sqlite3_bind_int(p, i++, r->fits));
+	BIND(sqlite3_bind_double(p, i++, r->compute_busy_s));
+	BIND(sqlite3_bind_double(p, i++, r->comm_total_s));
+	BIND(sqlite3_bind_double(p, i++, r->exposed_comm_s));
+	BIND(sqlite3_bind_double(p, i++, r->recompute_s));
+	BIND(sqlite3_bind_double(p, i++, r->lower_bound_s));
+	BIND(sqlite3_bind_int(p, i++, r->collectives));
+	BIND(sqlite3_bind_int(p, i++, r->async));
+	BIND(sqlite3_bind_int(p, i++, r->sync));
+	BIND(sqlite3_bind_int(p, i++, r->sync_memory_limit));
+	BIND(sqlite3_bind_int(p, i++, r->sync_disabled));
+	BIND(sqlite3_bind_int(p, i++, r->sync_nothing));
+	BIND(sqlite3_bind_int(p, i++, r->sync_overlap));
+	BIND(sqlite3_bind_int(p, i++, r->sync_no_lhs));
+	BIND(sqlite3_bind_int64(p, i++, r->saved_bytes_step));
+	BIND(sqlite3_bind_text(p, i++, sum, -1, SQLITE_TRANSIENT));
+#undef BIND
+	if (rc != SQLITE_OK || sqlite3_step(p) != SQLITE_DONE)
+		return db_error(s, err, "storing a row");
+	return RM_OK;
+}
+
+/* ---- reading back ---- */
 
 static sqlite3_stmt *query(rm_search *s, const char *sql, rm_error *err)
 {
 	sqlite3_stmt *q = NULL;
-	if (!s->db || sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK) {
-		db_error(s, err, "query");
+	if (!s->db || sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK ||
+	    sqlite3_bind_text(q, 1, s->scenario_hash, -1, SQLITE_STATIC) != SQLITE_OK) {
+		db_error(s, err, "reading the sweep");
+		sqlite3_finalize(q);
 		return NULL;
 	}
-	char scen[32];
-	snprintf(scen, sizeof(scen), "%016llx", (unsigned long long)s->scenario_hash);
-	sqlite3_bind_text(q, 1, scen, -1, SQLITE_TRANSIENT);
 	return q;
+}
+
+/* Steps a query to its next verified row; 1 for a row, 0 at the end, -1 on an error (err set).
+ * Rows that fail their checksum are skipped (they were changed after this search opened). */
+static int next_row(rm_search *s, sqlite3_stmt *q, rm_candidate_result *r, rm_error *err)
+{
+	for (;;) {
+		int rc = sqlite3_step(q);
+		if (rc == SQLITE_DONE)
+			return 0;
+		if (rc != SQLITE_ROW) {
+			db_error(s, err, "reading the sweep");
+			return -1;
+		}
+		if (row_to_result(q, r))
+			return 1;
+		rm_log_warn("%s: row %s failed its checksum while reading; left out", db_name(s), col_text(q, 0));
+	}
 }
 
 int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *out, int k, rm_error *err)
 {
-	/* ties broken by key so the order is total and deterministic */
+	/* ties broken by the candidate's index so the order is total and the same for every build */
 	static const char *const sql[] = {
 		"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 "
-		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, key ASC LIMIT ?",
+		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, idx ASC",
 		"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 AND mode = 'xla' "
-		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, key ASC LIMIT ?",
+		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, idx ASC",
 		"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 AND mode = 'ideal' "
-		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, key ASC LIMIT ?",
+		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, idx ASC",
 	};
 	sqlite3_stmt *q = query(s, sql[filter], err);
 	if (!q)
 		return -1;
-	sqlite3_bind_int(q, 2, k);
-	int n = 0;
-	while (n < k && sqlite3_step(q) == SQLITE_ROW)
-		row_to_result(q, &out[n++]);
+	int n = 0, rc = 0;
+	while (n < k && (rc = next_row(s, q, &out[n], err)) == 1)
+		n++;
 	sqlite3_finalize(q);
-	return n;
+	return rc < 0 ? -1 : n;
 }
 
 int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *err)
 {
 	sqlite3_stmt *q = query(s,
 				"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 "
-				"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, key ASC",
+				"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, idx ASC",
 				err);
 	if (!q)
 		return -1;
-	int n = 0;
+	int n = 0, rc;
 	int64_t best_mem = INT64_MAX;
 	rm_candidate_result r;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		row_to_result(q, &r);
+	while ((rc = next_row(s, q, &r, err)) == 1) {
 		if (r.peak_memory_bytes < best_mem) {
 			best_mem = r.peak_memory_bytes;
 			if (n < cap)
@@ -297,7 +540,7 @@ int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *
 		}
 	}
 	sqlite3_finalize(q);
-	return n;
+	return rc < 0 ? -1 : n;
 }
 
 bool rm_search_as_written(rm_search *s, rm_candidate_result *out, rm_error *err)
@@ -305,25 +548,22 @@ bool rm_search_as_written(rm_search *s, rm_candidate_result *out, rm_error *err)
 	sqlite3_stmt *q = query(s, "SELECT * FROM candidates WHERE scenario = ? AND as_written = 1", err);
 	if (!q)
 		return false;
-	bool found = sqlite3_step(q) == SQLITE_ROW;
-	if (found)
-		row_to_result(q, out);
+	bool found = next_row(s, q, out, err) == 1;
 	sqlite3_finalize(q);
 	return found;
 }
 
 rm_status rm_search_each(rm_search *s, void (*fn)(const rm_candidate_result *r, void *user), void *user, rm_error *err)
 {
-	sqlite3_stmt *q = query(s, "SELECT * FROM candidates WHERE scenario = ? ORDER BY key", err);
+	sqlite3_stmt *q = query(s, "SELECT * FROM candidates WHERE scenario = ? ORDER BY idx, key", err);
 	if (!q)
 		return RM_IO;
 	rm_candidate_result r;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		row_to_result(q, &r);
+	int rc;
+	while ((rc = next_row(s, q, &r, err)) == 1)
 		fn(&r, user);
-	}
 	sqlite3_finalize(q);
-	return RM_OK;
+	return rc < 0 ? RM_IO : RM_OK;
 }
 
 int64_t rm_search_rows(rm_search *s)
@@ -331,7 +571,13 @@ int64_t rm_search_rows(rm_search *s)
 	sqlite3_stmt *q = query(s, "SELECT count(*) FROM candidates WHERE scenario = ?", NULL);
 	if (!q)
 		return -1;
-	int64_t n = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+	int rc = sqlite3_step(q);
+	int64_t n = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
 	sqlite3_finalize(q);
 	return n;
+}
+
+int64_t rm_search_damaged_rows(const rm_search *s)
+{
+	return s->damaged;
 }

@@ -447,7 +447,7 @@ static rm_status start_op(rm_sim *sim, int32_t i, rm_time_ps t, rm_error *err)
 			sim->tensor_state[mem[k]] = 1;
 			mem_add(sim, mem[k], 1);
 		}
-		if (sim->m.first_oom_op < 0 && sim->mem_device > sim->m.memory_capacity_bytes)
+		if (sim->m.first_oom_op < 0 && sim->mem_device > sim->m.memory_usable_bytes)
 			sim->m.first_oom_op = i;
 		mem_note(sim, t);
 	}
@@ -651,6 +651,7 @@ static void reset(rm_sim *sim)
 	memset(&sim->m, 0, sizeof(sim->m));
 	sim->m.first_oom_op = -1;
 	sim->m.memory_capacity_bytes = (int64_t)sim->hw->hbm_bytes;
+	sim->m.memory_usable_bytes = sim->m.memory_capacity_bytes - sim->opt.memory_headroom_bytes;
 	sim->mem_device = sim->persistent_device;
 	sim->mem_host = sim->persistent_host;
 	sim->m.peak_memory_bytes = sim->mem_device;
@@ -664,7 +665,7 @@ static void finish_metrics(rm_sim *sim, rm_time_ps t)
 	const rm_program *prog = sim->prog;
 	m->step_time = t;
 	m->lower_bound = sim->lower_bound;
-	m->fits = m->peak_memory_bytes <= m->memory_capacity_bytes;
+	m->fits = m->peak_memory_bytes <= m->memory_usable_bytes;
 	double flops = 0;
 	for (int32_t i = 0; i < sim->n_ops; i++) {
 		const rm_program_op *op = &prog->ops[i];

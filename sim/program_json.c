@@ -242,8 +242,8 @@ static bool read_cost(reader *r, json_t *op, const char *path, rm_program_op_des
 		break;
 	}
 	case RM_COST_ATTENTION: {
-		static const char *const keys[] = {"b",	     "heads", "kv_heads", "s", "d",
-						   "causal", "fused", "dtype",	  NULL};
+		static const char *const keys[] = {"b",	     "heads", "kv_heads", "s",	    "d",
+						   "causal", "fused", "dtype",	  "window", NULL};
 		rm_attention_shape *a = &cost->attention.shape;
 		cost->attention.backward = phase == RM_PPHASE_BWD;
 		if (!check_keys(r, c, sub, keys) ||
@@ -253,7 +253,8 @@ static bool read_cost(reader *r, json_t *op, const char *path, rm_program_op_des
 		    !get_int(r, c, "s", sub, true, 0, 1, big, &a->seq) ||
 		    !get_int(r, c, "d", sub, true, 0, 1, big, &a->head_dim) ||
 		    !get_bool(r, c, "causal", sub, true, &a->causal) ||
-		    !get_bool(r, c, "fused", sub, true, &a->fused))
+		    !get_bool(r, c, "fused", sub, true, &a->fused) ||
+		    !get_int(r, c, "window", sub, false, 0, 0, big, &a->window))
 			return false;
 		GET_ENUM(c, "dtype", sub, false, RM_DTYPE_BF16, rm_dtype_parse, &a->dtype,
 			 "bf16, fp16, fp32, fp8_e4m3, fp8_e5m2");
@@ -515,6 +516,8 @@ static json_t *cost_json(const rm_program_op *op)
 		json_object_set_new(o, "causal", json_boolean(a->causal));
 		json_object_set_new(o, "fused", json_boolean(a->fused));
 		json_object_set_new(o, "dtype", json_string(rm_dtype_name(a->dtype)));
+		if (a->window > 0)
+			json_object_set_new(o, "window", json_integer(a->window));
 		break;
 	}
 	case RM_COST_ELEMENTWISE:

@@ -30,6 +30,7 @@ json_t *rm_sim_result_json(const rm_sim *sim)
 	json_object_set_new(doc, "peak_memory_bytes", json_integer(m->peak_memory_bytes));
 	json_object_set_new(doc, "peak_host_memory_bytes", json_integer(m->peak_host_bytes));
 	json_object_set_new(doc, "memory_capacity_bytes", json_integer(m->memory_capacity_bytes));
+	json_object_set_new(doc, "memory_usable_bytes", json_integer(m->memory_usable_bytes));
 	json_object_set_new(doc, "fits", json_boolean(m->fits));
 	json_object_set_new(doc, "first_oom_op",
 			    m->first_oom_op >= 0 ? rm_json_string(prog->ops[m->first_oom_op].name)

@@ -160,3 +160,22 @@ Test(cost, attention_flops)
 	cr_assert_float_eq(rm_cost_attention_flops(&a), f / 2 * 2.5, 1);
 	cr_assert(rm_cost_attention_s(&a, h100()) > 0);
 }
+
+Test(cost, sliding_window_attention_executes_only_the_window)
+{
+	/* Mistral-7B shape at 32k, window 4096: pairs = 4096*4097/2 + (32768-4096)*4096
+	 * = 8,390,656 + 117,440,512 = 125,831,168 per (batch, head); FLOPs = 4*32*128*pairs */
+	rm_attention_cost a = {.shape = {.batch = 1, .heads = 32, .kv_heads = 8, .seq = 32768, .head_dim = 128,
+					 .window = 4096, .causal = true, .fused = true, .dtype = RM_DTYPE_BF16}};
+	cr_assert_float_eq(rm_cost_attention_flops(&a), 16384.0 * 125831168.0, 1.0);
+	a.backward = true;
+	cr_assert_float_eq(rm_cost_attention_flops(&a), 2.5 * 16384.0 * 125831168.0, 1.0);
+	/* the time follows the FLOPs: 4.27x less than full causal attention */
+	rm_attention_cost full = a;
+	full.shape.window = 0;
+	double ratio = rm_cost_attention_s(&full, h100()) / rm_cost_attention_s(&a, h100());
+	cr_assert_float_eq(ratio, (32768.0 * 32768.0 / 2.0) / 125831168.0, 0.01, "%f", ratio);
+	/* a window at least as long as the sequence changes nothing */
+	a.shape.window = 32768;
+	cr_assert_float_eq(rm_cost_attention_s(&a, h100()), rm_cost_attention_s(&full, h100()), 1e-15);
+}

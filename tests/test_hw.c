@@ -65,3 +65,23 @@ Test(hw, fields_by_name_get_and_set)
 	/* the embedded default is untouched */
 	cr_assert_float_eq(rm_hw_profile_find("h100-sxm", NULL)->hbm_achievable_GBps, 2900, 1e-9);
 }
+
+Test(hw, memory_budget_of_a_training_gpu)
+{
+	/* docs/reference/kernels-h100.md section 6: 0.52 GiB context, 32 MiB cuBLASLt workspace, per
+	 * NCCL channel 4 MiB + 8*512*8*16 B + 120*640*8*8 B = 9,633,792 B, 256 MiB NVLS */
+	const rm_hw_profile *h100 = rm_hw_profile_find("h100-sxm", NULL);
+	cr_assert_not_null(h100);
+	rm_memory_budget b = rm_memory_budget_default(h100, 8, 1);
+	cr_assert_eq(b.cuda_context_bytes, (int64_t)(0.52 * 1073741824.0));
+	cr_assert_eq(b.cublas_workspace_bytes, 33554432);
+	cr_assert_eq(b.nccl_buffer_bytes, (int64_t)h100->nccl_ring_channels * 9633792 + 268435456);
+	cr_assert_eq(b.headroom_bytes, b.cuda_context_bytes + b.cublas_workspace_bytes + b.nccl_buffer_bytes);
+	cr_assert_eq(b.usable_bytes, (int64_t)h100->hbm_bytes - b.headroom_bytes);
+	/* two ranks cannot use NVLS; one rank has no communicator */
+	cr_assert_eq(rm_memory_budget_default(h100, 2, 1).nccl_buffer_bytes, (int64_t)h100->nccl_ring_channels * 9633792);
+	cr_assert_eq(rm_memory_budget_default(h100, 1, 1).nccl_buffer_bytes, 0);
+	rm_memory_budget u = rm_memory_budget_with_headroom(h100, 8, 1, INT64_C(4) << 30);
+	cr_assert(u.headroom_set);
+	cr_assert_eq(u.usable_bytes, (int64_t)h100->hbm_bytes - (INT64_C(4) << 30));
+}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "remora/scenario.h"
 #include "remora/schedule.h"
@@ -353,4 +354,201 @@ Test(schedule, unrolled_layers_track_their_own_memory)
 	cr_assert_lt(r.rep.tracked_peak_bytes, r.rep.memory_limit_bytes / 4);
 	cr_assert_eq(layer_sync(r.prog, "memory_limit"), 0);
 	run_finish(&r);
+}
+
+/* A cost model whose collectives take 20x as long as the resolved run's (a slower fabric). */
+typedef struct slow_coll {
+	rm_cost_model base;
+	const rm_cost_model *inner;
+} slow_coll;
+
+static double slow_time(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	const slow_coll *s = self->data;
+	double t = s->inner->op_time_s(s->inner, op, hw);
+	return op->kind == RM_COST_COLLECTIVE ? 20 * t : t;
+}
+
+static int slow_sms(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	const slow_coll *s = self->data;
+	return s->inner->sms_held(s->inner, op, hw);
+}
+
+/* The program of the seed with the given cost model as the run's, written as JSON. */
+static char *seed_program(const char *cost_mode, const rm_cost_model *cost, size_t *len)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(seed_path(), &sc, &err), RM_OK, "%s", err.msg);
+	char set[64];
+	snprintf(set, sizeof(set), "scheduler.cost_model=%s", cost_mode);
+	cr_assert_eq(rm_scenario_set(&sc, set, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_not_null(res.sched.cost, "the resolved run carries its cost model");
+	slow_coll slow = {.base = {.name = "slow", .op_time_s = slow_time, .sms_held = slow_sms}, .inner = res.sched.cost};
+	slow.base.data = &slow;
+	if (cost)
+		res.sched.cost = &slow.base;
+	rm_schedule_report rep;
+	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	char *text = NULL;
+	FILE *f = open_memstream(&text, len);
+	cr_assert(rm_program_write(prog, f, &err), "%s", err.msg);
+	fclose(f);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
+	return text;
+}
+
+Test(schedule, remora_costs_price_collectives_with_the_runs_cost_model)
+{
+	/* scheduler.cost_model: remora: the latency-hiding scheduler's collective latencies come from
+	 * the run's cost model (calibrated when the hardware is), so a slower collective model moves
+	 * the windows; with XLA's default cost units the schedule does not depend on it */
+	size_t la, lb, lc, ld;
+	char *a = seed_program("remora", NULL, &la), *b = seed_program("remora", (const rm_cost_model *)1, &lb);
+	cr_assert(la != lb || memcmp(a, b, la) != 0, "remora costs ignored the run's collective model");
+	char *c = seed_program("xla_default", NULL, &lc), *d = seed_program("xla_default", (const rm_cost_model *)1, &ld);
+	cr_assert(lc == ld && memcmp(c, d, lc) == 0, "XLA's default units do not read the cost model");
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+}
+
+static double step_of(const char *text, double *attn_fwd_s)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "test.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	run r;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r.res, &err), RM_OK, "%s", err.msg);
+	r.prog = rm_schedule_build(&r.res.sched, &r.rep, &err);
+	cr_assert_not_null(r.prog, "%s", err.msg);
+	rm_sim_options opt = {.hw_queues = r.res.hw_queues, .cost = r.res.sched.cost};
+	rm_sim *s = rm_sim_create(r.prog, &r.res.hw, &opt, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
+	double t = rm_time_to_s(rm_sim_get_metrics(s)->step_time);
+	const rm_graph *g = &r.res.wl->layer;
+	for (int i = 0; i < g->n_ops; i++)
+		if (g->ops[i].kind == RM_OP_ATTENTION && g->ops[i].phase == RM_PHASE_FWD) {
+			rm_attention_cost a = {.shape = g->ops[i].attention};
+			*attn_fwd_s = rm_cost_attention_s(&a, &r.res.hw);
+		}
+	rm_sim_destroy(s);
+	run_finish(&r);
+	return t;
+}
+
+Test(schedule, sliding_window_shortens_the_step)
+{
+	/* Mistral-7B at 32k on 8x H100: the window (4096) is priced as the attention that runs */
+	char with[1024], without[512];
+	snprintf(with, sizeof(with), "model: %s/configs/mistral-window.json\ntraining: {seq_len: 32768}\n",
+		 getenv("REMORA_TEST_DATA"));
+	snprintf(without, sizeof(without), "model: mistral-7b\ntraining: {seq_len: 32768}\n");
+	double fw = 0, ff = 0;
+	double tw = step_of(with, &fw), tf = step_of(without, &ff);
+	/* forward attention per layer: full causal 8.80e12 FLOPs vs 2.06e12 with the window */
+	cr_assert_float_eq(ff / fw, (32768.0 * 32768.0 / 2.0) / 125831168.0, 0.01, "%f", ff / fw);
+	/* nothing_saveable recomputes the forward: fwd + recompute + backward (2.5x) per layer, 32
+	 * layers, all on the compute stream, collectives hidden */
+	double expect = 32 * 4.5 * (ff - fw);
+	cr_assert_float_eq(tf - tw, expect, 0.05 * expect, "with %.3f s, without %.3f s, saved %.3f s, expected %.3f s", tw,
+			   tf, tf - tw, expect);
+}
+
+Test(schedule, fits_is_judged_against_usable_memory)
+{
+	run r;
+	run_seed(&r, NULL);
+	/* run_seed simulates without the headroom: the same peak against the budget */
+	int64_t peak = r.m.peak_memory_bytes;
+	rm_memory_budget b = r.res.memory;
+	cr_assert_eq(b.usable_bytes, b.hbm_bytes - b.headroom_bytes);
+	cr_assert_lt(peak, b.usable_bytes);
+	run_finish(&r);
+	/* a headroom that leaves 1 MiB less than the peak: does not fit, and the engine says so */
+	char set[96];
+	snprintf(set, sizeof(set), "memory_headroom_gib=%.9f", (double)(b.hbm_bytes - peak + (1 << 20)) / (double)RM_GiB);
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(seed_path(), &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_set(&sc, set, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	rm_schedule_report rep;
+	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
+	cr_assert_not_null(prog);
+	rm_sim_options opt = {.hw_queues = res.hw_queues, .cost = res.sched.cost,
+			      .memory_headroom_bytes = res.memory.headroom_bytes};
+	rm_sim *s = rm_sim_create(prog, &res.hw, &opt, &err);
+	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
+	const rm_sim_metrics *m = rm_sim_get_metrics(s);
+	cr_assert_eq(m->peak_memory_bytes, peak);
+	cr_assert_not(m->fits);
+	cr_assert_eq(m->memory_usable_bytes, res.memory.usable_bytes);
+	cr_assert_geq(m->first_oom_op, 0);
+	rm_sim_destroy(s);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
+	/* out of range: negative at the key, not below HBM when resolved */
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(seed_path(), &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_neq(rm_scenario_set(&sc, "memory_headroom_gib=-1", &err), RM_OK);
+	cr_assert(strstr(err.msg, "memory_headroom_gib"), "%s", err.msg);
+	cr_assert_eq(rm_scenario_set(&sc, "memory_headroom_gib=80", &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "not below the 79.65 GiB of HBM"), "%s", err.msg);
+}
+
+Test(schedule, layer_passes_per_step_are_bounded)
+{
+	/* the program holds layers x grad_accum layer passes: 4096 layers x 32 = 131,072 is refused
+	 * (bound 65,536) with the key to change; x 16 is fine */
+	char dir[] = "/tmp/remora-deep-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char cfg[128];
+	snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+	FILE *f = fopen(cfg, "w");
+	cr_assert_not_null(f);
+	fputs("{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"vocab_size\": 256,"
+	      " \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 4096,"
+	      " \"num_attention_heads\": 4, \"max_position_embeddings\": 128}",
+	      f);
+	fclose(f);
+	const int accum[] = {16, 32};
+	for (int i = 0; i < 2; i++) {
+		char text[256];
+		snprintf(text, sizeof(text), "model: %s\ntraining: {seq_len: 128, grad_accum: %d}\n", cfg, accum[i]);
+		rm_scenario sc;
+		rm_error err;
+		rm_error_clear(&err);
+		rm_scenario_init(&sc);
+		cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+		rm_scenario_resolved res;
+		rm_status st = rm_scenario_resolve(&sc, NULL, &res, &err);
+		if (i == 0) {
+			cr_assert_eq(st, RM_OK, "%s", err.msg);
+			rm_scenario_resolved_finish(&res);
+		} else {
+			cr_assert_eq(st, RM_RANGE);
+			cr_assert(strstr(err.msg, "4096 layers x grad_accum 32 = 131072"), "%s", err.msg);
+			cr_assert_eq(err.line, 2, "points at training.grad_accum: %d:%d", err.line, err.column);
+		}
+	}
+	remove(cfg);
+	rmdir(dir);
 }

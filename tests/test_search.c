@@ -41,7 +41,7 @@ static void dump_row(const rm_candidate_result *r, void *user)
 {
 	dump *d = user;
 	d->rows++;
-	fprintf(d->f, "%016llx %lld %s|%lld|%s|%d|%d|%.12g|%.12g|%lld|%d|%d|%d|%d\n", (unsigned long long)r->c.key,
+	fprintf(d->f, "%s %lld %s|%lld|%s|%d|%d|%.12g|%.12g|%lld|%d|%d|%d|%d\n", r->c.key,
 		(long long)r->c.index, r->c.policy, (long long)r->c.micro_batch, r->c.flags, r->c.ideal, r->ok,
 		r->step_time_s, r->exposed_comm_s, (long long)r->peak_memory_bytes, r->fits, r->async, r->sync,
 		r->sync_memory_limit);

@@ -261,6 +261,15 @@ rm_status rm_calib_resolve_hw(const char *spec, const rm_calib_resolve_opts *opt
 			      struct rm_nccl_model *nccl, rm_error *err);
 
 /*
+ * rm_calib_resolve_hw in the shape of a scenario's hardware resolver (remora/scenario.h
+ * rm_hw_resolver): hw for spec and, when nccl is not NULL, the NCCL model (version nccl_version)
+ * with the overrides fitted for groups of ranks GPUs over nodes nodes. What every command passes
+ * to rm_scenario_resolve and rm_search_create.
+ */
+rm_status rm_calib_hw_resolver(const char *spec, const char *nccl_version, int ranks, int nodes, rm_hw_profile *hw,
+			       struct rm_nccl_model *nccl, rm_error *err);
+
+/*
  * One fitted number without a hardware field, e.g. ("interference.sms", "slowdown_per_sm"),
  * ("interference.nccl", "slowdown"), ("launch.graph", "per_kernel_us"), ("hbm.triad", "GBps"),
  * of the profile a "PATH:NAME" spec names. RM_NOT_FOUND (message names what is missing) when the

@@ -139,6 +139,11 @@ bool rm_parse_positive_int(const char *text, int64_t *out);
 /* Formats bytes with a binary suffix ("16.0 MiB"); returns buf. */
 const char *rm_format_bytes(int64_t bytes, char *buf, size_t size);
 
+/* SQLite PRAGMA application_id of remora's two databases, so each refuses the other's file:
+ * 'RMCA' the calibration database (calibrate/db.c), 'RMSW' the sweep store (search/store.c). */
+#define RM_APP_ID_CALIB UINT32_C(0x524D4341)
+#define RM_APP_ID_SWEEP UINT32_C(0x524D5357)
+
 /* Hashes a string with 64-bit FNV-1a (Fowler, Noll, Vo); used for stable ids and keys. */
 uint64_t rm_hash_fnv1a(const void *data, size_t len, uint64_t seed);
 #define RM_FNV1A_SEED UINT64_C(0xcbf29ce484222325)

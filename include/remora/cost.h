@@ -145,7 +145,8 @@ double rm_cost_gemm_flops(const rm_gemm_shape *g);
  * gemm-h100.csv are tabulated in docs/sim.md (within 10% for K >= 512, fast for small K).
  */
 double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms);
-/* Attention FLOPs: forward 4*b*heads*s*s*d (halved when causal), backward 2.5x that. */
+/* Attention FLOPs: forward 4*b*heads*s*s*d (halved when causal; a fused kernel with a causal
+ * sliding window w < s executes 4*b*heads*d*(w(w+1)/2 + (s-w)w)), backward 2.5x that. */
 double rm_cost_attention_flops(const rm_attention_cost *a);
 /* Attention seconds: max(GEMM-rate time of its FLOPs (t0 included), its HBM bytes / HBM). */
 double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw);

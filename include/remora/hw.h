@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "remora/common.h"
 
@@ -91,5 +92,35 @@ const rm_hw_profile *rm_hw_profile_at(size_t i);
  * "h100", "h200", "a100" are accepted), or NULL with err listing the known names.
  */
 const rm_hw_profile *rm_hw_profile_find(const char *name, rm_error *err);
+
+/*
+ * What of a GPU's HBM one training process can use for its own tensors, and what the rest is
+ * made of (docs/reference/kernels-h100.md section 6, "Memory overheads on a training GPU"):
+ * - cuda_context_bytes: the CUDA context with lazily loaded modules plus library handles; 0.52 GiB
+ *   measured as the non-framework memory of a training process on H200 (ibid., cudnn-frontend
+ *   dsv3 H200 figures; 287-400 MB for the bare context alone);
+ * - cublas_workspace_bytes: one cuBLASLt workspace, 32 MiB on sm90 (PyTorch's
+ *   CUBLASLT_WORKSPACE_SIZE default, the cuBLAS recommendation for Hopper);
+ * - nccl_buffer_bytes: NCCL's receive buffers for one communicator over the group: Simple 4 MiB +
+ *   LL 512 KiB + LL128 4.69 MiB per channel and peer connection, ~220 MiB for a ring of 24
+ *   channels on one 8-GPU node, plus 256 MiB of NVLS unicast buffers when the group can use NVLS
+ *   (one NVSwitch node, more than 2 ranks, a profile with NVLS bandwidth); none for a group of one;
+ * - headroom_bytes: their sum, or what the user set (memory_headroom_gib);
+ * - usable_bytes = hbm_bytes - headroom_bytes: what "fits" is judged against.
+ * The allocator's own slack (PyTorch reserved-but-unallocated, fragmentation) is not included: a
+ * peak within 5% of usable_bytes is reported as tight.
+ */
+typedef struct rm_memory_budget {
+	int64_t hbm_bytes;
+	int64_t cuda_context_bytes, cublas_workspace_bytes, nccl_buffer_bytes;
+	int64_t headroom_bytes;
+	bool headroom_set; /* headroom_bytes is the user's, not the sum of the parts */
+	int64_t usable_bytes;
+} rm_memory_budget;
+
+/* The derived budget of hw for one NCCL communicator of ranks GPUs over nodes nodes. */
+rm_memory_budget rm_memory_budget_default(const rm_hw_profile *hw, int ranks, int nodes);
+/* The same with a headroom the user set (bytes >= 0, < hbm_bytes); the parts are kept for reports. */
+rm_memory_budget rm_memory_budget_with_headroom(const rm_hw_profile *hw, int ranks, int nodes, int64_t headroom_bytes);
 
 #endif /* REMORA_HW_H */

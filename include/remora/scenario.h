@@ -14,6 +14,7 @@
  *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
  *   scheduler: {mode: xla|ideal, prefetch_depth: 1, cost_model: xla_default|remora,
  *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0}
+ *   memory_headroom_gib: 1.0      # HBM the job cannot use; default derived (rm_memory_budget)
  *   search: {names: [...], policies: [...], micro_batches: [...], flag_variants: [...],
  *            offload: true, include_ideal: true, max_candidates: 100000}
  *
@@ -31,7 +32,10 @@
 #include <stdint.h>
 
 #include "remora/common.h"
+#include "remora/cost.h"
+#include "remora/digest.h"
 #include "remora/hw.h"
+#include "remora/nccl.h"
 #include "remora/remat.h"
 #include "remora/schedule.h"
 #include "remora/workload.h"
@@ -39,6 +43,8 @@
 
 #define RM_SCENARIO_MAX_LIST 64
 #define RM_SCENARIO_MAX_KEYS 64
+/* layers x grad_accum of one simulated step (4096 layers x 16, or 80 x 512) */
+#define RM_SCENARIO_MAX_LAYER_STEPS 65536
 
 typedef struct rm_scenario_pos {
 	char key[48];
@@ -68,6 +74,7 @@ typedef struct rm_scenario {
 	int64_t hw_queues;
 	char nccl_version[16];
 	double device_memory_gib;
+	double memory_headroom_gib; /* used when set; otherwise derived (rm_memory_budget_default) */
 	/* search space */
 	int n_search_names, n_search_policies, n_search_micro_batches, n_search_flag_variants;
 	char search_names[RM_SCENARIO_MAX_LIST][48];
@@ -90,24 +97,38 @@ rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_s
 /* Applies one --set KEY=VALUE. */
 rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err);
 
-/* Everything a schedule needs, resolved from a scenario (owns what it points to). */
+/*
+ * The resolved run: everything a simulation's result depends on, resolved from a scenario (owns
+ * what it points to). simulate, schedule, search and (through the programs they write)
+ * run-program and exec all consume this one value, so every command prices a scenario the same
+ * way: sched.cost is the collective cost model of the resolved hardware (calibrated when the
+ * hardware is "CALIB.db:NAME"), the same one the engine uses (pass &cost.base to rm_sim_create).
+ * Its digest (rm_scenario_resolved_digest) keys the sweep store. Not copyable: sched points into
+ * it.
+ */
 typedef struct rm_scenario_resolved {
 	rm_model_config model;
 	rm_train_config train;
 	rm_hw_profile hw;
+	rm_cost_nccl cost; /* collectives priced by the resolved NCCL model (version, fitted overrides) */
 	rm_workload *wl;
 	rm_remat_policy *policy;
 	rm_xla_flags flags;
 	rm_schedule_config sched;
 	int hw_queues;
 	int gpus; /* gpus_per_node * nodes */
+	rm_memory_budget memory; /* what of HBM a run can use, and what the rest is made of */
 } rm_scenario_resolved;
 
 /*
- * Resolves a hardware spec to a profile. The command line passes one that also understands
- * "FILE.db:NAME" (calibrated profiles); NULL means embedded profiles only.
+ * Resolves a hardware spec to a profile and, when nccl is not NULL, the NCCL model for a
+ * collective group of ranks GPUs over nodes nodes with NCCL nccl_version (NULL: the default).
+ * The command line passes rm_calib_hw_resolver (remora/calib.h), which also understands
+ * "FILE.db:NAME" (calibrated profiles and fitted collectives); NULL means embedded profiles and
+ * the embedded NCCL model only.
  */
-typedef rm_status (*rm_hw_resolver)(const char *spec, rm_hw_profile *out, rm_error *err);
+typedef rm_status (*rm_hw_resolver)(const char *spec, const char *nccl_version, int ranks, int nodes,
+				    rm_hw_profile *hw, rm_nccl_model *nccl, rm_error *err);
 
 /*
  * Resolves model, hardware, training setup, policy and flags, checking them together (FSDP
@@ -117,5 +138,20 @@ typedef rm_status (*rm_hw_resolver)(const char *spec, rm_hw_profile *out, rm_err
 rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm_scenario_resolved *out,
 			      rm_error *err);
 void rm_scenario_resolved_finish(rm_scenario_resolved *r);
+
+/*
+ * The canonical text of a resolved run (schedules/run.c): one "key=value" line per value that
+ * decides a result — model dimensions, training setup, every hardware field, the NCCL model's
+ * version and fitted overrides, the XLA flags as parsed, the remat policy in canonical form,
+ * scheduler options, hardware queues, the memory budget — and the cost-model revision (the
+ * SHA-256 of remora's model sources, REMORA_MODEL_DIGEST). Names, paths and sources of values are
+ * left out: two scenarios that resolve to the same values have the same text. Doubles are exact
+ * (%a). Appends to c (remora/digest.h).
+ */
+void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c);
+/* SHA-256 of the canonical text, as 64 hex digits. */
+void rm_scenario_resolved_digest(const rm_scenario_resolved *r, char hex[RM_SHA256_HEX]);
+/* The cost-model revision this build was made from (64 hex digits). */
+const char *rm_model_revision(void);
 
 #endif /* REMORA_SCENARIO_H */

@@ -83,7 +83,8 @@ rm_schedule_config rm_schedule_config_default(const rm_workload *wl, const rm_re
 					      const rm_hw_profile *hw);
 
 typedef struct rm_schedule_report {
-	int64_t memory_limit_bytes;  /* XLA's scheduler memory limit */
+	int64_t memory_limit_bytes;  /* XLA's scheduler memory limit: (base - io) x slop, >= 0 */
+	int64_t memory_base_bytes;   /* the device memory it starts from */
 	int64_t io_bytes;            /* parameter and output bytes it subtracts */
 	int64_t tracked_peak_bytes;  /* highest LHS-tracked live memory of any computation */
 	int collectives, async, sync;

@@ -6,7 +6,10 @@
  * names ordered by recompute FLOPs saved per byte kept), the listed built-in policies, the
  * offloaded variant of each subset, micro-batch sizes, XLA flag variants, and the ideal
  * (non-XLA) runtime — simulates every candidate, and keeps the results in an SQLite database,
- * one row per candidate keyed by a hash of its configuration. Candidates whose schedules are
+ * one row per candidate keyed by the SHA-256 of the resolved scenario (rm_scenario_resolved_digest:
+ * model, training, hardware with its calibration, NCCL model, flags, scheduler options and the
+ * cost-model revision) and of the candidate's configuration, each row with a checksum of its
+ * values. Candidates whose schedules are
  * identical (a name the backward never reads changes nothing) share one simulation.
  *
  * Invariants
@@ -29,7 +32,6 @@
 #include "remora/common.h"
 #include "remora/scenario.h"
 
-#define RM_SEARCH_MAX_POLICIES 8192
 
 /* One candidate's configuration. */
 typedef struct rm_candidate {
@@ -40,7 +42,7 @@ typedef struct rm_candidate {
 	char flags[1024];   /* the XLA_FLAGS variant appended to the scenario's flags */
 	bool ideal;         /* the hand-tuned runtime instead of XLA */
 	bool as_written;    /* the scenario itself */
-	uint64_t key;       /* hash of the configuration and the scenario */
+	char key[RM_SHA256_HEX]; /* SHA-256 of the resolved scenario's digest and this configuration */
 } rm_candidate;
 
 /* A candidate's result (DESIGN.md contract 3, flattened). */
@@ -113,6 +115,11 @@ rm_status rm_search_each(rm_search *s, void (*fn)(const rm_candidate_result *r, 
 			 rm_error *err);
 /* Rows stored. */
 int64_t rm_search_rows(rm_search *s);
+/* What of HBM a candidate may use (the resolved scenario's budget; every candidate shares it). */
+const rm_memory_budget *rm_search_memory_budget(const rm_search *s);
+/* Rows of this scenario that failed their checksum when the sweep opened the database (deleted,
+ * so the sweep recomputed them). */
+int64_t rm_search_damaged_rows(const rm_search *s);
 
 /* The resolved scenario of a candidate (for its program, trace and memory timeline). */
 rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c, rm_scenario_resolved *out,

@@ -55,6 +55,8 @@ typedef struct rm_sim_options {
 	int hw_queues;              /* CUDA_DEVICE_MAX_CONNECTIONS; <= 0: 8 */
 	const rm_cost_model *cost;  /* NULL: rm_cost_model_default() */
 	bool memory_timeline;       /* keep every memory change (for the trace) */
+	int64_t memory_headroom_bytes; /* HBM the program cannot use (CUDA context, NCCL buffers,
+					* workspaces: rm_memory_budget); 0: all of it */
 } rm_sim_options;
 
 typedef struct rm_sim_metrics {
@@ -66,8 +68,9 @@ typedef struct rm_sim_metrics {
 	rm_time_ps lower_bound;    /* max(compute work alone, collective work alone, critical path) */
 	int64_t peak_memory_bytes; /* device */
 	int64_t peak_host_bytes;
-	int64_t memory_capacity_bytes;
-	bool fits;
+	int64_t memory_capacity_bytes; /* HBM */
+	int64_t memory_usable_bytes;   /* HBM less the headroom: what fits is judged against */
+	bool fits;                     /* peak_memory_bytes <= memory_usable_bytes */
 	int32_t first_oom_op;      /* the op whose allocation first exceeded capacity, or -1 */
 	int32_t collectives, sync_collectives; /* sync: on a compute stream */
 	double model_flops;        /* for MFU: the program's, or gemm+attention FLOPs minus recompute */

@@ -191,6 +191,8 @@ typedef struct rm_gemm_shape {
 
 typedef struct rm_attention_shape {
 	int64_t batch, heads, kv_heads, seq, head_dim;
+	int64_t window; /* causal sliding window (Mistral sliding_window): query i attends keys
+			 * i-window+1..i; 0 = full attention */
 	bool causal;
 	bool fused;
 	rm_dtype dtype;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "remora/json.h"
 #include "remora/workload.h"
 
 static void describe_usage(FILE *out)
@@ -160,7 +161,7 @@ static json_t *describe_json(const rm_workload *wl)
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("remora.describe/1"));
 	json_t *jm = json_object();
-	json_object_set_new(jm, "name", json_string(m->name));
+	json_object_set_new(jm, "name", rm_json_string(m->name));
 	json_object_set_new(jm, "architecture", json_string(rm_arch_hf_name(m->arch)));
 	json_object_set_new(jm, "vocab", json_integer(m->vocab));
 	json_object_set_new(jm, "hidden", json_integer(m->hidden));

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "remora/calib.h"
 #include "remora/exec.h"
+#include "remora/file.h"
 #include "remora/hw.h"
 #include "remora/program.h"
 
@@ -87,6 +88,17 @@ static bool store_rows(const exec_opts *o, const rm_program *prog, const rm_exec
 	return ok;
 }
 
+typedef struct trace_args {
+	const rm_program *prog;
+	const rm_exec_measurement *m;
+} trace_args;
+
+static bool trace_fn(FILE *out, void *user, rm_error *err)
+{
+	const trace_args *a = user;
+	return rm_exec_write_trace(a->prog, a->m, out, err);
+}
+
 /* Trace, comparison, calibration rows and the report of a measurement (rank 0). */
 static int report(const exec_opts *o, const rm_program *prog, const rm_exec_plan *plan, const rm_hw_profile *hw,
 		  const rm_exec_measurement *m)
@@ -95,17 +107,10 @@ static int report(const exec_opts *o, const rm_program *prog, const rm_exec_plan
 	rm_error_clear(&err);
 	int rc = CLI_EXIT_OK;
 	json_t *cmp = NULL;
-	if (o->trace) {
-		FILE *f = fopen(o->trace, "w");
-		bool ok = f && rm_exec_write_trace(prog, m, f, &err);
-		if (f && fclose(f) != 0)
-			ok = false;
-		if (!ok) {
-			if (err.status == RM_OK)
-				rm_error_set(&err, RM_IO, o->trace, 0, 0, "cannot write the trace: %s", strerror(errno));
-			rc = cli_fail(&err);
-			goto out;
-		}
+	/* atomically onto a regular file, straight through to a device or FIFO (remora/file.h) */
+	if (o->trace && !rm_file_write(o->trace, trace_fn, &(trace_args){prog, m}, &err)) {
+		rc = cli_fail(&err);
+		goto out;
 	}
 	if (o->compare) {
 		cmp = rm_exec_compare(prog, plan, hw, (int)o->queues, m, &err);

@@ -1,5 +1,4 @@
 /* `remora run-program FILE [--hardware NAME] [--queues N] [--json] [--trace OUT]`. */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -134,32 +133,10 @@ int cli_cmd_run_program(int argc, char **argv)
 		rc = cli_fail(&err);
 		goto out_sim;
 	}
-	if (trace) {
-		/* written beside and renamed: a failed write leaves no partial trace */
-		char tmp[1100];
-		snprintf(tmp, sizeof(tmp), "%s.tmp", trace);
-		FILE *f = fopen(tmp, "w");
-		if (!f) {
-			rm_error_set(&err, RM_IO, trace, 0, 0, "cannot write the trace: %s",
-				     strerror(errno));
-			rc = cli_fail(&err);
-			goto out_sim;
-		}
-		bool ok = rm_sim_write_trace(sim, f, &err);
-		if (fclose(f) != 0 && ok) {
-			ok = false;
-			rm_error_set(&err, RM_IO, trace, 0, 0, "writing the trace failed");
-		}
-		if (ok && rename(tmp, trace) != 0) {
-			ok = false;
-			rm_error_set(&err, RM_IO, trace, 0, 0, "cannot rename the trace into place: %s", strerror(errno));
-		}
-		if (!ok) {
-			remove(tmp);
-			snprintf(err.file, sizeof(err.file), "%s", trace);
-			rc = cli_fail(&err);
-			goto out_sim;
-		}
+	/* atomically onto a regular file, straight through to a device or FIFO (remora/file.h) */
+	if (trace && !rm_sim_write_trace_file(sim, trace, &err)) {
+		rc = cli_fail(&err);
+		goto out_sim;
 	}
 	if (json) {
 		rc = cli_print_json(rm_sim_result_json(sim));

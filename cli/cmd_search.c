@@ -3,16 +3,21 @@
  * sweeps remat policies, micro-batches and XLA flag variants, ranks by tokens/s per GPU among
  * the candidates that fit, and prints what to paste: the policy call, XLA_FLAGS, micro-batch.
  */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "remora/calib.h"
+#include "remora/file.h"
+#include "remora/json.h"
 #include "remora/search.h"
 #include "remora/sim.h"
 
@@ -50,14 +55,14 @@ static void progress_line(const rm_search_progress *p, void *user)
 static json_t *result_json(const rm_candidate_result *r)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "label", json_string(r->c.label));
-	json_object_set_new(o, "policy", json_string(r->c.policy));
+	json_object_set_new(o, "label", rm_json_string(r->c.label));
+	json_object_set_new(o, "policy", rm_json_string(r->c.policy));
 	json_object_set_new(o, "micro_batch", json_integer(r->c.micro_batch));
-	json_object_set_new(o, "flags_variant", json_string(r->c.flags));
+	json_object_set_new(o, "flags_variant", rm_json_string(r->c.flags));
 	json_object_set_new(o, "mode", json_string(r->c.ideal ? "ideal" : "xla"));
 	json_object_set_new(o, "as_written", json_boolean(r->c.as_written));
 	if (!r->ok) {
-		json_object_set_new(o, "error", json_string(r->error));
+		json_object_set_new(o, "error", rm_json_string(r->error));
 		return o;
 	}
 	json_object_set_new(o, "step_time_s", json_real(r->step_time_s));
@@ -100,7 +105,14 @@ static void candidate_flags(const rm_scenario *sc, const rm_candidate_result *r,
 	rm_xla_flags_format(&f, buf, size);
 }
 
+/* What the plot files are made of. */
 typedef struct plot_ctx {
+	rm_search *s;
+	const rm_candidate_result *pareto;
+	int n_pareto;
+	const rm_mem_point *pts;
+	size_t n_pts;
+	double capacity_gib;
 	FILE *all;
 } plot_ctx;
 
@@ -112,62 +124,48 @@ static void plot_row(const rm_candidate_result *r, void *user)
 			r->fits);
 }
 
-/* Closes a file written for the plots; false (with err) when anything failed to reach the disk. */
-static bool close_written(FILE *f, const char *path, rm_error *err)
+static bool write_candidates(FILE *f, void *user, rm_error *err)
 {
-	bool ok = !ferror(f);
-	ok = fclose(f) == 0 && ok;
-	if (!ok)
-		rm_error_set(err, RM_IO, path, 0, 0, "writing failed (disk full?)");
-	return ok;
+	plot_ctx *p = user;
+	p->all = f;
+	fprintf(f, "# tokens_per_s_per_gpu peak_memory_GiB fits\n");
+	return rm_search_each(p->s, plot_row, p, err) == RM_OK;
 }
 
-static int write_plots(rm_search *s, const char *dir, const rm_candidate_result *pareto, int n_pareto,
-		       const rm_sim *winner, double capacity_gib)
+static bool write_pareto(FILE *f, void *user, rm_error *err)
 {
-	rm_error err;
-	rm_error_clear(&err);
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
-		return cli_fail(&err);
-	}
-	char path[1200];
-	snprintf(path, sizeof(path), "%s/candidates.dat", dir);
-	plot_ctx pc = {.all = fopen(path, "w")};
-	if (!pc.all) {
-		rm_error_set(&err, RM_IO, path, 0, 0, "cannot write: %s", strerror(errno));
-		return cli_fail(&err);
-	}
-	fprintf(pc.all, "# tokens_per_s_per_gpu peak_memory_GiB fits\n");
-	rm_search_each(s, plot_row, &pc, &err);
-	if (!close_written(pc.all, path, &err))
-		return cli_fail(&err);
-	snprintf(path, sizeof(path), "%s/pareto.dat", dir);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return CLI_EXIT_FAIL;
+	(void)err;
+	const plot_ctx *p = user;
 	fprintf(f, "# tokens_per_s_per_gpu peak_memory_GiB label\n");
-	for (int i = 0; i < n_pareto; i++)
-		fprintf(f, "%.3f %.4f \"%s mb%lld%s\"\n", pareto[i].tokens_per_s_per_gpu,
-			(double)pareto[i].peak_memory_bytes / (double)RM_GiB, pareto[i].c.label,
-			(long long)pareto[i].c.micro_batch, pareto[i].c.ideal ? " ideal" : "");
-	if (!close_written(f, path, &err))
-		return cli_fail(&err);
-	size_t n = 0;
-	const rm_mem_point *pts = winner ? rm_sim_memory_timeline(winner, &n) : NULL;
-	snprintf(path, sizeof(path), "%s/winner-memory.dat", dir);
-	f = fopen(path, "w");
-	if (!f)
-		return CLI_EXIT_FAIL;
+	for (int i = 0; i < p->n_pareto; i++) {
+		const rm_candidate_result *r = &p->pareto[i];
+		/* gnuplot strings end at a double quote: a label keeps none */
+		char label[200];
+		snprintf(label, sizeof(label), "%s mb%lld%s", r->c.label, (long long)r->c.micro_batch,
+			 r->c.ideal ? " ideal" : "");
+		for (char *q = label; *q; q++)
+			if (*q == '"' || *q == '\n')
+				*q = '\'';
+		fprintf(f, "%.3f %.4f \"%s\"\n", r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB,
+			label);
+	}
+	return true;
+}
+
+static bool write_memory(FILE *f, void *user, rm_error *err)
+{
+	(void)err;
+	const plot_ctx *p = user;
 	fprintf(f, "# time_ms device_memory_GiB\n");
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%.6f %.4f\n", rm_time_to_s(pts[i].time) * 1e3, (double)pts[i].bytes / (double)RM_GiB);
-	if (!close_written(f, path, &err))
-		return cli_fail(&err);
-	snprintf(path, sizeof(path), "%s/plots.gp", dir);
-	f = fopen(path, "w");
-	if (!f)
-		return CLI_EXIT_FAIL;
+	for (size_t i = 0; i < p->n_pts; i++)
+		fprintf(f, "%.6f %.4f\n", rm_time_to_s(p->pts[i].time) * 1e3, (double)p->pts[i].bytes / (double)RM_GiB);
+	return true;
+}
+
+static bool write_script(FILE *f, void *user, rm_error *err)
+{
+	(void)err;
+	const plot_ctx *p = user;
 	fprintf(f,
 		"# gnuplot script written by remora search; run: gnuplot plots.gp\n"
 		"set terminal svg size 900,600 dynamic font 'sans,12' background '#ffffff'\n"
@@ -185,19 +183,79 @@ static int write_plots(rm_search *s, const char *dir, const rm_candidate_result 
 		"set xlabel 'time (ms)'\nset ylabel 'device memory (GiB)'\n"
 		"plot 'winner-memory.dat' using 1:2 with steps lw 2 lc rgb '#2060c0' title 'allocated', \\\n"
 		"     capacity with lines dt 2 lc rgb '#404040' title 'HBM capacity'\n",
-		capacity_gib);
-	if (!close_written(f, path, &err))
+		p->capacity_gib);
+	return true;
+}
+
+/*
+ * Runs `gnuplot plots.gp` in dir without a shell: the folder's name is never parsed by anything,
+ * so quotes or $(...) in it run nothing. gnuplot is looked up on PATH by posix_spawnp; its output
+ * goes to stderr (stdout may carry --json). Returns 0 when it ran and succeeded, ENOENT when there
+ * is no gnuplot, another errno when it could not start, -1 when it failed (status in *status).
+ */
+static int run_gnuplot(const char *dir, int *status)
+{
+	posix_spawn_file_actions_t fa;
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		return ENOMEM;
+	int rc = posix_spawn_file_actions_addchdir_np(&fa, dir);
+	if (rc == 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+	char *argv[] = {"gnuplot", "plots.gp", NULL};
+	pid_t pid;
+	if (rc == 0)
+		rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0)
+		return rc;
+	while (waitpid(pid, status, 0) < 0)
+		if (errno != EINTR)
+			return errno;
+	return WIFEXITED(*status) && WEXITSTATUS(*status) == 0 ? 0 : -1;
+}
+
+/* Writes one plot file dir/name through the atomic writer (remora/file.h). */
+static bool plot_file(const char *dir, const char *name, rm_file_write_fn fn, plot_ctx *p, rm_error *err)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return rm_file_write(path, fn, p, err);
+}
+
+static int write_plots(rm_search *s, const char *dir, const rm_candidate_result *pareto, int n_pareto,
+		       const rm_sim *winner, double capacity_gib)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
 		return cli_fail(&err);
-	char cmd[1400];
-	snprintf(cmd, sizeof(cmd), "cd '%s' && gnuplot plots.gp 2>&1", dir);
-	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-		rm_log_warn("gnuplot not found: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
+	}
+	plot_ctx p = {.s = s, .pareto = pareto, .n_pareto = n_pareto, .capacity_gib = capacity_gib};
+	p.pts = winner ? rm_sim_memory_timeline(winner, &p.n_pts) : NULL;
+	if (!plot_file(dir, "candidates.dat", write_candidates, &p, &err) ||
+	    !plot_file(dir, "pareto.dat", write_pareto, &p, &err) ||
+	    !plot_file(dir, "winner-memory.dat", write_memory, &p, &err) ||
+	    !plot_file(dir, "plots.gp", write_script, &p, &err))
+		return cli_fail(&err);
+	int status = 0;
+	int rc = run_gnuplot(dir, &status);
+	if (rc == ENOENT) {
+		rm_log_warn("gnuplot not found on PATH: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
 			    "gnuplot-nox) and run it there for pareto.svg and winner-memory.svg",
 			    dir);
 		return CLI_EXIT_OK;
 	}
-	if (system(cmd) != 0) {
-		rm_error_set(&err, RM_IO, dir, 0, 0, "gnuplot failed on plots.gp");
+	if (rc > 0) {
+		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot run gnuplot: %s", strerror(rc));
+		return cli_fail(&err);
+	}
+	if (rc < 0) {
+		if (WIFEXITED(status))
+			rm_error_set(&err, RM_IO, dir, 0, 0, "gnuplot failed on plots.gp (exit %d)", WEXITSTATUS(status));
+		else
+			rm_error_set(&err, RM_IO, dir, 0, 0, "gnuplot failed on plots.gp (signal %d)",
+				     WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 		return cli_fail(&err);
 	}
 	fprintf(stderr, "remora: wrote %s/pareto.svg and %s/winner-memory.svg\n", dir, dir);
@@ -346,17 +404,10 @@ int cli_cmd_search(int argc, char **argv)
 			rc = cli_fail(&err);
 			goto out_w;
 		}
-		if (trace) {
-			FILE *f = fopen(trace, "w");
-			if (!f || !rm_sim_write_trace(wsim, f, &err)) {
-				if (err.status == RM_OK)
-					rm_error_set(&err, RM_IO, trace, 0, 0, "cannot write the trace");
-				if (f)
-					fclose(f);
-				rc = cli_fail(&err);
-				goto out_w;
-			}
-			fclose(f);
+		/* atomically onto a regular file, straight through to a device or FIFO (remora/file.h) */
+		if (trace && !rm_sim_write_trace_file(wsim, trace, &err)) {
+			rc = cli_fail(&err);
+			goto out_w;
 		}
 		if (plot) {
 			rc = write_plots(s, plot, pareto, n_pareto, wsim,
@@ -369,13 +420,13 @@ int cli_cmd_search(int argc, char **argv)
 	if (json) {
 		json_t *doc = json_object();
 		json_object_set_new(doc, "schema", json_string("remora.search/1"));
-		json_object_set_new(doc, "scenario", json_string(sc.path));
+		json_object_set_new(doc, "scenario", rm_json_string(sc.path));
 		json_object_set_new(doc, "candidates_total", json_integer(rm_search_count(s)));
 		json_object_set_new(doc, "candidates_evaluated", json_integer(rows));
 		if (have_xla) {
 			json_t *b = result_json(&best_xla);
 			candidate_flags(&sc, &best_xla, flags, sizeof(flags));
-			json_object_set_new(b, "xla_flags", json_string(flags));
+			json_object_set_new(b, "xla_flags", rm_json_string(flags));
 			json_object_set_new(doc, "best", b);
 		} else {
 			json_object_set_new(doc, "best", json_null());

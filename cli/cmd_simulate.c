@@ -10,6 +10,8 @@
 
 #include "cli.h"
 #include "remora/calib.h"
+#include "remora/file.h"
+#include "remora/json.h"
 #include "remora/scenario.h"
 #include "remora/schedule.h"
 #include "remora/sim.h"
@@ -76,6 +78,11 @@ int cli_check_sets(const char *cmd, char *const *sets, int n_sets)
 	return rc;
 }
 
+static bool program_fn(FILE *out, void *user, rm_error *err)
+{
+	return rm_program_write(user, out, err);
+}
+
 /* Loads the scenario, applies the overrides, resolves it. */
 static int load_scenario(const char *cmd, const char *path, char **sets, int n_sets, rm_scenario *sc,
 			 rm_scenario_resolved *res)
@@ -101,15 +108,15 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 {
 	json_t *o = json_object();
 	char buf[4096];
-	json_object_set_new(o, "model", json_string(res->model.name));
-	json_object_set_new(o, "hardware", json_string(res->hw.name));
+	json_object_set_new(o, "model", rm_json_string(res->model.name));
+	json_object_set_new(o, "hardware", rm_json_string(res->hw.name));
 	json_object_set_new(o, "gpus", json_integer(res->gpus));
 	json_object_set_new(o, "fsdp", json_integer(res->train.fsdp));
 	json_object_set_new(o, "seq_len", json_integer(res->train.seq_len));
 	json_object_set_new(o, "micro_batch", json_integer(res->train.micro_batch));
 	json_object_set_new(o, "grad_accum", json_integer(res->train.grad_accum));
-	json_object_set_new(o, "policy", json_string(rm_remat_policy_format(res->policy, buf, sizeof(buf))));
-	json_object_set_new(o, "xla_flags", json_string(rm_xla_flags_format(&res->flags, buf, sizeof(buf))));
+	json_object_set_new(o, "policy", rm_json_string(rm_remat_policy_format(res->policy, buf, sizeof(buf))));
+	json_object_set_new(o, "xla_flags", rm_json_string(rm_xla_flags_format(&res->flags, buf, sizeof(buf))));
 	json_object_set_new(o, "mode", json_string(res->sched.mode == RM_SCHED_XLA ? "xla" : "ideal"));
 	json_object_set_new(o, "scan", json_boolean(res->sched.scan));
 	json_object_set_new(o, "memory_limit_bytes", json_integer(rep->memory_limit_bytes));
@@ -183,29 +190,10 @@ static int run(const char *cmd, int argc, char **argv)
 		return cli_fail(&err);
 	}
 	if (!sim) {
-		FILE *out = stdout;
-		char tmp[1100] = "";
-		if (output) {
-			/* write to a temporary file and rename: a failed write leaves no partial program */
-			snprintf(tmp, sizeof(tmp), "%s.tmp", output);
-			out = fopen(tmp, "w");
-			if (!out) {
-				rm_error_set(&err, RM_IO, output, 0, 0, "cannot write the program");
-				rc = cli_fail(&err);
-				goto done;
-			}
-		}
-		bool ok = rm_program_write(prog, out, &err);
-		if (output) {
-			ok = fclose(out) == 0 && ok;
-			if (ok && rename(tmp, output) != 0)
-				ok = false;
-			if (!ok)
-				remove(tmp);
-		}
+		bool ok = output ? rm_file_write(output, program_fn, prog, &err) : rm_program_write(prog, stdout, &err);
 		if (!ok) {
 			if (err.status == RM_OK)
-				rm_error_set(&err, RM_IO, output, 0, 0, "writing the program failed");
+				rm_error_set(&err, RM_IO, output ? output : "stdout", 0, 0, "writing the program failed");
 			rc = cli_fail(&err);
 		} else if (output) {
 			fprintf(stderr, "remora: wrote %s (%d ops, %d tensors, %d streams)\n", output, prog->n_ops,
@@ -223,22 +211,11 @@ static int run(const char *cmd, int argc, char **argv)
 		rc = cli_fail(&err);
 		goto done;
 	}
-	if (trace) {
-		char tmp[1100];
-		snprintf(tmp, sizeof(tmp), "%s.tmp", trace);
-		FILE *f = fopen(tmp, "w");
-		bool ok = f && rm_sim_write_trace(s, f, &err);
-		ok = f && fclose(f) == 0 && ok;
-		if (ok && rename(tmp, trace) != 0)
-			ok = false;
-		if (!ok) {
-			remove(tmp);
-			if (err.status == RM_OK)
-				rm_error_set(&err, RM_IO, trace, 0, 0, "cannot write the trace");
-			rm_sim_destroy(s);
-			rc = cli_fail(&err);
-			goto done;
-		}
+	/* atomically onto a regular file, straight through to a device or FIFO (remora/file.h) */
+	if (trace && !rm_sim_write_trace_file(s, trace, &err)) {
+		rm_sim_destroy(s);
+		rc = cli_fail(&err);
+		goto done;
 	}
 	const rm_sim_metrics *m = rm_sim_get_metrics(s);
 	if (json) {

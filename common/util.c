@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "remora/common.h"
+#include "remora/file.h"
 
 bool rm_parse_positive_int(const char *text, int64_t *out)
 {
@@ -112,16 +113,14 @@ bool rm_data_path(const char *relative, char *buf, size_t size, rm_error *err)
 
 bool rm_read_file(const char *path, char **data, size_t *len, rm_error *err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		rm_error_set(err, RM_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+	/* regular files only, refused without blocking (a FIFO would otherwise hang the open) */
+	FILE *f = rm_file_open_read(path, err);
+	if (!f)
 		return false;
-	}
 	struct stat st;
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fileno(f), &st) != 0) {
+		rm_error_set(err, RM_IO, path, 0, 0, "cannot open: %s", strerror(errno));
 		fclose(f);
-		rm_error_set(err, RM_IO, path, 0, 0, "%s", S_ISDIR(st.st_mode) ? "is a directory, not a file"
-										 : "not a regular file");
 		return false;
 	}
 	if (st.st_size > RM_READ_FILE_MAX) {
@@ -143,10 +142,11 @@ bool rm_read_file(const char *path, char **data, size_t *len, rm_error *err)
 			break;
 	}
 	bool failed = ferror(f);
+	int e = errno;
 	fclose(f);
 	if (failed) {
 		free(buf);
-		rm_error_set(err, RM_IO, path, 0, 0, "read error");
+		rm_error_set(err, RM_IO, path, 0, 0, "read error: %s", strerror(e));
 		return false;
 	}
 	buf[n] = '\0';

@@ -9,6 +9,7 @@
 
 #include "common/fy_util.h"
 #include "remora/exec.h"
+#include "remora/json.h"
 #include "remora/sim.h"
 #include "remora/workload.h"
 
@@ -33,21 +34,6 @@ void rm_exec_measurement_finish(rm_exec_measurement *m)
 }
 
 /* ---- trace -------------------------------------------------------------------------------- */
-
-/* Prints s as a JSON string (for the calibration rows). */
-static void put_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
-}
 
 static rm_time_ps ps_of(double s)
 {
@@ -173,7 +159,7 @@ json_t *rm_exec_compare(const rm_program *prog, const rm_exec_plan *plan, const 
 	}
 	json_t *o = json_object();
 	json_object_set_new(o, "schema", json_string(RM_EXEC_COMPARE_SCHEMA));
-	json_object_set_new(o, "program", json_string(prog->name ? prog->name : ""));
+	json_object_set_new(o, "program", rm_json_string(prog->name));
 	json_object_set_new(o, "hardware", json_string(hw->name));
 	json_object_set_new(o, "device", json_string(m->device));
 	json_object_set_new(o, "attention_kernel", json_string(m->attention_kernel));
@@ -280,19 +266,60 @@ static int by_start(const void *a, const void *b)
 	return x->op - y->op;
 }
 
-static void put_run_keys(FILE *out, const rm_exec_measurement *m, const char *machine)
+/* The members every calibration row ends with: unit and the run's machine and versions. */
+static void set_run_keys(json_t *row, const rm_exec_measurement *m, const char *machine)
 {
-	fprintf(out, ",\"unit\":\"us\",\"machine\":");
-	put_str(out, machine ? machine : "");
-	fprintf(out, ",\"gpu\":");
-	put_str(out, m->device);
-	fprintf(out, ",\"driver\":");
-	put_str(out, m->driver);
-	fprintf(out, ",\"cuda\":");
-	put_str(out, m->cuda);
-	fprintf(out, ",\"nccl\":");
-	put_str(out, m->nccl);
-	fprintf(out, "}\n");
+	json_object_set_new(row, "unit", json_string("us"));
+	json_object_set_new(row, "machine", rm_json_string(machine));
+	json_object_set_new(row, "gpu", json_string(m->device));
+	json_object_set_new(row, "driver", json_string(m->driver));
+	json_object_set_new(row, "cuda", json_string(m->cuda));
+	json_object_set_new(row, "nccl", json_string(m->nccl));
+}
+
+/* The benchmark and parameters a calibration row of op has, or NULL (params then untouched). */
+static const char *row_params(const rm_program_op *op, json_t *params)
+{
+	switch (op->cost.kind) {
+	case RM_COST_GEMM: {
+		const rm_gemm_shape *g = &op->cost.gemm;
+		const char *dt = g->dtype == RM_DTYPE_BF16					? "bf16"
+				 : g->dtype == RM_DTYPE_FP8_E4M3 || g->dtype == RM_DTYPE_FP8_E5M2 ? "fp8"
+												  : NULL;
+		if (!dt)
+			return NULL;
+		json_object_set_new(params, "dtype", json_string(dt));
+		json_object_set_new(params, "m", json_integer(g->m));
+		json_object_set_new(params, "n", json_integer(g->n));
+		json_object_set_new(params, "k", json_integer(g->k));
+		json_object_set_new(params, "batch", json_integer(g->batch));
+		return "gemm";
+	}
+	case RM_COST_ELEMENTWISE:
+		json_object_set_new(params, "bytes",
+				    json_integer(op->cost.elementwise.bytes_read + op->cost.elementwise.bytes_written));
+		return "hbm_copy";
+	case RM_COST_COPY:
+		if (op->cost.copy.dir == RM_COPY_D2D)
+			return NULL;
+		json_object_set_new(params, "bytes", json_integer(op->cost.copy.bytes));
+		return op->cost.copy.dir == RM_COPY_H2D ? "h2d" : "d2h";
+	case RM_COST_COLLECTIVE: {
+		const rm_collective_cost *c = &op->cost.collective;
+		const char *bench = c->op == RM_COLL_ALL_GATHER	      ? "all_gather"
+				    : c->op == RM_COLL_REDUCE_SCATTER ? "reduce_scatter"
+				    : c->op == RM_COLL_ALL_REDUCE     ? "all_reduce"
+								      : NULL;
+		if (c->group_size < 2 || !bench)
+			return NULL;
+		json_object_set_new(params, "bytes", json_integer(c->bytes));
+		json_object_set_new(params, "ranks", json_integer(c->group_size));
+		json_object_set_new(params, "nodes", json_integer(c->span));
+		return bench;
+	}
+	default:
+		return NULL;
+	}
 }
 
 int rm_exec_write_calib_rows(const rm_program *prog, const rm_exec_measurement *m, const char *machine, FILE *out,
@@ -304,8 +331,9 @@ int rm_exec_write_calib_rows(const rm_program *prog, const rm_exec_measurement *
 		s[i] = (span){m->op_start_s[i], m->op_end_s[i], i};
 	qsort(s, (size_t)n, sizeof(*s), by_start);
 	int rows = 0;
+	bool ok = true;
 	double max_end = -1.0;
-	for (int32_t q = 0; q < n; q++) {
+	for (int32_t q = 0; q < n && ok; q++) {
 		bool alone = s[q].start >= max_end && (q + 1 >= n || s[q].end <= s[q + 1].start);
 		if (s[q].end > max_end)
 			max_end = s[q].end;
@@ -313,58 +341,27 @@ int rm_exec_write_calib_rows(const rm_program *prog, const rm_exec_measurement *
 		double us = m->op_mean_s[s[q].op] * 1e6;
 		if (!alone || !(us > 0))
 			continue;
-		const char *bench = NULL;
-		char params[256] = "";
-		switch (op->cost.kind) {
-		case RM_COST_GEMM: {
-			const rm_gemm_shape *g = &op->cost.gemm;
-			const char *dt = g->dtype == RM_DTYPE_BF16			      ? "bf16"
-					 : g->dtype == RM_DTYPE_FP8_E4M3 || g->dtype == RM_DTYPE_FP8_E5M2 ? "fp8"
-												      : NULL;
-			if (!dt)
-				break;
-			bench = "gemm";
-			snprintf(params, sizeof(params),
-				 "\"dtype\":\"%s\",\"m\":%" PRId64 ",\"n\":%" PRId64 ",\"k\":%" PRId64 ",\"batch\":%" PRId64,
-				 dt, g->m, g->n, g->k, g->batch);
-			break;
-		}
-		case RM_COST_ELEMENTWISE:
-			bench = "hbm_copy";
-			snprintf(params, sizeof(params), "\"bytes\":%" PRId64,
-				 op->cost.elementwise.bytes_read + op->cost.elementwise.bytes_written);
-			break;
-		case RM_COST_COPY:
-			if (op->cost.copy.dir == RM_COPY_D2D)
-				break;
-			bench = op->cost.copy.dir == RM_COPY_H2D ? "h2d" : "d2h";
-			snprintf(params, sizeof(params), "\"bytes\":%" PRId64, op->cost.copy.bytes);
-			break;
-		case RM_COST_COLLECTIVE: {
-			const rm_collective_cost *c = &op->cost.collective;
-			if (c->group_size < 2)
-				break;
-			bench = c->op == RM_COLL_ALL_GATHER	 ? "all_gather"
-				: c->op == RM_COLL_REDUCE_SCATTER ? "reduce_scatter"
-				: c->op == RM_COLL_ALL_REDUCE	 ? "all_reduce"
-								 : NULL;
-			snprintf(params, sizeof(params), "\"bytes\":%" PRId64 ",\"ranks\":%d,\"nodes\":%d", c->bytes,
-				 c->group_size, c->span);
-			break;
-		}
-		default:
-			break;
-		}
-		if (!bench)
+		json_t *params = json_object();
+		const char *bench = row_params(op, params);
+		if (!bench) {
+			json_decref(params);
 			continue;
-		fprintf(out, "{\"benchmark\":\"%s\",\"params\":{%s,\"source\":\"remora exec\",\"op\":", bench, params);
-		put_str(out, op->name);
-		fprintf(out, "},\"value\":%.6f", us);
-		put_run_keys(out, m, machine);
+		}
+		json_object_set_new(params, "source", json_string("remora exec"));
+		json_object_set_new(params, "op", rm_json_string(op->name));
+		json_t *row = json_object();
+		json_object_set_new(row, "benchmark", json_string(bench));
+		json_object_set_new(row, "params", params);
+		json_object_set_new(row, "value", json_real(us));
+		set_run_keys(row, m, machine);
+		/* one JSONL row per line; %.17g keeps the measured double exactly */
+		ok = json_dumpf(row, out, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) == 0 &&
+		     fputc('\n', out) != EOF;
+		json_decref(row);
 		rows++;
 	}
 	free(s);
-	if (ferror(out) || fflush(out) != 0) {
+	if (!ok || ferror(out) || fflush(out) != 0) {
 		rm_error_set(err, RM_IO, NULL, 0, 0, "writing the calibration rows failed");
 		return -1;
 	}
@@ -377,7 +374,7 @@ json_t *rm_exec_measurement_json(const rm_program *prog, const rm_exec_measureme
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "schema", json_string(RM_EXEC_MEASUREMENT_SCHEMA));
-	json_object_set_new(o, "program", json_string(prog->name ? prog->name : ""));
+	json_object_set_new(o, "program", rm_json_string(prog->name));
 	json_object_set_new(o, "device", json_string(m->device));
 	json_object_set_new(o, "attention_kernel", json_string(m->attention_kernel));
 	json_object_set_new(o, "driver", json_string(m->driver));
@@ -437,11 +434,17 @@ static void locate_measurement_error(const char *path, bool wrapped, rm_error *e
 
 rm_status rm_exec_measurement_load(const char *path, const rm_program *prog, rm_exec_measurement *m, rm_error *err)
 {
+	/* read through rm_read_file: regular files only, a FIFO is refused instead of blocking */
+	char *text = NULL;
+	size_t len = 0;
+	if (!rm_read_file(path, &text, &len, err))
+		return err ? err->status : RM_IO;
 	json_error_t jerr;
-	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (!doc)
-		return rm_error_set(err, jerr.line > 0 ? RM_PARSE : RM_IO, path, jerr.line > 0 ? jerr.line : 0,
-				    jerr.column > 0 ? jerr.column : 0, "%s", jerr.text);
+		return rm_error_set(err, RM_PARSE, path, jerr.line > 0 ? jerr.line : 0, jerr.column > 0 ? jerr.column : 0,
+				    "%s", jerr.text);
 	rm_status st = RM_OK;
 	json_t *o = json_object_get(doc, "measurement");
 	if (!o)

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 
+#include "remora/json.h"
 #include "sim_internal.h"
 
 static json_t *seconds(rm_time_ps t)
@@ -16,8 +17,8 @@ json_t *rm_sim_result_json(const rm_sim *sim)
 	const rm_program *prog = sim->prog;
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string(RM_RESULT_SCHEMA));
-	json_object_set_new(doc, "program", json_string(prog->name ? prog->name : ""));
-	json_object_set_new(doc, "hardware", json_string(sim->hw->name));
+	json_object_set_new(doc, "program", rm_json_string(prog->name));
+	json_object_set_new(doc, "hardware", rm_json_string(sim->hw->name));
 	json_object_set_new(doc, "hardware_queues", json_integer(sim->opt.hw_queues));
 	json_object_set_new(doc, "cost_model", json_string(sim->opt.cost->name));
 	json_object_set_new(doc, "step_time_s", seconds(m->step_time));
@@ -32,7 +33,7 @@ json_t *rm_sim_result_json(const rm_sim *sim)
 	json_object_set_new(doc, "memory_usable_bytes", json_integer(m->memory_usable_bytes));
 	json_object_set_new(doc, "fits", json_boolean(m->fits));
 	json_object_set_new(doc, "first_oom_op",
-			    m->first_oom_op >= 0 ? json_string(prog->ops[m->first_oom_op].name)
+			    m->first_oom_op >= 0 ? rm_json_string(prog->ops[m->first_oom_op].name)
 						 : json_null());
 	json_object_set_new(doc, "compute_busy_s", seconds(m->compute_busy));
 	json_object_set_new(doc, "comm_total_s", seconds(m->comm_total));
@@ -62,7 +63,7 @@ json_t *rm_sim_result_json(const rm_sim *sim)
 	json_t *streams = json_array();
 	for (int32_t s = 0; s < prog->n_streams; s++) {
 		json_t *o = json_object();
-		json_object_set_new(o, "name", json_string(prog->streams[s].name));
+		json_object_set_new(o, "name", rm_json_string(prog->streams[s].name));
 		json_object_set_new(o, "kind", json_string(rm_stream_kind_name(prog->streams[s].kind)));
 		json_object_set_new(o, "busy_s", seconds(sim->stream_busy[s]));
 		json_array_append_new(streams, o);

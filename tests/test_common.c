@@ -1,8 +1,10 @@
-/* common/: sizes, status table, error formatting, hashing. */
+/* common/: sizes, status table, error formatting, hashing, JSON strings. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "remora/common.h"
+#include "remora/json.h"
 
 Test(common, parse_size_binary_and_decimal_suffixes)
 {
@@ -88,4 +90,55 @@ Test(common, data_path_reports_where_it_looked)
 	cr_assert_not(rm_data_path("models/no-such.json", buf, sizeof(buf), &err));
 	cr_assert_eq(err.status, RM_NOT_FOUND);
 	cr_assert(strstr(err.msg, "REMORA_DATA_DIR"));
+}
+
+/* The serialised form of rm_json_string(s) (caller frees). */
+static char *json_of(const char *s)
+{
+	json_t *j = rm_json_string(s);
+	cr_assert_not_null(j);
+	char *text = json_dumps(j, JSON_ENCODE_ANY);
+	json_decref(j);
+	return text;
+}
+
+Test(common, json_string_escapes_quotes_backslashes_and_controls)
+{
+	char *t = json_of("a\"b\\c\x01");
+	cr_assert_str_eq(t, "\"a\\\"b\\\\c\\u0001\"");
+	free(t);
+	/* and parses back to the same bytes */
+	json_t *back = json_loads("[\"a\\\"b\\\\c\\u0001\"]", 0, NULL);
+	cr_assert_str_eq(json_string_value(json_array_get(back, 0)), "a\"b\\c\x01");
+	json_decref(back);
+	t = json_of(NULL);
+	cr_assert_str_eq(t, "\"\"");
+	free(t);
+}
+
+Test(common, json_string_keeps_valid_utf8_and_replaces_invalid_bytes)
+{
+	/* json_string() alone returns NULL for these, and the member would vanish */
+	cr_assert_null(json_string("x\xff"));
+	json_t *j = rm_json_string("x\xff.json");
+	cr_assert_str_eq(json_string_value(j), "x\xEF\xBF\xBD.json");
+	json_decref(j);
+	/* RFC 3629: U+00E9, U+20AC, U+1F600 are kept */
+	j = rm_json_string("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+	cr_assert_str_eq(json_string_value(j), "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+	json_decref(j);
+	/* an overlong '/' (C0 AF), a surrogate (ED A0 80), above U+10FFFF (F4 90 80 80), a cut
+	 * sequence at the end (E2 82): each invalid byte becomes one U+FFFD */
+	const unsigned char overlong[] = {0xC0, 0xAF, 0}, surrogate[] = {0xED, 0xA0, 0x80, 0},
+			    above[] = {0xF4, 0x90, 0x80, 0x80, 0}, cut[] = {'a', 0xE2, 0x82, 0};
+	cr_assert_eq(rm_utf8_sequence_length(overlong), 0);
+	cr_assert_eq(rm_utf8_sequence_length(surrogate), 0);
+	cr_assert_eq(rm_utf8_sequence_length(above), 0);
+	cr_assert_eq(rm_utf8_sequence_length((const unsigned char *)"\xF4\x8F\xBF\xBF"), 4, "U+10FFFF");
+	j = rm_json_string((const char *)cut);
+	cr_assert_str_eq(json_string_value(j), "a\xEF\xBF\xBD\xEF\xBF\xBD");
+	json_decref(j);
+	j = rm_json_string((const char *)surrogate);
+	cr_assert_eq(strlen(json_string_value(j)), 9u);
+	json_decref(j);
 }

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "harness.h"
 
 #if RMC_HAVE_MPI
@@ -27,75 +29,85 @@ int rmc_fail(rmc_ctx *ctx, const char *file, int line, const char *expr, const c
 	return -1;
 }
 
-static void add_param(rmc_params *p, const char *key, const char *fmt, ...)
+/* The next free parameter slot for key, or -1 when all 12 are used. */
+static int add_param(rmc_params *p, const char *key, char kind)
 {
 	if (p->n >= 12)
-		return;
+		return -1;
 	p->key[p->n] = key;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(p->value[p->n], sizeof(p->value[0]), fmt, ap);
-	va_end(ap);
-	p->n++;
+	p->kind[p->n] = kind;
+	return p->n++;
 }
 
 void rmc_param_int(rmc_params *p, const char *key, long long v)
 {
-	add_param(p, key, "%lld", v);
+	int k = add_param(p, key, 'i');
+	if (k >= 0)
+		p->i[k] = v;
 }
 
 void rmc_param_str(rmc_params *p, const char *key, const char *v)
 {
-	add_param(p, key, "\"%s\"", v); /* keys and values are our own identifiers */
+	int k = add_param(p, key, 's');
+	if (k >= 0)
+		snprintf(p->s[k], sizeof(p->s[k]), "%s", v);
 }
 
 void rmc_param_bool(rmc_params *p, const char *key, bool v)
 {
-	add_param(p, key, "%s", v ? "true" : "false");
+	int k = add_param(p, key, 'b');
+	if (k >= 0)
+		p->i[k] = v;
 }
 
 void rmc_param_real(rmc_params *p, const char *key, double v)
 {
-	add_param(p, key, "%.6g", v);
+	int k = add_param(p, key, 'r');
+	if (k >= 0)
+		p->r[k] = v;
 }
 
-/* Appends s to buf as a JSON string. */
-static void json_string(char *buf, size_t size, const char *s)
+/* A JSON string of s; bytes that are not ASCII become '?' when s is not UTF-8 (jansson refuses it). */
+static json_t *str(const char *s)
 {
-	size_t l = strlen(buf);
-	if (l + 2 >= size)
-		return;
-	buf[l++] = '"';
-	for (; *s && l + 8 < size; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			buf[l++] = '\\';
-			buf[l++] = (char)c;
-		} else if (c < 0x20) {
-			l += (size_t)snprintf(buf + l, size - l, "\\u%04x", c);
-		} else {
-			buf[l++] = (char)c;
-		}
-	}
-	buf[l++] = '"';
-	buf[l] = '\0';
-}
-
-static void run_key(char *buf, size_t size, const char *key, const char *value)
-{
-	size_t l = strlen(buf);
-	snprintf(buf + l, size - l, ",\"%s\":", key);
-	json_string(buf, size, value);
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char buf[256];
+	size_t n = 0;
+	for (; *s && n + 1 < sizeof(buf); s++)
+		buf[n++] = (unsigned char)*s < 0x80 ? *s : '?';
+	buf[n] = '\0';
+	return json_string(buf);
 }
 
 void rmc_write_row(rmc_ctx *ctx, const char *benchmark, const rmc_params *p, double us)
 {
 	if (ctx->rank != 0)
 		return;
-	fprintf(ctx->out, "{\"benchmark\":\"%s\",\"params\":{", benchmark);
-	for (int i = 0; i < p->n; i++)
-		fprintf(ctx->out, "%s\"%s\":%s", i ? "," : "", p->key[i], p->value[i]);
-	fprintf(ctx->out, "},\"value\":%.6g,\"unit\":\"us\"%s}\n", us, ctx->run_keys);
+	json_t *params = json_object();
+	for (int i = 0; i < p->n; i++) {
+		json_t *v = p->kind[i] == 'i'	? json_integer(p->i[i])
+			    : p->kind[i] == 'b' ? json_boolean(p->i[i])
+			    : p->kind[i] == 'r' ? json_real(p->r[i])
+						: str(p->s[i]);
+		json_object_set_new(params, p->key[i], v);
+	}
+	json_t *row = json_object();
+	json_object_set_new(row, "benchmark", str(benchmark));
+	json_object_set_new(row, "params", params);
+	json_object_set_new(row, "value", json_real(us));
+	json_object_set_new(row, "unit", json_string("us"));
+	json_object_set_new(row, "machine", str(ctx->machine));
+	json_object_set_new(row, "gpu", str(ctx->gpu));
+	json_object_set_new(row, "driver", str(ctx->driver));
+	json_object_set_new(row, "cuda", str(ctx->cuda));
+	json_object_set_new(row, "nccl", str(ctx->nccl));
+	json_object_set_new(row, "started_at", str(ctx->started_at));
+	/* one line per row, flushed: the rows already written survive a failure later on */
+	json_dumpf(row, ctx->out, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	json_decref(row);
+	fputc('\n', ctx->out);
 	fflush(ctx->out);
 	ctx->cases_written++;
 }
@@ -163,13 +175,12 @@ static int describe_run(rmc_ctx *ctx)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	ctx->run_keys[0] = '\0';
-	run_key(ctx->run_keys, sizeof(ctx->run_keys), "machine", host);
-	run_key(ctx->run_keys, sizeof(ctx->run_keys), "gpu", prop.name);
-	run_key(ctx->run_keys, sizeof(ctx->run_keys), "driver", drv);
-	run_key(ctx->run_keys, sizeof(ctx->run_keys), "cuda", cuda);
-	run_key(ctx->run_keys, sizeof(ctx->run_keys), "nccl", nccl);
-	run_key(ctx->run_keys, sizeof(ctx->run_keys), "started_at", when);
+	snprintf(ctx->machine, sizeof(ctx->machine), "%s", host);
+	snprintf(ctx->gpu, sizeof(ctx->gpu), "%s", prop.name);
+	snprintf(ctx->driver, sizeof(ctx->driver), "%s", drv);
+	snprintf(ctx->cuda, sizeof(ctx->cuda), "%s", cuda);
+	snprintf(ctx->nccl, sizeof(ctx->nccl), "%s", nccl);
+	snprintf(ctx->started_at, sizeof(ctx->started_at), "%s", when);
 	if (ctx->rank == 0)
 		fprintf(stderr, "remora-calibrate: %s, %d GPU(s) (%s, %d SMs), driver %s, CUDA %s, NCCL %s\n", host,
 			ctx->world, prop.name, ctx->sm_count, drv, cuda, nccl[0] ? nccl : "none");

@@ -32,7 +32,8 @@
 
 typedef struct rmc_ctx {
 	FILE *out;               /* JSON lines */
-	char run_keys[1024];     /* ,"machine":...,"started_at":... (the run, same on every line) */
+	/* the run's keys, the same on every line: machine, gpu, driver, cuda, nccl, started_at */
+	char machine[256], gpu[256], driver[64], cuda[32], nccl[32], started_at[40];
 	int n_gpus;              /* GPUs driven by this process (single-process mode) or 1 (MPI) */
 	int devices[RMC_MAX_GPUS];
 	int world;               /* ranks in the NCCL communicator: n_gpus, or the MPI size */
@@ -91,7 +92,10 @@ int rmc_fail(rmc_ctx *ctx, const char *file, int line, const char *expr, const c
 typedef struct rmc_params {
 	int n;
 	const char *key[12];
-	char value[12][48]; /* already JSON: 4096, "bf16", true */
+	char kind[12]; /* 'i' integer, 'r' real, 'b' boolean, 's' string */
+	long long i[12];
+	double r[12];
+	char s[12][48];
 } rmc_params;
 
 void rmc_param_int(rmc_params *p, const char *key, long long v);
@@ -119,7 +123,7 @@ typedef struct rmc_bench {
  */
 int rmc_time_loop(rmc_ctx *ctx, const rmc_bench *b, void *state, cudaStream_t stream, int warmup,
 		  int iters, double *us);
-/* Writes one JSON line. */
+/* Writes one JSON line (built and serialised by jansson). */
 void rmc_write_row(rmc_ctx *ctx, const char *benchmark, const rmc_params *p, double us);
 
 /* The benchmarks (one file each). */

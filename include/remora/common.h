@@ -156,7 +156,8 @@ uint64_t rm_hash_fnv1a(const void *data, size_t len, uint64_t seed);
 bool rm_data_path(const char *relative, char *buf, size_t size, rm_error *err);
 
 /* Reads a whole regular file (at most 4 GiB) into a NUL-terminated buffer (caller frees); false
- * with err on failure: cannot open, a directory or device, too large, read error. */
+ * with err on failure: cannot open, a directory, a FIFO or device (refused at once, never waited
+ * on: remora/file.h rm_file_open_read), too large, read error. */
 bool rm_read_file(const char *path, char **data, size_t *len, rm_error *err);
 
 #endif /* REMORA_COMMON_H */

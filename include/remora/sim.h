@@ -132,6 +132,12 @@ json_t *rm_sim_result_json(const rm_sim *sim);
  * tracks. Deterministic. false with err (RM_IO) when writing fails.
  */
 bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err);
+/*
+ * rm_sim_write_trace into the file at path through remora/file.h's writer: atomically onto a
+ * regular file or a new path, straight through to a device or FIFO. false with err naming the
+ * path (and the errno) when it cannot be written; the old file is then untouched.
+ */
+bool rm_sim_write_trace_file(const rm_sim *sim, const char *path, rm_error *err);
 
 /*
  * What a trace shows of one run of a program: the simulated one (rm_sim_write_trace) or a

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/fy_util.h"
+#include "remora/json.h"
 #include "remora/program.h"
 
 typedef struct reader {
@@ -583,7 +584,7 @@ bool rm_program_write(const rm_program *prog, FILE *out, rm_error *err)
 {
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string(RM_PROGRAM_SCHEMA));
-	json_object_set_new(doc, "name", json_string(prog->name ? prog->name : ""));
+	json_object_set_new(doc, "name", rm_json_string(prog->name ? prog->name : ""));
 	if (prog->tokens > 0)
 		json_object_set_new(doc, "tokens", json_integer(prog->tokens));
 	if (prog->model_flops >= 0)
@@ -593,7 +594,7 @@ bool rm_program_write(const rm_program *prog, FILE *out, rm_error *err)
 		const rm_program_stream *s = &prog->streams[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "id", json_integer(i));
-		json_object_set_new(o, "name", json_string(s->name));
+		json_object_set_new(o, "name", rm_json_string(s->name));
 		json_object_set_new(o, "kind", json_string(rm_stream_kind_name(s->kind)));
 		json_object_set_new(o, "priority", json_integer(s->priority));
 		json_array_append_new(a, o);
@@ -604,7 +605,7 @@ bool rm_program_write(const rm_program *prog, FILE *out, rm_error *err)
 		const rm_program_tensor *t = &prog->tensors[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "id", json_integer(i));
-		json_object_set_new(o, "name", json_string(t->name));
+		json_object_set_new(o, "name", rm_json_string(t->name));
 		json_object_set_new(o, "bytes", json_integer(t->bytes));
 		json_object_set_new(o, "role", json_string(rm_tensor_role_name(t->role)));
 		json_object_set_new(o, "location", json_string(rm_location_name(t->location)));
@@ -616,7 +617,7 @@ bool rm_program_write(const rm_program *prog, FILE *out, rm_error *err)
 	for (int32_t i = 0; i < prog->n_events; i++) {
 		json_t *o = json_object();
 		json_object_set_new(o, "id", json_integer(i));
-		json_object_set_new(o, "name", json_string(prog->events[i].name));
+		json_object_set_new(o, "name", rm_json_string(prog->events[i].name));
 		json_array_append_new(a, o);
 	}
 	json_object_set_new(doc, "events", a);
@@ -625,7 +626,7 @@ bool rm_program_write(const rm_program *prog, FILE *out, rm_error *err)
 		const rm_program_op *op = &prog->ops[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "id", json_integer(i));
-		json_object_set_new(o, "name", json_string(op->name));
+		json_object_set_new(o, "name", rm_json_string(op->name));
 		json_object_set_new(o, "kind", json_string(rm_cost_kind_name(op->cost.kind)));
 		json_object_set_new(o, rm_cost_kind_name(op->cost.kind), cost_json(op));
 		json_object_set_new(o, "stream", json_integer(op->stream));
@@ -635,7 +636,7 @@ bool rm_program_write(const rm_program *prog, FILE *out, rm_error *err)
 		if (op->time_s >= 0)
 			json_object_set_new(o, "time_s", json_real(op->time_s));
 		if (op->sync_reason)
-			json_object_set_new(o, "sync_reason", json_string(op->sync_reason));
+			json_object_set_new(o, "sync_reason", rm_json_string(op->sync_reason));
 		json_object_set_new(o, "inputs", index_list(prog, op->inputs));
 		json_object_set_new(o, "outputs", index_list(prog, op->outputs));
 		json_object_set_new(o, "waits", index_list(prog, op->waits));

@@ -81,6 +81,10 @@ rm_program *rm_program_create(const char *name)
 	rm_program *prog = rm_new(rm_program, 1);
 	prog->name = rm_xstrdup(name ? name : "");
 	prog->model_flops = -1;
+	/* The reference pool is never NULL, so rm_program_refs() of an empty list is a valid
+	 * pointer (NULL + 0 is undefined behaviour in C). */
+	prog->cap_refs = 64;
+	prog->refs = rm_new(int32_t, prog->cap_refs);
 	return prog;
 }
 

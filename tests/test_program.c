@@ -209,3 +209,23 @@ Test(program, enum_names_round_trip)
 	rm_location loc;
 	cr_assert_not(rm_location_parse("cloud", &loc));
 }
+
+/* NULL + 0 is undefined behaviour in C (clang's -fsanitize=pointer-overflow reports it): the
+ * reference pool of a new program is allocated, so the empty lists of an op without inputs
+ * (tests/data/exec/int_gemm.json) point into it. */
+Test(program, empty_lists_point_into_an_allocated_pool)
+{
+	rm_program *p = rm_program_create("empty");
+	rm_program_list none = {0, 0};
+	cr_assert_not_null(rm_program_refs(p, none));
+	int32_t s = rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_op_desc d = rm_program_op_desc_init("matmul", RM_COST_GEMM, s);
+	d.cost.gemm = (rm_gemm_shape){.batch = 1, .m = 16, .n = 16, .k = 16, .dtype = RM_DTYPE_BF16};
+	d.time_s = 1e-6;
+	rm_program_add_op(p, &d);
+	cr_assert_not_null(rm_program_refs(p, p->ops[0].inputs));
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_program_validate(p, NULL, &err), RM_OK, "%s", err.msg);
+	rm_program_destroy(p);
+}

@@ -247,3 +247,19 @@ Test(cli_errors, impossible_setups_exit_1)
 	cr_assert(strstr(r.out, "unknown hardware profile 'b200'"), "%s", r.out);
 	free(r.out);
 }
+
+/* A model at every documented cap of config.json (2^24 hidden, ffn and vocab, 4096 layers):
+ * 8.07e18 parameters whose byte counts pass int64. describe refuses it instead of printing
+ * negative sizes and exiting 0. */
+Test(cli_errors, model_past_64_bit_sizes_exits_1)
+{
+	const char *data = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(data);
+	char args[1024];
+	snprintf(args, sizeof(args), "describe '%s/configs/max-dimensions.json'", data);
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 1, "%s", r.out);
+	cr_assert(strstr(r.out, "too large to represent: about 8.07e+18 parameters"), "%s", r.out);
+	cr_assert_null(strstr(r.out, " -"), "%s", r.out);
+	free(r.out);
+}

@@ -51,7 +51,7 @@ static const key_desc keys[] = {
 	{"scheduler.cost_model", K_STR, S(cost_model), 0, 0, 0},
 	{"scheduler.hw_queues", K_INT, S(hw_queues), 0, 1, 32},
 	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
-	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 0},
+	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 1 << 20},
 	{"search.names", K_NAMES, L(search_names, n_search_names), 0, 0},
 	{"search.policies", K_STRLIST, L(search_policies, n_search_policies), 0, 0},
 	{"search.micro_batches", K_INTLIST, L(search_micro_batches, n_search_micro_batches), 1, 1 << 16},
@@ -211,6 +211,10 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 		double v = t ? strtod(t, &end) : NAN;
 		if (!t || end == t || *end || !(v >= 0) || !isfinite(v))
 			return fail_at(r, n, RM_INVALID, "%s: expected a non-negative number", k->path);
+		/* the range is checked here, so converting the value later cannot overflow */
+		if (v < (double)k->min || v > (double)k->max)
+			return fail_at(r, n, RM_RANGE, "%s: %g is outside [%lld, %lld]", k->path, v,
+				       (long long)k->min, (long long)k->max);
 		*(double *)(base + k->off) = v;
 		return RM_OK;
 	}

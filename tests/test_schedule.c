@@ -354,3 +354,19 @@ Test(schedule, unrolled_layers_track_their_own_memory)
 	cr_assert_eq(layer_sync(r.prog, "memory_limit"), 0);
 	run_finish(&r);
 }
+
+/* A number past its range is refused with the range, not converted: (int64_t)(1e10 * 2^30) is
+ * undefined behaviour and used to become the default 80% of HBM. */
+Test(scenario, device_memory_out_of_range_is_refused)
+{
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  device_memory_gib: 1e10\n", RM_RANGE, 3, 22,
+			      "scheduler.device_memory_gib: 1e+10 is outside [0, 1048576]");
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_set(&sc, "scheduler.device_memory_gib=1e10", &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "outside [0, 1048576]"), "%s", err.msg);
+	cr_assert_eq(rm_scenario_set(&sc, "scheduler.device_memory_gib=1048576", &err), RM_OK, "%s", err.msg);
+	cr_assert_float_eq(sc.device_memory_gib, 1048576.0, 0.0);
+}

@@ -370,3 +370,40 @@ Test(scenario, device_memory_out_of_range_is_refused)
 	cr_assert_eq(rm_scenario_set(&sc, "scheduler.device_memory_gib=1048576", &err), RM_OK, "%s", err.msg);
 	cr_assert_float_eq(sc.device_memory_gib, 1048576.0, 0.0);
 }
+
+/* libfyaml 0.7.12 loops for ever on a directive line holding invalid UTF-8 ("%\xd0", found by
+ * tests/fuzz/fuzz_scenario; also after a YAML 1.1 NEL line break): refused before parsing. The
+ * timeout turns the old hang into a failure. */
+Test(scenario, directive_lines_with_invalid_utf8_are_refused, .timeout = 20)
+{
+	static const struct {
+		const char *text;
+		int line, column;
+	} cases[] = {
+		{"%\xd0", 1, 2},
+		{"model: llama-2-7b\n%\xd0\n", 2, 2},
+		{"%YA]M\x85L 1.2\n---\nmodel: llama-2-7b\n", 1, 6},
+		{"%YAML 1.1\n---\nmodel: a\xc2\x85%\xd0\n", 3, 2},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rm_scenario sc;
+		rm_error err;
+		rm_error_clear(&err);
+		rm_scenario_init(&sc);
+		cr_assert_eq(rm_scenario_parse(cases[i].text, strlen(cases[i].text), "bad.yaml", &sc, &err), RM_PARSE,
+			     "case %zu", i);
+		cr_assert_eq(err.line, cases[i].line, "case %zu: %s", i, err.msg);
+		cr_assert_eq(err.column, cases[i].column, "case %zu: %s", i, err.msg);
+		cr_assert(strstr(err.msg, "directive line"), "%s", err.msg);
+	}
+	/* a well-formed directive still parses */
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	const char *ok = "%YAML 1.2\n---\nmodel: llama-2-7b\n";
+	cr_assert_eq(rm_scenario_parse(ok, strlen(ok), "ok.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_str_eq(sc.model, "llama-2-7b");
+	cr_assert_eq(rm_scenario_set(&sc, "training.seq_len=%\xd0", &err), RM_PARSE);
+	cr_assert(strstr(err.msg, "--set training.seq_len=") && strstr(err.msg, "directive line"), "%s", err.msg);
+}

@@ -1,5 +1,6 @@
 /* Unit tests of the schedule program: JSON reading and writing, validation (sim/program*.c). */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,5 +228,25 @@ Test(program, empty_lists_point_into_an_allocated_pool)
 	rm_error err;
 	rm_error_clear(&err);
 	cr_assert_eq(rm_program_validate(p, NULL, &err), RM_OK, "%s", err.msg);
+	rm_program_destroy(p);
+}
+
+/* Each tensor may take up to 2^61 - 1 B, but their sum feeds the engine's live memory and the
+ * executor's regions (four such tensors pass 2^63), so the sum is bounded by 2^61 - 1 as well. */
+Test(program, tensor_bytes_adding_up_past_2_61_are_refused)
+{
+	rm_program *p = rm_program_create("huge");
+	int64_t big = INT64_MAX / 4; /* the largest size program_json.c accepts */
+	for (int i = 0; i < 4; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "w%d", i);
+		rm_program_add_tensor(p, name, i < 2 ? big / 2 : big, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+	}
+	rm_error err;
+	rm_error_clear(&err);
+	/* big/2 + big/2 = big - 1 fits; the third tensor passes 2^61 - 1 */
+	cr_assert_eq(rm_program_validate(p, "huge.json", &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "tensors[2].bytes: the tensors up to this one take more than 2^61 B"), "%s",
+		  err.msg);
 	rm_program_destroy(p);
 }

@@ -37,6 +37,7 @@ export TMPDIR=$work
 run_one() {
   local name=$1 exe="$build/tests/fuzz/fuzz_$1" dir="$work/$1"
   mkdir -p "$dir/corpus" "$dir/artifacts"
+  rm -rf "$build/fuzz-artifacts/$name" # what a previous run left
   cp tests/fuzz/corpus/"$name"/* "$dir/corpus/" 2>/dev/null
   "$exe" -max_total_time="$seconds" -timeout=2 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$dir/artifacts/" "$dir/corpus" >"$dir/log" 2>&1

@@ -16,8 +16,33 @@ const char *rm_exec_region_name(rm_exec_region r)
 	return (unsigned)r < RM_EXEC_REGION_COUNT ? region_names[r] : "unknown";
 }
 
+/*
+ * Byte arithmetic of the plan saturates at RM_EXEC_BYTES_MAX instead of overflowing int64: a
+ * program may give sizes up to 2^61 each (program_json.c), and their products (a GEMM's batch x m
+ * x k x element size) or sums (a region) can pass 2^63. A saturated count is larger than any
+ * device, and rm_exec_plan_check refuses the op that reached it (plan->oversized_op).
+ */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_add_overflow(a, b, &r) || r > RM_EXEC_BYTES_MAX ? RM_EXEC_BYTES_MAX : r;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_mul_overflow(a, b, &r) || r > RM_EXEC_BYTES_MAX ? RM_EXEC_BYTES_MAX : r;
+}
+
+static int64_t sat_mul4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+	return sat_mul(sat_mul(a, b), sat_mul(c, d));
+}
+
 static int64_t align_up(int64_t bytes)
 {
+	if (bytes >= RM_EXEC_BYTES_MAX)
+		return RM_EXEC_BYTES_MAX;
 	return (bytes + RM_EXEC_ALIGN - 1) / RM_EXEC_ALIGN * RM_EXEC_ALIGN;
 }
 
@@ -31,31 +56,32 @@ static rm_gemm_shape batched(int64_t batch, int64_t m, int64_t n, int64_t k, rm_
 int rm_exec_attention_lowering(const rm_attention_cost *a, rm_gemm_shape gemms[5], rm_elementwise_cost *softmax)
 {
 	const rm_attention_shape *sh = &a->shape;
-	int64_t bh = sh->batch * sh->heads, s = sh->seq, d = sh->head_dim;
+	int64_t bh = sat_mul(sh->batch, sh->heads), s = sh->seq, d = sh->head_dim;
 	int64_t es = rm_dtype_size(sh->dtype);
-	int64_t scores = bh * s * s * es;
+	int64_t scores = sat_mul4(bh, s, s, es);
+	double pairs = (double)bh * (double)s * (double)s;
 	int n = 0;
 	gemms[n++] = batched(bh, s, s, d, sh->dtype); /* S = Q K^T (recomputed in the backward) */
 	if (!a->backward) {
 		gemms[n++] = batched(bh, s, d, s, sh->dtype); /* O = P V */
 		*softmax = (rm_elementwise_cost){.bytes_read = scores, .bytes_written = scores,
-						 .flops = 5.0 * (double)(bh * s * s)};
+						 .flops = 5.0 * pairs};
 		return n;
 	}
 	gemms[n++] = batched(bh, s, d, s, sh->dtype); /* dV = P^T dO */
 	gemms[n++] = batched(bh, s, s, d, sh->dtype); /* dP = dO V^T */
 	gemms[n++] = batched(bh, s, d, s, sh->dtype); /* dQ = dS K */
 	gemms[n++] = batched(bh, s, d, s, sh->dtype); /* dK = dS^T Q */
-	*softmax = (rm_elementwise_cost){.bytes_read = 2 * scores, .bytes_written = scores,
-					 .flops = 4.0 * (double)(bh * s * s)};
+	*softmax = (rm_elementwise_cost){.bytes_read = sat_add(scores, scores), .bytes_written = scores,
+					 .flops = 4.0 * pairs};
 	return n;
 }
 
 int64_t rm_exec_attention_chunk(const rm_attention_cost *a)
 {
 	const rm_attention_shape *sh = &a->shape;
-	int64_t per = sh->seq * sh->seq * rm_dtype_size(sh->dtype);
-	int64_t bh = sh->batch * sh->heads;
+	int64_t per = sat_mul(sat_mul(sh->seq, sh->seq), rm_dtype_size(sh->dtype));
+	int64_t bh = sat_mul(sh->batch, sh->heads);
 	int64_t chunk = per > 0 ? RM_EXEC_SCORES_BYTES / per : bh;
 	return chunk < 1 ? 1 : chunk > bh ? bh : chunk;
 }
@@ -70,7 +96,7 @@ double rm_exec_attention_unfused_s(const rm_attention_cost *a, const rm_hw_profi
 		t += rm_cost_gemm_s(&g[i], hw, 0);
 	/* chunks x (GEMMs + softmax) kernels; the first is the op's own launch, the model's t0
 	 * covers it; the others launch back to back on the stream */
-	int64_t bh = a->shape.batch * a->shape.heads, chunk = rm_exec_attention_chunk(a);
+	int64_t bh = sat_mul(a->shape.batch, a->shape.heads), chunk = rm_exec_attention_chunk(a);
 	int64_t kernels = (bh + chunk - 1) / chunk * (n + 1);
 	return t + (double)(kernels - 1) * hw->launch_us * 1e-6;
 }
@@ -106,7 +132,7 @@ static void add_operand(operand_builder *b, int64_t bytes, bool source, rm_locat
 	}
 	*o = (rm_exec_operand){.region = RM_EXEC_SCRATCH, .offset = b->scratch, .bytes = bytes, .extent = bytes,
 			       .tensor = -1};
-	b->scratch += align_up(bytes);
+	b->scratch = sat_add(b->scratch, align_up(bytes));
 }
 
 /* A streamed operand of an elementwise kernel: bytes over the largest device tensor of list
@@ -132,7 +158,7 @@ static void add_stream_operand(operand_builder *b, int64_t bytes, const int32_t 
 	int64_t extent = bytes < RM_EXEC_STREAM_SCRATCH ? bytes : RM_EXEC_STREAM_SCRATCH;
 	*o = (rm_exec_operand){.region = RM_EXEC_SCRATCH, .offset = b->scratch, .bytes = bytes, .extent = extent,
 			       .tensor = -1};
-	b->scratch += align_up(extent);
+	b->scratch = sat_add(b->scratch, align_up(extent));
 }
 
 static int64_t plan_operands(const rm_program *prog, const rm_exec_placement *place, int32_t i,
@@ -149,16 +175,16 @@ static int64_t plan_operands(const rm_program *prog, const rm_exec_placement *pl
 		const rm_gemm_shape *g = &p->cost.gemm;
 		int64_t es = rm_dtype_size(g->dtype);
 		int64_t out_es = es == 1 ? 2 : es; /* fp8 writes bf16 */
-		add_operand(&b, g->batch * g->m * g->k * es, true, dev);
-		add_operand(&b, g->batch * g->k * g->n * es, true, dev);
-		add_operand(&b, g->batch * g->m * g->n * out_es, false, dev);
+		add_operand(&b, sat_mul4(g->batch, g->m, g->k, es), true, dev);
+		add_operand(&b, sat_mul4(g->batch, g->k, g->n, es), true, dev);
+		add_operand(&b, sat_mul4(g->batch, g->m, g->n, out_es), false, dev);
 		break;
 	}
 	case RM_COST_ATTENTION: {
 		const rm_attention_shape *a = &p->cost.attention.shape;
 		int64_t es = rm_dtype_size(a->dtype);
-		int64_t qkv = a->batch * a->heads * a->seq * a->head_dim * es;
-		int64_t scores = rm_exec_attention_chunk(&p->cost.attention) * a->seq * a->seq * es;
+		int64_t qkv = sat_mul(sat_mul4(a->batch, a->heads, a->seq, a->head_dim), es);
+		int64_t scores = sat_mul4(rm_exec_attention_chunk(&p->cost.attention), a->seq, a->seq, es);
 		add_operand(&b, qkv, true, dev); /* Q */
 		add_operand(&b, qkv, true, dev); /* K */
 		add_operand(&b, qkv, true, dev); /* V */
@@ -200,7 +226,7 @@ static int64_t plan_operands(const rm_program *prog, const rm_exec_placement *pl
 				b.scratch -= align_up(o->bytes);
 				o->region = RM_EXEC_HOST;
 				o->offset = -1; /* the host scratch, after the host tensors (see below) */
-				host += align_up(o->bytes);
+				host = sat_add(host, align_up(o->bytes));
 			}
 		}
 		if (host > *host_scratch)
@@ -282,11 +308,12 @@ static int64_t place_region(const rm_program *prog, rm_exec_placement *place, in
 		while (at < n_list && list[at].offset <= offset)
 			at++;
 		memmove(&list[at + 1], &list[at], (size_t)(n_list - at) * sizeof(*list));
-		list[at] = (placed){offset, offset + size, p->first_op, p->last_op};
+		int64_t end = sat_add(offset, size);
+		list[at] = (placed){offset, end, p->first_op, p->last_op};
 		n_list++;
 		p->offset = offset;
-		if (offset + size > top)
-			top = offset + size;
+		if (end > top)
+			top = end;
 	}
 	free(list);
 	return top;
@@ -303,6 +330,7 @@ rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_e
 	plan->ops = rm_new(rm_exec_op_plan, (size_t)no + 1);
 	plan->stream_ops = rm_new(int32_t, (size_t)prog->n_streams + 1);
 	plan->max_group = 1;
+	plan->oversized_op = -1;
 
 	/* lifetimes in launch order */
 	for (int32_t t = 0; t < nt; t++) {
@@ -358,7 +386,7 @@ rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_e
 			int64_t off = 0;
 			for (int32_t q = 0; q < n; q++) {
 				plan->tensors[ids[q]].offset = off;
-				off += align_up(prog->tensors[ids[q]].bytes);
+				off = sat_add(off, align_up(prog->tensors[ids[q]].bytes));
 			}
 			plan->region_bytes[r] = off;
 		} else if (r == RM_EXEC_POOL || r == RM_EXEC_HOST) {
@@ -373,12 +401,12 @@ rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_e
 		const rm_exec_placement *p = &plan->tensors[t];
 		if (p->region != RM_EXEC_POOL || p->first_op < 0)
 			continue;
-		delta[p->first_op] += align_up(p->bytes);
+		delta[p->first_op] = sat_add(delta[p->first_op], align_up(p->bytes));
 		delta[p->last_op + 1] -= align_up(p->bytes);
 	}
 	int64_t live = 0;
 	for (int32_t i = 0; i <= no; i++) {
-		live += delta[i];
+		live = sat_add(live, delta[i]);
 		if (live > plan->pool_live_peak_bytes)
 			plan->pool_live_peak_bytes = live;
 	}
@@ -422,14 +450,21 @@ rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_e
 		}
 		const rm_exec_op_plan *opl = &plan->ops[i];
 		if (k == RM_COST_ELEMENTWISE)
-			plan->kind_bytes[k] += op->cost.elementwise.bytes_read + op->cost.elementwise.bytes_written;
+			plan->kind_bytes[k] = sat_add(plan->kind_bytes[k],
+						      sat_add(op->cost.elementwise.bytes_read,
+							      op->cost.elementwise.bytes_written));
 		else if (k == RM_COST_COPY)
-			plan->kind_bytes[k] += op->cost.copy.bytes;
+			plan->kind_bytes[k] = sat_add(plan->kind_bytes[k], op->cost.copy.bytes);
 		else if (k == RM_COST_COLLECTIVE)
-			plan->kind_bytes[k] += op->cost.collective.bytes;
+			plan->kind_bytes[k] = sat_add(plan->kind_bytes[k], op->cost.collective.bytes);
 		else
 			for (int q = 0; q < opl->n_operands; q++)
-				plan->kind_bytes[k] += opl->operand[q].bytes;
+				plan->kind_bytes[k] = sat_add(plan->kind_bytes[k], opl->operand[q].bytes);
+		bool oversized = s >= RM_EXEC_BYTES_MAX;
+		for (int q = 0; q < opl->n_operands; q++)
+			oversized = oversized || opl->operand[q].bytes >= RM_EXEC_BYTES_MAX;
+		if (oversized && plan->oversized_op < 0)
+			plan->oversized_op = i;
 	}
 	/* the host scratch sits after the host tensors */
 	for (int32_t i = 0; i < no; i++) {
@@ -438,18 +473,18 @@ rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_e
 			rm_exec_operand *o = &plan->ops[i].operand[q];
 			if (o->region == RM_EXEC_HOST && o->offset < 0) {
 				o->offset = off;
-				off += align_up(o->bytes);
+				off = sat_add(off, align_up(o->bytes));
 			}
 		}
 	}
-	plan->region_bytes[RM_EXEC_HOST] += host_scratch;
+	plan->region_bytes[RM_EXEC_HOST] = sat_add(plan->region_bytes[RM_EXEC_HOST], host_scratch);
 	plan->region_bytes[RM_EXEC_SCRATCH] = scratch;
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		if (gemm_stream[s])
 			plan->workspace_bytes += RM_EXEC_WORKSPACE_BYTES;
 	free(gemm_stream);
-	plan->device_bytes = plan->region_bytes[RM_EXEC_POOL] + plan->region_bytes[RM_EXEC_PERSISTENT] +
-			     plan->region_bytes[RM_EXEC_SCRATCH] + plan->workspace_bytes;
+	plan->device_bytes = sat_add(sat_add(plan->region_bytes[RM_EXEC_POOL], plan->region_bytes[RM_EXEC_PERSISTENT]),
+				     sat_add(plan->region_bytes[RM_EXEC_SCRATCH], plan->workspace_bytes));
 	return plan;
 }
 
@@ -517,12 +552,20 @@ rm_status rm_exec_plan_check(const rm_exec_plan *plan, const rm_exec_limits *lim
 						    world, g);
 		}
 	}
+	if (plan->oversized_op >= 0) {
+		const rm_program_op *op = &prog->ops[plan->oversized_op];
+		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
+				    "ops[%d] '%s': a %s whose operands take more than 2^61 B (2 EiB), "
+				    "more than any device holds",
+				    plan->oversized_op, op->name, rm_cost_kind_name(op->cost.kind));
+	}
 	char b[6][32];
 	const int64_t *r = plan->region_bytes;
 	if ((double)plan->device_bytes > hw->hbm_bytes)
 		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
-				    "the program needs %s of device memory (pool %s + persistent %s + "
+				    "the program needs %s%s of device memory (pool %s + persistent %s + "
 				    "scratch %s + cuBLASLt workspaces %s) but %s has %s",
+				    plan->device_bytes >= RM_EXEC_BYTES_MAX ? "at least " : "",
 				    rm_format_bytes(plan->device_bytes, b[0], sizeof(b[0])),
 				    rm_format_bytes(r[RM_EXEC_POOL], b[1], sizeof(b[1])),
 				    rm_format_bytes(r[RM_EXEC_PERSISTENT], b[2], sizeof(b[2])),

@@ -1,5 +1,6 @@
 /* Reader of reference collective measurements (remora/nccl.h, rm_nccl_ref_load). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,10 @@ bool rm_nccl_ref_is_launch_floor(const rm_nccl_ref_row *row, double predicted_us
 {
 	return row->forced_ring && row->time_us <= LAUNCH_FLOOR_MAX_US && predicted_us < 0.8 * row->time_us;
 }
+
+/* Largest message size of a row: 2^53 B, the largest integer every double holds exactly (a
+ * reference table lists sizes up to a few GiB). */
+#define REF_MAX_BYTES 9007199254740992.0
 
 static bool parse_number(const char *s, double *v)
 {
@@ -98,8 +103,10 @@ rm_status rm_nccl_ref_load(const char *path, rm_nccl_ref_row **rows_out, int *co
 				goto fail;
 			}
 		}
-		if (v[0] != (double)(int64_t)v[0]) {
-			st = rm_error_set(err, RM_PARSE, path, line_no, col[2], "bytes must be an integer");
+		/* compared in double before the cast: a value past int64 (1e30, inf) has no int64 */
+		if (!(v[0] <= REF_MAX_BYTES) || v[0] != floor(v[0])) {
+			st = rm_error_set(err, RM_PARSE, path, line_no, col[2],
+					  "bytes must be an integer in [0, 2^53], got '%s'", fields[2]);
 			goto fail;
 		}
 		r->bytes = (int64_t)v[0];

@@ -228,6 +228,58 @@ static bool compute_dtype(rm_dtype d)
 	return d == RM_DTYPE_BF16 || d == RM_DTYPE_FP16 || d == RM_DTYPE_FP32;
 }
 
+/*
+ * Byte counts are int64 everywhere (tensors, graphs, training state, activations of all layers,
+ * memory peaks that add several of them). Each derived count stays at or below 2^62 B (4 EiB),
+ * so a sum of a few still fits; a model or setup beyond that is refused, not wrapped around.
+ * The dimension caps of config.json (2^24 per dimension, 4096 layers) do not imply this bound:
+ * hidden = ffn = vocab = 2^24 at 4096 layers is 8.07e18 parameters, 1.6e20 B of AdamW state.
+ */
+#define BYTES_LIMIT 4611686018427387904.0 /* 2^62 */
+/* Most bytes of training state per parameter: fp32 weights, fp32 master copy, fp32 gradients and
+ * AdamW's two fp32 moments (4 + 4 + 4 + 8). */
+#define MAX_STATE_BYTES_PER_PARAM 20.0
+
+static double max_d(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+/* An upper bound of layer_params() in double (every bias and both norms counted). */
+static double layer_params_bound(const rm_model_config *m)
+{
+	double h = (double)m->hidden, f = (double)m->ffn;
+	double qd = (double)m->heads * (double)m->head_dim, kvd = (double)m->kv_heads * (double)m->head_dim;
+	return h * (2.0 * qd + 2.0 * kvd) + 3.0 * h * f + qd + 2.0 * kvd + f + 6.0 * h;
+}
+
+/* Checks in double, before any int64 product is formed, that the setup stays within BYTES_LIMIT:
+ * one tensor (times the GRAPH_CAP values a graph may hold), the training state of all parameters. */
+static rm_status check_size_bounds(const rm_model_config *m, const rm_train_config *t, rm_error *err)
+{
+	double h = (double)m->hidden;
+	double qd = (double)m->heads * (double)m->head_dim, kvd = (double)m->kv_heads * (double)m->head_dim;
+	double width = max_d(max_d(h, (double)m->ffn), max_d((double)m->vocab, max_d(qd, kvd)));
+	double tokens = (double)t->seq_len * (double)t->micro_batch;
+	double act = tokens * width * 4.0;                                   /* [b, s, width] fp32 */
+	double scores = tokens * (double)m->heads * (double)t->seq_len * 4.0; /* [b, heads, s, s] fp32 */
+	double weight = h * width * 4.0;                                     /* [hidden, width] fp32 */
+	if (max_d(act, scores) * GRAPH_CAP > BYTES_LIMIT)
+		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
+				    "seq_len %lld x micro_batch %lld is too large to represent: one activation "
+				    "of %s would take %.3g B (remora counts bytes up to 2^62 per graph)",
+				    (long long)t->seq_len, (long long)t->micro_batch, m->name,
+				    max_d(act, scores));
+	double params = (double)m->layers * layer_params_bound(m) +
+			(double)m->vocab * h * 2.0 + (double)m->max_pos * h + 2.0 * h;
+	if (weight * GRAPH_CAP > BYTES_LIMIT || params * MAX_STATE_BYTES_PER_PARAM > BYTES_LIMIT)
+		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
+				    "%s is too large to represent: about %.3g parameters, whose training state "
+				    "takes up to %.3g B (remora counts bytes up to 2^62 = 4 EiB)",
+				    m->name, params, params * MAX_STATE_BYTES_PER_PARAM);
+	return RM_OK;
+}
+
 rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config *t, rm_error *err)
 {
 	if (t->seq_len <= 0 || t->micro_batch <= 0 || t->grad_accum <= 0 || t->fsdp <= 0)
@@ -246,13 +298,7 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 				    rm_dtype_name(t->grad_dtype));
 	if ((unsigned)t->optimizer >= RM_OPT_COUNT)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "unknown optimizer");
-	/* Sizes stay far below int64 for any real model; refuse the absurd rather than overflow. */
-	double tokens = (double)t->seq_len * (double)t->micro_batch;
-	double scores = tokens * (double)m->heads * (double)t->seq_len * 4.0;
-	if (tokens * (double)m->vocab * 4.0 > 9e18 || scores > 9e18)
-		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
-				    "seq_len %lld x micro_batch %lld is too large to represent",
-				    (long long)t->seq_len, (long long)t->micro_batch);
+	RM_CHECK(check_size_bounds(m, t, err));
 	/* a step beyond 2^32 tokens per GPU would run for days: refuse it rather than overflow the
 	 * simulated clock (picoseconds in 64 bits last 213 days) */
 	if ((double)t->seq_len * (double)t->micro_batch * (double)t->grad_accum > 4294967296.0)
@@ -738,6 +784,17 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 	graph_init(&wl->head, "head");
 	gb.g = &wl->head;
 	build_head(&gb);
+	/* the activations of all layers (describe, the memory peaks) must fit as well */
+	double all_layers = (double)rm_graph_residual_bytes(&wl->layer) * (double)model->layers;
+	if (all_layers > BYTES_LIMIT) {
+		rm_error_set(err, RM_RANGE, NULL, 0, 0,
+			     "seq_len %lld x micro_batch %lld is too large to represent: the activations of "
+			     "%lld layers of %s take %.3g B (remora counts bytes up to 2^62 = 4 EiB)",
+			     (long long)train->seq_len, (long long)train->micro_batch,
+			     (long long)model->layers, model->name, all_layers);
+		rm_workload_destroy(wl);
+		return NULL;
+	}
 	return wl;
 }
 

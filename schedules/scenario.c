@@ -52,8 +52,8 @@ static const key_desc keys[] = {
 	{"scheduler.cost_model", K_STR, S(cost_model), 0, 0, 0},
 	{"scheduler.hw_queues", K_INT, S(hw_queues), 0, 1, 32},
 	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
-	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 0},
-	{"memory_headroom_gib", K_DOUBLE, S(memory_headroom_gib), 0, 0, 0},
+	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 1 << 20},
+	{"memory_headroom_gib", K_DOUBLE, S(memory_headroom_gib), 0, 0, 1 << 20},
 	{"search.names", K_NAMES, L(search_names, n_search_names), 0, 0},
 	{"search.policies", K_STRLIST, L(search_policies, n_search_policies), 0, 0},
 	{"search.micro_batches", K_INTLIST, L(search_micro_batches, n_search_micro_batches), 1, 1 << 16},
@@ -317,6 +317,10 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 		double v = t ? strtod(t, &end) : NAN;
 		if (!t || end == t || *end || !(v >= 0) || !isfinite(v))
 			return fail_at(r, n, RM_INVALID, "%s: expected a non-negative number", k->path);
+		/* the range is checked here, so converting the value later cannot overflow */
+		if (v < (double)k->min || v > (double)k->max)
+			return fail_at(r, n, RM_RANGE, "%s: %g is outside [%lld, %lld]", k->path, v,
+				       (long long)k->min, (long long)k->max);
 		*(double *)(base + k->off) = v;
 		return RM_OK;
 	}
@@ -547,21 +551,54 @@ static void undiagnosed_failure(const char *text, size_t len, bool json, int *li
 	fy_diag_destroy(diag);
 }
 
+/*
+ * libfyaml 0.7.12 (Debian 12) loops for ever in its directive scanner on a line that starts with
+ * '%' and holds a byte that is not valid UTF-8 there (the 2-byte line "%\xd0"; fixed upstream
+ * later). A directive line (%YAML 1.2, %TAG ...) is therefore accepted only when it is printable
+ * ASCII. Returns false with the 1-based line (counted at \n and \r) and the column from the
+ * '%' of the first offending byte.
+ */
+static bool directives_are_ascii(const char *text, size_t len, int *line, int *col)
+{
+	int ln = 1;
+	for (size_t i = 0; i < len; i++) {
+		/* a line starts after \n, after \r not followed by \n, and at the start of the text */
+		bool after_break = i > 0 && (text[i - 1] == '\n' || (text[i - 1] == '\r' && text[i] != '\n'));
+		if (after_break)
+			ln++;
+		/* YAML 1.1 also breaks lines at NEL, LS and PS (U+0085, U+2028, U+2029) */
+		bool after_unicode_break =
+			(i >= 2 && !memcmp(text + i - 2, "\xc2\x85", 2)) ||
+			(i >= 3 && (!memcmp(text + i - 3, "\xe2\x80\xa8", 3) || !memcmp(text + i - 3, "\xe2\x80\xa9", 3)));
+		if ((i > 0 && !after_break && !after_unicode_break) || text[i] != '%')
+			continue;
+		for (size_t j = i + 1; j < len && text[j] != '\n' && text[j] != '\r'; j++) {
+			unsigned char c = (unsigned char)text[j];
+			if ((c < 0x20 && c != '\t') || c > 0x7e) {
+				*line = ln;
+				*col = (int)(j - i) + 1;
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm_error *err, const char *path,
 				     const char *set)
 {
-	/* libfyaml 0.7.12 loops for ever on a directive line followed by malformed UTF-8 ("%\xd0") */
-	int directive = rm__fy_directive_line(text, len);
-	if (directive) {
+	/* libfyaml 0.7.12 loops for ever on a directive line with malformed UTF-8 ("%\xd0"), also after
+	 * a Unicode line break (NEL, LS, PS): only printable-ASCII directive lines reach it */
+	int bad_line, bad_col;
+	if (!directives_are_ascii(text, len, &bad_line, &bad_col)) {
 		if (set)
 			rm_error_set(err, RM_PARSE, NULL, 0, 0,
-				     "--set %s: a value starting a line with '%%' is a YAML directive, which remora does "
-				     "not read (quote the value if it is text)",
-				     set);
+				     "--set %s: a YAML directive line (starting with '%%') may hold only printable "
+				     "ASCII", set);
 		else
-			rm_error_set(err, RM_PARSE, path, directive, 1,
-				     "invalid YAML: a line starting with '%%' is a YAML directive (such as %%YAML 1.2), "
-				     "which remora does not read; remove it");
+			rm_error_set(err, RM_PARSE, path, bad_line, bad_col,
+				     "invalid YAML: a directive line (starting with '%%') may hold only printable "
+				     "ASCII");
 		return NULL;
 	}
 	struct fy_diag_cfg dcfg;

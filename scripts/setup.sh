@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages remora needs (only those missing), then configures and builds.
-# Usage: scripts/setup.sh [BUILD_DIR] [extra meson args...]
+# Usage: [CC=clang] scripts/setup.sh [BUILD_DIR] [extra meson args...]
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(meson ninja-build pkg-config gcc g++ libgsl-dev libsqlite3-dev libcriterion-dev
       libfyaml-dev libjansson-dev libssl-dev jq gnuplot-nox)
+# the clang sanitizer build and the libFuzzer harnesses (CC=clang scripts/setup.sh build-clang ...)
+[ "${CC:-}" = clang ] && pkgs+=(clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -24,6 +24,9 @@ rm_time_ps rm_time_from_s(double s)
 	double ps = s * RM_PS_PER_S;
 	if (ps >= 1.8e19)
 		return UINT64_MAX;
+	/* llround's result past LLONG_MAX is unspecified; doubles that large are whole numbers */
+	if (ps >= 9.2e18)
+		return (rm_time_ps)ps;
 	return (rm_time_ps)llround(ps);
 }
 

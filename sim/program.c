@@ -81,6 +81,10 @@ rm_program *rm_program_create(const char *name)
 	rm_program *prog = rm_new(rm_program, 1);
 	prog->name = rm_xstrdup(name ? name : "");
 	prog->model_flops = -1;
+	/* The reference pool is never NULL, so rm_program_refs() of an empty list is a valid
+	 * pointer (NULL + 0 is undefined behaviour in C). */
+	prog->cap_refs = 64;
+	prog->refs = rm_new(int32_t, prog->cap_refs);
 	return prog;
 }
 
@@ -341,11 +345,19 @@ rm_status rm_program_validate(const rm_program *prog, const char *file, rm_error
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		if ((unsigned)prog->streams[s].kind >= RM_STREAM_KIND_COUNT)
 			return INVALID("streams[%d].kind: unknown kind", s);
+	/* Every memory figure derived from the tensors (the engine's live bytes, the executor's
+	 * regions) is at most their sum: keeping that within 2^61 B keeps every such sum in int64. */
+	int64_t all_bytes = 0;
 	for (int32_t t = 0; t < prog->n_tensors; t++) {
 		const rm_program_tensor *tn = &prog->tensors[t];
 		if (tn->bytes < 0)
 			return INVALID("tensors[%d].bytes: must be non-negative (got %lld)", t,
 				       (long long)tn->bytes);
+		if (__builtin_add_overflow(all_bytes, tn->bytes, &all_bytes) || all_bytes > INT64_MAX / 4)
+			return rm_error_set(err, RM_RANGE, file, 0, 0,
+					    "tensors[%d].bytes: the tensors up to this one take more than 2^61 B "
+					    "(2 EiB) in all",
+					    t);
 		if ((unsigned)tn->role >= RM_ROLE_COUNT || (unsigned)tn->location >= RM_LOC_COUNT)
 			return INVALID("tensors[%d]: unknown role or location", t);
 	}

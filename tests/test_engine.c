@@ -523,3 +523,16 @@ Test(engine, links_shared_per_direction_and_recompute_time)
 	rm_sim_destroy(sim);
 	rm_program_destroy(p);
 }
+
+/* Seconds to picoseconds rounds to the nearest; past LLONG_MAX ps (9.2e6 s), where llround's
+ * result is unspecified (it gave 2^63 on x86), the whole double is kept; past 1.8e19 ps it
+ * saturates. */
+Test(engine, time_conversion_is_defined_over_the_whole_range)
+{
+	cr_assert_eq(rm_time_from_s(1.5e-12), 2);
+	cr_assert_eq(rm_time_from_s(1.0), UINT64_C(1000000000000));
+	cr_assert_eq(rm_time_from_s(1e7), UINT64_C(10000000000000000000));
+	cr_assert_eq(rm_time_from_s(1.7e7), UINT64_C(17000000000000000000));
+	cr_assert_eq(rm_time_from_s(1e8), UINT64_MAX);
+	cr_assert_eq(rm_time_from_s(-1.0), 0);
+}

@@ -611,3 +611,34 @@ Test(exec, bad_measurement_points_at_the_value)
 	rmdir(dir);
 	rm_program_destroy(prog);
 }
+
+/* A GEMM of 2^32 x 2^32 x 2^32: its operands take 2^65 B each, past int64. The plan saturates
+ * its byte counts instead of overflowing, and the check refuses the op, as run-program refuses
+ * the program (the engine's cost model gives it 2.0e14 s). */
+Test(exec, operands_past_int64_are_refused)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_program *prog = rm_program_load(test_file("exec/huge_gemm.json"), &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	cr_assert_not_null(plan, "%s", err.msg);
+	cr_assert_eq(plan->oversized_op, 0);
+	cr_assert_eq(plan->ops[0].operand[0].bytes, RM_EXEC_BYTES_MAX);
+	cr_assert_geq(plan->device_bytes, RM_EXEC_BYTES_MAX);
+	rm_exec_limits lim = {.hw = hw("h200-sxm")};
+	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "ops[0] 'matmul': a gemm whose operands take more than 2^61 B"), "%s", err.msg);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(prog);
+
+	char args[2048], out[16384];
+	snprintf(args, sizeof(args), "--dry-run '%s'", test_file("exec/huge_gemm.json"));
+	cr_assert_eq(remora_capture(args, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "check          FAILED") && !strstr(out, "check          ok"), "%s", out);
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "'%s' run-program '%s' >/dev/null 2>&1", env("REMORA_BIN"),
+		 test_file("exec/huge_gemm.json"));
+	int st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s", cmd);
+}

@@ -238,7 +238,7 @@ Test(cli_errors, directive_line_is_refused_not_scanned, .timeout = 30)
 	cr_assert_eq(fclose(f), 0);
 	static const char *const cmds[] = {"simulate", "schedule", "search"};
 	char args[1600], want[160];
-	snprintf(want, sizeof(want), "%s:1:1: error: invalid YAML: a line starting with '%%' is a YAML directive", path);
+	snprintf(want, sizeof(want), "%s:1:2: error: invalid YAML: a directive line (starting with '%%')", path);
 	for (size_t i = 0; i < 3; i++) {
 		snprintf(args, sizeof(args), "%s '%s'", cmds[i], path);
 		run_result r = run_remora(args, true);
@@ -248,7 +248,7 @@ Test(cli_errors, directive_line_is_refused_not_scanned, .timeout = 30)
 		snprintf(args, sizeof(args), "%s %s --set 'training.micro_batch=%%\xd0'", cmds[i], seed_arg());
 		r = run_remora(args, true);
 		cr_assert_eq(r.exit_code, 1, "%s: exit %d", args, r.exit_code);
-		cr_assert(strstr(r.out, "is a YAML directive"), "%s: %s", args, r.out);
+		cr_assert(strstr(r.out, "YAML directive line"), "%s: %s", args, r.out);
 		free(r.out);
 	}
 	remove(path);
@@ -287,5 +287,21 @@ Test(cli_errors, impossible_setups_exit_1)
 	r = run_remora("hw show b200", true);
 	cr_assert_eq(r.exit_code, 1);
 	cr_assert(strstr(r.out, "unknown hardware profile 'b200'"), "%s", r.out);
+	free(r.out);
+}
+
+/* A model at every documented cap of config.json (2^24 hidden, ffn and vocab, 4096 layers):
+ * 8.07e18 parameters whose byte counts pass int64. describe refuses it instead of printing
+ * negative sizes and exiting 0. */
+Test(cli_errors, model_past_64_bit_sizes_exits_1)
+{
+	const char *data = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(data);
+	char args[1024];
+	snprintf(args, sizeof(args), "describe '%s/configs/max-dimensions.json'", data);
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 1, "%s", r.out);
+	cr_assert(strstr(r.out, "too large to represent: about 8.07e+18 parameters"), "%s", r.out);
+	cr_assert_null(strstr(r.out, " -"), "%s", r.out);
 	free(r.out);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "remora/nccl.h"
 
@@ -350,4 +351,28 @@ Test(nccl, reference_reader_reports_positions)
 	snprintf(path, sizeof(path), "%s/nccl/bad-header.csv", dir);
 	cr_assert_eq(rm_nccl_ref_load(path, &rows, &n, &err), RM_PARSE);
 	cr_assert_eq(err.line, 2);
+}
+
+/* A size past int64 (or inf) is refused by value before it is converted: (int64_t)1e30 is
+ * undefined behaviour (clang's -fsanitize=float-cast-overflow). */
+Test(nccl, reference_sizes_past_int64_are_refused)
+{
+	static const char *const sizes[] = {"1e30", "inf", "9007199254740993.5", "18446744073709551616"};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char path[] = "/tmp/remora-nccl-ref-XXXXXX";
+		int fd = mkstemp(path);
+		cr_assert_geq(fd, 0);
+		FILE *f = fdopen(fd, "w");
+		fprintf(f, "collective,algo,bytes,time_us,busbw_GBps\nall_gather,ring,%s,35.5,1.6\n", sizes[i]);
+		fclose(f);
+		rm_nccl_ref_row *rows = NULL;
+		int n = 0;
+		rm_error err;
+		rm_error_clear(&err);
+		cr_assert_eq(rm_nccl_ref_load(path, &rows, &n, &err), RM_PARSE, "%s", sizes[i]);
+		cr_assert_eq(err.line, 2);
+		cr_assert_eq(err.column, 17);
+		cr_assert(strstr(err.msg, "bytes must be an integer in [0, 2^53]"), "%s", err.msg);
+		unlink(path);
+	}
 }

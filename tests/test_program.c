@@ -1,5 +1,6 @@
 /* Unit tests of the schedule program: JSON reading and writing, validation (sim/program*.c). */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,4 +216,44 @@ Test(program, enum_names_round_trip)
 	cr_assert(rm_stream_kind_parse("copy", &sk) && sk == RM_STREAM_COPY);
 	rm_location loc;
 	cr_assert_not(rm_location_parse("cloud", &loc));
+}
+
+/* NULL + 0 is undefined behaviour in C (clang's -fsanitize=pointer-overflow reports it): the
+ * reference pool of a new program is allocated, so the empty lists of an op without inputs
+ * (tests/data/exec/int_gemm.json) point into it. */
+Test(program, empty_lists_point_into_an_allocated_pool)
+{
+	rm_program *p = rm_program_create("empty");
+	rm_program_list none = {0, 0};
+	cr_assert_not_null(rm_program_refs(p, none));
+	int32_t s = rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_op_desc d = rm_program_op_desc_init("matmul", RM_COST_GEMM, s);
+	d.cost.gemm = (rm_gemm_shape){.batch = 1, .m = 16, .n = 16, .k = 16, .dtype = RM_DTYPE_BF16};
+	d.time_s = 1e-6;
+	rm_program_add_op(p, &d);
+	cr_assert_not_null(rm_program_refs(p, p->ops[0].inputs));
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_program_validate(p, NULL, &err), RM_OK, "%s", err.msg);
+	rm_program_destroy(p);
+}
+
+/* Each tensor may take up to 2^61 - 1 B, but their sum feeds the engine's live memory and the
+ * executor's regions (four such tensors pass 2^63), so the sum is bounded by 2^61 - 1 as well. */
+Test(program, tensor_bytes_adding_up_past_2_61_are_refused)
+{
+	rm_program *p = rm_program_create("huge");
+	int64_t big = INT64_MAX / 4; /* the largest size program_json.c accepts */
+	for (int i = 0; i < 4; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "w%d", i);
+		rm_program_add_tensor(p, name, i < 2 ? big / 2 : big, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+	}
+	rm_error err;
+	rm_error_clear(&err);
+	/* big/2 + big/2 = big - 1 fits; the third tensor passes 2^61 - 1 */
+	cr_assert_eq(rm_program_validate(p, "huge.json", &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "tensors[2].bytes: the tensors up to this one take more than 2^61 B"), "%s",
+		  err.msg);
+	rm_program_destroy(p);
 }

@@ -310,13 +310,14 @@ Test(scenario, bad_files_point_at_the_key)
 
 /*
  * libfyaml 0.7.12 loops for ever on a YAML directive line followed by malformed UTF-8 (the two
- * bytes "%\xd0"): scenarios and --set values refuse directive lines before libfyaml sees them.
+ * bytes "%\xd0"): scenarios and --set values refuse such directive lines before libfyaml sees
+ * them, at the offending byte.
  */
 Test(scenario, directive_line_is_refused_not_scanned, .timeout = 5)
 {
-	expect_scenario_error("%\xd0", RM_PARSE, 1, 1, "YAML directive");
-	expect_scenario_error("model: llama-2-7b\n%\xd0", RM_PARSE, 2, 1, "YAML directive");
-	expect_scenario_error("model: llama-2-7b\r%\xd0\n", RM_PARSE, 2, 1, "YAML directive");
+	expect_scenario_error("%\xd0", RM_PARSE, 1, 2, "directive line");
+	expect_scenario_error("model: llama-2-7b\n%\xd0", RM_PARSE, 2, 2, "directive line");
+	expect_scenario_error("model: llama-2-7b\r%\xd0\n", RM_PARSE, 2, 2, "directive line");
 	rm_scenario sc;
 	rm_error err;
 	rm_error_clear(&err);
@@ -658,4 +659,57 @@ Test(schedule, layer_passes_per_step_are_bounded)
 	}
 	remove(cfg);
 	rmdir(dir);
+}
+
+/* A number past its range is refused with the range, not converted: (int64_t)(1e10 * 2^30) is
+ * undefined behaviour and used to become the default 80% of HBM. */
+Test(scenario, device_memory_out_of_range_is_refused)
+{
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  device_memory_gib: 1e10\n", RM_RANGE, 3, 22,
+			      "scheduler.device_memory_gib: 1e+10 is outside [0, 1048576]");
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_set(&sc, "scheduler.device_memory_gib=1e10", &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "outside [0, 1048576]"), "%s", err.msg);
+	cr_assert_eq(rm_scenario_set(&sc, "scheduler.device_memory_gib=1048576", &err), RM_OK, "%s", err.msg);
+	cr_assert_float_eq(sc.device_memory_gib, 1048576.0, 0.0);
+}
+
+/* libfyaml 0.7.12 loops for ever on a directive line holding invalid UTF-8 ("%\xd0", found by
+ * tests/fuzz/fuzz_scenario; also after a YAML 1.1 NEL line break): refused before parsing. The
+ * timeout turns the old hang into a failure. */
+Test(scenario, directive_lines_with_invalid_utf8_are_refused, .timeout = 20)
+{
+	static const struct {
+		const char *text;
+		int line, column;
+	} cases[] = {
+		{"%\xd0", 1, 2},
+		{"model: llama-2-7b\n%\xd0\n", 2, 2},
+		{"%YA]M\x85L 1.2\n---\nmodel: llama-2-7b\n", 1, 6},
+		{"%YAML 1.1\n---\nmodel: a\xc2\x85%\xd0\n", 3, 2},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rm_scenario sc;
+		rm_error err;
+		rm_error_clear(&err);
+		rm_scenario_init(&sc);
+		cr_assert_eq(rm_scenario_parse(cases[i].text, strlen(cases[i].text), "bad.yaml", &sc, &err), RM_PARSE,
+			     "case %zu", i);
+		cr_assert_eq(err.line, cases[i].line, "case %zu: %s", i, err.msg);
+		cr_assert_eq(err.column, cases[i].column, "case %zu: %s", i, err.msg);
+		cr_assert(strstr(err.msg, "directive line"), "%s", err.msg);
+	}
+	/* a well-formed directive still parses */
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	const char *ok = "%YAML 1.2\n---\nmodel: llama-2-7b\n";
+	cr_assert_eq(rm_scenario_parse(ok, strlen(ok), "ok.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_str_eq(sc.model, "llama-2-7b");
+	cr_assert_eq(rm_scenario_set(&sc, "training.seq_len=%\xd0", &err), RM_PARSE);
+	cr_assert(strstr(err.msg, "--set training.seq_len=") && strstr(err.msg, "directive line"), "%s", err.msg);
 }

@@ -350,3 +350,60 @@ Test(workload, mfu_flops_count_attention_as_executed)
 	cr_assert_leq(rm_workload_mfu_flops_per_token(wl), rm_workload_executed_flops(wl) / s);
 	rm_workload_destroy(wl);
 }
+
+/* The dimension caps of config.json (2^24 per dimension, 4096 layers) allow a model whose byte
+ * counts pass int64: hidden = ffn = vocab = 2^24 at 4096 layers has 7 * 2^60 + 2^49 parameters
+ * (8.07e18, just inside int64), and their bf16 weights alone take 1.6e19 B > 2^63. It is refused
+ * (RM_RANGE), not reported with a wrapped-around negative size. */
+Test(workload, models_past_64_bit_byte_counts_are_refused)
+{
+	rm_model_config m = preset("llama-2-7b");
+	m.hidden = m.ffn = m.vocab = INT64_C(1) << 24;
+	m.layers = 4096;
+	m.heads = m.kv_heads = INT64_C(1) << 17;
+	m.head_dim = 128;
+	rm_param_count p = rm_model_param_count(&m);
+	/* per layer 4 * 2^48 attention + 3 * 2^48 SwiGLU + 2 * 2^24 norms; embedding and head 2^48
+	 * each; the final norm 2^24 */
+	cr_assert_eq(p.total, 7 * (INT64_C(1) << 60) + (INT64_C(1) << 37) + (INT64_C(1) << 49) + (INT64_C(1) << 24));
+	rm_train_config t = rm_train_config_default(&m);
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_null(rm_workload_create(&m, &t, &err));
+	cr_assert_eq(err.status, RM_RANGE);
+	cr_assert(strstr(err.msg, "too large to represent") && strstr(err.msg, "8.07e+18 parameters"), "%s",
+		  err.msg);
+	/* an explicit head_dim multiplies past hidden: 2^24 heads x 2^24 head_dim */
+	m = preset("llama-2-7b");
+	m.heads = m.kv_heads = INT64_C(1) << 24;
+	m.head_dim = INT64_C(1) << 24;
+	t = rm_train_config_default(&m);
+	cr_assert_null(rm_workload_create(&m, &t, &err));
+	cr_assert_eq(err.status, RM_RANGE);
+}
+
+/* The activations of all layers fit as well. 2^20 hidden, ffn and vocab, 8 heads of 2^17, 4096
+ * layers: 4096 tokens keep about 2^36.5 B per layer; 2^26 tokens (seq_len 2^20 x micro_batch
+ * 64) keep 2^14 times as much, about 2^62.5 B over 4096 layers, past the 2^62 B bound. */
+Test(workload, activations_past_64_bit_byte_counts_are_refused)
+{
+	rm_model_config m = preset("llama-2-7b");
+	m.hidden = m.ffn = m.vocab = INT64_C(1) << 20;
+	m.layers = 4096;
+	m.heads = m.kv_heads = 8;
+	m.head_dim = INT64_C(1) << 17;
+	m.max_pos = INT64_C(1) << 20;
+	rm_train_config t = rm_train_config_default(&m);
+	rm_workload *wl = build(&m, t);
+	double per_layer = (double)rm_graph_residual_bytes(&wl->layer);
+	cr_assert_gt(per_layer, 0x1p36);
+	cr_assert_lt(per_layer, 0x1p37);
+	rm_workload_destroy(wl);
+	t.seq_len = INT64_C(1) << 20;
+	t.micro_batch = 64;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_null(rm_workload_create(&m, &t, &err));
+	cr_assert_eq(err.status, RM_RANGE);
+	cr_assert(strstr(err.msg, "activations of 4096 layers"), "%s", err.msg);
+}

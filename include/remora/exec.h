@@ -44,6 +44,7 @@
 #define RM_EXEC_MAX_OPERANDS 10
 #define RM_EXEC_STREAM_SCRATCH (256 * RM_MiB) /* elementwise operands without a tensor */
 #define RM_EXEC_SCORES_BYTES RM_GiB           /* unfused attention's scores per chunk */
+#define RM_EXEC_BYTES_MAX (INT64_MAX / 4)       /* the plan's byte counts saturate here (2^61 B) */
 #define RM_EXEC_PLAN_SCHEMA "remora.exec-plan/1"
 #define RM_EXEC_COMPARE_SCHEMA "remora.exec-compare/1"
 
@@ -107,6 +108,7 @@ typedef struct rm_exec_plan {
 	double kind_flops[RM_COST_KIND_COUNT];
 	int32_t max_group;            /* largest collective group (1 when none) */
 	int32_t attention_unfused;    /* attention ops run as GEMMs + softmax (all, today) */
+	int32_t oversized_op;         /* first op whose operands reach RM_EXEC_BYTES_MAX, or -1 */
 	int32_t early_waits;          /* waits on an event recorded by an op launched later: CUDA
 				       * sees the previous iteration's record (none in the first) */
 } rm_exec_plan;

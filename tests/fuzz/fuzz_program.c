@@ -1,0 +1,34 @@
+/* libFuzzer harness: schedule program JSON (rm_program_parse, which validates the program); a
+ * program that loads is simulated on H100 SXM as run-program does (cost model, engine run). */
+#include "fuzz.h"
+#include "remora/hw.h"
+#include "remora/program.h"
+#include "remora/sim.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_program *p = rm_program_parse((const char *)data, size, "fuzz.json", &err);
+	if (!p) {
+		if (err.msg[0] == '\0')
+			abort();
+		return 0;
+	}
+	const rm_hw_profile *hw = rm_hw_profile_find("h100-sxm", NULL);
+	if (!hw)
+		abort();
+	rm_sim_options opt = {.hw_queues = 8, .memory_timeline = true};
+	rm_sim *sim = rm_sim_create(p, hw, &opt, &err);
+	if (sim) {
+		rm_error_clear(&err);
+		fuzz_check_error(rm_sim_run(sim, &err), &err);
+		rm_sim_destroy(sim);
+	} else if (err.msg[0] == '\0') {
+		abort();
+	}
+	rm_program_destroy(p);
+	return 0;
+}

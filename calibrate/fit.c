@@ -6,13 +6,13 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_fit.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "calib_internal.h"
 
-#define FLAT_ALGBW_GBps 1e6 /* a latency-only regime: bytes add nothing measurable */
 
 static double sq(double x)
 {
@@ -109,7 +109,7 @@ static seg_fit fit_segment(const cpoint *p, int lo, int hi)
 			s2 += 1.0 / (y[i] * y[i]);
 		}
 		f.lat_us = s1 / s2;
-		f.algbw = FLAT_ALGBW_GBps;
+		f.algbw = RM_CALIB_FLAT_ALGBW_GBps;
 	}
 	for (int i = 0; i < n; i++) {
 		double model = f.lat_us + x[i] / (f.algbw * 1e3);
@@ -801,4 +801,90 @@ void rm_calib_fit_report_finish(rm_calib_fit_report *rep)
 	free(rep->results);
 	rep->results = NULL;
 	rep->n_results = 0;
+}
+
+/* ---- plausibility of stored fits --------------------------------------------------------------- */
+
+static void warn(json_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void warn(json_t *out, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_array_append_new(out, json_string(buf));
+}
+
+static double jnum(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/*
+ * Physical bound on a collective's busBW for a group on hw: the per-direction NVLink bandwidth
+ * (datasheet), which no ring, tree or point-to-point schedule can exceed per GPU (nccl-tests
+ * doc/PERFORMANCE.md: busBW is the per-GPU link traffic rate). NVLS all-reduce reduces in the
+ * switch, so each GPU moves the buffer once each way: algBW <= link, busBW <= 2(n-1)/n * link.
+ */
+static double busbw_bound(rm_coll coll, int ranks, int nodes, const rm_hw_profile *hw)
+{
+	double link = hw->nvlink_GBps;
+	if (coll == RM_COLL_ALL_REDUCE && nodes == 1 && hw->nccl_nvls_bw_GBps > 0)
+		return link * rm_coll_busbw_factor(coll, ranks);
+	return link;
+}
+
+void rm_calib__fit_warnings(const char *model, json_t *params, const rm_hw_profile *hw, json_t *out)
+{
+	if (!model || !json_is_object(params) || !hw)
+		return;
+	if (!strncmp(model, "collective.", 11)) {
+		rm_coll coll;
+		const char *cname = json_string_value(json_object_get(params, "collective"));
+		int ranks = (int)jint(params, "ranks", 0), nodes = (int)jint(params, "nodes", 0);
+		if (!cname || !rm_coll_parse(cname, &coll) || ranks < 1 || nodes < 1) {
+			warn(out, "no topology (operation, ranks, nodes) recorded: this fit is not applied");
+			return;
+		}
+		double bound = busbw_bound(coll, ranks, nodes, hw);
+		double factor = rm_coll_busbw_factor(coll, ranks);
+		size_t k;
+		json_t *reg;
+		json_array_foreach(json_object_get(params, "regimes"), k, reg) {
+			double bw = jnum(reg, "algbw_GBps");
+			if (!isfinite(bw) || bw >= RM_CALIB_FLAT_ALGBW_GBps || factor <= 0)
+				continue;
+			if (bw * factor > bound)
+				warn(out,
+				     "regime %zu: busBW %.1f GB/s (algBW %.1f) is above the %s's physical peak %.1f GB/s "
+				     "(NVLink per direction%s): check the log",
+				     k + 1, bw * factor, bw, hw->name, bound,
+				     bound > hw->nvlink_GBps ? ", x 2(n-1)/n for NVLS all-reduce" : "");
+		}
+		return;
+	}
+	static const struct {
+		const char *model, *key, *what;
+		rm_hw_field peak;
+	} checks[] = {
+		{"gemm.bf16", "TFLOPs", "BF16 dense tensor peak", RM_HW_bf16_TFLOPs},
+		{"gemm.fp8", "TFLOPs", "FP8 dense tensor peak", RM_HW_fp8_TFLOPs},
+		{"hbm.copy", "GBps", "HBM peak", RM_HW_hbm_peak_GBps},
+		{"hbm.triad", "GBps", "HBM peak", RM_HW_hbm_peak_GBps},
+		{"copy.h2d", "GBps", "PCIe peak per direction", RM_HW_pcie_GBps},
+		{"copy.d2h", "GBps", "PCIe peak per direction", RM_HW_pcie_GBps},
+		{"copy.bidir", "GBps", "PCIe peak per direction", RM_HW_pcie_GBps},
+	};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(checks); i++) {
+		if (strcmp(model, checks[i].model) != 0)
+			continue;
+		double v = jnum(params, checks[i].key);
+		double peak = rm_hw_profile_get(hw, checks[i].peak);
+		if (isfinite(v) && peak > 0 && v > peak)
+			warn(out, "%.1f %s is above the %s's %s (%.1f): check the measurements", v,
+			     !strcmp(checks[i].key, "TFLOPs") ? "TFLOP/s" : "GB/s", hw->name, checks[i].what, peak);
+	}
 }

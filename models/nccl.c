@@ -329,7 +329,8 @@ const char *rm_nccl_model_version(const rm_nccl_model *model)
 
 bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov)
 {
-	if (model->n_overrides >= RM_NCCL_MAX_OVERRIDES)
+	if (model->n_overrides >= RM_NCCL_MAX_OVERRIDES || ov->ranks < 1 || ov->nodes < 1 ||
+	    ov->ranks_per_node < 1 || ov->ranks != ov->ranks_per_node * ov->nodes)
 		return false;
 	model->overrides[model->n_overrides++] = *ov;
 	return true;
@@ -524,7 +525,9 @@ static const rm_nccl_override *find_override(const rm_nccl_model *m, const rm_co
 {
 	for (int i = 0; i < m->n_overrides; i++) {
 		const rm_nccl_override *o = &m->overrides[i];
-		if (o->coll == q->coll && (int)o->algo == a && (int)o->proto == p &&
+		/* a fit applies to the topology it was measured on, never to another group */
+		if (o->coll == q->coll && (int)o->algo == a && (int)o->proto == p && o->ranks == q->ranks &&
+		    o->nodes == q->nodes && o->ranks_per_node * q->nodes == q->ranks &&
 		    q->bytes >= o->min_bytes && q->bytes <= o->max_bytes)
 			return o;
 	}

@@ -446,7 +446,7 @@ Test(calib, version_1_is_migrated_keeping_data, .init = make_dir, .fini = cleanu
 	rm_error_clear(&err);
 	rm_calib_db *db = rm_calib_db_open(db_path, false, &err);
 	cr_assert_not_null(db, "%s", err.msg);
-	cr_assert_eq(rm_calib_db_schema_version(db), 2);
+	cr_assert_eq(rm_calib_db_schema_version(db), RM_CALIB_SCHEMA_VERSION);
 	int runs, meas;
 	db_counts(db, &runs, &meas, NULL);
 	cr_assert_eq(runs, 1);
@@ -457,8 +457,9 @@ Test(calib, version_1_is_migrated_keeping_data, .init = make_dir, .fini = cleanu
 	cr_assert_str_eq(rep.base, "h200-sxm", "base from the GPU name");
 	rm_calib_fit_report_finish(&rep);
 	rm_calib_db_close(db);
-	cr_assert_eq(query_int(db_path, "PRAGMA user_version"), 2);
+	cr_assert_eq(query_int(db_path, "PRAGMA user_version"), RM_CALIB_SCHEMA_VERSION);
 	cr_assert_eq(query_int(db_path, "SELECT count(*) FROM runs WHERE source IS NULL"), 1);
+	cr_assert_eq(query_int(db_path, "PRAGMA application_id"), (int)RM_APP_ID_CALIB, "adopted and stamped");
 }
 
 Test(calib, not_a_calibration_database, .init = make_dir, .fini = cleanup_dir)

@@ -33,8 +33,9 @@
  * (whose reference-row section sits outside its include guard). */
 struct rm_nccl_model;
 
-/* Schema of this code: 1 = runs, measurements, fits; 2 = runs.source and the lookup indexes. */
-#define RM_CALIB_SCHEMA_VERSION 2
+/* Schema of this code: 1 = runs, measurements, fits; 2 = runs.source and the lookup indexes;
+ * 3 = fits.op/ranks/ranks_per_node/nodes, the topology a collective fit applies to. */
+#define RM_CALIB_SCHEMA_VERSION 3
 
 typedef struct rm_calib_db rm_calib_db;
 
@@ -150,12 +151,15 @@ rm_status rm_calib_fit_line(const double *x, const double *y, int n, double *c0,
 typedef struct rm_calib_regime {
 	int64_t min_bytes, max_bytes; /* inclusive; the first starts at 0, the last ends at the largest size measured */
 	double latency_us;
-	double algbw_GBps;            /* 1e6 marks a latency-only (flat) regime */
+	double algbw_GBps;            /* RM_CALIB_FLAT_ALGBW_GBps marks a latency-only (flat) regime */
 	int n_points;
 	double max_rel_error;
 } rm_calib_regime;
 
 #define RM_CALIB_MAX_REGIMES 8
+/* The algBW of a regime whose times do not grow with size: a sentinel, not a bandwidth (shown as
+ * "n/a (latency only)"); the bytes add nothing measurable there. */
+#define RM_CALIB_FLAT_ALGBW_GBps 1e6
 
 /*
  * Piecewise fit of a collective's times: sorts (bytes, time_us), drops bytes == 0 (nccl-tests

@@ -77,13 +77,19 @@ bool rm_nccl_parse_protos(const char *list, unsigned *mask, rm_error *err);
 
 #define RM_NCCL_ALL_ALGOS ((1u << RM_NCCL_ALGO_COUNT) - 1)
 #define RM_NCCL_ALL_PROTOS ((1u << RM_NCCL_PROTO_COUNT) - 1)
-#define RM_NCCL_MAX_OVERRIDES 64
+#define RM_NCCL_MAX_OVERRIDES 128
 
-/* A fitted (latency, bandwidth) for one (collective, algorithm, protocol) over a size range. */
+/*
+ * A fitted (latency, bandwidth) for one (collective, algorithm, protocol) over a size range, on
+ * the topology it was measured on: a group of ranks GPUs, ranks_per_node on each of nodes nodes.
+ * It applies only to queries of exactly that topology (a fit of 8 GPUs on 1 node says nothing
+ * about 16 on 2 or 64 on 8); an override whose topology is unset (ranks 0) never applies.
+ */
 typedef struct rm_nccl_override {
 	rm_coll coll;
 	rm_nccl_algo algo;
 	rm_nccl_proto proto;
+	int ranks, ranks_per_node, nodes; /* the measured group; ranks = ranks_per_node * nodes */
 	int64_t min_bytes, max_bytes; /* inclusive range of bytes it applies to */
 	double latency_us;
 	double algbw_GBps;
@@ -111,7 +117,8 @@ rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, cons
 			     rm_error *err);
 /* The constants' version label ("2.18", "2.21", "2.28"). */
 const char *rm_nccl_model_version(const rm_nccl_model *model);
-/* Adds a fitted override (the calibration database's); false when the table is full. */
+/* Adds a fitted override (the calibration database's); false when the table is full or the
+ * override's topology is unset or inconsistent (ranks != ranks_per_node * nodes). */
 bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov);
 
 typedef struct rm_coll_query {

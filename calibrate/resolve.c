@@ -348,10 +348,12 @@ static rm_status resolve_db(const char *spec, const char *colon, const rm_calib_
 				st = rm_error_set(err, e.status, NULL, 0, 0, "%s", e.msg);
 				goto done;
 			}
-			/* the runs' version predates the modelled ones: use the default constants */
+			/* the runs' release is outside the modelled ones: the default constants, and the
+			 * label says which release was measured and that it was not modelled */
 			st = rm_nccl_model_init(nccl, hw, NULL, err);
 			if (st != RM_OK)
 				goto done;
+			snprintf(nccl->version, sizeof(nccl->version), "%s", v);
 		}
 		st = apply_collectives(nccl, rows, n, opts, name, err);
 	}

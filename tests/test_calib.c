@@ -485,6 +485,169 @@ Test(calib, not_a_calibration_database, .init = make_dir, .fini = cleanup_dir)
 	cr_assert_neq(access(path, F_OK), 0, "not created");
 }
 
+Test(calib, application_id_refuses_a_sweep_database_untouched, .init = make_dir, .fini = cleanup_dir)
+{
+	char path[256];
+	rm_error err;
+	rm_error_clear(&err);
+	/* the sweep store's file: its own application_id, a table and a version of its own */
+	tmp_path("sweep.db", path, sizeof(path));
+	exec_sql(path, "PRAGMA application_id = 1380799319;" /* 0x524D5357 'RMSW' */
+		       "CREATE TABLE rows (key TEXT PRIMARY KEY, value REAL); PRAGMA user_version = 1;");
+	cr_assert_eq(1380799319, (int)RM_APP_ID_SWEEP);
+	cr_assert_null(rm_calib_db_open(path, true, &err));
+	cr_assert_eq(err.status, RM_INVALID, "%s", err.msg);
+	cr_assert_str_eq(err.file, path);
+	cr_assert_not_null(strstr(err.msg, "is a remora sweep database, not a calibration database"), "%s", err.msg);
+	cr_assert_eq(query_int(path, "PRAGMA user_version"), 1, "not migrated");
+	cr_assert_eq(query_int(path, "PRAGMA application_id"), (int)RM_APP_ID_SWEEP);
+	cr_assert_eq(query_int(path, "SELECT count(*) FROM sqlite_master"), 2, "the table and its key index only");
+	char spec[300];
+	rm_hw_profile hw;
+	snprintf(spec, sizeof(spec), "%s:lab", path);
+	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, NULL, &err), RM_INVALID);
+	cr_assert_not_null(strstr(err.msg, "sweep database"), "%s", err.msg);
+	/* any other program's id */
+	tmp_path("other.db", path, sizeof(path));
+	exec_sql(path, "PRAGMA application_id = 305419896;"); /* 0x12345678 */
+	cr_assert_null(rm_calib_db_open(path, true, &err));
+	cr_assert_not_null(strstr(err.msg, "not a remora calibration database (application_id 0x12345678"), "%s",
+			   err.msg);
+	cr_assert_eq(query_int(path, "SELECT count(*) FROM sqlite_master"), 0, "nothing created");
+	/* a new calibration database is stamped 'RMCA' */
+	tmp_path("calib.db", path, sizeof(path));
+	rm_calib_db *db = rm_calib_db_open(path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_db_close(db);
+	cr_assert_eq(query_int(path, "PRAGMA application_id"), (int)RM_APP_ID_CALIB);
+	cr_assert_eq(RM_APP_ID_CALIB, 0x524D4341u);
+}
+
+/* Schema version 2 as remora wrote it before fits carried their topology in columns. */
+static const char V2_EXTRA[] = "ALTER TABLE runs ADD COLUMN source TEXT;"
+			       "CREATE INDEX measurements_by_run ON measurements(run_id, benchmark);"
+			       "CREATE UNIQUE INDEX fits_by_model ON fits(profile, model);";
+
+Test(calib, version_2_fits_get_their_topology, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[256], spec[300];
+	tmp_path("v2.db", db_path, sizeof(db_path));
+	exec_sql(db_path, V1_SCHEMA);
+	exec_sql(db_path, V2_EXTRA);
+	exec_sql(db_path,
+		 "INSERT INTO runs (machine, gpu) VALUES ('box', 'NVIDIA H100 80GB HBM3');"
+		 "INSERT INTO runs (machine, gpu) VALUES ('box', 'NVIDIA H100 80GB HBM3');"
+		 /* run 1: one row with a node count, one without: the latter takes the run's */
+		 "INSERT INTO measurements VALUES (1, 'all_reduce', '{\"bytes\":1024,\"ranks\":8,\"nodes\":1}', 20, 'us');"
+		 "INSERT INTO measurements VALUES (1, 'all_reduce', '{\"bytes\":2048,\"ranks\":8}', 21, 'us');"
+		 /* run 2: nothing to attribute from */
+		 "INSERT INTO measurements VALUES (2, 'all_gather', '{\"bytes\":1024,\"ranks\":4}', 20, 'us');"
+		 "INSERT INTO fits VALUES ('lab', 'profile', '{\"base\":\"h100-sxm\",\"gpu\":\"x\",\"nccl_version\":\"2.26.2\"}',"
+		 " 0, 1, 't');"
+		 "INSERT INTO fits VALUES ('lab', 'collective.all-gather.16x2', '{\"collective\":\"all-gather\",\"ranks\":16,"
+		 "\"nodes\":2,\"algo\":\"default\",\"regimes\":[{\"min_bytes\":0,\"max_bytes\":1048576,\"latency_us\":30,"
+		 "\"algbw_GBps\":50}]}', 0.01, 4, 't');"
+		 "INSERT INTO fits VALUES ('lab', 'collective.all-reduce.8x1.ring', '{\"collective\":\"all-reduce\","
+		 "\"algo\":\"ring\",\"regimes\":[{\"min_bytes\":0,\"max_bytes\":1048576,\"latency_us\":30,"
+		 "\"algbw_GBps\":50}]}', 0.01, 4, 't');"
+		 "INSERT INTO fits VALUES ('lab', 'collective.reduce-scatter', '{\"collective\":\"reduce-scatter\","
+		 "\"algo\":\"default\",\"regimes\":[{\"min_bytes\":0,\"max_bytes\":1048576,\"latency_us\":30,"
+		 "\"algbw_GBps\":50}]}', 0.01, 4, 't');"
+		 "PRAGMA user_version = 2;");
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, false, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	json_t *doc = rm_calib_db_dump_json(db, &err);
+	cr_assert_not_null(doc, "%s", err.msg);
+	rm_calib_db_close(db);
+	cr_assert_eq(query_int(db_path, "SELECT ranks * 100 + ranks_per_node * 10 + nodes FROM fits WHERE model = "
+					"'collective.all-gather.16x2'"),
+		     1600 + 80 + 2, "from the params");
+	cr_assert_eq(query_int(db_path, "SELECT ranks * 100 + ranks_per_node * 10 + nodes FROM fits WHERE model = "
+					"'collective.all-reduce.8x1.ring'"),
+		     800 + 80 + 1, "from the model name");
+	cr_assert_eq(query_int(db_path, "SELECT count(*) FROM fits WHERE model = 'collective.reduce-scatter' AND "
+					"ranks IS NULL"),
+		     1, "no topology to be had");
+	cr_assert_eq(query_int(db_path, "SELECT json_extract(params, '$.nodes') FROM measurements WHERE run_id = 1 "
+					"AND json_extract(params, '$.bytes') = 2048"),
+		     1, "attributed to its run's topology");
+	cr_assert_eq(query_int(db_path, "SELECT count(*) FROM measurements WHERE run_id = 2 AND "
+					"json_type(params, '$.nodes') IS NULL"),
+		     1);
+	/* show: the fit without a topology carries a warning, the run without one a note */
+	bool warned = false;
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(doc, "fits"), i, f) {
+		if (!strcmp(json_string_value(json_object_get(f, "model")), "collective.reduce-scatter")) {
+			json_t *w = json_array_get(json_object_get(f, "warnings"), 0);
+			warned = w && strstr(json_string_value(w), "not applied");
+		}
+	}
+	cr_assert(warned);
+	json_t *note = json_array_get(json_object_get(doc, "notes"), 0);
+	cr_assert_not_null(note);
+	cr_assert_not_null(strstr(json_string_value(note), "run #2: 1 collective measurement without"), "%s",
+			   json_string_value(note));
+	cr_assert_eq(json_array_size(json_object_get(doc, "notes")), 1);
+	json_decref(doc);
+	/* the resolver applies the two fits with a topology, each to its own group only */
+	snprintf(spec, sizeof(spec), "%s:lab", db_path);
+	rm_hw_profile hw;
+	rm_nccl_model *model = malloc(sizeof(*model));
+	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, model, &err), RM_OK, "%s", err.msg);
+	cr_assert_gt(model->n_overrides, 0);
+	for (int k = 0; k < model->n_overrides; k++) {
+		const rm_nccl_override *ov = &model->overrides[k];
+		cr_assert_neq(ov->coll, RM_COLL_REDUCE_SCATTER, "a fit of no known group is not applied");
+		if (ov->coll == RM_COLL_ALL_GATHER)
+			cr_assert(ov->ranks == 16 && ov->ranks_per_node == 8 && ov->nodes == 2);
+		else
+			cr_assert(ov->ranks == 8 && ov->ranks_per_node == 8 && ov->nodes == 1);
+	}
+	free(model);
+}
+
+Test(calib, fit_applies_only_to_its_topology, .init = make_dir, .fini = cleanup_dir)
+{
+	/* the real log measured 8 GPUs on 1 node: its fit must not come back for 16x2 or 64x8 */
+	char db_path[256], spec[300];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	import_and_fit_real_log(db_path, "lab");
+	cr_assert_eq(query_int(db_path, "SELECT ranks * 100 + ranks_per_node * 10 + nodes FROM fits WHERE model = "
+					"'collective.all-gather.8x1.ring'"),
+		     881);
+	snprintf(spec, sizeof(spec), "%s:lab", db_path);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_hw_profile hw;
+	rm_nccl_model *model = malloc(sizeof(*model)), *plain = malloc(sizeof(*plain));
+	/* every group's overrides (opts NULL), as run-program resolves it */
+	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, model, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_calib_resolve_hw("h100-sxm", NULL, &hw, plain, &err), RM_OK, "%s", err.msg);
+	static const struct {
+		int ranks, nodes;
+		bool fitted;
+	} groups[] = {{8, 1, true}, {16, 2, false}, {64, 8, false}, {4, 1, false}};
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+		rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, 256 * RM_MiB, groups[g].ranks, groups[g].nodes);
+		rm_coll_estimate e, p;
+		cr_assert_eq(rm_nccl_estimate(model, &q, &e, &err), RM_OK, "%s", err.msg);
+		cr_assert_eq(rm_nccl_estimate(plain, &q, &p, &err), RM_OK, "%s", err.msg);
+		cr_assert_eq(e.overridden, groups[g].fitted, "%dx%d", groups[g].ranks, groups[g].nodes);
+		if (groups[g].fitted)
+			/* the log: 256 MiB in 732.93 us (out-of-place) */
+			cr_assert_lt(fabs(e.time_us - 732.93) / 732.93, 0.03, "%.1f us", e.time_us);
+		else
+			cr_assert_eq(e.time_us, p.time_us, "%dx%d: the model, not the 8x1 fit", groups[g].ranks,
+				     groups[g].nodes);
+	}
+	free(model);
+	free(plain);
+}
+
 /* ---- fits on synthetic data ----------------------------------------------------------------- */
 
 /* Relative Gaussian noise of sigma, from a fixed-seed generator: the same numbers every run. */
@@ -807,6 +970,9 @@ Test(calib, resolve_specs, .init = make_dir, .fini = cleanup_dir)
 	cr_assert_eq(rm_calib_resolve_hw(spec, &ro, &hw, model, &err), RM_OK, "%s", err.msg);
 	cr_assert_eq(model->n_overrides, 0, "the log measured 8 GPUs, not 4");
 	cr_assert_str_eq(rm_nccl_model_version(model), "2.28", "the log's NCCL 2.26.2 takes the tables that apply from 2.23");
+	char label[96];
+	cr_assert_str_eq(rm_nccl_model_version_label(model, label, sizeof(label)), "2.26.2 (2.23+ tables)",
+			 "the release the log was measured with, not 2.28");
 	free(model);
 }
 

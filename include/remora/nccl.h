@@ -102,6 +102,7 @@ typedef struct rm_nccl_model {
 	rm_hw_profile hw;
 	const rm_nccl_constants *k;
 	bool calibrated; /* apply the measured size efficiency and the overrides */
+	char version[24]; /* the release asked for or measured ("2.26.2"); empty: the default */
 	int n_overrides;
 	rm_nccl_override overrides[RM_NCCL_MAX_OVERRIDES];
 } rm_nccl_model;
@@ -109,14 +110,22 @@ typedef struct rm_nccl_model {
 /*
  * Initialises a model for a hardware profile and an NCCL version ("2.28", "2.28.9", "2.18.3";
  * NULL = 2.28, the version shipped with CUDA 13.0 here). Constants exist for 2.18 (NVLS base
- * latency 23 us, LL capped at 87.7 GB/s and scaled 1/3 or 1/4), 2.21 (Tree/Simple base 0 with
- * 28 us per hop) and 2.23 onwards (the tables of docs/reference/nccl-model.md); versions in between take the
- * nearest older table. calibrated starts true. RM_INVALID for an unparsable or pre-2.18 version.
+ * latency 23 us, LL capped at 87.7 GB/s and scaled 1/3 or 1/4), 2.19-2.22 (Tree/Simple base 0
+ * with 28 us per hop) and 2.23 to 2.30 (the tables of docs/reference/nccl-model.md); versions in between take
+ * the nearest older table; any PATCH is accepted. calibrated starts true. RM_INVALID (the
+ * message lists the known releases) for an unparsable version, one before 2.18, or one after
+ * 2.30 (a MAJOR.MINOR whose tuning tables are not known, e.g. 9.99).
  */
 rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, const char *version,
 			     rm_error *err);
 /* The constants' version label ("2.18", "2.21", "2.28"). */
 const char *rm_nccl_model_version(const rm_nccl_model *model);
+/*
+ * The release the model stands for and the table it maps to, into buf: "2.26.2 (2.23+ tables)",
+ * "2.28 (default; 2.23+ tables)", or for a measured release outside the modelled ones (set by
+ * the resolver in model->version) "2.31.1 (newer than modelled; 2.23+ tables)". Returns buf.
+ */
+const char *rm_nccl_model_version_label(const rm_nccl_model *model, char *buf, size_t size);
 /* Adds a fitted override (the calibration database's); false when the table is full or the
  * override's topology is unset or inconsistent (ranks != ranks_per_node * nodes). */
 bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov);

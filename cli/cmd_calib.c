@@ -64,13 +64,17 @@ static void print_stats(const char *what, const char *path, const char *db, cons
 	if (s->skipped)
 		printf(", %d row%s skipped (#wrong > 0 or N/A)", s->skipped, s->skipped == 1 ? "" : "s");
 	printf("\n");
+	if (s->gpus_per_thread > 1)
+		printf("single-process log (nGpus %d: one host thread launches on %d GPUs in turn): rows at its "
+		       "host launch floor are kept out of the fit\n",
+		       s->gpus_per_thread, s->gpus_per_thread);
 }
 
 static json_t *stats_json(const rm_calib_import_stats *s)
 {
-	return json_pack("{s:s, s:I, s:i, s:i, s:i, s:i}", "schema", "remora.calib-import/1", "first_run_id",
+	return json_pack("{s:s, s:I, s:i, s:i, s:i, s:i, s:i}", "schema", "remora.calib-import/1", "first_run_id",
 			 (json_int_t)s->first_run_id, "runs", s->runs, "measurements", s->measurements, "duplicates",
-			 s->duplicates, "skipped", s->skipped);
+			 s->duplicates, "skipped", s->skipped, "gpus_per_thread", s->gpus_per_thread);
 }
 
 static int do_import(const calib_opts *o, const char *file, bool nccl_tests)

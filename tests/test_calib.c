@@ -205,6 +205,91 @@ Test(calib, nccl_tests_bad_logs)
 	expect_log_error("wrong-units.out", RM_INVALID, 17, 58, "(ms)");
 	expect_log_error("bad-row.out", RM_PARSE, 21, 57, "'34,88'");
 	expect_log_error("broadcast.out", RM_UNSUPPORTED, 2, -1, "broadcast_perf");
+	/* -C 1 used to import zero rows and exit 0: the time column is the host's CPU time */
+	expect_log_error("ag-cputime.out", RM_UNSUPPORTED, 16, 55,
+			 "this log was made with -C 1 (CPU time, column 'cputime'): its times are not GPU times; "
+			 "rerun without -C");
+}
+
+Test(calib, nccl_tests_per_iteration_and_timestamp_tables)
+{
+	/* -I 1 (i_min i_max i_p99 i_cv% after each placement) and -S 1 (a timestamp of two fields
+	 * whose unit is its strftime format) were refused with unit errors about other columns */
+	char path[1024];
+	rm_error err;
+	rm_error_clear(&err);
+	rm_nccl_tests_log log = parse_file(test_data("ag-per-iter-8proc.out", path, sizeof(path)), 0, RM_OK, &err);
+	cr_assert_eq(log.n_rows, 9);
+	cr_assert_eq(log.rows[3].bytes, 65536);
+	cr_assert_float_eq(log.rows[3].time_us[0], 12.61, 1e-9);
+	cr_assert_float_eq(log.rows[3].time_us[1], 12.58, 1e-9, "the in-place time, not an i_* column");
+	cr_assert_float_eq(log.rows[3].busbw_GBps[1], 4.56, 1e-9);
+	cr_assert_eq(log.rows[3].wrong[1], 0);
+	cr_assert_eq(log.rows[3].ranks, 8);
+	cr_assert_eq(log.processes, 8, "mpirun -np 8 -g 1: one process per GPU");
+	cr_assert_eq(log.gpus_per_thread, 1);
+	rm_nccl_tests_log_finish(&log);
+	log = parse_file(test_data("ag-timestamps.out", path, sizeof(path)), 0, RM_OK, &err);
+	cr_assert_eq(log.n_rows, 7);
+	cr_assert_float_eq(log.rows[6].time_us[1], 209.90, 1e-9);
+	cr_assert_eq(log.rows[6].wrong[1], 0);
+	cr_assert_eq(log.processes, 1);
+	cr_assert_eq(log.gpus_per_thread, 8, "nThread 1 nGpus 8: a single process drives 8 GPUs");
+	rm_nccl_tests_log_finish(&log);
+	/* the real log says the same of itself */
+	log = parse_file(real_log(path, sizeof(path)), 0, RM_OK, &err);
+	cr_assert_eq(log.gpus_per_thread, 8);
+	cr_assert_eq(log.rows[0].gpus_per_thread, 8);
+	rm_nccl_tests_log_finish(&log);
+}
+
+Test(calib, an_import_of_nothing_is_an_error, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[256], log_path[256];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	tmp_path("all_gather_perf.out", log_path, sizeof(log_path));
+	FILE *f = fopen(log_path, "w");
+	cr_assert_not_null(f);
+	fputs("# nThread 1 nGpus 2 minBytes 1024 maxBytes 2048 step: 2(factor) warmup iters: 5 iters: 20\n"
+	      "#  Rank  0 Group  0 Pid   4242 on box device  0 [0000:29:00] NVIDIA H100 80GB HBM3\n"
+	      "#  Rank  1 Group  0 Pid   4242 on box device  1 [0000:2f:00] NVIDIA H100 80GB HBM3\n"
+	      "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   "
+	      "busbw  #wrong\n"
+	      "        1024           128     float    none      -1    10.00    0.10    0.05       4      N/A     N/A     "
+	      "N/A     N/A\n"
+	      "        2048           256     float    none      -1    10.00    0.20    0.10       9      N/A     N/A     "
+	      "N/A     N/A\n"
+	      "# Avg bus bandwidth    : 0.07\n",
+	      f);
+	fclose(f);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_import_stats s;
+	cr_assert_eq(rm_calib_import_nccl_tests(db, log_path, NULL, 0, &s, &err), RM_MISSING);
+	cr_assert_str_eq(err.file, log_path);
+	cr_assert_not_null(strstr(err.msg, "none of the 2 rows can be stored (placements: 2 with #wrong > 0, 0 with "
+					   "a zero time, 2 N/A)"),
+			   "%s", err.msg);
+	int runs, meas;
+	db_counts(db, &runs, &meas, NULL);
+	cr_assert_eq(runs, 0, "no empty run left behind");
+	rm_calib_db_close(db);
+	/* and through the CLI: exit 1, not 0 */
+	const char *bin = getenv("REMORA_BIN");
+	if (!bin || access(bin, X_OK) != 0)
+		return;
+	char cmd[1024], out[4096], cpu[1024];
+	snprintf(cmd, sizeof(cmd), "'%s' calib import-nccl-tests '%s' --db '%s' 2>&1", bin,
+		 test_data("ag-cputime.out", cpu, sizeof(cpu)), db_path);
+	FILE *pf = popen(cmd, "r");
+	cr_assert_not_null(pf);
+	size_t n = fread(out, 1, sizeof(out) - 1, pf);
+	out[n] = '\0';
+	int st = pclose(pf);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s", out);
+	cr_assert_not_null(strstr(out, "rerun without -C"), "%s", out);
 }
 
 Test(calib, nccl_tests_gpu_count_needs_rank_lines_or_hint)

@@ -68,6 +68,10 @@ typedef struct rm_nccl_tests_row {
 	int64_t wrong[2]; /* #wrong (or the older 'error' column, rounded); -1 when N/A */
 	int ranks;        /* GPUs of the test that printed the row (distinct rank lines) */
 	int nodes;        /* distinct hosts among those rank lines */
+	int gpus_per_thread; /* G of "# nThread T nGpus G": > 1 is a single-process (-g G) run whose
+			      * host thread launches on G GPUs in turn (~35 us floor on 8 H100s);
+			      * 0 when the header does not say */
+	int processes;    /* distinct Pids among the rank lines (0: none printed) */
 	int line;         /* 1-based line in the log */
 } rm_nccl_tests_row;
 
@@ -76,6 +80,7 @@ typedef struct rm_nccl_tests_log {
 	char nccl_version[32];   /* "2.26.2" from nccl-library=22602, empty when absent */
 	char gpu[96];            /* device name of rank 0, e.g. "NVIDIA H100 80GB HBM3" */
 	char host[96];           /* host of rank 0 */
+	int threads, gpus_per_thread, processes; /* of the first table's header (0: not printed) */
 	int n_rows;
 	int duplicates;          /* identical rows dropped (interleaved output of several processes) */
 	rm_nccl_tests_row *rows; /* owned */
@@ -88,10 +93,13 @@ typedef struct rm_nccl_tests_log {
  * header blocks and rows of several processes (identical rows are counted once). The collective
  * comes from the "Collective test starting" line, else from the binary name in the path
  * (all_gather_perf...); the GPU count from the rank lines, else gpus_hint (0: none).
+ * Per-iteration (-I 1) and timestamp (-S 1) tables are read (their extra columns ignored).
  * Errors (file:line:column and what was expected): a row with a wrong field count or a
  * non-numeric field (RM_PARSE), a last row cut mid-way or a table without its closing
- * "# Avg bus bandwidth" line ("truncated", RM_PARSE), a unit line that is not (B) / (us) /
- * (GB/s) (RM_INVALID), no rows (RM_MISSING), an unknown collective (RM_UNSUPPORTED), no GPU count.
+ * "# Avg bus bandwidth" line ("truncated", RM_PARSE), a unit line whose units are not those of
+ * its columns ((B), (elements), (us), (GB/s), (%)) (RM_INVALID), a log made with -C 1 (CPU time:
+ * RM_UNSUPPORTED, "rerun without -C"), no rows (RM_MISSING), an unknown collective
+ * (RM_UNSUPPORTED), no GPU count.
  * On success fills log (free with rm_nccl_tests_log_finish).
  */
 rm_status rm_nccl_tests_parse(const char *path, const char *text, size_t len, int gpus_hint,
@@ -106,6 +114,7 @@ typedef struct rm_calib_import_stats {
 	int measurements;     /* measurement rows written */
 	int duplicates;       /* identical rows dropped */
 	int skipped;          /* rows not stored: #wrong > 0, a zero time, or both groups N/A */
+	int gpus_per_thread;  /* nccl-tests: GPUs one host thread drove (> 1: single-process -g N); 0 unknown */
 } rm_calib_import_stats;
 
 /*
@@ -113,8 +122,10 @@ typedef struct rm_calib_import_stats {
  * header) and one measurement per row and placement: benchmark "all_gather" | "reduce_scatter"
  * | "all_reduce" | "all_to_all" | "send_recv", unit "us", params {"bytes", "ranks", "nodes",
  * "inplace", "algo", "type"}. algo labels what the run forced ("ring", "nvls"...; NULL or
- * "default" = NCCL's own choice; the fit uses it to pick the pair the overrides attach to).
- * Errors: those of rm_nccl_tests_parse, RM_IO from the database; all rolled back.
+ * "default" = NCCL's own choice; the fit uses it to pick the pair the overrides attach to), and
+ * the launch mode "gpus_per_thread", "processes" when the header gives them.
+ * Errors: those of rm_nccl_tests_parse, RM_MISSING when no row can be stored (all #wrong > 0,
+ * zero times or N/A: an import of nothing is an error), RM_IO from the database; all rolled back.
  */
 rm_status rm_calib_import_nccl_tests(rm_calib_db *db, const char *path, const char *algo, int gpus_hint,
 				     rm_calib_import_stats *stats, rm_error *err);

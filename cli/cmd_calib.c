@@ -21,7 +21,8 @@ static void calib_usage(FILE *out)
 	fprintf(out,
 		"usage: remora calib import FILE.jsonl --db DB\n"
 		"       remora calib import-nccl-tests LOG --db DB [--algo ALGO] [--gpus N]\n"
-		"       remora calib fit --db DB --profile NAME [--base HW] [--run ID]... [--tolerance X]\n"
+		"       remora calib fit --db DB --profile NAME [--base HW] [--device GPU] [--run ID]...\n"
+		"                        [--tolerance X]\n"
 		"       remora calib show --db DB [--profile NAME] [--json]\n\n"
 		"Stores measurements of a real machine (remora-calibrate's JSON lines, nccl-tests logs)\n"
 		"in an SQLite database, fits the cost models to them, and names the result so that\n"
@@ -30,6 +31,8 @@ static void calib_usage(FILE *out)
 		"  -d, --db DB           the calibration database (created by an import)\n"
 		"  -p, --profile NAME    calibrated profile to fit or show\n"
 		"      --base HW         embedded profile the fit overrides (default: from the GPU name)\n"
+		"      --device GPU      fit the runs of this GPU model (a name or part of it, e.g. H200)\n"
+		"                        when the runs come from several; a profile describes one\n"
 		"      --run ID          fit only these runs (repeat; default: every run)\n"
 		"      --tolerance X     collective regimes keep every point within X (default 0.03)\n"
 		"      --algo ALGO       what an nccl-tests run forced (NCCL_ALGO), e.g. ring; default:\n"
@@ -40,7 +43,7 @@ static void calib_usage(FILE *out)
 }
 
 typedef struct calib_opts {
-	const char *db, *profile, *base, *algo;
+	const char *db, *profile, *base, *algo, *device;
 	int64_t runs[MAX_RUN_ARGS];
 	int n_runs;
 	double tolerance;
@@ -144,7 +147,7 @@ static int do_fit(const calib_opts *o)
 	if (!db)
 		return cli_fail(&err);
 	rm_calib_fit_opts fo = {.profile = o->profile, .base = o->base, .runs = o->runs, .n_runs = o->n_runs,
-				.tolerance = o->tolerance};
+				.tolerance = o->tolerance, .device = o->device};
 	rm_calib_fit_report rep;
 	rm_status st = rm_calib_fit(db, &fo, &rep, &err);
 	rm_calib_db_close(db);
@@ -158,8 +161,21 @@ static int do_fit(const calib_opts *o)
 				json_object_set_new(e, "why", json_string(r->why));
 			json_array_append_new(arr, e);
 		}
-		json_t *doc = json_pack("{s:s, s:s, s:s, s:o}", "schema", "remora.calib-fit/1", "profile", o->profile,
-					"base", rep.base, "fits", arr);
+		json_t *conflicts = json_array(), *notes = json_array();
+		for (int i = 0; i < rep.n_conflicts; i++) {
+			const rm_calib_conflict *k = &rep.conflicts[i];
+			json_t *params = json_loads(k->params, 0, NULL);
+			json_array_append_new(conflicts,
+					      json_pack("{s:s, s:o, s:i, s:[I,I], s:[i,i], s:[f,f]}", "benchmark", k->benchmark,
+							"params", params ? params : json_string(k->params), "rows", k->n_rows,
+							"runs", (json_int_t)k->run[0], (json_int_t)k->run[1], "lines", k->line[0],
+							k->line[1], "values", k->value[0], k->value[1]));
+		}
+		for (int i = 0; i < rep.n_notes; i++)
+			json_array_append_new(notes, json_string(rep.notes[i]));
+		json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "schema", "remora.calib-fit/1", "profile",
+					o->profile, "base", rep.base, "device", rep.device, "fits", arr, "conflicts",
+					conflicts, "notes", notes);
 		if (st != RM_OK)
 			json_object_set_new(doc, "error", json_string(err.msg));
 		rm_calib_fit_report_finish(&rep);
@@ -178,6 +194,21 @@ static int do_fit(const calib_opts *o)
 			else
 				printf("  %-34s %6d %9s  not fitted: %s\n", r->model, r->n_points, "-", r->why);
 		}
+	}
+	for (int i = 0; i < rep.n_notes; i++)
+		printf("note: %s\n", rep.notes[i]);
+	if (rep.n_conflicts > 0) {
+		printf("warning: %d set%s of rows measured the same benchmark and parameters %.0f%% or more apart "
+		       "(all are fitted; check the runs):\n",
+		       rep.n_conflicts, rep.n_conflicts == 1 ? "" : "s", 100 * RM_CALIB_CONFLICT_SPREAD);
+		for (int i = 0; i < rep.n_conflicts && i < 20; i++) {
+			const rm_calib_conflict *k = &rep.conflicts[i];
+			printf("  %s %s: %d rows, %.4g us (run #%lld line %d) .. %.4g us (run #%lld line %d)\n", k->benchmark,
+			       k->params, k->n_rows, k->value[0], (long long)k->run[0], k->line[0], k->value[1],
+			       (long long)k->run[1], k->line[1]);
+		}
+		if (rep.n_conflicts > 20)
+			printf("  ... and %d more (--json lists them all)\n", rep.n_conflicts - 20);
 	}
 	rm_calib_fit_report_finish(&rep);
 	if (st != RM_OK)
@@ -313,7 +344,7 @@ static int do_show(const calib_opts *o)
 
 int cli_cmd_calib(int argc, char **argv)
 {
-	enum { OPT_BASE = 256, OPT_RUN, OPT_TOL, OPT_ALGO, OPT_GPUS };
+	enum { OPT_BASE = 256, OPT_RUN, OPT_TOL, OPT_ALGO, OPT_GPUS, OPT_DEVICE };
 	static const struct option longopts[] = {
 		{"db", required_argument, NULL, 'd'},
 		{"profile", required_argument, NULL, 'p'},
@@ -322,6 +353,7 @@ int cli_cmd_calib(int argc, char **argv)
 		{"tolerance", required_argument, NULL, OPT_TOL},
 		{"algo", required_argument, NULL, OPT_ALGO},
 		{"gpus", required_argument, NULL, OPT_GPUS},
+		{"device", required_argument, NULL, OPT_DEVICE},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
@@ -356,6 +388,9 @@ int cli_cmd_calib(int argc, char **argv)
 		}
 		case OPT_ALGO:
 			o.algo = optarg;
+			break;
+		case OPT_DEVICE:
+			o.device = optarg;
 			break;
 		case OPT_GPUS:
 			if (!cli_parse_positive("calib", "--gpus", optarg, &o.gpus))

@@ -217,6 +217,9 @@ typedef struct rm_calib_fit_opts {
 	const int64_t *runs;  /* run ids to use; NULL/0: every run */
 	int n_runs;
 	double tolerance;     /* collective regime tolerance; 0: 0.03 */
+	const char *device;   /* GPU model to fit (a run's GPU name, case-insensitive substring) when
+			       * the selected runs come from several; NULL: the one of --base, or
+			       * the only one */
 } rm_calib_fit_opts;
 
 /* What one model's fit gave. */
@@ -229,18 +232,46 @@ typedef struct rm_calib_fit_result {
 	char why[256];      /* when !ok: why it failed */
 } rm_calib_fit_result;
 
+/* Rows of one device that measured the same benchmark and parameters and disagree. */
+typedef struct rm_calib_conflict {
+	char benchmark[32];
+	char params[192]; /* the shared parameters (JSON, without the file line) */
+	int n_rows;       /* rows with these parameters */
+	int64_t run[2];   /* the runs of the lowest and the highest value */
+	int line[2];      /* their lines in the imported files (0: not recorded) */
+	double value[2];  /* lowest and highest value (us) */
+} rm_calib_conflict;
+
+/* Two rows of one benchmark and parameters conflict when the highest exceeds the lowest by more
+ * than this: beyond the few percent that repeated nccl-tests or cuBLAS timings of one machine
+ * differ by (the collective fit's default tolerance is 3%). */
+#define RM_CALIB_CONFLICT_SPREAD 0.10
+
 typedef struct rm_calib_fit_report {
 	char base[64];
+	char device[96];              /* the GPU model fitted (the runs' GPU name; "" if none recorded) */
 	int n_results;
 	rm_calib_fit_result *results; /* owned; free with rm_calib_fit_report_finish */
+	int n_conflicts;
+	rm_calib_conflict *conflicts; /* owned */
+	int n_notes;
+	char (*notes)[256];           /* owned: runs left out (other devices), rows not fitted and why */
 } rm_calib_fit_report;
 
 /*
  * Fits every model that has measurements in the selected runs and stores each success under
  * profile (replacing that model's earlier fit; a failed model keeps its earlier fit), in one
- * transaction. The report lists each model with its fit error or why it failed. Returns
- * RM_MISSING when no measurement is selected, RM_INVALID when any fit failed (successes are
- * stored), RM_NOT_FOUND for an unknown base, RM_IO for the database.
+ * transaction. A profile describes one device: when the selected runs come from several GPU
+ * models, opts->device (or else the GPU of opts->base) picks one and the others' runs are left
+ * out (a note says so); with neither, RM_INVALID lists the devices and their runs. Collective
+ * groups are fitted per (operation, ranks, nodes, algorithm); the rows of a single-process run
+ * (gpus_per_thread > 1) at its host launch floor (rm_nccl_is_launch_floor against the base's
+ * model) and every smaller size of that run are left out, so the fit starts above the floor
+ * and the model prices what lies below. Rows of the same benchmark and parameters whose values
+ * spread beyond RM_CALIB_CONFLICT_SPREAD are reported as conflicts (and still fitted).
+ * The report lists each model with its fit error or why it failed. Returns RM_MISSING when no
+ * measurement is selected, RM_INVALID when any fit failed (successes are stored), RM_NOT_FOUND
+ * for an unknown base or device, RM_IO for the database (naming the file).
  */
 rm_status rm_calib_fit(rm_calib_db *db, const rm_calib_fit_opts *opts, rm_calib_fit_report *report,
 		       rm_error *err);

@@ -223,6 +223,39 @@ static const char *jstr_or(json_t *o, const char *key, const char *dflt)
 	return s ? s : dflt;
 }
 
+/* A regime's algBW for people: the flat-regime sentinel is no bandwidth. */
+static void format_algbw(double bw, char *buf, size_t size)
+{
+	if (bw >= RM_CALIB_FLAT_ALGBW_GBps)
+		snprintf(buf, size, "n/a (latency only)");
+	else
+		snprintf(buf, size, "%.2f GB/s", bw);
+}
+
+/* A collective fit: its group and one line per regime. */
+static void print_collective_fit(json_t *p)
+{
+	printf("%s on %lld GPUs (%lld per node x %lld nodes), algo %s\n", jstr_or(p, "collective", "?"),
+	       (long long)json_integer_value(json_object_get(p, "ranks")),
+	       (long long)json_integer_value(json_object_get(p, "ranks_per_node")),
+	       (long long)json_integer_value(json_object_get(p, "nodes")), jstr_or(p, "algo", "default"));
+	json_t *floor = json_object_get(p, "launch_floor_points");
+	if (json_is_integer(floor))
+		printf("  %14s %lld launch-floor sizes up to %lld B left to the model (single-process run)\n", "",
+		       (long long)json_integer_value(floor),
+		       (long long)json_integer_value(json_object_get(p, "launch_floor_max_bytes")));
+	size_t k;
+	json_t *reg;
+	json_array_foreach(json_object_get(p, "regimes"), k, reg) {
+		char bw[48];
+		format_algbw(json_number_value(json_object_get(reg, "algbw_GBps")), bw, sizeof(bw));
+		printf("  %14s %12lld..%-12lld lat %8.2f us  algBW %s\n", "",
+		       (long long)json_integer_value(json_object_get(reg, "min_bytes")),
+		       (long long)json_integer_value(json_object_get(reg, "max_bytes")),
+		       json_number_value(json_object_get(reg, "latency_us")), bw);
+	}
+}
+
 static void print_params(json_t *p)
 {
 	char *s = json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(6));
@@ -279,14 +312,20 @@ static int do_show(const calib_opts *o)
 		json_t *ovs = json_array();
 		for (int k = 0; k < model->n_overrides; k++) {
 			const rm_nccl_override *ov = &model->overrides[k];
-			json_array_append_new(ovs, json_pack("{s:s, s:s, s:s, s:I, s:I, s:f, s:f, s:s}", "collective",
-							     rm_coll_name(ov->coll), "algorithm", rm_nccl_algo_name(ov->algo),
-							     "protocol", rm_nccl_proto_name(ov->proto), "min_bytes",
+			bool flat = ov->algbw_GBps >= RM_CALIB_FLAT_ALGBW_GBps;
+			json_array_append_new(ovs, json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:I, s:f, s:o, s:b, s:s}",
+							     "collective", rm_coll_name(ov->coll), "ranks", ov->ranks,
+							     "ranks_per_node", ov->ranks_per_node, "nodes", ov->nodes,
+							     "algorithm", rm_nccl_algo_name(ov->algo), "protocol",
+							     rm_nccl_proto_name(ov->proto), "min_bytes",
 							     (json_int_t)ov->min_bytes, "max_bytes", (json_int_t)ov->max_bytes,
-							     "latency_us", ov->latency_us, "algbw_GBps", ov->algbw_GBps,
+							     "latency_us", ov->latency_us, "algbw_GBps",
+							     flat ? json_null() : json_real(ov->algbw_GBps), "latency_only", flat,
 							     "source", ov->source));
 		}
 		json_object_set_new(doc, "collective_overrides", ovs);
+		char label[96];
+		json_object_set_new(doc, "nccl_release", json_string(rm_nccl_model_version_label(model, label, sizeof(label))));
 		free(model);
 	}
 	if (o->json)
@@ -307,18 +346,39 @@ static int do_show(const calib_opts *o)
 		       "", jstr_or(r, "source", ""));
 	}
 	printf("\nfits:\n");
+	int n_warnings = 0;
 	json_array_foreach(json_object_get(doc, "fits"), i, r) {
 		json_t *fe = json_object_get(r, "fit_error");
-		printf("  %-12s %-34s %5lld pts  rel RMS %6.2f%%  ", json_string_value(json_object_get(r, "profile")),
-		       json_string_value(json_object_get(r, "model")),
+		const char *model = jstr_or(r, "model", "?");
+		printf("  %-12s %-34s %5lld pts  rel RMS %6.2f%%  ", jstr_or(r, "profile", "?"), model,
 		       (long long)json_integer_value(json_object_get(r, "n_points")),
 		       json_is_number(fe) ? 100 * json_number_value(fe) : 0.0);
-		print_params(json_object_get(r, "params"));
-		printf("\n");
+		json_t *params = json_object_get(r, "params");
+		if (!strncmp(model, "collective.", 11) && json_is_integer(json_object_get(params, "ranks")))
+			print_collective_fit(params);
+		else {
+			print_params(params);
+			printf("\n");
+		}
+		size_t w;
+		json_t *msg;
+		json_array_foreach(json_object_get(r, "warnings"), w, msg) {
+			printf("  %14s warning: %s\n", "", json_string_value(msg));
+			n_warnings++;
+		}
 	}
+	size_t nn;
+	json_t *note;
+	json_array_foreach(json_object_get(doc, "notes"), nn, note)
+		printf("note: %s\n", json_string_value(note));
+	fflush(stdout);
+	if (n_warnings)
+		fprintf(stderr, "remora: warning: %d stored value%s above the hardware's physical peak or not "
+				"applicable (see 'warning:' above)\n",
+			n_warnings, n_warnings == 1 ? " is" : "s are");
 	json_t *fields = json_object_get(doc, "calibrated_fields");
 	if (fields) {
-		printf("\nhardware %s:%s overrides:\n", o->db, o->profile);
+		printf("\nhardware %s:%s (NCCL %s) overrides:\n", o->db, o->profile, jstr_or(doc, "nccl_release", "?"));
 		const char *key;
 		json_t *v;
 		json_object_foreach(fields, key, v) {
@@ -327,15 +387,16 @@ static int do_show(const calib_opts *o)
 			       json_string_value(json_object_get(v, "source")));
 		}
 		json_array_foreach(json_object_get(doc, "collective_overrides"), i, r) {
-			printf("  %-14s %-5s %-6s %12lld..%-20lld lat %8.2f us  algBW %10.2f GB/s  %s\n",
-			       json_string_value(json_object_get(r, "collective")),
-			       json_string_value(json_object_get(r, "algorithm")),
-			       json_string_value(json_object_get(r, "protocol")),
+			char bw[48], topo[48];
+			json_t *jbw = json_object_get(r, "algbw_GBps");
+			format_algbw(json_is_number(jbw) ? json_number_value(jbw) : RM_CALIB_FLAT_ALGBW_GBps, bw, sizeof(bw));
+			snprintf(topo, sizeof(topo), "%lldx%lld", (long long)json_integer_value(json_object_get(r, "ranks")),
+				 (long long)json_integer_value(json_object_get(r, "nodes")));
+			printf("  %-14s %-6s %-5s %-6s %12lld..%-12lld lat %8.2f us  algBW %-18s  %s\n",
+			       jstr_or(r, "collective", "?"), topo, jstr_or(r, "algorithm", "?"), jstr_or(r, "protocol", "?"),
 			       (long long)json_integer_value(json_object_get(r, "min_bytes")),
 			       (long long)json_integer_value(json_object_get(r, "max_bytes")),
-			       json_number_value(json_object_get(r, "latency_us")),
-			       json_number_value(json_object_get(r, "algbw_GBps")),
-			       json_string_value(json_object_get(r, "source")));
+			       json_number_value(json_object_get(r, "latency_us")), bw, jstr_or(r, "source", ""));
 		}
 	}
 	json_decref(doc);

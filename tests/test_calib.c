@@ -1237,6 +1237,58 @@ Test(calib, cli_errors_name_the_position, .init = make_dir, .fini = cleanup_dir)
 	cr_assert_not_null(strstr(out, "unknown algorithm 'butterfly'"), "%s", out);
 }
 
+Test(calib, show_marks_sentinels_and_values_above_peak, .init = make_dir, .fini = cleanup_dir)
+{
+	const char *bin = getenv("REMORA_BIN");
+	if (!bin || access(bin, X_OK) != 0)
+		cr_skip_test("REMORA_BIN is not an executable");
+	char db_path[256], cmd[1024], out[16384];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_db_close(db);
+	/* a flat regime (the 1e6 GB/s sentinel), then 900 GB/s algBW on 8x1: busBW 787.5 GB/s, above
+	 * NVLink's 450 per direction; an HBM copy of 9000 GB/s on an H100 (peak 3350) */
+	exec_sql(db_path,
+		 "INSERT INTO fits VALUES ('lab', 'profile', '{\"base\":\"h100-sxm\",\"gpu\":\"NVIDIA H100 80GB HBM3\","
+		 "\"nccl_version\":\"2.26.2\",\"runs\":[]}', 0, 1, 't', NULL, NULL, NULL, NULL);"
+		 "INSERT INTO fits VALUES ('lab', 'collective.all-gather.8x1', '{\"collective\":\"all-gather\",\"ranks\":8,"
+		 "\"ranks_per_node\":8,\"nodes\":1,\"algo\":\"default\",\"regimes\":["
+		 "{\"min_bytes\":0,\"max_bytes\":65536,\"latency_us\":11.0,\"algbw_GBps\":1000000.0},"
+		 "{\"min_bytes\":65537,\"max_bytes\":1073741824,\"latency_us\":12.0,\"algbw_GBps\":900.0}]}',"
+		 " 0.01, 20, 't', 'all-gather', 8, 8, 1);"
+		 "INSERT INTO fits VALUES ('lab', 'hbm.copy', '{\"GBps\":9000.0,\"latency_us\":2.0}', 0.01, 5, 't',"
+		 " NULL, NULL, NULL, NULL);");
+	snprintf(cmd, sizeof(cmd), "'%s' calib show --db '%s' --profile lab 2>&1", bin, db_path);
+	cr_assert_eq(run_cmd(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_assert_null(strstr(out, "1000000"), "the sentinel is not a bandwidth: %s", out);
+	cr_assert_not_null(strstr(out, "algBW n/a (latency only)"), "%s", out);
+	cr_assert_not_null(strstr(out, "warning: regime 2: busBW 787.5 GB/s (algBW 900.0) is above the h100-sxm's "
+				       "physical peak 450.0 GB/s"),
+			   "%s", out);
+	cr_assert_not_null(strstr(out, "warning: 9000.0 GB/s is above the h100-sxm's HBM peak (3350.0)"), "%s", out);
+	cr_assert_not_null(strstr(out, "NCCL 2.26.2 (2.23+ tables)"), "the log's release: %s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' calib show --db '%s' --profile lab --json", bin, db_path);
+	cr_assert_eq(run_cmd(cmd, out, sizeof(out)), 0, "%s", out);
+	json_t *doc = json_loads(out, 0, NULL);
+	cr_assert_not_null(doc, "%s", out);
+	cr_assert_str_eq(json_string_value(json_object_get(doc, "nccl_release")), "2.26.2 (2.23+ tables)");
+	bool flat = false;
+	size_t i;
+	json_t *ov;
+	json_array_foreach(json_object_get(doc, "collective_overrides"), i, ov) {
+		if (json_is_true(json_object_get(ov, "latency_only"))) {
+			flat = true;
+			cr_assert(json_is_null(json_object_get(ov, "algbw_GBps")));
+		}
+		cr_assert_eq(json_integer_value(json_object_get(ov, "ranks")), 8);
+	}
+	cr_assert(flat);
+	json_decref(doc);
+}
+
 Test(calib, gemm_fit_on_the_reference_table, .init = make_dir, .fini = cleanup_dir)
 {
 	/* tests/data/calib/gemm-h100-reference.jsonl: docs/reference/gemm-h100.csv's BF16 and FP8 rows

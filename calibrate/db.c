@@ -267,7 +267,8 @@ void rm_calib_db_close(rm_calib_db *db)
 {
 	if (!db)
 		return;
-	sqlite3_close(db->sql);
+	if (sqlite3_close(db->sql) != SQLITE_OK)
+		rm_log_warn("%s: closing the calibration database: %s", db->path, sqlite3_errmsg(db->sql));
 	free(db);
 }
 

@@ -42,8 +42,11 @@ static void list_profiles(rm_calib_db *db, char *buf, size_t size)
 {
 	buf[0] = '\0';
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db->sql, "SELECT DISTINCT profile FROM fits ORDER BY profile", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db->sql, "SELECT DISTINCT profile FROM fits ORDER BY profile", -1, &st, NULL) != SQLITE_OK) {
+		snprintf(buf, size, "unreadable: %s", sqlite3_errmsg(db->sql));
+		sqlite3_finalize(st);
 		return;
+	}
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		size_t l = strlen(buf);

@@ -630,6 +630,31 @@ Test(calib, application_id_refuses_a_sweep_database_untouched, .init = make_dir,
 	cr_assert_eq(RM_APP_ID_CALIB, 0x524D4341u);
 }
 
+Test(calib, damaged_rows_are_errors_naming_the_database, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[256], spec[300];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	import_and_fit_real_log(db_path, "lab");
+	exec_sql(db_path, "UPDATE measurements SET params = '{\"bytes\":' WHERE rowid = 7;"
+			  "UPDATE fits SET params = 'garbage' WHERE model = 'profile';");
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, false, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_fit_opts fo = {.profile = "again"};
+	rm_calib_fit_report rep;
+	cr_assert_eq(rm_calib_fit(db, &fo, &rep, &err), RM_PARSE);
+	cr_assert_str_eq(err.file, db_path);
+	cr_assert_not_null(strstr(err.msg, "measurement #7 of run #1 has unreadable parameters"), "%s", err.msg);
+	rm_calib_fit_report_finish(&rep);
+	rm_calib_db_close(db);
+	snprintf(spec, sizeof(spec), "%s:lab", db_path);
+	rm_hw_profile hw;
+	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, NULL, &err), RM_PARSE);
+	cr_assert_str_eq(err.file, db_path);
+	cr_assert_not_null(strstr(err.msg, "fit profile has unreadable parameters"), "%s", err.msg);
+}
+
 /* Schema version 2 as remora wrote it before fits carried their topology in columns. */
 static const char V2_EXTRA[] = "ALTER TABLE runs ADD COLUMN source TEXT;"
 			       "CREATE INDEX measurements_by_run ON measurements(run_id, benchmark);"

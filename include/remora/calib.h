@@ -287,7 +287,8 @@ void *rm_calib_db_dump_json(rm_calib_db *db, rm_error *err);
 
 typedef struct rm_calib_resolve_opts {
 	const char *nccl_version; /* NULL: the calibrated runs' NCCL version (embedded: 2.28) */
-	int ranks, nodes;         /* add collective overrides fitted for this group; 0: every group */
+	int ranks, nodes;         /* add only the collective overrides fitted for this group; 0: every
+				   * group (each override applies to its own group only either way) */
 } rm_calib_resolve_opts;
 
 /*
@@ -298,7 +299,11 @@ typedef struct rm_calib_resolve_opts {
  *   field overridden (its source names the fit), and for each fitted collective regime an
  *   override on the (algorithm, protocol) pair the model picks there (restricted to the
  *   algorithm the run forced), plus slower copies on the pairs that would otherwise beat the
- *   measurement, so the model reproduces what was measured. Groups of opts->ranks x nodes only.
+ *   measurement, so the model reproduces what was measured. Each override carries the group it
+ *   was fitted on (ranks, ranks per node, nodes) and rm_nccl_estimate applies it to that group
+ *   only; a fit stored without a topology is not applied. The model's version is opts'
+ *   nccl_version, else the runs' release (a release outside the modelled ones takes the default
+ *   tables and rm_nccl_model_version_label says so).
  * opts may be NULL. Errors: unknown embedded name (RM_NOT_FOUND, lists names), missing database
  * file, unknown profile (RM_NOT_FOUND, lists the database's profiles), a newer schema
  * (RM_UNSUPPORTED), more overrides than the model holds (RM_RANGE; pass ranks).

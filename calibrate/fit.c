@@ -554,14 +554,20 @@ static rm_status pick_device(rm_calib_db *db, const rm_calib_fit_opts *opts, con
 	enum { MAX_DEVICES = 16 };
 	char names[MAX_DEVICES][96], runs[MAX_DEVICES][160];
 	int n = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < MAX_DEVICES) {
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == MAX_DEVICES) {
+			sqlite3_finalize(st);
+			return rm_error_set(err, RM_INVALID, db->path, 0, 0,
+					    "the selected runs come from more than %d GPU models: pick runs with --run ID",
+					    MAX_DEVICES);
+		}
 		const char *g = (const char *)sqlite3_column_text(st, 0), *r = (const char *)sqlite3_column_text(st, 1);
 		snprintf(names[n], sizeof(names[n]), "%s", g ? g : "");
 		snprintf(runs[n], sizeof(runs[n]), "%s", r ? r : "");
 		n++;
 	}
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+	if (rc != SQLITE_DONE)
 		return rm_calib__sql_error(db, err, "reading runs");
 	device[0] = '\0';
 	if (n == 0)
@@ -607,6 +613,9 @@ static rm_status pick_device(rm_calib_db *db, const rm_calib_fit_opts *opts, con
 
 static void remember_row(collected *c, const char *bench, json_t *params, double value, int64_t run)
 {
+	rm_coll coll;
+	if (rm_coll_parse(bench, &coll) && jint(params, "bytes", -1) == 0)
+		return; /* an empty buffer returns at once: sub-microsecond noise, never fitted */
 	json_t *p = json_deep_copy(params);
 	int line = (int)jint(p, "line", 0);
 	json_object_del(p, "line");

@@ -464,12 +464,14 @@ void *rm_calib_db_dump_json(rm_calib_db *db, rm_error *err)
 	if (rm_calib__prepare(db,
 			      "SELECT r.id, r.machine, r.gpu, r.driver, r.cuda, r.nccl, r.started_at, r.source, "
 			      "(SELECT count(*) FROM measurements m WHERE m.run_id = r.id), "
-			      "(SELECT group_concat(DISTINCT benchmark) FROM measurements m WHERE m.run_id = r.id) "
+			      "(SELECT group_concat(DISTINCT benchmark) FROM measurements m WHERE m.run_id = r.id), "
+			      "(SELECT max(json_extract(m.params, '$.gpus_per_thread')) FROM measurements m "
+			      " WHERE m.run_id = r.id AND json_valid(m.params)) "
 			      "FROM runs r ORDER BY r.id",
 			      &st, "reading the database", err) != RM_OK)
 		goto fail_reported;
 	static const char *const run_keys[] = {"id", "machine", "gpu", "driver", "cuda", "nccl",
-					       "started_at", "source", "measurements", "benchmarks"};
+					       "started_at", "source", "measurements", "benchmarks", "gpus_per_thread"};
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o = json_object();

@@ -344,6 +344,11 @@ static int do_show(const calib_opts *o)
 		       (long long)json_integer_value(json_object_get(r, "measurements")),
 		       jstr_or(r, "benchmarks", ""),
 		       "", jstr_or(r, "source", ""));
+		json_t *gpt = json_object_get(r, "gpus_per_thread");
+		if (json_is_integer(gpt) && json_integer_value(gpt) > 1)
+			printf("  %5s  single process: one host thread launched on %lld GPUs (its launch floor is not "
+			       "fitted)\n",
+			       "", (long long)json_integer_value(gpt));
 	}
 	printf("\nfits:\n");
 	int n_warnings = 0;

@@ -327,6 +327,12 @@ static void import_and_fit_real_log(const char *db_path, const char *profile)
 	cr_assert_eq(rm_calib_import_nccl_tests(db, real_log(path, sizeof(path)), "ring", 0, &s, &err), RM_OK, "%s",
 		     err.msg);
 	cr_assert_eq(s.measurements, 62); /* 31 rows, out-of-place and in-place */
+	cr_assert_eq(s.gpus_per_thread, 8, "nThread 1 nGpus 8: the launch mode is recorded");
+	json_t *doc = rm_calib_db_dump_json(db, &err);
+	cr_assert_not_null(doc, "%s", err.msg);
+	json_t *run = json_array_get(json_object_get(doc, "runs"), json_array_size(json_object_get(doc, "runs")) - 1);
+	cr_assert_eq(json_integer_value(json_object_get(run, "gpus_per_thread")), 8);
+	json_decref(doc);
 	rm_calib_fit_opts fo = {.profile = profile};
 	rm_calib_fit_report rep;
 	cr_assert_eq(rm_calib_fit(db, &fo, &rep, &err), RM_OK, "%s", err.msg);

@@ -41,9 +41,13 @@ typedef struct rm_calib_db rm_calib_db;
 
 /*
  * Opens (create: creating if absent) the database at path and migrates an older schema to
- * RM_CALIB_SCHEMA_VERSION in one transaction. Returns NULL with err on: a file that is not an
- * SQLite database (RM_IO), a missing file when !create (RM_NOT_FOUND), a schema newer than this
- * code's (RM_UNSUPPORTED, nothing written), a failed migration (RM_IO, rolled back).
+ * RM_CALIB_SCHEMA_VERSION in one transaction, stamping PRAGMA application_id RM_APP_ID_CALIB
+ * (a calibration database from before the id is adopted). Returns NULL with err (naming path)
+ * on: a file that is not an SQLite database (RM_IO), a missing file when !create (RM_NOT_FOUND),
+ * the sweep store's file ("is a remora sweep database, not a calibration database") or another
+ * non-zero application_id (RM_INVALID), an SQLite file of someone else's tables (RM_INVALID), a
+ * schema newer than this code's (RM_UNSUPPORTED); none of these is changed. A failed migration
+ * is RM_IO, rolled back.
  */
 rm_calib_db *rm_calib_db_open(const char *path, bool create, rm_error *err);
 /* Closes the database; NULL is accepted. */

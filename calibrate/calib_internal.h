@@ -24,7 +24,16 @@ typedef struct rm_calib__run {
 
 /* Records a database failure in err with the SQLite message; returns RM_IO. */
 rm_status rm_calib__sql_error(rm_calib_db *db, rm_error *err, const char *what);
-/* BEGIN IMMEDIATE / COMMIT / ROLLBACK. rollback never fails visibly. */
+/* sqlite3_prepare_v2 of sql into *st; a failure is an RM_IO naming the database and what. */
+rm_status rm_calib__prepare(rm_calib_db *db, const char *sql, sqlite3_stmt **st, const char *what, rm_error *err);
+/* sqlite3_exec of constant SQL; a failure is an RM_IO naming the database and what. */
+rm_status rm_calib__exec(rm_calib_db *db, const char *sql, const char *what, rm_error *err);
+/* Binds of one statement are checked together: keeps the first failing return code. */
+static inline int rm_calib__bind_rc(int acc, int rc)
+{
+	return acc != SQLITE_OK ? acc : rc;
+}
+/* BEGIN IMMEDIATE / COMMIT / ROLLBACK. A failed rollback is logged as a warning. */
 rm_status rm_calib__begin(rm_calib_db *db, rm_error *err);
 rm_status rm_calib__commit(rm_calib_db *db, rm_error *err);
 void rm_calib__rollback(rm_calib_db *db);
@@ -36,6 +45,11 @@ rm_status rm_calib__insert_measurement(rm_calib_db *db, int64_t run_id, const ch
 /* Replaces the fit (profile, model) with params (not stolen). */
 rm_status rm_calib__store_fit(rm_calib_db *db, const char *profile, const char *model, json_t *params,
 			      double fit_error, int n_points, rm_error *err);
+/* Appends to out (a JSON array) one string per implausible value of a stored fit against hw's
+ * physical peaks: a collective busBW above the per-direction NVLink bandwidth (x 2(n-1)/n for
+ * NVLS all-reduce), a GEMM rate above the dense tensor peak, an HBM bandwidth above the HBM peak,
+ * a host copy above PCIe; and a collective fit without a topology (not applied). */
+void rm_calib__fit_warnings(const char *model, json_t *params, const rm_hw_profile *hw, json_t *out);
 /* Normalised GPU name -> embedded profile name ("NVIDIA H100 80GB HBM3" -> "h100-sxm"), or NULL. */
 const char *rm_calib__base_for_gpu(const char *gpu);
 

@@ -6,13 +6,14 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_fit.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "calib_internal.h"
 
-#define FLAT_ALGBW_GBps 1e6 /* a latency-only regime: bytes add nothing measurable */
 
 static double sq(double x)
 {
@@ -109,7 +110,7 @@ static seg_fit fit_segment(const cpoint *p, int lo, int hi)
 			s2 += 1.0 / (y[i] * y[i]);
 		}
 		f.lat_us = s1 / s2;
-		f.algbw = FLAT_ALGBW_GBps;
+		f.algbw = RM_CALIB_FLAT_ALGBW_GBps;
 	}
 	for (int i = 0; i < n; i++) {
 		double model = f.lat_us + x[i] / (f.algbw * 1e3);
@@ -352,7 +353,16 @@ typedef struct coll_group {
 	int n, cap;
 	int64_t *bytes;
 	double *us;
+	int *gpus_per_thread; /* of each point's run: > 1 single-process (launch floor) */
 } coll_group;
+
+/* One measured row, for finding conflicting duplicates. */
+typedef struct crow {
+	char *key; /* benchmark + params without "line" (owned) */
+	double value;
+	int64_t run;
+	int line;
+} crow;
 
 typedef struct gemm_set {
 	int n, cap;
@@ -376,8 +386,11 @@ typedef struct collected {
 	interf_row *interf;
 	char gpu[96], nccl[32];
 	int total;
+	int no_topology; /* collective rows without ranks or nodes: not fitted */
 	int n_runs;
 	int64_t runs[64]; /* distinct run ids used (the first 64) */
+	int n_rows, cap_rows;
+	crow *rows;
 } collected;
 
 static void collected_free(collected *c)
@@ -392,9 +405,13 @@ static void collected_free(collected *c)
 	for (int i = 0; i < c->n_groups; i++) {
 		free(c->groups[i].bytes);
 		free(c->groups[i].us);
+		free(c->groups[i].gpus_per_thread);
 	}
 	free(c->groups);
 	free(c->interf);
+	for (int i = 0; i < c->n_rows; i++)
+		free(c->rows[i].key);
+	free(c->rows);
 }
 
 static int64_t jint(json_t *o, const char *k, int64_t dflt)
@@ -444,7 +461,13 @@ static void collect_row(collected *c, const char *bench, json_t *params, double 
 			return;
 		if (json_is_true(json_object_get(params, "inplace")))
 			return; /* out-of-place rows only: the placement the reference tables use */
-		int ranks = (int)jint(params, "ranks", 0), nodes = (int)jint(params, "nodes", 1);
+		int ranks = (int)jint(params, "ranks", 0), nodes = (int)jint(params, "nodes", 0);
+		if (ranks < 1 || nodes < 1 || ranks % nodes != 0) {
+			/* no known topology (an older database's row): fitting it would key a fit by a
+			 * guess */
+			c->no_topology++;
+			return;
+		}
 		const char *algo = jstr(params, "algo", "default");
 		coll_group *g = NULL;
 		for (int i = 0; i < c->n_groups && !g; i++)
@@ -464,59 +487,260 @@ static void collect_row(collected *c, const char *bench, json_t *params, double 
 			g->cap = g->cap ? 2 * g->cap : 32;
 			g->bytes = rm_xrealloc(g->bytes, (size_t)g->cap * sizeof(int64_t));
 			g->us = rm_xrealloc(g->us, (size_t)g->cap * sizeof(double));
+			g->gpus_per_thread = rm_xrealloc(g->gpus_per_thread, (size_t)g->cap * sizeof(int));
 		}
 		g->bytes[g->n] = jint(params, "bytes", 0);
 		g->us[g->n] = value;
+		g->gpus_per_thread[g->n] = (int)jint(params, "gpus_per_thread", 0);
 		g->n++;
 	}
 }
 
-static rm_status collect(rm_calib_db *db, const rm_calib_fit_opts *opts, collected *c, rm_error *err)
+static void add_note(rm_calib_fit_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add_note(rm_calib_fit_report *rep, const char *fmt, ...)
+{
+	rep->notes = rm_xrealloc(rep->notes, (size_t)(rep->n_notes + 1) * sizeof(*rep->notes));
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rep->notes[rep->n_notes], sizeof(rep->notes[0]), fmt, ap);
+	va_end(ap);
+	rep->n_notes++;
+}
+
+/* The selected runs as a JSON array text for json_each (NULL: every run). Caller frees. */
+static char *selected_runs(const rm_calib_fit_opts *opts)
+{
+	if (!opts->runs || opts->n_runs <= 0)
+		return NULL;
+	json_t *a = json_array();
+	for (int i = 0; i < opts->n_runs; i++)
+		json_array_append_new(a, json_integer(opts->runs[i]));
+	char *ids = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	return ids;
+}
+
+static bool contains_nocase(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+	for (const char *p = hay; *p; p++)
+		if (!strncasecmp(p, needle, n))
+			return true;
+	return n == 0;
+}
+
+/*
+ * Picks the device (GPU model) of the selected runs that the profile describes, into device:
+ * the only one, or the one opts->device names, or the one whose embedded profile is opts->base.
+ * The runs of the others are left out with a note.
+ */
+static rm_status pick_device(rm_calib_db *db, const rm_calib_fit_opts *opts, const char *ids, char *device,
+			     size_t size, rm_calib_fit_report *rep, rm_error *err)
 {
 	sqlite3_stmt *st = NULL;
-	const char *sql = "SELECT m.benchmark, m.params, m.value, r.gpu, r.nccl, m.run_id FROM measurements m "
-			  "JOIN runs r ON r.id = m.run_id "
-			  "WHERE ?1 IS NULL OR m.run_id IN (SELECT value FROM json_each(?1)) "
-			  "ORDER BY m.rowid";
-	if (sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL) != SQLITE_OK)
-		return rm_calib__sql_error(db, err, "reading measurements");
-	char *ids = NULL;
-	if (opts->runs && opts->n_runs > 0) {
-		json_t *a = json_array();
-		for (int i = 0; i < opts->n_runs; i++)
-			json_array_append_new(a, json_integer(opts->runs[i]));
-		ids = json_dumps(a, JSON_COMPACT);
-		json_decref(a);
-		sqlite3_bind_text(st, 1, ids, -1, SQLITE_TRANSIENT);
-	} else {
-		sqlite3_bind_null(st, 1);
+	RM_CHECK(rm_calib__prepare(db,
+				   "SELECT coalesce(r.gpu, ''), group_concat(r.id, ', ') FROM "
+				   "(SELECT * FROM runs ORDER BY id) r "
+				   "WHERE (?1 IS NULL OR r.id IN (SELECT value FROM json_each(?1))) "
+				   "AND EXISTS (SELECT 1 FROM measurements m WHERE m.run_id = r.id) "
+				   "GROUP BY coalesce(r.gpu, '') ORDER BY min(r.id)",
+				   &st, "reading runs", err));
+	int rc = ids ? sqlite3_bind_text(st, 1, ids, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, 1);
+	if (rc != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return rm_calib__sql_error(db, err, "reading runs");
 	}
-	int rc;
+	enum { MAX_DEVICES = 16 };
+	char names[MAX_DEVICES][96], runs[MAX_DEVICES][160];
+	int n = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == MAX_DEVICES) {
+			sqlite3_finalize(st);
+			return rm_error_set(err, RM_INVALID, db->path, 0, 0,
+					    "the selected runs come from more than %d GPU models: pick runs with --run ID",
+					    MAX_DEVICES);
+		}
+		const char *g = (const char *)sqlite3_column_text(st, 0), *r = (const char *)sqlite3_column_text(st, 1);
+		snprintf(names[n], sizeof(names[n]), "%s", g ? g : "");
+		snprintf(runs[n], sizeof(runs[n]), "%s", r ? r : "");
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return rm_calib__sql_error(db, err, "reading runs");
+	device[0] = '\0';
+	if (n == 0)
+		return RM_OK; /* no measurement: the caller says so */
+	int pick = -1, matches = 0;
+	if (opts->device) {
+		for (int i = 0; i < n; i++)
+			if (contains_nocase(names[i], opts->device))
+				pick = i, matches++;
+	} else if (n == 1) {
+		pick = 0, matches = 1;
+	} else if (opts->base) {
+		const rm_hw_profile *want = rm_hw_profile_find(opts->base, NULL);
+		for (int i = 0; i < n; i++) {
+			const char *b = rm_calib__base_for_gpu(names[i]);
+			const rm_hw_profile *hb = b ? rm_hw_profile_find(b, NULL) : NULL;
+			if (want && hb == want)
+				pick = i, matches++;
+		}
+	}
+	if (matches != 1) {
+		char list[1024] = "";
+		for (int i = 0; i < n; i++) {
+			size_t l = strlen(list);
+			snprintf(list + l, sizeof(list) - l, "%s%s: run%s %s", i ? "; " : "",
+				 names[i][0] ? names[i] : "(no GPU recorded)", strchr(runs[i], ',') ? "s" : "", runs[i]);
+		}
+		if (opts->device && matches == 0)
+			return rm_error_set(err, RM_NOT_FOUND, db->path, 0, 0,
+					    "no selected run is of a GPU matching '%s' (devices: %s)", opts->device, list);
+		return rm_error_set(err, RM_INVALID, db->path, 0, 0,
+				    "the selected runs come from %d GPU models (%s) and a profile describes one: "
+				    "pick one with --device NAME (or --base, or --run ID)",
+				    matches > 1 ? matches : n, list);
+	}
+	snprintf(device, size, "%s", names[pick]);
+	for (int i = 0; i < n; i++)
+		if (i != pick)
+			add_note(rep, "run%s %s left out: measured on %s, not %s", strchr(runs[i], ',') ? "s" : "",
+				 runs[i], names[i][0] ? names[i] : "an unrecorded GPU", names[pick][0] ? names[pick] : "?");
+	return RM_OK;
+}
+
+static void remember_row(collected *c, const char *bench, json_t *params, double value, int64_t run)
+{
+	rm_coll coll;
+	if (rm_coll_parse(bench, &coll) && jint(params, "bytes", -1) == 0)
+		return; /* an empty buffer returns at once: sub-microsecond noise, never fitted */
+	json_t *p = json_deep_copy(params);
+	int line = (int)jint(p, "line", 0);
+	json_object_del(p, "line");
+	char *text = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	json_decref(p);
+	if (!text)
+		return;
+	size_t need = strlen(bench) + strlen(text) + 2;
+	char *key = rm_xmalloc(need);
+	snprintf(key, need, "%s %s", bench, text);
+	free(text);
+	if (c->n_rows == c->cap_rows) {
+		c->cap_rows = c->cap_rows ? 2 * c->cap_rows : 64;
+		c->rows = rm_xrealloc(c->rows, (size_t)c->cap_rows * sizeof(*c->rows));
+	}
+	c->rows[c->n_rows++] = (crow){.key = key, .value = value, .run = run, .line = line};
+}
+
+static int crow_cmp(const void *x, const void *y)
+{
+	const crow *a = x, *b = y;
+	int k = strcmp(a->key, b->key);
+	if (k)
+		return k;
+	if (a->value != b->value)
+		return a->value < b->value ? -1 : 1;
+	if (a->run != b->run)
+		return a->run < b->run ? -1 : 1;
+	return a->line - b->line;
+}
+
+/* Groups of rows with one key whose values spread beyond RM_CALIB_CONFLICT_SPREAD. */
+static void find_conflicts(collected *c, rm_calib_fit_report *rep)
+{
+	qsort(c->rows, (size_t)c->n_rows, sizeof(*c->rows), crow_cmp);
+	for (int i = 0; i < c->n_rows;) {
+		int j = i;
+		while (j < c->n_rows && !strcmp(c->rows[j].key, c->rows[i].key))
+			j++;
+		const crow *lo = &c->rows[i], *hi = &c->rows[j - 1];
+		if (j - i >= 2 && lo->value > 0 && hi->value > lo->value * (1.0 + RM_CALIB_CONFLICT_SPREAD)) {
+			rep->conflicts = rm_xrealloc(rep->conflicts, (size_t)(rep->n_conflicts + 1) * sizeof(*rep->conflicts));
+			rm_calib_conflict *k = &rep->conflicts[rep->n_conflicts++];
+			memset(k, 0, sizeof(*k));
+			const char *sp = strchr(lo->key, ' ');
+			size_t bl = sp ? (size_t)(sp - lo->key) : strlen(lo->key);
+			snprintf(k->benchmark, sizeof(k->benchmark), "%.*s", (int)bl, lo->key);
+			snprintf(k->params, sizeof(k->params), "%s", sp ? sp + 1 : "");
+			k->n_rows = j - i;
+			k->run[0] = lo->run, k->run[1] = hi->run;
+			k->line[0] = lo->line, k->line[1] = hi->line;
+			k->value[0] = lo->value, k->value[1] = hi->value;
+		}
+		i = j;
+	}
+}
+
+static rm_status collect(rm_calib_db *db, const rm_calib_fit_opts *opts, collected *c, rm_calib_fit_report *rep,
+			 rm_error *err)
+{
+	char *ids = selected_runs(opts);
+	rm_status status = pick_device(db, opts, ids, c->gpu, sizeof(c->gpu), rep, err);
+	if (status != RM_OK) {
+		free(ids);
+		return status;
+	}
+	snprintf(rep->device, sizeof(rep->device), "%s", c->gpu);
+	sqlite3_stmt *st = NULL;
+	const char *sql = "SELECT m.benchmark, m.params, m.value, r.nccl, m.run_id, m.rowid FROM measurements m "
+			  "JOIN runs r ON r.id = m.run_id "
+			  "WHERE (?1 IS NULL OR m.run_id IN (SELECT value FROM json_each(?1))) "
+			  "AND coalesce(r.gpu, '') = ?2 "
+			  "ORDER BY m.rowid";
+	status = rm_calib__prepare(db, sql, &st, "reading measurements", err);
+	if (status != RM_OK) {
+		free(ids);
+		return status;
+	}
+	int rc = SQLITE_OK;
+	rc = rm_calib__bind_rc(rc, ids ? sqlite3_bind_text(st, 1, ids, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, 1));
+	rc = rm_calib__bind_rc(rc, sqlite3_bind_text(st, 2, c->gpu, -1, SQLITE_TRANSIENT));
+	if (rc != SQLITE_OK) {
+		status = rm_calib__sql_error(db, err, "reading measurements");
+		goto done;
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *bench = (const char *)sqlite3_column_text(st, 0);
-		json_t *params = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
-		if (!params)
-			continue;
-		collect_row(c, bench, params, sqlite3_column_double(st, 2));
+		const char *text = (const char *)sqlite3_column_text(st, 1);
+		json_t *params = text ? json_loads(text, 0, NULL) : NULL;
+		if (!bench || !json_is_object(params)) {
+			json_decref(params);
+			status = rm_error_set(err, RM_PARSE, db->path, 0, 0,
+					      "measurement #%lld of run #%lld has unreadable parameters (a damaged "
+					      "database?)",
+					      (long long)sqlite3_column_int64(st, 5), (long long)sqlite3_column_int64(st, 4));
+			goto done;
+		}
+		double value = sqlite3_column_double(st, 2);
+		int64_t run = sqlite3_column_int64(st, 4);
+		collect_row(c, bench, params, value);
+		remember_row(c, bench, params, value, run);
 		json_decref(params);
-		const char *gpu = (const char *)sqlite3_column_text(st, 3);
-		const char *nccl = (const char *)sqlite3_column_text(st, 4);
-		if (gpu && !c->gpu[0])
-			snprintf(c->gpu, sizeof(c->gpu), "%s", gpu);
+		const char *nccl = (const char *)sqlite3_column_text(st, 3);
 		if (nccl && !c->nccl[0])
 			snprintf(c->nccl, sizeof(c->nccl), "%s", nccl);
-		int64_t run = sqlite3_column_int64(st, 5);
 		bool seen = false;
 		for (int i = 0; i < c->n_runs && !seen; i++)
 			seen = c->runs[i] == run;
 		if (!seen && c->n_runs < (int)RM_ARRAY_SIZE(c->runs))
 			c->runs[c->n_runs++] = run;
 	}
+	if (rc != SQLITE_DONE)
+		status = rm_calib__sql_error(db, err, "reading measurements");
+done:
 	sqlite3_finalize(st);
 	free(ids);
-	if (rc != SQLITE_DONE)
-		return rm_calib__sql_error(db, err, "reading measurements");
-	return RM_OK;
+	if (status == RM_OK) {
+		find_conflicts(c, rep);
+		if (c->no_topology)
+			add_note(rep,
+				 "%d collective measurement%s without a group size or node count (stored by an older "
+				 "remora) not fitted",
+				 c->no_topology, c->no_topology == 1 ? "" : "s");
+	}
+	return status;
 }
 
 static rm_calib_fit_result *add_result(rm_calib_fit_report *rep, const char *model)
@@ -584,8 +808,44 @@ static rm_status fit_rate(rm_calib_db *db, const char *profile, rm_calib_fit_rep
 	return store(db, profile, r, p, rms, s->n, err);
 }
 
+/*
+ * The launch floor of a group's single-process points: the largest size at which a point of a
+ * run with gpus_per_thread > 1 is at the floor (rm_nccl_is_launch_floor against the base's model
+ * of that group, algorithm as forced), or -1 when none is. Every point of such runs up to that
+ * size is the floor (the host's serial launches, not the collective).
+ */
+static int64_t launch_floor_bytes(const coll_group *g, rm_coll coll, const rm_hw_profile *hw, const char *nccl)
+{
+	bool single = false;
+	for (int i = 0; i < g->n && !single; i++)
+		single = g->gpus_per_thread[i] > 1;
+	if (!single)
+		return -1;
+	rm_nccl_model *m = rm_new(rm_nccl_model, 1);
+	if (rm_nccl_model_init(m, hw, nccl && nccl[0] ? nccl : NULL, NULL) != RM_OK &&
+	    rm_nccl_model_init(m, hw, NULL, NULL) != RM_OK) {
+		free(m);
+		return -1;
+	}
+	unsigned mask = RM_NCCL_ALL_ALGOS;
+	if (strcmp(g->algo, "default") != 0 && !rm_nccl_parse_algos(g->algo, &mask, NULL))
+		mask = RM_NCCL_ALL_ALGOS;
+	int64_t floor_max = -1;
+	for (int i = 0; i < g->n; i++) {
+		if (g->gpus_per_thread[i] <= 1 || g->bytes[i] <= 0 || g->bytes[i] <= floor_max)
+			continue;
+		rm_coll_query q = rm_coll_query_make(coll, g->bytes[i], g->ranks, g->nodes);
+		q.algo_mask = mask;
+		rm_coll_estimate e;
+		if (rm_nccl_estimate(m, &q, &e, NULL) == RM_OK && rm_nccl_is_launch_floor(g->us[i], e.time_us))
+			floor_max = g->bytes[i];
+	}
+	free(m);
+	return floor_max;
+}
+
 static rm_status fit_collectives(rm_calib_db *db, const rm_calib_fit_opts *opts, const collected *c,
-				 rm_calib_fit_report *rep, rm_error *err)
+				 const rm_hw_profile *hw, rm_calib_fit_report *rep, rm_error *err)
 {
 	for (int i = 0; i < c->n_groups; i++) {
 		const coll_group *g = &c->groups[i];
@@ -599,15 +859,43 @@ static rm_status fit_collectives(rm_calib_db *db, const rm_calib_fit_opts *opts,
 		}
 		rm_calib_fit_result *r = add_result(rep, model);
 		r->n_points = g->n;
+		/* a single-process run's launch floor is the host's, not the collective's: left out */
+		int64_t floor_max = launch_floor_bytes(g, coll, hw, c->nccl);
+		int64_t *bytes = rm_new(int64_t, (size_t)g->n);
+		double *us = rm_new(double, (size_t)g->n);
+		int n = 0, excluded = 0;
+		int64_t smallest_kept = -1;
+		for (int k = 0; k < g->n; k++) {
+			if (g->gpus_per_thread[k] > 1 && g->bytes[k] > 0 && g->bytes[k] <= floor_max) {
+				excluded++;
+				continue;
+			}
+			bytes[n] = g->bytes[k];
+			us[n] = g->us[k];
+			if (bytes[n] > 0 && (smallest_kept < 0 || bytes[n] < smallest_kept))
+				smallest_kept = bytes[n];
+			n++;
+		}
 		rm_calib_regime reg[RM_CALIB_MAX_REGIMES];
 		int nr = 0;
 		double rms = 0;
 		rm_error e;
 		rm_error_clear(&e);
-		if (rm_calib_fit_collective(g->bytes, g->us, g->n, opts->tolerance, reg, &nr, &rms, &e) != RM_OK) {
+		rm_status fst = rm_calib_fit_collective(bytes, us, n, opts->tolerance, reg, &nr, &rms, &e);
+		free(bytes);
+		free(us);
+		if (fst != RM_OK) {
+			if (excluded)
+				rm_error_prefix(&e, "%d sizes up to %lld B are a single-process run's launch floor and "
+						    "left out; ",
+						excluded, (long long)floor_max);
 			fail_result(r, &e);
 			continue;
 		}
+		if (excluded && smallest_kept > floor_max)
+			/* below the first size above the floor the model applies, not a line drawn
+			 * through sizes the floor hid */
+			reg[0].min_bytes = (int64_t)floor(sqrt((double)floor_max * (double)smallest_kept)) + 1;
 		json_t *regimes = json_array();
 		double worst = 0;
 		int used = 0;
@@ -620,11 +908,19 @@ static rm_status fit_collectives(rm_calib_db *db, const rm_calib_fit_opts *opts,
 			worst = fmax(worst, reg[k].max_rel_error);
 			used += reg[k].n_points;
 		}
-		json_t *p = json_pack("{s:s, s:i, s:i, s:s, s:o, s:f}", "collective", rm_coll_name(coll), "ranks",
-				      g->ranks, "nodes", g->nodes, "algo", g->algo, "regimes", regimes,
-				      "max_rel_error", worst);
-		snprintf(r->summary, sizeof(r->summary), "%d regime%s over %d sizes, worst point %.1f%%", nr,
-			 nr == 1 ? "" : "s", used, 100 * worst);
+		json_t *p = json_pack("{s:s, s:i, s:i, s:i, s:s, s:o, s:f}", "collective", rm_coll_name(coll), "ranks",
+				      g->ranks, "ranks_per_node", g->ranks / g->nodes, "nodes", g->nodes, "algo", g->algo,
+				      "regimes", regimes, "max_rel_error", worst);
+		if (excluded) {
+			json_object_set_new(p, "launch_floor_points", json_integer(excluded));
+			json_object_set_new(p, "launch_floor_max_bytes", json_integer(floor_max));
+		}
+		int len = snprintf(r->summary, sizeof(r->summary), "%d regime%s over %d sizes, worst point %.1f%%", nr,
+				   nr == 1 ? "" : "s", used, 100 * worst);
+		if (excluded && len > 0 && (size_t)len < sizeof(r->summary))
+			snprintf(r->summary + len, sizeof(r->summary) - (size_t)len,
+				 "; %d launch-floor size%s (<= %lld B, single process) left to the model", excluded,
+				 excluded == 1 ? "" : "s", (long long)floor_max);
 		RM_CHECK(store(db, opts->profile, r, p, rms, used, err));
 	}
 	return RM_OK;
@@ -701,7 +997,7 @@ rm_status rm_calib_fit(rm_calib_db *db, const rm_calib_fit_opts *opts, rm_calib_
 				    opts->profile ? opts->profile : "");
 	collected c;
 	memset(&c, 0, sizeof(c));
-	rm_status st = collect(db, opts, &c, err);
+	rm_status st = collect(db, opts, &c, rep, err);
 	if (st != RM_OK)
 		goto done;
 	if (c.total == 0) {
@@ -730,8 +1026,8 @@ rm_status rm_calib_fit(rm_calib_db *db, const rm_calib_fit_opts *opts, rm_calib_
 	for (int i = 0; i < c.n_runs; i++)
 		json_array_append_new(runs, json_integer(c.runs[i]));
 	rm_calib_fit_result *pr = add_result(rep, "profile");
-	snprintf(pr->summary, sizeof(pr->summary), "base %s, GPU %s, NCCL %s", hw->name, c.gpu[0] ? c.gpu : "?",
-		 c.nccl[0] ? c.nccl : "?");
+	snprintf(pr->summary, sizeof(pr->summary), "base %s, GPU %s, NCCL %s%s", hw->name, c.gpu[0] ? c.gpu : "?",
+		 c.nccl[0] ? c.nccl : "?", rep->n_conflicts ? " (conflicting rows: see below)" : "");
 	st = store(db, opts->profile, pr,
 		   json_pack("{s:s, s:s, s:s, s:o}", "base", hw->name, "gpu", c.gpu, "nccl_version", c.nccl, "runs", runs),
 		   0.0, c.total, err);
@@ -769,7 +1065,7 @@ rm_status rm_calib_fit(rm_calib_db *db, const rm_calib_fit_opts *opts, rm_calib_
 	if (st == RM_OK)
 		st = fit_interference(db, opts->profile, &c, rep, err);
 	if (st == RM_OK)
-		st = fit_collectives(db, opts, &c, rep, err);
+		st = fit_collectives(db, opts, &c, hw, rep, err);
 	if (st != RM_OK) {
 		rm_calib__rollback(db);
 		goto done;
@@ -801,4 +1097,96 @@ void rm_calib_fit_report_finish(rm_calib_fit_report *rep)
 	free(rep->results);
 	rep->results = NULL;
 	rep->n_results = 0;
+	free(rep->conflicts);
+	rep->conflicts = NULL;
+	rep->n_conflicts = 0;
+	free(rep->notes);
+	rep->notes = NULL;
+	rep->n_notes = 0;
+}
+
+/* ---- plausibility of stored fits --------------------------------------------------------------- */
+
+static void warn(json_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void warn(json_t *out, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_array_append_new(out, json_string(buf));
+}
+
+static double jnum(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/*
+ * Physical bound on a collective's busBW for a group on hw: the per-direction NVLink bandwidth
+ * (datasheet), which no ring, tree or point-to-point schedule can exceed per GPU (nccl-tests
+ * doc/PERFORMANCE.md: busBW is the per-GPU link traffic rate). NVLS all-reduce reduces in the
+ * switch, so each GPU moves the buffer once each way: algBW <= link, busBW <= 2(n-1)/n * link.
+ */
+static double busbw_bound(rm_coll coll, int ranks, int nodes, const rm_hw_profile *hw)
+{
+	double link = hw->nvlink_GBps;
+	if (coll == RM_COLL_ALL_REDUCE && nodes == 1 && hw->nccl_nvls_bw_GBps > 0)
+		return link * rm_coll_busbw_factor(coll, ranks);
+	return link;
+}
+
+void rm_calib__fit_warnings(const char *model, json_t *params, const rm_hw_profile *hw, json_t *out)
+{
+	if (!model || !json_is_object(params) || !hw)
+		return;
+	if (!strncmp(model, "collective.", 11)) {
+		rm_coll coll;
+		const char *cname = json_string_value(json_object_get(params, "collective"));
+		int ranks = (int)jint(params, "ranks", 0), nodes = (int)jint(params, "nodes", 0);
+		if (!cname || !rm_coll_parse(cname, &coll) || ranks < 1 || nodes < 1) {
+			warn(out, "no topology (operation, ranks, nodes) recorded: this fit is not applied");
+			return;
+		}
+		double bound = busbw_bound(coll, ranks, nodes, hw);
+		double factor = rm_coll_busbw_factor(coll, ranks);
+		size_t k;
+		json_t *reg;
+		json_array_foreach(json_object_get(params, "regimes"), k, reg) {
+			double bw = jnum(reg, "algbw_GBps");
+			if (!isfinite(bw) || bw >= RM_CALIB_FLAT_ALGBW_GBps || factor <= 0)
+				continue;
+			if (bw * factor > bound)
+				warn(out,
+				     "regime %zu: busBW %.1f GB/s (algBW %.1f) is above the %s's physical peak %.1f GB/s "
+				     "(NVLink per direction%s): check the log",
+				     k + 1, bw * factor, bw, hw->name, bound,
+				     bound > hw->nvlink_GBps ? ", x 2(n-1)/n for NVLS all-reduce" : "");
+		}
+		return;
+	}
+	static const struct {
+		const char *model, *key, *what;
+		rm_hw_field peak;
+	} checks[] = {
+		{"gemm.bf16", "TFLOPs", "BF16 dense tensor peak", RM_HW_bf16_TFLOPs},
+		{"gemm.fp8", "TFLOPs", "FP8 dense tensor peak", RM_HW_fp8_TFLOPs},
+		{"hbm.copy", "GBps", "HBM peak", RM_HW_hbm_peak_GBps},
+		{"hbm.triad", "GBps", "HBM peak", RM_HW_hbm_peak_GBps},
+		{"copy.h2d", "GBps", "PCIe peak per direction", RM_HW_pcie_GBps},
+		{"copy.d2h", "GBps", "PCIe peak per direction", RM_HW_pcie_GBps},
+		{"copy.bidir", "GBps", "PCIe peak per direction", RM_HW_pcie_GBps},
+	};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(checks); i++) {
+		if (strcmp(model, checks[i].model) != 0)
+			continue;
+		double v = jnum(params, checks[i].key);
+		double peak = rm_hw_profile_get(hw, checks[i].peak);
+		if (isfinite(v) && peak > 0 && v > peak)
+			warn(out, "%.1f %s is above the %s's %s (%.1f): check the measurements", v,
+			     !strcmp(checks[i].key, "TFLOPs") ? "TFLOP/s" : "GB/s", hw->name, checks[i].what, peak);
+	}
 }

@@ -31,6 +31,29 @@ rm_status rm_calib_import_nccl_tests(rm_calib_db *db, const char *path, const ch
 	free(text);
 	if (st != RM_OK)
 		return st;
+	/* a log of which nothing can be stored is an error, not an empty import */
+	int storable = 0, wrong = 0, zero = 0, na = 0;
+	for (int i = 0; i < log.n_rows; i++) {
+		const rm_nccl_tests_row *r = &log.rows[i];
+		for (int g = 0; g < 2; g++) {
+			if (!r->has[g])
+				na++;
+			else if (r->wrong[g] > 0)
+				wrong++;
+			else if (!(r->time_us[g] > 0))
+				zero++;
+			else
+				storable++;
+		}
+	}
+	if (storable == 0) {
+		st = rm_error_set(err, RM_MISSING, path, 0, 0,
+				  "none of the %d rows can be stored (placements: %d with #wrong > 0, %d with a zero "
+				  "time, %d N/A); nothing was imported",
+				  log.n_rows, wrong, zero, na);
+		rm_nccl_tests_log_finish(&log);
+		return st;
+	}
 	rm_calib__run run = {0};
 	snprintf(run.machine, sizeof(run.machine), "%s", log.host);
 	snprintf(run.gpu, sizeof(run.gpu), "%s", log.gpu);
@@ -48,6 +71,7 @@ rm_status rm_calib_import_nccl_tests(rm_calib_db *db, const char *path, const ch
 	s.first_run_id = run_id;
 	s.runs = 1;
 	s.duplicates = log.duplicates;
+	s.gpus_per_thread = log.gpus_per_thread;
 	for (int i = 0; i < log.n_rows; i++) {
 		const rm_nccl_tests_row *r = &log.rows[i];
 		bool stored = false;
@@ -57,6 +81,12 @@ rm_status rm_calib_import_nccl_tests(rm_calib_db *db, const char *path, const ch
 			json_t *params = json_pack("{s:I, s:i, s:i, s:b, s:s, s:s, s:i}", "bytes", (json_int_t)r->bytes,
 						   "ranks", r->ranks, "nodes", r->nodes, "inplace", g == 1, "algo",
 						   algo_label, "type", r->type, "line", r->line);
+			/* the launch mode: how many GPUs one host thread drove (the fit keeps a
+			 * single-process run's launch floor out of the latency) */
+			if (r->gpus_per_thread > 0)
+				json_object_set_new(params, "gpus_per_thread", json_integer(r->gpus_per_thread));
+			if (r->processes > 0)
+				json_object_set_new(params, "processes", json_integer(r->processes));
 			st = rm_calib__insert_measurement(db, run_id, coll_benchmark(r->coll), params, r->time_us[g],
 							  "us", err);
 			json_decref(params);
@@ -257,6 +287,20 @@ rm_status rm_calib_import_jsonl(rm_calib_db *db, const char *path, rm_calib_impo
 		}
 		json_t *params = json_deep_copy(json_object_get(o, "params"));
 		json_object_set_new(params, "line", json_integer(line));
+		if (!strcmp(spec->ints[1] ? spec->ints[1] : "", "ranks")) {
+			/* a collective's topology is stored whole: nodes defaults to 1 (documented) */
+			json_t *nodes = json_object_get(params, "nodes");
+			if (!nodes)
+				json_object_set_new(params, "nodes", json_integer(1));
+			else if (!json_is_integer(nodes) || json_integer_value(nodes) < 1 ||
+				 json_integer_value(json_object_get(params, "ranks")) % json_integer_value(nodes) != 0) {
+				st = rm_error_set(err, RM_INVALID, path, line, 1,
+						  "params.nodes must be a positive integer that divides params.ranks");
+				json_decref(params);
+				json_decref(o);
+				goto fail;
+			}
+		}
 		rows[n++] = (pending){.run = ri, .spec = spec, .params = params,
 				      .value = json_number_value(json_object_get(o, "value"))};
 		json_decref(o);

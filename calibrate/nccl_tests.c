@@ -8,6 +8,14 @@
  * per process), the two column header lines and the unit line, rows, and the closing
  * "# Out of bounds values" / "# Avg bus bandwidth" lines. Several processes writing to one file
  * repeat blocks and rows; identical rows are kept once.
+ *
+ * Options that change the table (nccl-tests src/util.cu writeResultHeader and
+ * writeBenchmarkLineBody): -I 1 adds i_min, i_max, i_p99 (us) and i_cv% (%) after each
+ * placement's #wrong, -S 1 a "timestamp" column printed as "%Y-%m-%d %H:%M:%S" (two fields, its
+ * unit line shows the format itself); both are read, their extra columns ignored. -C 1 names the
+ * time column "cputime": the host's time around the launches, refused with that reason. The
+ * launch mode comes from "# nThread T nGpus G" (G > 1: one thread drives several GPUs and its
+ * launches are serial, which puts a host floor under small sizes) and the rank lines' Pids.
  */
 #include <errno.h>
 #include <math.h>
@@ -34,6 +42,10 @@ typedef enum col_kind {
 	COL_BUSBW,
 	COL_WRONG,     /* #wrong: a count */
 	COL_ERROR_OLD, /* error: max deviation, older versions */
+	COL_ITER_US,   /* -I 1: i_min, i_max, i_p99 of the per-iteration CUDA event times (us) */
+	COL_ITER_PCT,  /* -I 1: i_cv%, their coefficient of variation */
+	COL_TS_DATE,   /* -S 1: the wall-clock timestamp, printed as "%Y-%m-%d %H:%M:%S" */
+	COL_TS_TIME,
 	COL_OTHER,
 } col_kind;
 
@@ -55,6 +67,9 @@ typedef struct parser {
 	int rank_ids[MAX_RANKS];
 	int n_hosts;
 	char hosts[MAX_HOSTS][64];
+	int n_pids;
+	int pids[MAX_RANKS];  /* distinct processes among the rank lines */
+	int threads, gpus;    /* "# nThread T nGpus G" of the block; 0 when not printed */
 	int gpus_hint;
 	int rows_open;       /* rows since the last "Avg bus bandwidth" line */
 	int table_line;      /* first row of the open table */
@@ -145,6 +160,15 @@ static rm_status parse_rank_line(parser *p, const char *line)
 	const char *on = strstr(r, " on ");
 	if (on)
 		sscanf(on + 4, " %63s", host);
+	const char *pid_at = strstr(r, "Pid");
+	int pid = -1;
+	if (pid_at && sscanf(pid_at + 3, "%d", &pid) == 1) {
+		bool seen = false;
+		for (int i = 0; i < p->n_pids && !seen; i++)
+			seen = p->pids[i] == pid;
+		if (!seen && p->n_pids < MAX_RANKS)
+			p->pids[p->n_pids++] = pid;
+	}
 	for (int i = 0; i < p->n_ranks; i++)
 		if (p->rank_ids[i] == rank)
 			return RM_OK; /* repeated by another process's header */
@@ -174,17 +198,22 @@ static rm_status parse_rank_line(parser *p, const char *line)
 }
 
 /* The column names line: "#  size  count  type  redop  root  time  algbw  busbw  #wrong ...". */
-static void parse_columns(parser *p, char *body, const char *line)
+static rm_status parse_columns(parser *p, char *body, const char *line)
 {
 	char *f[MAX_FIELDS + 1];
 	int c[MAX_FIELDS + 1];
 	int n = split(body, line, f, c, MAX_FIELDS);
 	if (n > MAX_FIELDS)
 		n = MAX_FIELDS;
-	layout L = {.n = n};
+	layout L = {.n = 0};
 	int group = -1;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && L.n < MAX_FIELDS; i++) {
 		col_kind k = COL_OTHER;
+		if (!strcmp(f[i], "cputime"))
+			/* -C 1 (report_cputime): the host's wall time around the launches, not the GPU's */
+			return rm_error_set(p->err, RM_UNSUPPORTED, p->path, p->line, c[i],
+					    "this log was made with -C 1 (CPU time, column 'cputime'): its times are "
+					    "not GPU times; rerun without -C");
 		if (!strcmp(f[i], "size"))
 			k = COL_SIZE;
 		else if (!strcmp(f[i], "count"))
@@ -205,14 +234,61 @@ static void parse_columns(parser *p, char *body, const char *line)
 			k = COL_WRONG;
 		else if (!strcmp(f[i], "error"))
 			k = COL_ERROR_OLD;
-		L.kind[i] = k;
-		L.group[i] = group < 0 ? 0 : group > 1 ? 1 : group;
+		else if (!strcmp(f[i], "i_min") || !strcmp(f[i], "i_max") || !strcmp(f[i], "i_p99"))
+			k = COL_ITER_US;
+		else if (!strcmp(f[i], "i_cv%"))
+			k = COL_ITER_PCT;
+		else if (!strcmp(f[i], "timestamp"))
+			k = COL_TS_DATE;
+		L.kind[L.n] = k;
+		L.group[L.n] = group < 0 ? 0 : group > 1 ? 1 : group;
+		L.n++;
+		if (k == COL_TS_DATE && L.n < MAX_FIELDS) {
+			/* one header word, two fields in the rows and the unit line */
+			L.kind[L.n] = COL_TS_TIME;
+			L.group[L.n] = L.group[L.n - 1];
+			L.n++;
+		}
 	}
 	p->cols = L;
 	p->have_cols = true;
+	return RM_OK;
 }
 
-/* The unit line: (B) (elements) then (us) (GB/s) (GB/s) per placement. */
+/* The unit a column prints on the unit line, or NULL for a column without one. */
+static const char *column_unit(col_kind k)
+{
+	switch (k) {
+	case COL_SIZE:
+		return "(B)";
+	case COL_COUNT:
+		return "(elements)";
+	case COL_TIME:
+	case COL_ITER_US:
+		return "(us)";
+	case COL_ALGBW:
+	case COL_BUSBW:
+		return "(GB/s)";
+	case COL_ITER_PCT:
+		return "(%)";
+	case COL_TS_DATE:
+		return "%Y-%m-%d"; /* nccl-tests prints the strftime format as the timestamp's unit */
+	case COL_TS_TIME:
+		return "%H:%M:%S";
+	default:
+		return NULL;
+	}
+}
+
+static const char *column_what(col_kind k)
+{
+	static const char *const names[] = {"size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+					    "#wrong", "error", "per-iteration time", "per-iteration cv",
+					    "timestamp", "timestamp", "unknown"};
+	return names[k];
+}
+
+/* The unit line: each column's unit in the order of the column header (default: the classic table). */
 static rm_status check_units(parser *p, char *body, const char *line)
 {
 	char *f[MAX_FIELDS + 1];
@@ -220,14 +296,28 @@ static rm_status check_units(parser *p, char *body, const char *line)
 	int n = split(body, line, f, c, MAX_FIELDS);
 	if (n > MAX_FIELDS)
 		n = MAX_FIELDS;
-	static const char *const want[] = {"(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)"};
-	static const char *const what[] = {"size", "count", "time", "algbw", "busbw"};
+	col_kind want[MAX_FIELDS];
+	int nw = 0;
+	if (p->have_cols) {
+		for (int i = 0; i < p->cols.n; i++)
+			if (column_unit(p->cols.kind[i]))
+				want[nw++] = p->cols.kind[i];
+	} else {
+		static const col_kind classic[] = {COL_SIZE, COL_COUNT, COL_TIME, COL_ALGBW, COL_BUSBW,
+						   COL_TIME, COL_ALGBW, COL_BUSBW};
+		for (size_t i = 0; i < RM_ARRAY_SIZE(classic); i++)
+			want[nw++] = classic[i];
+	}
 	for (int i = 0; i < n; i++) {
-		int w = i < 2 ? i : 2 + (i - 2) % 3;
-		if (strcmp(f[i], want[w]) != 0)
+		if (i >= nw)
 			return rm_error_set(p->err, RM_INVALID, p->path, p->line, c[i],
-					    "unit %s for the %s column: remora reads nccl-tests tables in %s",
-					    f[i], what[w], want[w]);
+					    "unit %s has no column: the column header names %d columns with units", f[i],
+					    nw);
+		const char *u = column_unit(want[i]);
+		if (strcmp(f[i], u) != 0)
+			return rm_error_set(p->err, RM_INVALID, p->path, p->line, c[i],
+					    "unit %s for the %s column: remora reads nccl-tests tables in %s", f[i],
+					    column_what(want[i]), u);
 	}
 	return RM_OK;
 }
@@ -272,7 +362,8 @@ static layout default_layout(int n)
 static bool rows_equal(const rm_nccl_tests_row *a, const rm_nccl_tests_row *b)
 {
 	if (a->coll != b->coll || a->bytes != b->bytes || a->count != b->count || a->root != b->root ||
-	    a->ranks != b->ranks || a->nodes != b->nodes || strcmp(a->type, b->type) || strcmp(a->redop, b->redop))
+	    a->ranks != b->ranks || a->nodes != b->nodes || a->gpus_per_thread != b->gpus_per_thread ||
+	    strcmp(a->type, b->type) || strcmp(a->redop, b->redop))
 		return false;
 	for (int g = 0; g < 2; g++) {
 		if (a->has[g] != b->has[g])
@@ -313,7 +404,7 @@ static rm_status parse_row(parser *p, char *text, const char *line, bool last_li
 				    "table (pass the GPU count, --gpus N)");
 	rm_nccl_tests_row r = {.coll = p->coll, .root = -1, .ranks = ranks,
 			       .nodes = p->n_hosts ? p->n_hosts : 1, .line = p->line,
-			       .wrong = {-1, -1}};
+			       .wrong = {-1, -1}, .gpus_per_thread = p->gpus, .processes = p->n_pids};
 	bool na[2] = {false, false}, seen[2] = {false, false};
 	for (int i = 0; i < L.n; i++) {
 		const char *s = f[i];
@@ -385,6 +476,11 @@ static rm_status parse_row(parser *p, char *text, const char *line, bool last_li
 		p->table_line = p->line;
 	p->rows_open++;
 	rm_nccl_tests_log *log = p->log;
+	if (log->n_rows == 0) {
+		log->threads = p->threads;
+		log->gpus_per_thread = p->gpus;
+		log->processes = p->n_pids;
+	}
 	for (int i = log->n_rows - 1; i >= 0; i--)
 		if (rows_equal(&log->rows[i], &r)) {
 			log->duplicates++;
@@ -421,13 +517,24 @@ static rm_status parse_comment(parser *p, char *line)
 		p->have_coll = true;
 		p->n_ranks = 0;
 		p->n_hosts = 0;
+		p->n_pids = 0;
+		p->threads = p->gpus = 0;
 	} else if (!strncmp(body, "nThread", 7)) {
 		p->n_ranks = 0;
 		p->n_hosts = 0;
+		p->n_pids = 0;
+		/* "# nThread T nGpus G ...": T threads per process, each driving G GPUs */
+		int t = 0, g = 0;
+		if (sscanf(body, "nThread %d nGpus %d", &t, &g) == 2 && t > 0 && g > 0) {
+			p->threads = t;
+			p->gpus = g;
+		} else {
+			p->threads = p->gpus = 0;
+		}
 	} else if (!strncmp(body, "Rank", 4)) {
 		return parse_rank_line(p, line);
 	} else if (!strncmp(body, "size", 4) || strstr(body, " size ")) {
-		parse_columns(p, body, line);
+		return parse_columns(p, body, line);
 	} else if (!strncmp(body, "(B)", 3)) {
 		return check_units(p, body, line);
 	} else if (!strncmp(body, "Avg bus bandwidth", 17)) {

@@ -20,6 +20,9 @@ static const char SRC_D2H[] = "calibration: copy.d2h fit, pinned (remora calib f
 typedef struct fit_row {
 	char model[64];
 	json_t *params;
+	/* the topology columns of a collective fit (schema 3); ranks 0 when not recorded */
+	int ranks, ranks_per_node, nodes;
+	char op[32];
 } fit_row;
 
 static double jreal(json_t *o, const char *k)
@@ -39,12 +42,19 @@ static void list_profiles(rm_calib_db *db, char *buf, size_t size)
 {
 	buf[0] = '\0';
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db->sql, "SELECT DISTINCT profile FROM fits ORDER BY profile", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db->sql, "SELECT DISTINCT profile FROM fits ORDER BY profile", -1, &st, NULL) != SQLITE_OK) {
+		snprintf(buf, size, "unreadable: %s", sqlite3_errmsg(db->sql));
+		sqlite3_finalize(st);
 		return;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		size_t l = strlen(buf);
-		snprintf(buf + l, size - l, "%s%s", l ? ", " : "", (const char *)sqlite3_column_text(st, 0));
 	}
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t l = strlen(buf);
+		const char *p = (const char *)sqlite3_column_text(st, 0);
+		snprintf(buf + l, size - l, "%s%s", l ? ", " : "", p ? p : "?");
+	}
+	if (rc != SQLITE_DONE)
+		snprintf(buf, size, "unreadable: %s", sqlite3_errmsg(db->sql));
 	sqlite3_finalize(st);
 }
 
@@ -56,7 +66,7 @@ static double regime_us(double lat, double bw, double bytes)
 
 static rm_status add_override(rm_nccl_model *m, const rm_nccl_override *ov, rm_error *err)
 {
-	if (!rm_nccl_model_add_override(m, ov))
+	if (m->n_overrides >= RM_NCCL_MAX_OVERRIDES || !rm_nccl_model_add_override(m, ov))
 		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
 				    "the calibrated profile needs more than %d collective overrides; "
 				    "ask for one group size (--gpus) at a time",
@@ -101,6 +111,7 @@ static rm_status apply_regime(rm_nccl_model *m, rm_coll coll, int ranks, int nod
 		return RM_OK;
 	}
 	rm_nccl_override ov = {.coll = coll, .algo = (rm_nccl_algo)best_a, .proto = (rm_nccl_proto)best_p,
+			       .ranks = ranks, .ranks_per_node = ranks / nodes, .nodes = nodes,
 			       .min_bytes = lo, .max_bytes = hi, .latency_us = lat, .algbw_GBps = bw};
 	snprintf(ov.source, sizeof(ov.source), "%s", label);
 	/* shadows first decided on the model without this regime's override */
@@ -161,10 +172,10 @@ static bool is_default_algo(const fit_row *r)
 static int fit_row_cmp(const void *x, const void *y)
 {
 	const fit_row *a = x, *b = y;
-	int ra = (int)json_integer_value(json_object_get(a->params, "ranks"));
-	int rb = (int)json_integer_value(json_object_get(b->params, "ranks"));
-	if (ra != rb)
-		return rb - ra;
+	if (a->ranks != b->ranks)
+		return b->ranks - a->ranks;
+	if (a->nodes != b->nodes)
+		return b->nodes - a->nodes;
 	if (is_default_algo(a) != is_default_algo(b))
 		return is_default_algo(a) ? -1 : 1;
 	json_int_t ea = fit_reach(a), eb = fit_reach(b);
@@ -186,12 +197,16 @@ static rm_status apply_collectives(rm_nccl_model *m, fit_row *rows, int n, const
 	for (int i = 0; i < nc && st == RM_OK; i++) {
 		json_t *p = colls[i].params;
 		rm_coll coll;
-		int ranks = (int)json_integer_value(json_object_get(p, "ranks"));
-		int nodes = (int)json_integer_value(json_object_get(p, "nodes"));
-		const char *cname = json_string_value(json_object_get(p, "collective"));
-		if (!cname || !rm_coll_parse(cname, &coll) || ranks < 1 || nodes < 1) {
-			st = rm_error_set(err, RM_PARSE, NULL, 0, 0, "fit %s of profile %s: bad parameters",
-					  colls[i].model, profile);
+		int ranks = colls[i].ranks, nodes = colls[i].nodes;
+		if (ranks < 1 || nodes < 1 || colls[i].ranks_per_node * nodes != ranks) {
+			/* stored without a topology (an older remora, nothing to attribute it to): a fit of
+			 * an unknown group is not applied to any (`calib show` says so) */
+			rm_log_debug("fit %s of profile %s has no topology: not applied", colls[i].model, profile);
+			continue;
+		}
+		if (!rm_coll_parse(colls[i].op, &coll)) {
+			st = rm_error_set(err, RM_PARSE, NULL, 0, 0, "fit %s of profile %s: unknown collective '%s'",
+					  colls[i].model, profile, colls[i].op);
 			break;
 		}
 		if ((o && o->ranks > 0 && o->ranks != ranks) || (o && o->nodes > 0 && o->nodes != nodes))
@@ -239,26 +254,47 @@ static rm_status resolve_db(const char *spec, const char *colon, const rm_calib_
 	int n = 0, cap = 0;
 	fit_row *rows = NULL;
 	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(db->sql, "SELECT model, params FROM fits WHERE profile = ? ORDER BY model", -1, &q,
-			       NULL) != SQLITE_OK) {
+	st = rm_calib__prepare(db,
+			       "SELECT model, params, op, ranks, ranks_per_node, nodes FROM fits WHERE profile = ? "
+			       "ORDER BY model",
+			       &q, "reading fits", err);
+	if (st != RM_OK)
+		goto done;
+	if (sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT) != SQLITE_OK) {
 		st = rm_calib__sql_error(db, err, "reading fits");
+		sqlite3_finalize(q);
 		goto done;
 	}
-	sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		json_t *p = json_loads((const char *)sqlite3_column_text(q, 1), 0, NULL);
-		if (!p)
-			continue;
+		const char *model = (const char *)sqlite3_column_text(q, 0);
+		const char *text = (const char *)sqlite3_column_text(q, 1);
+		json_t *p = text ? json_loads(text, 0, NULL) : NULL;
+		if (!model || !p) {
+			json_decref(p);
+			st = rm_error_set(err, RM_PARSE, path, 0, 0,
+					  "profile '%s': a stored fit%s%s has unreadable parameters (a damaged "
+					  "database? re-run `remora calib fit`)",
+					  name, model ? " " : "", model ? model : "");
+			break;
+		}
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;
 			rows = rm_xrealloc(rows, (size_t)cap * sizeof(*rows));
 		}
-		snprintf(rows[n].model, sizeof(rows[n].model), "%s", (const char *)sqlite3_column_text(q, 0));
+		memset(&rows[n], 0, sizeof(rows[n]));
+		snprintf(rows[n].model, sizeof(rows[n].model), "%s", model);
 		rows[n].params = p;
+		const char *op = (const char *)sqlite3_column_text(q, 2);
+		snprintf(rows[n].op, sizeof(rows[n].op), "%s", op ? op : "");
+		rows[n].ranks = sqlite3_column_int(q, 3);
+		rows[n].ranks_per_node = sqlite3_column_int(q, 4);
+		rows[n].nodes = sqlite3_column_int(q, 5);
 		n++;
 	}
 	sqlite3_finalize(q);
+	if (st != RM_OK)
+		goto done;
 	if (rc != SQLITE_DONE) {
 		st = rm_calib__sql_error(db, err, "reading fits");
 		goto done;
@@ -315,10 +351,12 @@ static rm_status resolve_db(const char *spec, const char *colon, const rm_calib_
 				st = rm_error_set(err, e.status, NULL, 0, 0, "%s", e.msg);
 				goto done;
 			}
-			/* the runs' version predates the modelled ones: use the default constants */
+			/* the runs' release is outside the modelled ones: the default constants, and the
+			 * label says which release was measured and that it was not modelled */
 			st = rm_nccl_model_init(nccl, hw, NULL, err);
 			if (st != RM_OK)
 				goto done;
+			snprintf(nccl->version, sizeof(nccl->version), "%s", v);
 		}
 		st = apply_collectives(nccl, rows, n, opts, name, err);
 	}
@@ -364,18 +402,27 @@ rm_status rm_calib_fit_value(const char *spec, const char *model, const char *ke
 		return err ? err->status : RM_IO;
 	sqlite3_stmt *q = NULL;
 	rm_status st = RM_OK;
-	if (sqlite3_prepare_v2(db->sql, "SELECT params FROM fits WHERE profile = ? AND model = ?", -1, &q, NULL) !=
-	    SQLITE_OK) {
+	st = rm_calib__prepare(db, "SELECT params FROM fits WHERE profile = ? AND model = ?", &q, "reading fits", err);
+	if (st != RM_OK)
+		goto done;
+	int rc = SQLITE_OK;
+	rc = rm_calib__bind_rc(rc, sqlite3_bind_text(q, 1, colon + 1, -1, SQLITE_TRANSIENT));
+	rc = rm_calib__bind_rc(rc, sqlite3_bind_text(q, 2, model, -1, SQLITE_TRANSIENT));
+	if (rc != SQLITE_OK) {
 		st = rm_calib__sql_error(db, err, "reading fits");
 		goto done;
 	}
-	sqlite3_bind_text(q, 1, colon + 1, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 2, model, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(q) != SQLITE_ROW) {
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_DONE) {
 		st = rm_error_set(err, RM_NOT_FOUND, path, 0, 0, "profile '%s' has no fit '%s'", colon + 1, model);
 		goto done;
 	}
-	json_t *p = json_loads((const char *)sqlite3_column_text(q, 0), 0, NULL);
+	if (rc != SQLITE_ROW) {
+		st = rm_calib__sql_error(db, err, "reading fits");
+		goto done;
+	}
+	const char *text = (const char *)sqlite3_column_text(q, 0);
+	json_t *p = text ? json_loads(text, 0, NULL) : NULL;
 	double v = jreal(p, key);
 	json_decref(p);
 	if (!isfinite(v)) {

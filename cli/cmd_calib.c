@@ -21,7 +21,8 @@ static void calib_usage(FILE *out)
 	fprintf(out,
 		"usage: remora calib import FILE.jsonl --db DB\n"
 		"       remora calib import-nccl-tests LOG --db DB [--algo ALGO] [--gpus N]\n"
-		"       remora calib fit --db DB --profile NAME [--base HW] [--run ID]... [--tolerance X]\n"
+		"       remora calib fit --db DB --profile NAME [--base HW] [--device GPU] [--run ID]...\n"
+		"                        [--tolerance X]\n"
 		"       remora calib show --db DB [--profile NAME] [--json]\n\n"
 		"Stores measurements of a real machine (remora-calibrate's JSON lines, nccl-tests logs)\n"
 		"in an SQLite database, fits the cost models to them, and names the result so that\n"
@@ -30,6 +31,8 @@ static void calib_usage(FILE *out)
 		"  -d, --db DB           the calibration database (created by an import)\n"
 		"  -p, --profile NAME    calibrated profile to fit or show\n"
 		"      --base HW         embedded profile the fit overrides (default: from the GPU name)\n"
+		"      --device GPU      fit the runs of this GPU model (a name or part of it, e.g. H200)\n"
+		"                        when the runs come from several; a profile describes one\n"
 		"      --run ID          fit only these runs (repeat; default: every run)\n"
 		"      --tolerance X     collective regimes keep every point within X (default 0.03)\n"
 		"      --algo ALGO       what an nccl-tests run forced (NCCL_ALGO), e.g. ring; default:\n"
@@ -40,7 +43,7 @@ static void calib_usage(FILE *out)
 }
 
 typedef struct calib_opts {
-	const char *db, *profile, *base, *algo;
+	const char *db, *profile, *base, *algo, *device;
 	int64_t runs[MAX_RUN_ARGS];
 	int n_runs;
 	double tolerance;
@@ -64,13 +67,17 @@ static void print_stats(const char *what, const char *path, const char *db, cons
 	if (s->skipped)
 		printf(", %d row%s skipped (#wrong > 0 or N/A)", s->skipped, s->skipped == 1 ? "" : "s");
 	printf("\n");
+	if (s->gpus_per_thread > 1)
+		printf("single-process log (nGpus %d: one host thread launches on %d GPUs in turn): rows at its "
+		       "host launch floor are kept out of the fit\n",
+		       s->gpus_per_thread, s->gpus_per_thread);
 }
 
 static json_t *stats_json(const rm_calib_import_stats *s)
 {
-	return json_pack("{s:s, s:I, s:i, s:i, s:i, s:i}", "schema", "remora.calib-import/1", "first_run_id",
+	return json_pack("{s:s, s:I, s:i, s:i, s:i, s:i, s:i}", "schema", "remora.calib-import/1", "first_run_id",
 			 (json_int_t)s->first_run_id, "runs", s->runs, "measurements", s->measurements, "duplicates",
-			 s->duplicates, "skipped", s->skipped);
+			 s->duplicates, "skipped", s->skipped, "gpus_per_thread", s->gpus_per_thread);
 }
 
 static int do_import(const calib_opts *o, const char *file, bool nccl_tests)
@@ -140,7 +147,7 @@ static int do_fit(const calib_opts *o)
 	if (!db)
 		return cli_fail(&err);
 	rm_calib_fit_opts fo = {.profile = o->profile, .base = o->base, .runs = o->runs, .n_runs = o->n_runs,
-				.tolerance = o->tolerance};
+				.tolerance = o->tolerance, .device = o->device};
 	rm_calib_fit_report rep;
 	rm_status st = rm_calib_fit(db, &fo, &rep, &err);
 	rm_calib_db_close(db);
@@ -154,8 +161,21 @@ static int do_fit(const calib_opts *o)
 				json_object_set_new(e, "why", json_string(r->why));
 			json_array_append_new(arr, e);
 		}
-		json_t *doc = json_pack("{s:s, s:s, s:s, s:o}", "schema", "remora.calib-fit/1", "profile", o->profile,
-					"base", rep.base, "fits", arr);
+		json_t *conflicts = json_array(), *notes = json_array();
+		for (int i = 0; i < rep.n_conflicts; i++) {
+			const rm_calib_conflict *k = &rep.conflicts[i];
+			json_t *params = json_loads(k->params, 0, NULL);
+			json_array_append_new(conflicts,
+					      json_pack("{s:s, s:o, s:i, s:[I,I], s:[i,i], s:[f,f]}", "benchmark", k->benchmark,
+							"params", params ? params : json_string(k->params), "rows", k->n_rows,
+							"runs", (json_int_t)k->run[0], (json_int_t)k->run[1], "lines", k->line[0],
+							k->line[1], "values", k->value[0], k->value[1]));
+		}
+		for (int i = 0; i < rep.n_notes; i++)
+			json_array_append_new(notes, json_string(rep.notes[i]));
+		json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "schema", "remora.calib-fit/1", "profile",
+					o->profile, "base", rep.base, "device", rep.device, "fits", arr, "conflicts",
+					conflicts, "notes", notes);
 		if (st != RM_OK)
 			json_object_set_new(doc, "error", json_string(err.msg));
 		rm_calib_fit_report_finish(&rep);
@@ -175,6 +195,21 @@ static int do_fit(const calib_opts *o)
 				printf("  %-34s %6d %9s  not fitted: %s\n", r->model, r->n_points, "-", r->why);
 		}
 	}
+	for (int i = 0; i < rep.n_notes; i++)
+		printf("note: %s\n", rep.notes[i]);
+	if (rep.n_conflicts > 0) {
+		printf("warning: %d set%s of rows measured the same benchmark and parameters %.0f%% or more apart "
+		       "(all are fitted; check the runs):\n",
+		       rep.n_conflicts, rep.n_conflicts == 1 ? "" : "s", 100 * RM_CALIB_CONFLICT_SPREAD);
+		for (int i = 0; i < rep.n_conflicts && i < 20; i++) {
+			const rm_calib_conflict *k = &rep.conflicts[i];
+			printf("  %s %s: %d rows, %.4g us (run #%lld line %d) .. %.4g us (run #%lld line %d)\n", k->benchmark,
+			       k->params, k->n_rows, k->value[0], (long long)k->run[0], k->line[0], k->value[1],
+			       (long long)k->run[1], k->line[1]);
+		}
+		if (rep.n_conflicts > 20)
+			printf("  ... and %d more (--json lists them all)\n", rep.n_conflicts - 20);
+	}
 	rm_calib_fit_report_finish(&rep);
 	if (st != RM_OK)
 		return cli_fail(&err);
@@ -186,6 +221,39 @@ static const char *jstr_or(json_t *o, const char *key, const char *dflt)
 {
 	const char *s = json_string_value(json_object_get(o, key));
 	return s ? s : dflt;
+}
+
+/* A regime's algBW for people: the flat-regime sentinel is no bandwidth. */
+static void format_algbw(double bw, char *buf, size_t size)
+{
+	if (bw >= RM_CALIB_FLAT_ALGBW_GBps)
+		snprintf(buf, size, "n/a (latency only)");
+	else
+		snprintf(buf, size, "%.2f GB/s", bw);
+}
+
+/* A collective fit: its group and one line per regime. */
+static void print_collective_fit(json_t *p)
+{
+	printf("%s on %lld GPUs (%lld per node x %lld nodes), algo %s\n", jstr_or(p, "collective", "?"),
+	       (long long)json_integer_value(json_object_get(p, "ranks")),
+	       (long long)json_integer_value(json_object_get(p, "ranks_per_node")),
+	       (long long)json_integer_value(json_object_get(p, "nodes")), jstr_or(p, "algo", "default"));
+	json_t *floor = json_object_get(p, "launch_floor_points");
+	if (json_is_integer(floor))
+		printf("  %14s %lld launch-floor sizes up to %lld B left to the model (single-process run)\n", "",
+		       (long long)json_integer_value(floor),
+		       (long long)json_integer_value(json_object_get(p, "launch_floor_max_bytes")));
+	size_t k;
+	json_t *reg;
+	json_array_foreach(json_object_get(p, "regimes"), k, reg) {
+		char bw[48];
+		format_algbw(json_number_value(json_object_get(reg, "algbw_GBps")), bw, sizeof(bw));
+		printf("  %14s %12lld..%-12lld lat %8.2f us  algBW %s\n", "",
+		       (long long)json_integer_value(json_object_get(reg, "min_bytes")),
+		       (long long)json_integer_value(json_object_get(reg, "max_bytes")),
+		       json_number_value(json_object_get(reg, "latency_us")), bw);
+	}
 }
 
 static void print_params(json_t *p)
@@ -244,14 +312,20 @@ static int do_show(const calib_opts *o)
 		json_t *ovs = json_array();
 		for (int k = 0; k < model->n_overrides; k++) {
 			const rm_nccl_override *ov = &model->overrides[k];
-			json_array_append_new(ovs, json_pack("{s:s, s:s, s:s, s:I, s:I, s:f, s:f, s:s}", "collective",
-							     rm_coll_name(ov->coll), "algorithm", rm_nccl_algo_name(ov->algo),
-							     "protocol", rm_nccl_proto_name(ov->proto), "min_bytes",
+			bool flat = ov->algbw_GBps >= RM_CALIB_FLAT_ALGBW_GBps;
+			json_array_append_new(ovs, json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:I, s:f, s:o, s:b, s:s}",
+							     "collective", rm_coll_name(ov->coll), "ranks", ov->ranks,
+							     "ranks_per_node", ov->ranks_per_node, "nodes", ov->nodes,
+							     "algorithm", rm_nccl_algo_name(ov->algo), "protocol",
+							     rm_nccl_proto_name(ov->proto), "min_bytes",
 							     (json_int_t)ov->min_bytes, "max_bytes", (json_int_t)ov->max_bytes,
-							     "latency_us", ov->latency_us, "algbw_GBps", ov->algbw_GBps,
+							     "latency_us", ov->latency_us, "algbw_GBps",
+							     flat ? json_null() : json_real(ov->algbw_GBps), "latency_only", flat,
 							     "source", ov->source));
 		}
 		json_object_set_new(doc, "collective_overrides", ovs);
+		char label[96];
+		json_object_set_new(doc, "nccl_release", json_string(rm_nccl_model_version_label(model, label, sizeof(label))));
 		free(model);
 	}
 	if (o->json)
@@ -270,20 +344,46 @@ static int do_show(const calib_opts *o)
 		       (long long)json_integer_value(json_object_get(r, "measurements")),
 		       jstr_or(r, "benchmarks", ""),
 		       "", jstr_or(r, "source", ""));
+		json_t *gpt = json_object_get(r, "gpus_per_thread");
+		if (json_is_integer(gpt) && json_integer_value(gpt) > 1)
+			printf("  %5s  single process: one host thread launched on %lld GPUs (its launch floor is not "
+			       "fitted)\n",
+			       "", (long long)json_integer_value(gpt));
 	}
 	printf("\nfits:\n");
+	int n_warnings = 0;
 	json_array_foreach(json_object_get(doc, "fits"), i, r) {
 		json_t *fe = json_object_get(r, "fit_error");
-		printf("  %-12s %-34s %5lld pts  rel RMS %6.2f%%  ", json_string_value(json_object_get(r, "profile")),
-		       json_string_value(json_object_get(r, "model")),
+		const char *model = jstr_or(r, "model", "?");
+		printf("  %-12s %-34s %5lld pts  rel RMS %6.2f%%  ", jstr_or(r, "profile", "?"), model,
 		       (long long)json_integer_value(json_object_get(r, "n_points")),
 		       json_is_number(fe) ? 100 * json_number_value(fe) : 0.0);
-		print_params(json_object_get(r, "params"));
-		printf("\n");
+		json_t *params = json_object_get(r, "params");
+		if (!strncmp(model, "collective.", 11) && json_is_integer(json_object_get(params, "ranks")))
+			print_collective_fit(params);
+		else {
+			print_params(params);
+			printf("\n");
+		}
+		size_t w;
+		json_t *msg;
+		json_array_foreach(json_object_get(r, "warnings"), w, msg) {
+			printf("  %14s warning: %s\n", "", json_string_value(msg));
+			n_warnings++;
+		}
 	}
+	size_t nn;
+	json_t *note;
+	json_array_foreach(json_object_get(doc, "notes"), nn, note)
+		printf("note: %s\n", json_string_value(note));
+	fflush(stdout);
+	if (n_warnings)
+		fprintf(stderr, "remora: warning: %d stored value%s above the hardware's physical peak or not "
+				"applicable (see 'warning:' above)\n",
+			n_warnings, n_warnings == 1 ? " is" : "s are");
 	json_t *fields = json_object_get(doc, "calibrated_fields");
 	if (fields) {
-		printf("\nhardware %s:%s overrides:\n", o->db, o->profile);
+		printf("\nhardware %s:%s (NCCL %s) overrides:\n", o->db, o->profile, jstr_or(doc, "nccl_release", "?"));
 		const char *key;
 		json_t *v;
 		json_object_foreach(fields, key, v) {
@@ -292,15 +392,16 @@ static int do_show(const calib_opts *o)
 			       json_string_value(json_object_get(v, "source")));
 		}
 		json_array_foreach(json_object_get(doc, "collective_overrides"), i, r) {
-			printf("  %-14s %-5s %-6s %12lld..%-20lld lat %8.2f us  algBW %10.2f GB/s  %s\n",
-			       json_string_value(json_object_get(r, "collective")),
-			       json_string_value(json_object_get(r, "algorithm")),
-			       json_string_value(json_object_get(r, "protocol")),
+			char bw[48], topo[48];
+			json_t *jbw = json_object_get(r, "algbw_GBps");
+			format_algbw(json_is_number(jbw) ? json_number_value(jbw) : RM_CALIB_FLAT_ALGBW_GBps, bw, sizeof(bw));
+			snprintf(topo, sizeof(topo), "%lldx%lld", (long long)json_integer_value(json_object_get(r, "ranks")),
+				 (long long)json_integer_value(json_object_get(r, "nodes")));
+			printf("  %-14s %-6s %-5s %-6s %12lld..%-12lld lat %8.2f us  algBW %-18s  %s\n",
+			       jstr_or(r, "collective", "?"), topo, jstr_or(r, "algorithm", "?"), jstr_or(r, "protocol", "?"),
 			       (long long)json_integer_value(json_object_get(r, "min_bytes")),
 			       (long long)json_integer_value(json_object_get(r, "max_bytes")),
-			       json_number_value(json_object_get(r, "latency_us")),
-			       json_number_value(json_object_get(r, "algbw_GBps")),
-			       json_string_value(json_object_get(r, "source")));
+			       json_number_value(json_object_get(r, "latency_us")), bw, jstr_or(r, "source", ""));
 		}
 	}
 	json_decref(doc);
@@ -309,7 +410,7 @@ static int do_show(const calib_opts *o)
 
 int cli_cmd_calib(int argc, char **argv)
 {
-	enum { OPT_BASE = 256, OPT_RUN, OPT_TOL, OPT_ALGO, OPT_GPUS };
+	enum { OPT_BASE = 256, OPT_RUN, OPT_TOL, OPT_ALGO, OPT_GPUS, OPT_DEVICE };
 	static const struct option longopts[] = {
 		{"db", required_argument, NULL, 'd'},
 		{"profile", required_argument, NULL, 'p'},
@@ -318,6 +419,7 @@ int cli_cmd_calib(int argc, char **argv)
 		{"tolerance", required_argument, NULL, OPT_TOL},
 		{"algo", required_argument, NULL, OPT_ALGO},
 		{"gpus", required_argument, NULL, OPT_GPUS},
+		{"device", required_argument, NULL, OPT_DEVICE},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
@@ -352,6 +454,9 @@ int cli_cmd_calib(int argc, char **argv)
 		}
 		case OPT_ALGO:
 			o.algo = optarg;
+			break;
+		case OPT_DEVICE:
+			o.device = optarg;
 			break;
 		case OPT_GPUS:
 			if (!cli_parse_positive("calib", "--gpus", optarg, &o.gpus))

@@ -28,7 +28,8 @@ static void collective_usage(FILE *out)
 		"                         DB:PROFILE, a calibrated profile (`remora calib fit`)\n"
 		"  -a, --algo LIST        as NCCL_ALGO: Ring, Tree, NVLS, NVLSTree; ^ excludes\n"
 		"  -p, --proto LIST       as NCCL_PROTO: LL, LL128, Simple; ^ excludes\n"
-		"      --nccl-version V   constants of NCCL V (default 2.28; 2.18 and 2.21 differ)\n"
+		"      --nccl-version V   constants of NCCL V (default 2.28; 2.18 to 2.30 and their\n"
+		"                         patch releases; 2.18 and 2.19-2.22 differ)\n"
 		"      --raw              NCCL's own model, without the measured size efficiency\n"
 		"      --all              also list every (algorithm, protocol) pair's time\n"
 		"  -t, --table            predicted vs data/reference/nccl-h100-8gpu.csv, with errors\n"
@@ -67,8 +68,9 @@ static int run_table(const rm_nccl_model *model, bool json)
 		return cli_fail(&err);
 	json_t *arr = json_array();
 	if (!json) {
-		printf("%s, NCCL %s constants%s, vs data/reference/nccl-h100-8gpu.csv\n", model->hw.name,
-		       rm_nccl_model_version(model), model->calibrated ? " + measured size efficiency" : " (raw)");
+		char label[96];
+		printf("%s, NCCL %s%s, vs data/reference/nccl-h100-8gpu.csv\n", model->hw.name,
+		       rm_nccl_model_version_label(model, label, sizeof(label)), model->calibrated ? " + measured size efficiency" : " (raw)");
 		printf("%-15s %-8s %12s %11s %11s %8s  %-9s %-7s %3s  %s\n", "collective", "algo", "bytes",
 		       "meas us", "pred us", "error", "algorithm", "proto", "ch", "note");
 	}
@@ -206,6 +208,14 @@ int cli_cmd_collective(int argc, char **argv)
 	/* "h100-sxm" or "calib.db:NAME" (fitted values and collective overrides of that group) */
 	rm_hw_profile hw_store;
 	rm_nccl_model model;
+	if (version) {
+		/* a release whose tables are not known is bad usage, whatever the hardware */
+		rm_nccl_model *probe = rm_new(rm_nccl_model, 1);
+		rm_status vst = rm_nccl_model_init(probe, rm_hw_profile_find("h100-sxm", NULL), version, &err);
+		free(probe);
+		if (vst != RM_OK)
+			return cli_usage_error("collective", "--nccl-version: %s", err.msg);
+	}
 	rm_calib_resolve_opts ro = {.nccl_version = version, .ranks = table ? 8 : (int)gpus,
 				    .nodes = table ? 1 : (int)nodes};
 	if (rm_calib_resolve_hw(hw_name, &ro, &hw_store, &model, &err) != RM_OK) {
@@ -241,6 +251,9 @@ int cli_cmd_collective(int argc, char **argv)
 		json_t *o = estimate_json(&q, &e);
 		json_object_set_new(o, "hardware", json_string(hw->name));
 		json_object_set_new(o, "nccl_version", json_string(rm_nccl_model_version(&model)));
+		char label[96];
+		json_object_set_new(o, "nccl_release",
+				    json_string(rm_nccl_model_version_label(&model, label, sizeof(label))));
 		if (all) {
 			json_t *pairs = json_array();
 			for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)
@@ -254,10 +267,10 @@ int cli_cmd_collective(int argc, char **argv)
 		}
 		return cli_print_json(o);
 	}
-	char b[32];
+	char b[32], label[96];
 	printf("%s of %s on %d GPU(s) over %d node(s) of %s, NCCL %s%s\n", rm_coll_name(coll),
 	       rm_format_bytes(bytes, b, sizeof(b)), q.ranks, q.nodes, hw->name,
-	       rm_nccl_model_version(&model), raw ? " (raw model)" : "");
+	       rm_nccl_model_version_label(&model, label, sizeof(label)), raw ? " (raw model)" : "");
 	printf("  time      %.2f us (latency %.2f us)\n", e.time_us, e.latency_us);
 	printf("  algBW     %.2f GB/s\n  busBW     %.2f GB/s\n", e.algbw_GBps, e.busbw_GBps);
 	printf("  algorithm %s, protocol %s, %d channels (SMs held)\n", rm_nccl_algo_name(e.algo),

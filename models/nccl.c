@@ -20,6 +20,7 @@ enum { P_LL = RM_NCCL_PROTO_LL, P_LL128 = RM_NCCL_PROTO_LL128, P_SIMPLE = RM_NCC
 
 struct rm_nccl_constants {
 	const char *version;
+	const char *range; /* the releases the table stands for, for labels ("2.23+") */
 	int major, minor; /* first version the table applies to */
 	float base_lat[NA][NP];          /* us, by algorithm and protocol */
 	float hw_lat[LINK_COUNT][NA][NP]; /* us per step, by link */
@@ -34,6 +35,7 @@ struct rm_nccl_constants {
 /* docs/reference/nccl-model.md 'Latency constants' and 'Bandwidth', read at NCCL ~2.30; applies from 2.23. */
 static const rm_nccl_constants k_2_28 = {
 	.version = "2.28",
+	.range = "2.23+",
 	.major = 2,
 	.minor = 23,
 	.base_lat = {[A_RING] = {6.6f, 14.0f, 8.4f}, [A_TREE] = {6.8f, 14.0f, 8.4f},
@@ -60,6 +62,7 @@ static const rm_nccl_constants k_2_28 = {
 /* docs/reference/nccl-model.md 'Latency constants' and 'Corrections': Tree Simple base 0, hw latency 28 us. */
 static const rm_nccl_constants k_2_21 = {
 	.version = "2.21",
+	.range = "2.19-2.22",
 	.major = 2,
 	.minor = 19,
 	.base_lat = {[A_RING] = {6.6f, 14.0f, 8.4f}, [A_TREE] = {6.8f, 14.0f, 0.0f},
@@ -86,6 +89,7 @@ static const rm_nccl_constants k_2_21 = {
  * (all-gather, reduce-scatter) or 1/4 (all-reduce) in the older tuning.cc. */
 static const rm_nccl_constants k_2_18 = {
 	.version = "2.18",
+	.range = "2.18",
 	.major = 2,
 	.minor = 18,
 	.base_lat = {[A_RING] = {6.6f, 14.0f, 8.4f}, [A_TREE] = {6.8f, 14.0f, 0.0f},
@@ -295,30 +299,97 @@ bool rm_nccl_parse_protos(const char *list, unsigned *mask, rm_error *err)
 
 /* ---- model ---- */
 
-rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, const char *version,
-			     rm_error *err)
+/*
+ * The newest release the tables are known to describe: nccl-model.md read tuning.cc at NCCL ~2.30
+ * and the 2.23+ constants held unchanged through it. A later MAJOR.MINOR may have new tables,
+ * so it is refused rather than silently priced with these.
+ */
+enum { NEWEST_MAJOR = 2, NEWEST_MINOR = 30 };
+
+/* MAJOR.MINOR[.PATCH], digits only; false otherwise. */
+static bool parse_version(const char *v, int *major, int *minor)
 {
-	/* the override table is not cleared: n_overrides bounds it (keeps init cheap, ~10 KB) */
-	model->hw = *hw;
-	model->k = NULL;
-	model->calibrated = true;
-	model->n_overrides = 0;
-	int major = 2, minor = 28;
-	if (version && version[0]) {
-		char tail = '\0';
-		int n = sscanf(version, "%d.%d%c", &major, &minor, &tail);
-		if (n < 2 || (n == 3 && tail != '.') || major < 0 || minor < 0)
-			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
-					    "NCCL version '%s': expected MAJOR.MINOR[.PATCH], e.g. 2.28", version);
+	int n = 0, parts[3] = {0, 0, 0};
+	const char *p = v;
+	while (n < 3) {
+		if (*p < '0' || *p > '9')
+			return false;
+		long x = 0;
+		while (*p >= '0' && *p <= '9' && x < 100000)
+			x = x * 10 + (*p++ - '0');
+		if (x >= 100000)
+			return false;
+		parts[n++] = (int)x;
+		if (*p == '\0')
+			break;
+		if (*p++ != '.')
+			return false;
 	}
+	if (*p != '\0' || n < 2)
+		return false;
+	*major = parts[0];
+	*minor = parts[1];
+	return true;
+}
+
+static const rm_nccl_constants *table_for(int major, int minor)
+{
 	const rm_nccl_constants *pick = NULL;
 	for (size_t i = 0; i < RM_ARRAY_SIZE(tables); i++)
 		if (major > tables[i]->major || (major == tables[i]->major && minor >= tables[i]->minor))
 			pick = tables[i];
-	if (!pick)
+	return pick;
+}
+
+static void known_versions(char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < RM_ARRAY_SIZE(tables); i++) {
+		size_t l = strlen(buf);
+		bool last = i + 1 == RM_ARRAY_SIZE(tables);
+		if (last)
+			snprintf(buf + l, size - l, "%s%d.%d-%d.%d (%s tables)", i ? ", " : "", tables[i]->major,
+				 tables[i]->minor, NEWEST_MAJOR, NEWEST_MINOR, tables[i]->range);
+		else
+			snprintf(buf + l, size - l, "%s%s (%s tables)", i ? ", " : "", tables[i]->range,
+				 tables[i]->version);
+	}
+}
+
+rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, const char *version,
+			     rm_error *err)
+{
+	/* the override table is not cleared: n_overrides bounds it (keeps init cheap, ~20 KB) */
+	model->hw = *hw;
+	model->k = NULL;
+	model->calibrated = true;
+	model->n_overrides = 0;
+	model->version[0] = '\0';
+	int major = 2, minor = 28;
+	char known[160];
+	if (version && version[0]) {
+		if (strlen(version) >= sizeof(model->version) || !parse_version(version, &major, &minor))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "NCCL version '%s': expected MAJOR.MINOR[.PATCH], e.g. 2.28 or 2.26.2",
+					    version);
+		if (major > NEWEST_MAJOR || (major == NEWEST_MAJOR && minor > NEWEST_MINOR)) {
+			known_versions(known, sizeof(known));
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "NCCL version %s is newer than the newest modelled (%d.%d): its tuning "
+					    "tables are not known (known: %s; any patch release of these is fine)",
+					    version, NEWEST_MAJOR, NEWEST_MINOR, known);
+		}
+	}
+	const rm_nccl_constants *pick = table_for(major, minor);
+	if (!pick) {
+		known_versions(known, sizeof(known));
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
-				    "NCCL version %d.%d is older than the oldest modelled (2.18)", major, minor);
+				    "NCCL version %s is older than the oldest modelled (2.18; known: %s)", version,
+				    known);
+	}
 	model->k = pick;
+	if (version && version[0])
+		snprintf(model->version, sizeof(model->version), "%s", version);
 	return RM_OK;
 }
 
@@ -327,9 +398,30 @@ const char *rm_nccl_model_version(const rm_nccl_model *model)
 	return model->k ? model->k->version : "unset";
 }
 
+const char *rm_nccl_model_version_label(const rm_nccl_model *model, char *buf, size_t size)
+{
+	if (!model->k) {
+		snprintf(buf, size, "unset");
+		return buf;
+	}
+	int major = 0, minor = 0;
+	if (!model->version[0]) {
+		snprintf(buf, size, "%s (default; %s tables)", model->k->version, model->k->range);
+	} else if (!parse_version(model->version, &major, &minor) || table_for(major, minor) != model->k) {
+		/* a measured release outside the known ones, priced with the nearest table */
+		bool newer = major > NEWEST_MAJOR || (major == NEWEST_MAJOR && minor > NEWEST_MINOR);
+		snprintf(buf, size, "%s (%s than modelled; %s tables)", model->version, newer ? "newer" : "older",
+			 model->k->range);
+	} else {
+		snprintf(buf, size, "%s (%s tables)", model->version, model->k->range);
+	}
+	return buf;
+}
+
 bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov)
 {
-	if (model->n_overrides >= RM_NCCL_MAX_OVERRIDES)
+	if (model->n_overrides >= RM_NCCL_MAX_OVERRIDES || ov->ranks < 1 || ov->nodes < 1 ||
+	    ov->ranks_per_node < 1 || ov->ranks != ov->ranks_per_node * ov->nodes)
 		return false;
 	model->overrides[model->n_overrides++] = *ov;
 	return true;
@@ -524,7 +616,9 @@ static const rm_nccl_override *find_override(const rm_nccl_model *m, const rm_co
 {
 	for (int i = 0; i < m->n_overrides; i++) {
 		const rm_nccl_override *o = &m->overrides[i];
-		if (o->coll == q->coll && (int)o->algo == a && (int)o->proto == p &&
+		/* a fit applies to the topology it was measured on, never to another group */
+		if (o->coll == q->coll && (int)o->algo == a && (int)o->proto == p && o->ranks == q->ranks &&
+		    o->nodes == q->nodes && o->ranks_per_node * q->nodes == q->ranks &&
 		    q->bytes >= o->min_bytes && q->bytes <= o->max_bytes)
 			return o;
 	}

@@ -9,9 +9,14 @@
 
 #define LAUNCH_FLOOR_MAX_US 46.0 /* data/reference/nccl-h100-8gpu.csv header: "~35 us launch floor" */
 
+bool rm_nccl_is_launch_floor(double measured_us, double predicted_us)
+{
+	return measured_us <= LAUNCH_FLOOR_MAX_US && predicted_us < 0.8 * measured_us;
+}
+
 bool rm_nccl_ref_is_launch_floor(const rm_nccl_ref_row *row, double predicted_us)
 {
-	return row->forced_ring && row->time_us <= LAUNCH_FLOOR_MAX_US && predicted_us < 0.8 * row->time_us;
+	return row->forced_ring && rm_nccl_is_launch_floor(row->time_us, predicted_us);
 }
 
 /* Largest message size of a row: 2^53 B, the largest integer every double holds exactly (a

@@ -73,8 +73,9 @@ static void canon_nccl(rm_canon *c, const rm_nccl_model *n)
 	for (int i = 0; i < n->n_overrides; i++) {
 		const rm_nccl_override *o = &n->overrides[i];
 		char v[256];
-		snprintf(v, sizeof(v), "%d %d %d %lld %lld %a %a", (int)o->coll, (int)o->algo, (int)o->proto,
-			 (long long)o->min_bytes, (long long)o->max_bytes, o->latency_us, o->algbw_GBps);
+		snprintf(v, sizeof(v), "%d %d %d %dx%dx%d %lld %lld %a %a", (int)o->coll, (int)o->algo, (int)o->proto,
+			 o->ranks, o->ranks_per_node, o->nodes, (long long)o->min_bytes, (long long)o->max_bytes,
+			 o->latency_us, o->algbw_GBps);
 		snprintf(key, sizeof(key), "nccl.override[%d]", i);
 		rm_canon_str(c, key, v);
 	}

@@ -275,6 +275,68 @@ Test(nccl, versions_change_constants)
 	cr_assert(strstr(err.msg, "MAJOR.MINOR"), "%s", err.msg);
 }
 
+Test(nccl, versions_beyond_the_known_tables_are_refused)
+{
+	rm_nccl_model m;
+	rm_error err;
+	rm_error_clear(&err);
+	const rm_hw_profile *hw = rm_hw_profile_find("h100-sxm", NULL);
+	char label[96];
+	/* 9.99 used to take the 2.28 constants silently */
+	cr_assert_eq(rm_nccl_model_init(&m, hw, "9.99", &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "newer than the newest modelled"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "2.19-2.22") && strstr(err.msg, "2.23-2.30"), "lists the known: %s", err.msg);
+	cr_assert_eq(rm_nccl_model_init(&m, hw, "2.31", &err), RM_INVALID);
+	cr_assert_eq(rm_nccl_model_init(&m, hw, "3.0.1", &err), RM_INVALID);
+	cr_assert_eq(rm_nccl_model_init(&m, hw, "2.28.x", &err), RM_INVALID);
+	cr_assert_eq(rm_nccl_model_init(&m, hw, "2.28.9.1", &err), RM_INVALID);
+	/* patches of known minors are fine, and the label says which table they map to */
+	cr_assert_eq(rm_nccl_model_init(&m, hw, "2.28.9", &err), RM_OK, "%s", err.msg);
+	cr_assert_str_eq(rm_nccl_model_version_label(&m, label, sizeof(label)), "2.28.9 (2.23+ tables)");
+	cr_assert_eq(rm_nccl_model_init(&m, hw, "2.26.2", &err), RM_OK, "%s", err.msg);
+	cr_assert_str_eq(rm_nccl_model_version(&m), "2.28");
+	cr_assert_str_eq(rm_nccl_model_version_label(&m, label, sizeof(label)), "2.26.2 (2.23+ tables)");
+	cr_assert_eq(rm_nccl_model_init(&m, hw, "2.30.1", &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_nccl_model_init(&m, hw, "2.20.5", &err), RM_OK, "%s", err.msg);
+	cr_assert_str_eq(rm_nccl_model_version_label(&m, label, sizeof(label)), "2.20.5 (2.19-2.22 tables)");
+	cr_assert_eq(rm_nccl_model_init(&m, hw, NULL, &err), RM_OK, "%s", err.msg);
+	cr_assert_str_eq(rm_nccl_model_version_label(&m, label, sizeof(label)), "2.28 (default; 2.23+ tables)");
+}
+
+Test(nccl, overrides_apply_to_their_topology_only)
+{
+	rm_nccl_model m = model_of("h100-sxm", NULL, true);
+	rm_nccl_override ov = {.coll = RM_COLL_ALL_GATHER, .algo = RM_NCCL_ALGO_RING, .proto = RM_NCCL_PROTO_SIMPLE,
+			       .ranks = 8, .ranks_per_node = 8, .nodes = 1, .min_bytes = 0,
+			       .max_bytes = INT64_C(1) << 40, .latency_us = 1.0, .algbw_GBps = 10000.0};
+	cr_assert(rm_nccl_model_add_override(&m, &ov));
+	rm_nccl_override bad = ov;
+	bad.ranks = 0;
+	cr_assert_not(rm_nccl_model_add_override(&m, &bad), "an override without a topology is refused");
+	bad = ov;
+	bad.ranks = 16; /* 8 per node on 1 node is not 16 */
+	cr_assert_not(rm_nccl_model_add_override(&m, &bad));
+	rm_error err;
+	rm_error_clear(&err);
+	rm_coll_estimate e;
+	/* 1 GiB at 10000 GB/s + 1 us: the override wins on 8x1 */
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, RM_GiB, 8, 1);
+	cr_assert_eq(rm_nccl_estimate(&m, &q, &e, &err), RM_OK, "%s", err.msg);
+	cr_assert(e.overridden);
+	cr_assert_float_eq(e.time_us, 1.0 + (double)RM_GiB / 1e7, 1e-9);
+	/* and not on 16x2 nor 64x8, nor 4x1: those get the model */
+	static const int groups[][2] = {{16, 2}, {64, 8}, {4, 1}};
+	rm_nccl_model plain = model_of("h100-sxm", NULL, true);
+	for (int g = 0; g < 3; g++) {
+		rm_coll_estimate p;
+		q = rm_coll_query_make(RM_COLL_ALL_GATHER, RM_GiB, groups[g][0], groups[g][1]);
+		cr_assert_eq(rm_nccl_estimate(&m, &q, &e, &err), RM_OK, "%s", err.msg);
+		cr_assert_eq(rm_nccl_estimate(&plain, &q, &p, &err), RM_OK, "%s", err.msg);
+		cr_assert_not(e.overridden, "%dx%d", groups[g][0], groups[g][1]);
+		cr_assert_eq(e.time_us, p.time_us);
+	}
+}
+
 Test(nccl, channels_shrink_for_small_messages)
 {
 	rm_nccl_model m = model_of("h100-sxm", NULL, false);

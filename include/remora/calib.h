@@ -33,16 +33,21 @@
  * (whose reference-row section sits outside its include guard). */
 struct rm_nccl_model;
 
-/* Schema of this code: 1 = runs, measurements, fits; 2 = runs.source and the lookup indexes. */
-#define RM_CALIB_SCHEMA_VERSION 2
+/* Schema of this code: 1 = runs, measurements, fits; 2 = runs.source and the lookup indexes;
+ * 3 = fits.op/ranks/ranks_per_node/nodes, the topology a collective fit applies to. */
+#define RM_CALIB_SCHEMA_VERSION 3
 
 typedef struct rm_calib_db rm_calib_db;
 
 /*
  * Opens (create: creating if absent) the database at path and migrates an older schema to
- * RM_CALIB_SCHEMA_VERSION in one transaction. Returns NULL with err on: a file that is not an
- * SQLite database (RM_IO), a missing file when !create (RM_NOT_FOUND), a schema newer than this
- * code's (RM_UNSUPPORTED, nothing written), a failed migration (RM_IO, rolled back).
+ * RM_CALIB_SCHEMA_VERSION in one transaction, stamping PRAGMA application_id RM_APP_ID_CALIB
+ * (a calibration database from before the id is adopted). Returns NULL with err (naming path)
+ * on: a file that is not an SQLite database (RM_IO), a missing file when !create (RM_NOT_FOUND),
+ * the sweep store's file ("is a remora sweep database, not a calibration database") or another
+ * non-zero application_id (RM_INVALID), an SQLite file of someone else's tables (RM_INVALID), a
+ * schema newer than this code's (RM_UNSUPPORTED); none of these is changed. A failed migration
+ * is RM_IO, rolled back.
  */
 rm_calib_db *rm_calib_db_open(const char *path, bool create, rm_error *err);
 /* Closes the database; NULL is accepted. */
@@ -67,6 +72,10 @@ typedef struct rm_nccl_tests_row {
 	int64_t wrong[2]; /* #wrong (or the older 'error' column, rounded); -1 when N/A */
 	int ranks;        /* GPUs of the test that printed the row (distinct rank lines) */
 	int nodes;        /* distinct hosts among those rank lines */
+	int gpus_per_thread; /* G of "# nThread T nGpus G": > 1 is a single-process (-g G) run whose
+			      * host thread launches on G GPUs in turn (~35 us floor on 8 H100s);
+			      * 0 when the header does not say */
+	int processes;    /* distinct Pids among the rank lines (0: none printed) */
 	int line;         /* 1-based line in the log */
 } rm_nccl_tests_row;
 
@@ -75,6 +84,7 @@ typedef struct rm_nccl_tests_log {
 	char nccl_version[32];   /* "2.26.2" from nccl-library=22602, empty when absent */
 	char gpu[96];            /* device name of rank 0, e.g. "NVIDIA H100 80GB HBM3" */
 	char host[96];           /* host of rank 0 */
+	int threads, gpus_per_thread, processes; /* of the first table's header (0: not printed) */
 	int n_rows;
 	int duplicates;          /* identical rows dropped (interleaved output of several processes) */
 	rm_nccl_tests_row *rows; /* owned */
@@ -87,10 +97,13 @@ typedef struct rm_nccl_tests_log {
  * header blocks and rows of several processes (identical rows are counted once). The collective
  * comes from the "Collective test starting" line, else from the binary name in the path
  * (all_gather_perf...); the GPU count from the rank lines, else gpus_hint (0: none).
+ * Per-iteration (-I 1) and timestamp (-S 1) tables are read (their extra columns ignored).
  * Errors (file:line:column and what was expected): a row with a wrong field count or a
  * non-numeric field (RM_PARSE), a last row cut mid-way or a table without its closing
- * "# Avg bus bandwidth" line ("truncated", RM_PARSE), a unit line that is not (B) / (us) /
- * (GB/s) (RM_INVALID), no rows (RM_MISSING), an unknown collective (RM_UNSUPPORTED), no GPU count.
+ * "# Avg bus bandwidth" line ("truncated", RM_PARSE), a unit line whose units are not those of
+ * its columns ((B), (elements), (us), (GB/s), (%)) (RM_INVALID), a log made with -C 1 (CPU time:
+ * RM_UNSUPPORTED, "rerun without -C"), no rows (RM_MISSING), an unknown collective
+ * (RM_UNSUPPORTED), no GPU count.
  * On success fills log (free with rm_nccl_tests_log_finish).
  */
 rm_status rm_nccl_tests_parse(const char *path, const char *text, size_t len, int gpus_hint,
@@ -105,6 +118,7 @@ typedef struct rm_calib_import_stats {
 	int measurements;     /* measurement rows written */
 	int duplicates;       /* identical rows dropped */
 	int skipped;          /* rows not stored: #wrong > 0, a zero time, or both groups N/A */
+	int gpus_per_thread;  /* nccl-tests: GPUs one host thread drove (> 1: single-process -g N); 0 unknown */
 } rm_calib_import_stats;
 
 /*
@@ -112,8 +126,10 @@ typedef struct rm_calib_import_stats {
  * header) and one measurement per row and placement: benchmark "all_gather" | "reduce_scatter"
  * | "all_reduce" | "all_to_all" | "send_recv", unit "us", params {"bytes", "ranks", "nodes",
  * "inplace", "algo", "type"}. algo labels what the run forced ("ring", "nvls"...; NULL or
- * "default" = NCCL's own choice; the fit uses it to pick the pair the overrides attach to).
- * Errors: those of rm_nccl_tests_parse, RM_IO from the database; all rolled back.
+ * "default" = NCCL's own choice; the fit uses it to pick the pair the overrides attach to), and
+ * the launch mode "gpus_per_thread", "processes" when the header gives them.
+ * Errors: those of rm_nccl_tests_parse, RM_MISSING when no row can be stored (all #wrong > 0,
+ * zero times or N/A: an import of nothing is an error), RM_IO from the database; all rolled back.
  */
 rm_status rm_calib_import_nccl_tests(rm_calib_db *db, const char *path, const char *algo, int gpus_hint,
 				     rm_calib_import_stats *stats, rm_error *err);
@@ -150,12 +166,15 @@ rm_status rm_calib_fit_line(const double *x, const double *y, int n, double *c0,
 typedef struct rm_calib_regime {
 	int64_t min_bytes, max_bytes; /* inclusive; the first starts at 0, the last ends at the largest size measured */
 	double latency_us;
-	double algbw_GBps;            /* 1e6 marks a latency-only (flat) regime */
+	double algbw_GBps;            /* RM_CALIB_FLAT_ALGBW_GBps marks a latency-only (flat) regime */
 	int n_points;
 	double max_rel_error;
 } rm_calib_regime;
 
 #define RM_CALIB_MAX_REGIMES 8
+/* The algBW of a regime whose times do not grow with size: a sentinel, not a bandwidth (shown as
+ * "n/a (latency only)"); the bytes add nothing measurable there. */
+#define RM_CALIB_FLAT_ALGBW_GBps 1e6
 
 /*
  * Piecewise fit of a collective's times: sorts (bytes, time_us), drops bytes == 0 (nccl-tests
@@ -202,6 +221,9 @@ typedef struct rm_calib_fit_opts {
 	const int64_t *runs;  /* run ids to use; NULL/0: every run */
 	int n_runs;
 	double tolerance;     /* collective regime tolerance; 0: 0.03 */
+	const char *device;   /* GPU model to fit (a run's GPU name, case-insensitive substring) when
+			       * the selected runs come from several; NULL: the one of --base, or
+			       * the only one */
 } rm_calib_fit_opts;
 
 /* What one model's fit gave. */
@@ -214,18 +236,46 @@ typedef struct rm_calib_fit_result {
 	char why[256];      /* when !ok: why it failed */
 } rm_calib_fit_result;
 
+/* Rows of one device that measured the same benchmark and parameters and disagree. */
+typedef struct rm_calib_conflict {
+	char benchmark[32];
+	char params[192]; /* the shared parameters (JSON, without the file line) */
+	int n_rows;       /* rows with these parameters */
+	int64_t run[2];   /* the runs of the lowest and the highest value */
+	int line[2];      /* their lines in the imported files (0: not recorded) */
+	double value[2];  /* lowest and highest value (us) */
+} rm_calib_conflict;
+
+/* Two rows of one benchmark and parameters conflict when the highest exceeds the lowest by more
+ * than this: beyond the few percent that repeated nccl-tests or cuBLAS timings of one machine
+ * differ by (the collective fit's default tolerance is 3%). */
+#define RM_CALIB_CONFLICT_SPREAD 0.10
+
 typedef struct rm_calib_fit_report {
 	char base[64];
+	char device[96];              /* the GPU model fitted (the runs' GPU name; "" if none recorded) */
 	int n_results;
 	rm_calib_fit_result *results; /* owned; free with rm_calib_fit_report_finish */
+	int n_conflicts;
+	rm_calib_conflict *conflicts; /* owned */
+	int n_notes;
+	char (*notes)[256];           /* owned: runs left out (other devices), rows not fitted and why */
 } rm_calib_fit_report;
 
 /*
  * Fits every model that has measurements in the selected runs and stores each success under
  * profile (replacing that model's earlier fit; a failed model keeps its earlier fit), in one
- * transaction. The report lists each model with its fit error or why it failed. Returns
- * RM_MISSING when no measurement is selected, RM_INVALID when any fit failed (successes are
- * stored), RM_NOT_FOUND for an unknown base, RM_IO for the database.
+ * transaction. A profile describes one device: when the selected runs come from several GPU
+ * models, opts->device (or else the GPU of opts->base) picks one and the others' runs are left
+ * out (a note says so); with neither, RM_INVALID lists the devices and their runs. Collective
+ * groups are fitted per (operation, ranks, nodes, algorithm); the rows of a single-process run
+ * (gpus_per_thread > 1) at its host launch floor (rm_nccl_is_launch_floor against the base's
+ * model) and every smaller size of that run are left out, so the fit starts above the floor
+ * and the model prices what lies below. Rows of the same benchmark and parameters whose values
+ * spread beyond RM_CALIB_CONFLICT_SPREAD are reported as conflicts (and still fitted).
+ * The report lists each model with its fit error or why it failed. Returns RM_MISSING when no
+ * measurement is selected, RM_INVALID when any fit failed (successes are stored), RM_NOT_FOUND
+ * for an unknown base or device, RM_IO for the database (naming the file).
  */
 rm_status rm_calib_fit(rm_calib_db *db, const rm_calib_fit_opts *opts, rm_calib_fit_report *report,
 		       rm_error *err);
@@ -241,7 +291,8 @@ void *rm_calib_db_dump_json(rm_calib_db *db, rm_error *err);
 
 typedef struct rm_calib_resolve_opts {
 	const char *nccl_version; /* NULL: the calibrated runs' NCCL version (embedded: 2.28) */
-	int ranks, nodes;         /* add collective overrides fitted for this group; 0: every group */
+	int ranks, nodes;         /* add only the collective overrides fitted for this group; 0: every
+				   * group (each override applies to its own group only either way) */
 } rm_calib_resolve_opts;
 
 /*
@@ -252,7 +303,11 @@ typedef struct rm_calib_resolve_opts {
  *   field overridden (its source names the fit), and for each fitted collective regime an
  *   override on the (algorithm, protocol) pair the model picks there (restricted to the
  *   algorithm the run forced), plus slower copies on the pairs that would otherwise beat the
- *   measurement, so the model reproduces what was measured. Groups of opts->ranks x nodes only.
+ *   measurement, so the model reproduces what was measured. Each override carries the group it
+ *   was fitted on (ranks, ranks per node, nodes) and rm_nccl_estimate applies it to that group
+ *   only; a fit stored without a topology is not applied. The model's version is opts'
+ *   nccl_version, else the runs' release (a release outside the modelled ones takes the default
+ *   tables and rm_nccl_model_version_label says so).
  * opts may be NULL. Errors: unknown embedded name (RM_NOT_FOUND, lists names), missing database
  * file, unknown profile (RM_NOT_FOUND, lists the database's profiles), a newer schema
  * (RM_UNSUPPORTED), more overrides than the model holds (RM_RANGE; pass ranks).

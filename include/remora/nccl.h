@@ -77,13 +77,19 @@ bool rm_nccl_parse_protos(const char *list, unsigned *mask, rm_error *err);
 
 #define RM_NCCL_ALL_ALGOS ((1u << RM_NCCL_ALGO_COUNT) - 1)
 #define RM_NCCL_ALL_PROTOS ((1u << RM_NCCL_PROTO_COUNT) - 1)
-#define RM_NCCL_MAX_OVERRIDES 64
+#define RM_NCCL_MAX_OVERRIDES 128
 
-/* A fitted (latency, bandwidth) for one (collective, algorithm, protocol) over a size range. */
+/*
+ * A fitted (latency, bandwidth) for one (collective, algorithm, protocol) over a size range, on
+ * the topology it was measured on: a group of ranks GPUs, ranks_per_node on each of nodes nodes.
+ * It applies only to queries of exactly that topology (a fit of 8 GPUs on 1 node says nothing
+ * about 16 on 2 or 64 on 8); an override whose topology is unset (ranks 0) never applies.
+ */
 typedef struct rm_nccl_override {
 	rm_coll coll;
 	rm_nccl_algo algo;
 	rm_nccl_proto proto;
+	int ranks, ranks_per_node, nodes; /* the measured group; ranks = ranks_per_node * nodes */
 	int64_t min_bytes, max_bytes; /* inclusive range of bytes it applies to */
 	double latency_us;
 	double algbw_GBps;
@@ -96,6 +102,7 @@ typedef struct rm_nccl_model {
 	rm_hw_profile hw;
 	const rm_nccl_constants *k;
 	bool calibrated; /* apply the measured size efficiency and the overrides */
+	char version[24]; /* the release asked for or measured ("2.26.2"); empty: the default */
 	int n_overrides;
 	rm_nccl_override overrides[RM_NCCL_MAX_OVERRIDES];
 } rm_nccl_model;
@@ -103,15 +110,24 @@ typedef struct rm_nccl_model {
 /*
  * Initialises a model for a hardware profile and an NCCL version ("2.28", "2.28.9", "2.18.3";
  * NULL = 2.28, the version shipped with CUDA 13.0 here). Constants exist for 2.18 (NVLS base
- * latency 23 us, LL capped at 87.7 GB/s and scaled 1/3 or 1/4), 2.21 (Tree/Simple base 0 with
- * 28 us per hop) and 2.23 onwards (the tables of docs/reference/nccl-model.md); versions in between take the
- * nearest older table. calibrated starts true. RM_INVALID for an unparsable or pre-2.18 version.
+ * latency 23 us, LL capped at 87.7 GB/s and scaled 1/3 or 1/4), 2.19-2.22 (Tree/Simple base 0
+ * with 28 us per hop) and 2.23 to 2.30 (the tables of docs/reference/nccl-model.md); versions in between take
+ * the nearest older table; any PATCH is accepted. calibrated starts true. RM_INVALID (the
+ * message lists the known releases) for an unparsable version, one before 2.18, or one after
+ * 2.30 (a MAJOR.MINOR whose tuning tables are not known, e.g. 9.99).
  */
 rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, const char *version,
 			     rm_error *err);
 /* The constants' version label ("2.18", "2.21", "2.28"). */
 const char *rm_nccl_model_version(const rm_nccl_model *model);
-/* Adds a fitted override (the calibration database's); false when the table is full. */
+/*
+ * The release the model stands for and the table it maps to, into buf: "2.26.2 (2.23+ tables)",
+ * "2.28 (default; 2.23+ tables)", or for a measured release outside the modelled ones (set by
+ * the resolver in model->version) "2.31.1 (newer than modelled; 2.23+ tables)". Returns buf.
+ */
+const char *rm_nccl_model_version_label(const rm_nccl_model *model, char *buf, size_t size);
+/* Adds a fitted override (the calibration database's); false when the table is full or the
+ * override's topology is unset or inconsistent (ranks != ranks_per_node * nodes). */
 bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov);
 
 typedef struct rm_coll_query {
@@ -181,5 +197,12 @@ rm_status rm_nccl_ref_load(const char *path, rm_nccl_ref_row **rows, int *count,
  * predicts less than 80% of it, i.e. the ~35 us launch cost, not the collective, is measured.
  */
 bool rm_nccl_ref_is_launch_floor(const rm_nccl_ref_row *row, double predicted_us);
+
+/*
+ * The same test for any measurement of a single-process (-g N, N > 1) nccl-tests run: measured
+ * at most 46 us (the ~35 us host launch floor of one thread launching on 8 H100s, plus noise)
+ * while the model predicts less than 80% of it. The calibration fit keeps such rows out.
+ */
+bool rm_nccl_is_launch_floor(double measured_us, double predicted_us);
 
 #endif /* REMORA_NCCL_H */

@@ -400,6 +400,7 @@ typedef struct work {
 	rm_search *s;
 	int64_t count;
 	atomic_llong next;
+	int64_t consumed; /* candidates the writer has taken from their slots (under mu) */
 	rm_candidate_result *slots;
 	atomic_int *state;
 	int64_t window;
@@ -412,9 +413,11 @@ typedef struct work {
 static bool work_one(work *w, int64_t i)
 {
 	int64_t slot = i % w->window;
-	/* stay within the writer's window so memory stays bounded */
+	/* stay within the writer's window so memory stays bounded: candidate i may use its slot
+	 * once the writer has taken candidate i - window from it. (Waiting for the slot to look
+	 * empty is not enough: i and i + window could both see it empty and one result be lost.) */
 	pthread_mutex_lock(&w->mu);
-	while (!atomic_load(&w->stop) && atomic_load(&w->state[slot]) != SLOT_EMPTY)
+	while (!atomic_load(&w->stop) && i >= w->consumed + w->window)
 		pthread_cond_wait(&w->cv, &w->mu);
 	pthread_mutex_unlock(&w->mu);
 	if (atomic_load(&w->stop))
@@ -506,6 +509,7 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 		if (state == SLOT_RESULT)
 			r = w.slots[slot];
 		atomic_store(&w.state[slot], SLOT_EMPTY);
+		w.consumed = i + 1;
 		pthread_cond_broadcast(&w.cv);
 		pthread_mutex_unlock(&w.mu);
 		prog.done++;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "search_internal.h"
 
@@ -343,6 +344,10 @@ rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
 	if (s->db)
 		return RM_OK;
 	const char *name = path ? path : ":memory:";
+	/* a database is a regular file (or a new one): SQLite would put its journal beside a device */
+	struct stat stt;
+	if (path && stat(path, &stt) == 0 && !S_ISREG(stt.st_mode))
+		return rm_error_set(err, RM_INVALID, path, 0, 0, "not a regular file: a sweep database must be a file");
 	int rc = sqlite3_open_v2(name, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		rm_status st = rm_error_set(err, RM_IO, name, 0, 0, "cannot open the sweep database: %s",
@@ -359,8 +364,20 @@ rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
 		if (sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &q, NULL) != SQLITE_OK) {
 			st = rm_error_set(err, RM_IO, name, 0, 0, "not a usable SQLite database: %s", sqlite3_errmsg(s->db));
 		} else {
-			rc = sqlite3_step(q);
-			if (rc != SQLITE_ROW)
+			/* switching a new file to WAL needs it to itself: while another search opens the
+			 * same file the switch answers busy without calling the busy handler, so wait here */
+			for (int waited_ms = 0;; waited_ms += 10) {
+				rc = sqlite3_step(q);
+				if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited_ms >= STORE_BUSY_TIMEOUT_MS)
+					break;
+				sqlite3_reset(q);
+				sqlite3_sleep(10);
+			}
+			if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+				st = rm_error_set(err, RM_IO, name, 0, 0,
+						  "the sweep database stayed locked for %d s: another program holds it",
+						  STORE_BUSY_TIMEOUT_MS / 1000);
+			else if (rc != SQLITE_ROW)
 				st = rm_error_set(err, RM_IO, name, 0, 0, "not a usable SQLite database: %s",
 						  sqlite3_errmsg(s->db));
 			else if (strcmp(col_text(q, 0), "wal") != 0)

@@ -492,3 +492,30 @@ Test(store, resuming_with_many_threads_finishes_with_every_row, .timeout = 60)
 		rm_search_destroy(s);
 	}
 }
+
+Test(store, a_database_must_be_a_regular_file)
+{
+	/* SQLite would otherwise create "/dev/null-journal" beside the device */
+	char dir[64], path[128];
+	temp_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/s.yaml", dir);
+	char text[1024];
+	snprintf(text, sizeof(text), "model: llama-2-7b\n%s", tiny_search);
+	write_file(path, text);
+	rm_scenario sc;
+	load(path, &sc);
+	rm_error err;
+	rm_error_clear(&err);
+	const char *const bad[] = {"/dev/null", dir};
+	for (int i = 0; i < 2; i++) {
+		rm_search *s = rm_search_create(&sc, NULL, &err);
+		rm_search_options opt = {.db_path = bad[i], .jobs = 1};
+		rm_search_progress p;
+		cr_assert_neq(rm_search_run(s, &opt, &p, &err), RM_OK, "%s", bad[i]);
+		cr_assert(strstr(err.msg, "not a regular file"), "%s", err.msg);
+		cr_assert_str_eq(err.file, bad[i]);
+		rm_search_destroy(s);
+	}
+	struct stat st;
+	cr_assert_neq(stat("/dev/null-journal", &st), 0, "no journal was made beside the device");
+}

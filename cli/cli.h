@@ -53,6 +53,12 @@ int cli_fail(const rm_error *err);
 /* Prints "remora: error: MSG" (plus a hint to --help) and returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
+ * Refuses (usage error, exit 2) an output path that is the same file as one of the command's
+ * inputs (same device and inode, through any link): `--trace scenario.yaml` or a trace onto the
+ * sweep database would replace what the command reads. NULL entries are skipped.
+ */
+int cli_check_outputs(const char *cmd, const char *const *outputs, int n_out, const char *const *inputs, int n_in);
+/*
  * Checks the form of every --set KEY=VALUE (an '=', a key remora has) before any file is read and
  * prints a usage error for the first bad one: CLI_EXIT_USAGE, else CLI_EXIT_OK. Values are
  * checked when they are applied (a bad value is bad input, exit 1).

@@ -264,6 +264,13 @@ int cli_cmd_exec(int argc, char **argv)
 	if (o.world > 65536)
 		return cli_usage_error("exec", "--world: at most 65536");
 	o.path = argv[optind];
+	{
+		const char *outs[] = {o.trace};
+		const char *ins[] = {o.path, o.replay, o.calib};
+		int crc = cli_check_outputs("exec", outs, 1, ins, 3);
+		if (crc != CLI_EXIT_OK)
+			return crc;
+	}
 
 	rm_error err;
 	rm_error_clear(&err);

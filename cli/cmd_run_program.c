@@ -95,6 +95,13 @@ int cli_cmd_run_program(int argc, char **argv)
 	if (optind + 1 != argc)
 		return cli_usage_error("run-program", "unexpected argument '%s'", argv[optind + 1]);
 	const char *path = argv[optind];
+	{
+		const char *outs[] = {trace};
+		const char *ins[] = {path};
+		int crc = cli_check_outputs("run-program", outs, 1, ins, 1);
+		if (crc != CLI_EXIT_OK)
+			return crc;
+	}
 
 	rm_error err;
 	rm_error_clear(&err);

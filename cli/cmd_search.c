@@ -346,6 +346,22 @@ int cli_cmd_search(int argc, char **argv)
 			return err.status == RM_USAGE || err.status == RM_UNKNOWN_KEY ? cli_usage_error("search", "%s", err.msg) : cli_fail(&err);
 		}
 	free(sets);
+	{
+		/* no output may land on what the search reads: the scenario, its model, the database */
+		static const char *const plot_files[] = {"candidates.dat", "pareto.dat", "winner-memory.dat",
+							 "plots.gp", "pareto.svg", "winner-memory.svg"};
+		char model[1100], plot_paths[6][1100];
+		const char *outs[7] = {trace};
+		int n_out = 1;
+		for (int i = 0; plot && i < 6; i++) {
+			snprintf(plot_paths[i], sizeof(plot_paths[i]), "%s/%s", plot, plot_files[i]);
+			outs[n_out++] = plot_paths[i];
+		}
+		const char *ins[] = {argv[optind], rm_scenario_model_file(&sc, model, sizeof(model)), db};
+		int crc = cli_check_outputs("search", outs, n_out, ins, 3);
+		if (crc != CLI_EXIT_OK)
+			return crc;
+	}
 	rm_search *s = rm_search_create(&sc, rm_calib_hw_resolver, &err);
 	if (!s)
 		return cli_fail(&err);

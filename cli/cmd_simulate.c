@@ -179,6 +179,16 @@ static int run(const char *cmd, int argc, char **argv)
 	free(sets);
 	if (rc != CLI_EXIT_OK)
 		return rc;
+	{
+		char model[1100];
+		const char *outs[] = {trace, output};
+		const char *ins[] = {argv[optind], rm_scenario_model_file(&sc, model, sizeof(model))};
+		rc = cli_check_outputs(cmd, outs, 2, ins, 2);
+		if (rc != CLI_EXIT_OK) {
+			rm_scenario_resolved_finish(&res);
+			return rc;
+		}
+	}
 	rm_error err;
 	rm_error_clear(&err);
 	/* res.sched.cost: collectives priced by the (possibly calibrated) NCCL model of the resolved

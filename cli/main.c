@@ -1,7 +1,11 @@
 /* The `remora` command: dispatches to one subcommand per file in cli/. */
+/* realpath (XSI) */
+#define _XOPEN_SOURCE 700
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +58,52 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	fprintf(stderr, "remora: error: %s\n", msg);
 	fprintf(stderr, "remora: see `remora %s%s--help`\n", cmd ? cmd : "", cmd ? " " : "");
 	return CLI_EXIT_USAGE;
+}
+
+/* The absolute path of path's folder (links resolved) joined with its last component, for paths
+ * that may not exist yet; false when its folder does not exist. */
+static bool folder_real(const char *path, char *out, size_t size)
+{
+	char copy[PATH_MAX];
+	snprintf(copy, sizeof(copy), "%s", path);
+	char *slash = strrchr(copy, '/');
+	const char *base = slash ? slash + 1 : copy;
+	char dirbuf[PATH_MAX];
+	if (slash == copy)
+		snprintf(dirbuf, sizeof(dirbuf), "/");
+	else if (slash) {
+		*slash = '\0';
+		snprintf(dirbuf, sizeof(dirbuf), "%s", copy);
+	} else
+		snprintf(dirbuf, sizeof(dirbuf), ".");
+	char real[PATH_MAX];
+	if (!realpath(dirbuf, real))
+		return false;
+	snprintf(out, size, "%s/%s", real, base);
+	return true;
+}
+
+/* Whether a and b name one file: the same device and inode when both exist, else the same path
+ * once their folders are resolved (an output not written yet onto an input not made yet). */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+	if (ea && eb)
+		return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	char ra[PATH_MAX], rb[PATH_MAX];
+	return !ea && !eb && folder_real(a, ra, sizeof(ra)) && folder_real(b, rb, sizeof(rb)) && strcmp(ra, rb) == 0;
+}
+
+int cli_check_outputs(const char *cmd, const char *const *outputs, int n_out, const char *const *inputs, int n_in)
+{
+	for (int o = 0; o < n_out; o++)
+		for (int i = 0; outputs[o] && i < n_in; i++)
+			if (inputs[i] && same_file(outputs[o], inputs[i]))
+				return cli_usage_error(cmd, "'%s' is also this command's input '%s': writing it would "
+							    "replace the input; give another output path",
+						       outputs[o], inputs[i]);
+	return CLI_EXIT_OK;
 }
 
 bool cli_parse_positive(const char *cmd, const char *option, const char *text, int64_t *out)

@@ -904,17 +904,26 @@ static rm_status embedded_hw(const char *spec, const char *nccl_version, int ran
 	return nccl ? rm_nccl_model_init(nccl, out, nccl_version, err) : RM_OK;
 }
 
+const char *rm_scenario_model_file(const rm_scenario *sc, char *buf, size_t size)
+{
+	size_t ml = strlen(sc->model);
+	bool is_path = strchr(sc->model, '/') || (ml > 5 && strcmp(sc->model + ml - 5, ".json") == 0);
+	if (!is_path)
+		return NULL;
+	if (sc->model[0] != '/' && sc->dir[0])
+		snprintf(buf, size, "%s/%s", sc->dir, sc->model);
+	else
+		snprintf(buf, size, "%s", sc->model);
+	return buf;
+}
+
 rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm_scenario_resolved *out,
 			      rm_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	/* model: a preset, or a config.json relative to the scenario */
 	char model[1100];
-	size_t ml = strlen(sc->model);
-	bool is_path = strchr(sc->model, '/') || (ml > 5 && strcmp(sc->model + ml - 5, ".json") == 0);
-	if (is_path && sc->model[0] != '/' && sc->dir[0])
-		snprintf(model, sizeof(model), "%s/%s", sc->dir, sc->model);
-	else
+	if (!rm_scenario_model_file(sc, model, sizeof(model)))
 		snprintf(model, sizeof(model), "%s", sc->model);
 	if (rm_model_config_resolve(model, &out->model, err) != RM_OK) {
 		/* errors inside a config.json keep their own file:line:column */

@@ -467,3 +467,50 @@ Test(files, result_and_trace_json_of_a_program_whose_name_needs_escaping)
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(tr, "otherData"), "program")), name);
 	json_decref(tr);
 }
+
+/* An output onto one of the command's own inputs (directly or through a link) is a usage error
+ * and the input is left as it was: a scenario, a program, a sweep database. */
+Test(files, outputs_never_replace_the_commands_inputs)
+{
+	/* in_dir's buffers rotate (run uses two per call): keep our own copies */
+	char scen[1200], link[1200], prog[1200], db[1200];
+	snprintf(scen, sizeof(scen), "%s", in_dir("s.yaml"));
+	snprintf(link, sizeof(link), "%s", in_dir("link.yaml"));
+	snprintf(prog, sizeof(prog), "%s", in_dir("p.json"));
+	snprintf(db, sizeof(db), "%s", in_dir("sweep.db"));
+	size_t n0 = 0;
+	char *orig = slurp(seed(), &n0);
+	FILE *f = fopen(scen, "wb");
+	cr_assert_not_null(f);
+	fwrite(orig, 1, n0, f);
+	fclose(f);
+	cr_assert_eq(symlink(scen, link), 0);
+	const char *sched[] = {"schedule", scen, "-o", prog, NULL};
+	run_result r = run(NULL, sched);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	run_free(&r);
+	const char *const *cases[] = {
+		(const char *[]){"simulate", scen, "--trace", scen, NULL},
+		(const char *[]){"simulate", scen, "--trace", link, NULL},
+		(const char *[]){"schedule", scen, "-o", link, NULL},
+		(const char *[]){"run-program", prog, "--trace", prog, NULL},
+		(const char *[]){"search", scen, "--set", "search.names=[]", "--set", "search.policies=[dots_saveable]",
+				 "--set", "search.micro_batches=[1]", "--db", db, "--trace", db, NULL},
+	};
+	size_t np0 = 0;
+	char *prog0 = slurp(prog, &np0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = run(NULL, cases[i]);
+		cr_assert_eq(r.exit_code, 2, "case %zu: exit %d: %s", i, r.exit_code, r.err);
+		cr_assert(strstr(r.err, "is also this command's input"), "case %zu: %s", i, r.err);
+		run_free(&r);
+	}
+	size_t n1 = 0, np1 = 0;
+	char *now = slurp(scen, &n1), *prog1 = slurp(prog, &np1);
+	cr_assert(n1 == n0 && memcmp(now, orig, n0) == 0, "the scenario is unchanged");
+	cr_assert(np1 == np0 && memcmp(prog1, prog0, np0) == 0, "the program is unchanged");
+	free(orig);
+	free(now);
+	free(prog0);
+	free(prog1);
+}

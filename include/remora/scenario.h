@@ -106,6 +106,10 @@ rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_s
  */
 rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err);
 
+/* The config.json file the scenario's model names, relative to the scenario's folder, into buf;
+ * NULL when the model is a preset name. */
+const char *rm_scenario_model_file(const rm_scenario *sc, char *buf, size_t size);
+
 /*
  * The resolved run: everything a simulation's result depends on, resolved from a scenario (owns
  * what it points to). simulate, schedule, search and (through the programs they write)

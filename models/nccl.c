@@ -525,7 +525,9 @@ static int launched_channels(int full, rm_nccl_algo algo, rm_nccl_proto proto, i
 
 static bool pair_available(const rm_nccl_model *m, const rm_coll_query *q, const topo *t, int a, int p)
 {
-	bool nvls_hw = m->hw.nccl_nvls_bw_GBps > 0 && m->hw.nccl_nvls_channels > 0 && t->ppn >= 2;
+	/* NCCL turns NVLS off for 2 GPUs or fewer per node (src/transport/nvls.cc ncclNvlsInit:
+	 * `gpuCount <= 2` returns with nvlsSupport 0) */
+	bool nvls_hw = m->hw.nccl_nvls_bw_GBps > 0 && m->hw.nccl_nvls_channels > 0 && t->ppn > 2;
 	switch (a) {
 	case A_RING:
 		return q->coll <= RM_COLL_ALL_REDUCE;

@@ -438,3 +438,19 @@ Test(nccl, reference_sizes_past_int64_are_refused)
 		unlink(path);
 	}
 }
+
+Test(nccl, no_nvls_on_two_gpus)
+{
+	/* NCCL's ncclNvlsInit (src/transport/nvls.cc) leaves NVLS off when a node has 2 GPUs or
+	 * fewer: a 1 GiB all-reduce on 2 H100s runs a ring; on 4 NVLS is offered */
+	rm_nccl_model m;
+	rm_error err;
+	cr_assert_eq(rm_nccl_model_init(&m, rm_hw_profile_find("h100-sxm", NULL), NULL, &err), RM_OK, "%s", err.msg);
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, INT64_C(1) << 30, 2, 1);
+	rm_coll_estimate e;
+	cr_assert_eq(rm_nccl_estimate(&m, &q, &e, &err), RM_OK, "%s", err.msg);
+	cr_assert_neq(e.algo, RM_NCCL_ALGO_NVLS);
+	cr_assert_lt(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_NVLS, RM_NCCL_PROTO_SIMPLE, NULL), 0, "NVLS not offered");
+	q = rm_coll_query_make(RM_COLL_ALL_REDUCE, INT64_C(1) << 30, 4, 1);
+	cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_NVLS, RM_NCCL_PROTO_SIMPLE, NULL), 0);
+}

@@ -35,10 +35,17 @@ static void print_text(const rm_sim *sim)
 	if (prog->tokens > 0)
 		printf("tokens/s per GPU   %.1f\n", m->tokens_per_s);
 	printf("MFU                %.1f %%\n", m->mfu * 100);
-	printf("peak memory        %s of %s (%s)\n",
+	char b3[32], b4[32];
+	printf("peak memory        %s of %s usable (%s HBM less %s: CUDA context, NCCL buffers, workspace) (%s)\n",
 	       rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
-	       rm_format_bytes(m->memory_capacity_bytes, b2, sizeof(b2)),
+	       rm_format_bytes(m->memory_usable_bytes, b2, sizeof(b2)),
+	       rm_format_bytes(m->memory_capacity_bytes, b3, sizeof(b3)),
+	       rm_format_bytes(m->memory_capacity_bytes - m->memory_usable_bytes, b4, sizeof(b4)),
 	       m->fits ? "fits" : "DOES NOT FIT");
+	if (m->mfu > 1.0)
+		printf("WARNING            MFU above 100%%: the program's model_flops (%.3g) exceed what the step can "
+		       "execute at the BF16 peak; check model_flops\n",
+		       m->model_flops);
 	if (m->first_oom_op >= 0)
 		printf("first op over      %s\n", prog->ops[m->first_oom_op].name);
 	printf("compute busy       %.3f ms\n", rm_time_to_s(m->compute_busy) * 1e3);

@@ -177,12 +177,12 @@ static bool write_script(FILE *f, void *user, rm_error *err)
 		"plot 'candidates.dat' using 1:($3==1?$2:1/0) with points pt 7 ps 0.5 lc rgb '#8080c0' title 'fits', \\\n"
 		"     'candidates.dat' using 1:($3==0?$2:1/0) with points pt 6 ps 0.5 lc rgb '#c0c0c0' title 'does not fit', \\\n"
 		"     'pareto.dat' using 1:2 with linespoints pt 7 lc rgb '#d02020' title 'Pareto front', \\\n"
-		"     capacity with lines dt 2 lc rgb '#404040' title 'HBM capacity'\n"
+		"     capacity with lines dt 2 lc rgb '#404040' title 'usable memory (HBM less context, NCCL buffers, workspace)'\n"
 		"set output 'winner-memory.svg'\n"
 		"set title 'Winner: device memory over one step'\n"
 		"set xlabel 'time (ms)'\nset ylabel 'device memory (GiB)'\n"
 		"plot 'winner-memory.dat' using 1:2 with steps lw 2 lc rgb '#2060c0' title 'allocated', \\\n"
-		"     capacity with lines dt 2 lc rgb '#404040' title 'HBM capacity'\n",
+		"     capacity with lines dt 2 lc rgb '#404040' title 'usable memory'\n",
 		p->capacity_gib);
 	return true;
 }
@@ -427,7 +427,7 @@ int cli_cmd_search(int argc, char **argv)
 		}
 		if (plot) {
 			rc = write_plots(s, plot, pareto, n_pareto, wsim,
-					 (double)best_xla.memory_capacity_bytes / (double)RM_GiB);
+					 (double)rm_search_memory_budget(s)->usable_bytes / (double)RM_GiB);
 			if (rc != CLI_EXIT_OK)
 				goto out_w;
 		}
@@ -533,9 +533,9 @@ int cli_cmd_search(int argc, char **argv)
 			       w->tokens_per_s_per_gpu / base.tokens_per_s_per_gpu, base.tokens_per_s_per_gpu, base.sync,
 			       base.sync_memory_limit);
 		else
-			printf("  the scenario as written does not fit (%.2f GiB of %.2f)\n",
+			printf("  the scenario as written does not fit (%.2f GiB of %.2f usable)\n",
 			       (double)base.peak_memory_bytes / (double)RM_GiB,
-			       (double)base.memory_capacity_bytes / (double)RM_GiB);
+			       (double)rm_search_memory_budget(s)->usable_bytes / (double)RM_GiB);
 	}
 	if (have_ideal)
 		printf("  a hand-tuned FSDP runtime (ideal mode: %s, micro-batch %lld) would reach %.0f tokens/s per "

@@ -13,6 +13,26 @@ static const char *const level_name[] = {
 	[RM_LOG_DEBUG] = "debug",
 };
 
+/*
+ * Writes text to stderr with control characters (C0 other than tab, and DEL) shown as \xNN, so
+ * input quoted in a message (a config value, a file name) cannot move the cursor, recolour the
+ * terminal or fake a line of its own in a log.
+ */
+static void put_escaped(const char *prefix, const char *text)
+{
+	char out[4200];
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)text; *p && n + 5 < sizeof(out); p++) {
+		if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "\\x%02x", *p);
+		else
+			out[n++] = (char)*p;
+	}
+	out[n] = '\0';
+	/* One fprintf per message keeps lines whole when threads log at once. */
+	fprintf(stderr, "%s%s\n", prefix, out);
+}
+
 void rm_log_set_level(rm_log_level level)
 {
 	atomic_store(&log_level, (int)level);
@@ -32,8 +52,9 @@ void rm_log(rm_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	/* One fprintf per message keeps lines whole when threads log at once. */
-	fprintf(stderr, "remora: %s: %s\n", level_name[level], line);
+	char prefix[32];
+	snprintf(prefix, sizeof(prefix), "remora: %s: ", level_name[level]);
+	put_escaped(prefix, line);
 }
 
 void rm_log_error_record(const rm_error *err)
@@ -41,5 +62,5 @@ void rm_log_error_record(const rm_error *err)
 	char buf[1200];
 	rm_error_format(err, buf, sizeof(buf));
 	/* rm_error_format already says "error:"; keep the program name in front only. */
-	fprintf(stderr, "remora: %s\n", buf);
+	put_escaped("remora: ", buf);
 }

@@ -94,13 +94,32 @@ static double name_value(const rm_search *s, const char *name)
 
 static rm_status build_space(rm_search *s, rm_error *err)
 {
-	const rm_scenario *sc = &s->base;
+	/* a name listed twice (or under two spellings) would double the space for nothing */
+	rm_scenario *sc = &s->base;
+	int kept = 0;
+	for (int i = 0; i < sc->n_search_names; i++) {
+		const char *ci = rm_checkpoint_canonical(sc->search_names[i]) ? rm_checkpoint_canonical(sc->search_names[i])
+									    : sc->search_names[i];
+		bool dup = false;
+		for (int j = 0; j < kept && !dup; j++) {
+			const char *cj = rm_checkpoint_canonical(sc->search_names[j]) ? rm_checkpoint_canonical(sc->search_names[j])
+										     : sc->search_names[j];
+			dup = strcmp(ci, cj) == 0;
+		}
+		if (dup)
+			rm_log_warn("search.names[%d] \"%s\" is listed already; counted once", i, sc->search_names[i]);
+		else if (kept != i)
+			memcpy(sc->search_names[kept++], sc->search_names[i], sizeof(sc->search_names[0]));
+		else
+			kept++;
+	}
+	sc->n_search_names = kept;
 	int n = sc->n_search_names;
 	if (n > 0 && n <= 12) {
 		for (uint64_t mask = 0; mask < (UINT64_C(1) << n); mask++) {
-			add_subset(s, sc->search_names, n, mask, false);
+			add_subset(s, (const char(*)[48])sc->search_names, n, mask, false);
 			if (sc->search_offload)
-				add_subset(s, sc->search_names, n, mask, true);
+				add_subset(s, (const char(*)[48])sc->search_names, n, mask, true);
 		}
 	} else if (n > 12) {
 		/* nested prefixes by value: every other subset of the same size keeps more bytes for

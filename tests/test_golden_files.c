@@ -514,3 +514,26 @@ Test(files, outputs_never_replace_the_commands_inputs)
 	free(prog0);
 	free(prog1);
 }
+
+/* Input quoted in an error cannot drive the terminal or fake a log line: control characters are
+ * shown as \xNN. */
+Test(files, control_characters_in_messages_are_escaped)
+{
+	char cfg[1200];
+	snprintf(cfg, sizeof(cfg), "%s", in_dir("esc.json"));
+	FILE *f = fopen(cfg, "wb");
+	cr_assert_not_null(f);
+	fputs("{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 32000, \"hidden_size\": 4096,"
+	      " \"intermediate_size\": 11008, \"num_hidden_layers\": 32, \"num_attention_heads\": 32,"
+	      " \"hidden_act\": \"\\u001b[31mred\\nremora: error: fake\"}",
+	      f);
+	fclose(f);
+	const char *args[] = {"describe", cfg, NULL};
+	run_result r = run(NULL, args);
+	cr_assert_eq(r.exit_code, 1, "%s", r.err);
+	cr_assert_null(strchr(r.err, '\x1b'), "raw ESC in: %s", r.err);
+	cr_assert(strstr(r.err, "\\x1b[31mred\\x0aremora: error: fake"), "%s", r.err);
+	/* one message, one line */
+	cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "%s", r.err);
+	run_free(&r);
+}

@@ -214,3 +214,18 @@ Test(search, no_candidate_is_dropped_from_a_large_space)
 	cr_assert_str_eq(c.policy, "torch:full");
 	rm_search_destroy(s);
 }
+
+Test(search, a_name_listed_twice_counts_once)
+{
+	/* 3 distinct names (q listed twice): 8 subsets + 7 offloaded, not 16 + 15 */
+	const char *sets[] = {"search.names=[dot_attention_query, dot_attention_value, dot_attention_query, dot_mlp_gate]",
+			      "search.policies=[]", "search.micro_batches=[1]", "search.flag_variants=['']",
+			      "search.include_ideal=false", NULL};
+	rm_scenario sc;
+	seed(&sc, sets);
+	rm_error err;
+	rm_search *s = rm_search_create(&sc, NULL, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_search_count(s), 1 + 8 + 7);
+	rm_search_destroy(s);
+}

@@ -31,6 +31,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/remora-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export ASAN_OPTIONS=${FUZZ_ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${FUZZ_UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# leaks inside libfyaml itself, reproduced without remora (tests/fuzz/lsan.supp)
+export LSAN_OPTIONS=${FUZZ_LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0}
 export TMPDIR=$work
 
 # One harness: fuzz, then write its summary line to $work/NAME.result.

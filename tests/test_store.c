@@ -90,6 +90,17 @@ static rm_search *run(const rm_scenario *sc, rm_hw_resolver resolver, const char
 	return s;
 }
 
+/* A folder (dir) holding s.yaml = head + the tiny search space, loaded into sc. */
+static void tiny_scenario(const char *head, char *dir, size_t dir_size, rm_scenario *sc)
+{
+	temp_dir(dir, dir_size);
+	char path[128], text[1024];
+	snprintf(path, sizeof(path), "%s/s.yaml", dir);
+	snprintf(text, sizeof(text), "%s%s", head, tiny_search);
+	write_file(path, text);
+	load(path, sc);
+}
+
 static double as_written_step(rm_search *s)
 {
 	rm_candidate_result r;
@@ -246,15 +257,10 @@ Test(store, two_models_behind_one_file_name_share_no_rows)
 
 Test(store, a_refitted_calibration_recomputes_every_row)
 {
-	char dir[64], path[128], db[128];
-	temp_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/s.yaml", dir);
-	char text[1024];
-	snprintf(text, sizeof(text), "model: llama-2-7b\ntraining: {seq_len: 2048}\n%s", tiny_search);
-	write_file(path, text);
-	db_path(db, sizeof(db));
+	char dir[64], db[128];
 	rm_scenario sc;
-	load(path, &sc);
+	tiny_scenario("model: llama-2-7b\ntraining: {seq_len: 2048}\n", dir, sizeof(dir), &sc);
+	db_path(db, sizeof(db));
 	rm_search_progress p;
 	fitted_gemm_TFLOPs = 800;
 	rm_search *s = run(&sc, refit_resolver, db, &p);
@@ -271,15 +277,10 @@ Test(store, a_refitted_calibration_recomputes_every_row)
 
 Test(store, a_tampered_row_is_recomputed_not_trusted)
 {
-	char dir[64], path[128], db[128];
-	temp_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/s.yaml", dir);
-	char text[1024];
-	snprintf(text, sizeof(text), "model: llama-2-7b\ntraining: {seq_len: 2048}\n%s", tiny_search);
-	write_file(path, text);
-	db_path(db, sizeof(db));
+	char dir[64], db[128];
 	rm_scenario sc;
-	load(path, &sc);
+	tiny_scenario("model: llama-2-7b\ntraining: {seq_len: 2048}\n", dir, sizeof(dir), &sc);
+	db_path(db, sizeof(db));
 	rm_search_progress p;
 	rm_search *s = run(&sc, NULL, db, &p);
 	rm_candidate_result best;
@@ -302,15 +303,10 @@ Test(store, a_tampered_row_is_recomputed_not_trusted)
 
 Test(store, a_damaged_file_is_refused_with_the_reason)
 {
-	char dir[64], path[128], db[128];
-	temp_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/s.yaml", dir);
-	char text[1024];
-	snprintf(text, sizeof(text), "model: llama-2-7b\ntraining: {seq_len: 2048}\n%s", tiny_search);
-	write_file(path, text);
-	db_path(db, sizeof(db));
+	char dir[64], db[128];
 	rm_scenario sc;
-	load(path, &sc);
+	tiny_scenario("model: llama-2-7b\ntraining: {seq_len: 2048}\n", dir, sizeof(dir), &sc);
+	db_path(db, sizeof(db));
 	rm_search_progress p;
 	rm_search_destroy(run(&sc, NULL, db, &p));
 	/* overwrite every page after the header page with 0xff */
@@ -337,18 +333,13 @@ Test(store, a_damaged_file_is_refused_with_the_reason)
 
 Test(store, old_schema_rows_are_dropped_and_the_file_is_marked)
 {
-	char dir[64], path[128], db[128];
-	temp_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/s.yaml", dir);
-	char text[1024];
-	snprintf(text, sizeof(text), "model: llama-2-7b\ntraining: {seq_len: 2048}\n%s", tiny_search);
-	write_file(path, text);
+	char dir[64], db[128];
+	rm_scenario sc;
+	tiny_scenario("model: llama-2-7b\ntraining: {seq_len: 2048}\n", dir, sizeof(dir), &sc);
 	db_path(db, sizeof(db));
 	sql(db, "CREATE TABLE candidates (key TEXT PRIMARY KEY, scenario TEXT NOT NULL, idx INTEGER NOT NULL);"
 		"INSERT INTO candidates VALUES ('00000000deadbeef', '0123456789abcdef', 0);"
 		"PRAGMA user_version=1;");
-	rm_scenario sc;
-	load(path, &sc);
 	rm_search_progress p;
 	rm_search *s = run(&sc, NULL, db, &p);
 	cr_assert_eq(p.skipped, 0);
@@ -361,12 +352,9 @@ Test(store, old_schema_rows_are_dropped_and_the_file_is_marked)
 
 Test(store, a_calibration_database_is_not_a_sweep_store)
 {
-	char dir[64], path[128], db[128];
-	temp_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/s.yaml", dir);
-	char text[1024];
-	snprintf(text, sizeof(text), "model: llama-2-7b\n%s", tiny_search);
-	write_file(path, text);
+	char dir[64], db[128];
+	rm_scenario sc;
+	tiny_scenario("model: llama-2-7b\n", dir, sizeof(dir), &sc);
 	snprintf(db, sizeof(db), "%s/calib.db", dir);
 	rm_error err;
 	rm_error_clear(&err);
@@ -374,8 +362,6 @@ Test(store, a_calibration_database_is_not_a_sweep_store)
 	cr_assert_not_null(c, "%s", err.msg);
 	rm_calib_db_close(c);
 	int64_t tables = sql_int(db, "SELECT count(*) FROM sqlite_master");
-	rm_scenario sc;
-	load(path, &sc);
 	rm_search *s = rm_search_create(&sc, NULL, &err);
 	cr_assert_not_null(s, "%s", err.msg);
 	rm_search_options opt = {.db_path = db, .jobs = 1};
@@ -496,14 +482,9 @@ Test(store, resuming_with_many_threads_finishes_with_every_row, .timeout = 60)
 Test(store, a_database_must_be_a_regular_file)
 {
 	/* SQLite would otherwise create "/dev/null-journal" beside the device */
-	char dir[64], path[128];
-	temp_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/s.yaml", dir);
-	char text[1024];
-	snprintf(text, sizeof(text), "model: llama-2-7b\n%s", tiny_search);
-	write_file(path, text);
+	char dir[64];
 	rm_scenario sc;
-	load(path, &sc);
+	tiny_scenario("model: llama-2-7b\n", dir, sizeof(dir), &sc);
 	rm_error err;
 	rm_error_clear(&err);
 	const char *const bad[] = {"/dev/null", dir};

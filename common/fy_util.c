@@ -50,6 +50,32 @@ int rm__fy_directive_line(const char *text, size_t len)
 	return 0;
 }
 
+bool rm__fy_directives_are_ascii(const char *text, size_t len, int *line, int *col)
+{
+	int ln = 1;
+	for (size_t i = 0; i < len; i++) {
+		/* a line starts after \n, after \r not followed by \n, and at the start of the text */
+		bool after_break = i > 0 && (text[i - 1] == '\n' || (text[i - 1] == '\r' && text[i] != '\n'));
+		if (after_break)
+			ln++;
+		/* YAML 1.1 also breaks lines at NEL, LS and PS (U+0085, U+2028, U+2029) */
+		bool after_unicode_break =
+			(i >= 2 && !memcmp(text + i - 2, "\xc2\x85", 2)) ||
+			(i >= 3 && (!memcmp(text + i - 3, "\xe2\x80\xa8", 3) || !memcmp(text + i - 3, "\xe2\x80\xa9", 3)));
+		if ((i > 0 && !after_break && !after_unicode_break) || text[i] != '%')
+			continue;
+		for (size_t j = i + 1; j < len && text[j] != '\n' && text[j] != '\r'; j++) {
+			unsigned char c = (unsigned char)text[j];
+			if ((c < 0x20 && c != '\t') || c > 0x7e) {
+				*line = ln;
+				*col = (int)(j - i) + 1;
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 /* Length of the well-formed UTF-8 sequence at s (RFC 3629, table 3-7 of Unicode), 0 if none. */
 static size_t utf8_sequence(const unsigned char *s, size_t left)
 {

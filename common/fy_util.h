@@ -20,10 +20,18 @@ void rm__fy_node_position(struct fy_node *node, int *line, int *column);
  * 1-based line of the first line of text that starts with '%' (a YAML directive such as
  * "%YAML 1.2"), 0 when there is none. Lines end at '\n' or '\r' (as libfyaml counts them); a
  * UTF-8 byte order mark before the first line is skipped. libfyaml 0.7.12 (Debian 12) scans a
- * directive followed by malformed UTF-8 (the two bytes "%\xd0") for ever, so every reader refuses
- * directive lines before handing text to libfyaml.
+ * directive followed by malformed UTF-8 (the two bytes "%\xd0") for ever: the JSON readers
+ * (config.json, program paths) refuse every directive line, since JSON has none.
  */
 int rm__fy_directive_line(const char *text, size_t len);
+
+/*
+ * The YAML readers' guard against the same loop (scenarios, --set values): a directive line
+ * (%YAML 1.2, %TAG ...) is accepted only when it is printable ASCII, at the start of the text or
+ * after any line break (\n, \r, and YAML 1.1's NEL, LS, PS). Returns false with the 1-based line
+ * (counted at \n and \r) and the column, from the '%', of the first offending byte.
+ */
+bool rm__fy_directives_are_ascii(const char *text, size_t len, int *line, int *col);
 
 /*
  * 1-based line and column (in characters) of the first byte of text that is not well-formed

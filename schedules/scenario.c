@@ -551,46 +551,13 @@ static void undiagnosed_failure(const char *text, size_t len, bool json, int *li
 	fy_diag_destroy(diag);
 }
 
-/*
- * libfyaml 0.7.12 (Debian 12) loops for ever in its directive scanner on a line that starts with
- * '%' and holds a byte that is not valid UTF-8 there (the 2-byte line "%\xd0"; fixed upstream
- * later). A directive line (%YAML 1.2, %TAG ...) is therefore accepted only when it is printable
- * ASCII. Returns false with the 1-based line (counted at \n and \r) and the column from the
- * '%' of the first offending byte.
- */
-static bool directives_are_ascii(const char *text, size_t len, int *line, int *col)
-{
-	int ln = 1;
-	for (size_t i = 0; i < len; i++) {
-		/* a line starts after \n, after \r not followed by \n, and at the start of the text */
-		bool after_break = i > 0 && (text[i - 1] == '\n' || (text[i - 1] == '\r' && text[i] != '\n'));
-		if (after_break)
-			ln++;
-		/* YAML 1.1 also breaks lines at NEL, LS and PS (U+0085, U+2028, U+2029) */
-		bool after_unicode_break =
-			(i >= 2 && !memcmp(text + i - 2, "\xc2\x85", 2)) ||
-			(i >= 3 && (!memcmp(text + i - 3, "\xe2\x80\xa8", 3) || !memcmp(text + i - 3, "\xe2\x80\xa9", 3)));
-		if ((i > 0 && !after_break && !after_unicode_break) || text[i] != '%')
-			continue;
-		for (size_t j = i + 1; j < len && text[j] != '\n' && text[j] != '\r'; j++) {
-			unsigned char c = (unsigned char)text[j];
-			if ((c < 0x20 && c != '\t') || c > 0x7e) {
-				*line = ln;
-				*col = (int)(j - i) + 1;
-				return false;
-			}
-		}
-	}
-	return true;
-}
-
 static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm_error *err, const char *path,
 				     const char *set)
 {
 	/* libfyaml 0.7.12 loops for ever on a directive line with malformed UTF-8 ("%\xd0"), also after
 	 * a Unicode line break (NEL, LS, PS): only printable-ASCII directive lines reach it */
 	int bad_line, bad_col;
-	if (!directives_are_ascii(text, len, &bad_line, &bad_col)) {
+	if (!rm__fy_directives_are_ascii(text, len, &bad_line, &bad_col)) {
 		if (set)
 			rm_error_set(err, RM_PARSE, NULL, 0, 0,
 				     "--set %s: a YAML directive line (starting with '%%') may hold only printable "

@@ -520,7 +520,7 @@ int cli_cmd_search(int argc, char **argv)
 	       "async\n",
 	       w->step_time_s * 1e3, w->tokens_per_s_per_gpu, 100 * w->mfu, (double)w->peak_memory_bytes / (double)RM_GiB,
 	       (double)mb->usable_bytes / (double)RM_GiB, w->async, w->collectives);
-	if (w->peak_memory_bytes > 0.95 * (double)mb->usable_bytes)
+	if (rm_memory_budget_tight(w->peak_memory_bytes, mb->usable_bytes))
 		printf("  WARNING: the peak is within %.2f GiB of usable memory (HBM less %.2f GiB of CUDA context, NCCL "
 		       "buffers and workspaces); allocator fragmentation can take more: keep a margin or take the next "
 		       "plan\n",

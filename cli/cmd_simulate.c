@@ -55,7 +55,7 @@ static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b)
 		       rm_format_bytes(b->cuda_context_bytes, b5, sizeof(b5)),
 		       rm_format_bytes(b->nccl_buffer_bytes, b6, sizeof(b6)),
 		       rm_format_bytes(b->cublas_workspace_bytes, b1, sizeof(b1)));
-	if (m->fits && m->peak_memory_bytes > 0.95 * (double)m->memory_usable_bytes)
+	if (m->fits && rm_memory_budget_tight(m->peak_memory_bytes, m->memory_usable_bytes))
 		printf("  WARNING            the peak is within %s of usable memory: allocator fragmentation\n"
 		       "                     (reserved beyond allocated) can take more; keep a margin before\n"
 		       "                     running this plan\n",

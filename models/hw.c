@@ -294,6 +294,11 @@ rm_memory_budget rm_memory_budget_default(const rm_hw_profile *hw, int ranks, in
 	return b;
 }
 
+bool rm_memory_budget_tight(int64_t peak_bytes, int64_t usable_bytes)
+{
+	return peak_bytes <= usable_bytes && (double)peak_bytes > 0.95 * (double)usable_bytes;
+}
+
 rm_memory_budget rm_memory_budget_with_headroom(const rm_hw_profile *hw, int ranks, int nodes, int64_t headroom_bytes)
 {
 	rm_memory_budget b = rm_memory_budget_default(hw, ranks, nodes);

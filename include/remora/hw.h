@@ -118,6 +118,11 @@ typedef struct rm_memory_budget {
 	int64_t usable_bytes;
 } rm_memory_budget;
 
+/* Whether a peak that fits leaves less than 5% of usable memory: the margin allocator slack
+ * (PyTorch reserved beyond allocated, fragmentation) usually takes, so the plan is reported as
+ * tight (docs/reference/kernels-h100.md section 6). */
+bool rm_memory_budget_tight(int64_t peak_bytes, int64_t usable_bytes);
+
 /* The derived budget of hw for one NCCL communicator of ranks GPUs over nodes nodes. */
 rm_memory_budget rm_memory_budget_default(const rm_hw_profile *hw, int ranks, int nodes);
 /* The same with a headroom the user set (bytes >= 0, < hbm_bytes); the parts are kept for reports. */

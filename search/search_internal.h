@@ -41,7 +41,7 @@ struct rm_search {
 	const rm_cost_model *cost;
 	/* store */
 	sqlite3 *db;
-	sqlite3_stmt *put, *has;
+	sqlite3_stmt *put;
 	search_key *keys; /* keys of the verified rows stored for this scenario, sorted, for resume */
 	int64_t n_keys;
 	int64_t damaged; /* rows whose checksum failed (deleted, so recomputed) */

@@ -218,12 +218,11 @@ bool search_store_has(const rm_search *s, const char *key_hex)
  * unmarked file that holds nothing or only a sweep table. */
 static rm_status check_identity(rm_search *s, const char *path, int64_t *version, rm_error *err)
 {
-	int64_t app = 0, others = 0, sweep = 0;
+	int64_t app = 0, others = 0;
 	if (!query_int(s, "PRAGMA application_id", &app, err))
 		return rm_error_set(err, RM_IO, path, 0, 0, "not a usable SQLite database: %s", sqlite3_errmsg(s->db));
 	if (!query_int(s, "PRAGMA user_version", version, err) ||
-	    !query_int(s, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name<>'candidates'", &others, err) ||
-	    !query_int(s, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='candidates'", &sweep, err))
+	    !query_int(s, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name<>'candidates'", &others, err))
 		return err->status;
 	if ((uint32_t)app == RM_APP_ID_CALIB)
 		return rm_error_set(err, RM_INVALID, path, 0, 0,
@@ -243,7 +242,6 @@ static rm_status check_identity(rm_search *s, const char *path, int64_t *version
 				    "the sweep database has schema version %lld, newer than this remora's %d; use a "
 				    "newer remora or another --db",
 				    (long long)*version, STORE_SCHEMA_VERSION);
-	(void)sweep;
 	return RM_OK;
 }
 
@@ -405,8 +403,7 @@ rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
 void search_store_close(rm_search *s)
 {
 	sqlite3_finalize(s->put);
-	sqlite3_finalize(s->has);
-	s->put = s->has = NULL;
+	s->put = NULL;
 	if (s->db)
 		sqlite3_close(s->db);
 	s->db = NULL;

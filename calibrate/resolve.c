@@ -330,6 +330,9 @@ static rm_status resolve_db(const char *spec, const char *colon, const rm_calib_
 			if (jreal(p, "t0_us") == 0)
 				rm_hw_profile_set(hw, RM_HW_gemm_overhead_us, 0, SRC_GEMM);
 			set_if(hw, RM_HW_gemm_bf16_TFLOPs, jreal(p, "TFLOPs"), SRC_GEMM);
+			/* the measured fit is t0 + waves x FLOPs / R (calibrate/fit.c): no K pipeline term,
+			 * so the embedded K0 would count it twice */
+			rm_hw_profile_set(hw, RM_HW_gemm_k_overhead, 0, SRC_GEMM);
 		} else if (!strcmp(m, "gemm.fp8")) {
 			set_if(hw, RM_HW_gemm_fp8_TFLOPs, jreal(p, "TFLOPs"), SRC_GEMM_FP8);
 		} else if (!strcmp(m, "hbm.copy")) {

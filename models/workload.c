@@ -105,6 +105,43 @@ bool rm_optimizer_parse(const char *name, rm_optimizer *out)
 	return false;
 }
 
+static const char *const membound_names[RM_MB_CLASS_COUNT] = {
+	[RM_MB_POINTWISE] = "pointwise", [RM_MB_NORM] = "norm", [RM_MB_NORM_BWD] = "norm_bwd",
+	[RM_MB_SOFTMAX] = "softmax",     [RM_MB_GATHER] = "gather", [RM_MB_OPTIMIZER] = "optimizer",
+};
+
+static const char *const loss_names[RM_LOSS_COUNT] = {"plain", "chunked", "fused"};
+
+const char *rm_loss_kind_name(rm_loss_kind k)
+{
+	return (unsigned)k < RM_LOSS_COUNT ? loss_names[k] : "unknown";
+}
+
+bool rm_loss_kind_parse(const char *name, rm_loss_kind *out)
+{
+	for (int i = 0; i < RM_LOSS_COUNT; i++)
+		if (strcmp(loss_names[i], name) == 0) {
+			*out = (rm_loss_kind)i;
+			return true;
+		}
+	return false;
+}
+
+const char *rm_membound_class_name(rm_membound_class c)
+{
+	return (unsigned)c < RM_MB_CLASS_COUNT ? membound_names[c] : "unknown";
+}
+
+bool rm_membound_class_parse(const char *name, rm_membound_class *out)
+{
+	for (int i = 0; i < RM_MB_CLASS_COUNT; i++)
+		if (strcmp(membound_names[i], name) == 0) {
+			*out = (rm_membound_class)i;
+			return true;
+		}
+	return false;
+}
+
 const char *rm_op_kind_name(rm_op_kind kind)
 {
 	static const char *const names[RM_OP_KIND_COUNT] = {"gemm", "attention", "elementwise"};
@@ -219,6 +256,8 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.fused_attention = true,
 		.causal = true,
 		.dropout = -1,
+		.loss = RM_LOSS_PLAIN,
+		.grad_clip = true,
 	};
 	return t;
 }
@@ -570,6 +609,7 @@ static void emit_backward(graph_builder *gb, int f)
 	op->bytes_written = in_bytes;
 	op->flops = 2.0 * fo.flops;
 	op->weight_elems = fo.weight_elems;
+	op->mclass = fo.mclass == RM_MB_NORM ? RM_MB_NORM_BWD : fo.mclass;
 	const char *suffix = strrchr(name, '_');
 	bool is_dropout = suffix && strcmp(suffix, "_dropout") == 0;
 	if (strcmp(name, "pre_attention_norm") == 0 || strcmp(name, "pre_mlp_norm") == 0 ||
@@ -591,10 +631,15 @@ static void emit_backward(graph_builder *gb, int f)
 		op_residual(op, fo.inputs[0]);
 		op->bytes_written = out_bytes;
 	} else if (strcmp(name, "loss") == 0) {
-		op_residual(op, fo.inputs[0]);  /* logits */
-		op_residual(op, fo.outputs[0]); /* per-token log-sum-exp */
-		op->bytes_read = vbytes(gb, fo.inputs[0]) + vbytes(gb, fo.outputs[0]);
-		op->bytes_written = vbytes(gb, fo.inputs[0]);
+		/* log_softmax backward from its output: grad - exp(log_probs) * sum(grad); reads the
+		 * (one-hot) gradient and the log-probabilities, writes the logits' gradient */
+		op_residual(op, fo.outputs[0]);
+		op->bytes_read = 2 * fo.bytes_written - vbytes(gb, fo.outputs[0]); /* + the residual below */
+		op->bytes_written = fo.bytes_written;
+	} else if (strcmp(name, "logits_float") == 0) {
+		/* the cast back to the logits' dtype */
+		op->bytes_read = fo.bytes_written;
+		op->bytes_written = fo.bytes_read;
 	}
 	/* rotary (linear), residual adds: the backward needs no forward value. */
 	for (int i = 0; i < op->n_residuals; i++)
@@ -613,8 +658,10 @@ static int fwd_norm(graph_builder *gb, const char *name, int in)
 {
 	const rm_model_config *m = gb->m;
 	bool ln = m->norm == RM_NORM_LAYERNORM;
-	return fwd_elementwise(gb, name, &in, 1, m->hidden, ln ? FLOPS_LAYERNORM : FLOPS_RMSNORM,
-			       ln ? 2 * m->hidden : m->hidden);
+	int out = fwd_elementwise(gb, name, &in, 1, m->hidden, ln ? FLOPS_LAYERNORM : FLOPS_RMSNORM,
+				  ln ? 2 * m->hidden : m->hidden);
+	gb->g->ops[gb->g->values[out].producer].mclass = RM_MB_NORM;
+	return out;
 }
 
 static void build_layer(graph_builder *gb)
@@ -673,6 +720,7 @@ static void build_layer(graph_builder *gb)
 		int probs = add_scores(gb, "attention_probs", gb->dt);
 		op_out(gb, sm, probs);
 		sm->flops = FLOPS_SOFTMAX * (double)B * (double)s * (double)s;
+		sm->mclass = RM_MB_SOFTMAX;
 		sm->bytes_read = vbytes(gb, scores);
 		sm->bytes_written = vbytes(gb, probs);
 
@@ -731,6 +779,7 @@ static void build_embedding(graph_builder *gb)
 	op->bytes_read = vbytes(gb, tokens) + tables * vbytes(gb, out);
 	op->bytes_written = vbytes(gb, out);
 	op->flops = (double)(tables - 1) * (double)gb->T * (double)m->hidden;
+	op->mclass = RM_MB_GATHER;
 	op->weight_elems = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
 	if (dropout_on(m, gb->t, m->embd_dropout))
 		fwd_dropout(gb, "embedding_dropout", out);
@@ -738,23 +787,54 @@ static void build_embedding(graph_builder *gb)
 	gb->g->params = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
 }
 
+/* Tokens per chunk of the chunked loss: torchtune's chunked cross-entropy uses 8 chunks. */
+#define LOSS_CHUNKS 8
+
 static void build_head(graph_builder *gb)
 {
 	const rm_model_config *m = gb->m;
+	rm_loss_kind lk = gb->t->loss;
 	int x = add_act(gb, "final_input", m->hidden, gb->dt);
 	gb->g->input = x;
 	int xn = fwd_norm(gb, "final_norm", x);
 	int logits = fwd_projection(gb, "dot_logits", xn, m->hidden, m->vocab, false);
+	int64_t tv = gb->T * m->vocab;
+	int64_t chunks = lk == RM_LOSS_PLAIN ? 1 : LOSS_CHUNKS;
+	if (chunks > 1)
+		gb->g->values[logits].bytes = (gb->g->values[logits].bytes + chunks - 1) / chunks;
+	int probs_in = logits;
+	if (lk != RM_LOSS_FUSED) {
+		/* logits.float(): PyTorch's cross-entropy runs in fp32 (torchtitan, HF trainers) */
+		rm_op *cast = new_op(gb, "logits_float", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+		op_in(gb, cast, logits);
+		probs_in = add_act(gb, "logits_float", m->vocab, RM_DTYPE_FP32);
+		op_out(gb, cast, probs_in);
+		cast->bytes_read = tv * rm_dtype_size(gb->dt);
+		cast->bytes_written = tv * 4;
+		gb->g->values[probs_in].bytes = (tv * 4 + chunks - 1) / chunks;
+		cast->mclass = RM_MB_POINTWISE;
+	}
+	/* log_softmax + nll: the log-probabilities stay for the backward (fp32 unless fused, where
+	 * the kernel computes the gradient in the forward and keeps nothing of the vocabulary) */
 	rm_op *loss = new_op(gb, "loss", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
-	op_in(gb, loss, logits);
-	int64_t lse_shape[2] = {gb->b, gb->s};
-	int lse = add_value(gb, "loss_lse", RM_DTYPE_FP32, 2, lse_shape);
-	op_out(gb, loss, lse);
-	loss->bytes_read = vbytes(gb, logits) + gb->T * 4; /* logits and int32 labels */
-	loss->bytes_written = vbytes(gb, lse);
+	op_in(gb, loss, probs_in);
+	int logp = add_act(gb, "loss_log_probs", m->vocab, lk == RM_LOSS_FUSED ? gb->dt : RM_DTYPE_FP32);
+	int64_t logp_full = gb->g->values[logp].bytes;
+	gb->g->values[logp].bytes = (logp_full + chunks - 1) / chunks;
+	op_out(gb, loss, logp);
+	loss->bytes_read = (lk == RM_LOSS_FUSED ? tv * rm_dtype_size(gb->dt) : tv * 4) + gb->T * 4; /* and int32 labels */
+	loss->bytes_written = logp_full;
 	loss->flops = FLOPS_LOSS * (double)gb->T * (double)m->vocab;
+	loss->mclass = RM_MB_SOFTMAX;
 	emit_all_backward(gb);
 	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden + (m->tied ? 0 : m->vocab * m->hidden);
+	/* the chunked losses leave one chunk of each gradient live at a time */
+	for (int i = gb->g->n_fwd_ops; i < gb->g->n_ops && chunks > 1; i++) {
+		rm_op *op = &gb->g->ops[i];
+		const char *fname = gb->g->ops[op->fwd_op].name;
+		if (strcmp(fname, "loss") == 0 || strcmp(fname, "logits_float") == 0)
+			op->grad_bytes = (op->bytes_written + chunks - 1) / chunks;
+	}
 }
 
 rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,

@@ -53,6 +53,8 @@ static void canon_train(rm_canon *c, const rm_train_config *t)
 	rm_canon_int(c, "train.fused_attention", t->fused_attention);
 	rm_canon_int(c, "train.causal", t->causal);
 	rm_canon_int(c, "train.dropout", t->dropout);
+	rm_canon_int(c, "train.loss", t->loss);
+	rm_canon_int(c, "train.grad_clip", t->grad_clip);
 }
 
 static void canon_hw(rm_canon *c, const rm_hw_profile *hw)
@@ -127,6 +129,9 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_int(c, "sched.lhs_cost", s->lhs_cost);
 	rm_canon_int(c, "sched.device_memory_bytes", s->device_memory_bytes);
 	rm_canon_int(c, "sim.hw_queues", r->hw_queues);
+	rm_canon_int(c, "kernels.attention", r->cost.kernels.attention);
+	rm_canon_int(c, "kernels.fused", r->cost.kernels.fused);
+	rm_canon_real(c, "kernels.host_us", r->cost.kernels.host_us);
 	rm_canon_int(c, "cluster.gpus", r->gpus);
 	rm_canon_int(c, "memory.headroom_bytes", r->memory.headroom_bytes);
 }

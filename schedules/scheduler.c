@@ -27,6 +27,11 @@ static const char *const reason_names[RM_SYNC_REASON_COUNT] = {
 	[RM_SYNC_OVERLAP_LIMIT] = "overlap_limit",
 };
 
+const char *rm_sched_mode_name(rm_sched_mode mode)
+{
+	return mode == RM_SCHED_XLA ? "xla" : mode == RM_SCHED_IDEAL ? "ideal" : mode == RM_SCHED_FSDP2 ? "fsdp2" : "unknown";
+}
+
 const char *rm_sync_reason_name(rm_sync_reason reason)
 {
 	return (unsigned)reason < RM_SYNC_REASON_COUNT ? reason_names[reason] : "unknown";
@@ -677,6 +682,7 @@ typedef struct emitter {
 	const ctx *x;
 	rm_program *p;
 	int32_t s_compute, s_coll, s_d2h, s_h2d;
+	int32_t s_rs; /* fsdp2: the reduce-scatter stream (else s_coll) */
 	int32_t last_event;          /* event of the last compute-stream op */
 	int32_t *tensor_event;       /* per tensor: event recorded by its producer, -1 */
 	int32_t *tensor_stream;      /* per tensor: producer stream, -1 */
@@ -794,7 +800,7 @@ static rm_cost_op graph_op_cost(const rm_op *op)
 		c.attention.backward = op->phase != RM_PHASE_FWD;
 	} else {
 		c.kind = RM_COST_ELEMENTWISE;
-		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops};
+		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops, op->mclass};
 	}
 	return c;
 }
@@ -988,7 +994,8 @@ static void emit_coll(emitter *e, const coll *k, int l, int mb, bool sync, int32
 		phase = RM_PPHASE_BWD;
 		break;
 	}
-	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_COLLECTIVE, sync ? e->s_compute : e->s_coll);
+	int32_t async_stream = ckind_coll[k->kind] == RM_COLL_ALL_GATHER ? e->s_coll : e->s_rs;
+	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_COLLECTIVE, sync ? e->s_compute : async_stream);
 	d.cost.collective = (rm_collective_cost){.op = ckind_coll[k->kind], .bytes = k->bytes,
 						 .group_size = x->cfg->wl->train.fsdp, .span = x->cfg->fsdp_nodes};
 	d.layer = k->what == WHAT_LAYER ? l : -1;
@@ -1076,7 +1083,8 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	if (op->phase != RM_PHASE_BWD_WGRAD) {
 		char tn[160];
 		TNAME(e, tn, "%s%s/grad/%s", mbs, gname, op->name);
-		int32_t gout = new_tensor(e, tn, op->bytes_written > 0 ? op->bytes_written : 1, RM_ROLE_ACTIVATION,
+		int64_t gbytes = op->grad_bytes > 0 ? op->grad_bytes : op->bytes_written;
+		int32_t gout = new_tensor(e, tn, gbytes > 0 ? gbytes : 1, RM_ROLE_ACTIVATION,
 					  RM_LOC_DEVICE, false);
 		out[no++] = gout;
 		emit(e, &d, in, ni, out, no, -1, NULL);
@@ -1188,11 +1196,27 @@ static void emit_optimizer(emitter *e)
 {
 	const ctx *x = e->x;
 	rm_static_memory sm = rm_workload_static_memory(x->wl);
+	if (x->wl->train.grad_clip) {
+		/* clip_grad_norm_ (foreach): the global norm reads every gradient shard once, then the
+		 * scale by max_norm / norm reads and writes them; the all-reduce of the one-number norm
+		 * costs NCCL's small-message floor and is left out */
+		rm_program_op_desc n = rm_program_op_desc_init("optimizer/grad_norm", RM_COST_ELEMENTWISE, e->s_compute);
+		n.cost.elementwise = (rm_elementwise_cost){.bytes_read = sm.grads, .flops = 2.0 * (double)sm.shard_elems,
+							   .cls = RM_MB_OPTIMIZER};
+		n.phase = RM_PPHASE_OPTIMIZER;
+		int32_t gin[1] = {e->grad_shard};
+		emit(e, &n, gin, 1, NULL, 0, -1, NULL);
+		rm_program_op_desc c = rm_program_op_desc_init("optimizer/clip", RM_COST_ELEMENTWISE, e->s_compute);
+		c.cost.elementwise = (rm_elementwise_cost){.bytes_read = sm.grads, .bytes_written = sm.grads,
+							   .flops = (double)sm.shard_elems, .cls = RM_MB_OPTIMIZER};
+		c.phase = RM_PPHASE_OPTIMIZER;
+		emit(e, &c, gin, 1, NULL, 0, -1, NULL);
+	}
 	rm_program_op_desc d = rm_program_op_desc_init("optimizer/update", RM_COST_ELEMENTWISE, e->s_compute);
 	/* read params, master, grads and optimizer state; write all but the grads back */
 	int64_t rw = sm.params + sm.master + sm.optimizer;
 	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = rw + sm.grads, .bytes_written = rw,
-						   .flops = 12.0 * (double)sm.shard_elems};
+						   .flops = 12.0 * (double)sm.shard_elems, .cls = RM_MB_OPTIMIZER};
 	d.phase = RM_PPHASE_OPTIMIZER;
 	int32_t in[4] = {e->param_shard, e->master, e->opt_state, e->grad_shard};
 	emit(e, &d, in, 4, NULL, 0, -1, NULL);
@@ -1410,6 +1434,30 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 					if (c->colls[i].kind == CK_AG)
 						c->colls[i].s_min = mb_start[mb];
 			}
+			/* A runtime that prefetches (ideal, fsdp2) issues a layer's gather when the
+			 * layer ag_ahead before it in execution order starts: forward l - d, backward
+			 * l + d; the first backward gathers when the head starts (FSDP2's forward
+			 * prefetch is the CPU issuing the next block's gather while this block runs, its
+			 * backward_prefetch one block). XLA's scheduler chooses within [s_min, done]. */
+			if (x->cfg->mode != RM_SCHED_XLA)
+				for (int i = first_coll; i < c->nc; i++) {
+					coll *k = &c->colls[i];
+					if (k->kind != CK_AG || k->what != WHAT_LAYER)
+						continue;
+					int target = k->bwd_pass ? k->body_layer + x->ag_ahead : k->body_layer - x->ag_ahead;
+					int at = k->bwd_pass ? logits_op[mb] : mb_start[mb];
+					if (target >= 0 && target < x->L) {
+						int nl;
+						const int *ls = comp_layer_slots(c, target, mb, &nl);
+						for (int q = 0; q < nl; q++)
+							if ((c->slots[ls[q]].phase != RM_PPHASE_FWD) == k->bwd_pass) {
+								at = ls[q];
+								break;
+							}
+					}
+					if (at > k->s_min && at <= k->deadline)
+						k->s_min = at;
+				}
 			/* Unrolled, a layer's gradients need not wait for the end of the step: their
 			 * reduction is due when the next layer down has produced its own (the order the
 			 * backward runs in), which bounds the live full-size gradients to about two layers. */
@@ -1502,7 +1550,7 @@ static void index_positions(comp *c)
 
 static void schedule_comp(const ctx *x, comp *c)
 {
-	if (x->cfg->mode == RM_SCHED_IDEAL)
+	if (x->cfg->mode != RM_SCHED_XLA)
 		ideal_windows(c);
 	else
 		lhs_sweep(x, c);
@@ -1578,7 +1626,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	emitter e = {.x = &x, .p = rm_program_create(NULL), .last_event = -1, .chain = -1};
 	char pname[160];
 	snprintf(pname, sizeof(pname), "%s fsdp%d b%lld s%lld %s", wl->model.name, fsdp,
-		 (long long)wl->train.micro_batch, (long long)wl->train.seq_len, xla ? "xla" : "ideal");
+		 (long long)wl->train.micro_batch, (long long)wl->train.seq_len, rm_sched_mode_name(cfg->mode));
 	free(e.p->name);
 	e.p->name = rm_xstrdup(pname);
 	e.p->tokens = tokens * x.A;
@@ -1586,6 +1634,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	e.s_compute = rm_program_add_stream(e.p, "compute", RM_STREAM_COMPUTE, 0);
 	e.s_coll = rm_program_add_stream(e.p, "collectives", RM_STREAM_COLLECTIVE,
 					 xla && !cfg->flags.highest_priority_async_stream ? 0 : -1);
+	e.s_rs = cfg->mode == RM_SCHED_FSDP2 ? rm_program_add_stream(e.p, "reduce-scatter", RM_STREAM_COLLECTIVE, -1)
+					     : e.s_coll;
 	e.s_d2h = rm_program_add_stream(e.p, "offload-d2h", RM_STREAM_COPY, 0);
 	e.s_h2d = rm_program_add_stream(e.p, "reload-h2d", RM_STREAM_COPY, 0);
 	e.param_shard = new_tensor(&e, "params/shard", sm.params, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);

@@ -45,7 +45,17 @@
 #include "remora/workload.h"
 #include "remora/xla_flags.h"
 
-typedef enum rm_sched_mode { RM_SCHED_XLA, RM_SCHED_IDEAL } rm_sched_mode;
+/*
+ * xla: XLA's GPU compiler (above). ideal: a bound, not a runtime. fsdp2: PyTorch FSDP2
+ * (torch.distributed.fsdp.fully_shard): layers unrolled (no scan), each block's all-gather issued
+ * one block ahead in forward and backward on its own stream, parameters resharded after forward
+ * and gathered again for backward, each block's reduce-scatter on a second stream of its own (so
+ * an all-gather and a reduce-scatter can run at once), never synchronous.
+ */
+typedef enum rm_sched_mode { RM_SCHED_XLA, RM_SCHED_IDEAL, RM_SCHED_FSDP2 } rm_sched_mode;
+
+/* "xla", "ideal", "fsdp2". */
+const char *rm_sched_mode_name(rm_sched_mode mode);
 typedef enum rm_lhs_cost { RM_LHS_COST_XLA_DEFAULT, RM_LHS_COST_REMORA } rm_lhs_cost;
 
 typedef enum rm_sync_reason {

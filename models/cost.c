@@ -122,6 +122,13 @@ static double ceil_div(double a, double b)
 	return ceil(a / b);
 }
 
+double rm_cost_gemm_tiles(const rm_gemm_shape *g, const rm_hw_profile *hw)
+{
+	if (hw->gemm_tile_m <= 0 || hw->gemm_tile_n <= 0)
+		return 0;
+	return (double)g->batch * ceil_div((double)g->m, hw->gemm_tile_m) * ceil_div((double)g->n, hw->gemm_tile_n);
+}
+
 double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms)
 {
 	double sm_count = hw->sm_count;

@@ -131,6 +131,10 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		int sms = cm->sms_held(cm, &op->cost, hw);
 		so->sms = (uint16_t)(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
 		so->res = (uint8_t)rm_cost_op_resource(&op->cost);
+		if (op->cost.kind == RM_COST_GEMM) {
+			double tiles = rm_cost_gemm_tiles(&op->cost.gemm, hw);
+			so->tiles = tiles >= 1 && tiles < 4e9 ? (uint32_t)tiles : 0;
+		}
 		so->stream = op->stream;
 		so->prio = stream_rank[op->stream];
 		so->qnext = -1;
@@ -536,7 +540,15 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 		const sim_op *so = &sim->ops[i];
 		sim_state *s = &sim->st[i];
 		uint32_t num, den;
-		if (so->res == RM_RES_SM) {
+		if (so->res == RM_RES_SM && so->tiles > 0 && so->prio == best) {
+			/* a GEMM runs in waves of one tile per SM: on the F SMs no collective holds it
+			 * needs ceil(tiles / F) waves instead of ceil(tiles / sm_count), each as long as a
+			 * wave on the whole GPU (a one-wave GEMM beside a 24-SM collective runs two
+			 * waves: 2x, not 132/108; docs/reference/hardware.md); kernels of the same
+			 * priority share that rate equally */
+			num = free_sms ? (so->tiles + sim->sm_count - 1) / sim->sm_count : 0;
+			den = free_sms ? (so->tiles + free_sms - 1) / free_sms * n_best : 1;
+		} else if (so->res == RM_RES_SM) {
 			num = so->prio == best ? free_sms : 0;
 			den = sim->sm_count * n_best;
 		} else {

@@ -34,6 +34,7 @@ typedef struct sim_op {
 	uint8_t res;          /* rm_cost_resource */
 	uint8_t flags;        /* sim_op_flags */
 	uint32_t prio;        /* rank of the stream priority: 0 is the highest */
+	uint32_t tiles;       /* GEMM output tiles, for wave quantization on the SMs left; 0: fluid */
 } sim_op;
 static_assert(sizeof(sim_op) == 56, "sim_op is a hot record: keep it at 56 bytes");
 

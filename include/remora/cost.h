@@ -179,6 +179,9 @@ void rm_cost_nccl_init(rm_cost_nccl *c, const rm_nccl_model *nccl);
  */
 double rm_cost_power_factor(const rm_hw_profile *hw);
 
+/* Output tiles of a GEMM, batch * ceil(m / gemm_tile_m) * ceil(n / gemm_tile_n): one CTA per SM
+ * at a time, so the waves it needs on F SMs are ceil(tiles / F) (the engine's contention). */
+double rm_cost_gemm_tiles(const rm_gemm_shape *g, const rm_hw_profile *hw);
 /* FLOPs of a GEMM: 2 * batch * m * n * k. */
 double rm_cost_gemm_flops(const rm_gemm_shape *g);
 /*

@@ -405,6 +405,18 @@ static bool collective_estimate(const rm_collective_cost *c, const rm_hw_profile
 	return rm_nccl_estimate(&m, &q, e, NULL) == RM_OK;
 }
 
+double rm_cost_collective_hbm_GBps(const rm_collective_cost *c, double time_s)
+{
+	if (c->group_size <= 1 || c->bytes <= 0 || !(time_s > 0))
+		return 0;
+	double g = (double)c->group_size;
+	/* ring all-reduce moves 2 (g-1)/g of the buffer per GPU each way; the others (g-1)/g */
+	double wire = (c->op == RM_COLL_ALL_REDUCE ? 2.0 : 1.0) * (g - 1.0) / g * (double)c->bytes;
+	if (c->op == RM_COLL_SEND_RECV)
+		wire = (double)c->bytes;
+	return 3.0 * wire / time_s / RM_GB;
+}
+
 double rm_cost_collective_s(const rm_collective_cost *c, const rm_hw_profile *hw)
 {
 	rm_coll_estimate e;

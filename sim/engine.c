@@ -58,6 +58,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim->n_streams = prog->n_streams;
 	sim->n_tensors = prog->n_tensors;
 	sim->sm_count = hw->sm_count >= 1 ? (uint32_t)hw->sm_count : 1;
+	sim->hbm_GBps = hw->hbm_peak_GBps >= 1 && hw->hbm_peak_GBps < 1e6 ? (uint32_t)hw->hbm_peak_GBps : 1;
 	size_t nn = (size_t)n + 1;
 
 	/* Priority ranks: distinct stream priorities, most urgent (lowest number) first. */
@@ -134,6 +135,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		if (op->cost.kind == RM_COST_GEMM) {
 			double tiles = rm_cost_gemm_tiles(&op->cost.gemm, hw);
 			so->tiles = tiles >= 1 && tiles < 4e9 ? (uint32_t)tiles : 0;
+		} else if (op->cost.kind == RM_COST_COLLECTIVE && t_s > 0) {
+			double gbps = rm_cost_collective_hbm_GBps(&op->cost.collective, t_s);
+			so->hbm_GBps = gbps < 4e9 ? (uint32_t)llround(gbps) : UINT32_MAX;
 		}
 		so->stream = op->stream;
 		so->prio = stream_rank[op->stream];
@@ -467,6 +471,8 @@ static rm_status start_op(rm_sim *sim, int32_t i, rm_time_ps t, rm_error *err)
 	sim->running[sim->n_running++] = i;
 	sim->run_count[so->res]++;
 	sim->held_sms += so->sms;
+	if (so->flags & SIM_F_COLL)
+		sim->drawn_hbm += so->hbm_GBps;
 	sim->n_run_compute += (so->flags & SIM_F_COMPUTE) != 0;
 	sim->n_run_coll += (so->flags & SIM_F_COLL) != 0;
 	sim->n_run_recompute += (so->flags & SIM_F_RECOMPUTE) != 0;
@@ -487,6 +493,8 @@ static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
 	s->slot = -1;
 	sim->run_count[so->res]--;
 	sim->held_sms -= so->sms;
+	if (so->flags & SIM_F_COLL)
+		sim->drawn_hbm -= so->hbm_GBps;
 	sim->n_run_compute -= (so->flags & SIM_F_COMPUTE) != 0;
 	sim->n_run_coll -= (so->flags & SIM_F_COLL) != 0;
 	sim->n_run_recompute -= (so->flags & SIM_F_RECOMPUTE) != 0;
@@ -551,6 +559,12 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 		} else if (so->res == RM_RES_SM) {
 			num = so->prio == best ? free_sms : 0;
 			den = sim->sm_count * n_best;
+		} else if (so->res == RM_RES_HBM && sim->drawn_hbm > 0) {
+			/* running collectives read and write HBM too (rm_cost_collective_hbm_GBps): the
+			 * memory-bound kernels share what they leave, at least half */
+			uint32_t drawn = sim->drawn_hbm < sim->hbm_GBps / 2 ? sim->drawn_hbm : sim->hbm_GBps / 2;
+			num = sim->hbm_GBps - drawn;
+			den = sim->hbm_GBps * sim->run_count[so->res];
 		} else {
 			num = 1;
 			den = sim->run_count[so->res];
@@ -660,6 +674,7 @@ static void reset(rm_sim *sim)
 	sim->n_running = 0;
 	memset(sim->run_count, 0, sizeof(sim->run_count));
 	sim->n_run_compute = sim->n_run_coll = sim->n_run_recompute = sim->held_sms = 0;
+	sim->drawn_hbm = 0;
 	sim->seq = 0;
 	sim->completed = 0;
 	sim->tl_n = 0;

@@ -232,6 +232,13 @@ double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw);
  * group too large for span nodes of hw is spread over as many nodes as it needs.
  */
 double rm_cost_collective_s(const rm_collective_cost *c, const rm_hw_profile *hw);
+/*
+ * HBM bandwidth (GB/s) a collective of time_s seconds draws on each GPU while it runs: 3x its wire
+ * bytes per GPU ((g-1)/g of the buffer; 2 (g-1)/g for all-reduce), because NCCL stores what it
+ * receives in its FIFO and reads it back, and reads or writes the user buffer (NCCL's maintainer,
+ * github.com/NVIDIA/nccl/issues/1428; docs/reference/kernels-h100.md section 7). 0 for group 1.
+ */
+double rm_cost_collective_hbm_GBps(const rm_collective_cost *c, double time_s);
 /* NCCL channels (= SMs held for the collective's whole duration) of the pair NCCL picks, fewer
  * for small messages (docs/reference/nccl-model.md "Channels and SMs"); 0 for group_size 1. */
 int rm_cost_collective_channels(const rm_collective_cost *c, const rm_hw_profile *hw);

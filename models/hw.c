@@ -44,6 +44,9 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 	"D: R x 1402.6/794.5, the MAMF best FP8 over the MAMF best BF16 on H100 SXM "                 \
 	"(docs/reference/kernels-h100-gemm.csv, gemm-h100.csv)"
 #define HW_POWER "docs/reference/hardware.md 'TDP' (DS): the default power limit"
+#define HW_WAVES                                                                                 \
+	"0: not calibrated; the engine counts a GEMM's waves on the SMs a collective leaves "          \
+	"(docs/reference/hardware.md, one-wave GEMM ~2x beside NCCL)"
 #define HW_TILE "docs/reference/hardware.md 'Compute efficiency': tiles = ceil(M/128)*ceil(N/256) (D)"
 #define HW_LAUNCH "docs/reference/hardware.md 'Kernel launch': raw launch host cost ~3 us (M)"
 #define HW_RING "docs/reference/hardware.md 'NCCL's ring kernels on 8x H100 use 24 channels' (NCCL logs)"
@@ -68,6 +71,7 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 	[RM_HW_gemm_k_overhead] = HW_GEMM_FIT,                                                     \
 	[RM_HW_gemm_fp8_TFLOPs] = HW_GEMM_FP8, [RM_HW_gemm_tile_m] = HW_TILE,                      \
 	[RM_HW_gemm_tile_n] = HW_TILE, [RM_HW_launch_us] = HW_LAUNCH,                              \
+	[RM_HW_gemm_slowdown_per_sm] = HW_WAVES,                                                   \
 	[RM_HW_nccl_ring_channels] = HW_RING, [RM_HW_nccl_nvls_channels] = HW_NVLS,                \
 	[RM_HW_nccl_ring_busbw_GBps] = HW_RING_BW, [RM_HW_nccl_nvls_bw_GBps] = HW_NVLS_BW
 

@@ -58,6 +58,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim->n_streams = prog->n_streams;
 	sim->n_tensors = prog->n_tensors;
 	sim->sm_count = hw->sm_count >= 1 ? (uint32_t)hw->sm_count : 1;
+	sim->slow_ppm = hw->gemm_slowdown_per_sm > 0 && hw->gemm_slowdown_per_sm < 1 ? (uint32_t)llround(hw->gemm_slowdown_per_sm * 1e6) : 0;
 	sim->hbm_GBps = hw->hbm_peak_GBps >= 1 && hw->hbm_peak_GBps < 1e6 ? (uint32_t)hw->hbm_peak_GBps : 1;
 	size_t nn = (size_t)n + 1;
 
@@ -548,7 +549,11 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 		const sim_op *so = &sim->ops[i];
 		sim_state *s = &sim->st[i];
 		uint32_t num, den;
-		if (so->res == RM_RES_SM && so->tiles > 0 && so->prio == best) {
+		if (so->res == RM_RES_SM && sim->slow_ppm > 0 && so->prio == best) {
+			/* calibrated (remora calib fit, interference.sms): slowdown 1 + per_sm x held */
+			num = 1000000;
+			den = (1000000 + sim->slow_ppm * sim->held_sms) * n_best;
+		} else if (so->res == RM_RES_SM && so->tiles > 0 && so->prio == best) {
 			/* a GEMM runs in waves of one tile per SM: on the F SMs no collective holds it
 			 * needs ceil(tiles / F) waves instead of ceil(tiles / sm_count), each as long as a
 			 * wave on the whole GPU (a one-wave GEMM beside a 24-SM collective runs two

@@ -97,6 +97,7 @@ struct rm_sim {
 	uint32_t held_sms;
 	uint32_t hbm_GBps;   /* HBM peak, GB/s (whole) */
 	uint32_t drawn_hbm;  /* HBM GB/s the running collectives draw */
+	uint32_t slow_ppm;   /* calibrated GEMM slowdown per SM held, x 1e6; 0: count waves */
 	uint64_t seq;
 	int64_t mem_device, mem_host;
 	rm_time_ps *stream_busy;

@@ -142,6 +142,27 @@ Test(engine, one_wave_gemm_runs_a_second_wave_beside_a_collective)
 	rm_program_destroy(p);
 }
 
+/* A calibrated interference fit (remora calib fit: interference.sms) replaces the wave count: a
+ * slowdown of 0.0085 per SM held makes a GEMM beside a 24-SM collective 1 + 0.0085 x 24 = 1.204x. */
+Test(engine, calibrated_interference_replaces_waves)
+{
+	rm_program *p = rm_program_create("calibrated");
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "comm", RM_STREAM_COLLECTIVE, -1);
+	rm_program_op_desc d = rm_program_op_desc_init("gemm", RM_COST_GEMM, 0);
+	d.cost.gemm = (rm_gemm_shape){.batch = 1, .m = 2048, .n = 2048, .k = 8192, .dtype = RM_DTYPE_BF16};
+	rm_program_add_op(p, &d);
+	op_add(p, "ag", RM_COST_COLLECTIVE, 1, 5000, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	rm_hw_profile hw = *h100();
+	hw.gemm_slowdown_per_sm = 0.0085;
+	rm_sim *sim = run(p, &hw, 8);
+	rm_time_ps T = rm_sim_op_solo(sim, 0);
+	/* rate 1e6 / (1e6 + 8500 x 24) = 1e6 / 1204000: T x 1.204, rounded up */
+	cr_assert_eq(rm_sim_op_end(sim, 0), (T * 1204000 + 999999) / 1000000);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
 /* A collective draws 3x its wire bytes of HBM (docs/reference/kernels-h100.md section 7): an
  * 8-GPU all-gather of 336 MiB in 1 ms moves 7/8 x 352321536 B = 308.3 MB per GPU each way, so it
  * draws 3 x 308.28 = 924.8 GB/s (rounded to 925) of the 3350; a memory-bound kernel beside it runs

@@ -47,6 +47,7 @@
 	X(gemm_tile_m, "", "GEMM CTA tile rows for wave quantization")                           \
 	X(gemm_tile_n, "", "GEMM CTA tile columns for wave quantization")                        \
 	X(launch_us, "us", "kernel launch overhead (no CUDA graph)")                             \
+	X(gemm_slowdown_per_sm, "", "GEMM slowdown per SM a collective holds (calibrated; 0: waves)") \
 	X(nccl_ring_channels, "", "NCCL ring channels (one SM each) on a full node")             \
 	X(nccl_nvls_channels, "", "NCCL NVLS channels on a full node")                          \
 	X(nccl_ring_busbw_GBps, "GB/s", "NCCL ring busBW on one node (topology search result)")  \

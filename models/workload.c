@@ -258,6 +258,7 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.dropout = -1,
 		.loss = RM_LOSS_PLAIN,
 		.grad_clip = true,
+		.gemm_dtype = RM_DTYPE_BF16,
 	};
 	return t;
 }
@@ -330,6 +331,11 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
 				    "seq_len %lld exceeds the %lld learned positions of %s",
 				    (long long)t->seq_len, (long long)m->max_pos, m->name);
+	if (t->gemm_dtype != RM_DTYPE_BF16 && t->gemm_dtype != RM_DTYPE_FP8_E4M3)
+		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0, "gemm_dtype must be bf16 or fp8 (got %s)",
+				    rm_dtype_name(t->gemm_dtype));
+	if (t->fp8_all_gather && t->gemm_dtype != RM_DTYPE_FP8_E4M3)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "fp8_all_gather needs gemm_dtype fp8");
 	if (!compute_dtype(t->dtype) || !compute_dtype(t->param_dtype) || !compute_dtype(t->grad_dtype))
 		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
 				    "activation, parameter and gradient dtypes must be bf16, fp16 or fp32 (got %s, %s, %s)",
@@ -359,6 +365,7 @@ typedef struct graph_builder {
 	const rm_train_config *t;
 	int64_t b, s, T; /* micro-batch, sequence, tokens = b*s */
 	rm_dtype dt;
+	rm_dtype gemm_dt; /* projections of the layer being built (fp8 training: fp8_e4m3) */
 	int es; /* bytes per activation element */
 } graph_builder;
 
@@ -476,7 +483,7 @@ static int fwd_elementwise(graph_builder *gb, const char *name, const int *in, i
 static int fwd_projection(graph_builder *gb, const char *name, int in, int64_t k, int64_t n, bool bias)
 {
 	rm_op *op = new_op(gb, name, RM_OP_GEMM, RM_PHASE_FWD, -1);
-	op->gemm = (rm_gemm_shape){.batch = 1, .m = gb->T, .n = n, .k = k, .dtype = gb->dt};
+	op->gemm = (rm_gemm_shape){.batch = 1, .m = gb->T, .n = n, .k = k, .dtype = gb->gemm_dt};
 	op_in(gb, op, in);
 	int out = add_act(gb, name, n, gb->dt);
 	op_out(gb, op, out);
@@ -559,9 +566,22 @@ static void emit_backward(graph_builder *gb, int f)
 	if (fo.kind == RM_OP_GEMM && !fo.gemm.has_batch_dims) {
 		/* Projection: dX = dY W^T [T, k]; dW = X^T dY [k, n]. */
 		int64_t m = fo.gemm.m, n = fo.gemm.n, k = fo.gemm.k;
+		bool fp8 = fo.gemm.dtype == RM_DTYPE_FP8_E4M3;
+		if (fp8) {
+			/* the output gradient quantized to E5M2, plain and transposed for the wgrad
+			 * (Transformer Engine's cast_transpose, amax fused) */
+			rm_op *q = bwd_op(gb, f, "grad_fp8", RM_OP_ELEMENTWISE, RM_PHASE_BWD_DGRAD);
+			q->bytes_read = out_bytes;
+			q->bytes_written = 2 * (out_bytes / es);
+			q->flops = 2.0 * (double)(out_bytes / es);
+		}
 		rm_op *dg = bwd_gemm(gb, f, "dgrad", RM_PHASE_BWD_DGRAD, 1, m, k, n, false);
 		dg->weight_elems = fo.weight_elems;
+		if (fp8)
+			dg->gemm.dtype = RM_DTYPE_FP8_E5M2;
 		rm_op *wg = bwd_gemm(gb, f, "wgrad", RM_PHASE_BWD_WGRAD, 1, k, n, m, false);
+		if (fp8)
+			wg->gemm.dtype = RM_DTYPE_FP8_E5M2;
 		wg->weight_elems = fo.weight_elems;
 		op_residual(wg, fo.inputs[0]);
 		return;
@@ -651,7 +671,8 @@ static void emit_all_backward(graph_builder *gb)
 {
 	gb->g->n_fwd_ops = gb->g->n_ops;
 	for (int f = gb->g->n_fwd_ops - 1; f >= 0; f--)
-		emit_backward(gb, f);
+		if (!gb->g->ops[f].no_grad)
+			emit_backward(gb, f);
 }
 
 static int fwd_norm(graph_builder *gb, const char *name, int in)
@@ -662,6 +683,24 @@ static int fwd_norm(graph_builder *gb, const char *name, int in)
 				  ln ? 2 * m->hidden : m->hidden);
 	gb->g->ops[gb->g->values[out].producer].mclass = RM_MB_NORM;
 	return out;
+}
+
+/* FP8 training: an activation quantized for the GEMMs that read it (E4M3, plain and transposed
+ * for the weight gradient, amax fused: Transformer Engine's cast_transpose); the GEMMs keep
+ * reading the 16-bit value in the graph, the cast is its traffic and launch. */
+static void fwd_fp8_cast(graph_builder *gb, const char *name, int in)
+{
+	if (gb->gemm_dt != RM_DTYPE_FP8_E4M3)
+		return;
+	rm_op *op = new_op(gb, name, RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+	op_in(gb, op, in);
+	const rm_value *src = &gb->g->values[in];
+	int out = add_value(gb, name, RM_DTYPE_FP8_E4M3, src->rank, src->shape);
+	op_out(gb, op, out);
+	op->bytes_read = vbytes(gb, in);
+	op->bytes_written = 2 * vbytes(gb, out);
+	op->flops = 2.0 * (double)vbytes(gb, out);
+	op->no_grad = true;
 }
 
 static void build_layer(graph_builder *gb)
@@ -675,7 +714,21 @@ static void build_layer(graph_builder *gb)
 
 	int x = add_act(gb, "layer_input", h, gb->dt);
 	gb->g->input = x;
+	if (gb->gemm_dt == RM_DTYPE_FP8_E4M3 && !t->fp8_all_gather) {
+		/* the gathered 16-bit weights quantized once per micro-batch (and transposed for
+		 * the dgrad) */
+		int64_t w = h * (qd + 2 * kvd) + qd * h + (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * m->ffn;
+		rm_op *op = new_op(gb, "weights_fp8", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+		op_in(gb, op, x);
+		int64_t shape[1] = {w};
+		int out = add_value(gb, "weights_fp8", RM_DTYPE_FP8_E4M3, 1, shape);
+		op_out(gb, op, out);
+		op->bytes_read = w * rm_dtype_size(t->param_dtype);
+		op->bytes_written = 2 * w;
+		op->no_grad = true;
+	}
 	int xn = fwd_norm(gb, "pre_attention_norm", x);
+	fwd_fp8_cast(gb, "attention_input_fp8", xn);
 	int q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
 	int k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
 	int v = fwd_projection(gb, "dot_attention_value", xn, h, kvd, m->qkv_bias);
@@ -738,12 +791,14 @@ static void build_layer(graph_builder *gb)
 		pv->bytes_read = vbytes(gb, probs) + vbytes(gb, v);
 		pv->bytes_written = vbytes(gb, ctx);
 	}
+	fwd_fp8_cast(gb, "attention_context_fp8", ctx);
 	int ao = fwd_projection(gb, "dot_attention_out", ctx, qd, h, m->out_bias);
 	if (resid_drop)
 		ao = fwd_dropout(gb, "attention_out_dropout", ao);
 	int add1_in[2] = {x, ao};
 	int r1 = fwd_elementwise(gb, "attention_residual", add1_in, 2, h, FLOPS_ADD, 0);
 	int rn = fwd_norm(gb, "pre_mlp_norm", r1);
+	fwd_fp8_cast(gb, "mlp_input_fp8", rn);
 	int hidden;
 	if (m->mlp == RM_MLP_SWIGLU) {
 		int gate = fwd_projection(gb, "dot_mlp_gate", rn, h, m->ffn, false);
@@ -755,6 +810,7 @@ static void build_layer(graph_builder *gb)
 		int up = fwd_projection(gb, "dot_mlp_up", rn, h, m->ffn, m->out_bias);
 		hidden = fwd_elementwise(gb, "mlp_activation", &up, 1, m->ffn, FLOPS_GELU, 0);
 	}
+	fwd_fp8_cast(gb, "mlp_hidden_fp8", hidden);
 	int mo = fwd_projection(gb, "dot_mlp_out", hidden, m->ffn, h, m->out_bias);
 	if (resid_drop)
 		mo = fwd_dropout(gb, "mlp_out_dropout", mo);
@@ -853,6 +909,7 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 		.s = train->seq_len,
 		.T = train->micro_batch * train->seq_len,
 		.dt = train->dtype,
+		.gemm_dt = train->dtype,
 		.es = rm_dtype_size(train->dtype),
 	};
 	graph_init(&wl->embedding, "embedding");
@@ -860,7 +917,9 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 	build_embedding(&gb);
 	graph_init(&wl->layer, "layer");
 	gb.g = &wl->layer;
+	gb.gemm_dt = train->gemm_dtype == RM_DTYPE_FP8_E4M3 ? RM_DTYPE_FP8_E4M3 : train->dtype;
 	build_layer(&gb);
+	gb.gemm_dt = train->dtype;
 	graph_init(&wl->head, "head");
 	gb.g = &wl->head;
 	build_head(&gb);

@@ -48,6 +48,8 @@ static const key_desc keys[] = {
 	{"training.compile", K_TRIBOOL, S(compile), 0, 0, 0},
 	{"training.loss", K_STR, S(loss), 0, 0, 0},
 	{"training.grad_clip", K_TRIBOOL, S(grad_clip), 0, 0, 0},
+	{"training.gemm_dtype", K_STR, S(gemm_dtype), 0, 0, 0},
+	{"training.fp8_all_gather", K_TRIBOOL, S(fp8_all_gather), 0, 0, 0},
 	{"parallelism.fsdp", K_INT, S(fsdp), 0, 1, 1 << 20},
 	{"remat.scan", K_BOOL, S(scan), 0, 0, 0},
 	{"remat.policy", K_STR, S(policy), 0, 0, 0},
@@ -78,7 +80,7 @@ void rm_scenario_init(rm_scenario *sc)
 	snprintf(sc->hardware, sizeof(sc->hardware), "h100-sxm");
 	sc->nodes = 1;
 	sc->master_weights = sc->fused_attention = sc->causal = -1;
-	sc->compile = sc->grad_clip = -1;
+	sc->compile = sc->grad_clip = sc->fp8_all_gather = -1;
 	sc->scan = true;
 	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
@@ -968,6 +970,20 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 sc->loss);
 	if (sc->grad_clip >= 0)
 		t.grad_clip = sc->grad_clip;
+	if (sc->gemm_dtype[0]) {
+		if (strcasecmp(sc->gemm_dtype, "bf16") == 0)
+			t.gemm_dtype = RM_DTYPE_BF16;
+		else if (strcasecmp(sc->gemm_dtype, "fp8") == 0)
+			t.gemm_dtype = RM_DTYPE_FP8_E4M3;
+		else
+			return key_error(sc, "training.gemm_dtype", err, RM_INVALID, "expected bf16 or fp8, got \"%s\"",
+					 sc->gemm_dtype);
+	}
+	if (sc->fp8_all_gather > 0 && t.gemm_dtype != RM_DTYPE_FP8_E4M3)
+		return key_error(sc, "training.fp8_all_gather", err, RM_INVALID,
+				 "fp8_all_gather gathers fp8 weights: it needs training.gemm_dtype: fp8");
+	if (sc->fp8_all_gather >= 0)
+		t.fp8_all_gather = sc->fp8_all_gather;
 	if (t.fsdp > out->gpus || out->gpus % t.fsdp != 0)
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
 				 "FSDP degree %lld must divide the %d GPUs of the cluster (%lld x %lld)", (long long)t.fsdp,

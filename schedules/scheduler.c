@@ -223,6 +223,7 @@ typedef struct ctx {
 	int L, A, k; /* layers, micro-batches, layers per scan body */
 	int ag_ahead; /* layers a pipelined gather runs ahead: k (XLA), the prefetch depth (ideal) */
 	int psize, gsize;
+	int lpsize; /* bytes per layer weight as gathered: psize, 1 with fp8_all_gather */
 	int64_t limit;
 	int64_t stacks;  /* per micro-batch: L x (saved + carry) */
 	weight_groups ag, rs;
@@ -599,7 +600,7 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 {
 	const rm_graph *g = x->layer;
 	for (int grp = 0; grp < x->ag.n; grp++) {
-		int64_t bytes = x->ag.elems[grp] * x->psize;
+		int64_t bytes = x->ag.elems[grp] * x->lpsize;
 		int first_user;
 		add_gathered_temps(x, c, bl, mb, bwd, grp, bytes, delta, &first_user);
 		if (first_user < 0)
@@ -1312,7 +1313,7 @@ static coll *entry_coll(const ctx *x, comp *c, ckind kind, what w, int mb, int64
 	k->kind = kind;
 	k->what = w;
 	k->mb = mb;
-	k->bytes = elems * (kind == CK_AG ? x->psize : x->gsize);
+	k->bytes = elems * (kind == CK_AG ? (w == WHAT_LAYER ? x->lpsize : x->psize) : x->gsize);
 	k->mem_bytes = kind == CK_AG ? k->bytes : 0;
 	k->s_min = s_min;
 	k->deadline = deadline;
@@ -1586,13 +1587,14 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	x.k = xla && cfg->scan && cfg->flags.while_loop_double_buffering && x.L >= 2 ? 2 : 1;
 	x.ag_ahead = xla ? x.k : (cfg->prefetch_depth > 0 ? cfg->prefetch_depth : 1);
 	x.psize = rm_dtype_size(wl->train.param_dtype);
+	x.lpsize = wl->train.fp8_all_gather ? 1 : x.psize;
 	x.gsize = rm_dtype_size(wl->train.grad_dtype);
 	x.pipe_ag = cfg->scan && (xla ? rm_xla_pipelines_all_gather(&cfg->flags) : true);
 	x.pipe_rs = cfg->scan && (xla ? rm_xla_pipelines_reduce_scatter(&cfg->flags) : true);
 	x.pipe_ar = cfg->scan && (xla ? rm_xla_pipelines_all_reduce(&cfg->flags) : true);
 	int64_t ag_threshold = xla ? cfg->flags.all_gather_combine_threshold_bytes : INT64_MAX / 4;
 	int64_t rs_threshold = xla ? cfg->flags.reduce_scatter_combine_threshold_bytes : INT64_MAX / 4;
-	group_weights(x.layer, ag_threshold, x.psize, false, &x.ag);
+	group_weights(x.layer, ag_threshold, x.lpsize, false, &x.ag);
 	group_weights(x.layer, rs_threshold, x.gsize, true, &x.rs);
 	for (int i = 0; i < x.layer->n_fwd_ops; i++)
 		if (is_norm_op(&x.layer->ops[i]))

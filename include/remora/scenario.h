@@ -10,7 +10,8 @@
  *   training: {seq_len: 4096, micro_batch: 1, grad_accum: 1, dtype: bf16, grad_dtype: bf16,
  *              optimizer: adamw, master_weights: true, fused_attention: true, causal: true,
  *              attention_kernel: auto|flash2|flash3|cudnn, compile: true|false,
- *              loss: plain|chunked|fused, grad_clip: true}
+ *              loss: plain|chunked|fused, grad_clip: true, gemm_dtype: bf16|fp8,
+ *              fp8_all_gather: false}
  *   parallelism: {fsdp: 8}          # default: all GPUs of the cluster
  *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...]}
  *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
@@ -70,6 +71,8 @@ typedef struct rm_scenario {
 	int master_weights, fused_attention, causal; /* -1: default */
 	double power_w, hbm_gib;                     /* hardware: {power_w, hbm_gib}; 0: the profile's */
 	char attention_kernel[16], loss[16];         /* "": auto / plain */
+	char gemm_dtype[16];                         /* "": bf16 */
+	int fp8_all_gather;                          /* -1: default (false) */
 	int compile, grad_clip;                      /* -1: default */
 	int64_t fsdp; /* 0: all GPUs */
 	bool scan;

@@ -158,6 +158,11 @@ typedef struct rm_train_config {
 	bool causal;           /* causal mask (default) */
 	int dropout;           /* -1: as the config says; 0: off; 1: on (the config's rates) */
 	rm_loss_kind loss;     /* plain (default), chunked or fused cross-entropy */
+	rm_dtype gemm_dtype;   /* the layers' projections: bf16, or fp8 (E4M3 forward, E5M2
+				* gradients) with their quantization kernels, as Transformer Engine and
+				* torchao run them; attention and the LM head stay in dtype */
+	bool fp8_all_gather;   /* fp8 GEMMs: gather the layer weights already in fp8 (torchao's
+				* float8 all-gather): half the bytes, no per-micro-batch weight cast */
 	bool grad_clip;        /* global gradient-norm clipping before the optimizer (default) */
 } rm_train_config;
 
@@ -248,6 +253,7 @@ typedef struct rm_op {
 				       * differs from bytes_written (a chunked loss); 0: bytes_written */
 	int64_t weight_elems;         /* parameter elements this op reads (forward) or their grads */
 	rm_membound_class mclass;     /* kind == RM_OP_ELEMENTWISE: what the kernel does */
+	bool no_grad;                 /* forward ops with no backward of their own (fp8 casts) */
 	int n_inputs, n_outputs, n_residuals;
 	int inputs[RM_OP_MAX_INPUTS];   /* value indices (forward ops) */
 	int outputs[RM_OP_MAX_OUTPUTS]; /* value indices (forward ops) */

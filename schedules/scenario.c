@@ -52,6 +52,7 @@ static const key_desc keys[] = {
 	{"training.fp8_all_gather", K_TRIBOOL, S(fp8_all_gather), 0, 0, 0},
 	{"parallelism.fsdp", K_INT, S(fsdp), 0, 1, 1 << 20},
 	{"remat.scan", K_BOOL, S(scan), 0, 0, 0},
+	{"remat.recompute_num_layers", K_INT, S(recompute_num_layers), 0, 0, 1 << 20},
 	{"remat.policy", K_STR, S(policy), 0, 0, 0},
 	{"remat.names", K_NAMES, L(names, n_names), 0, 0},
 	{"remat.offload_names", K_NAMES, L(offload_names, n_offload), 0, 0},
@@ -1077,6 +1078,15 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	/* PyTorch runs its layers as Python code: there is no scan to keep stacked residuals */
 	if (c->mode == RM_SCHED_FSDP2)
 		c->scan = false;
+	c->recompute_num_layers = (int)sc->recompute_num_layers;
+	if (c->recompute_num_layers > 0 && c->recompute_num_layers < out->model.layers && c->scan) {
+		int64_t layers = out->model.layers;
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "remat.recompute_num_layers", err, RM_INVALID,
+				 "recompute_num_layers %lld of %lld layers needs remat.scan: false (a scan runs one "
+				 "body, with one policy, for every layer)",
+				 (long long)sc->recompute_num_layers, (long long)layers);
+	}
 	/* the kernels the runtime launches (docs/sim.md "Kernel model") */
 	rm_kernel_config *kc = &out->cost.kernels;
 	*kc = rm_kernel_config_default();

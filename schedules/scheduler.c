@@ -224,6 +224,8 @@ typedef struct ctx {
 	int ag_ahead; /* layers a pipelined gather runs ahead: k (XLA), the prefetch depth (ideal) */
 	int psize, gsize;
 	int lpsize; /* bytes per layer weight as gathered: psize, 1 with fp8_all_gather */
+	int recompute_layers;   /* layers 0 .. n-1 follow the policy, the others keep everything; 0: all */
+	rm_remat_plan plan_keep; /* the plan of the layers that keep everything (recompute_layers > 0) */
 	int64_t limit;
 	int64_t stacks;  /* per micro-batch: L x (saved + carry) */
 	weight_groups ag, rs;
@@ -232,6 +234,13 @@ typedef struct ctx {
 	const rm_cost_model *cost;
 	rm_schedule_report *rep;
 } ctx;
+
+/* The remat plan of layer l: the policy's, or keep-everything past recompute_layers (NeMo's
+ * recompute_num_layers with the block method). */
+static const rm_remat_plan *plan_of(const ctx *x, int l)
+{
+	return x->recompute_layers > 0 && l >= x->recompute_layers ? &x->plan_keep : &x->plan;
+}
 
 static bool is_norm_op(const rm_op *op)
 {
@@ -483,7 +492,7 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 			prod = find_slot(c, val->producer, bl, mb, RM_PPHASE_FWD);
 			if (prod < 0)
 				continue;
-			rm_value_fate fate = x->plan.fate[v];
+			rm_value_fate fate = plan_of(x, bl)->fate[v];
 			if (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY)
 				continue;
 			last = prod + 1;
@@ -498,9 +507,10 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 						last = j + 1;
 			}
 		} else {
-			if (x->plan.fate[v] != RM_FATE_RECOMPUTED && x->plan.fate[v] != RM_FATE_OFFLOADED)
+			rm_value_fate fate = plan_of(x, bl)->fate[v];
+			if (fate != RM_FATE_RECOMPUTED && fate != RM_FATE_OFFLOADED)
 				continue;
-			prod = x->plan.fate[v] == RM_FATE_OFFLOADED
+			prod = fate == RM_FATE_OFFLOADED
 				       ? find_slot(c, g->n_fwd_ops, bl, mb, RM_PPHASE_BWD)
 				       : find_slot(c, val->producer, bl, mb, RM_PPHASE_RECOMPUTE);
 			if (prod < 0)
@@ -587,7 +597,7 @@ static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 		return;
 	}
 	for (int i = 0; i < g->n_fwd_ops; i++)
-		if (x->plan.recompute[i])
+		if (plan_of(x, bl)->recompute[i])
 			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_RECOMPUTE,
 						slot_units(x, &g->ops[i])});
 	for (int i = g->n_fwd_ops; i < g->n_ops; i++)
@@ -816,7 +826,7 @@ static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 {
 	const ctx *x = e->x;
 	layer_tensors *t = lt_of(e, mb, l);
-	switch (x->plan.fate[v]) {
+	switch (plan_of(x, l)->fate[v]) {
 	case RM_FATE_RECOMPUTED:
 		return t->rec[v];
 	case RM_FATE_OFFLOADED:
@@ -858,7 +868,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 			const rm_value *val = &g->values[v];
 			char tn[160];
 			TNAME(e, tn, "%slayer%02d/%s%s", mbs, l, rec ? "recompute/" : "", val->name);
-			rm_value_fate fate = x->plan.fate[v];
+			rm_value_fate fate = plan_of(x, l)->fate[v];
 			rm_tensor_role role = !rec && (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY) ? RM_ROLE_RESIDUAL
 												      : RM_ROLE_ACTIVATION;
 			if (rec) {
@@ -878,7 +888,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 		if (!rec)
 			for (int i = 0; i < op->n_outputs; i++) {
 				int v = op->outputs[i];
-				if (x->plan.fate[v] != RM_FATE_OFFLOADED)
+				if (plan_of(x, l)->fate[v] != RM_FATE_OFFLOADED)
 					continue;
 				char tn[160];
 				TNAME(e, tn, "%slayer%02d/offload/%s", mbs, l, g->values[v].name);
@@ -1115,7 +1125,7 @@ static void emit_reloads(emitter *e, int mb, int l)
 	const rm_graph *g = x->layer;
 	layer_tensors *t = lt_of(e, mb, l);
 	for (int v = 0; v < g->n_values; v++) {
-		if (x->plan.fate[v] != RM_FATE_OFFLOADED || t->host[v] < 0)
+		if (plan_of(x, l)->fate[v] != RM_FATE_OFFLOADED || t->host[v] < 0)
 			continue;
 		char tn[160];
 		TNAME(e, tn, "%slayer%02d/reload/%s", x->A > 1 ? "mb/" : "", l, g->values[v].name);
@@ -1610,9 +1620,31 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	if (x.limit < 0)
 		x.limit = 0;
 	rep->memory_limit_bytes = x.limit;
-	x.stacks = (int64_t)x.L * (x.plan.saved_bytes + x.plan.carry_bytes);
+	x.recompute_layers = cfg->recompute_num_layers > 0 && cfg->recompute_num_layers < x.L ? cfg->recompute_num_layers : 0;
+	if (x.recompute_layers > 0) {
+		if (cfg->scan) {
+			rm_remat_plan_finish(&x.plan);
+			rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				     "recompute_num_layers %d of %d layers needs the layers unrolled (remat.scan: false): a "
+				     "scan runs one body for every layer",
+				     cfg->recompute_num_layers, x.L);
+			return NULL;
+		}
+		rm_remat_policy *keep = rm_remat_policy_parse("everything_saveable", err);
+		rm_status kst = keep ? rm_remat_plan_build(&wl->layer, keep, &x.plan_keep, err) : RM_INVALID;
+		rm_remat_policy_destroy(keep);
+		if (kst != RM_OK) {
+			rm_remat_plan_finish(&x.plan);
+			return NULL;
+		}
+	}
+	{
+		int nr = x.recompute_layers > 0 ? x.recompute_layers : x.L;
+		x.stacks = (int64_t)nr * (x.plan.saved_bytes + x.plan.carry_bytes) +
+			   (int64_t)(x.L - nr) * (x.plan_keep.saved_bytes + x.plan_keep.carry_bytes);
+		rep->offloaded_bytes_step = (int64_t)nr * x.plan.offloaded_bytes;
+	}
 	rep->saved_bytes_step = x.stacks;
-	rep->offloaded_bytes_step = (int64_t)x.L * x.plan.offloaded_bytes;
 
 	comp fwd = {0}, bwd = {0}, entry = {0};
 	if (cfg->scan) {
@@ -1689,6 +1721,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	comp_finish(&bwd);
 	comp_finish(&entry);
 	rep->plan = x.plan;
+	if (x.recompute_layers > 0)
+		rm_remat_plan_finish(&x.plan_keep);
 	if (rep == &local)
 		rm_remat_plan_finish(&rep->plan);
 	if (!cfg->lean && rm_program_validate(prog, "schedule", err) != RM_OK) {

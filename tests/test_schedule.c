@@ -717,3 +717,58 @@ Test(scenario, directive_lines_with_invalid_utf8_are_refused, .timeout = 20)
 	cr_assert_eq(rm_scenario_set(&sc, "training.seq_len=%\xd0", &err), RM_PARSE);
 	cr_assert(strstr(err.msg, "--set training.seq_len=") && strstr(err.msg, "directive line"), "%s", err.msg);
 }
+
+/* Partial recompute (remat.recompute_num_layers, NeMo's block method): Llama-2-7B under fsdp2 with
+ * nothing_saveable on the first 8 of 32 layers, everything kept on the other 24. The saved bytes
+ * are 8 layer inputs plus 24 whole-layer residual sets, the recompute ops 8 layers' worth, and the
+ * step sits between full recompute and none. */
+static void partial_run(int n, run *r)
+{
+	char text[512];
+	snprintf(text, sizeof(text),
+		 "model: llama-2-7b\ntraining: {seq_len: 1024, grad_dtype: fp32}\nremat: {policy: nothing_saveable, "
+		 "recompute_num_layers: %d}\nscheduler: {mode: fsdp2}\n",
+		 n);
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "test.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
+	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
+	cr_assert_not_null(r->prog, "%s", err.msg);
+}
+
+static int recompute_ops(const rm_program *p)
+{
+	int n = 0;
+	for (int32_t i = 0; i < p->n_ops; i++)
+		n += p->ops[i].phase == RM_PPHASE_RECOMPUTE;
+	return n;
+}
+
+Test(schedule, recompute_num_layers_recomputes_only_the_first_layers)
+{
+	run all, part, none;
+	partial_run(0, &all);
+	partial_run(8, &part);
+	partial_run(32, &none); /* >= layers: every layer follows the policy, as 0 does */
+	rm_remat_policy *keep = rm_remat_policy_parse("everything_saveable", NULL);
+	rm_remat_plan kp;
+	cr_assert_eq(rm_remat_plan_build(&part.res.wl->layer, keep, &kp, NULL), RM_OK);
+	const rm_remat_plan *np = &all.rep.plan;
+	cr_assert_eq(part.rep.saved_bytes_step,
+		     8 * (np->saved_bytes + np->carry_bytes) + 24 * (kp.saved_bytes + kp.carry_bytes));
+	cr_assert_eq(all.rep.saved_bytes_step, 32 * (np->saved_bytes + np->carry_bytes));
+	cr_assert_eq(none.rep.saved_bytes_step, all.rep.saved_bytes_step);
+	cr_assert_eq(recompute_ops(all.prog), 32 * np->n_recompute_ops);
+	cr_assert_eq(recompute_ops(part.prog), 8 * np->n_recompute_ops);
+	rm_remat_plan_finish(&kp);
+	rm_remat_policy_destroy(keep);
+	run_finish(&all);
+	run_finish(&part);
+	run_finish(&none);
+	/* under a scan every layer is one body: refused with the key's position */
+	expect_scenario_error("model: llama-2-7b\nremat:\n  recompute_num_layers: 4\n", RM_INVALID, 3, 25,
+			      "needs remat.scan: false");
+}

@@ -13,7 +13,8 @@
  *              loss: plain|chunked|fused, grad_clip: true, gemm_dtype: bf16|fp8,
  *              fp8_all_gather: false}
  *   parallelism: {fsdp: 8}          # default: all GPUs of the cluster
- *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...]}
+ *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...],
+ *           recompute_num_layers: 0}
  *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
  *   scheduler: {mode: xla|ideal|fsdp2, prefetch_depth: 1, cost_model: xla_default|remora,
  *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0}
@@ -76,6 +77,7 @@ typedef struct rm_scenario {
 	int compile, grad_clip;                      /* -1: default */
 	int64_t fsdp; /* 0: all GPUs */
 	bool scan;
+	int64_t recompute_num_layers; /* 0: every layer follows the policy */
 	char policy[1024];
 	int n_names, n_offload;
 	char names[RM_SCENARIO_MAX_LIST][48];

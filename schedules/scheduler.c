@@ -1006,6 +1006,20 @@ static void emit_coll(emitter *e, const coll *k, int l, int mb, bool sync, int32
 		break;
 	}
 	int32_t async_stream = ckind_coll[k->kind] == RM_COLL_ALL_GATHER ? e->s_coll : e->s_rs;
+	if (x->cfg->mode == RM_SCHED_FSDP2 && k->what == WHAT_LAYER && k->kind == CK_RS && !sync && in[0] >= 0) {
+		/* FSDP2's foreach_reduce: the block's unsharded gradients (param dtype) copied into
+		 * the reduce-scatter input, cast to the reduce dtype, on the reduce-scatter stream */
+		char cn[192];
+		TNAME(e, cn, "%s/copy-in", e->name);
+		rm_program_op_desc ci = rm_program_op_desc_init(cn, RM_COST_ELEMENTWISE, e->s_rs);
+		int64_t elems = k->bytes / x->gsize;
+		ci.cost.elementwise = (rm_elementwise_cost){.bytes_read = elems * x->psize, .bytes_written = k->bytes};
+		ci.layer = l;
+		ci.phase = RM_PPHASE_BWD;
+		int32_t cin[1] = {in[0]};
+		emit(e, &ci, cin, 1, NULL, 0, -1, NULL);
+		TNAME(e, e->name, "%slayer%02d/bwd/reduce-scatter%d", mbs, l, k->group);
+	}
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_COLLECTIVE, sync ? e->s_compute : async_stream);
 	d.cost.collective = (rm_collective_cost){.op = ckind_coll[k->kind], .bytes = k->bytes,
 						 .group_size = x->cfg->wl->train.fsdp, .span = x->cfg->fsdp_nodes};
@@ -1149,6 +1163,27 @@ static int target_layer(const coll *k, int base, int dir)
  * own layer and micro-batch; in a body instance its layer is relative to base and the
  * micro-batch is the instance's.
  */
+/* FSDP2's all-gather copy-out (split_with_sizes_copy into the unsharded parameters), on the
+ * compute stream once the gather is waited for: the gathered bytes read and written. */
+static void emit_copy_out(emitter *e, const coll *k, int l, int mb)
+{
+	const ctx *x = e->x;
+	layer_tensors *t = lt_of(e, mb, l);
+	int32_t g = k->bwd_pass ? t->ag_bwd[k->group] : t->ag_fwd[k->group];
+	if (g < 0)
+		return;
+	char mbs[16] = "";
+	if (x->A > 1)
+		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
+	TNAME(e, e->name, "%slayer%02d/%s/all-gather%d/copy-out", mbs, l, k->bwd_pass ? "bwd" : "fwd", k->group);
+	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_ELEMENTWISE, e->s_compute);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = k->bytes, .bytes_written = k->bytes};
+	d.layer = l;
+	d.phase = k->bwd_pass ? RM_PPHASE_BWD : RM_PPHASE_FWD;
+	int32_t in[1] = {g};
+	emit(e, &d, in, 1, NULL, 0, -1, NULL);
+}
+
 static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base, int dir, int mb, int32_t *ev)
 {
 	const ctx *x = e->x;
@@ -1167,8 +1202,11 @@ static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base
 			emit_coll(e, k, l, kmb, false, &ev[i]);
 		if (k->sync && k->done_pos == j)
 			emit_coll(e, k, l, kmb, true, &ev[i]);
-		if (!k->sync && k->done_pos == j && ev[i] >= 0)
+		if (!k->sync && k->done_pos == j && ev[i] >= 0) {
 			add_pending(e, ev[i]);
+			if (x->cfg->mode == RM_SCHED_FSDP2 && k->what == WHAT_LAYER && k->kind == CK_AG)
+				emit_copy_out(e, k, l, kmb);
+		}
 	}
 }
 

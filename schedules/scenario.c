@@ -1098,6 +1098,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		/* eager: ~6 us of host time per op with autograd (docs/reference/kernels-h100.md
 		 * section 5: 5-7 us); compiled kernels: the raw launch */
 		kc->host_us = out->compile ? 0 : EAGER_HOST_US;
+		c->compile_partitioner = out->compile;
 	} else {
 		/* XLA fuses; ideal is the bound of a fused runtime */
 		out->compile = true;

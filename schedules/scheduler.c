@@ -1627,7 +1627,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		return NULL;
 	}
 	ctx x = {.cfg = cfg, .wl = wl, .layer = &wl->layer, .embed = &wl->embedding, .head = &wl->head, .rep = rep};
-	if (rm_remat_plan_build(&wl->layer, cfg->policy, &x.plan, err) != RM_OK)
+	if (rm_remat_plan_build_compiled(&wl->layer, cfg->policy, cfg->compile_partitioner, &x.plan, err) != RM_OK)
 		return NULL;
 	x.L = (int)wl->model.layers;
 	x.A = (int)wl->train.grad_accum;

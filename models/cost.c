@@ -319,22 +319,25 @@ double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw, 
  * section 3 (rows in kernels-h100-membound.csv):
  * - pointwise, fused 0.87: fused ReLU^2 forward/backward 85-88%, Liger SwiGLU 91%; eager 0.54:
  *   torch eager SwiGLU is 3 kernels at 1.08 TB/s of fused traffic, 5/3 of that per kernel = 1.80
- *   TB/s = 54%, the same as torch/Megatron RMSNorm forward (1.80 TB/s = 54%);
+ *   TB/s = 54% per eager kernel;
  * - norm forward, fused 0.80: torch.compile RMSNorm forward 3.4-4.2 TB/s of 4.8 on H200 (71-88%;
- *   Liger 84% on H100); eager 0.54 (above);
- * - norm backward, fused 0.40: torch.compile 1.6-2.3 TB/s of 4.8 (33-48%); eager 0.19: torch
- *   RMSNorm backward 0.63 TB/s;
+ *   Liger 84% on H100);
+ * - norm backward, fused 0.40: torch.compile 1.6-2.3 TB/s of 4.8 (33-48%);
  * - softmax / cross-entropy over the vocabulary, fused 0.51: torch.compile cross-entropy at a 32k
- *   vocabulary ~1.7 TB/s; eager 0.54 per kernel (no row measures eager CE per kernel: the eager
- *   cost is its extra kernels and bytes, which the op graph carries);
+ *   vocabulary ~1.7 TB/s;
  * - gather / scatter-add: as pointwise;
  * - optimizer, 0.86 either way: PyTorch fused AdamW, 2.11 TB/s on the 2.45 TB/s part (86-100%).
+ * Eager PyTorch runs every op as its decomposition (the op's eager_bytes and eager_kernels in the
+ * op graph: an RMSNorm is 8 kernels and 36 B per element instead of one kernel and 4 B), each
+ * kernel at the eager per-kernel rate 0.54; the norm rows "torch/Megatron 1.80 TB/s" of section 3
+ * are fused kernels (36 B per element in 0.149 ms would be 14 TB/s), so no eager row of a
+ * decomposed norm exists to take a rate from.
  */
 static const double membound_efficiency[RM_MB_CLASS_COUNT][2] = {
 	/*                  eager, fused */
 	[RM_MB_POINTWISE] = {0.54, 0.87},
 	[RM_MB_NORM] = {0.54, 0.80},
-	[RM_MB_NORM_BWD] = {0.19, 0.40},
+	[RM_MB_NORM_BWD] = {0.54, 0.40},
 	[RM_MB_SOFTMAX] = {0.54, 0.51},
 	[RM_MB_GATHER] = {0.54, 0.87},
 	[RM_MB_OPTIMIZER] = {0.86, 0.86},
@@ -360,7 +363,7 @@ double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *
 	double tf = e->flops / (hw->fp32_TFLOPs * RM_TB);
 	if (tf > t)
 		t = tf;
-	double floor_s = (k->host_us > 0 ? k->host_us : hw->launch_us) * 1e-6;
+	double floor_s = (k->host_us > 0 ? k->host_us : hw->launch_us) * 1e-6 * (e->kernels > 1 ? e->kernels : 1);
 	return t > floor_s ? t : floor_s;
 }
 

@@ -630,6 +630,19 @@ static void emit_backward(graph_builder *gb, int f)
 	op->flops = 2.0 * fo.flops;
 	op->weight_elems = fo.weight_elems;
 	op->mclass = fo.mclass == RM_MB_NORM ? RM_MB_NORM_BWD : fo.mclass;
+	if (fo.eager_bytes > 0 && fo.mclass == RM_MB_NORM) {
+		/* autograd through the eager RMSNorm: g*w and the weight-gradient reduction (2 es +
+		 * 2 es), the fp32 cast of g (es + 4), g*rstd (8) and sum(g*x) (8), mean's expand (4),
+		 * pow's 2*x*g (12), the two input gradients added (12), the cast back (4 + es): 6 es +
+		 * 52 bytes per element in 10 kernels */
+		int64_t n = fo.eager_bytes / (4 * es + 28);
+		op->eager_bytes = n * (6 * es + 52);
+		op->eager_kernels = 10;
+	} else if (fo.eager_bytes > 0) {
+		/* the rotary backward is the same decomposition with the conjugate */
+		op->eager_bytes = fo.eager_bytes;
+		op->eager_kernels = fo.eager_kernels;
+	}
 	const char *suffix = strrchr(name, '_');
 	bool is_dropout = suffix && strcmp(suffix, "_dropout") == 0;
 	if (strcmp(name, "pre_attention_norm") == 0 || strcmp(name, "pre_mlp_norm") == 0 ||
@@ -664,7 +677,6 @@ static void emit_backward(graph_builder *gb, int f)
 	/* rotary (linear), residual adds: the backward needs no forward value. */
 	for (int i = 0; i < op->n_residuals; i++)
 		op->bytes_read += vbytes(gb, op->residuals[i]);
-	(void)es;
 }
 
 static void emit_all_backward(graph_builder *gb)
@@ -681,7 +693,16 @@ static int fwd_norm(graph_builder *gb, const char *name, int in)
 	bool ln = m->norm == RM_NORM_LAYERNORM;
 	int out = fwd_elementwise(gb, name, &in, 1, m->hidden, ln ? FLOPS_LAYERNORM : FLOPS_RMSNORM,
 				  ln ? 2 * m->hidden : m->hidden);
-	gb->g->ops[gb->g->values[out].producer].mclass = RM_MB_NORM;
+	rm_op *op = &gb->g->ops[gb->g->values[out].producer];
+	op->mclass = RM_MB_NORM;
+	if (!ln) {
+		/* eager RMSNorm as Llama codebases write it, x.float() -> pow(2) -> mean -> + eps ->
+		 * rsqrt -> x * rstd -> type_as(x) -> * weight: per element (es + 4) + 8 + 4 + 8 +
+		 * (4 + es) + 2 es = 4 es + 28 bytes in 8 kernels (F.layer_norm is one native kernel) */
+		int64_t n = gb->T * m->hidden;
+		op->eager_bytes = n * (4 * gb->es + 28);
+		op->eager_kernels = 8;
+	}
 	return out;
 }
 
@@ -735,6 +756,14 @@ static void build_layer(graph_builder *gb)
 	if (!gpt2) {
 		q = fwd_elementwise(gb, "rotary_query", &q, 1, qd, FLOPS_ROTARY, 0);
 		k = fwd_elementwise(gb, "rotary_key", &k, 1, kvd, FLOPS_ROTARY, 0);
+		/* eager rotary through complex numbers (torchtitan, Meta's Llama): x.float(), the
+		 * complex multiply by freqs_cis, type_as(x): (es + 4) + 8 + (4 + es) = 2 es + 16
+		 * bytes per element in 3 kernels */
+		for (int r = 0; r < 2; r++) {
+			rm_op *op = &gb->g->ops[gb->g->values[r ? k : q].producer];
+			op->eager_bytes = (gb->g->values[r ? k : q].bytes / gb->es) * (2 * gb->es + 16);
+			op->eager_kernels = 3;
+		}
 	}
 	int ctx;
 	if (t->fused_attention) {

@@ -1099,6 +1099,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		 * section 5: 5-7 us); compiled kernels: the raw launch */
 		kc->host_us = out->compile ? 0 : EAGER_HOST_US;
 		c->compile_partitioner = out->compile;
+		c->eager = !out->compile;
 	} else {
 		/* XLA fuses; ideal is the bound of a fused runtime */
 		out->compile = true;

@@ -281,12 +281,12 @@ static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, 
 	}
 }
 
-static rm_cost_op graph_op_cost(const rm_op *op);
+static rm_cost_op graph_op_cost(const rm_op *op, bool eager);
 
 static double slot_units(const ctx *x, const rm_op *op)
 {
 	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
-		rm_cost_op c = graph_op_cost(op);
+		rm_cost_op c = graph_op_cost(op, x->cfg->eager);
 		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
 	}
 	return op->kind == RM_OP_ELEMENTWISE ? UNITS_LOOP_FUSION : UNITS_LIBRARY_CALL;
@@ -798,7 +798,7 @@ static int32_t emit(emitter *e, rm_program_op_desc *d, const int32_t *in, uint32
 	return op;
 }
 
-static rm_cost_op graph_op_cost(const rm_op *op)
+static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
 {
 	rm_cost_op c;
 	memset(&c, 0, sizeof(c));
@@ -811,7 +811,15 @@ static rm_cost_op graph_op_cost(const rm_op *op)
 		c.attention.backward = op->phase != RM_PHASE_FWD;
 	} else {
 		c.kind = RM_COST_ELEMENTWISE;
-		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops, op->mclass};
+		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops, op->mclass, 1};
+		if (eager && op->eager_bytes > 0) {
+			/* PyTorch eager: the op's decomposition, its bytes split as the fused op's */
+			int64_t fused = op->bytes_read + op->bytes_written;
+			c.elementwise.bytes_read = fused > 0 ? (int64_t)((double)op->eager_bytes * (double)op->bytes_read / (double)fused)
+							     : op->eager_bytes;
+			c.elementwise.bytes_written = op->eager_bytes - c.elementwise.bytes_read;
+			c.elementwise.kernels = op->eager_kernels > 1 ? op->eager_kernels : 1;
+		}
 	}
 	return c;
 }
@@ -848,7 +856,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	TNAME(e, e->name, "%slayer%02d/%s/%s", mbs, l, phase, op->name);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
-	d.cost = graph_op_cost(op);
+	d.cost = graph_op_cost(op, x->cfg->eager);
 	d.layer = l;
 	d.phase = s->phase;
 	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
@@ -1058,7 +1066,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	const char *gname = pt == PART_EMBED ? "embedding" : "head";
 	TNAME(e, e->name, "%s%s/%s/%s", mbs, gname, op->phase == RM_PHASE_FWD ? "fwd" : "bwd", op->name);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
-	d.cost = graph_op_cost(op);
+	d.cost = graph_op_cost(op, x->cfg->eager);
 	d.phase = op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD;
 	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
 	uint32_t ni = 0, no = 0;

@@ -453,3 +453,34 @@ Test(workload, fp8_projections_and_their_casts)
 	cr_assert_null(rm_workload_create(&m, &t, &err));
 	cr_assert_eq(err.status, RM_INVALID);
 }
+
+/* Eager PyTorch decompositions (what fsdp2 without compile runs), Llama-2-7B b1 s4096, bf16: the
+ * RMSNorm forward is x.float(), pow, mean, rsqrt, x * rstd, type_as, * weight: 4 x 2 + 28 = 36 B per
+ * element in 8 kernels; its autograd backward 6 x 2 + 52 = 64 B in 10; the complex-number rotary
+ * 2 x 2 + 16 = 20 B in 3, forward and backward. Fused, the norm is one kernel of 4 B per element. */
+Test(workload, eager_decompositions_by_hand)
+{
+	rm_model_config m = preset("llama-2-7b");
+	rm_workload *wl = build(&m, rm_train_config_default(&m));
+	const rm_graph *g = &wl->layer;
+	int64_t n = 4096LL * 4096;
+	const rm_op *norm = &g->ops[rm_graph_find_op(g, "pre_attention_norm")];
+	cr_assert_eq(norm->bytes_read + norm->bytes_written, n * 4 + 4096 * 2); /* + the weight */
+	cr_assert_eq(norm->eager_bytes, n * 36);
+	cr_assert_eq(norm->eager_kernels, 8);
+	const rm_op *nb = &g->ops[rm_graph_find_op(g, "pre_attention_norm.bwd")];
+	cr_assert_eq(nb->eager_bytes, n * 64);
+	cr_assert_eq(nb->eager_kernels, 10);
+	const rm_op *rq = &g->ops[rm_graph_find_op(g, "rotary_query")];
+	cr_assert_eq(rq->eager_bytes, n * 20);
+	cr_assert_eq(rq->eager_kernels, 3);
+	cr_assert_eq(g->ops[rm_graph_find_op(g, "rotary_key.bwd")].eager_bytes, n * 20);
+	/* SiLU and the residual add are one eager kernel already: no decomposition */
+	cr_assert_eq(g->ops[rm_graph_find_op(g, "mlp_activation")].eager_bytes, 0);
+	rm_workload_destroy(wl);
+	/* GPT-2's LayerNorm is one native kernel in eager too */
+	m = preset("gpt-2");
+	wl = build(&m, rm_train_config_default(&m));
+	cr_assert_eq(wl->layer.ops[rm_graph_find_op(&wl->layer, "pre_attention_norm")].eager_bytes, 0);
+	rm_workload_destroy(wl);
+}

@@ -64,6 +64,7 @@ typedef struct rm_elementwise_cost {
 	int64_t bytes_written; /* HBM bytes written */
 	double flops;          /* FLOPs executed (FP32 SIMT), usually negligible */
 	rm_membound_class cls; /* what the kernel does (its bandwidth fraction); 0 = pointwise */
+	int32_t kernels;       /* kernels the op launches (an eager decomposition); 0 = one */
 } rm_elementwise_cost;
 
 typedef struct rm_collective_cost {
@@ -220,8 +221,8 @@ double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw, 
  * (docs/reference/kernels-h100.md section 3; each value's row is in models/cost.c).
  */
 double rm_cost_membound_efficiency(rm_membound_class c, bool fused);
-/* Memory-bound seconds: max((read + written) / (hbm_peak x efficiency), flops / fp32 peak, the
- * kernel floor of k (host_us, or hw->launch_us)). k NULL: rm_kernel_config_default(). */
+/* Memory-bound seconds: max((read + written) / (hbm_peak x efficiency), flops / fp32 peak,
+ * kernels x the kernel floor of k (host_us, or hw->launch_us)). k NULL: rm_kernel_config_default(). */
 double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *hw, const rm_kernel_config *k);
 /* Copy seconds: bytes / h2d_GBps or d2h_GBps; d2d 2 * bytes / hbm_achievable_GBps. */
 double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw);

@@ -254,6 +254,9 @@ typedef struct rm_op {
 	int64_t weight_elems;         /* parameter elements this op reads (forward) or their grads */
 	rm_membound_class mclass;     /* kind == RM_OP_ELEMENTWISE: what the kernel does */
 	bool no_grad;                 /* forward ops with no backward of their own (fp8 casts) */
+	int64_t eager_bytes;          /* memory-bound ops run as PyTorch eager kernels: the HBM bytes of
+				       * their decomposition (0: bytes_read + bytes_written) ... */
+	int eager_kernels;            /* ... in this many kernels (0: one) */
 	int n_inputs, n_outputs, n_residuals;
 	int inputs[RM_OP_MAX_INPUTS];   /* value indices (forward ops) */
 	int outputs[RM_OP_MAX_OUTPUTS]; /* value indices (forward ops) */

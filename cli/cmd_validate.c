@@ -130,6 +130,8 @@ static json_t *case_json(const char *id, const rm_validation_case *c, const rm_v
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "id", rm_json_string(id));
+	json_object_set_new(o, "file", rm_json_string(c->path));
+	json_object_set_new(o, "scenario_file", c->scenario_file[0] ? rm_json_string(c->scenario_file) : json_null());
 	json_object_set_new(o, "name", rm_json_string(c->name));
 	json_object_set_new(o, "source", rm_json_string(c->source));
 	json_object_set_new(o, "assumed", strings_json(c->assumed[0], sizeof(c->assumed[0]), c->n_assumed));
@@ -225,7 +227,7 @@ static bool reserved_stand_in(const rm_validation_case *c, const rm_validation_r
 
 /* case | tokens/s per GPU: predicted, measured, error | MFU: predicted, measured | memory in GiB:
  * predicted, measured, kind, error */
-#define ROW_FORMAT "%-24s %9s %11s %8s  %6s %8s  %7s %8s  %-13s %8s\n"
+#define ROW_FORMAT "%-24s %9s %13s %8s  %6s %11s  %7s %8s  %-13s %8s\n"
 
 static void print_row(const char *id, const rm_validation_case *c, const rm_validation_result *r)
 {
@@ -270,9 +272,9 @@ static void print_summary(const rm_validation_summary *s, char **ids, const rm_v
 	}
 	printf("\n");
 	if (palm || rem)
-		printf("MFU in each case's convention%s%s.\n",
-		       palm ? "; palm_noncausal: 6 N + 12 L h s FLOPs per token, as torchtitan counts" : "",
-		       rem ? "; remora: attention counted causally, as `remora simulate` prints" : "");
+		printf("MFU in each case's convention:%s%s\n",
+		       palm ? "\n  palm_noncausal: 6 N + 12 L h s FLOPs per token (attention non-causal), as torchtitan counts" : "",
+		       rem ? "\n  remora: attention counted causally, as `remora simulate` prints" : "");
 	if (star)
 		printf("* reserved memory is compared with the predicted allocated peak (live tensors): remora\n"
 		       "  does not model the caching allocator's reserve yet.\n");
@@ -282,10 +284,10 @@ static void print_summary(const rm_validation_summary *s, char **ids, const rm_v
 	int mfu_cases = 0;
 	for (int i = 0; i < n; i++)
 		mfu_cases += cases[i]->mfu.set;
-	printf("throughput: median |error| %s over %d cases\n", abs_text(s->tokens_median_abs_pct, pct, sizeof(pct)),
-	       s->tokens_cases);
-	printf("memory:     median |error| %s over %d cases\n", abs_text(s->memory_median_abs_pct, pct, sizeof(pct)),
-	       s->memory_cases);
+	printf("throughput: median |error| %s over %d case%s\n", abs_text(s->tokens_median_abs_pct, pct, sizeof(pct)),
+	       s->tokens_cases, s->tokens_cases == 1 ? "" : "s");
+	printf("memory:     median |error| %s over %d case%s\n", abs_text(s->memory_median_abs_pct, pct, sizeof(pct)),
+	       s->memory_cases, s->memory_cases == 1 ? "" : "s");
 	if (s->worst >= 0)
 		printf("worst:      %s, %s %s\n", ids[s->worst], strcmp(s->worst_metric, "memory") == 0 ? "memory" : "tokens/s per GPU",
 		       pct_text(s->worst_error_pct, pct, sizeof(pct)));

@@ -267,12 +267,12 @@ static rm_status parse_measured(const creader *r, struct fy_node *map, rm_valida
 enum { C_NAME, C_SOURCE, C_ASSUMED, C_NOTES, C_SCENARIO, C_SET, C_MEASURED };
 static const char *const case_keys[] = {"name", "source", "assumed", "notes", "scenario", "set", "measured"};
 
-/* Applies the case's overrides; a bad one is reported at its item, and, for an inline scenario,
- * later errors about the key it set point at the item too. */
-static rm_status apply_sets(const creader *r, struct fy_node *list, rm_validation_case *c, bool inline_scenario)
+/* Applies the case's overrides; a bad one is reported at its item. */
+static rm_status apply_sets(const creader *r, struct fy_node *list, rm_validation_case *c)
 {
 	for (int i = 0; i < c->n_sets; i++) {
 		struct fy_node *item = fy_node_sequence_get_by_index(list, i);
+		pos_of(r, item, &c->set_line[i], &c->set_column[i]);
 		rm_error e;
 		rm_error_clear(&e);
 		if (rm_scenario_set(&c->scenario, c->sets[i], &e) != RM_OK) {
@@ -283,19 +283,36 @@ static rm_status apply_sets(const creader *r, struct fy_node *list, rm_validatio
 				msg++;
 			return fail(r, item, e.status, "set[%d]: %s", i, msg);
 		}
-		const char *eq = strchr(c->sets[i], '=');
-		size_t klen = (size_t)(eq - c->sets[i]);
-		if (klen > 0 && c->sets[i][klen - 1] == '+')
-			klen--;
-		for (int p = 0; inline_scenario && p < c->scenario.n_pos; p++) {
-			rm_scenario_pos *sp = &c->scenario.pos[p];
-			if (strlen(sp->key) == klen && strncmp(sp->key, c->sets[i], klen) == 0) {
-				pos_of(r, item, &sp->line, &sp->column);
-				sp->text_column = 0;
-			}
-		}
 	}
 	return RM_OK;
+}
+
+/*
+ * A resolution error about a key an override set has no position in the scenario ("KEY (from
+ * --set KEY): ...", remora/scenario.h): it is re-anchored at the override's item in the case.
+ */
+static void anchor_at_set(const rm_validation_case *c, rm_error *err)
+{
+	if (!err || err->line != 0)
+		return;
+	for (int i = 0; i < c->n_sets; i++) {
+		char key[256], prefix[600];
+		snprintf(key, sizeof(key), "%s", c->sets[i]);
+		char *eq = strchr(key, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		if (eq > key && eq[-1] == '+')
+			eq[-1] = '\0';
+		snprintf(prefix, sizeof(prefix), "%s (from --set %s): ", key, key);
+		size_t n = strlen(prefix);
+		if (strncmp(err->msg, prefix, n) != 0)
+			continue;
+		char msg[sizeof(err->msg)];
+		snprintf(msg, sizeof(msg), "set[%d]: %s: %s", i, key, err->msg + n);
+		rm_error_set(err, err->status, c->path, c->set_line[i], c->set_column[i], "%s", msg);
+		return;
+	}
 }
 
 static rm_status parse_scenario(const creader *r, struct fy_node *n, rm_validation_case *c)
@@ -321,7 +338,7 @@ static rm_status parse_scenario(const creader *r, struct fy_node *n, rm_validati
 		return RM_OK;
 	/* a file that cannot be read is reported where the case names it */
 	if (e.line == 0)
-		return fail(r, n, st, "scenario: %s", e.msg);
+		return fail(r, n, st, "scenario: %s: %s", c->scenario_file, e.msg);
 	if (r->err)
 		*r->err = e;
 	return st;
@@ -362,7 +379,7 @@ static rm_status parse_case(const creader *r, struct fy_node *root, rm_validatio
 	RM_CHECK(parse_measured(r, at[C_MEASURED], c));
 	RM_CHECK(parse_scenario(r, at[C_SCENARIO], c));
 	if (at[C_SET])
-		RM_CHECK(apply_sets(r, at[C_SET], c, fy_node_is_mapping(at[C_SCENARIO])));
+		RM_CHECK(apply_sets(r, at[C_SET], c));
 	return RM_OK;
 }
 
@@ -493,8 +510,10 @@ rm_status rm_validation_run(const rm_validation_case *c, rm_hw_resolver resolver
 {
 	memset(out, 0, sizeof(*out));
 	rm_scenario_resolved res;
-	if (rm_scenario_resolve(&c->scenario, resolver, &res, err) != RM_OK)
+	if (rm_scenario_resolve(&c->scenario, resolver, &res, err) != RM_OK) {
+		anchor_at_set(c, err);
 		return err ? err->status : RM_INVALID;
+	}
 	rm_xla_flags_warn_unmodelled(&res.flags);
 	rm_status st = RM_OK;
 	rm_schedule_report rep;

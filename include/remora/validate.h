@@ -82,6 +82,7 @@ typedef struct rm_validation_case {
 	char assumed[RM_VALIDATION_MAX_ITEMS][512];
 	int n_sets;
 	char sets[RM_VALIDATION_MAX_ITEMS][256];
+	int set_line[RM_VALIDATION_MAX_ITEMS], set_column[RM_VALIDATION_MAX_ITEMS]; /* in the case file */
 	char scenario_file[1100]; /* the scenario file the case names, "" when inline */
 	rm_scenario scenario;     /* parsed, overrides applied */
 	rm_measured tokens_per_s_per_gpu; /* required */
@@ -124,7 +125,8 @@ typedef struct rm_validation_result {
 /*
  * Runs a case: resolves its scenario with resolver (NULL: embedded profiles; the command line
  * passes rm_calib_hw_resolver), builds the schedule and simulates it as `remora simulate` does,
- * and compares. Errors: the scenario's resolution and scheduling errors, at their keys.
+ * and compares. Errors: the scenario's resolution and scheduling errors, at their keys (a key
+ * one of the case's overrides set: at that override in the case file).
  */
 rm_status rm_validation_run(const rm_validation_case *c, rm_hw_resolver resolver, rm_validation_result *out,
 			    rm_error *err);

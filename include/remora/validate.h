@@ -81,7 +81,7 @@ typedef struct rm_validation_case {
 	int n_assumed;
 	char assumed[RM_VALIDATION_MAX_ITEMS][512];
 	int n_sets;
-	char sets[RM_VALIDATION_MAX_ITEMS][256];
+	char sets[RM_VALIDATION_MAX_ITEMS][1024];
 	int set_line[RM_VALIDATION_MAX_ITEMS], set_column[RM_VALIDATION_MAX_ITEMS]; /* in the case file */
 	char scenario_file[1100]; /* the scenario file the case names, "" when inline */
 	rm_scenario scenario;     /* parsed, overrides applied */

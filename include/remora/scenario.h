@@ -5,14 +5,18 @@
  * line with --set KEY=VALUE (VALUE is YAML: 4, true, bf16, [a, b], "--xla_...").
  *
  *   model: llama-2-7b              # preset, or a path to a config.json (relative to the file)
- *   hardware: h100-sxm             # profile, or CALIB.db:NAME
+ *   hardware: h100-sxm             # profile, or CALIB.db:NAME, or {profile: NAME, power_w: W, hbm_gib: G}
  *   cluster: {gpus_per_node: 8, nodes: 1}
  *   training: {seq_len: 4096, micro_batch: 1, grad_accum: 1, dtype: bf16, grad_dtype: bf16,
- *              optimizer: adamw, master_weights: true, fused_attention: true, causal: true}
+ *              optimizer: adamw, master_weights: true, fused_attention: true, causal: true,
+ *              attention_kernel: auto|flash2|flash3|cudnn, compile: true|false,
+ *              loss: plain|chunked|fused, grad_clip: true, gemm_dtype: bf16|fp8,
+ *              fp8_all_gather: false}
  *   parallelism: {fsdp: 8}          # default: all GPUs of the cluster
- *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...]}
+ *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...],
+ *           recompute_num_layers: 0}
  *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
- *   scheduler: {mode: xla|ideal, prefetch_depth: 1, cost_model: xla_default|remora,
+ *   scheduler: {mode: xla|ideal|fsdp2, prefetch_depth: 1, cost_model: xla_default|remora,
  *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0}
  *   memory_headroom_gib: 1.0      # HBM the job cannot use; default derived (rm_memory_budget)
  *   search: {names: [...], policies: [...], micro_batches: [...], flag_variants: [...],
@@ -66,8 +70,14 @@ typedef struct rm_scenario {
 	int64_t seq_len, micro_batch, grad_accum; /* 0: defaults */
 	char dtype[16], grad_dtype[16], optimizer[24];
 	int master_weights, fused_attention, causal; /* -1: default */
+	double power_w, hbm_gib;                     /* hardware: {power_w, hbm_gib}; 0: the profile's */
+	char attention_kernel[16], loss[16];         /* "": auto / plain */
+	char gemm_dtype[16];                         /* "": bf16 */
+	int fp8_all_gather;                          /* -1: default (false) */
+	int compile, grad_clip;                      /* -1: default */
 	int64_t fsdp; /* 0: all GPUs */
 	bool scan;
+	int64_t recompute_num_layers; /* 0: every layer follows the policy */
 	char policy[1024];
 	int n_names, n_offload;
 	char names[RM_SCENARIO_MAX_LIST][48];
@@ -139,6 +149,7 @@ typedef struct rm_scenario_resolved {
 	int hw_queues;
 	int gpus; /* gpus_per_node * nodes */
 	rm_memory_budget memory; /* what of HBM a run can use, and what the rest is made of */
+	bool compile;            /* training.compile as resolved (fsdp2: false unless set; xla, ideal: fused) */
 } rm_scenario_resolved;
 
 /*

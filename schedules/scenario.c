@@ -652,6 +652,32 @@ out:
 	return st;
 }
 
+rm_status rm_scenario_parse_at(const char *text, size_t len, const char *path, const char *node_path, rm_scenario *sc,
+			       rm_error *err)
+{
+	snprintf(sc->path, sizeof(sc->path), "%s", path ? path : "");
+	char tmp[512];
+	snprintf(tmp, sizeof(tmp), "%s", path ? path : ".");
+	snprintf(sc->dir, sizeof(sc->dir), "%s", dirname(tmp));
+	size_t plen = path ? strlen(path) : 0;
+	bool json = plen > 5 && strcmp(path + plen - 5, ".json") == 0;
+	struct fy_document *doc = parse_doc(text, len, json, err, path, NULL);
+	if (!doc)
+		return RM_PARSE;
+	reader r = {.path = path, .text = text, .len = len, .json = json, .err = err};
+	rm_status st = RM_OK;
+	struct fy_node *root = fy_document_root(doc);
+	struct fy_node *n = root ? fy_node_by_path(root, node_path, (size_t)-1, FYNWF_DONT_FOLLOW) : NULL;
+	if (!n)
+		st = rm_error_set(err, RM_MISSING, path, 1, 1, "no scenario at %s", node_path);
+	else if (!fy_node_is_mapping(n))
+		st = fail_at(&r, n, RM_PARSE, "expected a mapping of scenario keys (model, hardware, ...)");
+	else if ((st = walk(&r, sc, n, "")) == RM_OK && !sc->model[0])
+		st = fail_at(&r, n, RM_MISSING, "missing required key \"model\" (a preset or a config.json)");
+	fy_document_destroy(doc);
+	return st;
+}
+
 rm_status rm_scenario_load(const char *path, rm_scenario *sc, rm_error *err)
 {
 	char *text = NULL;

@@ -110,6 +110,14 @@ rm_status rm_scenario_load(const char *path, rm_scenario *sc, rm_error *err);
 /* Parses scenario text; path names it in errors. */
 rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_scenario *sc, rm_error *err);
 /*
+ * Parses the scenario that is the mapping at node_path (libfyaml's node path, e.g. "/scenario")
+ * inside a larger YAML document (a validation case, docs/validate.md) over what sc holds. The
+ * keys and checks are rm_scenario_parse's; errors carry path:LINE:COLUMN of the larger document,
+ * and a relative model path is taken from path's folder. RM_MISSING when there is no such node.
+ */
+rm_status rm_scenario_parse_at(const char *text, size_t len, const char *path, const char *node_path, rm_scenario *sc,
+			       rm_error *err);
+/*
  * Applies one --set KEY=VALUE (VALUE is YAML except for string keys, taken verbatim). Errors:
  * RM_USAGE for an assignment without '=' or key, RM_UNKNOWN_KEY for a key remora does not have
  * (both are command-line usage), other statuses for a bad value; messages quote the override.

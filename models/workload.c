@@ -1049,6 +1049,8 @@ rm_static_memory rm_workload_static_memory(const rm_workload *wl)
 	s.shard_elems = (wl->params.total + f - 1) / f;
 	s.params = s.shard_elems * rm_dtype_size(wl->train.param_dtype);
 	s.master = wl->train.master_weights ? s.shard_elems * 4 : 0;
+	if (wl->train.master_shards && wl->train.master_weights)
+		s.params = 0; /* the fp32 shard is the parameter; all-gathers cast it on the way */
 	s.grads = s.shard_elems * rm_dtype_size(wl->train.grad_dtype);
 	switch (wl->train.optimizer) {
 	case RM_OPT_ADAMW:

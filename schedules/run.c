@@ -57,6 +57,7 @@ static void canon_train(rm_canon *c, const rm_train_config *t)
 	rm_canon_int(c, "train.grad_clip", t->grad_clip);
 	rm_canon_int(c, "train.gemm_dtype", t->gemm_dtype);
 	rm_canon_int(c, "train.fp8_all_gather", t->fp8_all_gather);
+	rm_canon_int(c, "train.master_shards", t->master_shards);
 }
 
 static void canon_hw(rm_canon *c, const rm_hw_profile *hw)

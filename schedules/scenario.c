@@ -1033,6 +1033,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 "linearly with it past a few micro-batches)",
 				 (long long)out->model.layers, (long long)t.grad_accum,
 				 (long long)(out->model.layers * t.grad_accum), RM_SCENARIO_MAX_LAYER_STEPS);
+	/* FSDP2 shards fp32 parameters and gathers bf16 copies (MixedPrecisionPolicy) */
+	t.master_shards = strcasecmp(sc->mode, "fsdp2") == 0;
 	out->train = t;
 	/* the NCCL model of the FSDP group: calibrated fits for this topology, the scenario's version */
 	{

@@ -1718,9 +1718,14 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 					     : e.s_coll;
 	e.s_d2h = rm_program_add_stream(e.p, "offload-d2h", RM_STREAM_COPY, 0);
 	e.s_h2d = rm_program_add_stream(e.p, "reload-h2d", RM_STREAM_COPY, 0);
-	e.param_shard = new_tensor(&e, "params/shard", sm.params, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
-	e.master = new_tensor(&e, "params/master", sm.master > 0 ? sm.master : 1, RM_ROLE_OPTIMIZER_STATE,
-			      RM_LOC_DEVICE, true);
+	if (sm.params > 0) {
+		e.param_shard = new_tensor(&e, "params/shard", sm.params, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+		e.master = new_tensor(&e, "params/master", sm.master > 0 ? sm.master : 1, RM_ROLE_OPTIMIZER_STATE,
+				      RM_LOC_DEVICE, true);
+	} else {
+		/* FSDP2: the fp32 shard is the parameter the all-gathers read (cast to param_dtype) */
+		e.param_shard = e.master = new_tensor(&e, "params/shard", sm.master, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+	}
 	e.opt_state = new_tensor(&e, "optimizer/state", sm.optimizer > 0 ? sm.optimizer : 1, RM_ROLE_OPTIMIZER_STATE,
 				 RM_LOC_DEVICE, true);
 	e.grad_shard = new_tensor(&e, "grads/shard", sm.grads, RM_ROLE_GRADIENT, RM_LOC_DEVICE, true);

@@ -161,6 +161,9 @@ typedef struct rm_train_config {
 	rm_dtype gemm_dtype;   /* the layers' projections: bf16, or fp8 (E4M3 forward, E5M2
 				* gradients) with their quantization kernels, as Transformer Engine and
 				* torchao run them; attention and the LM head stay in dtype */
+	bool master_shards;    /* the sharded parameters are the fp32 master itself and only the
+				* gathered copies are param_dtype (PyTorch FSDP2's MixedPrecisionPolicy):
+				* no separate param_dtype shard */
 	bool fp8_all_gather;   /* fp8 GEMMs: gather the layer weights already in fp8 (torchao's
 				* float8 all-gather): half the bytes, no per-micro-batch weight cast */
 	bool grad_clip;        /* global gradient-norm clipping before the optimizer (default) */
@@ -333,7 +336,8 @@ typedef struct rm_static_memory {
 
 /*
  * Static memory per GPU: every parameter, gradient and optimizer state sharded evenly over the
- * FSDP group (ZeRO stage 3 convention: Rajbhandari et al. 2020, section 3: 2 + 2 + 12 bytes per
+ * FSDP group (with master_shards and master weights the param_dtype shard is not kept: FSDP2's fp32
+ * shards, 4 + 4 + 8 = 16 bytes per parameter with fp32 gradients) (ZeRO stage 3 convention: Rajbhandari et al. 2020, section 3: 2 + 2 + 12 bytes per
  * parameter for mixed-precision Adam, i.e. bf16 params, bf16 grads, fp32 master, fp32 m and v).
  */
 rm_static_memory rm_workload_static_memory(const rm_workload *wl);

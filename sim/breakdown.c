@@ -7,9 +7,9 @@
  *   consecutive edge times the set of running ops is fixed and the interval is attributed to
  *   one tier (compute, else collectives, else copies, else idle), split equally between the
  *   running ops of that tier, in integer picoseconds;
- * - memory: the alloc/free edges of every non-persistent device tensor, frees before allocations
- *   at equal times (as the engine orders them), to find the first instant of the peak; then the
- *   tensors live at that instant are summed by role.
+ * - memory: the alloc/free edges of every non-persistent device tensor, the level read after all
+ *   the changes at one time (the engine frees before it allocates at equal times), to find the
+ *   first instant of the peak; then the tensors live at that instant are summed by role.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -199,10 +199,10 @@ static void attribute(const bd_sweep *sw, rm_time_ps dt, rm_breakdown *out)
 	}
 }
 
-static void time_breakdown(const rm_sim *sim, rm_breakdown *out)
+static void time_breakdown(const rm_breakdown_input *in, rm_breakdown *out)
 {
-	const rm_program *prog = sim->prog;
-	int32_t n = sim->n_ops;
+	const rm_program *prog = in->prog;
+	int32_t n = prog->n_ops;
 	bd_edge *edges = rm_xmalloc(((size_t)n * 2 + 1) * sizeof(bd_edge));
 	uint8_t *tier = rm_xmalloc((size_t)n + 1);
 	uint8_t *cls = rm_xmalloc((size_t)n + 1);
@@ -214,15 +214,15 @@ static void time_breakdown(const rm_sim *sim, rm_breakdown *out)
 		cls[i] = (uint8_t)c;
 		rm_breakdown_time *bt = &out->time[c];
 		double flops, bytes, roof;
-		op_work(op, sim->hw, &flops, &bytes, &roof);
+		op_work(op, in->hw, &flops, &bytes, &roof);
 		bt->ops++;
-		bt->solo += sim->ops[i].solo;
+		bt->solo += in->solo ? in->solo[i] : 0;
 		bt->flops += flops;
 		bt->bytes += bytes;
 		bt->roofline_s += roof;
-		if (sim->op_end[i] > sim->op_start[i] && tier[i] != BD_TIER_NONE) {
-			edges[ne++] = (bd_edge){sim->op_start[i], i, 1};
-			edges[ne++] = (bd_edge){sim->op_end[i], i, -1};
+		if (in->end[i] > in->start[i] && tier[i] != BD_TIER_NONE) {
+			edges[ne++] = (bd_edge){in->start[i], i, 1};
+			edges[ne++] = (bd_edge){in->end[i], i, -1};
 		}
 	}
 	qsort(edges, ne, sizeof(bd_edge), edge_cmp);
@@ -261,15 +261,14 @@ typedef struct bd_mem_edge {
 static int mem_edge_cmp(const void *a, const void *b)
 {
 	const bd_mem_edge *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	/* frees before allocations at equal times, as the engine */
-	return (x->delta > y->delta) - (x->delta < y->delta);
+	/* the level is read only after every change at one time, which is what the engine's frees
+	 * before allocations at equal times give; the order within a time does not matter */
+	return (x->time > y->time) - (x->time < y->time);
 }
 
-static void memory_breakdown(const rm_sim *sim, rm_breakdown *out)
+static void memory_breakdown(const rm_breakdown_input *in, rm_breakdown *out)
 {
-	const rm_program *prog = sim->prog;
+	const rm_program *prog = in->prog;
 	int32_t nt = prog->n_tensors;
 	size_t cap = (size_t)nt + 1;
 	rm_time_ps *alloc = rm_xcalloc(cap, sizeof(rm_time_ps));
@@ -283,11 +282,11 @@ static void memory_breakdown(const rm_sim *sim, rm_breakdown *out)
 		const int32_t *o = rm_program_refs(prog, op->outputs);
 		for (uint32_t j = 0; j < op->outputs.count; j++)
 			producer[o[j]] = i;
-		const int32_t *in = rm_program_refs(prog, op->inputs);
+		const int32_t *ins = rm_program_refs(prog, op->inputs);
 		for (uint32_t j = 0; j < op->inputs.count; j++) {
-			int32_t t = in[j];
-			if (!read[t] || sim->op_end[i] > release[t])
-				release[t] = sim->op_end[i];
+			int32_t t = ins[j];
+			if (!read[t] || in->end[i] > release[t])
+				release[t] = in->end[i];
 			read[t] = 1;
 		}
 	}
@@ -306,9 +305,9 @@ static void memory_breakdown(const rm_sim *sim, rm_breakdown *out)
 		}
 		if (producer[t] < 0)
 			continue; /* never allocated (validation: nothing reads it) */
-		alloc[t] = sim->op_start[producer[t]];
+		alloc[t] = in->start[producer[t]];
 		if (!read[t])
-			release[t] = sim->op_end[producer[t]];
+			release[t] = in->end[producer[t]];
 		if (release[t] <= alloc[t])
 			continue;
 		counted[t] = 2;
@@ -344,20 +343,25 @@ static void memory_breakdown(const rm_sim *sim, rm_breakdown *out)
 	free(counted);
 }
 
-rm_status rm_sim_breakdown(const rm_sim *sim, const rm_memory_budget *budget, rm_breakdown *out,
-			   rm_error *err)
+rm_status rm_breakdown_compute(const rm_breakdown_input *in, rm_breakdown *out, rm_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	if (!sim->ran || sim->completed < sim->n_ops)
-		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
-				    "breakdown: the simulation has not completed a run");
-	out->step_time = sim->m.step_time;
-	time_breakdown(sim, out);
-	memory_breakdown(sim, out);
-	if (budget) {
+	const rm_program *prog = in->prog;
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		if (in->end[i] < in->start[i])
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "breakdown: ops[%d] '%s' ends (%llu ps) before it starts (%llu ps)", i,
+					    prog->ops[i].name, (unsigned long long)in->end[i],
+					    (unsigned long long)in->start[i]);
+		if (in->end[i] > out->step_time)
+			out->step_time = in->end[i];
+	}
+	time_breakdown(in, out);
+	memory_breakdown(in, out);
+	if (in->budget) {
 		out->has_budget = true;
-		out->budget = *budget;
-		out->fixed_bytes = budget->headroom_bytes;
+		out->budget = *in->budget;
+		out->fixed_bytes = in->budget->headroom_bytes;
 	}
 	out->peak_total_bytes = out->peak_tensor_bytes + out->fixed_bytes;
 #ifndef NDEBUG
@@ -367,6 +371,28 @@ rm_status rm_sim_breakdown(const rm_sim *sim, const rm_memory_budget *budget, rm
 	assert(sum == out->step_time);
 #endif
 	return RM_OK;
+}
+
+rm_status rm_sim_breakdown(const rm_sim *sim, const rm_memory_budget *budget, rm_breakdown *out,
+			   rm_error *err)
+{
+	if (!sim->ran || sim->completed < sim->n_ops) {
+		memset(out, 0, sizeof(*out));
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "breakdown: the simulation has not completed a run");
+	}
+	rm_time_ps *solo = rm_xmalloc(((size_t)sim->n_ops + 1) * sizeof(rm_time_ps));
+	for (int32_t i = 0; i < sim->n_ops; i++)
+		solo[i] = sim->ops[i].solo;
+	rm_breakdown_input in = {.prog = sim->prog,
+				 .hw = sim->hw,
+				 .start = sim->op_start,
+				 .end = sim->op_end,
+				 .solo = solo,
+				 .budget = budget};
+	rm_status st = rm_breakdown_compute(&in, out, err);
+	free(solo);
+	return st;
 }
 
 /* ---- output ----------------------------------------------------------------------------- */

@@ -249,11 +249,23 @@ typedef struct rm_breakdown {
 	int64_t peak_total_bytes;              /* peak_tensor_bytes + fixed_bytes */
 } rm_breakdown;
 
+/* What a breakdown is computed from: one run of a program, simulated or measured. */
+typedef struct rm_breakdown_input {
+	const rm_program *prog;         /* validated */
+	const rm_hw_profile *hw;        /* peaks for the roofline bounds */
+	const rm_time_ps *start, *end;  /* per op, ps; the step is [0, latest end) */
+	const rm_time_ps *solo;         /* per op duration alone, ps, or NULL (solo sums 0) */
+	const rm_memory_budget *budget; /* fixed memory costs (rm_scenario_resolved.memory), or NULL */
+} rm_breakdown_input;
+
 /*
- * Fills out from the op start and end times and tensor lifetimes of the last run of sim; works
- * after the fact, so rm_sim_run pays nothing for it. budget (may be NULL) gives the fixed memory
- * costs (rm_scenario_resolved.memory). O(ops log ops + tensors log tensors). RM_INVALID with err
- * when sim has not completed a run.
+ * Fills out from in (rules above). O(ops log ops + tensors log tensors). RM_INVALID with err when
+ * an op ends before it starts (naming it).
+ */
+rm_status rm_breakdown_compute(const rm_breakdown_input *in, rm_breakdown *out, rm_error *err);
+/*
+ * rm_breakdown_compute of the last run of sim (its op times and solo durations): works after the
+ * fact, so rm_sim_run pays nothing for it. RM_INVALID with err when sim has not completed a run.
  */
 rm_status rm_sim_breakdown(const rm_sim *sim, const rm_memory_budget *budget, rm_breakdown *out,
 			   rm_error *err);

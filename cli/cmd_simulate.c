@@ -65,7 +65,7 @@ static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b)
 }
 
 /* The step breakdown (rm_sim_breakdown): one row per class, then memory at the peak by role. */
-static void print_breakdown(const rm_breakdown *bd)
+void cli_print_breakdown(const rm_breakdown *bd)
 {
 	char b1[32];
 	double step_ms = rm_time_to_s(bd->step_time) * 1e3;
@@ -347,7 +347,7 @@ static int run(const char *cmd, int argc, char **argv)
 			       "  names, offloading them (save_and_offload_only_these_names), or a smaller micro-batch.\n",
 			       rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT]);
 		if (breakdown)
-			print_breakdown(&bd);
+			cli_print_breakdown(&bd);
 	}
 	rm_sim_destroy(s);
 done:

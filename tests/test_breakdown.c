@@ -553,3 +553,36 @@ Test(breakdown, cli_text_has_the_section, .timeout = 120)
 	cr_assert_eq(code, 2);
 	free(out);
 }
+
+Test(breakdown, cli_run_program_breakdown_sums_to_the_step_time, .timeout = 120)
+{
+	const char *tdata = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(tdata, "REMORA_TEST_DATA must be set");
+	char args[2048];
+	snprintf(args, sizeof(args), "run-program '%s/programs/example.json' --breakdown --json", tdata);
+	int code;
+	char *out = remora(args, &code);
+	cr_assert_eq(code, 0);
+	json_error_t jerr;
+	json_t *doc = json_loads(out, 0, &jerr);
+	cr_assert_not_null(doc, "%s", jerr.text);
+	json_t *time = json_object_get(json_object_get(doc, "breakdown"), "time");
+	cr_assert_not_null(time);
+	json_int_t sum = 0;
+	const char *key;
+	json_t *cl;
+	json_object_foreach(time, key, cl)
+		sum += json_integer_value(json_object_get(cl, "wall_ps"));
+	cr_assert_eq(json_object_size(time), RM_BD_COUNT);
+	cr_assert_eq(sum, json_integer_value(json_object_get(doc, "step_time_ps")));
+	/* exposed communication is the engine's own figure, from the same timeline */
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(time, "exposed_comm"), "wall_ps")),
+		     (json_int_t)(json_real_value(json_object_get(doc, "exposed_comm_s")) * 1e12 + 0.5));
+	json_decref(doc);
+	free(out);
+	snprintf(args, sizeof(args), "run-program '%s/programs/example.json' --breakdown", tdata);
+	out = remora(args, &code);
+	cr_assert_eq(code, 0);
+	cr_assert(strstr(out, "time by class") && strstr(out, "memory at the peak"), "%s", out);
+	free(out);
+}

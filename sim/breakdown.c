@@ -153,18 +153,44 @@ static void op_work(const rm_program_op *op, const rm_hw_profile *hw, double *fl
 
 /* ---- time ------------------------------------------------------------------------------- */
 
+/* A time and what happens then: id * 2 + 1 for a start (an allocation), id * 2 for an end (a
+ * free). Both sweeps read the state only after every edge at one time, so edges need ordering
+ * by time alone. */
 typedef struct bd_edge {
 	rm_time_ps time;
-	int32_t op;
-	int32_t delta; /* +1 start, -1 end */
+	uint64_t what;
 } bd_edge;
 
-static int edge_cmp(const void *a, const void *b)
+/* Sorts by time: LSD radix sort, 11-bit digits, only as many passes as the largest time needs
+ * (5 for a step under 2^55 ps, ~10 h): linear, and half qsort's time on the 1.7 million edges
+ * of an 840k-op program (290-330 ms against 690 ms here). tmp holds n edges. */
+static void sort_edges(bd_edge *a, bd_edge *tmp, size_t n)
 {
-	const bd_edge *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return (x->op > y->op) - (x->op < y->op);
+	enum { BITS = 11, BUCKETS = 1 << BITS };
+	rm_time_ps all = 0;
+	for (size_t i = 0; i < n; i++)
+		all |= a[i].time;
+	bd_edge *src = a, *dst = tmp;
+	size_t *count = rm_xmalloc(BUCKETS * sizeof(size_t));
+	for (unsigned shift = 0; shift < 64 && (all >> shift) != 0; shift += BITS) {
+		memset(count, 0, BUCKETS * sizeof(size_t));
+		for (size_t i = 0; i < n; i++)
+			count[(src[i].time >> shift) & (BUCKETS - 1)]++;
+		size_t at = 0;
+		for (size_t b = 0; b < BUCKETS; b++) {
+			size_t c = count[b];
+			count[b] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[(src[i].time >> shift) & (BUCKETS - 1)]++] = src[i];
+		bd_edge *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof(bd_edge));
+	free(count);
 }
 
 typedef struct bd_sweep {
@@ -204,6 +230,7 @@ static void time_breakdown(const rm_breakdown_input *in, rm_breakdown *out)
 	const rm_program *prog = in->prog;
 	int32_t n = prog->n_ops;
 	bd_edge *edges = rm_xmalloc(((size_t)n * 2 + 1) * sizeof(bd_edge));
+	bd_edge *tmp = rm_xmalloc(((size_t)n * 2 + 1) * sizeof(bd_edge));
 	uint8_t *tier = rm_xmalloc((size_t)n + 1);
 	uint8_t *cls = rm_xmalloc((size_t)n + 1);
 	size_t ne = 0;
@@ -221,11 +248,12 @@ static void time_breakdown(const rm_breakdown_input *in, rm_breakdown *out)
 		bt->bytes += bytes;
 		bt->roofline_s += roof;
 		if (in->end[i] > in->start[i] && tier[i] != BD_TIER_NONE) {
-			edges[ne++] = (bd_edge){in->start[i], i, 1};
-			edges[ne++] = (bd_edge){in->end[i], i, -1};
+			edges[ne++] = (bd_edge){in->start[i], (uint64_t)i * 2 + 1};
+			edges[ne++] = (bd_edge){in->end[i], (uint64_t)i * 2};
 		}
 	}
-	qsort(edges, ne, sizeof(bd_edge), edge_cmp);
+	sort_edges(edges, tmp, ne);
+	free(tmp);
 	bd_sweep sw;
 	memset(&sw, 0, sizeof(sw));
 	rm_time_ps t = 0;
@@ -235,8 +263,8 @@ static void time_breakdown(const rm_breakdown_input *in, rm_breakdown *out)
 			t = edges[k].time;
 		}
 		for (; k < ne && edges[k].time == t; k++) {
-			int32_t i = edges[k].op;
-			uint32_t d = (uint32_t)edges[k].delta; /* wraps to subtract 1 */
+			int32_t i = (int32_t)(edges[k].what >> 1);
+			uint32_t d = edges[k].what & 1 ? 1u : UINT32_MAX; /* UINT32_MAX wraps to subtract 1 */
 			sw.tier_n[tier[i]] += d;
 			sw.cnt[tier[i]][cls[i]] += d;
 			sw.class_n[cls[i]] += d;
@@ -252,19 +280,6 @@ static void time_breakdown(const rm_breakdown_input *in, rm_breakdown *out)
 }
 
 /* ---- memory ----------------------------------------------------------------------------- */
-
-typedef struct bd_mem_edge {
-	rm_time_ps time;
-	int64_t delta; /* bytes: negative for a free */
-} bd_mem_edge;
-
-static int mem_edge_cmp(const void *a, const void *b)
-{
-	const bd_mem_edge *x = a, *y = b;
-	/* the level is read only after every change at one time, which is what the engine's frees
-	 * before allocations at equal times give; the order within a time does not matter */
-	return (x->time > y->time) - (x->time < y->time);
-}
 
 static void memory_breakdown(const rm_breakdown_input *in, rm_breakdown *out)
 {
@@ -291,7 +306,7 @@ static void memory_breakdown(const rm_breakdown_input *in, rm_breakdown *out)
 		}
 	}
 	int64_t base = 0;
-	bd_mem_edge *edges = rm_xmalloc((cap * 2) * sizeof(bd_mem_edge));
+	bd_edge *edges = rm_xmalloc((cap * 2) * sizeof(bd_edge));
 	size_t ne = 0;
 	uint8_t *counted = rm_xcalloc(cap, 1); /* 1: persistent device; 2: lifetime of positive length */
 	for (int32_t t = 0; t < nt; t++) {
@@ -311,16 +326,22 @@ static void memory_breakdown(const rm_breakdown_input *in, rm_breakdown *out)
 		if (release[t] <= alloc[t])
 			continue;
 		counted[t] = 2;
-		edges[ne++] = (bd_mem_edge){alloc[t], tn->bytes};
-		edges[ne++] = (bd_mem_edge){release[t], -tn->bytes};
+		edges[ne++] = (bd_edge){alloc[t], (uint64_t)t * 2 + 1};
+		edges[ne++] = (bd_edge){release[t], (uint64_t)t * 2};
 	}
-	qsort(edges, ne, sizeof(bd_mem_edge), mem_edge_cmp);
+	bd_edge *tmp = rm_xmalloc((cap * 2) * sizeof(bd_edge));
+	sort_edges(edges, tmp, ne);
+	free(tmp);
 	int64_t cur = base, best = base;
 	rm_time_ps best_t = 0;
 	for (size_t k = 0; k < ne;) {
 		rm_time_ps t = edges[k].time;
-		for (; k < ne && edges[k].time == t; k++)
-			cur += edges[k].delta;
+		/* the level is read only after every change at one time: the engine frees before it
+		 * allocates at equal times */
+		for (; k < ne && edges[k].time == t; k++) {
+			int64_t b = prog->tensors[edges[k].what >> 1].bytes;
+			cur += edges[k].what & 1 ? b : -b;
+		}
 		if (cur > best) {
 			best = cur;
 			best_t = t;

@@ -259,8 +259,8 @@ typedef struct rm_breakdown_input {
 } rm_breakdown_input;
 
 /*
- * Fills out from in (rules above). O(ops log ops + tensors log tensors). RM_INVALID with err when
- * an op ends before it starts (naming it).
+ * Fills out from in (rules above). Linear in ops and tensors (radix sorts). RM_INVALID with err
+ * when an op ends before it starts (naming it).
  */
 rm_status rm_breakdown_compute(const rm_breakdown_input *in, rm_breakdown *out, rm_error *err);
 /*

@@ -151,7 +151,7 @@ static void op_work(const rm_program_op *op, const rm_hw_profile *hw, double *fl
 	}
 }
 
-/* ---- time ------------------------------------------------------------------------------- */
+/* ---- sweep edges ------------------------------------------------------------------------ */
 
 /* A time and what happens then: id * 2 + 1 for a start (an allocation), id * 2 for an end (a
  * free). Both sweeps read the state only after every edge at one time, so edges need ordering
@@ -192,6 +192,8 @@ static void sort_edges(bd_edge *a, bd_edge *tmp, size_t n)
 		memcpy(a, src, n * sizeof(bd_edge));
 	free(count);
 }
+
+/* ---- time ------------------------------------------------------------------------------- */
 
 typedef struct bd_sweep {
 	uint32_t tier_n[BD_TIER_COUNT];              /* running ops per tier */

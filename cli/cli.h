@@ -12,6 +12,7 @@
 #include "remora/common.h"
 #include "remora/cost.h"
 #include "remora/scenario.h"
+#include "remora/sim.h"
 
 typedef struct cli_command {
 	const char *name;
@@ -65,6 +66,9 @@ int cli_check_outputs(const char *cmd, const char *const *outputs, int n_out, co
  * checked when they are applied (a bad value is bad input, exit 1).
  */
 int cli_check_sets(const char *cmd, char *const *sets, int n_sets);
+/* Prints a step breakdown (rm_sim_breakdown) as text: time by class, memory by role at the peak
+ * (cmd_simulate.c; simulate and run-program --breakdown). */
+void cli_print_breakdown(const rm_breakdown *bd);
 /* Parses a positive integer option value; on failure prints a usage error naming the option. */
 bool cli_parse_positive(const char *cmd, const char *option, const char *text, int64_t *out);
 /*

@@ -1,4 +1,4 @@
-/* `remora run-program FILE [--hardware NAME] [--queues N] [--json] [--trace OUT]`. */
+/* `remora run-program FILE [--hardware NAME] [--queues N] [--json] [--trace OUT] [--breakdown]`. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +12,8 @@
 static void run_program_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: remora run-program FILE [--hardware NAME] [--queues N] [--json] [--trace OUT]\n\n"
+		"usage: remora run-program FILE [--hardware NAME] [--queues N] [--json] [--trace OUT]\n"
+		"                           [--breakdown]\n\n"
 		"Simulates a schedule program (JSON, schema remora.program/1; see docs/sim.md) and\n"
 		"prints step time, memory peak and communication overlap.\n\n"
 		"options:\n"
@@ -20,6 +21,8 @@ static void run_program_usage(FILE *out)
 		"  -Q, --queues N       hardware queues, CUDA_DEVICE_MAX_CONNECTIONS (default 8)\n"
 		"  -j, --json           the result as JSON (schema remora.result/1)\n"
 		"  -t, --trace OUT      write a Chrome JSON trace (open in ui.perfetto.dev)\n"
+		"  -b, --breakdown      time by kernel class with roofline bounds, memory by role at\n"
+		"                       the peak (docs/sim.md \"Breakdown\")\n"
 		"  -h, --help           this help\n");
 }
 
@@ -67,13 +70,14 @@ int cli_cmd_run_program(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"trace", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
+		{"breakdown", no_argument, NULL, 'b'},
 		{0, 0, 0, 0},
 	};
 	const char *hw_name = "h100-sxm", *trace = NULL;
-	bool json = false;
+	bool json = false, breakdown = false;
 	int64_t queues = 8;
 	int c;
-	while ((c = getopt_long(argc, argv, "H:Q:jt:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "H:Q:jt:bh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'H':
 			hw_name = optarg;
@@ -89,6 +93,9 @@ int cli_cmd_run_program(int argc, char **argv)
 			break;
 		case 't':
 			trace = optarg;
+			break;
+		case 'b':
+			breakdown = true;
 			break;
 		case 'h':
 			run_program_usage(stdout);
@@ -152,10 +159,20 @@ int cli_cmd_run_program(int argc, char **argv)
 		rc = cli_fail(&err);
 		goto out_sim;
 	}
+	rm_breakdown bd;
+	if (breakdown && rm_sim_breakdown(sim, &budget, &bd, &err) != RM_OK) {
+		rc = cli_fail(&err);
+		goto out_sim;
+	}
 	if (json) {
-		rc = cli_print_json(rm_sim_result_json(sim));
+		json_t *doc = rm_sim_result_json(sim);
+		if (breakdown)
+			json_object_set_new(doc, "breakdown", rm_breakdown_json(&bd));
+		rc = cli_print_json(doc);
 	} else {
 		print_text(sim);
+		if (breakdown)
+			cli_print_breakdown(&bd);
 		rc = CLI_EXIT_OK;
 	}
 out_sim:

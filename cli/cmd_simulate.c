@@ -25,7 +25,7 @@ static void simulate_usage(FILE *out, const char *cmd)
 		"options:\n"
 		"  -s, --set KEY=VALUE   override a scenario key, e.g. --set training.micro_batch=4,\n"
 		"                        --set remat.names=[dot_mlp_out], --set xla_flags='--xla_...'\n",
-		cmd, sim ? "[--json] [--trace OUT]" : "[-o PROGRAM.json]",
+		cmd, sim ? "[--json] [--trace OUT] [--breakdown]" : "[-o PROGRAM.json]",
 		sim ? "Builds the step's schedule as XLA would and simulates it: step time, tokens/s per GPU,\n"
 		      "MFU, peak memory against capacity, exposed communication, and every collective that\n"
 		      "runs synchronously on the compute stream with its reason."
@@ -33,7 +33,9 @@ static void simulate_usage(FILE *out, const char *cmd)
 		      "events, ops), for `remora run-program` or `remora exec`.");
 	if (sim)
 		fprintf(out, "  -j, --json            the result as JSON (schema remora.result/1)\n"
-			     "  -t, --trace OUT       write a Perfetto/Chrome trace of the step to OUT\n");
+			     "  -t, --trace OUT       write a Perfetto/Chrome trace of the step to OUT\n"
+			     "  -b, --breakdown       time by kernel class (summing to the step time) with roofline\n"
+			     "                        bounds, and memory by tensor role at the peak (docs/sim.md)\n");
 	else
 		fprintf(out, "  -o, --output FILE     write the program there (default: stdout)\n");
 	fprintf(out, "  -h, --help            this help\n\nScenario keys: see docs/scenarios.md.\n");
@@ -60,6 +62,43 @@ static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b)
 		       "                     (reserved beyond allocated) can take more; keep a margin before\n"
 		       "                     running this plan\n",
 		       rm_format_bytes(m->memory_usable_bytes - m->peak_memory_bytes, b1, sizeof(b1)));
+}
+
+/* The step breakdown (rm_sim_breakdown): one row per class, then memory at the peak by role. */
+void cli_print_breakdown(const rm_breakdown *bd)
+{
+	char b1[32];
+	double step_ms = rm_time_to_s(bd->step_time) * 1e3;
+	printf("\n  time by class       wall ms   share    busy ms    solo ms  roofline ms  achieved\n");
+	for (int c = 0; c < RM_BD_COUNT; c++) {
+		const rm_breakdown_time *t = &bd->time[c];
+		double v;
+		const char *unit;
+		printf("    %-14s %10.3f  %5.1f%%", rm_breakdown_class_name((rm_breakdown_class)c),
+		       rm_time_to_s(t->wall) * 1e3, step_ms > 0 ? 100.0 * rm_time_to_s(t->wall) * 1e3 / step_ms : 0.0);
+		if (c == RM_BD_IDLE) {
+			printf("\n");
+			continue;
+		}
+		printf(" %10.3f %10.3f %12.3f", rm_time_to_s(t->busy) * 1e3, rm_time_to_s(t->solo) * 1e3, t->roofline_s * 1e3);
+		if (rm_breakdown_achieved(bd, (rm_breakdown_class)c, &v, &unit))
+			printf("  %.1f %s", v, unit);
+		printf("\n");
+	}
+	printf("    %-14s %10.3f  100.0%%\n", "step", step_ms);
+	printf("  memory at the peak  t = %.3f ms\n", rm_time_to_s(bd->peak_time) * 1e3);
+	for (int r = 0; r < RM_ROLE_COUNT; r++)
+		if (bd->role_bytes[r])
+			printf("    %-18s %s\n", rm_tensor_role_name((rm_tensor_role)r), rm_format_bytes(bd->role_bytes[r], b1, sizeof(b1)));
+	printf("    %-18s %s\n", "tensors", rm_format_bytes(bd->peak_tensor_bytes, b1, sizeof(b1)));
+	if (bd->has_budget && bd->budget.headroom_set) {
+		printf("    %-18s %s\n", "headroom (set)", rm_format_bytes(bd->budget.headroom_bytes, b1, sizeof(b1)));
+	} else if (bd->has_budget) {
+		printf("    %-18s %s\n", "CUDA context", rm_format_bytes(bd->budget.cuda_context_bytes, b1, sizeof(b1)));
+		printf("    %-18s %s\n", "NCCL buffers", rm_format_bytes(bd->budget.nccl_buffer_bytes, b1, sizeof(b1)));
+		printf("    %-18s %s\n", "cuBLASLt workspace", rm_format_bytes(bd->budget.cublas_workspace_bytes, b1, sizeof(b1)));
+	}
+	printf("    %-18s %s\n", "total", rm_format_bytes(bd->peak_total_bytes, b1, sizeof(b1)));
 }
 
 int cli_check_sets(const char *cmd, char *const *sets, int n_sets)
@@ -136,13 +175,14 @@ static int run(const char *cmd, int argc, char **argv)
 	static const struct option longopts[] = {
 		{"set", required_argument, NULL, 's'},   {"json", no_argument, NULL, 'j'},
 		{"trace", required_argument, NULL, 't'}, {"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},        {0, 0, 0, 0},
+		{"help", no_argument, NULL, 'h'},        {"breakdown", no_argument, NULL, 'b'},
+		{0, 0, 0, 0},
 	};
 	char **sets = rm_new(char *, (size_t)argc + 1);
 	int n_sets = 0, c, rc = CLI_EXIT_OK;
-	bool json = false;
+	bool json = false, breakdown = false;
 	const char *trace = NULL, *output = NULL;
-	while ((c = getopt_long(argc, argv, sim ? "s:jt:h" : "s:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, sim ? "s:jt:bh" : "s:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sets[n_sets++] = optarg;
@@ -155,6 +195,13 @@ static int run(const char *cmd, int argc, char **argv)
 			break;
 		case 'o':
 			output = optarg;
+			break;
+		case 'b':
+			if (!sim) {
+				free(sets);
+				return cli_usage_error(cmd, "--breakdown is an option of `remora simulate`");
+			}
+			breakdown = true;
 			break;
 		case 'h':
 			simulate_usage(stdout, cmd);
@@ -227,6 +274,12 @@ static int run(const char *cmd, int argc, char **argv)
 		rc = cli_fail(&err);
 		goto done;
 	}
+	rm_breakdown bd;
+	if (breakdown && rm_sim_breakdown(s, &res.memory, &bd, &err) != RM_OK) {
+		rm_sim_destroy(s);
+		rc = cli_fail(&err);
+		goto done;
+	}
 	const rm_sim_metrics *m = rm_sim_get_metrics(s);
 	if (json) {
 		json_t *doc = rm_sim_result_json(s);
@@ -240,6 +293,8 @@ static int run(const char *cmd, int argc, char **argv)
 		json_object_set_new(mb, "cublas_workspace_bytes", json_integer(res.memory.cublas_workspace_bytes));
 		json_object_set_new(mb, "usable_bytes", json_integer(res.memory.usable_bytes));
 		json_object_set_new(doc, "memory_budget", mb);
+		if (breakdown)
+			json_object_set_new(doc, "breakdown", rm_breakdown_json(&bd));
 		rc = cli_print_json(doc);
 	} else {
 		char b3[32], b4[32], pol[4096], fl[4096];
@@ -291,6 +346,8 @@ static int run(const char *cmd, int argc, char **argv)
 			       "  passed half its limit. Try raising --xla_gpu_memory_limit_slop_factor, saving fewer\n"
 			       "  names, offloading them (save_and_offload_only_these_names), or a smaller micro-batch.\n",
 			       rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT]);
+		if (breakdown)
+			cli_print_breakdown(&bd);
 	}
 	rm_sim_destroy(s);
 done:

@@ -186,4 +186,100 @@ typedef struct rm_sim_bench_result {
 rm_status rm_sim_bench_engine(int32_t n_ops, double min_s, rm_sim_bench_result *out,
 			      rm_error *err);
 
+/*
+ * Step breakdown (sim/breakdown.c; docs/sim.md "Breakdown"): where the wall-clock time of the last
+ * run went, by kernel class, and what was live at the device memory peak, by tensor role.
+ *
+ * Time: every instant of [0, step time) goes to exactly one class. While compute ops (gemm,
+ * attention, elementwise) run, the instant is split equally between them, each share going to
+ * its op's class; else, while collectives run, between them (exposed communication); else,
+ * while copies run, between them (exposed copies); else it is idle (launch and host gaps,
+ * waits). Shares are integer picoseconds (remainders go to the first classes present in class
+ * order), so the walls sum exactly to the step time. An op's class: phase recompute ->
+ * recompute (any kind); else gemm -> gemm; attention -> attention_bwd when backward, else
+ * attention_fwd; elementwise -> optimizer in phase optimizer, else memory_bound; collective ->
+ * exposed_comm; copy -> copies.
+ */
+#define RM_BREAKDOWN_CLASS_MAP(X)                                                              \
+	X(GEMM, "gemm")                                                                        \
+	X(ATTENTION_FWD, "attention_fwd")                                                      \
+	X(ATTENTION_BWD, "attention_bwd")                                                      \
+	X(MEMORY_BOUND, "memory_bound")                                                        \
+	X(OPTIMIZER, "optimizer")                                                              \
+	X(RECOMPUTE, "recompute")                                                              \
+	X(EXPOSED_COMM, "exposed_comm")                                                        \
+	X(COPIES, "copies")                                                                    \
+	X(IDLE, "idle")
+#define RM_BREAKDOWN_CLASS_ENUM(name, str) RM_BD_##name,
+typedef enum rm_breakdown_class {
+	RM_BREAKDOWN_CLASS_MAP(RM_BREAKDOWN_CLASS_ENUM) RM_BD_COUNT
+} rm_breakdown_class;
+#undef RM_BREAKDOWN_CLASS_ENUM
+/* "gemm", "attention_fwd", ... (NULL out of range). */
+const char *rm_breakdown_class_name(rm_breakdown_class c);
+
+typedef struct rm_breakdown_time {
+	rm_time_ps wall;   /* attributed wall-clock (see above); the classes sum to step_time */
+	rm_time_ps busy;   /* time at least one op of the class runs (overlapped or not) */
+	rm_time_ps solo;   /* sum of its ops' durations alone on the whole GPU */
+	int32_t ops;       /* ops of the class (zero-duration ones included) */
+	double flops;      /* gemm and attention FLOPs (2mnk; attention as rm_cost_attention_flops) */
+	double bytes;      /* HBM bytes (elementwise read + written; gemm A, B, C; attention q, k,
+			    * v, o and gradients); collectives: bus bytes, size * nccl-tests busBW
+			    * factor; copies: bytes copied */
+	double roofline_s; /* sum over its ops of max(FLOPs / dense tensor peak of the dtype
+			    * (bf16_TFLOPs; fp8_TFLOPs for fp8; tf32_TFLOPs for fp32), bytes /
+			    * hbm_peak_GBps); collectives bus bytes / nvlink_GBps (nic_GBps across
+			    * nodes); copies bytes / pcie_GBps (d2d 2 * bytes / hbm_peak_GBps) */
+} rm_breakdown_time;
+
+typedef struct rm_breakdown {
+	rm_time_ps step_time;
+	rm_breakdown_time time[RM_BD_COUNT];
+	/* Memory: the first instant at which live device tensors peak. Tensors live as the engine
+	 * keeps them (persistent ones throughout, others from their producer's start to their last
+	 * consumer's end, frees before allocations at equal times); a tensor of a zero-duration
+	 * lifetime is not counted. */
+	rm_time_ps peak_time;
+	int64_t peak_tensor_bytes;             /* sum of role_bytes */
+	int64_t role_bytes[RM_ROLE_COUNT];     /* device tensors live at peak_time, by role */
+	bool has_budget;                       /* the fixed costs below come from a budget */
+	rm_memory_budget budget;               /* CUDA context, NCCL buffers, cuBLASLt workspace */
+	int64_t fixed_bytes;                   /* budget.headroom_bytes (0 without a budget) */
+	int64_t peak_total_bytes;              /* peak_tensor_bytes + fixed_bytes */
+} rm_breakdown;
+
+/* What a breakdown is computed from: one run of a program, simulated or measured. */
+typedef struct rm_breakdown_input {
+	const rm_program *prog;         /* validated */
+	const rm_hw_profile *hw;        /* peaks for the roofline bounds */
+	const rm_time_ps *start, *end;  /* per op, ps; the step is [0, latest end) */
+	const rm_time_ps *solo;         /* per op duration alone, ps, or NULL (solo sums 0) */
+	const rm_memory_budget *budget; /* fixed memory costs (rm_scenario_resolved.memory), or NULL */
+} rm_breakdown_input;
+
+/*
+ * Fills out from in (rules above). Linear in ops and tensors (radix sorts). RM_INVALID with err
+ * when an op ends before it starts (naming it).
+ */
+rm_status rm_breakdown_compute(const rm_breakdown_input *in, rm_breakdown *out, rm_error *err);
+/*
+ * rm_breakdown_compute of the last run of sim (its op times and solo durations): works after the
+ * fact, so rm_sim_run pays nothing for it. RM_INVALID with err when sim has not completed a run.
+ */
+rm_status rm_sim_breakdown(const rm_sim *sim, const rm_memory_budget *budget, rm_breakdown *out,
+			   rm_error *err);
+/*
+ * The breakdown as JSON (the "breakdown" member of a remora.result/1 document when asked for):
+ * step_time_ps, "time": {class: {wall_ps, wall_s, share, busy_s, solo_s, ops, flops, bytes,
+ * roofline_s, achieved, achieved_unit}}, "memory": {at_s, at_ps, tensor_bytes, by_role: {role:
+ * bytes}, fixed: {...}, total_bytes}. achieved: FLOPs / wall in TFLOP/s for gemm, attention and
+ * recompute; bytes / wall in TB/s for memory_bound and optimizer; bytes / busy in GB/s (busBW)
+ * for exposed_comm and copies; null for idle or a zero denominator. New reference.
+ */
+json_t *rm_breakdown_json(const rm_breakdown *bd);
+/* The achieved rate of class c as rm_breakdown_json defines it, and its unit; false when none. */
+bool rm_breakdown_achieved(const rm_breakdown *bd, rm_breakdown_class c, double *value,
+			   const char **unit);
+
 #endif /* REMORA_SIM_H */

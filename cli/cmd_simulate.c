@@ -156,7 +156,10 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "grad_accum", json_integer(res->train.grad_accum));
 	json_object_set_new(o, "policy", rm_json_string(rm_remat_policy_format(res->policy, buf, sizeof(buf))));
 	json_object_set_new(o, "xla_flags", rm_json_string(rm_xla_flags_format(&res->flags, buf, sizeof(buf))));
-	json_object_set_new(o, "mode", json_string(res->sched.mode == RM_SCHED_XLA ? "xla" : "ideal"));
+	json_object_set_new(o, "mode", json_string(rm_sched_mode_name(res->sched.mode)));
+	json_object_set_new(o, "attention_kernel", json_string(rm_attention_kernel_name(res->cost.kernels.attention)));
+	json_object_set_new(o, "compile", json_boolean(res->compile));
+	json_object_set_new(o, "power_w", json_real(res->hw.power_W));
 	json_object_set_new(o, "scan", json_boolean(res->sched.scan));
 	json_object_set_new(o, "memory_limit_bytes", json_integer(rep->memory_limit_bytes));
 	json_object_set_new(o, "io_bytes", json_integer(rep->io_bytes));
@@ -301,14 +304,25 @@ static int run(const char *cmd, int argc, char **argv)
 		printf("%s on %d x %s, FSDP %lld, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
 		       res.hw.name, (long long)res.train.fsdp, (long long)res.train.seq_len,
 		       (long long)res.train.micro_batch, (long long)res.train.grad_accum,
-		       res.sched.mode == RM_SCHED_XLA ? "XLA schedule" : "ideal schedule", res.sched.scan ? " (scan)" : " (unrolled)");
+		       res.sched.mode == RM_SCHED_XLA     ? "XLA schedule"
+		       : res.sched.mode == RM_SCHED_FSDP2 ? "PyTorch FSDP2"
+							  : "ideal schedule",
+		       res.sched.scan ? " (scan)" : " (unrolled)");
 		printf("  policy     %s\n", rm_remat_policy_format(res.policy, pol, sizeof(pol)));
 		rm_xla_flags_format(&res.flags, fl, sizeof(fl));
 		if (res.sched.mode == RM_SCHED_XLA)
-			printf("  XLA_FLAGS  %s\n\n", fl[0] ? fl : "(XLA's defaults)");
+			printf("  XLA_FLAGS  %s\n", fl[0] ? fl : "(XLA's defaults)");
+		else if (res.sched.mode == RM_SCHED_FSDP2)
+			printf("  runtime    %s, all-gathers %d block(s) ahead, reduce-scatters on their own stream\n",
+			       res.compile ? "torch.compile" : "eager", res.sched.prefetch_depth);
 		else
-			printf("  runtime    collectives on their own stream, all-gathers %d layer(s) ahead (not XLA)\n\n",
+			printf("  runtime    collectives on their own stream, all-gathers %d layer(s) ahead (not XLA)\n",
 			       res.sched.prefetch_depth);
+		printf("  kernels    %s attention%s%s, GPU at %.0f W%s\n\n", rm_attention_kernel_name(res.cost.kernels.attention),
+		       res.train.gemm_dtype == RM_DTYPE_FP8_E4M3 ? ", fp8 GEMMs" : "",
+		       res.train.loss != RM_LOSS_PLAIN ? (res.train.loss == RM_LOSS_CHUNKED ? ", chunked loss" : ", fused loss") : "",
+		       res.hw.power_W > 0 ? res.hw.power_W : res.hw.tdp_W,
+		       res.hw.power_W > 0 && res.hw.power_W < res.hw.tdp_W ? " (tensor cores scaled by the power limit)" : "");
 		printf("  step time          %.3f ms   (lower bound %.3f ms)\n", rm_time_to_s(m->step_time) * 1e3,
 		       rm_time_to_s(m->lower_bound) * 1e3);
 		printf("  tokens/s per GPU   %.0f\n", m->tokens_per_s);

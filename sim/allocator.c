@@ -266,12 +266,10 @@ static void cache_insert(sim_alloc *a, int32_t i)
 	}
 }
 
-static void cache_remove(sim_alloc *a, int32_t i)
+/* Unlinks cached block i, whose parent's link to it is *link, from the treap and the list. */
+static void cache_unlink(sim_alloc *a, int32_t *link, int32_t i)
 {
 	sim_blk *b = a->b, *x = &b[i];
-	int32_t *link = &a->root[x->pool];
-	while (*link != i)
-		link = key_less(x, &b[*link]) ? &b[*link].left : &b[*link].right;
 	*link = treap_merge(b, x->left, x->right);
 	x->left = x->right = -1;
 	x->cached = 0;
@@ -286,19 +284,34 @@ static void cache_remove(sim_alloc *a, int32_t i)
 	}
 }
 
-/* The cached block of pool with the smallest (size, address) whose size is >= size, or -1. */
-static int32_t cache_best_fit(const sim_alloc *a, int32_t pool, int64_t size)
+static void cache_remove(sim_alloc *a, int32_t i)
 {
-	int32_t t = a->root[pool], best = -1;
-	while (t >= 0) {
-		if (a->b[t].size >= size) {
-			best = t;
-			t = a->b[t].left;
+	sim_blk *b = a->b, *x = &b[i];
+	int32_t *link = &a->root[x->pool];
+	while (*link != i)
+		link = key_less(x, &b[*link]) ? &b[*link].left : &b[*link].right;
+	cache_unlink(a, link, i);
+}
+
+/* Takes the cached block of pool with the smallest (size, address) whose size is >= size out
+ * of the cache (one descent finds and unlinks it); -1 if none. */
+static int32_t cache_take_best_fit(sim_alloc *a, int32_t pool, int64_t size)
+{
+	sim_blk *b = a->b;
+	int32_t *link = &a->root[pool], *best = NULL;
+	while (*link >= 0) {
+		if (b[*link].size >= size) {
+			best = link;
+			link = &b[*link].left;
 		} else {
-			t = a->b[t].right;
+			link = &b[*link].right;
 		}
 	}
-	return best;
+	if (!best)
+		return -1;
+	int32_t i = *best;
+	cache_unlink(a, best, i);
+	return i;
 }
 
 /* ---- segments ---------------------------------------------------------------------------- */
@@ -416,13 +429,10 @@ int32_t sim_alloc_malloc(sim_alloc *a, int32_t stream, int64_t bytes)
 {
 	int64_t size = sim_alloc_round_size(bytes);
 	int32_t pool = 2 * stream + (size > SIM_ALLOC_SMALL_SIZE);
-	int32_t i = cache_best_fit(a, pool, size);
-	if (i >= 0)
-		cache_remove(a, i);
-	else if (a->kind == RM_SIM_ALLOC_PYTORCH_EXPANDABLE)
-		i = grow_segment(a, pool, size);
-	else
-		i = new_segment(a, pool, size);
+	int32_t i = cache_take_best_fit(a, pool, size);
+	if (i < 0)
+		i = a->kind == RM_SIM_ALLOC_PYTORCH_EXPANDABLE ? grow_segment(a, pool, size)
+							       : new_segment(a, pool, size);
 	int64_t rest = a->b[i].size - size;
 	if (is_large(pool) ? rest > SIM_ALLOC_SMALL_SIZE : rest >= SIM_ALLOC_MIN_BLOCK) {
 		int32_t r = blk_new(a, pool, a->b[i].addr + size, rest);

@@ -129,6 +129,8 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_int(c, "sim.hw_queues", r->hw_queues);
 	rm_canon_int(c, "cluster.gpus", r->gpus);
 	rm_canon_int(c, "memory.headroom_bytes", r->memory.headroom_bytes);
+	rm_canon_int(c, "memory.allocator", r->allocator);
+	rm_canon_real(c, "memory.alloc_fraction", r->alloc_fraction);
 }
 
 void rm_scenario_resolved_digest(const rm_scenario_resolved *r, char hex[RM_SHA256_HEX])

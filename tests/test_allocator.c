@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "remora/hw.h"
+#include "remora/scenario.h"
 #include "remora/sim.h"
 #include "sim/allocator.h"
 
@@ -312,4 +313,44 @@ Test(allocator, an_unknown_allocator_is_refused)
 	cr_assert_eq(err.status, RM_INVALID);
 	cr_assert(strstr(err.msg, "allocator"), "%s", err.msg);
 	rm_program_destroy(p);
+}
+
+/* ---- the scenario key -------------------------------------------------------------------- */
+
+static rm_status resolve_with(const char *mode, const char *alloc, rm_sim_allocator *out, rm_error *err)
+{
+	char text[256];
+	snprintf(text, sizeof(text), "model: llama-2-7b\nscheduler:\n  mode: %s\n  allocator: %s\n", mode, alloc);
+	rm_scenario sc;
+	rm_scenario_init(&sc);
+	rm_status st = rm_scenario_parse(text, strlen(text), "a.yaml", &sc, err);
+	cr_assert_eq(st, RM_OK, "%s", err->msg);
+	rm_scenario_resolved res;
+	st = rm_scenario_resolve(&sc, NULL, &res, err);
+	if (st == RM_OK) {
+		*out = res.allocator;
+		cr_assert_float_eq(res.alloc_fraction, 0.75, 1e-12);
+		rm_scenario_resolved_finish(&res);
+	}
+	return st;
+}
+
+Test(allocator, scheduler_allocator_resolves_auto_by_runtime)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_sim_allocator a = RM_SIM_ALLOC_COUNT;
+	cr_assert_eq(resolve_with("xla", "auto", &a, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(a, RM_SIM_ALLOC_JAX_PREALLOC);
+	cr_assert_eq(resolve_with("ideal", "auto", &a, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(a, RM_SIM_ALLOC_PYTORCH);
+	cr_assert_eq(resolve_with("xla", "pytorch_expandable", &a, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(a, RM_SIM_ALLOC_PYTORCH_EXPANDABLE);
+	cr_assert_eq(resolve_with("xla", "platform", &a, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(a, RM_SIM_ALLOC_EXACT);
+	cr_assert_eq(resolve_with("ideal", "tcmalloc", &a, &err), RM_INVALID);
+	cr_assert_str_eq(err.file, "a.yaml");
+	cr_assert_eq(err.line, 4);
+	cr_assert(strstr(err.msg, "scheduler.allocator"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "\"tcmalloc\""), "%s", err.msg);
 }

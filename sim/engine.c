@@ -424,28 +424,46 @@ static void mem_note(rm_sim *sim, rm_time_ps t)
 	sim->timeline[sim->tl_n++] = (rm_mem_point){t, sim->mem_device};
 }
 
-/* Allocates (sign 1, for stream) or frees (sign -1) tensor t. */
-static void mem_add(rm_sim *sim, int32_t t, int64_t sign, int32_t stream)
+static void mem_add(rm_sim *sim, int32_t t, int64_t sign)
 {
 	int64_t b = sim->tensor_bytes[t] * sign;
 	if (sim->tensor_host[t]) {
 		sim->mem_host += b;
 		if (sim->mem_host > sim->m.peak_host_bytes)
 			sim->m.peak_host_bytes = sim->mem_host;
-		return;
+	} else {
+		sim->mem_device += b;
+		if (sim->mem_device > sim->m.peak_memory_bytes)
+			sim->m.peak_memory_bytes = sim->mem_device;
 	}
-	sim->mem_device += b;
-	if (sim->alloc) {
-		if (sign > 0)
-			sim->tensor_block[t] = sim_alloc_malloc(sim->alloc, stream, sim->tensor_bytes[t]);
-		else
+}
+
+/* With the allocator model: replays the frees among the n tensors an op released (those now
+ * freed whose block is still held; a tensor read twice by the op appears twice). */
+__attribute__((noinline)) static void mem_replay_free(rm_sim *sim, const int32_t *tensors, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		int32_t t = tensors[k];
+		if (sim->tensor_state[t] == 3 && sim->tensor_block[t] >= 0) {
 			sim_alloc_free(sim->alloc, sim->tensor_block[t]);
+			sim->tensor_block[t] = -1;
+		}
 	}
-	if (sim->mem_device > sim->m.peak_memory_bytes) {
-		sim->m.peak_memory_bytes = sim->mem_device;
-		if (sim->alloc)
-			sim->m.reserved_at_peak_bytes = sim_alloc_get_stats(sim->alloc)->reserved_bytes;
+}
+
+/* With the allocator model: replays the allocation of the n tensors of an op on stream (their
+ * bytes already counted), and notes the reserved bytes when they raised the peak above
+ * peak_before. Out of line so that the engine without a model runs the code it always did. */
+__attribute__((noinline)) static void mem_replay_alloc(rm_sim *sim, const int32_t *tensors, uint32_t n,
+							int32_t stream, int64_t peak_before)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		int32_t t = tensors[k];
+		sim->tensor_block[t] = sim->tensor_host[t] ? -1
+							   : sim_alloc_malloc(sim->alloc, stream, sim->tensor_bytes[t]);
 	}
+	if (sim->m.peak_memory_bytes > peak_before)
+		sim->m.reserved_at_peak_bytes = sim_alloc_get_stats(sim->alloc)->reserved_bytes;
 }
 
 /* ---- the run ---------------------------------------------------------------------------- */
@@ -473,10 +491,13 @@ static rm_status start_op(rm_sim *sim, int32_t i, rm_time_ps t, rm_error *err)
 		}
 	}
 	if (so->n_alloc) {
+		int64_t peak_before = sim->m.peak_memory_bytes;
 		for (uint32_t k = 0; k < so->n_alloc; k++) {
 			sim->tensor_state[mem[k]] = 1;
-			mem_add(sim, mem[k], 1, so->stream);
+			mem_add(sim, mem[k], 1);
 		}
+		if (sim->alloc)
+			mem_replay_alloc(sim, mem, so->n_alloc, so->stream, peak_before);
 		if (sim->m.first_oom_op < 0 && sim->mem_device > sim->m.memory_usable_bytes)
 			sim->m.first_oom_op = i;
 		mem_note(sim, t);
@@ -528,10 +549,12 @@ static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
 			int32_t tn = rel[k];
 			if (sim->tensor_consumers[tn] == 0 || --sim->tensor_left[tn] == 0) {
 				sim->tensor_state[tn] = 3;
-				mem_add(sim, tn, -1, -1);
+				mem_add(sim, tn, -1);
 				changed = true;
 			}
 		}
+		if (changed && sim->alloc)
+			mem_replay_free(sim, rel, so->n_release);
 		if (changed)
 			mem_note(sim, t);
 	}
@@ -690,9 +713,10 @@ static void reset(rm_sim *sim)
 		sim_alloc_reset(sim->alloc, sim->m.memory_usable_bytes);
 		const rm_program *prog = sim->prog;
 		for (int32_t t = 0; t < sim->n_tensors; t++)
-			if (prog->tensors[t].persistent && !sim->tensor_host[t])
-				sim->tensor_block[t] =
-					sim_alloc_malloc(sim->alloc, sim->param_stream, sim->tensor_bytes[t]);
+			sim->tensor_block[t] = prog->tensors[t].persistent && !sim->tensor_host[t]
+						       ? sim_alloc_malloc(sim->alloc, sim->param_stream,
+									  sim->tensor_bytes[t])
+						       : -1;
 		sim->m.reserved_at_peak_bytes = sim_alloc_get_stats(sim->alloc)->reserved_bytes;
 	}
 	mem_note(sim, 0);

@@ -12,6 +12,7 @@
 /* Sources of fitted fields (static: rm_hw_profile keeps the pointer). */
 static const char SRC_GEMM[] = "calibration: gemm.bf16 fit, t = t0 + FLOPs/R wave-quantized (remora calib fit)";
 static const char SRC_GEMM_FP8[] = "calibration: gemm.fp8 fit (remora calib fit)";
+static const char SRC_INTERF[] = "calibration: interference.sms fit, GEMM slowdown per SM held (remora calib fit)";
 static const char SRC_HBM[] = "calibration: hbm.copy fit, bytes moved / time (remora calib fit)";
 static const char SRC_LAUNCH[] = "calibration: launch fit, time per kernel without CUDA graph (remora calib fit)";
 static const char SRC_H2D[] = "calibration: copy.h2d fit, pinned (remora calib fit)";
@@ -330,8 +331,13 @@ static rm_status resolve_db(const char *spec, const char *colon, const rm_calib_
 			if (jreal(p, "t0_us") == 0)
 				rm_hw_profile_set(hw, RM_HW_gemm_overhead_us, 0, SRC_GEMM);
 			set_if(hw, RM_HW_gemm_bf16_TFLOPs, jreal(p, "TFLOPs"), SRC_GEMM);
+			/* the measured fit is t0 + waves x FLOPs / R (calibrate/fit.c): no K pipeline term,
+			 * so the embedded K0 would count it twice */
+			rm_hw_profile_set(hw, RM_HW_gemm_k_overhead, 0, SRC_GEMM);
 		} else if (!strcmp(m, "gemm.fp8")) {
 			set_if(hw, RM_HW_gemm_fp8_TFLOPs, jreal(p, "TFLOPs"), SRC_GEMM_FP8);
+		} else if (!strcmp(m, "interference.sms")) {
+			set_if(hw, RM_HW_gemm_slowdown_per_sm, jreal(p, "slowdown_per_sm"), SRC_INTERF);
 		} else if (!strcmp(m, "hbm.copy")) {
 			set_if(hw, RM_HW_hbm_achievable_GBps, jreal(p, "GBps"), SRC_HBM);
 		} else if (!strcmp(m, "launch")) {

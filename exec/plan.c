@@ -91,7 +91,7 @@ double rm_exec_attention_unfused_s(const rm_attention_cost *a, const rm_hw_profi
 	rm_gemm_shape g[5];
 	rm_elementwise_cost sm;
 	int n = rm_exec_attention_lowering(a, g, &sm);
-	double t = rm_cost_elementwise_s(&sm, hw);
+	double t = rm_cost_elementwise_s(&sm, hw, NULL);
 	for (int i = 0; i < n; i++)
 		t += rm_cost_gemm_s(&g[i], hw, 0);
 	/* chunks x (GEMMs + softmax) kernels; the first is the op's own launch, the model's t0

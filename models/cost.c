@@ -92,7 +92,14 @@ double rm_cost_gemm_flops(const rm_gemm_shape *g)
 	return 2.0 * (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
 }
 
-/* Achievable GEMM rate in FLOP/s for a dtype on the whole GPU. */
+double rm_cost_power_factor(const rm_hw_profile *hw)
+{
+	if (hw->power_W > 0 && hw->tdp_W > 0 && hw->power_W < hw->tdp_W)
+		return hw->power_W / hw->tdp_W;
+	return 1.0;
+}
+
+/* Achievable GEMM rate in FLOP/s for a dtype on the whole GPU, at the TDP. */
 static double gemm_rate(rm_dtype dtype, const rm_hw_profile *hw)
 {
 	switch (dtype) {
@@ -115,6 +122,13 @@ static double ceil_div(double a, double b)
 	return ceil(a / b);
 }
 
+double rm_cost_gemm_tiles(const rm_gemm_shape *g, const rm_hw_profile *hw)
+{
+	if (hw->gemm_tile_m <= 0 || hw->gemm_tile_n <= 0)
+		return 0;
+	return (double)g->batch * ceil_div((double)g->m, hw->gemm_tile_m) * ceil_div((double)g->n, hw->gemm_tile_n);
+}
+
 double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms)
 {
 	double sm_count = hw->sm_count;
@@ -127,8 +141,9 @@ double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms)
 	double q = 1.0;
 	if (tiles > avail)
 		q = ceil(tiles / avail) * avail / tiles;
-	double rate = gemm_rate(g->dtype, hw) * avail / sm_count;
-	return hw->gemm_overhead_us * 1e-6 + flops / rate * q;
+	double fill = hw->gemm_k_overhead > 0 ? ((double)g->k + hw->gemm_k_overhead) / (double)g->k : 1.0;
+	double rate = gemm_rate(g->dtype, hw) * rm_cost_power_factor(hw) * avail / sm_count;
+	return hw->gemm_overhead_us * 1e-6 + flops / rate * q * fill;
 }
 
 double rm_cost_attention_flops(const rm_attention_cost *a)
@@ -150,13 +165,141 @@ double rm_cost_attention_flops(const rm_attention_cost *a)
 	return f;
 }
 
-double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw)
+/* ---- the kernel model's measured tables --------------------------------------------------- */
+
+static const char *const attention_kernel_names[RM_ATTN_KERNEL_COUNT] = {
+	[RM_ATTN_FLASH2] = "flash2", [RM_ATTN_FLASH3] = "flash3", [RM_ATTN_CUDNN] = "cudnn"};
+
+const char *rm_attention_kernel_name(rm_attention_kernel k)
+{
+	return (unsigned)k < RM_ATTN_KERNEL_COUNT ? attention_kernel_names[k] : "unknown";
+}
+
+bool rm_attention_kernel_parse(const char *name, rm_attention_kernel *out)
+{
+	int i = find_name(attention_kernel_names, RM_ATTN_KERNEL_COUNT, name);
+	if (i >= 0)
+		*out = (rm_attention_kernel)i;
+	return i >= 0;
+}
+
+rm_kernel_config rm_kernel_config_default(void)
+{
+	return (rm_kernel_config){.attention = RM_ATTN_CUDNN, .fused = true, .host_us = 0};
+}
+
+/*
+ * TFLOP/s of fused attention kernels, 16-bit, at sequence lengths 512, 1k, 2k, 4k, 8k, 16k, 32k
+ * (0: not measured), FlashAttention FLOP convention (causal counts half), H100/H200 SXM at 700 W.
+ * Sources, docs/reference/kernels-h100.md (rows in kernels-h100-attention.csv):
+ * - forward, FlashAttention-2 / -3 / cuDNN hdim 64 and 256, cuDNN 512-1k: the FA3 paper's forward
+ *   figure (section 2.2, fa3fig, H100 80GB SXM5);
+ * - backward, non-causal, hdim 64/128: the FA3 paper's backward figure (section 2.3, fa3bwd);
+ * - cuDNN hdim 128 from 2k: cuDNN 9.19 on H200 (same SMs and clocks), Llama-3.1 preset, both
+ *   masks and passes measured (section 2.4, cudnn919); its 512 and 1k points are the fa3fig /
+ *   fa3bwd cuDNN rows scaled by the 9.19/figure ratio at 2k (633/617 forward, 504/465 backward);
+ * - FlashAttention-2 causal backward: from its causal forward + backward figure (fa2fig) and the
+ *   causal forward: bwd = 2.5 / (3.5 / fwd_bwd - 1 / fwd) (the 3.5x / 2.5x FLOP convention);
+ * - other causal backward rows (no figure): the non-causal backward x (causal / non-causal
+ *   forward) at the same length; on cuDNN 9.19, where both are measured, that rule is within 4%
+ *   (2k: 504 x 484/633 = 385 against 370 measured; 8k: 541 against 541).
+ * Head dim 256 backward is not measured: hdim 128's rows stand in for it.
+ */
+#define ATTN_POINTS 7
+typedef struct attention_row {
+	rm_attention_kernel kernel;
+	bool backward, causal;
+	int head_dim;
+	double tflops[ATTN_POINTS];
+} attention_row;
+
+static const attention_row attention_rows[] = {
+	{RM_ATTN_FLASH2, false, true, 64, {180, 229, 262, 284, 295, 299, 0}},
+	{RM_ATTN_FLASH2, false, true, 128, {191, 260, 298, 319, 333, 335, 0}},
+	{RM_ATTN_FLASH2, false, true, 256, {208, 251, 278, 293, 297, 298, 0}},
+	{RM_ATTN_FLASH2, false, false, 64, {282, 306, 318, 321, 322, 324, 0}},
+	{RM_ATTN_FLASH2, false, false, 128, {309, 350, 362, 368, 370, 370, 0}},
+	{RM_ATTN_FLASH2, false, false, 256, {275, 313, 321, 323, 324, 326, 0}},
+	{RM_ATTN_FLASH2, true, true, 64, {129.8, 180.3, 221.8, 247.6, 265.1, 278.4, 0}},
+	{RM_ATTN_FLASH2, true, true, 128, {154, 208.5, 253.8, 285.1, 299, 325.3, 0}},
+	{RM_ATTN_FLASH2, true, false, 64, {198, 238, 264, 279, 287, 291, 0}},
+	{RM_ATTN_FLASH2, true, false, 128, {214, 260, 291, 310, 318, 322, 0}},
+	{RM_ATTN_FLASH3, false, true, 64, {197, 265, 371, 420, 460, 473, 0}},
+	{RM_ATTN_FLASH3, false, true, 128, {292, 423, 521, 579, 602, 616, 0}},
+	{RM_ATTN_FLASH3, false, true, 256, {286, 427, 537, 612, 628, 642, 0}},
+	{RM_ATTN_FLASH3, false, false, 64, {333, 392, 460, 476, 496, 497, 0}},
+	{RM_ATTN_FLASH3, false, false, 128, {467, 565, 625, 638, 646, 648, 0}},
+	{RM_ATTN_FLASH3, false, false, 256, {482, 625, 707, 736, 746, 756, 0}},
+	{RM_ATTN_FLASH3, true, true, 64, {160.9, 245.4, 340.4, 399.7, 437.7, 451.1, 0}},
+	{RM_ATTN_FLASH3, true, true, 128, {197.6, 317.4, 417.6, 491.9, 520.9, 533.3, 0}},
+	{RM_ATTN_FLASH3, true, false, 64, {272, 363, 422, 453, 472, 474, 0}},
+	{RM_ATTN_FLASH3, true, false, 128, {316, 424, 501, 542, 559, 561, 0}},
+	{RM_ATTN_CUDNN, false, true, 64, {225, 288, 334, 363, 379, 388, 0}},
+	{RM_ATTN_CUDNN, false, true, 128, {315, 410, 484, 591, 644, 673, 688}},
+	{RM_ATTN_CUDNN, false, true, 256, {308, 391, 450, 483, 497, 509, 0}},
+	{RM_ATTN_CUDNN, false, false, 64, {335, 373, 395, 408, 412, 413, 0}},
+	{RM_ATTN_CUDNN, false, false, 128, {509.9, 588.9, 633, 671, 691, 702, 693}},
+	{RM_ATTN_CUDNN, false, false, 256, {470, 546, 580, 581, 580, 581, 0}},
+	{RM_ATTN_CUDNN, true, true, 64, {178.7, 268.7, 334, 371, 397.4, 406.8, 0}},
+	{RM_ATTN_CUDNN, true, true, 128, {204.2, 307.9, 370, 474, 541, 579, 581}},
+	{RM_ATTN_CUDNN, true, false, 64, {266, 348, 395, 417, 432, 433, 0}},
+	{RM_ATTN_CUDNN, true, false, 128, {330.6, 442.2, 504, 560, 594, 612, 572}},
+};
+
+static const attention_row *attention_find(rm_attention_kernel kernel, bool backward, bool causal, int head_dim)
+{
+	for (size_t i = 0; i < RM_ARRAY_SIZE(attention_rows); i++) {
+		const attention_row *r = &attention_rows[i];
+		if (r->kernel == kernel && r->backward == backward && r->causal == causal && r->head_dim == head_dim)
+			return r;
+	}
+	return NULL;
+}
+
+double rm_cost_attention_tflops(rm_attention_kernel kernel, bool backward, bool causal, int64_t head_dim,
+				int64_t seq)
+{
+	if ((unsigned)kernel >= RM_ATTN_KERNEL_COUNT)
+		kernel = RM_ATTN_CUDNN;
+	/* the nearest measured head dim in log2 (ties to the smaller) */
+	int hd = head_dim <= 90 ? 64 : head_dim <= 181 ? 128 : 256;
+	const attention_row *r = attention_find(kernel, backward, causal, hd);
+	if (!r)
+		r = attention_find(kernel, backward, causal, 128);
+	double x = seq > 1 ? log2((double)seq) - 9.0 : 0.0; /* 0 at 512, 6 at 32k */
+	int first = -1, last = -1;
+	for (int i = 0; i < ATTN_POINTS; i++)
+		if (r->tflops[i] > 0) {
+			if (first < 0)
+				first = i;
+			last = i;
+		}
+	if (x <= first)
+		return r->tflops[first];
+	if (x >= last)
+		return r->tflops[last];
+	int i = (int)floor(x);
+	double f = x - i;
+	return r->tflops[i] + f * (r->tflops[i + 1] - r->tflops[i]);
+}
+
+double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw, const rm_kernel_config *k)
 {
 	const rm_attention_shape *s = &a->shape;
+	rm_kernel_config kd = rm_kernel_config_default();
+	if (!k)
+		k = &kd;
 	double flops = rm_cost_attention_flops(a);
 	if (flops <= 0)
 		return 0;
-	double t_flops = hw->gemm_overhead_us * 1e-6 + flops / gemm_rate(s->dtype, hw);
+	double t_flops;
+	if (s->fused) {
+		int64_t len = s->causal && s->window > 0 && s->window < s->seq ? s->window : s->seq;
+		double rate = rm_cost_attention_tflops(k->attention, a->backward, s->causal, s->head_dim, len) * RM_TB;
+		t_flops = hw->gemm_overhead_us * 1e-6 + flops / (rate * rm_cost_power_factor(hw));
+	} else {
+		t_flops = hw->gemm_overhead_us * 1e-6 + flops / (gemm_rate(s->dtype, hw) * rm_cost_power_factor(hw));
+	}
 	/* HBM traffic: q, o (and their gradients) over heads, k, v over kv_heads; the unfused
 	 * kernel also writes and reads the s x s score matrix per head. */
 	double es = rm_dtype_size(s->dtype);
@@ -171,11 +314,57 @@ double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw)
 	return t_flops > t_bytes ? t_flops : t_bytes;
 }
 
-double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *hw)
+/*
+ * Fraction of the HBM peak reached by memory-bound kernels, docs/reference/kernels-h100.md
+ * section 3 (rows in kernels-h100-membound.csv):
+ * - pointwise, fused 0.87: fused ReLU^2 forward/backward 85-88%, Liger SwiGLU 91%; eager 0.54:
+ *   torch eager SwiGLU is 3 kernels at 1.08 TB/s of fused traffic, 5/3 of that per kernel = 1.80
+ *   TB/s = 54% per eager kernel;
+ * - norm forward, fused 0.80: torch.compile RMSNorm forward 3.4-4.2 TB/s of 4.8 on H200 (71-88%;
+ *   Liger 84% on H100);
+ * - norm backward, fused 0.40: torch.compile 1.6-2.3 TB/s of 4.8 (33-48%);
+ * - softmax / cross-entropy over the vocabulary, fused 0.51: torch.compile cross-entropy at a 32k
+ *   vocabulary ~1.7 TB/s;
+ * - gather / scatter-add: as pointwise;
+ * - optimizer, 0.86 either way: PyTorch fused AdamW, 2.11 TB/s on the 2.45 TB/s part (86-100%).
+ * Eager PyTorch runs every op as its decomposition (the op's eager_bytes and eager_kernels in the
+ * op graph: an RMSNorm is 8 kernels and 36 B per element instead of one kernel and 4 B), each
+ * kernel at the eager per-kernel rate 0.54; the norm rows "torch/Megatron 1.80 TB/s" of section 3
+ * are fused kernels (36 B per element in 0.149 ms would be 14 TB/s), so no eager row of a
+ * decomposed norm exists to take a rate from.
+ */
+static const double membound_efficiency[RM_MB_CLASS_COUNT][2] = {
+	/*                  eager, fused */
+	[RM_MB_POINTWISE] = {0.54, 0.87},
+	[RM_MB_NORM] = {0.54, 0.80},
+	[RM_MB_NORM_BWD] = {0.54, 0.40},
+	[RM_MB_SOFTMAX] = {0.54, 0.51},
+	[RM_MB_GATHER] = {0.54, 0.87},
+	[RM_MB_OPTIMIZER] = {0.86, 0.86},
+};
+
+double rm_cost_membound_efficiency(rm_membound_class c, bool fused)
 {
-	double t = (double)(e->bytes_read + e->bytes_written) / (hw->hbm_achievable_GBps * RM_GB);
+	if ((unsigned)c >= RM_MB_CLASS_COUNT)
+		c = RM_MB_POINTWISE;
+	return membound_efficiency[c][fused ? 1 : 0];
+}
+
+double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *hw, const rm_kernel_config *k)
+{
+	rm_kernel_config kd = rm_kernel_config_default();
+	if (!k)
+		k = &kd;
+	double bytes = (double)(e->bytes_read + e->bytes_written);
+	if (bytes <= 0 && e->flops <= 0)
+		return 0;
+	double bw = hw->hbm_peak_GBps * RM_GB * rm_cost_membound_efficiency(e->cls, k->fused);
+	double t = bytes / bw;
 	double tf = e->flops / (hw->fp32_TFLOPs * RM_TB);
-	return tf > t ? tf : t;
+	if (tf > t)
+		t = tf;
+	double floor_s = (k->host_us > 0 ? k->host_us : hw->launch_us) * 1e-6 * (e->kernels > 1 ? e->kernels : 1);
+	return t > floor_s ? t : floor_s;
 }
 
 double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw)
@@ -219,6 +408,18 @@ static bool collective_estimate(const rm_collective_cost *c, const rm_hw_profile
 	return rm_nccl_estimate(&m, &q, e, NULL) == RM_OK;
 }
 
+double rm_cost_collective_hbm_GBps(const rm_collective_cost *c, double time_s)
+{
+	if (c->group_size <= 1 || c->bytes <= 0 || !(time_s > 0))
+		return 0;
+	double g = (double)c->group_size;
+	/* ring all-reduce moves 2 (g-1)/g of the buffer per GPU each way; the others (g-1)/g */
+	double wire = (c->op == RM_COLL_ALL_REDUCE ? 2.0 : 1.0) * (g - 1.0) / g * (double)c->bytes;
+	if (c->op == RM_COLL_SEND_RECV)
+		wire = (double)c->bytes;
+	return 3.0 * wire / time_s / RM_GB;
+}
+
 double rm_cost_collective_s(const rm_collective_cost *c, const rm_hw_profile *hw)
 {
 	rm_coll_estimate e;
@@ -240,9 +441,9 @@ static double default_op_time_s(const rm_cost_model *self, const rm_cost_op *op,
 	case RM_COST_GEMM:
 		return rm_cost_gemm_s(&op->gemm, hw, 0);
 	case RM_COST_ATTENTION:
-		return rm_cost_attention_s(&op->attention, hw);
+		return rm_cost_attention_s(&op->attention, hw, NULL);
 	case RM_COST_ELEMENTWISE:
-		return rm_cost_elementwise_s(&op->elementwise, hw);
+		return rm_cost_elementwise_s(&op->elementwise, hw, NULL);
 	case RM_COST_COLLECTIVE:
 		return rm_cost_collective_s(&op->collective, hw);
 	case RM_COST_COPY:
@@ -284,6 +485,11 @@ static bool nccl_estimate(const rm_cost_model *self, const rm_collective_cost *c
 
 static double nccl_op_time_s(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
 {
+	const rm_cost_nccl *cn = self->data;
+	if (op->kind == RM_COST_ATTENTION)
+		return rm_cost_attention_s(&op->attention, hw, &cn->kernels);
+	if (op->kind == RM_COST_ELEMENTWISE)
+		return rm_cost_elementwise_s(&op->elementwise, hw, &cn->kernels);
 	if (op->kind != RM_COST_COLLECTIVE)
 		return default_op_time_s(self, op, hw);
 	rm_coll_estimate e;
@@ -302,4 +508,5 @@ void rm_cost_nccl_init(rm_cost_nccl *c, const rm_nccl_model *nccl)
 {
 	c->base = (rm_cost_model){.name = "nccl", .op_time_s = nccl_op_time_s, .sms_held = nccl_sms_held, .data = c};
 	c->nccl = *nccl;
+	c->kernels = rm_kernel_config_default();
 }

@@ -37,8 +37,16 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 #define HW_NIC "docs/reference/hardware.md 'scale-out NIC per GPU (DGX)' (DS/M; midpoint of 46-48 effective)"
 #define HW_NODE "docs/reference/hardware.md '8-GPU node fabric (HGX/DGX H100 and H200)' (DS)"
 #define HW_TDP "docs/reference/hardware.md 'TDP' (DS)"
-#define HW_GEMM_FIT "docs/reference/hardware.md 'Compute efficiency': t = t0 + FLOPs/R_max fit of docs/reference/gemm-h100.csv (D)"
-#define HW_GEMM_FP8 "docs/reference/hardware.md 'Compute efficiency': FP8 about 1400 (H100) / 1450 (H200) TFLOP/s (M)"
+#define HW_GEMM_FIT                                                                              \
+	"D: least-squares fit of t = t0 + waves x FLOPs/R x (K + K0)/K to the 45 BF16 rows of docs/reference/gemm-h100.csv " \
+	"and kernels-h100-gemm.csv (xla sm_90, mamf, tilelang; 700 W): t0 6.5 us, R 840 TFLOP/s, K0 152, rms 11% (docs/sim.md)"
+#define HW_GEMM_FP8                                                                              \
+	"D: R x 1402.6/794.5, the MAMF best FP8 over the MAMF best BF16 on H100 SXM "                 \
+	"(docs/reference/kernels-h100-gemm.csv, gemm-h100.csv)"
+#define HW_POWER "docs/reference/hardware.md 'TDP' (DS): the default power limit"
+#define HW_WAVES                                                                                 \
+	"0: not calibrated; the engine counts a GEMM's waves on the SMs a collective leaves "          \
+	"(docs/reference/hardware.md, one-wave GEMM ~2x beside NCCL)"
 #define HW_TILE "docs/reference/hardware.md 'Compute efficiency': tiles = ceil(M/128)*ceil(N/256) (D)"
 #define HW_LAUNCH "docs/reference/hardware.md 'Kernel launch': raw launch host cost ~3 us (M)"
 #define HW_RING "docs/reference/hardware.md 'NCCL's ring kernels on 8x H100 use 24 channels' (NCCL logs)"
@@ -58,10 +66,12 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 	[RM_HW_l2_bytes] = HW_L2, [RM_HW_nvlink_links] = HW_NVL, [RM_HW_nvlink_GBps] = HW_NVL,     \
 	[RM_HW_nvlink_nccl_GBps] = HW_NVL_NCCL, [RM_HW_p2p_GBps] = HW_P2P, [RM_HW_pcie_GBps] = HW_PCIE,                      \
 	[RM_HW_h2d_GBps] = HW_HOST, [RM_HW_d2h_GBps] = HW_HOST, [RM_HW_nic_GBps] = HW_NIC,         \
-	[RM_HW_gpus_per_node] = HW_NODE, [RM_HW_tdp_W] = HW_TDP,                                   \
+	[RM_HW_gpus_per_node] = HW_NODE, [RM_HW_tdp_W] = HW_TDP, [RM_HW_power_W] = HW_POWER,       \
 	[RM_HW_gemm_overhead_us] = HW_GEMM_FIT, [RM_HW_gemm_bf16_TFLOPs] = HW_GEMM_FIT,            \
+	[RM_HW_gemm_k_overhead] = HW_GEMM_FIT,                                                     \
 	[RM_HW_gemm_fp8_TFLOPs] = HW_GEMM_FP8, [RM_HW_gemm_tile_m] = HW_TILE,                      \
 	[RM_HW_gemm_tile_n] = HW_TILE, [RM_HW_launch_us] = HW_LAUNCH,                              \
+	[RM_HW_gemm_slowdown_per_sm] = HW_WAVES,                                                   \
 	[RM_HW_nccl_ring_channels] = HW_RING, [RM_HW_nccl_nvls_channels] = HW_NVLS,                \
 	[RM_HW_nccl_ring_busbw_GBps] = HW_RING_BW, [RM_HW_nccl_nvls_bw_GBps] = HW_NVLS_BW
 
@@ -92,9 +102,11 @@ static const rm_hw_profile profiles[] = {
 		.nic_GBps = 47,
 		.gpus_per_node = 8,
 		.tdp_W = 700,
-		.gemm_overhead_us = 6,
-		.gemm_bf16_TFLOPs = 790,
-		.gemm_fp8_TFLOPs = 1400,
+		.power_W = 700,
+		.gemm_overhead_us = 6.5,
+		.gemm_k_overhead = 152,
+		.gemm_bf16_TFLOPs = 840,
+		.gemm_fp8_TFLOPs = 1483,
 		.gemm_tile_m = 128,
 		.gemm_tile_n = 256,
 		.launch_us = 3,
@@ -103,6 +115,49 @@ static const rm_hw_profile profiles[] = {
 		.nccl_ring_busbw_GBps = 360,
 		.nccl_nvls_bw_GBps = 300,
 		.source = {HOPPER_COMMON_SOURCES},
+	},
+	{
+		.name = "h100-sxm-96gb",
+		.description = "NVIDIA H100 SXM5 96GB HBM2e at a 500 W limit (the hosts of many PyTorch benchmarks), 8-GPU NVSwitch node",
+		.sm_count = 132,
+		.boost_clock_MHz = 1980,
+		.bf16_TFLOPs = 989.4,
+		.fp8_TFLOPs = 1978.9,
+		.tf32_TFLOPs = 494.7,
+		.fp32_TFLOPs = 66.9,
+		.hbm_bytes = 95.0 * 1073741824.0, /* 95 GiB as the process sees it */
+		.hbm_peak_GBps = 2447,
+		.hbm_achievable_GBps = 2118,
+		.l2_bytes = 50e6,
+		.nvlink_links = 18,
+		.nvlink_GBps = 450,
+		.nvlink_nccl_GBps = 370.8,
+		.p2p_GBps = 380,
+		.pcie_GBps = 64,
+		.h2d_GBps = 51,
+		.d2h_GBps = 52,
+		.nic_GBps = 47,
+		.gpus_per_node = 8,
+		.tdp_W = 700,
+		.power_W = 500,
+		.gemm_overhead_us = 6.5,
+		.gemm_k_overhead = 152,
+		.gemm_bf16_TFLOPs = 840,
+		.gemm_fp8_TFLOPs = 1483,
+		.gemm_tile_m = 128,
+		.gemm_tile_n = 256,
+		.launch_us = 3,
+		.nccl_ring_channels = 24,
+		.nccl_nvls_channels = 16,
+		.nccl_ring_busbw_GBps = 360,
+		.nccl_nvls_bw_GBps = 300,
+		.source = {HOPPER_COMMON_SOURCES,
+			   [RM_HW_hbm_bytes] = "docs/reference/validation.md V1: \"95 GiB\" usable per GPU in torchtitan's logs (M)",
+			   [RM_HW_hbm_peak_GBps] = "docs/reference/kernels-h100.md section 4 (D): memory clock 1593 MHz x 2 (DDR) x a "
+						   "6-stack 6144-bit bus / 8 = 2447 GB/s; 2.41 TB/s in arXiv 2604.11391 for the same part",
+			   [RM_HW_hbm_achievable_GBps] = "D: 2447 x 2900/3350, the H100 SXM BabelStream/peak ratio",
+			   [RM_HW_power_W] = "docs/reference/kernels-h100.md section 4: 500 W (DESIRED_POWER=500 for H100 in PyTorch's "
+					     "benchmark scripts; \"H100 (HBM2E, 500W)\", pytorch/pytorch pull/119842) (C)"},
 	},
 	{
 		.name = "h200-sxm",
@@ -127,9 +182,11 @@ static const rm_hw_profile profiles[] = {
 		.nic_GBps = 47,
 		.gpus_per_node = 8,
 		.tdp_W = 700,
-		.gemm_overhead_us = 6,
-		.gemm_bf16_TFLOPs = 790,
-		.gemm_fp8_TFLOPs = 1450,
+		.power_W = 700,
+		.gemm_overhead_us = 6.5,
+		.gemm_k_overhead = 152,
+		.gemm_bf16_TFLOPs = 840,
+		.gemm_fp8_TFLOPs = 1537,
 		.gemm_tile_m = 128,
 		.gemm_tile_n = 256,
 		.launch_us = 3,
@@ -138,7 +195,9 @@ static const rm_hw_profile profiles[] = {
 		.nccl_ring_busbw_GBps = 360,
 		.nccl_nvls_bw_GBps = 300,
 		.source = {HOPPER_COMMON_SOURCES,
-			   [RM_HW_p2p_GBps] = "docs/reference/hardware.md 'raw P2P copy, one direction' (~380, assumed equal to H100)"},
+			   [RM_HW_p2p_GBps] = "docs/reference/hardware.md 'raw P2P copy, one direction' (~380, assumed equal to H100)",
+			   [RM_HW_gemm_fp8_TFLOPs] = "D: R x 1453.4/794.5, the MAMF best FP8 on H200 over the MAMF best BF16 "
+						     "(docs/reference/kernels-h100-gemm.csv)"},
 	},
 	{
 		.name = "a100-sxm-80gb",
@@ -163,7 +222,9 @@ static const rm_hw_profile profiles[] = {
 		.nic_GBps = 23.5,
 		.gpus_per_node = 8,
 		.tdp_W = 400,
+		.power_W = 400,
 		.gemm_overhead_us = 6,
+		.gemm_k_overhead = 0,
 		.gemm_bf16_TFLOPs = 249,
 		.gemm_fp8_TFLOPs = 0,
 		.gemm_tile_m = 128,
@@ -184,6 +245,8 @@ static const rm_hw_profile profiles[] = {
 			[RM_HW_nic_GBps] = "docs/reference/hardware.md 'scale-out NIC per GPU': 200 Gb/s HDR = 25 GB/s raw; "
 					   "D: * 47/50 as on NDR",
 			[RM_HW_gemm_bf16_TFLOPs] = "D: not sourced; 312 * (790/989.4), the H100 achievable/peak ratio",
+			[RM_HW_gemm_overhead_us] = "docs/reference/hardware.md 'Compute efficiency' t0 (the H100 figure; not fitted for A100)",
+			[RM_HW_gemm_k_overhead] = "not fitted for A100: 0 (no K pipeline term)",
 			[RM_HW_gemm_fp8_TFLOPs] = "docs/reference/hardware.md: no FP8 tensor cores on A100 (DS)",
 			[RM_HW_nccl_ring_channels] = "assumed equal to H100 (24); not sourced for A100",
 			[RM_HW_nccl_nvls_channels] = "docs/reference/hardware.md: NVLS needs third-generation NVSwitch; none on A100",

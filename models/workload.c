@@ -105,6 +105,43 @@ bool rm_optimizer_parse(const char *name, rm_optimizer *out)
 	return false;
 }
 
+static const char *const membound_names[RM_MB_CLASS_COUNT] = {
+	[RM_MB_POINTWISE] = "pointwise", [RM_MB_NORM] = "norm", [RM_MB_NORM_BWD] = "norm_bwd",
+	[RM_MB_SOFTMAX] = "softmax",     [RM_MB_GATHER] = "gather", [RM_MB_OPTIMIZER] = "optimizer",
+};
+
+static const char *const loss_names[RM_LOSS_COUNT] = {"plain", "chunked", "fused"};
+
+const char *rm_loss_kind_name(rm_loss_kind k)
+{
+	return (unsigned)k < RM_LOSS_COUNT ? loss_names[k] : "unknown";
+}
+
+bool rm_loss_kind_parse(const char *name, rm_loss_kind *out)
+{
+	for (int i = 0; i < RM_LOSS_COUNT; i++)
+		if (strcmp(loss_names[i], name) == 0) {
+			*out = (rm_loss_kind)i;
+			return true;
+		}
+	return false;
+}
+
+const char *rm_membound_class_name(rm_membound_class c)
+{
+	return (unsigned)c < RM_MB_CLASS_COUNT ? membound_names[c] : "unknown";
+}
+
+bool rm_membound_class_parse(const char *name, rm_membound_class *out)
+{
+	for (int i = 0; i < RM_MB_CLASS_COUNT; i++)
+		if (strcmp(membound_names[i], name) == 0) {
+			*out = (rm_membound_class)i;
+			return true;
+		}
+	return false;
+}
+
 const char *rm_op_kind_name(rm_op_kind kind)
 {
 	static const char *const names[RM_OP_KIND_COUNT] = {"gemm", "attention", "elementwise"};
@@ -219,6 +256,9 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.fused_attention = true,
 		.causal = true,
 		.dropout = -1,
+		.loss = RM_LOSS_PLAIN,
+		.grad_clip = true,
+		.gemm_dtype = RM_DTYPE_BF16,
 	};
 	return t;
 }
@@ -291,6 +331,11 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
 				    "seq_len %lld exceeds the %lld learned positions of %s",
 				    (long long)t->seq_len, (long long)m->max_pos, m->name);
+	if (t->gemm_dtype != RM_DTYPE_BF16 && t->gemm_dtype != RM_DTYPE_FP8_E4M3)
+		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0, "gemm_dtype must be bf16 or fp8 (got %s)",
+				    rm_dtype_name(t->gemm_dtype));
+	if (t->fp8_all_gather && t->gemm_dtype != RM_DTYPE_FP8_E4M3)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "fp8_all_gather needs gemm_dtype fp8");
 	if (!compute_dtype(t->dtype) || !compute_dtype(t->param_dtype) || !compute_dtype(t->grad_dtype))
 		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
 				    "activation, parameter and gradient dtypes must be bf16, fp16 or fp32 (got %s, %s, %s)",
@@ -320,6 +365,7 @@ typedef struct graph_builder {
 	const rm_train_config *t;
 	int64_t b, s, T; /* micro-batch, sequence, tokens = b*s */
 	rm_dtype dt;
+	rm_dtype gemm_dt; /* projections of the layer being built (fp8 training: fp8_e4m3) */
 	int es; /* bytes per activation element */
 } graph_builder;
 
@@ -437,7 +483,7 @@ static int fwd_elementwise(graph_builder *gb, const char *name, const int *in, i
 static int fwd_projection(graph_builder *gb, const char *name, int in, int64_t k, int64_t n, bool bias)
 {
 	rm_op *op = new_op(gb, name, RM_OP_GEMM, RM_PHASE_FWD, -1);
-	op->gemm = (rm_gemm_shape){.batch = 1, .m = gb->T, .n = n, .k = k, .dtype = gb->dt};
+	op->gemm = (rm_gemm_shape){.batch = 1, .m = gb->T, .n = n, .k = k, .dtype = gb->gemm_dt};
 	op_in(gb, op, in);
 	int out = add_act(gb, name, n, gb->dt);
 	op_out(gb, op, out);
@@ -520,9 +566,22 @@ static void emit_backward(graph_builder *gb, int f)
 	if (fo.kind == RM_OP_GEMM && !fo.gemm.has_batch_dims) {
 		/* Projection: dX = dY W^T [T, k]; dW = X^T dY [k, n]. */
 		int64_t m = fo.gemm.m, n = fo.gemm.n, k = fo.gemm.k;
+		bool fp8 = fo.gemm.dtype == RM_DTYPE_FP8_E4M3;
+		if (fp8) {
+			/* the output gradient quantized to E5M2, plain and transposed for the wgrad
+			 * (Transformer Engine's cast_transpose, amax fused) */
+			rm_op *q = bwd_op(gb, f, "grad_fp8", RM_OP_ELEMENTWISE, RM_PHASE_BWD_DGRAD);
+			q->bytes_read = out_bytes;
+			q->bytes_written = 2 * (out_bytes / es);
+			q->flops = 2.0 * (double)(out_bytes / es);
+		}
 		rm_op *dg = bwd_gemm(gb, f, "dgrad", RM_PHASE_BWD_DGRAD, 1, m, k, n, false);
 		dg->weight_elems = fo.weight_elems;
+		if (fp8)
+			dg->gemm.dtype = RM_DTYPE_FP8_E5M2;
 		rm_op *wg = bwd_gemm(gb, f, "wgrad", RM_PHASE_BWD_WGRAD, 1, k, n, m, false);
+		if (fp8)
+			wg->gemm.dtype = RM_DTYPE_FP8_E5M2;
 		wg->weight_elems = fo.weight_elems;
 		op_residual(wg, fo.inputs[0]);
 		return;
@@ -570,6 +629,20 @@ static void emit_backward(graph_builder *gb, int f)
 	op->bytes_written = in_bytes;
 	op->flops = 2.0 * fo.flops;
 	op->weight_elems = fo.weight_elems;
+	op->mclass = fo.mclass == RM_MB_NORM ? RM_MB_NORM_BWD : fo.mclass;
+	if (fo.eager_bytes > 0 && fo.mclass == RM_MB_NORM) {
+		/* autograd through the eager RMSNorm: g*w and the weight-gradient reduction (2 es +
+		 * 2 es), the fp32 cast of g (es + 4), g*rstd (8) and sum(g*x) (8), mean's expand (4),
+		 * pow's 2*x*g (12), the two input gradients added (12), the cast back (4 + es): 6 es +
+		 * 52 bytes per element in 10 kernels */
+		int64_t n = fo.eager_bytes / (4 * es + 28);
+		op->eager_bytes = n * (6 * es + 52);
+		op->eager_kernels = 10;
+	} else if (fo.eager_bytes > 0) {
+		/* the rotary backward is the same decomposition with the conjugate */
+		op->eager_bytes = fo.eager_bytes;
+		op->eager_kernels = fo.eager_kernels;
+	}
 	const char *suffix = strrchr(name, '_');
 	bool is_dropout = suffix && strcmp(suffix, "_dropout") == 0;
 	if (strcmp(name, "pre_attention_norm") == 0 || strcmp(name, "pre_mlp_norm") == 0 ||
@@ -591,30 +664,64 @@ static void emit_backward(graph_builder *gb, int f)
 		op_residual(op, fo.inputs[0]);
 		op->bytes_written = out_bytes;
 	} else if (strcmp(name, "loss") == 0) {
-		op_residual(op, fo.inputs[0]);  /* logits */
-		op_residual(op, fo.outputs[0]); /* per-token log-sum-exp */
-		op->bytes_read = vbytes(gb, fo.inputs[0]) + vbytes(gb, fo.outputs[0]);
-		op->bytes_written = vbytes(gb, fo.inputs[0]);
+		/* log_softmax backward from its output: grad - exp(log_probs) * sum(grad); reads the
+		 * (one-hot) gradient and the log-probabilities, writes the logits' gradient */
+		op_residual(op, fo.outputs[0]);
+		op->bytes_read = 2 * fo.bytes_written - vbytes(gb, fo.outputs[0]); /* + the residual below */
+		op->bytes_written = fo.bytes_written;
+	} else if (strcmp(name, "logits_float") == 0) {
+		/* the cast back to the logits' dtype */
+		op->bytes_read = fo.bytes_written;
+		op->bytes_written = fo.bytes_read;
 	}
 	/* rotary (linear), residual adds: the backward needs no forward value. */
 	for (int i = 0; i < op->n_residuals; i++)
 		op->bytes_read += vbytes(gb, op->residuals[i]);
-	(void)es;
 }
 
 static void emit_all_backward(graph_builder *gb)
 {
 	gb->g->n_fwd_ops = gb->g->n_ops;
 	for (int f = gb->g->n_fwd_ops - 1; f >= 0; f--)
-		emit_backward(gb, f);
+		if (!gb->g->ops[f].no_grad)
+			emit_backward(gb, f);
 }
 
 static int fwd_norm(graph_builder *gb, const char *name, int in)
 {
 	const rm_model_config *m = gb->m;
 	bool ln = m->norm == RM_NORM_LAYERNORM;
-	return fwd_elementwise(gb, name, &in, 1, m->hidden, ln ? FLOPS_LAYERNORM : FLOPS_RMSNORM,
-			       ln ? 2 * m->hidden : m->hidden);
+	int out = fwd_elementwise(gb, name, &in, 1, m->hidden, ln ? FLOPS_LAYERNORM : FLOPS_RMSNORM,
+				  ln ? 2 * m->hidden : m->hidden);
+	rm_op *op = &gb->g->ops[gb->g->values[out].producer];
+	op->mclass = RM_MB_NORM;
+	if (!ln) {
+		/* eager RMSNorm as Llama codebases write it, x.float() -> pow(2) -> mean -> + eps ->
+		 * rsqrt -> x * rstd -> type_as(x) -> * weight: per element (es + 4) + 8 + 4 + 8 +
+		 * (4 + es) + 2 es = 4 es + 28 bytes in 8 kernels (F.layer_norm is one native kernel) */
+		int64_t n = gb->T * m->hidden;
+		op->eager_bytes = n * (4 * gb->es + 28);
+		op->eager_kernels = 8;
+	}
+	return out;
+}
+
+/* FP8 training: an activation quantized for the GEMMs that read it (E4M3, plain and transposed
+ * for the weight gradient, amax fused: Transformer Engine's cast_transpose); the GEMMs keep
+ * reading the 16-bit value in the graph, the cast is its traffic and launch. */
+static void fwd_fp8_cast(graph_builder *gb, const char *name, int in)
+{
+	if (gb->gemm_dt != RM_DTYPE_FP8_E4M3)
+		return;
+	rm_op *op = new_op(gb, name, RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+	op_in(gb, op, in);
+	const rm_value *src = &gb->g->values[in];
+	int out = add_value(gb, name, RM_DTYPE_FP8_E4M3, src->rank, src->shape);
+	op_out(gb, op, out);
+	op->bytes_read = vbytes(gb, in);
+	op->bytes_written = 2 * vbytes(gb, out);
+	op->flops = 2.0 * (double)vbytes(gb, out);
+	op->no_grad = true;
 }
 
 static void build_layer(graph_builder *gb)
@@ -628,13 +735,35 @@ static void build_layer(graph_builder *gb)
 
 	int x = add_act(gb, "layer_input", h, gb->dt);
 	gb->g->input = x;
+	if (gb->gemm_dt == RM_DTYPE_FP8_E4M3 && !t->fp8_all_gather) {
+		/* the gathered 16-bit weights quantized once per micro-batch (and transposed for
+		 * the dgrad) */
+		int64_t w = h * (qd + 2 * kvd) + qd * h + (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * m->ffn;
+		rm_op *op = new_op(gb, "weights_fp8", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+		op_in(gb, op, x);
+		int64_t shape[1] = {w};
+		int out = add_value(gb, "weights_fp8", RM_DTYPE_FP8_E4M3, 1, shape);
+		op_out(gb, op, out);
+		op->bytes_read = w * rm_dtype_size(t->param_dtype);
+		op->bytes_written = 2 * w;
+		op->no_grad = true;
+	}
 	int xn = fwd_norm(gb, "pre_attention_norm", x);
+	fwd_fp8_cast(gb, "attention_input_fp8", xn);
 	int q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
 	int k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
 	int v = fwd_projection(gb, "dot_attention_value", xn, h, kvd, m->qkv_bias);
 	if (!gpt2) {
 		q = fwd_elementwise(gb, "rotary_query", &q, 1, qd, FLOPS_ROTARY, 0);
 		k = fwd_elementwise(gb, "rotary_key", &k, 1, kvd, FLOPS_ROTARY, 0);
+		/* eager rotary through complex numbers (torchtitan, Meta's Llama): x.float(), the
+		 * complex multiply by freqs_cis, type_as(x): (es + 4) + 8 + (4 + es) = 2 es + 16
+		 * bytes per element in 3 kernels */
+		for (int r = 0; r < 2; r++) {
+			rm_op *op = &gb->g->ops[gb->g->values[r ? k : q].producer];
+			op->eager_bytes = (gb->g->values[r ? k : q].bytes / gb->es) * (2 * gb->es + 16);
+			op->eager_kernels = 3;
+		}
 	}
 	int ctx;
 	if (t->fused_attention) {
@@ -673,6 +802,7 @@ static void build_layer(graph_builder *gb)
 		int probs = add_scores(gb, "attention_probs", gb->dt);
 		op_out(gb, sm, probs);
 		sm->flops = FLOPS_SOFTMAX * (double)B * (double)s * (double)s;
+		sm->mclass = RM_MB_SOFTMAX;
 		sm->bytes_read = vbytes(gb, scores);
 		sm->bytes_written = vbytes(gb, probs);
 
@@ -690,12 +820,14 @@ static void build_layer(graph_builder *gb)
 		pv->bytes_read = vbytes(gb, probs) + vbytes(gb, v);
 		pv->bytes_written = vbytes(gb, ctx);
 	}
+	fwd_fp8_cast(gb, "attention_context_fp8", ctx);
 	int ao = fwd_projection(gb, "dot_attention_out", ctx, qd, h, m->out_bias);
 	if (resid_drop)
 		ao = fwd_dropout(gb, "attention_out_dropout", ao);
 	int add1_in[2] = {x, ao};
 	int r1 = fwd_elementwise(gb, "attention_residual", add1_in, 2, h, FLOPS_ADD, 0);
 	int rn = fwd_norm(gb, "pre_mlp_norm", r1);
+	fwd_fp8_cast(gb, "mlp_input_fp8", rn);
 	int hidden;
 	if (m->mlp == RM_MLP_SWIGLU) {
 		int gate = fwd_projection(gb, "dot_mlp_gate", rn, h, m->ffn, false);
@@ -707,6 +839,7 @@ static void build_layer(graph_builder *gb)
 		int up = fwd_projection(gb, "dot_mlp_up", rn, h, m->ffn, m->out_bias);
 		hidden = fwd_elementwise(gb, "mlp_activation", &up, 1, m->ffn, FLOPS_GELU, 0);
 	}
+	fwd_fp8_cast(gb, "mlp_hidden_fp8", hidden);
 	int mo = fwd_projection(gb, "dot_mlp_out", hidden, m->ffn, h, m->out_bias);
 	if (resid_drop)
 		mo = fwd_dropout(gb, "mlp_out_dropout", mo);
@@ -731,6 +864,7 @@ static void build_embedding(graph_builder *gb)
 	op->bytes_read = vbytes(gb, tokens) + tables * vbytes(gb, out);
 	op->bytes_written = vbytes(gb, out);
 	op->flops = (double)(tables - 1) * (double)gb->T * (double)m->hidden;
+	op->mclass = RM_MB_GATHER;
 	op->weight_elems = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
 	if (dropout_on(m, gb->t, m->embd_dropout))
 		fwd_dropout(gb, "embedding_dropout", out);
@@ -738,23 +872,54 @@ static void build_embedding(graph_builder *gb)
 	gb->g->params = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
 }
 
+/* Tokens per chunk of the chunked loss: torchtune's chunked cross-entropy uses 8 chunks. */
+#define LOSS_CHUNKS 8
+
 static void build_head(graph_builder *gb)
 {
 	const rm_model_config *m = gb->m;
+	rm_loss_kind lk = gb->t->loss;
 	int x = add_act(gb, "final_input", m->hidden, gb->dt);
 	gb->g->input = x;
 	int xn = fwd_norm(gb, "final_norm", x);
 	int logits = fwd_projection(gb, "dot_logits", xn, m->hidden, m->vocab, false);
+	int64_t tv = gb->T * m->vocab;
+	int64_t chunks = lk == RM_LOSS_PLAIN ? 1 : LOSS_CHUNKS;
+	if (chunks > 1)
+		gb->g->values[logits].bytes = (gb->g->values[logits].bytes + chunks - 1) / chunks;
+	int probs_in = logits;
+	if (lk != RM_LOSS_FUSED) {
+		/* logits.float(): PyTorch's cross-entropy runs in fp32 (torchtitan, HF trainers) */
+		rm_op *cast = new_op(gb, "logits_float", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+		op_in(gb, cast, logits);
+		probs_in = add_act(gb, "logits_float", m->vocab, RM_DTYPE_FP32);
+		op_out(gb, cast, probs_in);
+		cast->bytes_read = tv * rm_dtype_size(gb->dt);
+		cast->bytes_written = tv * 4;
+		gb->g->values[probs_in].bytes = (tv * 4 + chunks - 1) / chunks;
+		cast->mclass = RM_MB_POINTWISE;
+	}
+	/* log_softmax + nll: the log-probabilities stay for the backward (fp32 unless fused, where
+	 * the kernel computes the gradient in the forward and keeps nothing of the vocabulary) */
 	rm_op *loss = new_op(gb, "loss", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
-	op_in(gb, loss, logits);
-	int64_t lse_shape[2] = {gb->b, gb->s};
-	int lse = add_value(gb, "loss_lse", RM_DTYPE_FP32, 2, lse_shape);
-	op_out(gb, loss, lse);
-	loss->bytes_read = vbytes(gb, logits) + gb->T * 4; /* logits and int32 labels */
-	loss->bytes_written = vbytes(gb, lse);
+	op_in(gb, loss, probs_in);
+	int logp = add_act(gb, "loss_log_probs", m->vocab, lk == RM_LOSS_FUSED ? gb->dt : RM_DTYPE_FP32);
+	int64_t logp_full = gb->g->values[logp].bytes;
+	gb->g->values[logp].bytes = (logp_full + chunks - 1) / chunks;
+	op_out(gb, loss, logp);
+	loss->bytes_read = (lk == RM_LOSS_FUSED ? tv * rm_dtype_size(gb->dt) : tv * 4) + gb->T * 4; /* and int32 labels */
+	loss->bytes_written = logp_full;
 	loss->flops = FLOPS_LOSS * (double)gb->T * (double)m->vocab;
+	loss->mclass = RM_MB_SOFTMAX;
 	emit_all_backward(gb);
 	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden + (m->tied ? 0 : m->vocab * m->hidden);
+	/* the chunked losses leave one chunk of each gradient live at a time */
+	for (int i = gb->g->n_fwd_ops; i < gb->g->n_ops && chunks > 1; i++) {
+		rm_op *op = &gb->g->ops[i];
+		const char *fname = gb->g->ops[op->fwd_op].name;
+		if (strcmp(fname, "loss") == 0 || strcmp(fname, "logits_float") == 0)
+			op->grad_bytes = (op->bytes_written + chunks - 1) / chunks;
+	}
 }
 
 rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
@@ -773,6 +938,7 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 		.s = train->seq_len,
 		.T = train->micro_batch * train->seq_len,
 		.dt = train->dtype,
+		.gemm_dt = train->dtype,
 		.es = rm_dtype_size(train->dtype),
 	};
 	graph_init(&wl->embedding, "embedding");
@@ -780,7 +946,9 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 	build_embedding(&gb);
 	graph_init(&wl->layer, "layer");
 	gb.g = &wl->layer;
+	gb.gemm_dt = train->gemm_dtype == RM_DTYPE_FP8_E4M3 ? RM_DTYPE_FP8_E4M3 : train->dtype;
 	build_layer(&gb);
+	gb.gemm_dt = train->dtype;
 	graph_init(&wl->head, "head");
 	gb.g = &wl->head;
 	build_head(&gb);
@@ -881,6 +1049,8 @@ rm_static_memory rm_workload_static_memory(const rm_workload *wl)
 	s.shard_elems = (wl->params.total + f - 1) / f;
 	s.params = s.shard_elems * rm_dtype_size(wl->train.param_dtype);
 	s.master = wl->train.master_weights ? s.shard_elems * 4 : 0;
+	if (wl->train.master_shards && wl->train.master_weights)
+		s.params = 0; /* the fp32 shard is the parameter; all-gathers cast it on the way */
 	s.grads = s.shard_elems * rm_dtype_size(wl->train.grad_dtype);
 	switch (wl->train.optimizer) {
 	case RM_OPT_ADAMW:

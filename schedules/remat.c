@@ -693,6 +693,12 @@ static void warn_missing_names(const rm_remat_policy *p, const rm_graph *g)
 rm_status rm_remat_plan_build(const rm_graph *g, const rm_remat_policy *policy, rm_remat_plan *plan,
 			      rm_error *err)
 {
+	return rm_remat_plan_build_compiled(g, policy, false, plan, err);
+}
+
+rm_status rm_remat_plan_build_compiled(const rm_graph *g, const rm_remat_policy *policy, bool partitioner,
+				       rm_remat_plan *plan, rm_error *err)
+{
 	memset(plan, 0, sizeof(*plan));
 	if (!policy)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "no remat policy");
@@ -721,6 +727,10 @@ rm_status rm_remat_plan_build(const rm_graph *g, const rm_remat_policy *policy, 
 			continue;
 		}
 		decision d = decide(policy, g, v);
+		const rm_op *pop = &g->ops[val->producer];
+		if (partitioner && d == DECIDE_SAVE && policy->kind == RM_REMAT_EVERYTHING_SAVEABLE &&
+		    pop->kind == RM_OP_ELEMENTWISE && pop->mclass == RM_MB_POINTWISE)
+			d = DECIDE_RECOMPUTE; /* fused into the backward kernels that read it */
 		if (d == DECIDE_SAVE) {
 			plan->fate[v] = RM_FATE_SAVED;
 			continue;

@@ -53,6 +53,11 @@ static void canon_train(rm_canon *c, const rm_train_config *t)
 	rm_canon_int(c, "train.fused_attention", t->fused_attention);
 	rm_canon_int(c, "train.causal", t->causal);
 	rm_canon_int(c, "train.dropout", t->dropout);
+	rm_canon_int(c, "train.loss", t->loss);
+	rm_canon_int(c, "train.grad_clip", t->grad_clip);
+	rm_canon_int(c, "train.gemm_dtype", t->gemm_dtype);
+	rm_canon_int(c, "train.fp8_all_gather", t->fp8_all_gather);
+	rm_canon_int(c, "train.master_shards", t->master_shards);
 }
 
 static void canon_hw(rm_canon *c, const rm_hw_profile *hw)
@@ -122,11 +127,17 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	const rm_schedule_config *s = &r->sched;
 	rm_canon_int(c, "sched.fsdp_nodes", s->fsdp_nodes);
 	rm_canon_int(c, "sched.scan", s->scan);
+	rm_canon_int(c, "sched.recompute_num_layers", s->recompute_num_layers);
+	rm_canon_int(c, "sched.compile_partitioner", s->compile_partitioner);
+	rm_canon_int(c, "sched.eager", s->eager);
 	rm_canon_int(c, "sched.mode", s->mode);
 	rm_canon_int(c, "sched.prefetch_depth", s->prefetch_depth);
 	rm_canon_int(c, "sched.lhs_cost", s->lhs_cost);
 	rm_canon_int(c, "sched.device_memory_bytes", s->device_memory_bytes);
 	rm_canon_int(c, "sim.hw_queues", r->hw_queues);
+	rm_canon_int(c, "kernels.attention", r->cost.kernels.attention);
+	rm_canon_int(c, "kernels.fused", r->cost.kernels.fused);
+	rm_canon_real(c, "kernels.host_us", r->cost.kernels.host_us);
 	rm_canon_int(c, "cluster.gpus", r->gpus);
 	rm_canon_int(c, "memory.headroom_bytes", r->memory.headroom_bytes);
 	rm_canon_int(c, "memory.allocator", r->allocator);

@@ -30,6 +30,9 @@ typedef struct key_desc {
 static const key_desc keys[] = {
 	{"model", K_STR, S(model), 0, 0, 0},
 	{"hardware", K_STR, S(hardware), 0, 0, 0},
+	{"hardware.profile", K_STR, S(hardware), 0, 0, 0},
+	{"hardware.power_w", K_DOUBLE, S(power_w), 0, 1, 5000},
+	{"hardware.hbm_gib", K_DOUBLE, S(hbm_gib), 0, 1, 1 << 20},
 	{"cluster.gpus_per_node", K_INT, S(gpus_per_node), 0, 1, 64},
 	{"cluster.nodes", K_INT, S(nodes), 0, 1, 100000},
 	{"training.seq_len", K_INT, S(seq_len), 0, 1, 1 << 24},
@@ -41,8 +44,15 @@ static const key_desc keys[] = {
 	{"training.master_weights", K_TRIBOOL, S(master_weights), 0, 0, 0},
 	{"training.fused_attention", K_TRIBOOL, S(fused_attention), 0, 0, 0},
 	{"training.causal", K_TRIBOOL, S(causal), 0, 0, 0},
+	{"training.attention_kernel", K_STR, S(attention_kernel), 0, 0, 0},
+	{"training.compile", K_TRIBOOL, S(compile), 0, 0, 0},
+	{"training.loss", K_STR, S(loss), 0, 0, 0},
+	{"training.grad_clip", K_TRIBOOL, S(grad_clip), 0, 0, 0},
+	{"training.gemm_dtype", K_STR, S(gemm_dtype), 0, 0, 0},
+	{"training.fp8_all_gather", K_TRIBOOL, S(fp8_all_gather), 0, 0, 0},
 	{"parallelism.fsdp", K_INT, S(fsdp), 0, 1, 1 << 20},
 	{"remat.scan", K_BOOL, S(scan), 0, 0, 0},
+	{"remat.recompute_num_layers", K_INT, S(recompute_num_layers), 0, 0, 1 << 20},
 	{"remat.policy", K_STR, S(policy), 0, 0, 0},
 	{"remat.names", K_NAMES, L(names, n_names), 0, 0},
 	{"remat.offload_names", K_NAMES, L(offload_names, n_offload), 0, 0},
@@ -72,6 +82,7 @@ void rm_scenario_init(rm_scenario *sc)
 	snprintf(sc->hardware, sizeof(sc->hardware), "h100-sxm");
 	sc->nodes = 1;
 	sc->master_weights = sc->fused_attention = sc->causal = -1;
+	sc->compile = sc->grad_clip = sc->fp8_all_gather = -1;
 	sc->scan = true;
 	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
@@ -422,6 +433,11 @@ static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const cha
 		if (!prefix[0])
 			for (size_t i = 0; i < RM_ARRAY_SIZE(sections); i++)
 				is_section |= strcmp(kname, sections[i]) == 0;
+		/* hardware is a profile name or a mapping {profile, power_w, hbm_gib} */
+		if (!prefix[0] && strcmp(kname, "hardware") == 0 && vn && fy_node_is_mapping(vn)) {
+			RM_CHECK(walk(r, sc, vn, path));
+			continue;
+		}
 		if (is_section) {
 			if (!vn || !fy_node_is_mapping(vn))
 				return fail_at(r, vn ? vn : kn, RM_INVALID, "%s: expected a mapping of keys", path);
@@ -634,6 +650,32 @@ rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_s
 	if (st == RM_OK && !sc->model[0])
 		st = rm_error_set(err, RM_MISSING, path, 1, 1, "missing required key \"model\" (a preset or a config.json)");
 out:
+	fy_document_destroy(doc);
+	return st;
+}
+
+rm_status rm_scenario_parse_at(const char *text, size_t len, const char *path, const char *node_path, rm_scenario *sc,
+			       rm_error *err)
+{
+	snprintf(sc->path, sizeof(sc->path), "%s", path ? path : "");
+	char tmp[512];
+	snprintf(tmp, sizeof(tmp), "%s", path ? path : ".");
+	snprintf(sc->dir, sizeof(sc->dir), "%s", dirname(tmp));
+	size_t plen = path ? strlen(path) : 0;
+	bool json = plen > 5 && strcmp(path + plen - 5, ".json") == 0;
+	struct fy_document *doc = parse_doc(text, len, json, err, path, NULL);
+	if (!doc)
+		return RM_PARSE;
+	reader r = {.path = path, .text = text, .len = len, .json = json, .err = err};
+	rm_status st = RM_OK;
+	struct fy_node *root = fy_document_root(doc);
+	struct fy_node *n = root ? fy_node_by_path(root, node_path, (size_t)-1, FYNWF_DONT_FOLLOW) : NULL;
+	if (!n)
+		st = rm_error_set(err, RM_MISSING, path, 1, 1, "no scenario at %s", node_path);
+	else if (!fy_node_is_mapping(n))
+		st = fail_at(&r, n, RM_PARSE, "expected a mapping of scenario keys (model, hardware, ...)");
+	else if ((st = walk(&r, sc, n, "")) == RM_OK && !sc->model[0])
+		st = fail_at(&r, n, RM_MISSING, "missing required key \"model\" (a preset or a config.json)");
 	fy_document_destroy(doc);
 	return st;
 }
@@ -886,6 +928,25 @@ const char *rm_scenario_model_file(const rm_scenario *sc, char *buf, size_t size
 	return buf;
 }
 
+/* Host time per eager PyTorch op with autograd: docs/reference/kernels-h100.md section 5
+ * (pytorch/pytorch issues/41383: 5-7 us for ops with requires_grad; the midpoint). */
+#define EAGER_HOST_US 6.0
+
+/* hardware: {power_w, hbm_gib} over the resolved profile. */
+static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *hw, rm_error *err)
+{
+	if (sc->power_w > 0) {
+		if (sc->power_w > hw->tdp_W)
+			return key_error(sc, "hardware.power_w", err, RM_RANGE,
+					 "power_w %g is above the %g W TDP of %s (the kernel rates are measured at the TDP)",
+					 sc->power_w, hw->tdp_W, hw->name);
+		rm_hw_profile_set(hw, RM_HW_power_W, sc->power_w, "scenario hardware.power_w");
+	}
+	if (sc->hbm_gib > 0)
+		rm_hw_profile_set(hw, RM_HW_hbm_bytes, sc->hbm_gib * (double)RM_GiB, "scenario hardware.hbm_gib");
+	return RM_OK;
+}
+
 rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm_scenario_resolved *out,
 			      rm_error *err)
 {
@@ -904,6 +965,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		resolver = embedded_hw;
 	if (resolver(sc->hardware, NULL, 0, 0, &out->hw, NULL, err) != RM_OK)
 		return at_key(sc, "hardware", err);
+	if (apply_hardware_overrides(sc, &out->hw, err) != RM_OK)
+		return err ? err->status : RM_INVALID;
 	int64_t gpn = sc->gpus_per_node ? sc->gpus_per_node : (int64_t)out->hw.gpus_per_node;
 	if (gpn > out->hw.gpus_per_node)
 		return key_error(sc, "cluster.gpus_per_node", err, RM_INVALID, "%s nodes have %d GPUs, not %lld",
@@ -931,6 +994,25 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		t.fused_attention = sc->fused_attention;
 	if (sc->causal >= 0)
 		t.causal = sc->causal;
+	if (sc->loss[0] && !rm_loss_kind_parse(sc->loss, &t.loss))
+		return key_error(sc, "training.loss", err, RM_INVALID, "expected plain, chunked or fused, got \"%s\"",
+				 sc->loss);
+	if (sc->grad_clip >= 0)
+		t.grad_clip = sc->grad_clip;
+	if (sc->gemm_dtype[0]) {
+		if (strcasecmp(sc->gemm_dtype, "bf16") == 0)
+			t.gemm_dtype = RM_DTYPE_BF16;
+		else if (strcasecmp(sc->gemm_dtype, "fp8") == 0)
+			t.gemm_dtype = RM_DTYPE_FP8_E4M3;
+		else
+			return key_error(sc, "training.gemm_dtype", err, RM_INVALID, "expected bf16 or fp8, got \"%s\"",
+					 sc->gemm_dtype);
+	}
+	if (sc->fp8_all_gather > 0 && t.gemm_dtype != RM_DTYPE_FP8_E4M3)
+		return key_error(sc, "training.fp8_all_gather", err, RM_INVALID,
+				 "fp8_all_gather gathers fp8 weights: it needs training.gemm_dtype: fp8");
+	if (sc->fp8_all_gather >= 0)
+		t.fp8_all_gather = sc->fp8_all_gather;
 	if (t.fsdp > out->gpus || out->gpus % t.fsdp != 0)
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
 				 "FSDP degree %lld must divide the %d GPUs of the cluster (%lld x %lld)", (long long)t.fsdp,
@@ -953,6 +1035,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 "linearly with it past a few micro-batches)",
 				 (long long)out->model.layers, (long long)t.grad_accum,
 				 (long long)(out->model.layers * t.grad_accum), RM_SCENARIO_MAX_LAYER_STEPS);
+	/* FSDP2 shards fp32 parameters and gathers bf16 copies (MixedPrecisionPolicy) */
+	t.master_shards = strcasecmp(sc->mode, "fsdp2") == 0;
 	out->train = t;
 	/* the NCCL model of the FSDP group: calibrated fits for this topology, the scenario's version */
 	{
@@ -960,6 +1044,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		if (resolver(sc->hardware, sc->nccl_version[0] ? sc->nccl_version : NULL, (int)t.fsdp, fsdp_nodes,
 			     &out->hw, &nccl, err) != RM_OK)
 			return at_key(sc, sc->nccl_version[0] ? "scheduler.nccl_version" : "hardware", err);
+		if (apply_hardware_overrides(sc, &out->hw, err) != RM_OK)
+			return err ? err->status : RM_INVALID;
 		rm_cost_nccl_init(&out->cost, &nccl);
 	}
 	if (pos_of(sc, "memory_headroom_gib")) {
@@ -1012,9 +1098,56 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		c->mode = RM_SCHED_XLA;
 	else if (strcasecmp(sc->mode, "ideal") == 0)
 		c->mode = RM_SCHED_IDEAL;
+	else if (strcasecmp(sc->mode, "fsdp2") == 0)
+		c->mode = RM_SCHED_FSDP2;
 	else {
 		rm_scenario_resolved_finish(out);
-		return key_error(sc, "scheduler.mode", err, RM_INVALID, "expected xla or ideal, got \"%s\"", sc->mode);
+		return key_error(sc, "scheduler.mode", err, RM_INVALID, "expected xla, ideal or fsdp2, got \"%s\"",
+				 sc->mode);
+	}
+	/* PyTorch runs its layers as Python code: there is no scan to keep stacked residuals */
+	if (c->mode == RM_SCHED_FSDP2)
+		c->scan = false;
+	c->recompute_num_layers = (int)sc->recompute_num_layers;
+	if (c->recompute_num_layers > 0 && c->recompute_num_layers < out->model.layers && c->scan) {
+		int64_t layers = out->model.layers;
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "remat.recompute_num_layers", err, RM_INVALID,
+				 "recompute_num_layers %lld of %lld layers needs remat.scan: false (a scan runs one "
+				 "body, with one policy, for every layer)",
+				 (long long)sc->recompute_num_layers, (long long)layers);
+	}
+	/* the kernels the runtime launches (docs/sim.md "Kernel model") */
+	rm_kernel_config *kc = &out->cost.kernels;
+	*kc = rm_kernel_config_default();
+	if (c->mode == RM_SCHED_FSDP2) {
+		/* PyTorch: SDPA's flash (FlashAttention-2) backend by default; eager unless compiled */
+		kc->attention = RM_ATTN_FLASH2;
+		out->compile = sc->compile > 0;
+		kc->fused = out->compile;
+		/* eager: ~6 us of host time per op with autograd (docs/reference/kernels-h100.md
+		 * section 5: 5-7 us); compiled kernels: the raw launch */
+		kc->host_us = out->compile ? 0 : EAGER_HOST_US;
+		c->compile_partitioner = out->compile;
+		c->eager = !out->compile;
+	} else {
+		/* XLA fuses; ideal is the bound of a fused runtime */
+		out->compile = true;
+		if (c->mode == RM_SCHED_IDEAL)
+			kc->attention = RM_ATTN_FLASH2;
+		if (sc->compile == 0) {
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "training.compile", err, RM_INVALID,
+					 "training.compile: false applies to scheduler.mode fsdp2 (PyTorch eager); %s "
+					 "always fuses",
+					 rm_sched_mode_name(c->mode));
+		}
+	}
+	if (sc->attention_kernel[0] && strcasecmp(sc->attention_kernel, "auto") != 0 &&
+	    !rm_attention_kernel_parse(sc->attention_kernel, &kc->attention)) {
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "training.attention_kernel", err, RM_INVALID,
+				 "expected auto, flash2, flash3 or cudnn, got \"%s\"", sc->attention_kernel);
 	}
 	c->prefetch_depth = (int)sc->prefetch_depth;
 	if (strcasecmp(sc->cost_model, "xla_default") == 0)

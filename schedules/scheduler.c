@@ -27,6 +27,11 @@ static const char *const reason_names[RM_SYNC_REASON_COUNT] = {
 	[RM_SYNC_OVERLAP_LIMIT] = "overlap_limit",
 };
 
+const char *rm_sched_mode_name(rm_sched_mode mode)
+{
+	return mode == RM_SCHED_XLA ? "xla" : mode == RM_SCHED_IDEAL ? "ideal" : mode == RM_SCHED_FSDP2 ? "fsdp2" : "unknown";
+}
+
 const char *rm_sync_reason_name(rm_sync_reason reason)
 {
 	return (unsigned)reason < RM_SYNC_REASON_COUNT ? reason_names[reason] : "unknown";
@@ -218,6 +223,9 @@ typedef struct ctx {
 	int L, A, k; /* layers, micro-batches, layers per scan body */
 	int ag_ahead; /* layers a pipelined gather runs ahead: k (XLA), the prefetch depth (ideal) */
 	int psize, gsize;
+	int lpsize; /* bytes per layer weight as gathered: psize, 1 with fp8_all_gather */
+	int recompute_layers;   /* layers 0 .. n-1 follow the policy, the others keep everything; 0: all */
+	rm_remat_plan plan_keep; /* the plan of the layers that keep everything (recompute_layers > 0) */
 	int64_t limit;
 	int64_t stacks;  /* per micro-batch: L x (saved + carry) */
 	weight_groups ag, rs;
@@ -226,6 +234,13 @@ typedef struct ctx {
 	const rm_cost_model *cost;
 	rm_schedule_report *rep;
 } ctx;
+
+/* The remat plan of layer l: the policy's, or keep-everything past recompute_layers (NeMo's
+ * recompute_num_layers with the block method). */
+static const rm_remat_plan *plan_of(const ctx *x, int l)
+{
+	return x->recompute_layers > 0 && l >= x->recompute_layers ? &x->plan_keep : &x->plan;
+}
 
 static bool is_norm_op(const rm_op *op)
 {
@@ -266,12 +281,12 @@ static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, 
 	}
 }
 
-static rm_cost_op graph_op_cost(const rm_op *op);
+static rm_cost_op graph_op_cost(const rm_op *op, bool eager);
 
 static double slot_units(const ctx *x, const rm_op *op)
 {
 	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
-		rm_cost_op c = graph_op_cost(op);
+		rm_cost_op c = graph_op_cost(op, x->cfg->eager);
 		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
 	}
 	return op->kind == RM_OP_ELEMENTWISE ? UNITS_LOOP_FUSION : UNITS_LIBRARY_CALL;
@@ -477,7 +492,7 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 			prod = find_slot(c, val->producer, bl, mb, RM_PPHASE_FWD);
 			if (prod < 0)
 				continue;
-			rm_value_fate fate = x->plan.fate[v];
+			rm_value_fate fate = plan_of(x, bl)->fate[v];
 			if (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY)
 				continue;
 			last = prod + 1;
@@ -492,9 +507,10 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 						last = j + 1;
 			}
 		} else {
-			if (x->plan.fate[v] != RM_FATE_RECOMPUTED && x->plan.fate[v] != RM_FATE_OFFLOADED)
+			rm_value_fate fate = plan_of(x, bl)->fate[v];
+			if (fate != RM_FATE_RECOMPUTED && fate != RM_FATE_OFFLOADED)
 				continue;
-			prod = x->plan.fate[v] == RM_FATE_OFFLOADED
+			prod = fate == RM_FATE_OFFLOADED
 				       ? find_slot(c, g->n_fwd_ops, bl, mb, RM_PPHASE_BWD)
 				       : find_slot(c, val->producer, bl, mb, RM_PPHASE_RECOMPUTE);
 			if (prod < 0)
@@ -581,7 +597,7 @@ static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 		return;
 	}
 	for (int i = 0; i < g->n_fwd_ops; i++)
-		if (x->plan.recompute[i])
+		if (plan_of(x, bl)->recompute[i])
 			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_RECOMPUTE,
 						slot_units(x, &g->ops[i])});
 	for (int i = g->n_fwd_ops; i < g->n_ops; i++)
@@ -594,7 +610,7 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 {
 	const rm_graph *g = x->layer;
 	for (int grp = 0; grp < x->ag.n; grp++) {
-		int64_t bytes = x->ag.elems[grp] * x->psize;
+		int64_t bytes = x->ag.elems[grp] * x->lpsize;
 		int first_user;
 		add_gathered_temps(x, c, bl, mb, bwd, grp, bytes, delta, &first_user);
 		if (first_user < 0)
@@ -677,6 +693,7 @@ typedef struct emitter {
 	const ctx *x;
 	rm_program *p;
 	int32_t s_compute, s_coll, s_d2h, s_h2d;
+	int32_t s_rs; /* fsdp2: the reduce-scatter stream (else s_coll) */
 	int32_t last_event;          /* event of the last compute-stream op */
 	int32_t *tensor_event;       /* per tensor: event recorded by its producer, -1 */
 	int32_t *tensor_stream;      /* per tensor: producer stream, -1 */
@@ -781,7 +798,7 @@ static int32_t emit(emitter *e, rm_program_op_desc *d, const int32_t *in, uint32
 	return op;
 }
 
-static rm_cost_op graph_op_cost(const rm_op *op)
+static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
 {
 	rm_cost_op c;
 	memset(&c, 0, sizeof(c));
@@ -794,7 +811,15 @@ static rm_cost_op graph_op_cost(const rm_op *op)
 		c.attention.backward = op->phase != RM_PHASE_FWD;
 	} else {
 		c.kind = RM_COST_ELEMENTWISE;
-		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops};
+		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops, op->mclass, 1};
+		if (eager && op->eager_bytes > 0) {
+			/* PyTorch eager: the op's decomposition, its bytes split as the fused op's */
+			int64_t fused = op->bytes_read + op->bytes_written;
+			c.elementwise.bytes_read = fused > 0 ? (int64_t)((double)op->eager_bytes * (double)op->bytes_read / (double)fused)
+							     : op->eager_bytes;
+			c.elementwise.bytes_written = op->eager_bytes - c.elementwise.bytes_read;
+			c.elementwise.kernels = op->eager_kernels > 1 ? op->eager_kernels : 1;
+		}
 	}
 	return c;
 }
@@ -809,7 +834,7 @@ static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 {
 	const ctx *x = e->x;
 	layer_tensors *t = lt_of(e, mb, l);
-	switch (x->plan.fate[v]) {
+	switch (plan_of(x, l)->fate[v]) {
 	case RM_FATE_RECOMPUTED:
 		return t->rec[v];
 	case RM_FATE_OFFLOADED:
@@ -831,7 +856,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	TNAME(e, e->name, "%slayer%02d/%s/%s", mbs, l, phase, op->name);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
-	d.cost = graph_op_cost(op);
+	d.cost = graph_op_cost(op, x->cfg->eager);
 	d.layer = l;
 	d.phase = s->phase;
 	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
@@ -851,7 +876,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 			const rm_value *val = &g->values[v];
 			char tn[160];
 			TNAME(e, tn, "%slayer%02d/%s%s", mbs, l, rec ? "recompute/" : "", val->name);
-			rm_value_fate fate = x->plan.fate[v];
+			rm_value_fate fate = plan_of(x, l)->fate[v];
 			rm_tensor_role role = !rec && (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY) ? RM_ROLE_RESIDUAL
 												      : RM_ROLE_ACTIVATION;
 			if (rec) {
@@ -871,7 +896,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 		if (!rec)
 			for (int i = 0; i < op->n_outputs; i++) {
 				int v = op->outputs[i];
-				if (x->plan.fate[v] != RM_FATE_OFFLOADED)
+				if (plan_of(x, l)->fate[v] != RM_FATE_OFFLOADED)
 					continue;
 				char tn[160];
 				TNAME(e, tn, "%slayer%02d/offload/%s", mbs, l, g->values[v].name);
@@ -988,7 +1013,22 @@ static void emit_coll(emitter *e, const coll *k, int l, int mb, bool sync, int32
 		phase = RM_PPHASE_BWD;
 		break;
 	}
-	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_COLLECTIVE, sync ? e->s_compute : e->s_coll);
+	int32_t async_stream = ckind_coll[k->kind] == RM_COLL_ALL_GATHER ? e->s_coll : e->s_rs;
+	if (x->cfg->mode == RM_SCHED_FSDP2 && k->what == WHAT_LAYER && k->kind == CK_RS && !sync && in[0] >= 0) {
+		/* FSDP2's foreach_reduce: the block's unsharded gradients (param dtype) copied into
+		 * the reduce-scatter input, cast to the reduce dtype, on the reduce-scatter stream */
+		char cn[192];
+		TNAME(e, cn, "%s/copy-in", e->name);
+		rm_program_op_desc ci = rm_program_op_desc_init(cn, RM_COST_ELEMENTWISE, e->s_rs);
+		int64_t elems = k->bytes / x->gsize;
+		ci.cost.elementwise = (rm_elementwise_cost){.bytes_read = elems * x->psize, .bytes_written = k->bytes};
+		ci.layer = l;
+		ci.phase = RM_PPHASE_BWD;
+		int32_t cin[1] = {in[0]};
+		emit(e, &ci, cin, 1, NULL, 0, -1, NULL);
+		TNAME(e, e->name, "%slayer%02d/bwd/reduce-scatter%d", mbs, l, k->group);
+	}
+	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_COLLECTIVE, sync ? e->s_compute : async_stream);
 	d.cost.collective = (rm_collective_cost){.op = ckind_coll[k->kind], .bytes = k->bytes,
 						 .group_size = x->cfg->wl->train.fsdp, .span = x->cfg->fsdp_nodes};
 	d.layer = k->what == WHAT_LAYER ? l : -1;
@@ -1026,7 +1066,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	const char *gname = pt == PART_EMBED ? "embedding" : "head";
 	TNAME(e, e->name, "%s%s/%s/%s", mbs, gname, op->phase == RM_PHASE_FWD ? "fwd" : "bwd", op->name);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
-	d.cost = graph_op_cost(op);
+	d.cost = graph_op_cost(op, x->cfg->eager);
 	d.phase = op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD;
 	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
 	uint32_t ni = 0, no = 0;
@@ -1076,7 +1116,8 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	if (op->phase != RM_PHASE_BWD_WGRAD) {
 		char tn[160];
 		TNAME(e, tn, "%s%s/grad/%s", mbs, gname, op->name);
-		int32_t gout = new_tensor(e, tn, op->bytes_written > 0 ? op->bytes_written : 1, RM_ROLE_ACTIVATION,
+		int64_t gbytes = op->grad_bytes > 0 ? op->grad_bytes : op->bytes_written;
+		int32_t gout = new_tensor(e, tn, gbytes > 0 ? gbytes : 1, RM_ROLE_ACTIVATION,
 					  RM_LOC_DEVICE, false);
 		out[no++] = gout;
 		emit(e, &d, in, ni, out, no, -1, NULL);
@@ -1106,7 +1147,7 @@ static void emit_reloads(emitter *e, int mb, int l)
 	const rm_graph *g = x->layer;
 	layer_tensors *t = lt_of(e, mb, l);
 	for (int v = 0; v < g->n_values; v++) {
-		if (x->plan.fate[v] != RM_FATE_OFFLOADED || t->host[v] < 0)
+		if (plan_of(x, l)->fate[v] != RM_FATE_OFFLOADED || t->host[v] < 0)
 			continue;
 		char tn[160];
 		TNAME(e, tn, "%slayer%02d/reload/%s", x->A > 1 ? "mb/" : "", l, g->values[v].name);
@@ -1130,6 +1171,27 @@ static int target_layer(const coll *k, int base, int dir)
  * own layer and micro-batch; in a body instance its layer is relative to base and the
  * micro-batch is the instance's.
  */
+/* FSDP2's all-gather copy-out (split_with_sizes_copy into the unsharded parameters), on the
+ * compute stream once the gather is waited for: the gathered bytes read and written. */
+static void emit_copy_out(emitter *e, const coll *k, int l, int mb)
+{
+	const ctx *x = e->x;
+	layer_tensors *t = lt_of(e, mb, l);
+	int32_t g = k->bwd_pass ? t->ag_bwd[k->group] : t->ag_fwd[k->group];
+	if (g < 0)
+		return;
+	char mbs[16] = "";
+	if (x->A > 1)
+		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
+	TNAME(e, e->name, "%slayer%02d/%s/all-gather%d/copy-out", mbs, l, k->bwd_pass ? "bwd" : "fwd", k->group);
+	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_ELEMENTWISE, e->s_compute);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = k->bytes, .bytes_written = k->bytes};
+	d.layer = l;
+	d.phase = k->bwd_pass ? RM_PPHASE_BWD : RM_PPHASE_FWD;
+	int32_t in[1] = {g};
+	emit(e, &d, in, 1, NULL, 0, -1, NULL);
+}
+
 static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base, int dir, int mb, int32_t *ev)
 {
 	const ctx *x = e->x;
@@ -1148,8 +1210,11 @@ static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base
 			emit_coll(e, k, l, kmb, false, &ev[i]);
 		if (k->sync && k->done_pos == j)
 			emit_coll(e, k, l, kmb, true, &ev[i]);
-		if (!k->sync && k->done_pos == j && ev[i] >= 0)
+		if (!k->sync && k->done_pos == j && ev[i] >= 0) {
 			add_pending(e, ev[i]);
+			if (x->cfg->mode == RM_SCHED_FSDP2 && k->what == WHAT_LAYER && k->kind == CK_AG)
+				emit_copy_out(e, k, l, kmb);
+		}
 	}
 }
 
@@ -1188,11 +1253,27 @@ static void emit_optimizer(emitter *e)
 {
 	const ctx *x = e->x;
 	rm_static_memory sm = rm_workload_static_memory(x->wl);
+	if (x->wl->train.grad_clip) {
+		/* clip_grad_norm_ (foreach): the global norm reads every gradient shard once, then the
+		 * scale by max_norm / norm reads and writes them; the all-reduce of the one-number norm
+		 * costs NCCL's small-message floor and is left out */
+		rm_program_op_desc n = rm_program_op_desc_init("optimizer/grad_norm", RM_COST_ELEMENTWISE, e->s_compute);
+		n.cost.elementwise = (rm_elementwise_cost){.bytes_read = sm.grads, .flops = 2.0 * (double)sm.shard_elems,
+							   .cls = RM_MB_OPTIMIZER};
+		n.phase = RM_PPHASE_OPTIMIZER;
+		int32_t gin[1] = {e->grad_shard};
+		emit(e, &n, gin, 1, NULL, 0, -1, NULL);
+		rm_program_op_desc c = rm_program_op_desc_init("optimizer/clip", RM_COST_ELEMENTWISE, e->s_compute);
+		c.cost.elementwise = (rm_elementwise_cost){.bytes_read = sm.grads, .bytes_written = sm.grads,
+							   .flops = (double)sm.shard_elems, .cls = RM_MB_OPTIMIZER};
+		c.phase = RM_PPHASE_OPTIMIZER;
+		emit(e, &c, gin, 1, NULL, 0, -1, NULL);
+	}
 	rm_program_op_desc d = rm_program_op_desc_init("optimizer/update", RM_COST_ELEMENTWISE, e->s_compute);
 	/* read params, master, grads and optimizer state; write all but the grads back */
 	int64_t rw = sm.params + sm.master + sm.optimizer;
 	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = rw + sm.grads, .bytes_written = rw,
-						   .flops = 12.0 * (double)sm.shard_elems};
+						   .flops = 12.0 * (double)sm.shard_elems, .cls = RM_MB_OPTIMIZER};
 	d.phase = RM_PPHASE_OPTIMIZER;
 	int32_t in[4] = {e->param_shard, e->master, e->opt_state, e->grad_shard};
 	emit(e, &d, in, 4, NULL, 0, -1, NULL);
@@ -1288,7 +1369,7 @@ static coll *entry_coll(const ctx *x, comp *c, ckind kind, what w, int mb, int64
 	k->kind = kind;
 	k->what = w;
 	k->mb = mb;
-	k->bytes = elems * (kind == CK_AG ? x->psize : x->gsize);
+	k->bytes = elems * (kind == CK_AG ? (w == WHAT_LAYER ? x->lpsize : x->psize) : x->gsize);
 	k->mem_bytes = kind == CK_AG ? k->bytes : 0;
 	k->s_min = s_min;
 	k->deadline = deadline;
@@ -1410,6 +1491,30 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 					if (c->colls[i].kind == CK_AG)
 						c->colls[i].s_min = mb_start[mb];
 			}
+			/* A runtime that prefetches (ideal, fsdp2) issues a layer's gather when the
+			 * layer ag_ahead before it in execution order starts: forward l - d, backward
+			 * l + d; the first backward gathers when the head starts (FSDP2's forward
+			 * prefetch is the CPU issuing the next block's gather while this block runs, its
+			 * backward_prefetch one block). XLA's scheduler chooses within [s_min, done]. */
+			if (x->cfg->mode != RM_SCHED_XLA)
+				for (int i = first_coll; i < c->nc; i++) {
+					coll *k = &c->colls[i];
+					if (k->kind != CK_AG || k->what != WHAT_LAYER)
+						continue;
+					int target = k->bwd_pass ? k->body_layer + x->ag_ahead : k->body_layer - x->ag_ahead;
+					int at = k->bwd_pass ? logits_op[mb] : mb_start[mb];
+					if (target >= 0 && target < x->L) {
+						int nl;
+						const int *ls = comp_layer_slots(c, target, mb, &nl);
+						for (int q = 0; q < nl; q++)
+							if ((c->slots[ls[q]].phase != RM_PPHASE_FWD) == k->bwd_pass) {
+								at = ls[q];
+								break;
+							}
+					}
+					if (at > k->s_min && at <= k->deadline)
+						k->s_min = at;
+				}
 			/* Unrolled, a layer's gradients need not wait for the end of the step: their
 			 * reduction is due when the next layer down has produced its own (the order the
 			 * backward runs in), which bounds the live full-size gradients to about two layers. */
@@ -1502,7 +1607,7 @@ static void index_positions(comp *c)
 
 static void schedule_comp(const ctx *x, comp *c)
 {
-	if (x->cfg->mode == RM_SCHED_IDEAL)
+	if (x->cfg->mode != RM_SCHED_XLA)
 		ideal_windows(c);
 	else
 		lhs_sweep(x, c);
@@ -1530,7 +1635,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		return NULL;
 	}
 	ctx x = {.cfg = cfg, .wl = wl, .layer = &wl->layer, .embed = &wl->embedding, .head = &wl->head, .rep = rep};
-	if (rm_remat_plan_build(&wl->layer, cfg->policy, &x.plan, err) != RM_OK)
+	if (rm_remat_plan_build_compiled(&wl->layer, cfg->policy, cfg->compile_partitioner, &x.plan, err) != RM_OK)
 		return NULL;
 	x.L = (int)wl->model.layers;
 	x.A = (int)wl->train.grad_accum;
@@ -1538,13 +1643,14 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	x.k = xla && cfg->scan && cfg->flags.while_loop_double_buffering && x.L >= 2 ? 2 : 1;
 	x.ag_ahead = xla ? x.k : (cfg->prefetch_depth > 0 ? cfg->prefetch_depth : 1);
 	x.psize = rm_dtype_size(wl->train.param_dtype);
+	x.lpsize = wl->train.fp8_all_gather ? 1 : x.psize;
 	x.gsize = rm_dtype_size(wl->train.grad_dtype);
 	x.pipe_ag = cfg->scan && (xla ? rm_xla_pipelines_all_gather(&cfg->flags) : true);
 	x.pipe_rs = cfg->scan && (xla ? rm_xla_pipelines_reduce_scatter(&cfg->flags) : true);
 	x.pipe_ar = cfg->scan && (xla ? rm_xla_pipelines_all_reduce(&cfg->flags) : true);
 	int64_t ag_threshold = xla ? cfg->flags.all_gather_combine_threshold_bytes : INT64_MAX / 4;
 	int64_t rs_threshold = xla ? cfg->flags.reduce_scatter_combine_threshold_bytes : INT64_MAX / 4;
-	group_weights(x.layer, ag_threshold, x.psize, false, &x.ag);
+	group_weights(x.layer, ag_threshold, x.lpsize, false, &x.ag);
 	group_weights(x.layer, rs_threshold, x.gsize, true, &x.rs);
 	for (int i = 0; i < x.layer->n_fwd_ops; i++)
 		if (is_norm_op(&x.layer->ops[i]))
@@ -1560,9 +1666,31 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	if (x.limit < 0)
 		x.limit = 0;
 	rep->memory_limit_bytes = x.limit;
-	x.stacks = (int64_t)x.L * (x.plan.saved_bytes + x.plan.carry_bytes);
+	x.recompute_layers = cfg->recompute_num_layers > 0 && cfg->recompute_num_layers < x.L ? cfg->recompute_num_layers : 0;
+	if (x.recompute_layers > 0) {
+		if (cfg->scan) {
+			rm_remat_plan_finish(&x.plan);
+			rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				     "recompute_num_layers %d of %d layers needs the layers unrolled (remat.scan: false): a "
+				     "scan runs one body for every layer",
+				     cfg->recompute_num_layers, x.L);
+			return NULL;
+		}
+		rm_remat_policy *keep = rm_remat_policy_parse("everything_saveable", err);
+		rm_status kst = keep ? rm_remat_plan_build(&wl->layer, keep, &x.plan_keep, err) : RM_INVALID;
+		rm_remat_policy_destroy(keep);
+		if (kst != RM_OK) {
+			rm_remat_plan_finish(&x.plan);
+			return NULL;
+		}
+	}
+	{
+		int nr = x.recompute_layers > 0 ? x.recompute_layers : x.L;
+		x.stacks = (int64_t)nr * (x.plan.saved_bytes + x.plan.carry_bytes) +
+			   (int64_t)(x.L - nr) * (x.plan_keep.saved_bytes + x.plan_keep.carry_bytes);
+		rep->offloaded_bytes_step = (int64_t)nr * x.plan.offloaded_bytes;
+	}
 	rep->saved_bytes_step = x.stacks;
-	rep->offloaded_bytes_step = (int64_t)x.L * x.plan.offloaded_bytes;
 
 	comp fwd = {0}, bwd = {0}, entry = {0};
 	if (cfg->scan) {
@@ -1578,7 +1706,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	emitter e = {.x = &x, .p = rm_program_create(NULL), .last_event = -1, .chain = -1};
 	char pname[160];
 	snprintf(pname, sizeof(pname), "%s fsdp%d b%lld s%lld %s", wl->model.name, fsdp,
-		 (long long)wl->train.micro_batch, (long long)wl->train.seq_len, xla ? "xla" : "ideal");
+		 (long long)wl->train.micro_batch, (long long)wl->train.seq_len, rm_sched_mode_name(cfg->mode));
 	free(e.p->name);
 	e.p->name = rm_xstrdup(pname);
 	e.p->tokens = tokens * x.A;
@@ -1586,11 +1714,18 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	e.s_compute = rm_program_add_stream(e.p, "compute", RM_STREAM_COMPUTE, 0);
 	e.s_coll = rm_program_add_stream(e.p, "collectives", RM_STREAM_COLLECTIVE,
 					 xla && !cfg->flags.highest_priority_async_stream ? 0 : -1);
+	e.s_rs = cfg->mode == RM_SCHED_FSDP2 ? rm_program_add_stream(e.p, "reduce-scatter", RM_STREAM_COLLECTIVE, -1)
+					     : e.s_coll;
 	e.s_d2h = rm_program_add_stream(e.p, "offload-d2h", RM_STREAM_COPY, 0);
 	e.s_h2d = rm_program_add_stream(e.p, "reload-h2d", RM_STREAM_COPY, 0);
-	e.param_shard = new_tensor(&e, "params/shard", sm.params, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
-	e.master = new_tensor(&e, "params/master", sm.master > 0 ? sm.master : 1, RM_ROLE_OPTIMIZER_STATE,
-			      RM_LOC_DEVICE, true);
+	if (sm.params > 0) {
+		e.param_shard = new_tensor(&e, "params/shard", sm.params, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+		e.master = new_tensor(&e, "params/master", sm.master > 0 ? sm.master : 1, RM_ROLE_OPTIMIZER_STATE,
+				      RM_LOC_DEVICE, true);
+	} else {
+		/* FSDP2: the fp32 shard is the parameter the all-gathers read (cast to param_dtype) */
+		e.param_shard = e.master = new_tensor(&e, "params/shard", sm.master, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+	}
 	e.opt_state = new_tensor(&e, "optimizer/state", sm.optimizer > 0 ? sm.optimizer : 1, RM_ROLE_OPTIMIZER_STATE,
 				 RM_LOC_DEVICE, true);
 	e.grad_shard = new_tensor(&e, "grads/shard", sm.grads, RM_ROLE_GRADIENT, RM_LOC_DEVICE, true);
@@ -1637,6 +1772,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	comp_finish(&bwd);
 	comp_finish(&entry);
 	rep->plan = x.plan;
+	if (x.recompute_layers > 0)
+		rm_remat_plan_finish(&x.plan_keep);
 	if (rep == &local)
 		rm_remat_plan_finish(&rep->plan);
 	if (!cfg->lean && rm_program_validate(prog, "schedule", err) != RM_OK) {

@@ -331,7 +331,8 @@ static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workloa
 	cfg.wl = wl;
 	cfg.policy = pol;
 	cfg.flags = *flags;
-	cfg.mode = c->ideal ? RM_SCHED_IDEAL : RM_SCHED_XLA;
+	/* candidates run under the scenario's runtime (xla or fsdp2); ideal rows under the bound */
+	cfg.mode = c->ideal ? RM_SCHED_IDEAL : s->res0.sched.mode == RM_SCHED_FSDP2 ? RM_SCHED_FSDP2 : RM_SCHED_XLA;
 	cfg.lean = true;
 	if (s->cost)
 		cfg.cost = s->cost; /* a test's own model; otherwise the resolved run's */
@@ -401,7 +402,8 @@ rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c,
 	size_t used = strlen(sc.xla_flags);
 	if (c->flags[0])
 		snprintf(sc.xla_flags + used, sizeof(sc.xla_flags) - used, "%s%s", used ? " " : "", c->flags);
-	snprintf(sc.mode, sizeof(sc.mode), "%s", c->ideal ? "ideal" : "xla");
+	snprintf(sc.mode, sizeof(sc.mode), "%s",
+		 c->ideal ? "ideal" : s->res0.sched.mode == RM_SCHED_FSDP2 ? "fsdp2" : "xla");
 	return rm_scenario_resolve(&sc, s->resolver, out, err);
 }
 

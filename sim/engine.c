@@ -63,6 +63,8 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim->n_streams = prog->n_streams;
 	sim->n_tensors = prog->n_tensors;
 	sim->sm_count = hw->sm_count >= 1 ? (uint32_t)hw->sm_count : 1;
+	sim->slow_ppm = hw->gemm_slowdown_per_sm > 0 && hw->gemm_slowdown_per_sm < 1 ? (uint32_t)llround(hw->gemm_slowdown_per_sm * 1e6) : 0;
+	sim->hbm_GBps = hw->hbm_peak_GBps >= 1 && hw->hbm_peak_GBps < 1e6 ? (uint32_t)hw->hbm_peak_GBps : 1;
 	size_t nn = (size_t)n + 1;
 
 	/* Priority ranks: distinct stream priorities, most urgent (lowest number) first. */
@@ -136,6 +138,13 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		int sms = cm->sms_held(cm, &op->cost, hw);
 		so->sms = (uint16_t)(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
 		so->res = (uint8_t)rm_cost_op_resource(&op->cost);
+		if (op->cost.kind == RM_COST_GEMM) {
+			double tiles = rm_cost_gemm_tiles(&op->cost.gemm, hw);
+			so->tiles = tiles >= 1 && tiles < 4e9 ? (uint32_t)tiles : 0;
+		} else if (op->cost.kind == RM_COST_COLLECTIVE && t_s > 0) {
+			double gbps = rm_cost_collective_hbm_GBps(&op->cost.collective, t_s);
+			so->hbm_GBps = gbps < 4e9 ? (uint32_t)llround(gbps) : UINT32_MAX;
+		}
 		so->stream = op->stream;
 		so->prio = stream_rank[op->stream];
 		so->qnext = -1;
@@ -511,6 +520,8 @@ static rm_status start_op(rm_sim *sim, int32_t i, rm_time_ps t, rm_error *err)
 	sim->running[sim->n_running++] = i;
 	sim->run_count[so->res]++;
 	sim->held_sms += so->sms;
+	if (so->flags & SIM_F_COLL)
+		sim->drawn_hbm += so->hbm_GBps;
 	sim->n_run_compute += (so->flags & SIM_F_COMPUTE) != 0;
 	sim->n_run_coll += (so->flags & SIM_F_COLL) != 0;
 	sim->n_run_recompute += (so->flags & SIM_F_RECOMPUTE) != 0;
@@ -531,6 +542,8 @@ static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
 	s->slot = -1;
 	sim->run_count[so->res]--;
 	sim->held_sms -= so->sms;
+	if (so->flags & SIM_F_COLL)
+		sim->drawn_hbm -= so->hbm_GBps;
 	sim->n_run_compute -= (so->flags & SIM_F_COMPUTE) != 0;
 	sim->n_run_coll -= (so->flags & SIM_F_COLL) != 0;
 	sim->n_run_recompute -= (so->flags & SIM_F_RECOMPUTE) != 0;
@@ -586,9 +599,27 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 		const sim_op *so = &sim->ops[i];
 		sim_state *s = &sim->st[i];
 		uint32_t num, den;
-		if (so->res == RM_RES_SM) {
+		if (so->res == RM_RES_SM && sim->slow_ppm > 0 && so->prio == best) {
+			/* calibrated (remora calib fit, interference.sms): slowdown 1 + per_sm x held */
+			num = 1000000;
+			den = (1000000 + sim->slow_ppm * sim->held_sms) * n_best;
+		} else if (so->res == RM_RES_SM && so->tiles > 0 && so->prio == best) {
+			/* a GEMM runs in waves of one tile per SM: on the F SMs no collective holds it
+			 * needs ceil(tiles / F) waves instead of ceil(tiles / sm_count), each as long as a
+			 * wave on the whole GPU (a one-wave GEMM beside a 24-SM collective runs two
+			 * waves: 2x, not 132/108; docs/reference/hardware.md); kernels of the same
+			 * priority share that rate equally */
+			num = free_sms ? (so->tiles + sim->sm_count - 1) / sim->sm_count : 0;
+			den = free_sms ? (so->tiles + free_sms - 1) / free_sms * n_best : 1;
+		} else if (so->res == RM_RES_SM) {
 			num = so->prio == best ? free_sms : 0;
 			den = sim->sm_count * n_best;
+		} else if (so->res == RM_RES_HBM && sim->drawn_hbm > 0) {
+			/* running collectives read and write HBM too (rm_cost_collective_hbm_GBps): the
+			 * memory-bound kernels share what they leave, at least half */
+			uint32_t drawn = sim->drawn_hbm < sim->hbm_GBps / 2 ? sim->drawn_hbm : sim->hbm_GBps / 2;
+			num = sim->hbm_GBps - drawn;
+			den = sim->hbm_GBps * sim->run_count[so->res];
 		} else {
 			num = 1;
 			den = sim->run_count[so->res];
@@ -698,6 +729,7 @@ static void reset(rm_sim *sim)
 	sim->n_running = 0;
 	memset(sim->run_count, 0, sizeof(sim->run_count));
 	sim->n_run_compute = sim->n_run_coll = sim->n_run_recompute = sim->held_sms = 0;
+	sim->drawn_hbm = 0;
 	sim->seq = 0;
 	sim->completed = 0;
 	sim->tl_n = 0;

@@ -267,13 +267,21 @@ static bool read_cost(reader *r, json_t *op, const char *path, rm_program_op_des
 		break;
 	}
 	case RM_COST_ELEMENTWISE: {
-		static const char *const keys[] = {"bytes_read", "bytes_written", "flops", NULL};
+		static const char *const keys[] = {"bytes_read", "bytes_written", "flops", "class", "kernels", NULL};
 		rm_elementwise_cost *e = &cost->elementwise;
 		if (!check_keys(r, c, sub, keys) ||
 		    !get_int(r, c, "bytes_read", sub, true, 0, 0, big, &e->bytes_read) ||
 		    !get_int(r, c, "bytes_written", sub, true, 0, 0, big, &e->bytes_written) ||
 		    !get_real(r, c, "flops", sub, false, 0, &e->flops))
 			return false;
+		GET_ENUM(c, "class", sub, false, RM_MB_POINTWISE, rm_membound_class_parse, &e->cls,
+			 "pointwise, norm, norm_bwd, softmax, gather, optimizer");
+		{
+			int64_t kn = 1;
+			if (!get_int(r, c, "kernels", sub, false, 1, 1, 1 << 20, &kn))
+				return false;
+			e->kernels = (int32_t)kn;
+		}
 		break;
 	}
 	case RM_COST_COLLECTIVE: {
@@ -563,6 +571,10 @@ static json_t *cost_json(const rm_program_op *op)
 		json_object_set_new(o, "bytes_read", json_integer(c->elementwise.bytes_read));
 		json_object_set_new(o, "bytes_written", json_integer(c->elementwise.bytes_written));
 		json_object_set_new(o, "flops", json_real(c->elementwise.flops));
+		if (c->elementwise.cls != RM_MB_POINTWISE)
+			json_object_set_new(o, "class", json_string(rm_membound_class_name(c->elementwise.cls)));
+		if (c->elementwise.kernels > 1)
+			json_object_set_new(o, "kernels", json_integer(c->elementwise.kernels));
 		break;
 	case RM_COST_COLLECTIVE:
 		json_object_set_new(o, "op", json_string(rm_collective_name(c->collective.op)));

@@ -35,6 +35,10 @@ typedef struct sim_op {
 	uint8_t res;          /* rm_cost_resource */
 	uint8_t flags;        /* sim_op_flags */
 	uint32_t prio;        /* rank of the stream priority: 0 is the highest */
+	union {
+		uint32_t tiles;    /* GEMMs: output tiles, for waves on the SMs left; 0: fluid */
+		uint32_t hbm_GBps; /* collectives: HBM bandwidth drawn while running, GB/s */
+	};
 } sim_op;
 static_assert(sizeof(sim_op) == 56, "sim_op is a hot record: keep it at 56 bytes");
 
@@ -95,6 +99,9 @@ struct rm_sim {
 	uint32_t run_count[RM_RES_COUNT];
 	uint32_t n_run_compute, n_run_coll, n_run_recompute;
 	uint32_t held_sms;
+	uint32_t hbm_GBps;   /* HBM peak, GB/s (whole) */
+	uint32_t drawn_hbm;  /* HBM GB/s the running collectives draw */
+	uint32_t slow_ppm;   /* calibrated GEMM slowdown per SM held, x 1e6; 0: count waves */
 	uint64_t seq;
 	int64_t mem_device, mem_host;
 	rm_time_ps *stream_busy;

@@ -1035,6 +1035,9 @@ Test(calib, jsonl_fit_resolves_into_the_profile, .init = make_dir, .fini = clean
 	cr_assert_eq(rm_calib_fit_value(spec, "interference.sms", "slowdown_per_sm", &per_sm, &err), RM_OK, "%s",
 		     err.msg);
 	cr_assert_lt(fabs(per_sm - 0.0085) / 0.0085, 0.1, "%.5f per SM", per_sm);
+	/* and the engine gets it through the profile (the GEMM slowdown beside a collective) */
+	cr_assert_float_eq(hw.gemm_slowdown_per_sm, per_sm, 1e-12);
+	cr_assert_not_null(strstr(hw.source[RM_HW_gemm_slowdown_per_sm], "interference.sms"));
 	cr_assert_eq(rm_calib_fit_value(spec, "launch.graph", "per_kernel_us", &graph_us, &err), RM_OK, "%s", err.msg);
 	cr_assert_lt(fabs(graph_us - 0.9) / 0.9, 0.05, "%.3f us per kernel in a graph", graph_us);
 	cr_assert_eq(rm_calib_fit_value(spec, "interference.nccl", "slowdown", &graph_us, &err), RM_NOT_FOUND);

@@ -53,7 +53,7 @@ Test(hw, unknown_profile_lists_known_names)
 	rm_error_clear(&err);
 	cr_assert_null(rm_hw_profile_find("b200", &err));
 	cr_assert_eq(err.status, RM_NOT_FOUND);
-	cr_assert(strstr(err.msg, "h100-sxm, h200-sxm, a100-sxm-80gb"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "h100-sxm, h100-sxm-96gb, h200-sxm, a100-sxm-80gb"), "%s", err.msg);
 }
 
 Test(hw, fields_by_name_get_and_set)

@@ -249,3 +249,43 @@ Test(remat, bad_policies_fail_with_a_column)
 			   "unknown remat policy 'save_only_these_nmes'");
 	expect_parse_error("", 1, "found the end");
 }
+
+/* torch.compile with no checkpointing: the partitioner recomputes the pointwise outputs (rotary,
+ * residual add, SiLU, gate x up) inside the backward and saves what they are computed from.
+ * Llama-2-7B, b1 s4096: saved are the norm outputs xn and rn (reductions are not recomputed), q,
+ * k, v before rotary, the attention output and its log-sum-exp, the out-projection output, gate
+ * and up: 7 x 4096 x 4096 x 2 B + 2 x 4096 x 11008 x 2 B + 32 x 4096 x 4 B = 415,760,384 B, against
+ * every residual as autograd keeps it. */
+Test(remat, compile_partitioner_recomputes_pointwise)
+{
+	rm_workload *wl = llama("llama-2-7b", true);
+	const rm_graph *g = &wl->layer;
+	rm_remat_policy *pol = rm_remat_policy_parse("everything_saveable", NULL);
+	rm_remat_plan plan;
+	cr_assert_eq(rm_remat_plan_build_compiled(g, pol, true, &plan, NULL), RM_OK);
+	cr_assert_eq(plan.saved_bytes, 415760384LL, "%lld", (long long)plan.saved_bytes);
+	cr_assert_eq(fate(g, &plan, "mlp_activation"), RM_FATE_RECOMPUTED);
+	cr_assert_eq(fate(g, &plan, "mlp_hidden"), RM_FATE_RECOMPUTED);
+	cr_assert_eq(fate(g, &plan, "rotary_query"), RM_FATE_RECOMPUTED);
+	cr_assert_eq(fate(g, &plan, "pre_mlp_norm"), RM_FATE_SAVED);
+	cr_assert_eq(fate(g, &plan, "dot_mlp_gate"), RM_FATE_SAVED);
+	cr_assert(recomputed(g, &plan, "mlp_hidden"));
+	cr_assert(!recomputed(g, &plan, "dot_mlp_gate"));
+	rm_remat_plan eager = plan_of(g, "everything_saveable");
+	cr_assert_gt(eager.saved_bytes, plan.saved_bytes);
+	cr_assert_eq(eager.n_recompute_ops, 0);
+	rm_remat_plan_finish(&eager);
+	rm_remat_plan_finish(&plan);
+	/* a checkpointing policy is the user's: the partitioner leaves it as it is */
+	rm_remat_policy *none = rm_remat_policy_parse("nothing_saveable", NULL);
+	rm_remat_plan a, b;
+	cr_assert_eq(rm_remat_plan_build_compiled(g, none, true, &a, NULL), RM_OK);
+	cr_assert_eq(rm_remat_plan_build(g, none, &b, NULL), RM_OK);
+	cr_assert_eq(a.saved_bytes, b.saved_bytes);
+	cr_assert_eq(a.n_recompute_ops, b.n_recompute_ops);
+	rm_remat_plan_finish(&a);
+	rm_remat_plan_finish(&b);
+	rm_remat_policy_destroy(none);
+	rm_remat_policy_destroy(pol);
+	rm_workload_destroy(wl);
+}

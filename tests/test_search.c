@@ -135,10 +135,12 @@ Test(search, winner_fits_and_beats_the_scenario)
 	rm_error err;
 	cr_assert_eq(rm_search_top(s, RM_SEARCH_XLA_ONLY, &best, 1, &err), 1);
 	cr_assert(best.fits);
-	/* in this small space the fastest XLA plan is dots_saveable at micro-batch 6 although its
-	 * collectives all run on the compute stream: 105 ms exposed out of 1.74 s still beats the
-	 * smaller micro-batches (the full seed search finds an async plan; see the golden test) */
-	cr_assert_eq(best.c.micro_batch, 6);
+	/* in this small space the fastest XLA plan is dots_saveable at micro-batch 4 although most of
+	 * its collectives run on the compute stream: the exposed communication still costs less than
+	 * the recompute the smaller plans do (the full seed search finds an async plan; see the
+	 * golden test) */
+	cr_assert_eq(best.c.micro_batch, 4, "mb %d sync %d policy %s", (int)best.c.micro_batch, best.sync_memory_limit,
+		     best.c.policy);
 	cr_assert_gt(best.sync_memory_limit, 100);
 	cr_assert(rm_search_as_written(s, &base, &err));
 	cr_assert(base.c.as_written);

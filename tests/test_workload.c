@@ -407,3 +407,80 @@ Test(workload, activations_past_64_bit_byte_counts_are_refused)
 	cr_assert_eq(err.status, RM_RANGE);
 	cr_assert(strstr(err.msg, "activations of 4096 layers"), "%s", err.msg);
 }
+
+/* FP8 training (training.gemm_dtype fp8): Llama-2-7B, b1 s4096. The projections run in E4M3
+ * (gradients E5M2), each distinct GEMM input gets one cast: T x h bf16 read (33.5 MB), 2 x T x h
+ * fp8 written (plain + transposed); the layer's 202 M weights are cast once per micro-batch
+ * unless they are gathered in fp8. Every output gradient of a projection is cast before its
+ * dgrad. Attention and the LM head keep bf16. */
+Test(workload, fp8_projections_and_their_casts)
+{
+	rm_model_config m = preset("llama-2-7b");
+	rm_train_config t = rm_train_config_default(&m);
+	t.gemm_dtype = RM_DTYPE_FP8_E4M3;
+	rm_workload *wl = build(&m, t);
+	const rm_graph *g = &wl->layer;
+	int64_t T = 4096, h = 4096;
+	int q = rm_graph_find_op(g, "dot_attention_query");
+	cr_assert_eq(g->ops[q].gemm.dtype, RM_DTYPE_FP8_E4M3);
+	cr_assert_eq(g->ops[rm_graph_find_op(g, "dot_attention_query.dgrad")].gemm.dtype, RM_DTYPE_FP8_E5M2);
+	cr_assert_eq(g->ops[rm_graph_find_op(g, "dot_mlp_out.wgrad")].gemm.dtype, RM_DTYPE_FP8_E5M2);
+	int c = rm_graph_find_op(g, "attention_input_fp8");
+	cr_assert_geq(c, 0);
+	cr_assert_eq(g->ops[c].bytes_read, T * h * 2);
+	cr_assert_eq(g->ops[c].bytes_written, 2 * T * h);
+	cr_assert(g->ops[c].no_grad);
+	cr_assert_eq(rm_graph_find_op(g, "attention_input_fp8.bwd"), -1, "a cast has no backward of its own");
+	int hid = rm_graph_find_op(g, "mlp_hidden_fp8");
+	cr_assert_eq(g->ops[hid].bytes_read, T * 11008 * 2);
+	/* q, k, v, out: 4 h^2; gate, up, down: 3 h ffn = 202,375,168 weights */
+	int w = rm_graph_find_op(g, "weights_fp8");
+	cr_assert_eq(g->ops[w].bytes_read, (4 * h * h + 3 * h * 11008) * 2);
+	cr_assert_eq(g->ops[w].bytes_written, (4 * h * h + 3 * h * 11008) * 2);
+	int gq = rm_graph_find_op(g, "dot_mlp_out.grad_fp8");
+	cr_assert_eq(g->ops[gq].bytes_read, T * h * 2);
+	cr_assert_eq(g->ops[rm_graph_find_op(g, "attention_context")].attention.dtype, RM_DTYPE_BF16);
+	cr_assert_eq(wl->head.ops[rm_graph_find_op(&wl->head, "dot_logits")].gemm.dtype, RM_DTYPE_BF16);
+	rm_workload_destroy(wl);
+	t.fp8_all_gather = true;
+	wl = build(&m, t);
+	cr_assert_eq(rm_graph_find_op(&wl->layer, "weights_fp8"), -1, "weights gathered in fp8 need no cast");
+	rm_workload_destroy(wl);
+	/* fp8_all_gather without fp8 GEMMs is refused */
+	t.gemm_dtype = RM_DTYPE_BF16;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_null(rm_workload_create(&m, &t, &err));
+	cr_assert_eq(err.status, RM_INVALID);
+}
+
+/* Eager PyTorch decompositions (what fsdp2 without compile runs), Llama-2-7B b1 s4096, bf16: the
+ * RMSNorm forward is x.float(), pow, mean, rsqrt, x * rstd, type_as, * weight: 4 x 2 + 28 = 36 B per
+ * element in 8 kernels; its autograd backward 6 x 2 + 52 = 64 B in 10; the complex-number rotary
+ * 2 x 2 + 16 = 20 B in 3, forward and backward. Fused, the norm is one kernel of 4 B per element. */
+Test(workload, eager_decompositions_by_hand)
+{
+	rm_model_config m = preset("llama-2-7b");
+	rm_workload *wl = build(&m, rm_train_config_default(&m));
+	const rm_graph *g = &wl->layer;
+	int64_t n = 4096LL * 4096;
+	const rm_op *norm = &g->ops[rm_graph_find_op(g, "pre_attention_norm")];
+	cr_assert_eq(norm->bytes_read + norm->bytes_written, n * 4 + 4096 * 2); /* + the weight */
+	cr_assert_eq(norm->eager_bytes, n * 36);
+	cr_assert_eq(norm->eager_kernels, 8);
+	const rm_op *nb = &g->ops[rm_graph_find_op(g, "pre_attention_norm.bwd")];
+	cr_assert_eq(nb->eager_bytes, n * 64);
+	cr_assert_eq(nb->eager_kernels, 10);
+	const rm_op *rq = &g->ops[rm_graph_find_op(g, "rotary_query")];
+	cr_assert_eq(rq->eager_bytes, n * 20);
+	cr_assert_eq(rq->eager_kernels, 3);
+	cr_assert_eq(g->ops[rm_graph_find_op(g, "rotary_key.bwd")].eager_bytes, n * 20);
+	/* SiLU and the residual add are one eager kernel already: no decomposition */
+	cr_assert_eq(g->ops[rm_graph_find_op(g, "mlp_activation")].eager_bytes, 0);
+	rm_workload_destroy(wl);
+	/* GPT-2's LayerNorm is one native kernel in eager too */
+	m = preset("gpt-2");
+	wl = build(&m, rm_train_config_default(&m));
+	cr_assert_eq(wl->layer.ops[rm_graph_find_op(&wl->layer, "pre_attention_norm")].eager_bytes, 0);
+	rm_workload_destroy(wl);
+}

@@ -63,6 +63,8 @@ typedef struct rm_elementwise_cost {
 	int64_t bytes_read;    /* HBM bytes read */
 	int64_t bytes_written; /* HBM bytes written */
 	double flops;          /* FLOPs executed (FP32 SIMT), usually negligible */
+	rm_membound_class cls; /* what the kernel does (its bandwidth fraction); 0 = pointwise */
+	int32_t kernels;       /* kernels the op launches (an eager decomposition); 0 = one */
 } rm_elementwise_cost;
 
 typedef struct rm_collective_cost {
@@ -95,6 +97,41 @@ typedef struct rm_cost_op {
 		rm_copy_cost copy;
 	};
 } rm_cost_op;
+
+/*
+ * The attention kernel a runtime calls (training.attention_kernel): FlashAttention-2 (PyTorch
+ * SDPA's default flash backend), FlashAttention-3 (Hopper), cuDNN's fused SDPA (what JAX/XLA and
+ * Transformer Engine call on Hopper). Rates: docs/reference/kernels-h100.md section 2.
+ */
+typedef enum rm_attention_kernel {
+	RM_ATTN_FLASH2,
+	RM_ATTN_FLASH3,
+	RM_ATTN_CUDNN,
+	RM_ATTN_KERNEL_COUNT
+} rm_attention_kernel;
+
+/* "flash2", "flash3", "cudnn". */
+const char *rm_attention_kernel_name(rm_attention_kernel k);
+bool rm_attention_kernel_parse(const char *name, rm_attention_kernel *out);
+
+/*
+ * How the runtime launches kernels, for the kernel model:
+ * - attention: the fused attention kernel;
+ * - fused: memory-bound ops run as generated fused kernels (torch.compile, XLA) at the rates of
+ *   docs/reference/kernels-h100.md section 3's fused rows; false: PyTorch eager kernels at its
+ *   eager rows;
+ * - host_us: the least time one kernel occupies its stream: the host's issue cost per kernel when
+ *   kernels are shorter than it (eager PyTorch: ~6 us per op with autograd, section 5), else the
+ *   raw launch (hw->launch_us). 0: hw->launch_us.
+ */
+typedef struct rm_kernel_config {
+	rm_attention_kernel attention;
+	bool fused;
+	double host_us;
+} rm_kernel_config;
+
+/* cuDNN attention, fused memory-bound kernels, the raw launch floor: what XLA runs. */
+rm_kernel_config rm_kernel_config_default(void);
 
 /* The shared resource an op consumes while it runs; the engine shares each one fluidly. */
 typedef enum rm_cost_resource {
@@ -129,9 +166,23 @@ const rm_cost_model *rm_cost_model_default(void);
 typedef struct rm_cost_nccl {
 	rm_cost_model base;
 	rm_nccl_model nccl;
+	rm_kernel_config kernels; /* rm_kernel_config_default() unless set after init */
 } rm_cost_nccl;
 void rm_cost_nccl_init(rm_cost_nccl *c, const rm_nccl_model *nccl);
 
+/*
+ * Tensor-core throughput under a power limit, as a fraction of the rate measured at the TDP:
+ * min(1, power_W / tdp_W). Capped well below TDP, a GEMM's throughput falls in proportion to the
+ * cap (GB300 at 500 W against 1400 W: ~617 against 1600-2174 TFLOP/s, ratio 0.28-0.39 for a power
+ * ratio of 0.36; docs/reference/kernels-h100.md section 4). No H100 sweep is public: this is the
+ * least certain factor of the model, and calibration at the user's limit replaces it.
+ * Memory-bound kernels are not scaled.
+ */
+double rm_cost_power_factor(const rm_hw_profile *hw);
+
+/* Output tiles of a GEMM, batch * ceil(m / gemm_tile_m) * ceil(n / gemm_tile_n): one CTA per SM
+ * at a time, so the waves it needs on F SMs are ceil(tiles / F) (the engine's contention). */
+double rm_cost_gemm_tiles(const rm_gemm_shape *g, const rm_hw_profile *hw);
 /* FLOPs of a GEMM: 2 * batch * m * n * k. */
 double rm_cost_gemm_flops(const rm_gemm_shape *g);
 /*
@@ -139,19 +190,40 @@ double rm_cost_gemm_flops(const rm_gemm_shape *g);
  *   tiles = batch * ceil(m / tile_m) * ceil(n / tile_n)
  *   q     = 1 if tiles <= sms (cuBLAS picks smaller tiles or split-K to fill one wave),
  *           else ceil(tiles / sms) * sms / tiles (the idle share of the last wave)
- *   t     = gemm_overhead_us + FLOPs / (R * sms / sm_count) * q
- * R is gemm_bf16_TFLOPs (fp8: gemm_fp8_TFLOPs; fp32: tf32_TFLOPs * R/bf16 peak). Source:
- * docs/reference/hardware.md "Compute efficiency" (t0 = 6 us, R = 790 TFLOP/s, tile 128x256); errors against
- * docs/reference/gemm-h100.csv are tabulated in docs/sim.md (within 10% for K >= 512, fast for small K).
+ *   t     = gemm_overhead_us + FLOPs / (R * p * sms / sm_count) * q * (k + K0) / k
+ * R is gemm_bf16_TFLOPs (fp8: gemm_fp8_TFLOPs; fp32: tf32_TFLOPs * R/bf16 peak), K0 is
+ * gemm_k_overhead (each output tile's pipeline fill and epilogue, in elements of K), p is
+ * rm_cost_power_factor. t0 = 6.5 us, R = 840 TFLOP/s and K0 = 152 are a least-squares fit to the
+ * 45 measured BF16 shapes of docs/reference/gemm-h100.csv and kernels-h100-gemm.csv (rms error 11%,
+ * every row in docs/sim.md).
  */
 double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms);
 /* Attention FLOPs: forward 4*b*heads*s*s*d (halved when causal; a fused kernel with a causal
  * sliding window w < s executes 4*b*heads*d*(w(w+1)/2 + (s-w)w)), backward 2.5x that. */
 double rm_cost_attention_flops(const rm_attention_cost *a);
-/* Attention seconds: max(GEMM-rate time of its FLOPs (t0 included), its HBM bytes / HBM). */
-double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw);
-/* Memory-bound seconds: max((read + written) / hbm_achievable, flops / fp32 peak). */
-double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *hw);
+/*
+ * Measured TFLOP/s (at the TDP, 16-bit) of a fused attention kernel, forward or backward, for a
+ * head dim, sequence length (the window when one is set) and mask, interpolated linearly in
+ * log2(seq) between the measured lengths 512 ... 16k (32k for cuDNN) and clamped outside them
+ * (docs/reference/kernels-h100.md sections 2.2-2.4; the table and how missing rows are derived
+ * are in models/cost.c). Head dims other than 64/128/256 take the nearest measured one.
+ */
+double rm_cost_attention_tflops(rm_attention_kernel kernel, bool backward, bool causal, int64_t head_dim,
+				int64_t seq);
+/*
+ * Attention seconds. Fused: t0 + FLOPs / (the kernel's measured rate x power factor), or its HBM
+ * bytes / HBM if that is slower. Unfused (separate QK^T, softmax, PV ops): the GEMM-rate time of
+ * its FLOPs or its bytes (score matrix included). k NULL: rm_kernel_config_default().
+ */
+double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw, const rm_kernel_config *k);
+/*
+ * Fraction of the HBM peak a memory-bound kernel of class c reaches, fused or eager
+ * (docs/reference/kernels-h100.md section 3; each value's row is in models/cost.c).
+ */
+double rm_cost_membound_efficiency(rm_membound_class c, bool fused);
+/* Memory-bound seconds: max((read + written) / (hbm_peak x efficiency), flops / fp32 peak,
+ * kernels x the kernel floor of k (host_us, or hw->launch_us)). k NULL: rm_kernel_config_default(). */
+double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *hw, const rm_kernel_config *k);
 /* Copy seconds: bytes / h2d_GBps or d2h_GBps; d2d 2 * bytes / hbm_achievable_GBps. */
 double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw);
 /*
@@ -161,6 +233,13 @@ double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw);
  * group too large for span nodes of hw is spread over as many nodes as it needs.
  */
 double rm_cost_collective_s(const rm_collective_cost *c, const rm_hw_profile *hw);
+/*
+ * HBM bandwidth (GB/s) a collective of time_s seconds draws on each GPU while it runs: 3x its wire
+ * bytes per GPU ((g-1)/g of the buffer; 2 (g-1)/g for all-reduce), because NCCL stores what it
+ * receives in its FIFO and reads it back, and reads or writes the user buffer (NCCL's maintainer,
+ * github.com/NVIDIA/nccl/issues/1428; docs/reference/kernels-h100.md section 7). 0 for group 1.
+ */
+double rm_cost_collective_hbm_GBps(const rm_collective_cost *c, double time_s);
 /* NCCL channels (= SMs held for the collective's whole duration) of the pair NCCL picks, fewer
  * for small messages (docs/reference/nccl-model.md "Channels and SMs"); 0 for group_size 1. */
 int rm_cost_collective_channels(const rm_collective_cost *c, const rm_hw_profile *hw);

@@ -38,13 +38,16 @@
 	X(d2h_GBps, "GB/s", "pinned device-to-host copy, measured")                              \
 	X(nic_GBps, "GB/s", "scale-out NIC per GPU, effective")                                  \
 	X(gpus_per_node, "", "GPUs per node (HGX/DGX)")                                          \
-	X(tdp_W, "W", "board power")                                                             \
+	X(tdp_W, "W", "board power (TDP): the limit the kernel tables were measured at")          \
+	X(power_W, "W", "power limit the GPU runs under (nvidia-smi -pl); tensor-core rates scale") \
 	X(gemm_overhead_us, "us", "GEMM fixed overhead t0 in t = t0 + FLOPs/R")                  \
+	X(gemm_k_overhead, "", "GEMM per-tile pipeline fill, in elements of K: t x (K + K0) / K")   \
 	X(gemm_bf16_TFLOPs, "TFLOP/s", "best achievable BF16 GEMM rate R")                       \
 	X(gemm_fp8_TFLOPs, "TFLOP/s", "best achievable FP8 GEMM rate R (0: not supported)")      \
 	X(gemm_tile_m, "", "GEMM CTA tile rows for wave quantization")                           \
 	X(gemm_tile_n, "", "GEMM CTA tile columns for wave quantization")                        \
 	X(launch_us, "us", "kernel launch overhead (no CUDA graph)")                             \
+	X(gemm_slowdown_per_sm, "", "GEMM slowdown per SM a collective holds (calibrated; 0: waves)") \
 	X(nccl_ring_channels, "", "NCCL ring channels (one SM each) on a full node")             \
 	X(nccl_nvls_channels, "", "NCCL NVLS channels on a full node")                          \
 	X(nccl_ring_busbw_GBps, "GB/s", "NCCL ring busBW on one node (topology search result)")  \

@@ -115,4 +115,15 @@ rm_status rm_remat_plan_build(const rm_graph *layer, const rm_remat_policy *poli
 			      rm_remat_plan *plan, rm_error *err);
 void rm_remat_plan_finish(rm_remat_plan *plan);
 
+/*
+ * The plan torch.compile runs: with no activation checkpointing (everything_saveable) AOTAutograd's
+ * min-cut partitioner (torch/_functorch/partitioners.py, min_cut_rematerialization_partition)
+ * saves the inputs of fusible ops instead of their outputs and recomputes pointwise ops inside the
+ * backward kernels; it never recomputes matmuls or attention, nor reductions such as the norms
+ * (ban_recompute_reductions, on by default). partitioner false is rm_remat_plan_build. Other
+ * policies are checkpoint regions the partitioner keeps.
+ */
+rm_status rm_remat_plan_build_compiled(const rm_graph *layer, const rm_remat_policy *policy, bool partitioner,
+				       rm_remat_plan *plan, rm_error *err);
+
 #endif /* REMORA_REMAT_H */

@@ -5,14 +5,18 @@
  * line with --set KEY=VALUE (VALUE is YAML: 4, true, bf16, [a, b], "--xla_...").
  *
  *   model: llama-2-7b              # preset, or a path to a config.json (relative to the file)
- *   hardware: h100-sxm             # profile, or CALIB.db:NAME
+ *   hardware: h100-sxm             # profile, or CALIB.db:NAME, or {profile: NAME, power_w: W, hbm_gib: G}
  *   cluster: {gpus_per_node: 8, nodes: 1}
  *   training: {seq_len: 4096, micro_batch: 1, grad_accum: 1, dtype: bf16, grad_dtype: bf16,
- *              optimizer: adamw, master_weights: true, fused_attention: true, causal: true}
+ *              optimizer: adamw, master_weights: true, fused_attention: true, causal: true,
+ *              attention_kernel: auto|flash2|flash3|cudnn, compile: true|false,
+ *              loss: plain|chunked|fused, grad_clip: true, gemm_dtype: bf16|fp8,
+ *              fp8_all_gather: false}
  *   parallelism: {fsdp: 8}          # default: all GPUs of the cluster
- *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...]}
+ *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...],
+ *           recompute_num_layers: 0}
  *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
- *   scheduler: {mode: xla|ideal, prefetch_depth: 1, cost_model: xla_default|remora,
+ *   scheduler: {mode: xla|ideal|fsdp2, prefetch_depth: 1, cost_model: xla_default|remora,
  *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0,
  *               allocator: auto|pytorch|pytorch_expandable|jax|exact}
  *   memory_headroom_gib: 1.0      # HBM the job cannot use; default derived (rm_memory_budget)
@@ -68,8 +72,14 @@ typedef struct rm_scenario {
 	int64_t seq_len, micro_batch, grad_accum; /* 0: defaults */
 	char dtype[16], grad_dtype[16], optimizer[24];
 	int master_weights, fused_attention, causal; /* -1: default */
+	double power_w, hbm_gib;                     /* hardware: {power_w, hbm_gib}; 0: the profile's */
+	char attention_kernel[16], loss[16];         /* "": auto / plain */
+	char gemm_dtype[16];                         /* "": bf16 */
+	int fp8_all_gather;                          /* -1: default (false) */
+	int compile, grad_clip;                      /* -1: default */
 	int64_t fsdp; /* 0: all GPUs */
 	bool scan;
+	int64_t recompute_num_layers; /* 0: every layer follows the policy */
 	char policy[1024];
 	int n_names, n_offload;
 	char names[RM_SCENARIO_MAX_LIST][48];
@@ -103,6 +113,14 @@ rm_status rm_scenario_load(const char *path, rm_scenario *sc, rm_error *err);
 /* Parses scenario text; path names it in errors. */
 rm_status rm_scenario_parse(const char *text, size_t len, const char *path, rm_scenario *sc, rm_error *err);
 /*
+ * Parses the scenario that is the mapping at node_path (libfyaml's node path, e.g. "/scenario")
+ * inside a larger YAML document (a validation case, docs/validate.md) over what sc holds. The
+ * keys and checks are rm_scenario_parse's; errors carry path:LINE:COLUMN of the larger document,
+ * and a relative model path is taken from path's folder. RM_MISSING when there is no such node.
+ */
+rm_status rm_scenario_parse_at(const char *text, size_t len, const char *path, const char *node_path, rm_scenario *sc,
+			       rm_error *err);
+/*
  * Applies one --set KEY=VALUE (VALUE is YAML except for string keys, taken verbatim). Errors:
  * RM_USAGE for an assignment without '=' or key, RM_UNKNOWN_KEY for a key remora does not have
  * (both are command-line usage), other statuses for a bad value; messages quote the override.
@@ -134,6 +152,7 @@ typedef struct rm_scenario_resolved {
 	int hw_queues;
 	int gpus; /* gpus_per_node * nodes */
 	rm_memory_budget memory; /* what of HBM a run can use, and what the rest is made of */
+	bool compile;            /* training.compile as resolved (fsdp2: false unless set; xla, ideal: fused) */
 	rm_sim_allocator allocator; /* reserved memory model (scheduler.allocator resolved) */
 	double alloc_fraction;      /* JAX: preallocated fraction of HBM */
 } rm_scenario_resolved;

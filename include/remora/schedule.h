@@ -45,7 +45,17 @@
 #include "remora/workload.h"
 #include "remora/xla_flags.h"
 
-typedef enum rm_sched_mode { RM_SCHED_XLA, RM_SCHED_IDEAL } rm_sched_mode;
+/*
+ * xla: XLA's GPU compiler (above). ideal: a bound, not a runtime. fsdp2: PyTorch FSDP2
+ * (torch.distributed.fsdp.fully_shard): layers unrolled (no scan), each block's all-gather issued
+ * one block ahead in forward and backward on its own stream, parameters resharded after forward
+ * and gathered again for backward, each block's reduce-scatter on a second stream of its own (so
+ * an all-gather and a reduce-scatter can run at once), never synchronous.
+ */
+typedef enum rm_sched_mode { RM_SCHED_XLA, RM_SCHED_IDEAL, RM_SCHED_FSDP2 } rm_sched_mode;
+
+/* "xla", "ideal", "fsdp2". */
+const char *rm_sched_mode_name(rm_sched_mode mode);
 typedef enum rm_lhs_cost { RM_LHS_COST_XLA_DEFAULT, RM_LHS_COST_REMORA } rm_lhs_cost;
 
 typedef enum rm_sync_reason {
@@ -74,6 +84,11 @@ typedef struct rm_schedule_config {
 	rm_lhs_cost lhs_cost;
 	int64_t device_memory_bytes;  /* base of XLA's memory limit; 0: 0.8 * hw->hbm_bytes */
 	const rm_cost_model *cost;    /* seconds for remora LHS costs; NULL: the default model */
+	bool compile_partitioner;     /* fsdp2 with torch.compile: rm_remat_plan_build_compiled */
+	bool eager;                   /* fsdp2 without compile: memory-bound ops as their eager
+				       * decompositions (rm_op eager_bytes, eager_kernels) */
+	int recompute_num_layers;     /* unrolled only: layers 0..n-1 follow the policy, the rest keep
+				       * everything (NeMo's recompute_num_layers, block method); 0: all */
 	bool lean;                    /* searches: no tensor names, no self-validation (the engine
 				       * validates the program anyway) */
 } rm_schedule_config;

@@ -128,6 +128,21 @@ typedef enum rm_optimizer {
 const char *rm_optimizer_name(rm_optimizer opt);
 bool rm_optimizer_parse(const char *name, rm_optimizer *out);
 
+/*
+ * How the loss over the vocabulary is computed (training.loss):
+ * - plain: the logits are cast to fp32 and the cross-entropy materialises them and their
+ *   gradient over the whole micro-batch (PyTorch `F.cross_entropy(logits.float(), labels)`,
+ *   torchtitan and Hugging Face trainers; XLA keeps what its fusion does not remove);
+ * - chunked: the same work over token chunks of 1/8 of the micro-batch, so one chunk's fp32
+ *   buffers are live at a time (torchtune's chunked cross-entropy: 8 chunks);
+ * - fused: a fused linear + cross-entropy kernel (Liger's FusedLinearCrossEntropy) computes the
+ *   logits, loss and both gradients chunk by chunk without keeping the logits.
+ */
+typedef enum rm_loss_kind { RM_LOSS_PLAIN, RM_LOSS_CHUNKED, RM_LOSS_FUSED, RM_LOSS_COUNT } rm_loss_kind;
+
+const char *rm_loss_kind_name(rm_loss_kind k);
+bool rm_loss_kind_parse(const char *name, rm_loss_kind *out);
+
 /* How one step is trained on one GPU. */
 typedef struct rm_train_config {
 	int64_t seq_len;       /* s */
@@ -142,10 +157,21 @@ typedef struct rm_train_config {
 	bool fused_attention;  /* flash attention (default) or unfused QK^T/softmax/PV */
 	bool causal;           /* causal mask (default) */
 	int dropout;           /* -1: as the config says; 0: off; 1: on (the config's rates) */
+	rm_loss_kind loss;     /* plain (default), chunked or fused cross-entropy */
+	rm_dtype gemm_dtype;   /* the layers' projections: bf16, or fp8 (E4M3 forward, E5M2
+				* gradients) with their quantization kernels, as Transformer Engine and
+				* torchao run them; attention and the LM head stay in dtype */
+	bool master_shards;    /* the sharded parameters are the fp32 master itself and only the
+				* gathered copies are param_dtype (PyTorch FSDP2's MixedPrecisionPolicy):
+				* no separate param_dtype shard */
+	bool fp8_all_gather;   /* fp8 GEMMs: gather the layer weights already in fp8 (torchao's
+				* float8 all-gather): half the bytes, no per-micro-batch weight cast */
+	bool grad_clip;        /* global gradient-norm clipping before the optimizer (default) */
 } rm_train_config;
 
 /* Defaults: seq_len min(4096, max_pos), micro_batch 1, grad_accum 1, fsdp 1, bf16 everywhere,
- * AdamW with fp32 master weights, fused causal attention, dropout as configured. */
+ * AdamW with fp32 master weights, fused causal attention, dropout as configured, the plain loss,
+ * gradient clipping on (torchtitan's max_norm 1.0, MaxText's gradient_clipping_threshold 1.0). */
 rm_train_config rm_train_config_default(const rm_model_config *model);
 /* Checks a training setup against a model; RM_INVALID with a sentence on the first problem. */
 rm_status rm_train_config_check(const rm_model_config *model, const rm_train_config *train,
@@ -157,6 +183,24 @@ typedef enum rm_op_kind {
 	RM_OP_ELEMENTWISE, /* memory-bound kernel: norm, rotary, softmax, activation, add, ... */
 	RM_OP_KIND_COUNT
 } rm_op_kind;
+
+/*
+ * What a memory-bound kernel does, for the fraction of HBM bandwidth it reaches
+ * (docs/reference/kernels-h100.md section 3; the rates are in models/cost.c).
+ */
+typedef enum rm_membound_class {
+	RM_MB_POINTWISE, /* activations, residual adds, rotary, dropout, casts */
+	RM_MB_NORM,      /* RMSNorm/LayerNorm forward: one row reduction */
+	RM_MB_NORM_BWD,  /* norm backward: two reductions and the weight-gradient reduction */
+	RM_MB_SOFTMAX,   /* softmax, log-softmax, cross-entropy over the vocabulary */
+	RM_MB_GATHER,    /* embedding gather and its scatter-add */
+	RM_MB_OPTIMIZER, /* the optimizer step and gradient clipping (multi-tensor kernels) */
+	RM_MB_CLASS_COUNT
+} rm_membound_class;
+
+/* "pointwise", "norm", "norm_bwd", "softmax", "gather", "optimizer". */
+const char *rm_membound_class_name(rm_membound_class c);
+bool rm_membound_class_parse(const char *name, rm_membound_class *out);
 
 typedef enum rm_phase {
 	RM_PHASE_FWD,
@@ -208,7 +252,14 @@ typedef struct rm_op {
 	double flops;                 /* executed FLOPs */
 	int64_t bytes_read;           /* HBM bytes read (inputs, weights) */
 	int64_t bytes_written;        /* HBM bytes written (outputs) */
+	int64_t grad_bytes;           /* backward ops: bytes of the gradient they leave live when that
+				       * differs from bytes_written (a chunked loss); 0: bytes_written */
 	int64_t weight_elems;         /* parameter elements this op reads (forward) or their grads */
+	rm_membound_class mclass;     /* kind == RM_OP_ELEMENTWISE: what the kernel does */
+	bool no_grad;                 /* forward ops with no backward of their own (fp8 casts) */
+	int64_t eager_bytes;          /* memory-bound ops run as PyTorch eager kernels: the HBM bytes of
+				       * their decomposition (0: bytes_read + bytes_written) ... */
+	int eager_kernels;            /* ... in this many kernels (0: one) */
 	int n_inputs, n_outputs, n_residuals;
 	int inputs[RM_OP_MAX_INPUTS];   /* value indices (forward ops) */
 	int outputs[RM_OP_MAX_OUTPUTS]; /* value indices (forward ops) */
@@ -285,7 +336,8 @@ typedef struct rm_static_memory {
 
 /*
  * Static memory per GPU: every parameter, gradient and optimizer state sharded evenly over the
- * FSDP group (ZeRO stage 3 convention: Rajbhandari et al. 2020, section 3: 2 + 2 + 12 bytes per
+ * FSDP group (with master_shards and master weights the param_dtype shard is not kept: FSDP2's fp32
+ * shards, 4 + 4 + 8 = 16 bytes per parameter with fp32 gradients) (ZeRO stage 3 convention: Rajbhandari et al. 2020, section 3: 2 + 2 + 12 bytes per
  * parameter for mixed-precision Adam, i.e. bf16 params, bf16 grads, fp32 master, fp32 m and v).
  */
 rm_static_memory rm_workload_static_memory(const rm_workload *wl);

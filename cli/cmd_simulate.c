@@ -43,11 +43,22 @@ static void simulate_usage(FILE *out, const char *cmd)
 
 /* The peak against usable memory, what the headroom is made of, and a warning when the margin
  * is thinner than allocator slack usually is (docs/reference/kernels-h100.md section 6). */
-static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b)
+static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b, const rm_sim_options *opt)
 {
 	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
 	printf("  peak memory        %s of %s usable  %s\n", rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
 	       rm_format_bytes(m->memory_usable_bytes, b2, sizeof(b2)), m->fits ? "fits" : "DOES NOT FIT");
+	printf("  peak reserved      %s (%s", rm_format_bytes(m->peak_reserved_bytes, b1, sizeof(b1)),
+	       rm_sim_allocator_describe(opt->allocator));
+	if (opt->allocator == RM_SIM_ALLOC_JAX_PREALLOC)
+		printf(" %.0f%% of HBM", 100.0 * (opt->alloc_fraction > 0 ? opt->alloc_fraction : RM_SIM_JAX_MEM_FRACTION));
+	if (m->num_alloc_retries)
+		printf(", %lld cudaMalloc retries", (long long)m->num_alloc_retries);
+	printf(")\n");
+	if (m->num_ooms)
+		printf("  WARNING            %lld allocations fail even after the cache is freed: PyTorch raises\n"
+		       "                     OutOfMemoryError although live tensors may fit\n",
+		       (long long)m->num_ooms);
 	if (b->headroom_set)
 		printf("  not usable         %s of %s HBM (memory_headroom_gib)\n",
 		       rm_format_bytes(b->headroom_bytes, b3, sizeof(b3)), rm_format_bytes(b->hbm_bytes, b4, sizeof(b4)));
@@ -264,7 +275,9 @@ static int run(const char *cmd, int argc, char **argv)
 	rm_sim_options opt = {.hw_queues = res.hw_queues,
 			      .memory_timeline = trace != NULL,
 			      .cost = res.sched.cost,
-			      .memory_headroom_bytes = res.memory.headroom_bytes};
+			      .memory_headroom_bytes = res.memory.headroom_bytes,
+			      .allocator = res.allocator,
+			      .alloc_fraction = res.alloc_fraction};
 	rm_sim *s = rm_sim_create(prog, &res.hw, &opt, &err);
 	if (!s || rm_sim_run(s, &err) != RM_OK) {
 		rm_sim_destroy(s);
@@ -327,7 +340,7 @@ static int run(const char *cmd, int argc, char **argv)
 		       rm_time_to_s(m->lower_bound) * 1e3);
 		printf("  tokens/s per GPU   %.0f\n", m->tokens_per_s);
 		printf("  MFU                %.1f%%\n", 100.0 * m->mfu);
-		print_memory(m, &res.memory);
+		print_memory(m, &res.memory, &opt);
 		printf("  compute busy       %.3f ms (recompute %.3f ms)\n", rm_time_to_s(m->compute_busy) * 1e3,
 		       rm_time_to_s(m->recompute) * 1e3);
 		printf("  communication      %.3f ms, exposed %.3f ms\n", rm_time_to_s(m->comm_total) * 1e3,

@@ -140,6 +140,8 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_real(c, "kernels.host_us", r->cost.kernels.host_us);
 	rm_canon_int(c, "cluster.gpus", r->gpus);
 	rm_canon_int(c, "memory.headroom_bytes", r->memory.headroom_bytes);
+	rm_canon_int(c, "memory.allocator", r->allocator);
+	rm_canon_real(c, "memory.alloc_fraction", r->alloc_fraction);
 }
 
 void rm_scenario_resolved_digest(const rm_scenario_resolved *r, char hex[RM_SHA256_HEX])

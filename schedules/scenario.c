@@ -63,6 +63,7 @@ static const key_desc keys[] = {
 	{"scheduler.hw_queues", K_INT, S(hw_queues), 0, 1, 32},
 	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
 	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 1 << 20},
+	{"scheduler.allocator", K_STR, S(allocator), 0, 0, 0},
 	{"memory_headroom_gib", K_DOUBLE, S(memory_headroom_gib), 0, 0, 1 << 20},
 	{"search.names", K_NAMES, L(search_names, n_search_names), 0, 0},
 	{"search.policies", K_STRLIST, L(search_policies, n_search_policies), 0, 0},
@@ -87,6 +88,7 @@ void rm_scenario_init(rm_scenario *sc)
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
 	sc->prefetch_depth = 1;
 	snprintf(sc->cost_model, sizeof(sc->cost_model), "xla_default");
+	snprintf(sc->allocator, sizeof(sc->allocator), "auto");
 	sc->hw_queues = 8;
 	sc->search_offload = true;
 	sc->search_include_ideal = true;
@@ -1158,6 +1160,17 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 sc->cost_model);
 	}
 	c->device_memory_bytes = (int64_t)(sc->device_memory_gib * (double)RM_GiB);
+	/* auto: what each runtime's users read (docs/sim.md "Reserved memory") */
+	if (strcasecmp(sc->allocator, "auto") == 0)
+		out->allocator = c->mode == RM_SCHED_XLA ? RM_SIM_ALLOC_JAX_PREALLOC : RM_SIM_ALLOC_PYTORCH;
+	else if (strcasecmp(sc->allocator, "platform") == 0) /* XLA_PYTHON_CLIENT_ALLOCATOR=platform */
+		out->allocator = RM_SIM_ALLOC_EXACT;
+	else if (!rm_sim_allocator_from_name(sc->allocator, &out->allocator)) {
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "scheduler.allocator", err, RM_INVALID,
+				 "expected auto, pytorch, pytorch_expandable, jax, exact or platform, got \"%s\"", sc->allocator);
+	}
+	out->alloc_fraction = RM_SIM_JAX_MEM_FRACTION;
 	out->hw_queues = (int)sc->hw_queues;
 	/* the pointers inside sched refer to out's own members */
 	c->wl = out->wl;

@@ -449,9 +449,9 @@ rm_status rm_validation_case_load(const char *path, rm_validation_case *c, rm_er
 /* ---- running a case ---- */
 
 /* The engine metric a measured memory kind is compared with, and its name. PyTorch's reserved
- * memory is the caching allocator's segments; until the engine reports them, its allocated peak
- * stands in (docs/validate.md says so in each report). */
-#define RESERVED_METRIC peak_memory_bytes
+ * memory is the caching allocator's segments: the engine's replay through the allocator model
+ * the scenario resolves (scheduler.allocator; docs/sim.md "Reserved memory"). */
+#define RESERVED_METRIC peak_reserved_bytes
 #define METRIC_NAME_(m) #m
 #define METRIC_NAME(m) METRIC_NAME_(m)
 
@@ -524,7 +524,8 @@ rm_status rm_validation_run(const rm_validation_case *c, rm_hw_resolver resolver
 	}
 	/* the options `remora simulate` runs with (cli/cmd_simulate.c) */
 	rm_sim_options opt = {.hw_queues = res.hw_queues, .cost = res.sched.cost,
-			      .memory_headroom_bytes = res.memory.headroom_bytes};
+			      .memory_headroom_bytes = res.memory.headroom_bytes,
+			      .allocator = res.allocator, .alloc_fraction = res.alloc_fraction};
 	rm_sim *s = rm_sim_create(prog, &res.hw, &opt, err);
 	if (!s || rm_sim_run(s, err) != RM_OK) {
 		st = err ? err->status : RM_INVALID;

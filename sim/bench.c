@@ -272,6 +272,12 @@ static double now_s(clockid_t clock)
 rm_status rm_sim_bench_engine(int32_t n_ops, double min_s, rm_sim_bench_result *out,
 			      rm_error *err)
 {
+	return rm_sim_bench_engine_with(n_ops, min_s, NULL, out, err);
+}
+
+rm_status rm_sim_bench_engine_with(int32_t n_ops, double min_s, const rm_sim_options *opt,
+				   rm_sim_bench_result *out, rm_error *err)
+{
 	const int ops_per_layer = 22;
 	int32_t layers = n_ops / ops_per_layer;
 	rm_program *prog = rm_sim_synthetic_program(layers < 1 ? 1 : layers);
@@ -281,7 +287,7 @@ rm_status rm_sim_bench_engine(int32_t n_ops, double min_s, rm_sim_bench_result *
 		rm_program_destroy(prog);
 		return RM_NOT_FOUND;
 	}
-	rm_sim *sim = rm_sim_create(prog, hw, NULL, err);
+	rm_sim *sim = rm_sim_create(prog, hw, opt, err);
 	if (!sim) {
 		rm_program_destroy(prog);
 		return err ? err->status : RM_INVALID;

@@ -43,6 +43,11 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 {
 	if (rm_program_validate(prog, NULL, err) != RM_OK)
 		return NULL;
+	if (opt && (unsigned)opt->allocator >= RM_SIM_ALLOC_COUNT) {
+		rm_error_set(err, RM_INVALID, NULL, 0, 0, "rm_sim_options.allocator: %d is not an allocator",
+			     (int)opt->allocator);
+		return NULL;
+	}
 	rm_sim *sim = rm_new(rm_sim, 1);
 	sim->prog = prog;
 	sim->hw = hw;
@@ -274,6 +279,16 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		if (res_work[r] > sim->lower_bound)
 			sim->lower_bound = res_work[r];
 
+	/* Reserved memory: a replay through the allocator model for PyTorch's modes. Persistent
+	 * tensors are allocated first, on the first compute stream (PyTorch's default stream). */
+	sim->alloc = sim_alloc_create(sim->opt.allocator, prog->n_streams);
+	if (sim->alloc) {
+		sim->tensor_block = rm_xmalloc(nt * sizeof(int32_t));
+		for (int32_t s = prog->n_streams - 1; s >= 0; s--)
+			if (prog->streams[s].kind == RM_STREAM_COMPUTE)
+				sim->param_stream = s;
+	}
+
 	/* Run state. */
 	sim->st = rm_xmalloc(nn * sizeof(sim_state));
 	sim->op_start = rm_xcalloc(nn, sizeof(rm_time_ps));
@@ -309,6 +324,8 @@ void rm_sim_destroy(rm_sim *sim)
 	free(sim->running);
 	free(sim->stream_busy);
 	free(sim->timeline);
+	sim_alloc_destroy(sim->alloc);
+	free(sim->tensor_block);
 	free(sim);
 }
 
@@ -430,6 +447,34 @@ static void mem_add(rm_sim *sim, int32_t t, int64_t sign)
 	}
 }
 
+/* With the allocator model: replays the frees among the n tensors an op released (those now
+ * freed whose block is still held; a tensor read twice by the op appears twice). */
+__attribute__((noinline)) static void mem_replay_free(rm_sim *sim, const int32_t *tensors, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		int32_t t = tensors[k];
+		if (sim->tensor_state[t] == 3 && sim->tensor_block[t] >= 0) {
+			sim_alloc_free(sim->alloc, sim->tensor_block[t]);
+			sim->tensor_block[t] = -1;
+		}
+	}
+}
+
+/* With the allocator model: replays the allocation of the n tensors of an op on stream (their
+ * bytes already counted), and notes the reserved bytes when they raised the peak above
+ * peak_before. Out of line so that the engine without a model runs the code it always did. */
+__attribute__((noinline)) static void mem_replay_alloc(rm_sim *sim, const int32_t *tensors, uint32_t n,
+							int32_t stream, int64_t peak_before)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		int32_t t = tensors[k];
+		sim->tensor_block[t] = sim->tensor_host[t] ? -1
+							   : sim_alloc_malloc(sim->alloc, stream, sim->tensor_bytes[t]);
+	}
+	if (sim->m.peak_memory_bytes > peak_before)
+		sim->m.reserved_at_peak_bytes = sim_alloc_get_stats(sim->alloc)->reserved_bytes;
+}
+
 /* ---- the run ---------------------------------------------------------------------------- */
 
 static inline void release(rm_sim *sim, int32_t v)
@@ -455,10 +500,13 @@ static rm_status start_op(rm_sim *sim, int32_t i, rm_time_ps t, rm_error *err)
 		}
 	}
 	if (so->n_alloc) {
+		int64_t peak_before = sim->m.peak_memory_bytes;
 		for (uint32_t k = 0; k < so->n_alloc; k++) {
 			sim->tensor_state[mem[k]] = 1;
 			mem_add(sim, mem[k], 1);
 		}
+		if (sim->alloc)
+			mem_replay_alloc(sim, mem, so->n_alloc, so->stream, peak_before);
 		if (sim->m.first_oom_op < 0 && sim->mem_device > sim->m.memory_usable_bytes)
 			sim->m.first_oom_op = i;
 		mem_note(sim, t);
@@ -518,6 +566,8 @@ static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
 				changed = true;
 			}
 		}
+		if (changed && sim->alloc)
+			mem_replay_free(sim, rel, so->n_release);
 		if (changed)
 			mem_note(sim, t);
 	}
@@ -691,7 +741,45 @@ static void reset(rm_sim *sim)
 	sim->mem_host = sim->persistent_host;
 	sim->m.peak_memory_bytes = sim->mem_device;
 	sim->m.peak_host_bytes = sim->mem_host;
+	if (sim->alloc) {
+		sim_alloc_reset(sim->alloc, sim->m.memory_usable_bytes);
+		const rm_program *prog = sim->prog;
+		for (int32_t t = 0; t < sim->n_tensors; t++)
+			sim->tensor_block[t] = prog->tensors[t].persistent && !sim->tensor_host[t]
+						       ? sim_alloc_malloc(sim->alloc, sim->param_stream,
+									  sim->tensor_bytes[t])
+						       : -1;
+		sim->m.reserved_at_peak_bytes = sim_alloc_get_stats(sim->alloc)->reserved_bytes;
+	}
 	mem_note(sim, 0);
+}
+
+/* Reserved memory by the allocator model (options.allocator). */
+static void finish_reserved(rm_sim *sim)
+{
+	rm_sim_metrics *m = &sim->m;
+	switch (sim->opt.allocator) {
+	case RM_SIM_ALLOC_PYTORCH:
+	case RM_SIM_ALLOC_PYTORCH_EXPANDABLE: {
+		const sim_alloc_stats *as = sim_alloc_get_stats(sim->alloc);
+		m->peak_reserved_bytes = as->peak_reserved_bytes;
+		m->num_alloc_retries = as->num_alloc_retries;
+		m->num_ooms = as->num_ooms;
+		break;
+	}
+	case RM_SIM_ALLOC_JAX_PREALLOC: {
+		/* The BFC pool starts at the preallocated fraction and grows past it when it must
+		 * (the "0.75+" policy, docs/sim.md). */
+		double f = sim->opt.alloc_fraction > 0 ? sim->opt.alloc_fraction : RM_SIM_JAX_MEM_FRACTION;
+		int64_t pre = (int64_t)(f * (double)m->memory_capacity_bytes);
+		m->peak_reserved_bytes = pre > m->peak_memory_bytes ? pre : m->peak_memory_bytes;
+		m->reserved_at_peak_bytes = m->peak_reserved_bytes;
+		break;
+	}
+	default:
+		m->peak_reserved_bytes = m->reserved_at_peak_bytes = m->peak_memory_bytes;
+		break;
+	}
 }
 
 static void finish_metrics(rm_sim *sim, rm_time_ps t)
@@ -701,6 +789,7 @@ static void finish_metrics(rm_sim *sim, rm_time_ps t)
 	m->step_time = t;
 	m->lower_bound = sim->lower_bound;
 	m->fits = m->peak_memory_bytes <= m->memory_usable_bytes;
+	finish_reserved(sim);
 	double flops = 0;
 	for (int32_t i = 0; i < sim->n_ops; i++) {
 		const rm_program_op *op = &prog->ops[i];

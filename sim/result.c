@@ -32,6 +32,11 @@ json_t *rm_sim_result_json(const rm_sim *sim)
 	json_object_set_new(doc, "memory_capacity_bytes", json_integer(m->memory_capacity_bytes));
 	json_object_set_new(doc, "memory_usable_bytes", json_integer(m->memory_usable_bytes));
 	json_object_set_new(doc, "fits", json_boolean(m->fits));
+	json_object_set_new(doc, "allocator", json_string(rm_sim_allocator_name(sim->opt.allocator)));
+	json_object_set_new(doc, "peak_reserved_bytes", json_integer(m->peak_reserved_bytes));
+	json_object_set_new(doc, "reserved_at_peak_bytes", json_integer(m->reserved_at_peak_bytes));
+	json_object_set_new(doc, "num_alloc_retries", json_integer(m->num_alloc_retries));
+	json_object_set_new(doc, "num_ooms", json_integer(m->num_ooms));
 	json_object_set_new(doc, "first_oom_op",
 			    m->first_oom_op >= 0 ? rm_json_string(prog->ops[m->first_oom_op].name)
 						 : json_null());

@@ -7,6 +7,7 @@
 #include <assert.h>
 
 #include "remora/sim.h"
+#include "allocator.h"
 
 /* Remaining work is kept in 1/SIM_WORK_SCALE picoseconds at full rate. */
 #define SIM_WORK_SCALE 256u
@@ -80,6 +81,9 @@ struct rm_sim {
 	int64_t persistent_device, persistent_host;
 	rm_time_ps lower_bound;
 	int32_t *stream_queue;
+	sim_alloc *alloc;        /* options.allocator PYTORCH*: the replay, else NULL */
+	int32_t *tensor_block;   /* with alloc: each live device tensor's block */
+	int32_t param_stream;    /* with alloc: the stream persistent tensors are allocated on */
 
 	/* a run */
 	sim_state *st;

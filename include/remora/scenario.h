@@ -17,7 +17,8 @@
  *           recompute_num_layers: 0}
  *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
  *   scheduler: {mode: xla|ideal|fsdp2, prefetch_depth: 1, cost_model: xla_default|remora,
- *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0}
+ *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0,
+ *               allocator: auto|pytorch|pytorch_expandable|jax|exact}
  *   memory_headroom_gib: 1.0      # HBM the job cannot use; default derived (rm_memory_budget)
  *   search: {names: [...], policies: [...], micro_batches: [...], flag_variants: [...],
  *            offload: true, include_ideal: true, max_candidates: 100000}
@@ -42,6 +43,7 @@
 #include "remora/nccl.h"
 #include "remora/remat.h"
 #include "remora/schedule.h"
+#include "remora/sim.h"
 #include "remora/workload.h"
 #include "remora/xla_flags.h"
 
@@ -89,6 +91,7 @@ typedef struct rm_scenario {
 	int64_t hw_queues;
 	char nccl_version[16];
 	double device_memory_gib;
+	char allocator[24]; /* "auto": jax under mode xla, pytorch otherwise */
 	double memory_headroom_gib; /* used when set; otherwise derived (rm_memory_budget_default) */
 	/* search space */
 	int n_search_names, n_search_policies, n_search_micro_batches, n_search_flag_variants;
@@ -150,6 +153,8 @@ typedef struct rm_scenario_resolved {
 	int gpus; /* gpus_per_node * nodes */
 	rm_memory_budget memory; /* what of HBM a run can use, and what the rest is made of */
 	bool compile;            /* training.compile as resolved (fsdp2: false unless set; xla, ideal: fused) */
+	rm_sim_allocator allocator; /* reserved memory model (scheduler.allocator resolved) */
+	double alloc_fraction;      /* JAX: preallocated fraction of HBM */
 } rm_scenario_resolved;
 
 /*

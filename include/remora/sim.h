@@ -51,12 +51,41 @@ static inline double rm_time_to_s(rm_time_ps t)
 	return (double)t / RM_PS_PER_S;
 }
 
+/*
+ * The device allocator between tensors and the driver, for reserved memory (docs/sim.md
+ * "Reserved memory"). X(NAME, name, what): the name is the scenario's scheduler.allocator value.
+ */
+#define RM_SIM_ALLOCATOR_MAP(X)                                                                  \
+	X(EXACT, "exact", "exact: reserved = allocated")                            \
+	X(PYTORCH, "pytorch", "PyTorch caching allocator")                                       \
+	X(PYTORCH_EXPANDABLE, "pytorch_expandable", "PyTorch caching allocator, expandable segments") \
+	X(JAX_PREALLOC, "jax", "XLA BFC allocator, preallocated fraction")
+
+typedef enum rm_sim_allocator {
+#define RM_SIM_ALLOCATOR_ENUM(id, name, what) RM_SIM_ALLOC_##id,
+	RM_SIM_ALLOCATOR_MAP(RM_SIM_ALLOCATOR_ENUM)
+#undef RM_SIM_ALLOCATOR_ENUM
+	RM_SIM_ALLOC_COUNT
+} rm_sim_allocator;
+
+/* The scenario name of an allocator ("pytorch"), and what it is in words; "?" outside the table. */
+const char *rm_sim_allocator_name(rm_sim_allocator a);
+const char *rm_sim_allocator_describe(rm_sim_allocator a);
+/* The allocator named name (case-insensitive); false if none is. */
+bool rm_sim_allocator_from_name(const char *name, rm_sim_allocator *out);
+
+/* XLA_PYTHON_CLIENT_MEM_FRACTION's default: 75% of the GPU's memory (docs.jax.dev,
+ * gpu_memory_allocation). */
+#define RM_SIM_JAX_MEM_FRACTION 0.75
+
 typedef struct rm_sim_options {
 	int hw_queues;              /* CUDA_DEVICE_MAX_CONNECTIONS; <= 0: 8 */
 	const rm_cost_model *cost;  /* NULL: rm_cost_model_default() */
 	bool memory_timeline;       /* keep every memory change (for the trace) */
 	int64_t memory_headroom_bytes; /* HBM the program cannot use (CUDA context, NCCL buffers,
 					* workspaces: rm_memory_budget); 0: all of it */
+	rm_sim_allocator allocator; /* reserved memory model; EXACT (0) costs nothing */
+	double alloc_fraction;      /* JAX_PREALLOC: of HBM preallocated; <= 0: 0.75 */
 } rm_sim_options;
 
 typedef struct rm_sim_metrics {
@@ -72,6 +101,13 @@ typedef struct rm_sim_metrics {
 	int64_t memory_usable_bytes;   /* HBM less the headroom: what fits is judged against */
 	bool fits;                     /* peak_memory_bytes <= memory_usable_bytes */
 	int32_t first_oom_op;      /* the op whose allocation first exceeded capacity, or -1 */
+	/* Reserved memory (options.allocator): what the allocator holds from the driver, which is
+	 * what nvidia-smi and torch.cuda.memory_reserved() show. EXACT: the peak above; PYTORCH*:
+	 * the replay's peak of segments (or mapped pages); JAX_PREALLOC: max(fraction x HBM, peak). */
+	int64_t peak_reserved_bytes;
+	int64_t reserved_at_peak_bytes; /* reserved when peak_memory_bytes was reached */
+	int64_t num_alloc_retries;      /* PYTORCH*: cache freed and cudaMalloc retried */
+	int64_t num_ooms;               /* PYTORCH*: allocations failing even after the retry */
 	int32_t collectives, sync_collectives; /* sync: on a compute stream */
 	double model_flops;        /* for MFU: the program's, or gemm+attention FLOPs minus recompute */
 	double mfu;                /* model_flops / (step time * bf16 peak) */
@@ -185,6 +221,9 @@ typedef struct rm_sim_bench_result {
 /* Times rm_sim_run on a synthetic program of about n_ops ops, repeated for at least min_s. */
 rm_status rm_sim_bench_engine(int32_t n_ops, double min_s, rm_sim_bench_result *out,
 			      rm_error *err);
+/* The same with options (NULL: defaults), e.g. an allocator model to time its replay. */
+rm_status rm_sim_bench_engine_with(int32_t n_ops, double min_s, const rm_sim_options *opt,
+				   rm_sim_bench_result *out, rm_error *err);
 
 /*
  * Step breakdown (sim/breakdown.c; docs/sim.md "Breakdown"): where the wall-clock time of the last

@@ -1,5 +1,6 @@
 /* libFuzzer harness: schedule program JSON (rm_program_parse, which validates the program); a
- * program that loads is simulated on H100 SXM as run-program does (cost model, engine run). */
+ * program that loads is simulated on H100 SXM as run-program does (cost model, engine run), with
+ * the allocator model chosen by the input's length; reserved can never be below allocated. */
 #include "fuzz.h"
 #include "remora/hw.h"
 #include "remora/program.h"
@@ -20,11 +21,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const rm_hw_profile *hw = rm_hw_profile_find("h100-sxm", NULL);
 	if (!hw)
 		abort();
-	rm_sim_options opt = {.hw_queues = 8, .memory_timeline = true};
+	rm_sim_options opt = {.hw_queues = 8, .memory_timeline = true,
+			      .allocator = (rm_sim_allocator)(size % RM_SIM_ALLOC_COUNT)};
 	rm_sim *sim = rm_sim_create(p, hw, &opt, &err);
 	if (sim) {
 		rm_error_clear(&err);
-		fuzz_check_error(rm_sim_run(sim, &err), &err);
+		rm_status st = rm_sim_run(sim, &err);
+		fuzz_check_error(st, &err);
+		const rm_sim_metrics *m = rm_sim_get_metrics(sim);
+		if (st == RM_OK && m->peak_reserved_bytes < m->peak_memory_bytes)
+			abort();
 		rm_sim_destroy(sim);
 	} else if (err.msg[0] == '\0') {
 		abort();

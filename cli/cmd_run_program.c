@@ -17,7 +17,7 @@ static void run_program_usage(FILE *out)
 		"Simulates a schedule program (JSON, schema remora.program/1; see docs/sim.md) and\n"
 		"prints step time, memory peak and communication overlap.\n\n"
 		"options:\n"
-		"  -H, --hardware NAME  hardware profile (default h100-sxm; see `remora hw list`)\n"
+		"  -H, --hardware NAME  hardware profile (default: the program's runtime.hardware, else h100-sxm)\n"
 		"  -Q, --queues N       hardware queues, CUDA_DEVICE_MAX_CONNECTIONS (default 8)\n"
 		"  -j, --json           the result as JSON (schema remora.result/1)\n"
 		"  -t, --trace OUT      write a Chrome JSON trace (open in ui.perfetto.dev)\n"
@@ -73,7 +73,7 @@ int cli_cmd_run_program(int argc, char **argv)
 		{"breakdown", no_argument, NULL, 'b'},
 		{0, 0, 0, 0},
 	};
-	const char *hw_name = "h100-sxm", *trace = NULL;
+	const char *hw_name = NULL, *trace = NULL;
 	bool json = false, breakdown = false;
 	int64_t queues = 8;
 	int c;
@@ -119,16 +119,29 @@ int cli_cmd_run_program(int argc, char **argv)
 
 	rm_error err;
 	rm_error_clear(&err);
-	rm_hw_profile resolved;
-	static rm_nccl_model nccl;
-	static rm_cost_nccl cost;
-	if (rm_calib_resolve_hw(hw_name, NULL, &resolved, &nccl, &err) != RM_OK)
-		return cli_fail(&err);
-	rm_cost_nccl_init(&cost, &nccl);
-	const rm_hw_profile *hw = &resolved;
 	rm_program *prog = rm_program_load(path, &err);
 	if (!prog)
 		return cli_fail(&err);
+	/* the hardware and kernels the program was scheduled for (its "runtime"), unless given */
+	const rm_program_runtime *prt = &prog->runtime;
+	if (!hw_name)
+		hw_name = prt->set && prt->hardware[0] ? prt->hardware : "h100-sxm";
+	rm_hw_profile resolved;
+	static rm_nccl_model nccl;
+	static rm_cost_nccl cost;
+	if (rm_calib_resolve_hw(hw_name, NULL, &resolved, &nccl, &err) != RM_OK) {
+		rm_program_destroy(prog);
+		return cli_fail(&err);
+	}
+	rm_cost_nccl_init(&cost, &nccl);
+	if (prt->set) {
+		cost.kernels = prt->kernels;
+		if (prt->power_w > 0 && prt->power_w <= resolved.tdp_W)
+			rm_hw_profile_set(&resolved, RM_HW_power_W, prt->power_w, "the program's runtime.power_w");
+		if (prt->hbm_bytes >= 1)
+			rm_hw_profile_set(&resolved, RM_HW_hbm_bytes, prt->hbm_bytes, "the program's runtime.hbm_bytes");
+	}
+	const rm_hw_profile *hw = &resolved;
 	int rc = CLI_EXIT_FAIL;
 	/* what HBM the program cannot use: the budget of its largest collective group (one
 	 * communicator's NCCL buffers, the context, a cuBLASLt workspace; remora/hw.h) */

@@ -260,6 +260,12 @@ static int run(const char *cmd, int argc, char **argv)
 		rm_scenario_resolved_finish(&res);
 		return cli_fail(&err);
 	}
+	/* what run-program needs to price it the same way: hardware, power limit, kernels */
+	prog->runtime.set = true;
+	snprintf(prog->runtime.hardware, sizeof(prog->runtime.hardware), "%s", sc.hardware);
+	prog->runtime.power_w = res.hw.power_W;
+	prog->runtime.hbm_bytes = res.hw.hbm_bytes;
+	prog->runtime.kernels = res.cost.kernels;
 	if (!sim) {
 		bool ok = output ? rm_file_write(output, program_fn, prog, &err) : rm_program_write(prog, stdout, &err);
 		if (!ok) {

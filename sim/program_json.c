@@ -373,7 +373,7 @@ static bool read_op(reader *r, rm_program *prog, json_t *v, size_t i, op_lists *
 
 static bool read_program(reader *r, json_t *root, rm_program *prog)
 {
-	static const char *const top_keys[] = {"schema",  "name",    "tokens", "model_flops",
+	static const char *const top_keys[] = {"schema",  "name",    "tokens", "model_flops", "runtime",
 					       "streams", "tensors", "events", "ops",
 					       NULL};
 	char path[48];
@@ -393,6 +393,29 @@ static bool read_program(reader *r, json_t *root, rm_program *prog)
 		return false;
 	free(prog->name);
 	prog->name = rm_xstrdup(name);
+	json_t *rt = json_object_get(root, "runtime");
+	if (rt && !json_is_null(rt)) {
+		static const char *const rt_keys[] = {"hardware", "power_w", "hbm_bytes", "attention_kernel", "fused", "host_us", NULL};
+		const char *hwn;
+		rm_program_runtime *pr = &prog->runtime;
+		if (!json_is_object(rt))
+			return FAIL(RM_INVALID, "runtime: expected an object");
+		if (!check_keys(r, rt, "runtime", rt_keys))
+			return false;
+		pr->kernels = rm_kernel_config_default();
+		if (!get_str(r, rt, "hardware", "runtime", false, "", &hwn) ||
+		    !get_real(r, rt, "power_w", "runtime", false, 0, &pr->power_w) ||
+		    !get_real(r, rt, "hbm_bytes", "runtime", false, 0, &pr->hbm_bytes) ||
+		    !get_bool(r, rt, "fused", "runtime", true, &pr->kernels.fused) ||
+		    !get_real(r, rt, "host_us", "runtime", false, 0, &pr->kernels.host_us))
+			return false;
+		if (strlen(hwn) >= sizeof(pr->hardware))
+			return FAIL(RM_RANGE, "runtime.hardware: longer than %zu characters", sizeof(pr->hardware) - 1);
+		snprintf(pr->hardware, sizeof(pr->hardware), "%s", hwn);
+		GET_ENUM(rt, "attention_kernel", "runtime", false, RM_ATTN_CUDNN, rm_attention_kernel_parse,
+			 &pr->kernels.attention, "flash2, flash3, cudnn");
+		pr->set = true;
+	}
 
 	json_t *streams, *tensors, *events, *ops, *v;
 	size_t i;
@@ -601,6 +624,21 @@ bool rm_program_write(const rm_program *prog, FILE *out, rm_error *err)
 		json_object_set_new(doc, "tokens", json_integer(prog->tokens));
 	if (prog->model_flops >= 0)
 		json_object_set_new(doc, "model_flops", json_real(prog->model_flops));
+	if (prog->runtime.set) {
+		const rm_program_runtime *pr = &prog->runtime;
+		json_t *rt = json_object();
+		if (pr->hardware[0])
+			json_object_set_new(rt, "hardware", rm_json_string(pr->hardware));
+		if (pr->power_w > 0)
+			json_object_set_new(rt, "power_w", json_real(pr->power_w));
+		if (pr->hbm_bytes > 0)
+			json_object_set_new(rt, "hbm_bytes", json_real(pr->hbm_bytes));
+		json_object_set_new(rt, "attention_kernel", json_string(rm_attention_kernel_name(pr->kernels.attention)));
+		json_object_set_new(rt, "fused", json_boolean(pr->kernels.fused));
+		if (pr->kernels.host_us > 0)
+			json_object_set_new(rt, "host_us", json_real(pr->kernels.host_us));
+		json_object_set_new(doc, "runtime", rt);
+	}
 	json_t *a = json_array();
 	for (int32_t i = 0; i < prog->n_streams; i++) {
 		const rm_program_stream *s = &prog->streams[i];

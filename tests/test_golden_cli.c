@@ -305,3 +305,43 @@ Test(cli_errors, model_past_64_bit_sizes_exits_1)
 	cr_assert_null(strstr(r.out, " -"), "%s", r.out);
 	free(r.out);
 }
+
+/* A program written by `schedule` carries the hardware, power limit and kernels it was scheduled
+ * for, so `run-program` prices it exactly as `simulate` does (the step time, to the last digit). */
+static void step_line(const char *out, char *buf, size_t n)
+{
+	const char *s = strstr(out, "step time");
+	cr_assert_not_null(s, "%s", out);
+	const char *ms = strstr(s, " ms");
+	cr_assert_not_null(ms);
+	size_t len = (size_t)(ms - s);
+	snprintf(buf, n, "%.*s", (int)(len < n ? len : n - 1), s);
+}
+
+Test(golden, schedule_then_run_program_prices_like_simulate)
+{
+	static const char *const sets[] = {"--set hardware.power_w=500", "--set training.attention_kernel=flash2",
+					   "--set scheduler.mode=fsdp2", "--set hardware=h200-sxm"};
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		char args[2048], prog[64], a[128], b[128];
+		snprintf(prog, sizeof(prog), "/tmp/remora-rt-%d.json", (int)getpid());
+		snprintf(args, sizeof(args), "simulate %s %s", seed_arg(), sets[i]);
+		run_result sim = run_remora(args, false);
+		cr_assert_eq(sim.exit_code, 0);
+		snprintf(args, sizeof(args), "schedule %s %s -o %s", seed_arg(), sets[i], prog);
+		run_result sch = run_remora(args, false);
+		cr_assert_eq(sch.exit_code, 0);
+		snprintf(args, sizeof(args), "run-program %s", prog);
+		run_result rp = run_remora(args, false);
+		cr_assert_eq(rp.exit_code, 0, "%s", rp.out);
+		step_line(sim.out, a, sizeof(a));
+		step_line(rp.out, b, sizeof(b));
+		/* "step time          474.752" in both (the column widths differ) */
+		const char *na = strpbrk(a, "0123456789"), *nb = strpbrk(b, "0123456789");
+		cr_assert_str_eq(na, nb, "%s: simulate '%s', run-program '%s'", sets[i], a, b);
+		unlink(prog);
+		free(sim.out);
+		free(sch.out);
+		free(rp.out);
+	}
+}

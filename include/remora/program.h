@@ -109,8 +109,22 @@ typedef struct rm_program_op {
 	rm_program_list waits, records;  /* event indices */
 } rm_program_op;
 
+/*
+ * What the program was scheduled for, so that run-program prices it as simulate did (the
+ * "runtime" object of the JSON; optional): the hardware spec, its power limit, and the kernels
+ * the runtime launches (remora/cost.h rm_kernel_config).
+ */
+typedef struct rm_program_runtime {
+	bool set;
+	char hardware[256];       /* "h100-sxm-96gb", "calib.db:NAME"; "" unknown */
+	double power_w;           /* 0: the profile's */
+	double hbm_bytes;         /* 0: the profile's */
+	rm_kernel_config kernels;
+} rm_program_runtime;
+
 typedef struct rm_program {
 	char *name;
+	rm_program_runtime runtime;
 	int64_t tokens;     /* tokens per GPU per step, 0 when unknown */
 	double model_flops; /* model FLOPs per GPU per step for MFU; < 0: derive from the ops */
 	rm_program_stream *streams;

@@ -498,14 +498,18 @@ int cli_cmd_search(int argc, char **argv)
 		i += same;
 	}
 	if (!have_xla) {
-		printf("\n  no XLA candidate fits in memory: try smaller search.micro_batches, nothing_saveable or "
-		       "offloaded names\n");
+		printf("\n  no %s candidate fits in memory: try smaller search.micro_batches, nothing_saveable or "
+		       "offloaded names\n",
+		       rm_search_runtime(s) == RM_SCHED_FSDP2 ? "FSDP2" : "XLA");
 		goto out_w;
 	}
 	/* the best XLA candidate is what a JAX user can paste */
 	const rm_candidate_result *w = &best_xla;
 	candidate_flags(&sc, w, flags, sizeof(flags));
-	printf("\nbest plan for XLA (%s; paste these):\n", w->c.label);
+	bool fsdp2 = rm_search_runtime(s) == RM_SCHED_FSDP2;
+	const char *rt = fsdp2 ? "PyTorch FSDP2" : "XLA";
+	printf("\nbest plan for %s (%s; %s):\n", rt, w->c.label,
+	       fsdp2 ? "the activations to keep, with JAX's policy names" : "paste these");
 	{
 		rm_remat_policy *p = rm_remat_policy_parse(w->c.policy, NULL);
 		char pol[4096];
@@ -513,7 +517,8 @@ int cli_cmd_search(int argc, char **argv)
 			printf("  policy=%s\n", rm_remat_policy_format(p, pol, sizeof(pol)));
 		rm_remat_policy_destroy(p);
 	}
-	printf("  XLA_FLAGS=\"%s\"   (the flags that differ from XLA's defaults)\n", flags);
+	if (!fsdp2)
+		printf("  XLA_FLAGS=\"%s\"   (the flags that differ from XLA's defaults)\n", flags);
 	printf("  micro-batch  = %lld\n", (long long)w->c.micro_batch);
 	const rm_memory_budget *mb = rm_search_memory_budget(s);
 	printf("  step %.2f ms, %.0f tokens/s per GPU, MFU %.1f%%, peak %.2f of %.2f GiB usable, %d of %d collectives "
@@ -539,8 +544,8 @@ int cli_cmd_search(int argc, char **argv)
 	}
 	if (have_ideal)
 		printf("  a hand-tuned FSDP runtime (ideal mode: %s, micro-batch %lld) would reach %.0f tokens/s per "
-		       "GPU: XLA leaves %.1f%% on the table\n",
-		       best_ideal.c.label, (long long)best_ideal.c.micro_batch, best_ideal.tokens_per_s_per_gpu,
+		       "GPU: %s leaves %.1f%% on the table\n",
+		       best_ideal.c.label, (long long)best_ideal.c.micro_batch, best_ideal.tokens_per_s_per_gpu, rt,
 		       100.0 * (1.0 - w->tokens_per_s_per_gpu / best_ideal.tokens_per_s_per_gpu));
 	printf("\nPareto front (step time per token against peak memory):\n");
 	for (int i = 0; i < n_pareto; i++)

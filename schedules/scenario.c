@@ -1131,15 +1131,14 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		c->compile_partitioner = out->compile;
 		c->eager = !out->compile;
 	} else {
-		/* XLA fuses; ideal is the bound of a fused runtime */
+		/* XLA fuses; ideal is the bound of a fused runtime with XLA's kernels, so that a
+		 * search's ideal rows price the same kernels as its XLA rows */
 		out->compile = true;
-		if (c->mode == RM_SCHED_IDEAL)
-			kc->attention = RM_ATTN_FLASH2;
 		if (sc->compile == 0) {
 			rm_scenario_resolved_finish(out);
 			return key_error(sc, "training.compile", err, RM_INVALID,
-					 "training.compile: false applies to scheduler.mode fsdp2 (PyTorch eager); %s "
-					 "always fuses",
+					 "false applies to scheduler.mode fsdp2 (PyTorch eager); scheduler.mode %s "
+					 "always runs fused kernels",
 					 rm_sched_mode_name(c->mode));
 		}
 	}

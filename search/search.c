@@ -163,7 +163,11 @@ static rm_status build_space(rm_search *s, rm_error *err)
 	if (s->n_mbs == 0)
 		s->mbs[s->n_mbs++] = s->res0.train.micro_batch;
 	s->n_variants = 0;
-	for (int i = 0; i < sc->n_search_flag_variants; i++) {
+	if (s->res0.sched.mode == RM_SCHED_FSDP2 && sc->n_search_flag_variants > 0)
+		rm_log_warn("%s: search.flag_variants are XLA flags; scheduler.mode fsdp2 has none, so each candidate "
+			    "runs once",
+			    sc->path[0] ? sc->path : "scenario");
+	for (int i = 0; i < sc->n_search_flag_variants && s->res0.sched.mode != RM_SCHED_FSDP2; i++) {
 		bool dup = false;
 		for (int j = 0; j < s->n_variants; j++)
 			dup |= strcmp(s->variants[j], sc->search_flag_variants[i]) == 0;
@@ -262,6 +266,11 @@ fail:
 void rm_search_set_cost_model(rm_search *s, const rm_cost_model *cost)
 {
 	s->cost = cost;
+}
+
+rm_sched_mode rm_search_runtime(const rm_search *s)
+{
+	return s->res0.sched.mode == RM_SCHED_FSDP2 ? RM_SCHED_FSDP2 : RM_SCHED_XLA;
 }
 
 const rm_memory_budget *rm_search_memory_budget(const rm_search *s)

@@ -117,6 +117,9 @@ rm_status rm_search_each(rm_search *s, void (*fn)(const rm_candidate_result *r, 
 int64_t rm_search_rows(rm_search *s);
 /* What of HBM a candidate may use (the resolved scenario's budget; every candidate shares it). */
 const rm_memory_budget *rm_search_memory_budget(const rm_search *s);
+/* The runtime the scenario's candidates run under: RM_SCHED_XLA or RM_SCHED_FSDP2 (an ideal-mode
+ * scenario searches XLA candidates and the ideal bound). */
+rm_sched_mode rm_search_runtime(const rm_search *s);
 /* Rows of this scenario that failed their checksum when the sweep opened the database (deleted,
  * so the sweep recomputed them). */
 int64_t rm_search_damaged_rows(const rm_search *s);

@@ -337,7 +337,7 @@ static int run(const char *cmd, int argc, char **argv)
 		else
 			printf("  runtime    collectives on their own stream, all-gathers %d layer(s) ahead (not XLA)\n",
 			       res.sched.prefetch_depth);
-		printf("  kernels    %s attention%s%s, GPU at %.0f W%s\n\n", rm_attention_kernel_name(res.cost.kernels.attention),
+		printf("  kernels    %s attention%s%s, GPU at %.4g W%s\n\n", rm_attention_kernel_name(res.cost.kernels.attention),
 		       res.train.gemm_dtype == RM_DTYPE_FP8_E4M3 ? ", fp8 GEMMs" : "",
 		       res.train.loss != RM_LOSS_PLAIN ? (res.train.loss == RM_LOSS_CHUNKED ? ", chunked loss" : ", fused loss") : "",
 		       res.hw.power_W > 0 ? res.hw.power_W : res.hw.tdp_W,

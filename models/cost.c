@@ -3,6 +3,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 #include "remora/cost.h"
 
@@ -177,10 +178,12 @@ const char *rm_attention_kernel_name(rm_attention_kernel k)
 
 bool rm_attention_kernel_parse(const char *name, rm_attention_kernel *out)
 {
-	int i = find_name(attention_kernel_names, RM_ATTN_KERNEL_COUNT, name);
-	if (i >= 0)
-		*out = (rm_attention_kernel)i;
-	return i >= 0;
+	for (int i = 0; i < RM_ATTN_KERNEL_COUNT; i++)
+		if (strcasecmp(attention_kernel_names[i], name) == 0) {
+			*out = (rm_attention_kernel)i;
+			return true;
+		}
+	return false;
 }
 
 rm_kernel_config rm_kernel_config_default(void)

@@ -120,7 +120,7 @@ const char *rm_loss_kind_name(rm_loss_kind k)
 bool rm_loss_kind_parse(const char *name, rm_loss_kind *out)
 {
 	for (int i = 0; i < RM_LOSS_COUNT; i++)
-		if (strcmp(loss_names[i], name) == 0) {
+		if (strcasecmp(loss_names[i], name) == 0) {
 			*out = (rm_loss_kind)i;
 			return true;
 		}

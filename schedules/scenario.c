@@ -5,6 +5,7 @@
 #include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -725,6 +726,11 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 	if (append && k->type != K_STR && k->type != K_FLAGS)
 		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set %s+=: only string keys such as xla_flags append",
 				    path);
+	if (strcmp(path, "hardware") == 0 && value[strspn(value, " \t")] == '{')
+		return rm_error_set(err, RM_USAGE, NULL, 0, 0,
+				    "--set %s: hardware takes a profile name here; set the mapping's keys one by one "
+				    "(--set hardware.profile=NAME --set hardware.power_w=W --set hardware.hbm_gib=G)",
+				    assignment);
 	if (k->type == K_STR || k->type == K_FLAGS) {
 		/* strings are taken verbatim: flag strings and policy expressions are not YAML */
 		char *dst = (char *)sc + k->off;
@@ -932,9 +938,28 @@ const char *rm_scenario_model_file(const rm_scenario *sc, char *buf, size_t size
  * (pytorch/pytorch issues/41383: 5-7 us for ops with requires_grad; the midpoint). */
 #define EAGER_HOST_US 6.0
 
+/* The hardware spec with a relative CALIB.db path taken from the scenario's folder. */
+static void hardware_spec(const rm_scenario *sc, char *buf, size_t size)
+{
+	const char *colon = strrchr(sc->hardware, ':');
+	const rm_scenario_pos *p = pos_of(sc, "hardware.profile");
+	if (!p)
+		p = pos_of(sc, "hardware");
+	bool from_file = p && p->line > 0; /* a --set value is relative to where remora runs */
+	if (from_file && colon && colon != sc->hardware && sc->hardware[0] != '/' && sc->dir[0] && strcmp(sc->dir, ".") != 0)
+		snprintf(buf, size, "%s/%s", sc->dir, sc->hardware);
+	else
+		snprintf(buf, size, "%s", sc->hardware);
+}
+
 /* hardware: {power_w, hbm_gib} over the resolved profile. */
 static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *hw, rm_error *err)
 {
+	if (sc->power_w > 0 && sc->power_w < 100)
+		return key_error(sc, "hardware.power_w", err, RM_RANGE,
+				 "power_w %g is below the 100 W that data-centre GPUs accept as a limit (H100 SXM: "
+				 "200-700 W)",
+				 sc->power_w);
 	if (sc->power_w > 0) {
 		if (sc->power_w > hw->tdp_W)
 			return key_error(sc, "hardware.power_w", err, RM_RANGE,
@@ -942,8 +967,12 @@ static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *
 					 sc->power_w, hw->tdp_W, hw->name);
 		rm_hw_profile_set(hw, RM_HW_power_W, sc->power_w, "scenario hardware.power_w");
 	}
-	if (sc->hbm_gib > 0)
+	if (sc->hbm_gib > 0) {
+		if (sc->hbm_gib * (double)RM_GiB > hw->hbm_bytes * 1.0001)
+			rm_log_warn("hardware.hbm_gib %g is more than the %.2f GiB of %s: a what-if, not that GPU",
+				    sc->hbm_gib, hw->hbm_bytes / (double)RM_GiB, hw->name);
 		rm_hw_profile_set(hw, RM_HW_hbm_bytes, sc->hbm_gib * (double)RM_GiB, "scenario hardware.hbm_gib");
+	}
 	return RM_OK;
 }
 
@@ -963,8 +992,13 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	}
 	if (!resolver)
 		resolver = embedded_hw;
-	if (resolver(sc->hardware, NULL, 0, 0, &out->hw, NULL, err) != RM_OK)
-		return at_key(sc, "hardware", err);
+	/* a calibration database named in the scenario is relative to the scenario's folder, as
+	 * the model's config.json is */
+	char hw_spec[1100];
+	hardware_spec(sc, hw_spec, sizeof(hw_spec));
+	const char *hw_key = pos_of(sc, "hardware.profile") ? "hardware.profile" : "hardware";
+	if (resolver(hw_spec, NULL, 0, 0, &out->hw, NULL, err) != RM_OK)
+		return at_key(sc, hw_key, err);
 	if (apply_hardware_overrides(sc, &out->hw, err) != RM_OK)
 		return err ? err->status : RM_INVALID;
 	int64_t gpn = sc->gpus_per_node ? sc->gpus_per_node : (int64_t)out->hw.gpus_per_node;
@@ -994,6 +1028,15 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		t.fused_attention = sc->fused_attention;
 	if (sc->causal >= 0)
 		t.causal = sc->causal;
+	static const struct {
+		const char *key;
+		size_t off;
+	} enum_keys[] = {{"training.loss", offsetof(rm_scenario, loss)},
+			 {"training.attention_kernel", offsetof(rm_scenario, attention_kernel)},
+			 {"training.gemm_dtype", offsetof(rm_scenario, gemm_dtype)}};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(enum_keys); i++)
+		if (pos_of(sc, enum_keys[i].key) && !((const char *)sc + enum_keys[i].off)[0])
+			return key_error(sc, enum_keys[i].key, err, RM_INVALID, "empty value (leave the key out for the default)");
 	if (sc->loss[0] && !rm_loss_kind_parse(sc->loss, &t.loss))
 		return key_error(sc, "training.loss", err, RM_INVALID, "expected plain, chunked or fused, got \"%s\"",
 				 sc->loss);
@@ -1041,9 +1084,9 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	/* the NCCL model of the FSDP group: calibrated fits for this topology, the scenario's version */
 	{
 		rm_nccl_model nccl;
-		if (resolver(sc->hardware, sc->nccl_version[0] ? sc->nccl_version : NULL, (int)t.fsdp, fsdp_nodes,
-			     &out->hw, &nccl, err) != RM_OK)
-			return at_key(sc, sc->nccl_version[0] ? "scheduler.nccl_version" : "hardware", err);
+		if (resolver(hw_spec, sc->nccl_version[0] ? sc->nccl_version : NULL, (int)t.fsdp, fsdp_nodes, &out->hw,
+			     &nccl, err) != RM_OK)
+			return at_key(sc, sc->nccl_version[0] ? "scheduler.nccl_version" : hw_key, err);
 		if (apply_hardware_overrides(sc, &out->hw, err) != RM_OK)
 			return err ? err->status : RM_INVALID;
 		rm_cost_nccl_init(&out->cost, &nccl);
@@ -1060,6 +1103,11 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		out->memory = rm_memory_budget_with_headroom(&out->hw, (int)t.fsdp, fsdp_nodes, (int64_t)hb);
 	} else {
 		out->memory = rm_memory_budget_default(&out->hw, (int)t.fsdp, fsdp_nodes);
+		if (out->memory.usable_bytes <= 0)
+			return key_error(sc, pos_of(sc, "hardware.hbm_gib") ? "hardware.hbm_gib" : "hardware", err, RM_RANGE,
+					 "%.2f GiB of HBM leave nothing for tensors: the CUDA context, NCCL buffers and "
+					 "cuBLASLt workspace take %.2f GiB",
+					 out->hw.hbm_bytes / (double)RM_GiB, out->memory.headroom_bytes / (double)RM_GiB);
 	}
 	out->wl = rm_workload_create(&out->model, &out->train, err);
 	if (!out->wl)
@@ -1106,8 +1154,14 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 sc->mode);
 	}
 	/* PyTorch runs its layers as Python code: there is no scan to keep stacked residuals */
-	if (c->mode == RM_SCHED_FSDP2)
+	if (c->mode == RM_SCHED_FSDP2) {
+		if (pos_of(sc, "remat.scan") && sc->scan)
+			rm_log_warn("remat.scan: true has no effect under scheduler.mode fsdp2 (PyTorch runs its layers "
+				    "unrolled)");
+		if (sc->xla_flags[0])
+			rm_log_warn("xla_flags have no effect under scheduler.mode fsdp2");
 		c->scan = false;
+	}
 	c->recompute_num_layers = (int)sc->recompute_num_layers;
 	if (c->recompute_num_layers > 0 && c->recompute_num_layers < out->model.layers && c->scan) {
 		int64_t layers = out->model.layers;
@@ -1135,11 +1189,12 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		 * search's ideal rows price the same kernels as its XLA rows */
 		out->compile = true;
 		if (sc->compile == 0) {
+			const char *mode = rm_sched_mode_name(c->mode);
 			rm_scenario_resolved_finish(out);
 			return key_error(sc, "training.compile", err, RM_INVALID,
 					 "false applies to scheduler.mode fsdp2 (PyTorch eager); scheduler.mode %s "
 					 "always runs fused kernels",
-					 rm_sched_mode_name(c->mode));
+					 mode);
 		}
 	}
 	if (sc->attention_kernel[0] && strcasecmp(sc->attention_kernel, "auto") != 0 &&

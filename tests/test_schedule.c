@@ -803,3 +803,36 @@ Test(schedule, fsdp2_copy_in_copy_out_and_streams)
 	cr_assert_eq(p->ops[rs].stream, p->ops[copy_in].stream);
 	run_finish(&r);
 }
+
+/* The hardware mapping and the new training keys refuse what no GPU or runtime does, at the value. */
+Test(scenario, hardware_mapping_and_runtime_keys_are_checked)
+{
+	expect_scenario_error("model: llama-2-7b\nhardware: {profile: h100-sxm, power_w: 50}\n", RM_RANGE, 2, 40,
+			      "below the 100 W");
+	expect_scenario_error("model: llama-2-7b\nhardware: {profile: h100-sxm, power_w: 800}\n", RM_RANGE, 2, 40,
+			      "above the 700 W TDP");
+	expect_scenario_error("model: llama-2-7b\nhardware: {profile: h100-sxm, hbm_gib: 1}\n", RM_RANGE, 2, 40,
+			      "leave nothing for tensors");
+	expect_scenario_error("model: llama-2-7b\ntraining: {loss: \"\"}\n", RM_INVALID, 2, 18, "empty value");
+	expect_scenario_error("model: llama-2-7b\nhardware: {profile: nosuch.db:x}\n", RM_NOT_FOUND, 2, 21,
+			      "'nosuch.db:x'");
+	expect_scenario_error("model: llama-2-7b\nhardware: {profile: h100-sxm, watts: 500}\n", RM_UNKNOWN_KEY, 2, 31,
+			      "unknown key \"hardware.watts\"");
+	expect_scenario_error("model: llama-2-7b\nscheduler: {mode: ideal}\ntraining: {compile: false}\n", RM_INVALID, 3,
+			      21, "scheduler.mode ideal always runs fused kernels");
+	expect_scenario_error("model: llama-2-7b\ntraining: {gemm_dtype: bf16, fp8_all_gather: true}\n", RM_INVALID, 2,
+			      46, "needs training.gemm_dtype: fp8");
+	/* names are case-insensitive, as the other enumerations of a scenario */
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	const char *ok = "model: llama-2-7b\ntraining: {loss: Chunked, attention_kernel: FLASH3, gemm_dtype: FP8}\n";
+	cr_assert_eq(rm_scenario_parse(ok, strlen(ok), "ok.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved r;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(r.train.loss, RM_LOSS_CHUNKED);
+	cr_assert_eq(r.cost.kernels.attention, RM_ATTN_FLASH3);
+	cr_assert_eq(r.train.gemm_dtype, RM_DTYPE_FP8_E4M3);
+	rm_scenario_resolved_finish(&r);
+}

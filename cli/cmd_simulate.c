@@ -57,7 +57,8 @@ static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b, con
 	printf(")\n");
 	if (m->num_ooms)
 		printf("  WARNING            %lld allocations fail even after the cache is freed: PyTorch raises\n"
-		       "                     OutOfMemoryError although live tensors may fit\n",
+		       "                     OutOfMemoryError (so the plan does not fit, whatever the live tensors add\n"
+		       "                     up to); the reserved peak above is the replay's, past the limit\n",
 		       (long long)m->num_ooms);
 	if (b->headroom_set)
 		printf("  not usable         %s of %s HBM (memory_headroom_gib)\n",

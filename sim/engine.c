@@ -790,6 +790,10 @@ static void finish_metrics(rm_sim *sim, rm_time_ps t)
 	m->lower_bound = sim->lower_bound;
 	m->fits = m->peak_memory_bytes <= m->memory_usable_bytes;
 	finish_reserved(sim);
+	/* the caching allocator could not get a segment even with its cache freed: PyTorch raises
+	 * OutOfMemoryError, whatever the live tensors add up to */
+	if (m->num_ooms > 0)
+		m->fits = false;
 	double flops = 0;
 	for (int32_t i = 0; i < sim->n_ops; i++) {
 		const rm_program_op *op = &prog->ops[i];

@@ -130,27 +130,27 @@ static bool to_number(struct fy_node *n, double *out)
 	return true;
 }
 
-/* A measured figure: a number, or [low, high] with 0 < low <= high (<= max when max > 0). */
-static rm_status get_measured(const creader *r, struct fy_node *n, const char *key, double max, rm_measured *out)
+/* A measured figure: a number, or [low, high] with min <= low <= high <= max. */
+static rm_status get_measured(const creader *r, struct fy_node *n, const char *key, double min, double max,
+			      rm_measured *out)
 {
-	char bound[48] = "";
-	if (max > 0)
-		snprintf(bound, sizeof(bound), " at most %g", max);
+	char bound[64];
+	snprintf(bound, sizeof(bound), " from %g to %g", min, max);
 	double lo, hi;
 	if (n && fy_node_is_sequence(n)) {
 		if (fy_node_sequence_item_count(n) != 2)
 			return fail(r, n, RM_INVALID, "%s: a range is written [low, high], two numbers", key);
 		struct fy_node *a = fy_node_sequence_get_by_index(n, 0), *b = fy_node_sequence_get_by_index(n, 1);
-		if (!to_number(a, &lo) || !(lo > 0) || (max > 0 && lo > max))
-			return fail(r, a, RM_INVALID, "%s: expected a positive number%s", key, bound);
-		if (!to_number(b, &hi) || !(hi > 0) || (max > 0 && hi > max))
-			return fail(r, b, RM_INVALID, "%s: expected a positive number%s", key, bound);
+		if (!to_number(a, &lo) || !(lo >= min) || !(lo > 0) || lo > max)
+			return fail(r, a, RM_INVALID, "%s: expected a number%s", key, bound);
+		if (!to_number(b, &hi) || !(hi >= min) || !(hi > 0) || hi > max)
+			return fail(r, b, RM_INVALID, "%s: expected a number%s", key, bound);
 		if (hi < lo)
 			return fail(r, a, RM_INVALID, "%s: the range [%g, %g] has its low end above its high end", key, lo,
 				    hi);
 	} else {
-		if (!to_number(n, &lo) || !(lo > 0) || (max > 0 && lo > max))
-			return fail(r, n, RM_INVALID, "%s: expected a positive number%s or a range [low, high]", key, bound);
+		if (!to_number(n, &lo) || !(lo >= min) || !(lo > 0) || lo > max)
+			return fail(r, n, RM_INVALID, "%s: expected a number%s or a range [low, high]", key, bound);
 		hi = lo;
 	}
 	out->set = true;
@@ -202,9 +202,10 @@ static rm_status parse_measured(const creader *r, struct fy_node *map, rm_valida
 	if (!at[M_TOKENS])
 		return fail(r, map, RM_MISSING, "measured: missing required key \"tokens_per_s_per_gpu\" (a number or "
 						"a range [low, high])");
-	RM_CHECK(get_measured(r, at[M_TOKENS], "measured.tokens_per_s_per_gpu", 0, &c->tokens_per_s_per_gpu));
+	/* a GPU trains between 1 and 10^8 tokens per second (an H100 peaks near 10^6 for 100M models) */
+	RM_CHECK(get_measured(r, at[M_TOKENS], "measured.tokens_per_s_per_gpu", 1, 1e8, &c->tokens_per_s_per_gpu));
 	if (at[M_MFU]) {
-		RM_CHECK(get_measured(r, at[M_MFU], "measured.mfu", 1.0, &c->mfu));
+		RM_CHECK(get_measured(r, at[M_MFU], "measured.mfu", 1e-4, 1.0, &c->mfu));
 		if (!at[M_MFU_CONVENTION])
 			return fail(r, at[M_MFU], RM_MISSING,
 				    "measured.mfu: say how it was counted with measured.mfu_convention (palm_noncausal "
@@ -249,7 +250,7 @@ static rm_status parse_measured(const creader *r, struct fy_node *map, rm_valida
 				    "%s memory as measured.memory_gib",
 				    t);
 		RM_CHECK(get_measured(r, value, fraction ? "measured.memory_fraction" : "measured.memory_gib",
-				      fraction ? 1.0 : 0, &c->memory));
+				      fraction ? 1e-4 : 1e-3, fraction ? 1.0 : 1 << 20, &c->memory));
 	}
 	if (at[M_DEVICE_MEMORY]) {
 		if (c->memory_kind != RM_MEMORY_ACTIVE_FRACTION)

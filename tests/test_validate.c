@@ -133,13 +133,21 @@ Test(validate_case, bad_ranges)
 	snprintf(text, sizeof(text), "%s[8100, 8400, 8600]\n", head);
 	expect_error(text, RM_INVALID, 5, 25, "[low, high]");
 	snprintf(text, sizeof(text), "%s[8100, fast]\n", head);
-	expect_error(text, RM_INVALID, 5, 32, "expected a positive number");
+	expect_error(text, RM_INVALID, 5, 32, "expected a number from 1 to 1e+08");
 	snprintf(text, sizeof(text), "%s-5\n", head);
-	expect_error(text, RM_INVALID, 5, 25, "expected a positive number");
+	expect_error(text, RM_INVALID, 5, 25, "expected a number from 1 to 1e+08");
+	/* figures no GPU produces are refused, not carried into the statistics */
+	snprintf(text, sizeof(text), "%s1e308\n", head);
+	expect_error(text, RM_INVALID, 5, 25, "from 1 to 1e+08");
+	snprintf(text, sizeof(text), "%s1e-300\n", head);
+	expect_error(text, RM_INVALID, 5, 25, "from 1 to 1e+08");
+	expect_error("name: a\nsource: b\nscenario: {model: gpt-2}\nmeasured:\n  tokens_per_s_per_gpu: 5\n"
+		     "  memory_gib: 1e300\n  memory_kind: reserved\n",
+		     RM_INVALID, 6, 15, "from 0.001 to 1.04858e+06");
 	/* an MFU is a fraction, not a percentage */
 	expect_error("name: a\nsource: b\nscenario: {model: gpt-2}\nmeasured:\n  tokens_per_s_per_gpu: 5\n"
 		     "  mfu: 33\n  mfu_convention: palm_noncausal\n",
-		     RM_INVALID, 6, 8, "at most 1");
+		     RM_INVALID, 6, 8, "from 0.0001 to 1");
 }
 
 Test(validate_case, bad_override_is_reported_at_its_item)

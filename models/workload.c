@@ -913,12 +913,23 @@ static void build_head(graph_builder *gb)
 	loss->mclass = RM_MB_SOFTMAX;
 	emit_all_backward(gb);
 	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden + (m->tied ? 0 : m->vocab * m->hidden);
-	/* the chunked losses leave one chunk of each gradient live at a time */
-	for (int i = gb->g->n_fwd_ops; i < gb->g->n_ops && chunks > 1; i++) {
+	/* PyTorch's cross-entropy backward is nll_loss_backward (a zero-filled fp32 gradient of the
+	 * log-probabilities with -1/N at the labels) then _log_softmax_backward_data (the logits'
+	 * gradient): both buffers are live at once beside the saved log-probabilities, so the loss
+	 * backward leaves twice its output live until the cast back consumes it (the peak of the
+	 * loss). The chunked losses do the same one chunk at a time; the fused kernel writes its
+	 * gradient in place. */
+	for (int i = gb->g->n_fwd_ops; i < gb->g->n_ops; i++) {
 		rm_op *op = &gb->g->ops[i];
 		const char *fname = gb->g->ops[op->fwd_op].name;
-		if (strcmp(fname, "loss") == 0 || strcmp(fname, "logits_float") == 0)
-			op->grad_bytes = (op->bytes_written + chunks - 1) / chunks;
+		bool loss_bwd = strcmp(fname, "loss") == 0;
+		if (!loss_bwd && strcmp(fname, "logits_float") != 0)
+			continue;
+		int64_t live = (op->bytes_written + chunks - 1) / chunks;
+		if (loss_bwd && lk != RM_LOSS_FUSED)
+			live *= 2;
+		if (live != op->bytes_written)
+			op->grad_bytes = live;
 	}
 }
 

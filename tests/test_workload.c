@@ -484,3 +484,33 @@ Test(workload, eager_decompositions_by_hand)
 	cr_assert_eq(wl->layer.ops[rm_graph_find_op(&wl->layer, "pre_attention_norm")].eager_bytes, 0);
 	rm_workload_destroy(wl);
 }
+
+/* The loss backward's live gradient (Llama-2-7B, b1 s4096, vocabulary 32000: T x V x 4 B =
+ * 524,288,000 B of fp32): PyTorch's cross-entropy backward holds nll_loss_backward's zero-filled
+ * gradient and _log_softmax_backward_data's output at once, 2 x 524,288,000 B; a chunked loss one
+ * eighth of that; a fused kernel writes its gradient in place, one eighth of its output. */
+Test(workload, loss_backward_buffers_by_loss_kind)
+{
+	rm_model_config m = preset("llama-2-7b");
+	rm_train_config t = rm_train_config_default(&m);
+	static const struct {
+		rm_loss_kind kind;
+		int64_t live;
+	} want[] = {{RM_LOSS_PLAIN, 2 * 524288000LL}, {RM_LOSS_CHUNKED, 2 * 524288000LL / 8}, {RM_LOSS_FUSED, 0}};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		t.loss = want[i].kind;
+		rm_workload *wl = build(&m, t);
+		const rm_op *lb = &wl->head.ops[rm_graph_find_op(&wl->head, "loss.bwd")];
+		if (want[i].kind == RM_LOSS_FUSED) {
+			/* the fused kernel's log-probabilities are bf16 and one chunk at a time */
+			cr_assert_eq(lb->bytes_written, 4096LL * 32000 * 2);
+			cr_assert_eq(lb->grad_bytes, 4096LL * 32000 * 2 / 8);
+			cr_assert_eq(rm_graph_find_op(&wl->head, "logits_float"), -1);
+		} else {
+			cr_assert_eq(lb->bytes_written, 524288000LL);
+			cr_assert_eq(lb->grad_bytes, want[i].live, "%s: %lld", rm_loss_kind_name(want[i].kind),
+				     (long long)lb->grad_bytes);
+		}
+		rm_workload_destroy(wl);
+	}
+}

@@ -130,6 +130,7 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_int(c, "sched.recompute_num_layers", s->recompute_num_layers);
 	rm_canon_int(c, "sched.compile_partitioner", s->compile_partitioner);
 	rm_canon_int(c, "sched.eager", s->eager);
+	rm_canon_int(c, "sched.reshard_after_forward", s->reshard_after_forward);
 	rm_canon_int(c, "sched.mode", s->mode);
 	rm_canon_int(c, "sched.prefetch_depth", s->prefetch_depth);
 	rm_canon_int(c, "sched.lhs_cost", s->lhs_cost);

@@ -60,6 +60,7 @@ static const key_desc keys[] = {
 	{"xla_flags", K_FLAGS, S(xla_flags), 0, 0, 0},
 	{"scheduler.mode", K_STR, S(mode), 0, 0, 0},
 	{"scheduler.prefetch_depth", K_INT, S(prefetch_depth), 0, 1, 16},
+	{"scheduler.reshard_after_forward", K_TRIBOOL, S(reshard_after_forward), 0, 0, 0},
 	{"scheduler.cost_model", K_STR, S(cost_model), 0, 0, 0},
 	{"scheduler.hw_queues", K_INT, S(hw_queues), 0, 1, 32},
 	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
@@ -83,7 +84,7 @@ void rm_scenario_init(rm_scenario *sc)
 	snprintf(sc->hardware, sizeof(sc->hardware), "h100-sxm");
 	sc->nodes = 1;
 	sc->master_weights = sc->fused_attention = sc->causal = -1;
-	sc->compile = sc->grad_clip = sc->fp8_all_gather = -1;
+	sc->compile = sc->grad_clip = sc->fp8_all_gather = sc->reshard_after_forward = -1;
 	sc->scan = true;
 	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
@@ -1163,6 +1164,15 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		c->scan = false;
 	}
 	c->recompute_num_layers = (int)sc->recompute_num_layers;
+	if (sc->reshard_after_forward >= 0) {
+		if (c->mode != RM_SCHED_FSDP2) {
+			const char *mode = rm_sched_mode_name(c->mode);
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "scheduler.reshard_after_forward", err, RM_INVALID,
+					 "applies to scheduler.mode fsdp2 (FSDP2's fully_shard option), not %s", mode);
+		}
+		c->reshard_after_forward = sc->reshard_after_forward;
+	}
 	if (c->recompute_num_layers > 0 && c->recompute_num_layers < out->model.layers && c->scan) {
 		int64_t layers = out->model.layers;
 		rm_scenario_resolved_finish(out);

@@ -50,6 +50,7 @@ rm_schedule_config rm_schedule_config_default(const rm_workload *wl, const rm_re
 		.mode = RM_SCHED_XLA,
 		.prefetch_depth = 1,
 		.lhs_cost = RM_LHS_COST_XLA_DEFAULT,
+		.reshard_after_forward = true,
 	};
 	return c;
 }
@@ -609,7 +610,11 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 			    bool pipelined_ag, int ag_off, bool pipelined_rs, int rs_off)
 {
 	const rm_graph *g = x->layer;
-	for (int grp = 0; grp < x->ag.n; grp++) {
+	/* FSDP2 with reshard_after_forward false (and torchtitan's last block, which is never
+	 * resharded): the forward's gather stays for the backward, nothing is gathered again */
+	bool keep = x->cfg->mode == RM_SCHED_FSDP2 && !x->cfg->scan &&
+		    (!x->cfg->reshard_after_forward || bl == x->L - 1);
+	for (int grp = 0; grp < x->ag.n && !(bwd && keep); grp++) {
 		int64_t bytes = x->ag.elems[grp] * x->lpsize;
 		int first_user;
 		add_gathered_temps(x, c, bl, mb, bwd, grp, bytes, delta, &first_user);
@@ -870,7 +875,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 			in[ni++] = rec ? residual_tensor(e, mb, l, v) : t->fwd[v];
 		}
 		if (grp >= 0 && op->kind == RM_OP_GEMM)
-			in[ni++] = rec ? t->ag_bwd[grp] : t->ag_fwd[grp];
+			in[ni++] = rec && t->ag_bwd[grp] >= 0 ? t->ag_bwd[grp] : t->ag_fwd[grp];
 		for (int i = 0; i < op->n_outputs; i++) {
 			int v = op->outputs[i];
 			const rm_value *val = &g->values[v];
@@ -914,7 +919,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 		in[ni++] = residual_tensor(e, mb, l, op->residuals[i]);
 	in[ni++] = e->chain;
 	if (op->phase == RM_PHASE_BWD_DGRAD && op->kind == RM_OP_GEMM && grp >= 0)
-		in[ni++] = t->ag_bwd[grp];
+		in[ni++] = t->ag_bwd[grp] >= 0 ? t->ag_bwd[grp] : t->ag_fwd[grp];
 	if (op->phase == RM_PHASE_BWD_WGRAD) {
 		int rg = x->rs.of_op[fwd];
 		if (rg >= 0) {

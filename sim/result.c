@@ -28,6 +28,8 @@ json_t *rm_sim_result_json(const rm_sim *sim)
 	json_object_set_new(doc, "mfu", json_real(m->mfu));
 	json_object_set_new(doc, "model_flops", json_real(m->model_flops));
 	json_object_set_new(doc, "peak_memory_bytes", json_integer(m->peak_memory_bytes));
+	/* the same figure by PyTorch's name (torch.cuda.max_memory_allocated), beside the reserved */
+	json_object_set_new(doc, "peak_allocated_bytes", json_integer(m->peak_memory_bytes));
 	json_object_set_new(doc, "peak_host_memory_bytes", json_integer(m->peak_host_bytes));
 	json_object_set_new(doc, "memory_capacity_bytes", json_integer(m->memory_capacity_bytes));
 	json_object_set_new(doc, "memory_usable_bytes", json_integer(m->memory_usable_bytes));

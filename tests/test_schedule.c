@@ -836,3 +836,44 @@ Test(scenario, hardware_mapping_and_runtime_keys_are_checked)
 	cr_assert_eq(r.train.gemm_dtype, RM_DTYPE_FP8_E4M3);
 	rm_scenario_resolved_finish(&r);
 }
+
+/* FSDP2's reshard_after_forward: by default every block but the last (torchtitan keeps the last
+ * one, its backward runs at once) is gathered again for the backward: 32 forward and 31 backward
+ * all-gathers for Llama-2-7B; with reshard_after_forward false only the 32 forward ones, and the
+ * backward GEMMs read the forward's gathered weights. Other modes refuse the key. */
+static int all_gathers(const rm_program *p, const char *pass)
+{
+	int n = 0;
+	char needle[32];
+	snprintf(needle, sizeof(needle), "/%s/all-gather", pass);
+	for (int32_t i = 0; i < p->n_ops; i++)
+		n += strncmp(p->ops[i].name, "layer", 5) == 0 && strstr(p->ops[i].name, needle) &&
+		     p->ops[i].cost.kind == RM_COST_COLLECTIVE;
+	return n;
+}
+
+Test(schedule, fsdp2_reshard_after_forward)
+{
+	run r;
+	partial_run(0, &r);
+	cr_assert_eq(all_gathers(r.prog, "fwd"), 32);
+	cr_assert_eq(all_gathers(r.prog, "bwd"), 31);
+	run_finish(&r);
+	char text[512];
+	snprintf(text, sizeof(text),
+		 "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		 "scheduler: {mode: fsdp2, reshard_after_forward: false}\n");
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "test.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r.res, &err), RM_OK, "%s", err.msg);
+	r.prog = rm_schedule_build(&r.res.sched, &r.rep, &err);
+	cr_assert_not_null(r.prog, "%s", err.msg);
+	cr_assert_eq(all_gathers(r.prog, "fwd"), 32);
+	cr_assert_eq(all_gathers(r.prog, "bwd"), 0);
+	run_finish(&r);
+	expect_scenario_error("model: llama-2-7b\nscheduler: {reshard_after_forward: false}\n", RM_INVALID, 2, 36,
+			      "applies to scheduler.mode fsdp2");
+}

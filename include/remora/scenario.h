@@ -77,6 +77,7 @@ typedef struct rm_scenario {
 	char gemm_dtype[16];                         /* "": bf16 */
 	int fp8_all_gather;                          /* -1: default (false) */
 	int compile, grad_clip;                      /* -1: default */
+	int reshard_after_forward;                   /* scheduler.reshard_after_forward; -1: default (true) */
 	int64_t fsdp; /* 0: all GPUs */
 	bool scan;
 	int64_t recompute_num_layers; /* 0: every layer follows the policy */

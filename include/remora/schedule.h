@@ -85,6 +85,9 @@ typedef struct rm_schedule_config {
 	int64_t device_memory_bytes;  /* base of XLA's memory limit; 0: 0.8 * hw->hbm_bytes */
 	const rm_cost_model *cost;    /* seconds for remora LHS costs; NULL: the default model */
 	bool compile_partitioner;     /* fsdp2 with torch.compile: rm_remat_plan_build_compiled */
+	bool reshard_after_forward;   /* fsdp2: free the gathered parameters after the forward and
+				       * gather again for the backward (FSDP2's default; the last layer
+				       * is kept, as torchtitan applies fully_shard) */
 	bool eager;                   /* fsdp2 without compile: memory-bound ops as their eager
 				       * decompositions (rm_op eager_bytes, eager_kernels) */
 	int recompute_num_layers;     /* unrolled only: layers 0..n-1 follow the policy, the rest keep

@@ -76,6 +76,7 @@ int cli_cmd_run_program(int argc, char **argv)
 	const char *hw_name = NULL, *trace = NULL;
 	bool json = false, breakdown = false;
 	int64_t queues = 8;
+	bool queues_given = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "H:Q:jt:bh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -85,6 +86,7 @@ int cli_cmd_run_program(int argc, char **argv)
 		case 'Q':
 			if (!cli_parse_positive("run-program", "--queues", optarg, &queues))
 				return CLI_EXIT_USAGE;
+			queues_given = true;
 			if (queues > 128)
 				return cli_usage_error("run-program", "--queues: at most 128");
 			break;
@@ -124,22 +126,36 @@ int cli_cmd_run_program(int argc, char **argv)
 		return cli_fail(&err);
 	/* the hardware and kernels the program was scheduled for (its "runtime"), unless given */
 	const rm_program_runtime *prt = &prog->runtime;
+	bool hw_from_program = !hw_name && prt->set && prt->hardware[0];
 	if (!hw_name)
-		hw_name = prt->set && prt->hardware[0] ? prt->hardware : "h100-sxm";
+		hw_name = hw_from_program ? prt->hardware : "h100-sxm";
 	rm_hw_profile resolved;
 	static rm_nccl_model nccl;
 	static rm_cost_nccl cost;
 	if (rm_calib_resolve_hw(hw_name, NULL, &resolved, &nccl, &err) != RM_OK) {
+		if (hw_from_program)
+			rm_error_prefix(&err, "%s: runtime.hardware: ", path);
 		rm_program_destroy(prog);
 		return cli_fail(&err);
 	}
 	rm_cost_nccl_init(&cost, &nccl);
 	if (prt->set) {
 		cost.kernels = prt->kernels;
-		if (prt->power_w > 0 && prt->power_w <= resolved.tdp_W)
+		/* the power limit and HBM size belong to the hardware the program was scheduled for;
+		 * --hardware names another GPU with its own */
+		if (hw_from_program && prt->power_w > 0) {
+			if (prt->power_w > resolved.tdp_W) {
+				rm_error_set(&err, RM_RANGE, path, 0, 0, "runtime.power_w: %g W is above the %g W TDP of %s",
+					     prt->power_w, resolved.tdp_W, resolved.name);
+				rm_program_destroy(prog);
+				return cli_fail(&err);
+			}
 			rm_hw_profile_set(&resolved, RM_HW_power_W, prt->power_w, "the program's runtime.power_w");
-		if (prt->hbm_bytes >= 1)
+		}
+		if (hw_from_program && prt->hbm_bytes > 0)
 			rm_hw_profile_set(&resolved, RM_HW_hbm_bytes, prt->hbm_bytes, "the program's runtime.hbm_bytes");
+		if (!queues_given && prt->hw_queues > 0)
+			queues = prt->hw_queues;
 	}
 	const rm_hw_profile *hw = &resolved;
 	int rc = CLI_EXIT_FAIL;
@@ -152,7 +168,15 @@ int cli_cmd_run_program(int argc, char **argv)
 			nodes = prog->ops[i].cost.collective.span > 0 ? prog->ops[i].cost.collective.span : 1;
 		}
 	rm_memory_budget budget = rm_memory_budget_default(hw, ranks, nodes);
-	rm_sim_options opt = {.hw_queues = (int)queues,
+	rm_sim_allocator alloc = RM_SIM_ALLOC_EXACT;
+	if (prt->set && prt->allocator[0] && !rm_sim_allocator_from_name(prt->allocator, &alloc)) {
+		rm_error_set(&err, RM_INVALID, path, 0, 0, "runtime.allocator: unknown allocator '%s'", prt->allocator);
+		rm_program_destroy(prog);
+		return cli_fail(&err);
+	}
+	rm_sim_options opt = {.allocator = alloc,
+			      .alloc_fraction = prt->set ? prt->alloc_fraction : 0,
+			      .hw_queues = (int)queues,
 			      .memory_timeline = trace != NULL,
 			      .cost = &cost.base,
 			      .memory_headroom_bytes = budget.headroom_bytes};

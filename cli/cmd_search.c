@@ -52,14 +52,14 @@ static void progress_line(const rm_search_progress *p, void *user)
 	fflush(stderr);
 }
 
-static json_t *result_json(const rm_candidate_result *r)
+static json_t *result_json(const rm_candidate_result *r, rm_sched_mode runtime)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "label", rm_json_string(r->c.label));
 	json_object_set_new(o, "policy", rm_json_string(r->c.policy));
 	json_object_set_new(o, "micro_batch", json_integer(r->c.micro_batch));
 	json_object_set_new(o, "flags_variant", rm_json_string(r->c.flags));
-	json_object_set_new(o, "mode", json_string(r->c.ideal ? "ideal" : "xla"));
+	json_object_set_new(o, "mode", json_string(r->c.ideal ? "ideal" : rm_sched_mode_name(runtime)));
 	json_object_set_new(o, "as_written", json_boolean(r->c.as_written));
 	if (!r->ok) {
 		json_object_set_new(o, "error", rm_json_string(r->error));
@@ -440,27 +440,28 @@ int cli_cmd_search(int argc, char **argv)
 		json_object_set_new(doc, "candidates_total", json_integer(rm_search_count(s)));
 		json_object_set_new(doc, "candidates_evaluated", json_integer(rows));
 		if (have_xla) {
-			json_t *b = result_json(&best_xla);
+			json_t *b = result_json(&best_xla, rm_search_runtime(s));
 			candidate_flags(&sc, &best_xla, flags, sizeof(flags));
-			json_object_set_new(b, "xla_flags", rm_json_string(flags));
+			if (rm_search_runtime(s) == RM_SCHED_XLA)
+				json_object_set_new(b, "xla_flags", rm_json_string(flags));
 			json_object_set_new(doc, "best", b);
 		} else {
 			json_object_set_new(doc, "best", json_null());
 		}
 		if (have_ideal)
-			json_object_set_new(doc, "best_ideal", result_json(&best_ideal));
+			json_object_set_new(doc, "best_ideal", result_json(&best_ideal, rm_search_runtime(s)));
 		if (have_base)
-			json_object_set_new(doc, "as_written", result_json(&base));
+			json_object_set_new(doc, "as_written", result_json(&base, rm_search_runtime(s)));
 		if (have_base && have_xla && base.ok && base.fits)
 			json_object_set_new(doc, "speedup_vs_as_written",
 					    json_real(best_xla.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu));
 		json_t *arr = json_array();
 		for (int i = 0; i < n_best && i < top; i++)
-			json_array_append_new(arr, result_json(&best[i]));
+			json_array_append_new(arr, result_json(&best[i], rm_search_runtime(s)));
 		json_object_set_new(doc, "top", arr);
 		arr = json_array();
 		for (int i = 0; i < n_pareto; i++)
-			json_array_append_new(arr, result_json(&pareto[i]));
+			json_array_append_new(arr, result_json(&pareto[i], rm_search_runtime(s)));
 		json_object_set_new(doc, "pareto", arr);
 		rc = cli_print_json(doc);
 		goto out_w;

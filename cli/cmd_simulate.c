@@ -3,7 +3,10 @@
  * XLA would run; `remora simulate SCENARIO [--set KEY=VALUE]... [--json] [--trace OUT]` runs it
  * and prints the result (docs/design.md contract 3).
  */
+/* realpath (XSI) */
+#define _XOPEN_SOURCE 700
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +138,26 @@ static bool program_fn(FILE *out, void *user, rm_error *err)
 }
 
 /* Loads the scenario, applies the overrides, resolves it. */
+/* The scenario's hardware spec for a program file: a calibration database as an absolute path
+ * (the scenario resolves it against its own folder; a program may be run from anywhere). */
+static void runtime_hardware(const rm_scenario *sc, char *buf, size_t size)
+{
+	const char *colon = strrchr(sc->hardware, ':');
+	snprintf(buf, size, "%s", sc->hardware);
+	if (!colon || colon == sc->hardware || sc->hardware[0] == '/')
+		return;
+	char db[1200], real[PATH_MAX];
+	const rm_scenario_pos *p = NULL;
+	for (int i = 0; i < sc->n_pos && !p; i++)
+		if (!strcmp(sc->pos[i].key, "hardware") || !strcmp(sc->pos[i].key, "hardware.profile"))
+			p = &sc->pos[i];
+	bool from_file = p && p->line > 0;
+	snprintf(db, sizeof(db), "%s%s%.*s", from_file && sc->dir[0] ? sc->dir : "", from_file && sc->dir[0] ? "/" : "",
+		 (int)(colon - sc->hardware), sc->hardware);
+	if (realpath(db, real))
+		snprintf(buf, size, "%s%s", real, colon);
+}
+
 static int load_scenario(const char *cmd, const char *path, char **sets, int n_sets, rm_scenario *sc,
 			 rm_scenario_resolved *res)
 {
@@ -263,7 +286,10 @@ static int run(const char *cmd, int argc, char **argv)
 	}
 	/* what run-program needs to price it the same way: hardware, power limit, kernels */
 	prog->runtime.set = true;
-	snprintf(prog->runtime.hardware, sizeof(prog->runtime.hardware), "%s", sc.hardware);
+	runtime_hardware(&sc, prog->runtime.hardware, sizeof(prog->runtime.hardware));
+	prog->runtime.hw_queues = res.hw_queues;
+	snprintf(prog->runtime.allocator, sizeof(prog->runtime.allocator), "%s", rm_sim_allocator_name(res.allocator));
+	prog->runtime.alloc_fraction = res.alloc_fraction;
 	prog->runtime.power_w = res.hw.power_W;
 	prog->runtime.hbm_bytes = res.hw.hbm_bytes;
 	prog->runtime.kernels = res.cost.kernels;

@@ -1213,6 +1213,15 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return key_error(sc, "training.attention_kernel", err, RM_INVALID,
 				 "expected auto, flash2, flash3 or cudnn, got \"%s\"", sc->attention_kernel);
 	}
+	/* FP8 tensor cores and FlashAttention-3 are Hopper's; a profile without FP8 (A100) has neither */
+	if (out->hw.fp8_TFLOPs <= 0 && (out->train.gemm_dtype == RM_DTYPE_FP8_E4M3 || kc->attention == RM_ATTN_FLASH3)) {
+		bool fp8 = out->train.gemm_dtype == RM_DTYPE_FP8_E4M3;
+		char name[64];
+		snprintf(name, sizeof(name), "%s", out->hw.name);
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, fp8 ? "training.gemm_dtype" : "training.attention_kernel", err, RM_UNSUPPORTED,
+				 "%s needs Hopper (FP8 tensor cores, TMA); %s has none", fp8 ? "fp8" : "flash3", name);
+	}
 	c->prefetch_depth = (int)sc->prefetch_depth;
 	if (strcasecmp(sc->cost_model, "xla_default") == 0)
 		c->lhs_cost = RM_LHS_COST_XLA_DEFAULT;

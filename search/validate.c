@@ -257,9 +257,9 @@ static rm_status parse_measured(const creader *r, struct fy_node *map, rm_valida
 			return fail(r, at[M_DEVICE_MEMORY], RM_INVALID,
 				    "measured.device_memory_gib: only a memory_kind active_fraction figure needs it");
 		double v;
-		if (!to_number(at[M_DEVICE_MEMORY], &v) || !(v > 0) || v > 1 << 20)
+		if (!to_number(at[M_DEVICE_MEMORY], &v) || !(v >= 1) || v > 1 << 20)
 			return fail(r, at[M_DEVICE_MEMORY], RM_INVALID,
-				    "measured.device_memory_gib: expected a positive number of GiB");
+				    "measured.device_memory_gib: expected a number of GiB from 1 to 1048576");
 		c->device_memory_gib = v;
 	}
 	return RM_OK;

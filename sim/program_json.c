@@ -395,7 +395,8 @@ static bool read_program(reader *r, json_t *root, rm_program *prog)
 	prog->name = rm_xstrdup(name);
 	json_t *rt = json_object_get(root, "runtime");
 	if (rt && !json_is_null(rt)) {
-		static const char *const rt_keys[] = {"hardware", "power_w", "hbm_bytes", "attention_kernel", "fused", "host_us", NULL};
+		static const char *const rt_keys[] = {"hardware", "power_w", "hbm_bytes", "attention_kernel", "fused", "host_us",
+						      "hw_queues", "allocator", "alloc_fraction", NULL};
 		const char *hwn;
 		rm_program_runtime *pr = &prog->runtime;
 		if (!json_is_object(rt))
@@ -409,6 +410,25 @@ static bool read_program(reader *r, json_t *root, rm_program *prog)
 		    !get_bool(r, rt, "fused", "runtime", true, &pr->kernels.fused) ||
 		    !get_real(r, rt, "host_us", "runtime", false, 0, &pr->kernels.host_us))
 			return false;
+		const char *alloc;
+		int64_t queues = 0;
+		if (!get_int(r, rt, "hw_queues", "runtime", false, 0, 1, 128, &queues) ||
+		    !get_str(r, rt, "allocator", "runtime", false, "", &alloc) ||
+		    !get_real(r, rt, "alloc_fraction", "runtime", false, 0, &pr->alloc_fraction))
+			return false;
+		pr->hw_queues = (int)queues;
+		if (strlen(alloc) >= sizeof(pr->allocator))
+			return FAIL(RM_RANGE, "runtime.allocator: unknown allocator '%.40s'", alloc);
+		snprintf(pr->allocator, sizeof(pr->allocator), "%s", alloc);
+		/* what a GPU can be: the scenario's own bounds (remora/scenario.h) */
+		if (pr->power_w != 0 && (pr->power_w < 100 || pr->power_w > 5000))
+			return FAIL(RM_RANGE, "runtime.power_w: %g W is outside 100-5000 W", pr->power_w);
+		if (pr->hbm_bytes != 0 && (pr->hbm_bytes < 1073741824.0 || pr->hbm_bytes > 1125899906842624.0))
+			return FAIL(RM_RANGE, "runtime.hbm_bytes: %g is outside 1 GiB-1 PiB", pr->hbm_bytes);
+		if (pr->kernels.host_us > 1e4)
+			return FAIL(RM_RANGE, "runtime.host_us: %g us per kernel is more than 10 ms", pr->kernels.host_us);
+		if (pr->alloc_fraction > 1)
+			return FAIL(RM_RANGE, "runtime.alloc_fraction: %g is not a fraction of memory", pr->alloc_fraction);
 		if (strlen(hwn) >= sizeof(pr->hardware))
 			return FAIL(RM_RANGE, "runtime.hardware: longer than %zu characters", sizeof(pr->hardware) - 1);
 		snprintf(pr->hardware, sizeof(pr->hardware), "%s", hwn);
@@ -637,6 +657,12 @@ bool rm_program_write(const rm_program *prog, FILE *out, rm_error *err)
 		json_object_set_new(rt, "fused", json_boolean(pr->kernels.fused));
 		if (pr->kernels.host_us > 0)
 			json_object_set_new(rt, "host_us", json_real(pr->kernels.host_us));
+		if (pr->hw_queues > 0)
+			json_object_set_new(rt, "hw_queues", json_integer(pr->hw_queues));
+		if (pr->allocator[0])
+			json_object_set_new(rt, "allocator", json_string(pr->allocator));
+		if (pr->alloc_fraction > 0)
+			json_object_set_new(rt, "alloc_fraction", json_real(pr->alloc_fraction));
 		json_object_set_new(doc, "runtime", rt);
 	}
 	json_t *a = json_array();

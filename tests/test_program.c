@@ -257,3 +257,62 @@ Test(program, tensor_bytes_adding_up_past_2_61_are_refused)
 		  err.msg);
 	rm_program_destroy(p);
 }
+
+/* The "runtime" a schedule records survives a write and a read, and values no GPU has are refused
+ * at their position. */
+Test(program, runtime_round_trips_and_is_checked)
+{
+	rm_program *p = rm_program_create("rt");
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_op_desc d = rm_program_op_desc_init("k", RM_COST_ELEMENTWISE, 0);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 100, .cls = RM_MB_NORM, .kernels = 8};
+	rm_program_add_op(p, &d);
+	p->runtime.set = true;
+	snprintf(p->runtime.hardware, sizeof(p->runtime.hardware), "h100-sxm-96gb");
+	p->runtime.power_w = 500;
+	p->runtime.hbm_bytes = 95.0 * 1073741824.0;
+	p->runtime.kernels = (rm_kernel_config){.attention = RM_ATTN_FLASH2, .fused = false, .host_us = 6};
+	p->runtime.hw_queues = 1;
+	snprintf(p->runtime.allocator, sizeof(p->runtime.allocator), "pytorch");
+	size_t len;
+	char *text = write_to_string(p, &len);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_program *q = rm_program_parse(text, len, "rt.json", &err);
+	cr_assert_not_null(q, "%s", err.msg);
+	cr_assert(q->runtime.set);
+	cr_assert_str_eq(q->runtime.hardware, "h100-sxm-96gb");
+	cr_assert_float_eq(q->runtime.power_w, 500, 0);
+	cr_assert_float_eq(q->runtime.hbm_bytes, 95.0 * 1073741824.0, 0);
+	cr_assert_eq(q->runtime.kernels.attention, RM_ATTN_FLASH2);
+	cr_assert(!q->runtime.kernels.fused);
+	cr_assert_float_eq(q->runtime.kernels.host_us, 6, 0);
+	cr_assert_eq(q->runtime.hw_queues, 1);
+	cr_assert_str_eq(q->runtime.allocator, "pytorch");
+	cr_assert_eq(q->ops[0].cost.elementwise.cls, RM_MB_NORM);
+	cr_assert_eq(q->ops[0].cost.elementwise.kernels, 8);
+	rm_program_destroy(q);
+	free(text);
+	rm_program_destroy(p);
+	static const struct {
+		const char *runtime, *needle;
+	} bad[] = {
+		{"{\"fused\": true, \"hbm_bytes\": 1e30}", "runtime.hbm_bytes"},
+		{"{\"fused\": true, \"power_w\": 50}", "runtime.power_w"},
+		{"{\"fused\": true, \"host_us\": 1e9}", "runtime.host_us"},
+		{"{\"fused\": true, \"attention_kernel\": \"nope\"}", "runtime.attention_kernel"},
+		{"{\"fused\": true, \"watts\": 500}", "watts"},
+		{"{\"fused\": true, \"hw_queues\": 0}", "runtime.hw_queues"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char doc[512];
+		snprintf(doc, sizeof(doc),
+			 "{\"schema\": \"remora.program/1\", \"runtime\": %s,\n \"streams\": [{\"id\": 0, \"name\": \"c\"}], "
+			 "\"ops\": []}",
+			 bad[i].runtime);
+		rm_error_clear(&err);
+		cr_assert_null(rm_program_parse(doc, strlen(doc), "bad.json", &err), "%s accepted", bad[i].runtime);
+		cr_assert(strstr(err.msg, bad[i].needle), "%s: %s", bad[i].runtime, err.msg);
+		cr_assert_gt(err.line, 0, "%s: no position", err.msg);
+	}
+}

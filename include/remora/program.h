@@ -120,6 +120,9 @@ typedef struct rm_program_runtime {
 	double power_w;           /* 0: the profile's */
 	double hbm_bytes;         /* 0: the profile's */
 	rm_kernel_config kernels;
+	int hw_queues;            /* CUDA_DEVICE_MAX_CONNECTIONS; 0: 8 */
+	char allocator[24];       /* remora/sim.h rm_sim_allocator_name(); "": exact */
+	double alloc_fraction;    /* jax: the preallocated fraction; 0: 0.75 */
 } rm_program_runtime;
 
 typedef struct rm_program {

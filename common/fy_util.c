@@ -217,6 +217,24 @@ static bool index_matches(const path_component *c, long index)
 	return v == index;
 }
 
+void rm__fy_node_start(const char *text, size_t len, bool json, struct fy_node *n, int *line, int *column)
+{
+	*line = *column = 0;
+	if (n && fy_node_is_scalar(n)) {
+		rm__fy_node_position(n, line, column);
+		if (*line > 0)
+			return;
+	}
+	if (text && n) {
+		char *path = fy_node_get_path(n);
+		bool found = path && rm__fy_path_position(text, len, json, path, false, line, column);
+		free(path);
+		if (found)
+			return;
+	}
+	rm__fy_node_position(n, line, column);
+}
+
 bool rm__fy_path_position(const char *text, size_t len, bool json, const char *path, bool key, int *line,
 			  int *column)
 {

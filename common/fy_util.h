@@ -52,6 +52,13 @@ bool rm__fy_path_position(const char *text, size_t len, bool json, const char *p
 			  int *column);
 
 /*
+ * Where node n of the document in text starts, 1-based: a scalar by its token; a mapping, a
+ * sequence or a scalar without a token of its own (an empty value) by rm__fy_path_position over
+ * text (NULL text: libfyaml's own mark). 0, 0 when n is NULL and nothing is known.
+ */
+void rm__fy_node_start(const char *text, size_t len, bool json, struct fy_node *n, int *line, int *column);
+
+/*
  * The JSON path an error message starts with ("ops[12].inputs[1]: ...", "(top level): ...") as
  * libfyaml's node path under base ("" or e.g. "/measurement"): "/ops/12/inputs/1". False when
  * the message does not start with a path followed by ':'.

@@ -112,20 +112,10 @@ typedef struct reader {
 /* Where a node starts: a scalar by its token, a mapping or list by its '{', '[' or first entry. */
 static void node_pos_in(const reader *r, struct fy_node *n, int *line, int *col)
 {
-	if (n && fy_node_is_scalar(n)) {
-		rm__fy_node_position(n, line, col);
-		if (*line > 0)
-			return;
-	}
-	/* mappings, lists, and scalars without a token of their own (empty ones) */
-	if (r && r->text && n) {
-		char *path = fy_node_get_path(n);
-		bool found = path && rm__fy_path_position(r->text, r->len, r->json, path, false, line, col);
-		free(path);
-		if (found)
-			return;
-	}
-	rm__fy_node_position(n, line, col);
+	if (r && r->text)
+		rm__fy_node_start(r->text, r->len, r->json, n, line, col);
+	else
+		rm__fy_node_start(NULL, 0, false, n, line, col);
 }
 
 static void node_pos(struct fy_node *n, int *line, int *col)

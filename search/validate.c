@@ -53,17 +53,7 @@ typedef struct creader {
 /* Where a node starts: a scalar by its token, a mapping or list by its '{', '[' or first entry. */
 static void pos_of(const creader *r, struct fy_node *n, int *line, int *col)
 {
-	*line = *col = 0;
-	if (n && fy_node_is_scalar(n)) {
-		rm__fy_node_position(n, line, col);
-		if (*line > 0)
-			return;
-	}
-	char *p = n ? fy_node_get_path(n) : NULL;
-	bool found = p && rm__fy_path_position(r->text, r->len, r->json, p, false, line, col);
-	free(p);
-	if (!found)
-		rm__fy_node_position(n, line, col);
+	rm__fy_node_start(r->text, r->len, r->json, n, line, col);
 }
 
 static rm_status fail(const creader *r, struct fy_node *n, rm_status st, const char *fmt, ...)

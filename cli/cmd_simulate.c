@@ -142,20 +142,15 @@ static bool program_fn(FILE *out, void *user, rm_error *err)
  * (the scenario resolves it against its own folder; a program may be run from anywhere). */
 static void runtime_hardware(const rm_scenario *sc, char *buf, size_t size)
 {
-	const char *colon = strrchr(sc->hardware, ':');
-	snprintf(buf, size, "%s", sc->hardware);
-	if (!colon || colon == sc->hardware || sc->hardware[0] == '/')
+	char spec[1100], real[PATH_MAX];
+	rm_scenario_hardware_spec(sc, spec, sizeof(spec));
+	snprintf(buf, size, "%s", spec);
+	char *colon = strrchr(spec, ':');
+	if (!colon || colon == spec || spec[0] == '/')
 		return;
-	char db[1200], real[PATH_MAX];
-	const rm_scenario_pos *p = NULL;
-	for (int i = 0; i < sc->n_pos && !p; i++)
-		if (!strcmp(sc->pos[i].key, "hardware") || !strcmp(sc->pos[i].key, "hardware.profile"))
-			p = &sc->pos[i];
-	bool from_file = p && p->line > 0;
-	snprintf(db, sizeof(db), "%s%s%.*s", from_file && sc->dir[0] ? sc->dir : "", from_file && sc->dir[0] ? "/" : "",
-		 (int)(colon - sc->hardware), sc->hardware);
-	if (realpath(db, real))
-		snprintf(buf, size, "%s%s", real, colon);
+	*colon = '\0';
+	if (realpath(spec, real))
+		snprintf(buf, size, "%s:%s", real, colon + 1);
 }
 
 static int load_scenario(const char *cmd, const char *path, char **sets, int n_sets, rm_scenario *sc,

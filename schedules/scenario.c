@@ -929,8 +929,7 @@ const char *rm_scenario_model_file(const rm_scenario *sc, char *buf, size_t size
  * (pytorch/pytorch issues/41383: 5-7 us for ops with requires_grad; the midpoint). */
 #define EAGER_HOST_US 6.0
 
-/* The hardware spec with a relative CALIB.db path taken from the scenario's folder. */
-static void hardware_spec(const rm_scenario *sc, char *buf, size_t size)
+const char *rm_scenario_hardware_spec(const rm_scenario *sc, char *buf, size_t size)
 {
 	const char *colon = strrchr(sc->hardware, ':');
 	const rm_scenario_pos *p = pos_of(sc, "hardware.profile");
@@ -941,6 +940,7 @@ static void hardware_spec(const rm_scenario *sc, char *buf, size_t size)
 		snprintf(buf, size, "%s/%s", sc->dir, sc->hardware);
 	else
 		snprintf(buf, size, "%s", sc->hardware);
+	return buf;
 }
 
 /* hardware: {power_w, hbm_gib} over the resolved profile. */
@@ -986,7 +986,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	/* a calibration database named in the scenario is relative to the scenario's folder, as
 	 * the model's config.json is */
 	char hw_spec[1100];
-	hardware_spec(sc, hw_spec, sizeof(hw_spec));
+	rm_scenario_hardware_spec(sc, hw_spec, sizeof(hw_spec));
 	const char *hw_key = pos_of(sc, "hardware.profile") ? "hardware.profile" : "hardware";
 	if (resolver(hw_spec, NULL, 0, 0, &out->hw, NULL, err) != RM_OK)
 		return at_key(sc, hw_key, err);

@@ -132,6 +132,11 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
  * NULL when the model is a preset name. */
 const char *rm_scenario_model_file(const rm_scenario *sc, char *buf, size_t size);
 
+/* The hardware spec the scenario names, into buf: a "CALIB.db:NAME" written in the file with a
+ * relative path is taken from the scenario's folder (as the model's config.json is); a --set
+ * value, a profile name or an absolute path is returned as written. */
+const char *rm_scenario_hardware_spec(const rm_scenario *sc, char *buf, size_t size);
+
 /*
  * The resolved run: everything a simulation's result depends on, resolved from a scenario (owns
  * what it points to). simulate, schedule, search and (through the programs they write)

@@ -295,14 +295,11 @@ double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw, 
 	double flops = rm_cost_attention_flops(a);
 	if (flops <= 0)
 		return 0;
-	double t_flops;
-	if (s->fused) {
-		int64_t len = s->causal && s->window > 0 && s->window < s->seq ? s->window : s->seq;
-		double rate = rm_cost_attention_tflops(k->attention, a->backward, s->causal, s->head_dim, len) * RM_TB;
-		t_flops = hw->gemm_overhead_us * 1e-6 + flops / (rate * rm_cost_power_factor(hw));
-	} else {
-		t_flops = hw->gemm_overhead_us * 1e-6 + flops / (gemm_rate(s->dtype, hw) * rm_cost_power_factor(hw));
-	}
+	/* fused: the kernel's measured rate at the window's length; unfused: the GEMM rate */
+	int64_t len = s->causal && s->window > 0 && s->window < s->seq ? s->window : s->seq;
+	double rate = s->fused ? rm_cost_attention_tflops(k->attention, a->backward, s->causal, s->head_dim, len) * RM_TB
+			       : gemm_rate(s->dtype, hw);
+	double t_flops = hw->gemm_overhead_us * 1e-6 + flops / (rate * rm_cost_power_factor(hw));
 	/* HBM traffic: q, o (and their gradients) over heads, k, v over kv_heads; the unfused
 	 * kernel also writes and reads the s x s score matrix per head. */
 	double es = rm_dtype_size(s->dtype);

@@ -1030,8 +1030,7 @@ static void emit_coll(emitter *e, const coll *k, int l, int mb, bool sync, int32
 		ci.layer = l;
 		ci.phase = RM_PPHASE_BWD;
 		int32_t cin[1] = {in[0]};
-		emit(e, &ci, cin, 1, NULL, 0, -1, NULL);
-		TNAME(e, e->name, "%slayer%02d/bwd/reduce-scatter%d", mbs, l, k->group);
+		emit(e, &ci, cin, 1, NULL, 0, -1, NULL); /* e->name still names the reduce-scatter */
 	}
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_COLLECTIVE, sync ? e->s_compute : async_stream);
 	d.cost.collective = (rm_collective_cost){.op = ckind_coll[k->kind], .bytes = k->bytes,

@@ -132,6 +132,26 @@ bool rm__fy_find_bad_utf8(const char *text, size_t len, int *line, int *column)
 	return false;
 }
 
+bool rm__fy_find_nul(const char *text, size_t len, int *line, int *column)
+{
+	const char *z = memchr(text, '\0', len);
+	*line = *column = 0;
+	if (!z)
+		return false;
+	int ln = 1, col = 1;
+	for (const char *p = text; p < z; p++) {
+		if (*p == '\n') {
+			ln++;
+			col = 1;
+		} else if (((unsigned char)*p & 0xc0) != 0x80) {
+			col++; /* a character, not a UTF-8 continuation byte */
+		}
+	}
+	*line = ln;
+	*column = col;
+	return true;
+}
+
 /* ---- locating a node by path in the event stream ---- */
 
 #define PATH_MAX_COMPONENTS 32

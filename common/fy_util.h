@@ -41,6 +41,13 @@ bool rm__fy_directives_are_ascii(const char *text, size_t len, int *line, int *c
 bool rm__fy_find_bad_utf8(const char *text, size_t len, int *line, int *column);
 
 /*
+ * The first NUL byte of text, 1-based line and column (0, 0 and false when there is none). YAML
+ * and JSON text holds no NUL (YAML 1.2 c-printable), and libfyaml 0.7.12 writes through a null
+ * pointer on some documents that do ("? a: \t\0\0\0"): every reader refuses them first.
+ */
+bool rm__fy_find_nul(const char *text, size_t len, int *line, int *column);
+
+/*
  * Where the node at path starts in text, 1-based (a mapping's '{', a sequence's '[', a quoted
  * scalar's opening quote), found by replaying libfyaml's events over text (YAML, or JSON when
  * json is set). path is libfyaml's node path ("/ops/12/inputs/1", "/" or "" for the root:

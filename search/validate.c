@@ -377,6 +377,10 @@ static rm_status parse_case(const creader *r, struct fy_node *root, rm_validatio
 static struct fy_document *parse_yaml(const creader *r)
 {
 	int line, col;
+	if (rm__fy_find_nul(r->text, r->len, &line, &col)) {
+		rm_error_set(r->err, RM_PARSE, r->path, line, col, "invalid YAML: a NUL byte (YAML text holds none)");
+		return NULL;
+	}
 	/* libfyaml 0.7.12 loops for ever on a directive line with malformed UTF-8 (common/fy_util.h) */
 	if (!rm__fy_directives_are_ascii(r->text, r->len, &line, &col)) {
 		rm_error_set(r->err, RM_PARSE, r->path, line, col,

@@ -180,3 +180,16 @@ Test(hfconfig, directive_line_is_refused_not_scanned, .timeout = 5)
 	expect_text_error("%\xd0", RM_PARSE, 1, 1, "'%'");
 	expect_text_error("{\"vocab_size\": 1,\n%\xd0}", RM_PARSE, 2, 1, "YAML directive");
 }
+
+/* JSON holds no NUL byte: refused at its position before libfyaml sees it. */
+Test(hfconfig, nul_byte_is_refused_before_parsing)
+{
+	static const char text[] = "{\"architectures\": [\"LlamaForCausalLM\"],\n \"a\": \"\0\"}";
+	rm_model_config m;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_model_config_parse(text, sizeof(text) - 1, "nul.json", &m, &err), RM_PARSE);
+	cr_assert_eq(err.line, 2);
+	cr_assert_eq(err.column, 8);
+	cr_assert(strstr(err.msg, "NUL byte"), "%s", err.msg);
+}

@@ -877,3 +877,18 @@ Test(schedule, fsdp2_reshard_after_forward)
 	expect_scenario_error("model: llama-2-7b\nscheduler: {reshard_after_forward: false}\n", RM_INVALID, 2, 36,
 			      "applies to scheduler.mode fsdp2");
 }
+
+/* A NUL byte is not YAML text; libfyaml 0.7.12 writes through a null pointer on "? a: \t\0\0\0",
+ * so the reader refuses it first, at its position. */
+Test(scenario, nul_byte_is_refused_before_parsing)
+{
+	static const char text[] = "model: llama-2-7b\n? a: \t\0\0\0" "90\n";
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, sizeof(text) - 1, "nul.yaml", &sc, &err), RM_PARSE);
+	cr_assert_eq(err.line, 2);
+	cr_assert_eq(err.column, 7);
+	cr_assert(strstr(err.msg, "NUL byte"), "%s", err.msg);
+}

@@ -235,3 +235,16 @@ Test(validate_run, tiny_case_error_arithmetic)
 			   1e-9);
 	free(c);
 }
+
+/* The case reader refuses a NUL byte before libfyaml parses (it crashes on "? a: \t\0\0\0"). */
+Test(validate_case, nul_byte_is_refused_before_parsing)
+{
+	static const char text[] = "# case\n? xntion: \t\0\0\xf5\0\0\0\0\xa9" "90\n";
+	rm_validation_case c;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_validation_case_parse(text, sizeof(text) - 1, "nul.yaml", &c, &err), RM_PARSE);
+	cr_assert_eq(err.line, 2);
+	cr_assert_eq(err.column, 12);
+	cr_assert(strstr(err.msg, "NUL byte"), "%s", err.msg);
+}

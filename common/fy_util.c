@@ -132,24 +132,27 @@ bool rm__fy_find_bad_utf8(const char *text, size_t len, int *line, int *column)
 	return false;
 }
 
-bool rm__fy_find_nul(const char *text, size_t len, int *line, int *column)
+bool rm__fy_find_control(const char *text, size_t len, int *line, int *column, unsigned *byte)
 {
-	const char *z = memchr(text, '\0', len);
-	*line = *column = 0;
-	if (!z)
-		return false;
 	int ln = 1, col = 1;
-	for (const char *p = text; p < z; p++) {
-		if (*p == '\n') {
+	*line = *column = 0;
+	*byte = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+			*line = ln;
+			*column = col;
+			*byte = c;
+			return true;
+		}
+		if (c == '\n') {
 			ln++;
 			col = 1;
-		} else if (((unsigned char)*p & 0xc0) != 0x80) {
+		} else if ((c & 0xc0) != 0x80) {
 			col++; /* a character, not a UTF-8 continuation byte */
 		}
 	}
-	*line = ln;
-	*column = col;
-	return true;
+	return false;
 }
 
 /* ---- locating a node by path in the event stream ---- */

@@ -41,11 +41,13 @@ bool rm__fy_directives_are_ascii(const char *text, size_t len, int *line, int *c
 bool rm__fy_find_bad_utf8(const char *text, size_t len, int *line, int *column);
 
 /*
- * The first NUL byte of text, 1-based line and column (0, 0 and false when there is none). YAML
- * and JSON text holds no NUL (YAML 1.2 c-printable), and libfyaml 0.7.12 writes through a null
- * pointer on some documents that do ("? a: \t\0\0\0"): every reader refuses them first.
+ * The first control character of text that neither YAML nor JSON admits (bytes 0x00-0x1F except
+ * tab, line feed and carriage return, and 0x7F: outside YAML 1.2's c-printable, and raw in JSON
+ * text), its 1-based line and column and the byte in *byte (false, 0, 0 when there is none).
+ * libfyaml 0.7.12 writes through a null pointer on some documents holding one ("? a: \t\0",
+ * "? a:  \t? a:  \t\x01"): every reader refuses them first.
  */
-bool rm__fy_find_nul(const char *text, size_t len, int *line, int *column);
+bool rm__fy_find_control(const char *text, size_t len, int *line, int *column, unsigned *byte);
 
 /*
  * Where the node at path starts in text, 1-based (a mapping's '{', a sequence's '[', a quoted

@@ -374,9 +374,13 @@ rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
 		.flags = FYPCF_QUIET | FYPCF_JSON_FORCE | FYPCF_COLLECT_DIAG,
 		.diag = diag,
 	};
-	int nul_line, nul_col;
-	if (rm__fy_find_nul(text, len, &nul_line, &nul_col)) {
-		st = rm_error_set(err, RM_PARSE, path, nul_line, nul_col, "invalid JSON: a NUL byte (JSON text holds none)");
+	int ctl_line, ctl_col;
+	unsigned ctl;
+	if (rm__fy_find_control(text, len, &ctl_line, &ctl_col, &ctl)) {
+		st = rm_error_set(err, RM_PARSE, path, ctl_line, ctl_col,
+				  "invalid JSON: control character 0x%02X (JSON text holds none but tab and line breaks; "
+				  "write \\u%04X in a string)",
+				  ctl, ctl);
 		goto out_diag;
 	}
 	/* libfyaml 0.7.12 can loop for ever on a YAML directive line ("%\xd0"); JSON has none */

@@ -567,11 +567,14 @@ static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm
 	/* libfyaml 0.7.12 loops for ever on a directive line with malformed UTF-8 ("%\xd0"), also after
 	 * a Unicode line break (NEL, LS, PS): only printable-ASCII directive lines reach it */
 	int bad_line, bad_col;
-	if (rm__fy_find_nul(text, len, &bad_line, &bad_col)) {
+	unsigned ctl;
+	if (rm__fy_find_control(text, len, &bad_line, &bad_col, &ctl)) {
 		if (set)
-			rm_error_set(err, RM_PARSE, NULL, 0, 0, "--set %s: a NUL byte is not YAML text", set);
+			rm_error_set(err, RM_PARSE, NULL, 0, 0, "--set %s: control character 0x%02X is not YAML text", set, ctl);
 		else
-			rm_error_set(err, RM_PARSE, path, bad_line, bad_col, "invalid YAML: a NUL byte (YAML text holds none)");
+			rm_error_set(err, RM_PARSE, path, bad_line, bad_col,
+				     "invalid YAML: control character 0x%02X (YAML text holds none but tab and line breaks)",
+				     ctl);
 		return NULL;
 	}
 	if (!rm__fy_directives_are_ascii(text, len, &bad_line, &bad_col)) {

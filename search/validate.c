@@ -377,8 +377,10 @@ static rm_status parse_case(const creader *r, struct fy_node *root, rm_validatio
 static struct fy_document *parse_yaml(const creader *r)
 {
 	int line, col;
-	if (rm__fy_find_nul(r->text, r->len, &line, &col)) {
-		rm_error_set(r->err, RM_PARSE, r->path, line, col, "invalid YAML: a NUL byte (YAML text holds none)");
+	unsigned ctl;
+	if (rm__fy_find_control(r->text, r->len, &line, &col, &ctl)) {
+		rm_error_set(r->err, RM_PARSE, r->path, line, col,
+			     "invalid YAML: control character 0x%02X (YAML text holds none but tab and line breaks)", ctl);
 		return NULL;
 	}
 	/* libfyaml 0.7.12 loops for ever on a directive line with malformed UTF-8 (common/fy_util.h) */

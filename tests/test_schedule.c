@@ -878,8 +878,8 @@ Test(schedule, fsdp2_reshard_after_forward)
 			      "applies to scheduler.mode fsdp2");
 }
 
-/* A NUL byte is not YAML text; libfyaml 0.7.12 writes through a null pointer on "? a: \t\0\0\0",
- * so the reader refuses it first, at its position. */
+/* Control characters are not YAML text; libfyaml 0.7.12 writes through a null pointer on
+ * "? a: \t\0\0\0" and on "? a:  \t? a:  \t\x01", so the reader refuses them first, at their position. */
 Test(scenario, nul_byte_is_refused_before_parsing)
 {
 	static const char text[] = "model: llama-2-7b\n? a: \t\0\0\0" "90\n";
@@ -890,5 +890,22 @@ Test(scenario, nul_byte_is_refused_before_parsing)
 	cr_assert_eq(rm_scenario_parse(text, sizeof(text) - 1, "nul.yaml", &sc, &err), RM_PARSE);
 	cr_assert_eq(err.line, 2);
 	cr_assert_eq(err.column, 7);
-	cr_assert(strstr(err.msg, "NUL byte"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "control character 0x00"), "%s", err.msg);
+}
+
+Test(scenario, control_character_is_refused_before_parsing)
+{
+	static const char text[] = "? a:  \t? a:  \t\x01";
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, sizeof(text) - 1, "ctl.yaml", &sc, &err), RM_PARSE);
+	cr_assert_eq(err.line, 1);
+	cr_assert_eq(err.column, 15);
+	cr_assert(strstr(err.msg, "control character 0x01"), "%s", err.msg);
+	/* a tab is text */
+	static const char tab[] = "model: llama-2-7b\t\n";
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(tab, sizeof(tab) - 1, "tab.yaml", &sc, &err), RM_OK, "%s", err.msg);
 }

@@ -246,5 +246,5 @@ Test(validate_case, nul_byte_is_refused_before_parsing)
 	cr_assert_eq(rm_validation_case_parse(text, sizeof(text) - 1, "nul.yaml", &c, &err), RM_PARSE);
 	cr_assert_eq(err.line, 2);
 	cr_assert_eq(err.column, 12);
-	cr_assert(strstr(err.msg, "NUL byte"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "control character 0x00"), "%s", err.msg);
 }

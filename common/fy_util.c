@@ -155,6 +155,26 @@ bool rm__fy_find_control(const char *text, size_t len, int *line, int *column, u
 	return false;
 }
 
+bool rm__fy_find_tab(const char *text, size_t len, int *line, int *column)
+{
+	const char *t = memchr(text, '\t', len);
+	*line = *column = 0;
+	if (!t)
+		return false;
+	int ln = 1, col = 1;
+	for (const char *p = text; p < t; p++) {
+		if (*p == '\n') {
+			ln++;
+			col = 1;
+		} else if (((unsigned char)*p & 0xc0) != 0x80) {
+			col++;
+		}
+	}
+	*line = ln;
+	*column = col;
+	return true;
+}
+
 /* ---- locating a node by path in the event stream ---- */
 
 #define PATH_MAX_COMPONENTS 32

@@ -50,6 +50,14 @@ bool rm__fy_find_bad_utf8(const char *text, size_t len, int *line, int *column);
 bool rm__fy_find_control(const char *text, size_t len, int *line, int *column, unsigned *byte);
 
 /*
+ * The first tab of text, 1-based line and column (false, 0, 0 when there is none). YAML allows
+ * tabs only as separation, never as indentation, and libfyaml 0.7.12 writes through a null
+ * pointer on some documents with tabs before indicators ("a: b\nc d: \t?\tx"): the YAML
+ * readers (scenarios, validation cases) take spaces only.
+ */
+bool rm__fy_find_tab(const char *text, size_t len, int *line, int *column);
+
+/*
  * Where the node at path starts in text, 1-based (a mapping's '{', a sequence's '[', a quoted
  * scalar's opening quote), found by replaying libfyaml's events over text (YAML, or JSON when
  * json is set). path is libfyaml's node path ("/ops/12/inputs/1", "/" or "" for the root:

@@ -577,6 +577,14 @@ static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm
 				     ctl);
 		return NULL;
 	}
+	if (rm__fy_find_tab(text, len, &bad_line, &bad_col)) {
+		if (set)
+			rm_error_set(err, RM_PARSE, NULL, 0, 0, "--set %s: a tab; write spaces", set);
+		else
+			rm_error_set(err, RM_PARSE, path, bad_line, bad_col,
+				     "invalid YAML for remora: a tab (YAML indents with spaces; remora reads spaces only)");
+		return NULL;
+	}
 	if (!rm__fy_directives_are_ascii(text, len, &bad_line, &bad_col)) {
 		if (set)
 			rm_error_set(err, RM_PARSE, NULL, 0, 0,

@@ -383,6 +383,11 @@ static struct fy_document *parse_yaml(const creader *r)
 			     "invalid YAML: control character 0x%02X (YAML text holds none but tab and line breaks)", ctl);
 		return NULL;
 	}
+	if (rm__fy_find_tab(r->text, r->len, &line, &col)) {
+		rm_error_set(r->err, RM_PARSE, r->path, line, col,
+			     "invalid YAML for remora: a tab (YAML indents with spaces; remora reads spaces only)");
+		return NULL;
+	}
 	/* libfyaml 0.7.12 loops for ever on a directive line with malformed UTF-8 (common/fy_util.h) */
 	if (!rm__fy_directives_are_ascii(r->text, r->len, &line, &col)) {
 		rm_error_set(r->err, RM_PARSE, r->path, line, col,

@@ -49,8 +49,12 @@ static void simulate_usage(FILE *out, const char *cmd)
 static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b, const rm_sim_options *opt)
 {
 	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
-	printf("  peak memory        %s of %s usable  %s\n", rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
-	       rm_format_bytes(m->memory_usable_bytes, b2, sizeof(b2)), m->fits ? "fits" : "DOES NOT FIT");
+	if (opt->allocator == RM_SIM_ALLOC_JAX_PREALLOC)
+		printf("  peak memory        %s of the %s BFC pool  %s\n", rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
+		       rm_format_bytes(m->peak_reserved_bytes, b2, sizeof(b2)), m->fits ? "fits" : "DOES NOT FIT");
+	else
+		printf("  peak memory        %s of %s usable  %s\n", rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
+		       rm_format_bytes(m->memory_usable_bytes, b2, sizeof(b2)), m->fits ? "fits" : "DOES NOT FIT");
 	printf("  peak reserved      %s (%s", rm_format_bytes(m->peak_reserved_bytes, b1, sizeof(b1)),
 	       rm_sim_allocator_describe(opt->allocator));
 	if (opt->allocator == RM_SIM_ALLOC_JAX_PREALLOC)
@@ -58,7 +62,12 @@ static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b, con
 	if (m->num_alloc_retries)
 		printf(", %lld cudaMalloc retries", (long long)m->num_alloc_retries);
 	printf(")\n");
-	if (m->num_ooms)
+	if (m->num_ooms && opt->allocator == RM_SIM_ALLOC_JAX_PREALLOC)
+		printf("  WARNING            the live buffers pass the BFC pool (%s): XLA fails with\n"
+		       "                     RESOURCE_EXHAUSTED, however much HBM is left; raise xla.mem_fraction\n"
+		       "                     (XLA_PYTHON_CLIENT_MEM_FRACTION) or use less memory\n",
+		       rm_format_bytes(m->peak_reserved_bytes, b3, sizeof(b3)));
+	else if (m->num_ooms)
 		printf("  WARNING            %lld allocations fail even after the cache is freed: PyTorch raises\n"
 		       "                     OutOfMemoryError (so the plan does not fit, whatever the live tensors add\n"
 		       "                     up to); the reserved peak above is the replay's, past the limit\n",
@@ -194,6 +203,9 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "memory_limit_bytes", json_integer(rep->memory_limit_bytes));
 	json_object_set_new(o, "io_bytes", json_integer(rep->io_bytes));
 	json_object_set_new(o, "tracked_peak_bytes", json_integer(rep->tracked_peak_bytes));
+	json_object_set_new(o, "memory_base_bytes", json_integer(rep->memory_base_bytes));
+	if (rep->first_memory_sync_tracked_bytes > 0)
+		json_object_set_new(o, "first_memory_sync_tracked_bytes", json_integer(rep->first_memory_sync_tracked_bytes));
 	json_object_set_new(o, "saved_bytes_per_layer", json_integer(rep->plan.saved_bytes));
 	json_object_set_new(o, "carry_bytes_per_layer", json_integer(rep->plan.carry_bytes));
 	json_object_set_new(o, "offloaded_bytes_per_layer", json_integer(rep->plan.offloaded_bytes));
@@ -341,7 +353,7 @@ static int run(const char *cmd, int argc, char **argv)
 			json_object_set_new(doc, "breakdown", rm_breakdown_json(&bd));
 		rc = cli_print_json(doc);
 	} else {
-		char b3[32], b4[32], pol[4096], fl[4096];
+		char b3[32], b4[32], b5[32], b6[32], pol[4096], fl[4096];
 		printf("%s on %d x %s, FSDP %lld, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
 		       res.hw.name, (long long)res.train.fsdp, (long long)res.train.seq_len,
 		       (long long)res.train.micro_batch, (long long)res.train.grad_accum,
@@ -382,25 +394,38 @@ static int run(const char *cmd, int argc, char **argv)
 			}
 		printf("%s\n", first ? "" : ")");
 		bool no_limit = res.sched.mode == RM_SCHED_XLA && rep.memory_limit_bytes == 0;
+		const char *base_from = res.sched.device_memory_bytes > 0 ? "scheduler.device_memory_gib"
+					: res.sched.platform_allocator    ? "80% of HBM (platform allocator)"
+									  : "XLA_PYTHON_CLIENT_MEM_FRACTION of HBM";
+		int mem_syncs = rep.sync_by_reason[RM_SYNC_MEMORY_PEAK_OVER_LIMIT] +
+				rep.sync_by_reason[RM_SYNC_DECREASE_MEMORY_OVER_LIMIT];
 		if (no_limit)
-			printf("  XLA memory limit   none left: parameters, gradients, optimizer state and step I/O\n"
-			       "                     (%s) exceed the %s XLA starts from (%s), so every\n"
-			       "                     collective is scheduled under memory pressure and no slop factor\n"
-			       "                     can help. Shard more (parallelism.fsdp over more GPUs), keep fewer\n"
-			       "                     fp32 copies (training.master_weights=false), or give XLA more of\n"
-			       "                     the device (scheduler.device_memory_gib, XLA_PYTHON_CLIENT_MEM_FRACTION).\n",
+			printf("  XLA memory limit   none left: the train state and step I/O (%s) exceed the %s\n"
+			       "                     XLA starts from (%s), so every collective is scheduled under\n"
+			       "                     memory pressure and no slop factor can help. Shard more\n"
+			       "                     (parallelism.fsdp over more GPUs), keep fewer fp32 copies\n"
+			       "                     (training.master_weights=false), donate the train state\n"
+			       "                     (xla.donate), or give XLA more of the device (xla.mem_fraction).\n",
 			       rm_format_bytes(rep.io_bytes, b3, sizeof(b3)), rm_format_bytes(rep.memory_base_bytes, b4, sizeof(b4)),
-			       res.sched.device_memory_bytes > 0 ? "scheduler.device_memory_gib" : "80% of HBM");
+			       base_from);
 		else if (res.sched.mode == RM_SCHED_XLA)
-			printf("  XLA memory limit   %s; LHS-tracked peak %s%s\n",
+			printf("  XLA memory limit   %s of %s (%s, less %s of I/O, x slop); LHS-tracked peak %s%s\n",
 			       rm_format_bytes(rep.memory_limit_bytes, b3, sizeof(b3)),
-			       rm_format_bytes(rep.tracked_peak_bytes, b4, sizeof(b4)),
-			       rep.tracked_peak_bytes > rep.memory_limit_bytes / 2 ? " (over half the limit: memory rules first)" : "");
-		if (rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT] && !no_limit)
-			printf("\n  %d collectives run on the compute stream because the scheduler's tracked memory\n"
-			       "  passed half its limit. Try raising --xla_gpu_memory_limit_slop_factor, saving fewer\n"
-			       "  names, offloading them (save_and_offload_only_these_names), or a smaller micro-batch.\n",
-			       rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT]);
+			       rm_format_bytes(rep.memory_base_bytes, b4, sizeof(b4)), base_from,
+			       rm_format_bytes(rep.io_bytes, b5, sizeof(b5)),
+			       rm_format_bytes(rep.tracked_peak_bytes, b6, sizeof(b6)),
+			       rep.tracked_peak_bytes >= rep.memory_limit_bytes ? " (at or over the limit)"
+			       : rep.tracked_peak_bytes > rep.memory_limit_bytes / 2 ? " (over half the limit: memory changes tracked)"
+										    : "");
+		if (mem_syncs && !no_limit)
+			printf("\n  %d collectives run on the compute stream under XLA's memory rules: tracked memory\n"
+			       "  was %s against the %s limit when the first was chosen (kMemoryPeakOverLimit: a\n"
+			       "  window whose buffer would pass the limit is not opened; kDecreaseMemoryOverLimit: at\n"
+			       "  the limit the start that frees memory goes first). Try raising\n"
+			       "  --xla_gpu_memory_limit_slop_factor, saving fewer names, offloading them\n"
+			       "  (save_and_offload_only_these_names), or a smaller micro-batch.\n",
+			       mem_syncs, rm_format_bytes(rep.first_memory_sync_tracked_bytes, b5, sizeof(b5)),
+			       rm_format_bytes(rep.memory_limit_bytes, b6, sizeof(b6)));
 		if (breakdown)
 			cli_print_breakdown(&bd);
 	}

@@ -135,6 +135,9 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_int(c, "sched.prefetch_depth", s->prefetch_depth);
 	rm_canon_int(c, "sched.lhs_cost", s->lhs_cost);
 	rm_canon_int(c, "sched.device_memory_bytes", s->device_memory_bytes);
+	rm_canon_real(c, "sched.mem_fraction", s->mem_fraction);
+	rm_canon_int(c, "sched.platform_allocator", s->platform_allocator);
+	rm_canon_int(c, "sched.no_donate", s->no_donate);
 	rm_canon_int(c, "sim.hw_queues", r->hw_queues);
 	rm_canon_int(c, "kernels.attention", r->cost.kernels.attention);
 	rm_canon_int(c, "kernels.fused", r->cost.kernels.fused);

@@ -58,6 +58,9 @@ static const key_desc keys[] = {
 	{"remat.names", K_NAMES, L(names, n_names), 0, 0},
 	{"remat.offload_names", K_NAMES, L(offload_names, n_offload), 0, 0},
 	{"xla_flags", K_FLAGS, S(xla_flags), 0, 0, 0},
+	{"xla.mem_fraction", K_DOUBLE, S(xla_mem_fraction), 0, 0, 1},
+	{"xla.allocator", K_STR, S(xla_allocator), 0, 0, 0},
+	{"xla.donate", K_TRIBOOL, S(xla_donate), 0, 0, 0},
 	{"scheduler.mode", K_STR, S(mode), 0, 0, 0},
 	{"scheduler.prefetch_depth", K_INT, S(prefetch_depth), 0, 1, 16},
 	{"scheduler.reshard_after_forward", K_TRIBOOL, S(reshard_after_forward), 0, 0, 0},
@@ -76,7 +79,7 @@ static const key_desc keys[] = {
 	{"search.max_candidates", K_INT, S(search_max_candidates), 0, 1, 100000000},
 };
 
-static const char *const sections[] = {"cluster", "training", "parallelism", "remat", "scheduler", "search"};
+static const char *const sections[] = {"cluster", "training", "parallelism", "remat", "xla", "scheduler", "search"};
 
 void rm_scenario_init(rm_scenario *sc)
 {
@@ -91,6 +94,9 @@ void rm_scenario_init(rm_scenario *sc)
 	sc->prefetch_depth = 1;
 	snprintf(sc->cost_model, sizeof(sc->cost_model), "xla_default");
 	snprintf(sc->allocator, sizeof(sc->allocator), "auto");
+	sc->xla_mem_fraction = -1;
+	snprintf(sc->xla_allocator, sizeof(sc->xla_allocator), "bfc");
+	sc->xla_donate = -1;
 	sc->hw_queues = 8;
 	sc->search_offload = true;
 	sc->search_include_ideal = true;
@@ -1241,9 +1247,33 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 sc->cost_model);
 	}
 	c->device_memory_bytes = (int64_t)(sc->device_memory_gib * (double)RM_GiB);
+	/* JAX's device allocator: the BFC allocator's limit (XLA_PYTHON_CLIENT_MEM_FRACTION) is what
+	 * JAX passes XLA as device_memory_size; the platform allocator passes none */
+	if (strcasecmp(sc->xla_allocator, "platform") == 0) {
+		c->platform_allocator = true;
+	} else if (strcasecmp(sc->xla_allocator, "bfc") != 0) {
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "xla.allocator", err, RM_INVALID,
+				 "expected bfc (XLA_PYTHON_CLIENT_ALLOCATOR default) or platform, got \"%s\"", sc->xla_allocator);
+	}
+	if (sc->xla_mem_fraction >= 0 && !(sc->xla_mem_fraction > 0)) {
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "xla.mem_fraction", err, RM_RANGE,
+				 "expected a fraction of HBM above 0 and at most 1 (XLA_PYTHON_CLIENT_MEM_FRACTION), got 0");
+	}
+	if (sc->xla_mem_fraction > 0 && c->platform_allocator) {
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "xla.mem_fraction", err, RM_INVALID,
+				 "the platform allocator (xla.allocator: platform) preallocates nothing and takes no "
+				 "fraction; drop one of the two");
+	}
+	c->mem_fraction = sc->xla_mem_fraction > 0 ? sc->xla_mem_fraction : 0;
+	c->no_donate = sc->xla_donate == 0;
 	/* auto: what each runtime's users read (docs/sim.md "Reserved memory") */
 	if (strcasecmp(sc->allocator, "auto") == 0)
-		out->allocator = c->mode == RM_SCHED_XLA ? RM_SIM_ALLOC_JAX_PREALLOC : RM_SIM_ALLOC_PYTORCH;
+		out->allocator = c->mode != RM_SCHED_XLA ? RM_SIM_ALLOC_PYTORCH
+				 : c->platform_allocator ? RM_SIM_ALLOC_EXACT
+							 : RM_SIM_ALLOC_JAX_PREALLOC;
 	else if (strcasecmp(sc->allocator, "platform") == 0) /* XLA_PYTHON_CLIENT_ALLOCATOR=platform */
 		out->allocator = RM_SIM_ALLOC_EXACT;
 	else if (!rm_sim_allocator_from_name(sc->allocator, &out->allocator)) {
@@ -1251,7 +1281,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return key_error(sc, "scheduler.allocator", err, RM_INVALID,
 				 "expected auto, pytorch, pytorch_expandable, jax, exact or platform, got \"%s\"", sc->allocator);
 	}
-	out->alloc_fraction = RM_SIM_JAX_MEM_FRACTION;
+	out->alloc_fraction = c->mem_fraction > 0 ? c->mem_fraction : RM_SIM_JAX_MEM_FRACTION;
 	out->hw_queues = (int)sc->hw_queues;
 	/* the pointers inside sched refer to out's own members */
 	c->wl = out->wl;

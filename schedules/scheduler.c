@@ -10,18 +10,25 @@
 #include <string.h>
 
 #include "remora/schedule.h"
+#include "schedules/sched_internal.h"
 
 /* XLA's default LHS cost units when no profile is given (docs/reference/seed.md mechanism 6). */
 #define UNITS_ASYNC_COLLECTIVE 5000.0
 #define UNITS_LIBRARY_CALL 1000.0 /* cuBLAS / cuDNN */
 #define UNITS_LOOP_FUSION 1000.0
-/* XLA's default base of the memory limit: 80% of device memory (docs/reference/seed.md mechanism 4). */
-#define DEVICE_MEMORY_FRACTION 0.8
+/* The base of XLA's memory limit (docs/reference/seed.md mechanism 4): JAX passes the BFC
+ * allocator's limit, XLA_PYTHON_CLIENT_MEM_FRACTION (default 0.75) of device memory, as the
+ * module's device_memory_size (xla/python/py_client.cc); with XLA_PYTHON_CLIENT_ALLOCATOR=platform
+ * nothing is passed and GetSchedulerMemoryLimit takes 80% of device memory
+ * (xla/service/gpu/gpu_hlo_schedule.cc). */
+#define JAX_MEM_FRACTION 0.75
+#define XLA_DEVICE_MEMORY_FRACTION 0.8
 
 static const char *const reason_names[RM_SYNC_REASON_COUNT] = {
 	[RM_SYNC_NONE] = "none",
 	[RM_SYNC_DISABLED] = "disabled",
-	[RM_SYNC_MEMORY_LIMIT] = "memory_limit",
+	[RM_SYNC_MEMORY_PEAK_OVER_LIMIT] = "memory_peak_over_limit",
+	[RM_SYNC_DECREASE_MEMORY_OVER_LIMIT] = "decrease_memory_over_limit",
 	[RM_SYNC_NOTHING_TO_OVERLAP] = "nothing_to_overlap",
 	[RM_SYNC_NO_LHS] = "no_latency_hiding_scheduler",
 	[RM_SYNC_OVERLAP_LIMIT] = "overlap_limit",
@@ -61,69 +68,12 @@ void rm_schedule_report_finish(rm_schedule_report *rep)
 		rm_remat_plan_finish(&rep->plan);
 }
 
-/* ---- computations ---------------------------------------------------------------------- */
-
-typedef enum { CK_AG, CK_RS, CK_AR, CK_COUNT } ckind;
+/* ---- computations (the types are in sched_internal.h) ----------------------------------- */
 
 static const rm_coll ckind_coll[CK_COUNT] = {RM_COLL_ALL_GATHER, RM_COLL_REDUCE_SCATTER,
 					     RM_COLL_ALL_REDUCE};
 static const rm_xla_coll_kind ckind_xla[CK_COUNT] = {RM_XLA_ALLGATHER, RM_XLA_REDUCESCATTER,
 						     RM_XLA_ALLREDUCE};
-
-/* What a slot of a computation is. */
-typedef enum {
-	SLOT_OP,       /* an op of a graph (layer, embedding, head) */
-	SLOT_FWD_LOOP, /* the forward scan, opaque in the entry computation */
-	SLOT_BWD_LOOP,
-	SLOT_OPTIMIZER,
-} slot_kind;
-
-typedef enum { PART_LAYER, PART_EMBED, PART_HEAD } part;
-
-typedef struct slot {
-	slot_kind kind;
-	part part;
-	int op;         /* op index in its graph */
-	int body_layer; /* layer within the body (0, or 1 with double buffering); unrolled: layer */
-	int mb;         /* micro-batch (entry and unrolled chains) */
-	rm_program_phase phase;
-	double units;   /* LHS cost of the slot */
-} slot;
-
-/* What a collective moves. */
-typedef enum { WHAT_LAYER, WHAT_EMBED, WHAT_HEAD, WHAT_FINAL_NORM } what;
-
-typedef struct coll {
-	ckind kind;
-	what what;
-	int group;       /* AG/RS group of the layer's weights */
-	int layer_off;   /* target layer = iteration layer + body_layer + layer_off */
-	int body_layer;  /* layer within the body; entry and unrolled chains: the layer itself */
-	int mb;
-	bool bwd_pass;   /* all-gather for the backward (and recompute) */
-	int64_t bytes;   /* full buffer */
-	int64_t mem_bytes; /* bytes an open window adds (all-gather output) */
-	int s_min, deadline;
-	double latency;
-	/* results */
-	int start_pos, done_pos;
-	bool sync;
-	rm_sync_reason reason;
-} coll;
-
-typedef struct comp {
-	slot *slots;
-	int n, cap;
-	coll *colls;
-	int nc, ccap;
-	int64_t baseline;
-	int64_t *temps; /* n + 1 positions */
-	int64_t tracked_peak;
-	int *at_first, *at_list; /* collectives touching each position, in index order (after the sweep) */
-	/* the op slots of each (layer, micro-batch) of the chain, ascending (comp_layer_slots) */
-	int *lx_first, *lx_list;
-	int lx_n, lx_layers, lx_mbs; /* built for the first lx_n slots */
-} comp;
 
 static void comp_finish(comp *c)
 {
@@ -229,6 +179,7 @@ typedef struct ctx {
 	rm_remat_plan plan_keep; /* the plan of the layers that keep everything (recompute_layers > 0) */
 	int64_t limit;
 	int64_t stacks;  /* per micro-batch: L x (saved + carry) */
+	int64_t grad_live; /* gradient shards, live from the backward to the optimizer (bytes) */
 	weight_groups ag, rs;
 	int64_t norm_elems; /* replicated norm weights per layer (all-reduced) */
 	bool pipe_ag, pipe_rs, pipe_ar;
@@ -306,158 +257,6 @@ static double coll_latency(const ctx *x, ckind kind, int64_t bytes)
 		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
 	}
 	return UNITS_ASYNC_COLLECTIVE;
-}
-
-/* ---- the bottom-up latency-hiding sweep --------------------------------------------------- */
-
-static void close_window(coll *k, int pos, bool memory_mode)
-{
-	k->start_pos = pos;
-	if (k->start_pos == k->done_pos) {
-		k->sync = true;
-		k->reason = memory_mode ? RM_SYNC_MEMORY_LIMIT : RM_SYNC_NOTHING_TO_OVERLAP;
-	}
-}
-
-static void lhs_sweep(const ctx *x, comp *c)
-{
-	const rm_xla_flags *f = &x->cfg->flags;
-	int limit_open = f->parallel_collective_overlap_limit > 0 ? f->parallel_collective_overlap_limit : 1;
-	int *open = rm_new(int, (size_t)c->nc + 1);
-	double *covered = rm_new(double, (size_t)c->nc + 1);
-	int n_open = 0;
-	/* collectives that never go async */
-	for (int i = 0; i < c->nc; i++) {
-		coll *k = &c->colls[i];
-		rm_sync_reason r = RM_SYNC_NONE;
-		if (f->async_disabled[ckind_xla[k->kind]])
-			r = RM_SYNC_DISABLED;
-		else if (!f->latency_hiding_scheduler)
-			r = RM_SYNC_NO_LHS;
-		if (r != RM_SYNC_NONE) {
-			k->sync = true;
-			k->reason = r;
-			k->start_pos = k->done_pos = k->deadline;
-		}
-	}
-	/* collectives by deadline (counting sort), and the ready list kept in index order so the
-	 * choice among ready dones does not depend on when they became ready */
-	int *first = rm_new(int, (size_t)c->n + 2), *by_deadline = rm_new(int, (size_t)c->nc + 1);
-	int *readyl = rm_new(int, (size_t)c->nc + 1);
-	int n_ready = 0;
-	for (int i = 0; i < c->nc; i++)
-		first[c->colls[i].deadline + 1]++;
-	for (int j = 0; j <= c->n; j++)
-		first[j + 1] += first[j];
-	{
-		int *fill = rm_new(int, (size_t)c->n + 1);
-		for (int i = 0; i < c->nc; i++) {
-			int d = c->colls[i].deadline;
-			by_deadline[first[d] + fill[d]++] = i;
-		}
-		free(fill);
-	}
-	for (int j = c->n; j >= 0; j--) {
-		for (int q = first[j]; q < first[j + 1]; q++) {
-			int i = by_deadline[q];
-			if (c->colls[i].sync)
-				continue;
-			int at = n_ready;
-			while (at > 0 && readyl[at - 1] > i)
-				at--;
-			memmove(&readyl[at + 1], &readyl[at], (size_t)(n_ready - at) * sizeof(int));
-			readyl[at] = i;
-			n_ready++;
-		}
-		bool changed = true;
-		while (changed) {
-			changed = false;
-			int64_t open_mem = 0;
-			for (int o = 0; o < n_open; o++)
-				open_mem += c->colls[open[o]].mem_bytes;
-			int64_t mem = c->baseline + c->temps[j] + open_mem;
-			if (mem > c->tracked_peak)
-				c->tracked_peak = mem;
-			bool memory_mode = mem > x->limit / 2;
-			for (int o = 0; o < n_open; o++) {
-				coll *k = &c->colls[open[o]];
-				if (k->s_min >= j || covered[open[o]] >= k->latency || memory_mode) {
-					close_window(k, j, memory_mode);
-					open[o--] = open[--n_open];
-					changed = true;
-				}
-			}
-			for (int r = 0; r < n_ready; r++) {
-				int i = readyl[r];
-				coll *k = &c->colls[i];
-				bool busy = false;
-				for (int o = 0; o < n_open; o++)
-					busy |= c->colls[open[o]].kind == k->kind;
-				if (busy || n_open >= limit_open)
-					continue;
-				memmove(&readyl[r], &readyl[r + 1], (size_t)(n_ready - r - 1) * sizeof(int));
-				n_ready--;
-				changed = true;
-				k->done_pos = j;
-				if (memory_mode || mem + k->mem_bytes > x->limit) {
-					/* memory rules first: the start that frees the buffer goes right here */
-					k->start_pos = j;
-					k->sync = true;
-					k->reason = RM_SYNC_MEMORY_LIMIT;
-				} else if (k->s_min >= j) {
-					k->start_pos = j;
-					k->sync = true;
-					k->reason = RM_SYNC_NOTHING_TO_OVERLAP;
-				} else {
-					open[n_open++] = i;
-					covered[i] = 0;
-				}
-				break; /* re-evaluate memory before the next one */
-			}
-		}
-		/* a done still waiting for a free slot cannot rise above its operands' producer:
-		 * it runs right there, synchronously */
-		for (int r = 0; r < n_ready; r++) {
-			int i = readyl[r];
-			coll *k = &c->colls[i];
-			if (k->s_min < j)
-				continue;
-			memmove(&readyl[r], &readyl[r + 1], (size_t)(n_ready - r - 1) * sizeof(int));
-			n_ready--;
-			r--;
-			k->start_pos = k->done_pos = j;
-			k->sync = true;
-			k->reason = RM_SYNC_OVERLAP_LIMIT;
-		}
-		if (j > 0)
-			for (int o = 0; o < n_open; o++)
-				covered[open[o]] += c->slots[j - 1].units;
-	}
-	free(first);
-	free(by_deadline);
-	free(readyl);
-	for (int i = 0; i < c->nc; i++)
-		if (c->colls[i].done_pos < 0) {
-			coll *k = &c->colls[i];
-			k->start_pos = k->done_pos = 0;
-			k->sync = true;
-			k->reason = RM_SYNC_OVERLAP_LIMIT;
-		}
-	free(open);
-	free(covered);
-}
-
-/* Ideal mode: every window as wide as its bounds, always async (the runtime has its own stream
- * and no memory rules). */
-static void ideal_windows(comp *c)
-{
-	for (int i = 0; i < c->nc; i++) {
-		coll *k = &c->colls[i];
-		k->done_pos = k->deadline;
-		k->start_pos = k->s_min < k->deadline ? k->s_min : k->deadline;
-		k->sync = false;
-		k->reason = RM_SYNC_NONE;
-	}
 }
 
 /* ---- building the computations ---------------------------------------------------------- */
@@ -1363,7 +1162,9 @@ static void build_body(const ctx *x, comp *c, bool bwd)
 	}
 	finish_temps(c, delta);
 	free(delta);
-	c->baseline = x->stacks;
+	/* the gradient shards are live through the backward, and through every pass when they
+	 * accumulate over micro-batches */
+	c->baseline = x->stacks + (bwd || x->A > 1 ? x->grad_live : 0);
 }
 
 /* Adds the per-micro-batch entry collectives of the embedding and the head. */
@@ -1402,6 +1203,7 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 	int *emb_op = rm_new(int, (size_t)x->A + 1), *logits_op = rm_new(int, (size_t)x->A + 1);
 	int *head_wgrad = rm_new(int, (size_t)x->A + 1), *head_norm = rm_new(int, (size_t)x->A + 1);
 	int *emb_bwd = rm_new(int, (size_t)x->A + 1);
+	int grads_from = -1; /* the first backward slot: the gradient shards are live from there */
 	for (int mb = 0; mb < x->A; mb++) {
 		mb_start[mb] = c->n;
 		for (int i = 0; i < x->embed->n_fwd_ops; i++)
@@ -1424,6 +1226,8 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 							op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD, slot_units(x, op)});
 			if (op->kind == RM_OP_GEMM && op->phase == RM_PHASE_FWD && logits_op[mb] < 0)
 				logits_op[mb] = j;
+			if (op->phase != RM_PHASE_FWD && grads_from < 0)
+				grads_from = j;
 			if (op->phase == RM_PHASE_BWD_WGRAD)
 				head_wgrad[mb] = j;
 			if (op->phase != RM_PHASE_FWD && is_norm_op(&x->head->ops[op->fwd_op]))
@@ -1447,6 +1251,10 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 	}
 	opt_pos = comp_add_slot(c, (slot){SLOT_OPTIMIZER, PART_LAYER, -1, 0, 0, RM_PPHASE_OPTIMIZER, UNITS_LOOP_FUSION});
 	delta = rm_new(int64_t, (size_t)c->n + 2);
+	if (grads_from >= 0) {
+		delta[grads_from] += x->grad_live;
+		delta[opt_pos + 1] -= x->grad_live;
+	}
 	for (int mb = 0; mb < x->A; mb++) {
 		/* between the loops the stacked residuals are live; inside them the bodies track them */
 		if (!unrolled) {
@@ -1611,10 +1419,19 @@ static void index_positions(comp *c)
 
 static void schedule_comp(const ctx *x, comp *c)
 {
-	if (x->cfg->mode != RM_SCHED_XLA)
-		ideal_windows(c);
-	else
-		lhs_sweep(x, c);
+	if (x->cfg->mode != RM_SCHED_XLA) {
+		rm__ideal_windows(c);
+	} else {
+		const rm_xla_flags *f = &x->cfg->flags;
+		rm__lhs_params p = {.limit = x->limit,
+				    .enabled = f->latency_hiding_scheduler,
+				    .overlap_limit = f->parallel_collective_overlap_limit};
+		for (int k = 0; k < CK_COUNT; k++)
+			p.async_disabled[k] = f->async_disabled[ckind_xla[k]];
+		rm__lhs_sweep(&p, c);
+		if (c->first_memory_sync_tracked >= 0 && x->rep->first_memory_sync_tracked_bytes == 0)
+			x->rep->first_memory_sync_tracked_bytes = c->first_memory_sync_tracked;
+	}
 	index_positions(c);
 	if (c->tracked_peak > x->rep->tracked_peak_bytes)
 		x->rep->tracked_peak_bytes = c->tracked_peak;
@@ -1662,9 +1479,17 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	x.cost = cfg->cost ? cfg->cost : rm_cost_model_default();
 	rm_static_memory sm = rm_workload_static_memory(wl);
 	int64_t tokens = wl->train.micro_batch * wl->train.seq_len;
-	rep->io_bytes = sm.total + tokens * 4 * x.A;
+	/* entry parameters and outputs (GetSchedulerMemoryLimit): the train state (parameters,
+	 * master weights, optimizer state) and the token batch in, the new state out, counted once
+	 * when the state is donated (outputs alias the parameters); the gradient shards are
+	 * temporaries of the step (x.grad_live), not I/O */
+	int64_t state = sm.total - sm.grads;
+	rep->io_bytes = state * (cfg->no_donate ? 2 : 1) + tokens * 4 * x.A;
+	x.grad_live = sm.grads;
+	double frac = cfg->mem_fraction > 0 ? cfg->mem_fraction : JAX_MEM_FRACTION;
 	int64_t base = cfg->device_memory_bytes > 0 ? cfg->device_memory_bytes
-						     : (int64_t)(DEVICE_MEMORY_FRACTION * cfg->hw->hbm_bytes);
+		       : cfg->platform_allocator    ? (int64_t)(XLA_DEVICE_MEMORY_FRACTION * (double)cfg->hw->hbm_bytes)
+						    : (int64_t)(frac * (double)cfg->hw->hbm_bytes);
 	rep->memory_base_bytes = base;
 	x.limit = (int64_t)((double)(base - rep->io_bytes) * cfg->flags.memory_limit_slop_factor / 100.0);
 	if (x.limit < 0)

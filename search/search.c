@@ -278,6 +278,14 @@ const rm_memory_budget *rm_search_memory_budget(const rm_search *s)
 	return &s->res0.memory;
 }
 
+int64_t rm_search_jax_pool_bytes(const rm_search *s)
+{
+	if (s->res0.allocator != RM_SIM_ALLOC_JAX_PREALLOC)
+		return 0;
+	double f = s->res0.alloc_fraction > 0 ? s->res0.alloc_fraction : RM_SIM_JAX_MEM_FRACTION;
+	return (int64_t)(f * (double)s->res0.hw.hbm_bytes);
+}
+
 int64_t rm_search_count(const rm_search *s)
 {
 	return s->count;
@@ -351,9 +359,14 @@ static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workloa
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
 		return;
 	}
+	/* JAX's BFC pool costs nothing to model and decides what fits; the PyTorch caching
+	 * allocator's replay is left to `simulate` (rows carry allocated memory) */
+	bool jax_pool = s->res0.allocator == RM_SIM_ALLOC_JAX_PREALLOC;
 	rm_sim_options opt = {.hw_queues = s->res0.hw_queues,
 			      .cost = cfg.cost,
-			      .memory_headroom_bytes = s->res0.memory.headroom_bytes};
+			      .memory_headroom_bytes = s->res0.memory.headroom_bytes,
+			      .allocator = jax_pool ? RM_SIM_ALLOC_JAX_PREALLOC : RM_SIM_ALLOC_EXACT,
+			      .alloc_fraction = s->res0.alloc_fraction};
 	rm_sim *sim = rm_sim_create(prog, &s->res0.hw, &opt, &err);
 	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
@@ -378,7 +391,8 @@ static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workloa
 	r->collectives = rep.collectives;
 	r->async = rep.async;
 	r->sync = rep.sync;
-	r->sync_memory_limit = rep.sync_by_reason[RM_SYNC_MEMORY_LIMIT];
+	r->sync_memory_limit = rep.sync_by_reason[RM_SYNC_MEMORY_PEAK_OVER_LIMIT] +
+			       rep.sync_by_reason[RM_SYNC_DECREASE_MEMORY_OVER_LIMIT];
 	r->sync_disabled = rep.sync_by_reason[RM_SYNC_DISABLED];
 	r->sync_nothing = rep.sync_by_reason[RM_SYNC_NOTHING_TO_OVERLAP];
 	r->sync_overlap = rep.sync_by_reason[RM_SYNC_OVERLAP_LIMIT];

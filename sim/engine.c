@@ -768,12 +768,14 @@ static void finish_reserved(rm_sim *sim)
 		break;
 	}
 	case RM_SIM_ALLOC_JAX_PREALLOC: {
-		/* The BFC pool starts at the preallocated fraction and grows past it when it must
-		 * (the "0.75+" policy, docs/sim.md). */
+		/* The BFC pool is the preallocated fraction of HBM and does not grow: a step whose
+		 * live buffers pass it fails with RESOURCE_EXHAUSTED however much HBM is left
+		 * (docs/sim.md "Reserved memory"). */
 		double f = sim->opt.alloc_fraction > 0 ? sim->opt.alloc_fraction : RM_SIM_JAX_MEM_FRACTION;
 		int64_t pre = (int64_t)(f * (double)m->memory_capacity_bytes);
-		m->peak_reserved_bytes = pre > m->peak_memory_bytes ? pre : m->peak_memory_bytes;
-		m->reserved_at_peak_bytes = m->peak_reserved_bytes;
+		m->peak_reserved_bytes = m->reserved_at_peak_bytes = pre;
+		if (m->peak_memory_bytes > pre)
+			m->num_ooms = 1;
 		break;
 	}
 	default:

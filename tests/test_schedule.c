@@ -80,6 +80,12 @@ static int layer_collectives(const rm_program *p)
 	return n;
 }
 
+/* Collectives of the loop bodies made synchronous by either memory rule of ReadySetLt. */
+static int layer_memory_sync(const rm_program *p)
+{
+	return layer_sync(p, "memory_peak_over_limit") + layer_sync(p, "decrease_memory_over_limit");
+}
+
 #define NOTHING "remat.policy=nothing_saveable", "remat.names=[]"
 
 Test(schedule, nothing_saveable_keeps_layer_collectives_async)
@@ -94,41 +100,81 @@ Test(schedule, nothing_saveable_keeps_layer_collectives_async)
 		run r;
 		run_seed(&r, sets);
 		cr_assert(r.m.fits, "%s fits", mbs[i]);
-		cr_assert_eq(layer_sync(r.prog, "memory_limit"), 0, "%s", mbs[i]);
+		cr_assert_eq(layer_memory_sync(r.prog), 0, "%s", mbs[i]);
 		cr_assert_eq(layer_sync(r.prog, "nothing_to_overlap"), 1,
 			     "%s: only the prologue gather of layer 1 (double buffering) has nothing before it", mbs[i]);
 		run_finish(&r);
 	}
 }
 
-Test(schedule, seed_names_turn_synchronous_at_micro_batch_6)
+Test(schedule, seed_names_turn_synchronous_where_tracked_memory_reaches_the_limit)
 {
-	const char *b4[] = {"training.micro_batch=4", NULL};
-	const char *b6[] = {"training.micro_batch=6", NULL};
-	const char *b6_nothing[] = {NOTHING, "training.micro_batch=6", NULL};
-	run r4, r6, n6;
-	run_seed(&r4, b4);
-	run_seed(&r6, b6);
-	run_seed(&n6, b6_nothing);
-	cr_assert_eq(layer_sync(r4.prog, "memory_limit"), 0);
-	/* at 6 the stacked names (3 x 2sbh per layer) and the carry push the tracked memory of the
-	 * loop bodies past half of XLA's limit: every loop collective goes to the compute stream */
-	int layer_total = layer_collectives(r6.prog);
-	cr_assert_gt(layer_sync(r6.prog, "memory_limit"), layer_total * 8 / 10, "%d of %d",
-		     layer_sync(r6.prog, "memory_limit"), layer_total);
-	cr_assert_gt(r6.rep.tracked_peak_bytes, r6.rep.memory_limit_bytes / 2);
-	cr_assert_lt(r4.rep.tracked_peak_bytes, r4.rep.memory_limit_bytes / 2);
-	cr_assert_eq(layer_sync(n6.prog, "memory_limit"), 0, "nothing_saveable stays async at 6");
+	/* XLA's limit on the seed: (0.75 x 79.65 GiB - 10.98 GiB of donated train state and tokens)
+	 * x 0.95 = 46.32 GiB. The four saved names stack 4 x 2sbh per layer per sequence; at
+	 * micro-batch 8 the loop bodies' tracked memory is above half the limit but stays under it,
+	 * and every loop collective overlaps; at 12 it reaches the limit and kDecreaseMemoryOverLimit
+	 * puts them on the compute stream. (The old half-the-limit trigger fired at 6.) */
+	const char *b8[] = {"training.micro_batch=8", NULL};
+	const char *b12[] = {"training.micro_batch=12", NULL};
+	const char *b12_nothing[] = {NOTHING, "training.micro_batch=12", NULL};
+	run r8, r12, n12;
+	run_seed(&r8, b8);
+	run_seed(&r12, b12);
+	run_seed(&n12, b12_nothing);
+	cr_assert_eq(layer_memory_sync(r8.prog), 0);
+	cr_assert_gt(r8.rep.tracked_peak_bytes, r8.rep.memory_limit_bytes / 2);
+	cr_assert_lt(r8.rep.tracked_peak_bytes, r8.rep.memory_limit_bytes);
+	cr_assert_eq(r8.rep.first_memory_sync_tracked_bytes, 0);
+	int layer_total = layer_collectives(r12.prog);
+	cr_assert_gt(layer_sync(r12.prog, "decrease_memory_over_limit"), layer_total * 8 / 10, "%d of %d",
+		     layer_sync(r12.prog, "decrease_memory_over_limit"), layer_total);
+	cr_assert_geq(r12.rep.tracked_peak_bytes, r12.rep.memory_limit_bytes);
+	/* the first memory rule fired above half the limit */
+	cr_assert_gt(r12.rep.first_memory_sync_tracked_bytes, r12.rep.memory_limit_bytes / 2);
+	cr_assert_eq(layer_memory_sync(n12.prog), 0, "nothing_saveable stays async at 12");
 	/* the switch costs step time: communication is no longer hidden */
-	cr_assert_gt(r6.m.exposed_comm, 10 * n6.m.exposed_comm);
-	run_finish(&r4);
-	run_finish(&r6);
-	run_finish(&n6);
+	cr_assert_gt(r12.m.exposed_comm, 10 * n12.m.exposed_comm);
+	run_finish(&r8);
+	run_finish(&r12);
+	run_finish(&n12);
+}
+
+Test(schedule, donation_and_the_mem_fraction_set_the_limit)
+{
+	/* donated: 10.98 GiB of I/O (bf16 params, fp32 master, AdamW m and v over 8: 14 B x
+	 * 842.3M, + tokens); not donated the new state counts again: 21.96 GiB. The base is 0.75 x
+	 * HBM (BFC), 0.8 x HBM with the platform allocator, or the given fraction */
+	const char *don[] = {NULL};
+	const char *nodon[] = {"xla.donate=false", NULL};
+	const char *plat[] = {"xla.allocator=platform", NULL};
+	const char *frac[] = {"xla.mem_fraction=0.9", NULL};
+	run a, b, c, d;
+	run_seed(&a, don);
+	run_seed(&b, nodon);
+	run_seed(&c, plat);
+	run_seed(&d, frac);
+	int64_t tokens = 4096 * 4;
+	int64_t state = 14LL * (6738415616LL / 8);
+	cr_assert_eq(a.rep.io_bytes, state + tokens);
+	cr_assert_eq(b.rep.io_bytes, 2 * state + tokens);
+	int64_t hbm = a.res.hw.hbm_bytes;
+	cr_assert_eq(a.rep.memory_base_bytes, (int64_t)(0.75 * (double)hbm));
+	cr_assert_eq(c.rep.memory_base_bytes, (int64_t)(0.8 * (double)hbm));
+	cr_assert_eq(d.rep.memory_base_bytes, (int64_t)(0.9 * (double)hbm));
+	cr_assert_eq(a.rep.memory_limit_bytes, (int64_t)((double)(a.rep.memory_base_bytes - a.rep.io_bytes) * 0.95));
+	cr_assert_eq(b.rep.memory_limit_bytes, (int64_t)((double)(b.rep.memory_base_bytes - b.rep.io_bytes) * 0.95));
+	/* issue figures: 46.3 vs ~35.9 GiB */
+	cr_assert_float_eq((double)a.rep.memory_limit_bytes / (double)RM_GiB, 46.32, 0.01);
+	cr_assert_float_eq((double)b.rep.memory_limit_bytes / (double)RM_GiB, 35.89, 0.01);
+	run_finish(&a);
+	run_finish(&b);
+	run_finish(&c);
+	run_finish(&d);
 }
 
 Test(schedule, slop_factor_or_offloading_turns_them_async_again)
 {
-	const char *slop[] = {"training.micro_batch=6", "xla_flags=--xla_gpu_enable_pipelined_all_gather=true "
+	const char *slop[] = {"training.micro_batch=11", "xla_flags=--xla_gpu_enable_pipelined_all_gather=true "
 							"--xla_gpu_enable_pipelined_reduce_scatter=true "
 							"--xla_gpu_enable_pipelined_all_reduce=true "
 							"--xla_gpu_enable_while_loop_double_buffering=true "
@@ -136,18 +182,18 @@ Test(schedule, slop_factor_or_offloading_turns_them_async_again)
 							"--xla_gpu_reduce_scatter_combine_threshold_bytes=2147483648 "
 							"--xla_gpu_memory_limit_slop_factor=120",
 			      NULL};
-	const char *offload[] = {"training.micro_batch=6", "remat.policy=save_and_offload_only_these_names",
+	const char *offload[] = {"training.micro_batch=11", "remat.policy=save_and_offload_only_these_names",
 				 "remat.names=[]",
 				 "remat.offload_names=[dot_mlp_out, dot_attention_value, dot_attention_query, dot_attention_key]",
 				 NULL};
 	run a, b;
 	run_seed(&a, slop);
 	run_seed(&b, offload);
-	cr_assert_eq(layer_sync(a.prog, "memory_limit"), 0);
-	cr_assert_eq(layer_sync(b.prog, "memory_limit"), 0);
+	cr_assert_eq(layer_memory_sync(a.prog), 0);
+	cr_assert_eq(layer_memory_sync(b.prog), 0);
 	cr_assert_gt(b.rep.offloaded_bytes_step, 0);
-	/* offloading keeps only the carry on device: L x 2sbh x 6 */
-	cr_assert_eq(b.rep.saved_bytes_step, 32LL * 6 * 2 * 4096 * 4096);
+	/* offloading keeps only the carry on device: L x 2sbh x 11 */
+	cr_assert_eq(b.rep.saved_bytes_step, 32LL * 11 * 2 * 4096 * 4096);
 	run_finish(&a);
 	run_finish(&b);
 }
@@ -306,6 +352,13 @@ Test(scenario, bad_files_point_at_the_key)
 	expect_scenario_error("model: llama-2-7b\nhardware: b200\n", RM_NOT_FOUND, 2, 11, "unknown hardware profile");
 	expect_scenario_error("model: llama-2-7b\nparallelism:\n  fsdp: 16\n", RM_INVALID, 3, 9, "must divide the 8 GPUs");
 	expect_scenario_error("model: llama-2-7b\nscheduler:\n  mode: fast\n", RM_INVALID, 3, 9, "expected xla, ideal or fsdp2");
+	/* JAX's client settings */
+	expect_scenario_error("model: llama-2-7b\nxla:\n  allocator: cuda\n", RM_INVALID, 3, 14, "expected bfc");
+	expect_scenario_error("model: llama-2-7b\nxla:\n  mem_fraction: 1.5\n", RM_RANGE, 3, 17, "outside [0, 1]");
+	expect_scenario_error("model: llama-2-7b\nxla:\n  mem_fraction: 0\n", RM_RANGE, 3, 17, "above 0");
+	expect_scenario_error("model: llama-2-7b\nxla:\n  allocator: platform\n  mem_fraction: 0.9\n", RM_INVALID, 4, 17,
+			      "takes no fraction");
+	expect_scenario_error("model: llama-2-7b\nxla:\n  donate: maybe\n", RM_INVALID, 3, 11, "xla.donate");
 }
 
 /*
@@ -460,7 +513,7 @@ Test(schedule, unrolled_layers_track_their_own_memory)
 	run_seed(&r, sets);
 	/* no stacks through loops: the tracked memory stays far under half the limit at b=1 */
 	cr_assert_lt(r.rep.tracked_peak_bytes, r.rep.memory_limit_bytes / 4);
-	cr_assert_eq(layer_sync(r.prog, "memory_limit"), 0);
+	cr_assert_eq(layer_memory_sync(r.prog), 0);
 	run_finish(&r);
 }
 

@@ -16,6 +16,7 @@
  *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...],
  *           recompute_num_layers: 0}
  *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
+ *   xla: {mem_fraction: 0.75, allocator: bfc|platform, donate: true}  # JAX's client settings
  *   scheduler: {mode: xla|ideal|fsdp2, prefetch_depth: 1, cost_model: xla_default|remora,
  *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0,
  *               allocator: auto|pytorch|pytorch_expandable|jax|exact}
@@ -93,6 +94,9 @@ typedef struct rm_scenario {
 	char nccl_version[16];
 	double device_memory_gib;
 	char allocator[24]; /* "auto": jax under mode xla, pytorch otherwise */
+	double xla_mem_fraction; /* XLA_PYTHON_CLIENT_MEM_FRACTION; -1: JAX's default (0.75) */
+	char xla_allocator[16];  /* XLA_PYTHON_CLIENT_ALLOCATOR: "bfc" (default) or "platform" */
+	int xla_donate;          /* train state donated (donate_argnums): -1 default (yes), 0, 1 */
 	double memory_headroom_gib; /* used when set; otherwise derived (rm_memory_budget_default) */
 	/* search space */
 	int n_search_names, n_search_policies, n_search_micro_batches, n_search_flag_variants;

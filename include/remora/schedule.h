@@ -18,14 +18,19 @@
  *    rises until the collective's estimated latency is covered by compute (XLA's default cost
  *    units: async collective 5000, cuBLAS/cuDNN call and loop fusion 1000; or remora's own
  *    seconds), one collective of each kind in flight and at most overlap_limit in flight at
- *    all. Once tracked live memory exceeds half the memory limit, memory rules rank first: the
- *    start that frees a gathered buffer is taken at once; a window whose buffer would exceed
- *    the limit is rejected. Memory limit = (0.8 * device memory, unless given) - the step's
- *    parameter and output bytes, times slop_factor/100.
+ *    all. Memory enters as in XLA's ReadySetLt: above half the memory limit the scheduler
+ *    tracks each candidate's memory change, and kMemoryPeakOverLimit keeps a window closed
+ *    when its buffer (or the next compute's peak) would carry usage past the limit; at or over
+ *    the limit kDecreaseMemoryOverLimit takes the start that frees the most first. The limit
+ *    is a preference: compute goes on above it. Memory limit (GetSchedulerMemoryLimit,
+ *    xla/service/gpu/gpu_hlo_schedule.cc) = (base - entry parameter and output bytes, aliased
+ *    outputs once) * slop_factor/100; base = the device_memory_size JAX passes: the BFC
+ *    allocator's XLA_PYTHON_CLIENT_MEM_FRACTION (0.75) of HBM, or 0.8 of HBM with the platform
+ *    allocator, unless given.
  * 4. Start/done pairs with nothing between them become synchronous collectives on the compute
- *    stream, each with its reason: disabled (by flag), memory_limit, nothing_to_overlap,
- *    overlap_limit (other collectives held the in-flight slots over its whole window), or
- *    no_latency_hiding_scheduler.
+ *    stream, each with its reason: disabled (by flag), memory_peak_over_limit,
+ *    decrease_memory_over_limit, nothing_to_overlap, overlap_limit (other collectives held the
+ *    in-flight slots over its whole window), or no_latency_hiding_scheduler.
  * An "ideal" mode, not XLA: collectives on their own stream with a fixed prefetch depth, as a
  * hand-tuned FSDP runtime issues them, never synchronous.
  *
@@ -61,15 +66,17 @@ typedef enum rm_lhs_cost { RM_LHS_COST_XLA_DEFAULT, RM_LHS_COST_REMORA } rm_lhs_
 typedef enum rm_sync_reason {
 	RM_SYNC_NONE,
 	RM_SYNC_DISABLED,
-	RM_SYNC_MEMORY_LIMIT,
+	RM_SYNC_MEMORY_PEAK_OVER_LIMIT,     /* kMemoryPeakOverLimit: the window would pass the limit */
+	RM_SYNC_DECREASE_MEMORY_OVER_LIMIT, /* kDecreaseMemoryOverLimit: at the limit, freeing first */
 	RM_SYNC_NOTHING_TO_OVERLAP,
 	RM_SYNC_NO_LHS,
 	RM_SYNC_OVERLAP_LIMIT,
 	RM_SYNC_REASON_COUNT
 } rm_sync_reason;
 
-/* "disabled", "memory_limit", "nothing_to_overlap", "no_latency_hiding_scheduler",
- * "overlap_limit" (another collective held the only in-flight slot over its whole window). */
+/* "disabled", "memory_peak_over_limit", "decrease_memory_over_limit", "nothing_to_overlap",
+ * "no_latency_hiding_scheduler", "overlap_limit" (another collective held the only in-flight
+ * slot over its whole window). */
 const char *rm_sync_reason_name(rm_sync_reason reason);
 
 typedef struct rm_schedule_config {
@@ -82,7 +89,12 @@ typedef struct rm_schedule_config {
 	rm_sched_mode mode;
 	int prefetch_depth;           /* ideal mode: all-gathers issued this many layers ahead */
 	rm_lhs_cost lhs_cost;
-	int64_t device_memory_bytes;  /* base of XLA's memory limit; 0: 0.8 * hw->hbm_bytes */
+	int64_t device_memory_bytes;  /* base of XLA's memory limit; 0: from the allocator below */
+	double mem_fraction;          /* XLA_PYTHON_CLIENT_MEM_FRACTION (BFC allocator); 0: 0.75 */
+	bool platform_allocator;      /* XLA_PYTHON_CLIENT_ALLOCATOR=platform: no limit passed, XLA
+				       * takes 0.8 of HBM */
+	bool no_donate;               /* the train state is not donated (no donate_argnums): its
+				       * outputs do not alias the parameters and count again */
 	const rm_cost_model *cost;    /* seconds for remora LHS costs; NULL: the default model */
 	bool compile_partitioner;     /* fsdp2 with torch.compile: rm_remat_plan_build_compiled */
 	bool reshard_after_forward;   /* fsdp2: free the gathered parameters after the forward and
@@ -105,6 +117,8 @@ typedef struct rm_schedule_report {
 	int64_t memory_base_bytes;   /* the device memory it starts from */
 	int64_t io_bytes;            /* parameter and output bytes it subtracts */
 	int64_t tracked_peak_bytes;  /* highest LHS-tracked live memory of any computation */
+	int64_t first_memory_sync_tracked_bytes; /* tracked memory at the first memory-rule
+						  * decision of the first computation that had one; 0: none */
 	int collectives, async, sync;
 	int sync_by_reason[RM_SYNC_REASON_COUNT];
 	rm_remat_plan plan;          /* the per-layer remat plan (owned; rm_schedule_report_finish) */

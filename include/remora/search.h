@@ -120,6 +120,9 @@ const rm_memory_budget *rm_search_memory_budget(const rm_search *s);
 /* The runtime the scenario's candidates run under: RM_SCHED_XLA or RM_SCHED_FSDP2 (an ideal-mode
  * scenario searches XLA candidates and the ideal bound). */
 rm_sched_mode rm_search_runtime(const rm_search *s);
+/* Bytes of JAX's BFC pool (xla.mem_fraction of HBM) the candidates must fit in when the scenario
+ * reports JAX's allocator; 0 otherwise (they fit in usable HBM). */
+int64_t rm_search_jax_pool_bytes(const rm_search *s);
 /* Rows of this scenario that failed their checksum when the sweep opened the database (deleted,
  * so the sweep recomputed them). */
 int64_t rm_search_damaged_rows(const rm_search *s);

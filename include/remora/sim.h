@@ -107,7 +107,8 @@ typedef struct rm_sim_metrics {
 	int64_t peak_reserved_bytes;
 	int64_t reserved_at_peak_bytes; /* reserved when peak_memory_bytes was reached */
 	int64_t num_alloc_retries;      /* PYTORCH*: cache freed and cudaMalloc retried */
-	int64_t num_ooms;               /* PYTORCH*: allocations failing even after the retry */
+	int64_t num_ooms;               /* PYTORCH*: allocations failing even after the retry; JAX_PREALLOC:
+					 * 1 when the live buffers pass the pool */
 	int32_t collectives, sync_collectives; /* sync: on a compute stream */
 	double model_flops;        /* for MFU: the program's, or gemm+attention FLOPs minus recompute */
 	double mfu;                /* model_flops / (step time * bf16 peak) */

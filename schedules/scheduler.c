@@ -349,8 +349,18 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 }
 
 /* Gathered weights of group grp live from their first to their last user in the chain. */
+static int layer_first_slot(comp *c, int bl, int mb)
+{
+	int nl;
+	const int *ls = comp_layer_slots(c, bl, mb, &nl);
+	return nl > 0 ? ls[0] : -1;
+}
+
+/* The gathered weights of group grp of body layer bl, live from first to last use; with
+ * pipelining (live_from >= 0) from live_from: the body's start for the layer whose gather the
+ * previous iteration issued (loop carry), the layer's first slot for one gathered in this body. */
 static void add_gathered_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int grp, int64_t bytes,
-			       int64_t *delta, int *first_user)
+			       int64_t *delta, int *first_user, int live_from)
 {
 	const rm_graph *g = x->layer;
 	int first = -1, last = -1, nl;
@@ -373,7 +383,7 @@ static void add_gathered_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, 
 	*first_user = first;
 	if (first < 0)
 		return;
-	delta[first] += bytes;
+	delta[live_from >= 0 && live_from < first ? live_from : first] += bytes;
 	delta[last + 1] -= bytes;
 }
 
@@ -405,6 +415,17 @@ static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 }
 
 /* The collectives of one pass of body layer bl. off: target layer offset for pipelined ones. */
+/*
+ * The collectives of one pass (forward, or recompute + backward) of body layer bl.
+ * Pipelined (XLA's collective pipeliner, then double buffering: the body holds k copies of the
+ * layer; docs/schedules.md): the gather issued in copy bl fetches layer bl + ag_off, the
+ * reduce-scatter and all-reduce in copy bl reduce layer bl + rs_off (-1: the copy before, or the
+ * previous iteration's last copy through the loop carry). A collective whose result feeds copy
+ * bl's outputs must be done before copy bl + 1 starts (loop_double_buffer_transformer's control
+ * edges from one copy's roots to the next copy's consumers; collectives are exempt from them, so
+ * a copy's collectives may start during the copy before). Not pipelined: gather before first
+ * use, reduction after the last weight gradient.
+ */
 static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta,
 			    bool pipelined_ag, int ag_off, bool pipelined_rs, int rs_off)
 {
@@ -413,10 +434,14 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 	 * resharded): the forward's gather stays for the backward, nothing is gathered again */
 	bool keep = x->cfg->mode == RM_SCHED_FSDP2 && !x->cfg->scan &&
 		    (!x->cfg->reshard_after_forward || bl == x->L - 1);
+	/* in a body, the first slot of the next copy: where this copy's results are due */
+	int next_copy = x->cfg->scan && bl + 1 < x->k ? layer_first_slot(c, bl + 1, mb) : -1;
+	int copy_due = next_copy >= 0 ? next_copy : c->n;
 	for (int grp = 0; grp < x->ag.n && !(bwd && keep); grp++) {
 		int64_t bytes = x->ag.elems[grp] * x->lpsize;
 		int first_user;
-		add_gathered_temps(x, c, bl, mb, bwd, grp, bytes, delta, &first_user);
+		int live_from = pipelined_ag ? (bl == 0 ? 0 : layer_first_slot(c, bl, mb)) : -1;
+		add_gathered_temps(x, c, bl, mb, bwd, grp, bytes, delta, &first_user, live_from);
 		if (first_user < 0)
 			continue;
 		coll *k = comp_add_coll(c);
@@ -430,27 +455,40 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		k->mem_bytes = bytes;
 		k->s_min = 0;
 		k->layer_off = pipelined_ag ? ag_off : 0;
-		k->deadline = pipelined_ag ? c->n : first_user;
+		/* the target inside this body (bl + ag_off < k) is the next copy, due at its start */
+		k->deadline = !pipelined_ag ? first_user : bl + ag_off < x->k && next_copy >= 0 ? next_copy : c->n;
 		k->latency = coll_latency(x, CK_AG, bytes);
 	}
 	if (!bwd)
 		return;
 	/* gradients: reduce-scatter per group after its last wgrad; all-reduce of the norm grads */
+	int src = pipelined_rs ? bl + rs_off : bl; /* the body layer whose gradients are reduced here */
 	for (int grp = 0; grp < x->rs.n; grp++) {
-		int last = -1, nl;
+		int last = -1, own_last = -1, nl;
 		const int *ls = comp_layer_slots(c, bl, mb, &nl);
 		for (int q = 0; q < nl; q++) {
 			int j = ls[q];
 			const slot *s = &c->slots[j];
 			const rm_op *op = &g->ops[s->op];
 			if (op->phase == RM_PHASE_BWD_WGRAD && x->rs.of_op[op->fwd_op] == grp)
-				last = j;
+				own_last = j;
 		}
-		if (last < 0)
+		if (own_last < 0)
 			continue;
+		if (src >= 0 && src != bl) {
+			const int *ss = comp_layer_slots(c, src, mb, &nl);
+			for (int q = 0; q < nl; q++) {
+				const rm_op *op = &g->ops[c->slots[ss[q]].op];
+				if (op->phase == RM_PHASE_BWD_WGRAD && x->rs.of_op[op->fwd_op] == grp)
+					last = ss[q];
+			}
+		} else if (src == bl) {
+			last = own_last;
+		}
 		int64_t bytes = x->rs.elems[grp] * x->gsize;
-		/* the full gradients live from their producer until the reduce-scatter is done */
-		delta[last] += bytes;
+		/* the full gradients live from their producer until the reduce-scatter is done (a
+		 * body's last copy carries them into the next iteration: build_body) */
+		delta[own_last] += bytes;
 		delta[c->n] -= bytes;
 		coll *k = comp_add_coll(c);
 		k->kind = CK_RS;
@@ -460,14 +498,15 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		k->mb = mb;
 		k->bytes = bytes;
 		k->layer_off = pipelined_rs ? rs_off : 0;
-		k->s_min = pipelined_rs ? 0 : last + 1;
-		k->deadline = c->n;
+		k->s_min = last >= 0 ? last + 1 : 0; /* src < 0: the previous iteration's, carried */
+		k->deadline = pipelined_rs ? copy_due : c->n;
 		k->latency = coll_latency(x, CK_RS, bytes);
 	}
 	if (x->norm_elems > 0) {
 		int last = -1, nl;
-		const int *ls = comp_layer_slots(c, bl, mb, &nl);
-		for (int q = 0; q < nl; q++) {
+		int from = x->pipe_ar ? src : bl;
+		const int *ls = from >= 0 ? comp_layer_slots(c, from, mb, &nl) : NULL;
+		for (int q = 0; ls && q < nl; q++) {
 			const slot *s = &c->slots[ls[q]];
 			if (g->ops[s->op].phase != RM_PHASE_FWD && is_norm_op(&g->ops[g->ops[s->op].fwd_op]))
 				last = ls[q];
@@ -479,8 +518,8 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		k->mb = mb;
 		k->bytes = x->norm_elems * x->gsize;
 		k->layer_off = x->pipe_ar ? rs_off : 0;
-		k->s_min = x->pipe_ar ? 0 : (last >= 0 ? last + 1 : c->n);
-		k->deadline = c->n;
+		k->s_min = x->pipe_ar ? (last >= 0 ? last + 1 : 0) : (last >= 0 ? last + 1 : c->n);
+		k->deadline = x->pipe_ar ? copy_due : c->n;
 		k->latency = coll_latency(x, CK_AR, k->bytes);
 	}
 }
@@ -1150,15 +1189,17 @@ static void build_body(const ctx *x, comp *c, bool bwd)
 	for (int bl = 0; bl < x->k; bl++) {
 		add_layer_temps(x, c, bl, 0, bwd, delta);
 		if (x->cfg->wl->train.fsdp > 1)
-			add_layer_colls(x, c, bl, 0, bwd, delta, x->pipe_ag, x->ag_ahead, x->pipe_rs, -x->k);
+			add_layer_colls(x, c, bl, 0, bwd, delta, x->pipe_ag, x->ag_ahead, x->pipe_rs, -1);
 	}
 	if (x->pipe_rs && bwd && x->cfg->wl->train.fsdp > 1) {
-		/* the previous iteration's gradients wait in the loop carry for their reduce-scatter */
+		/* the previous iteration's last copy's gradients wait in the loop carry for their
+		 * reduce-scatter, due before the second copy starts */
 		int64_t carried = 0;
 		for (int g = 0; g < x->rs.n; g++)
 			carried += x->rs.elems[g] * x->gsize;
-		delta[0] += carried * x->k;
-		delta[c->n] -= carried * x->k;
+		int due = x->k > 1 ? layer_first_slot(c, 1, 0) : c->n;
+		delta[0] += carried;
+		delta[due >= 0 ? due : c->n] -= carried;
 	}
 	finish_temps(c, delta);
 	free(delta);
@@ -1364,12 +1405,11 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 				}
 			}
 		}
-		for (int bl = 0; bl < x->k; bl++) {
+		/* the reductions issued one layer behind leave the last layer of the backward (layer
+		 * 0) to the epilogue */
+		for (int bl = 0; bl < 1; bl++) {
 			if (x->pipe_rs) {
-				int last_base = x->L - 1 - ((x->L - 1) / x->k) * x->k; /* base of the last bwd iteration */
-				int l = last_base - bl;
-				if (l < 0)
-					continue;
+				int l = 0;
 				for (int g = 0; g < x->rs.n; g++) {
 					coll *k = entry_coll(x, c, CK_RS, WHAT_LAYER, mb, x->rs.elems[g], bwd_loop[mb] + 1, mb_end);
 					k->group = g;
@@ -1462,7 +1502,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	x.A = (int)wl->train.grad_accum;
 	bool xla = cfg->mode == RM_SCHED_XLA;
 	x.k = xla && cfg->scan && cfg->flags.while_loop_double_buffering && x.L >= 2 ? 2 : 1;
-	x.ag_ahead = xla ? x.k : (cfg->prefetch_depth > 0 ? cfg->prefetch_depth : 1);
+	/* XLA's pipeliner fetches one iteration ahead (before double buffering unrolls the body) */
+	x.ag_ahead = xla ? 1 : (cfg->prefetch_depth > 0 ? cfg->prefetch_depth : 1);
 	x.psize = rm_dtype_size(wl->train.param_dtype);
 	x.lpsize = wl->train.fp8_all_gather ? 1 : x.psize;
 	x.gsize = rm_dtype_size(wl->train.grad_dtype);

@@ -14,7 +14,7 @@ static void close_window(coll *k, int pos, rm_sync_reason why, int64_t tracked)
 	if (k->start_pos == k->done_pos) {
 		k->sync = true;
 		k->reason = why;
-		k->sync_tracked = why == RM_SYNC_NOTHING_TO_OVERLAP ? 0 : tracked;
+		k->sync_tracked = why == RM_SYNC_NOTHING_TO_OVERLAP || why == RM_SYNC_OVERLAP_LIMIT ? 0 : tracked;
 	}
 }
 
@@ -172,6 +172,12 @@ void rm__lhs_sweep(const rm__lhs_params *p, comp *c)
 			k->start_pos = k->done_pos = j;
 			k->sync = true;
 			k->reason = RM_SYNC_OVERLAP_LIMIT;
+		}
+		if (j > 0 && c->slots[j - 1].occupies) {
+			/* the loop above holds the collective resource: every window closes here */
+			for (int o = 0; o < n_open; o++)
+				close_window(&c->colls[open[o]], j, RM_SYNC_OVERLAP_LIMIT, 0);
+			n_open = 0;
 		}
 		if (j > 0)
 			for (int o = 0; o < n_open; o++)

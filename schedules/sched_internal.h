@@ -32,6 +32,8 @@ typedef struct slot {
 	int mb;         /* micro-batch (entry and unrolled chains) */
 	rm_program_phase phase;
 	double units;   /* LHS cost of the slot (XLA's units or microseconds) */
+	bool occupies;  /* a while loop whose body holds collectives: it occupies the collective
+			 * resource, so no window of the enclosing computation spans it */
 } slot;
 
 /* What a collective moves. */
@@ -96,6 +98,9 @@ typedef struct rm__lhs_params {
  *   not opened, and an open window closes when the next compute slot would carry usage past it;
  * - at or over the limit (kDecreaseMemoryOverLimit): the start that frees the largest buffer goes
  *   first, and a ready done is closed on the spot.
+ * A window cannot rise past a slot that occupies the collective resource (a while loop with
+ * collectives in its body): it closes there, synchronous with reason overlap_limit if nothing
+ * was overlapped.
  * A window that closes where it opened is a synchronous collective, with the rule that made it so
  * in `reason` and the tracked memory in `sync_tracked`. The limit is a preference: compute goes
  * on above it. Sets c->tracked_peak and c->first_memory_sync_tracked. O(n + nc * open windows).

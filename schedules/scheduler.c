@@ -12,10 +12,14 @@
 #include "remora/schedule.h"
 #include "schedules/sched_internal.h"
 
-/* XLA's default LHS cost units when no profile is given (docs/reference/seed.md mechanism 6). */
+/* XLA's default LHS cost units when no profile is given (docs/reference/seed.md mechanism 6;
+ * ApproximateLatencyEstimator and GpuLatencyEstimator in xla/service/latency_hiding_scheduler.cc
+ * and xla/service/gpu/gpu_latency_hiding_scheduler.cc: kLowCost 1, kMediumCost 1000, kHighCost
+ * and kHighLatency 5000). */
 #define UNITS_ASYNC_COLLECTIVE 5000.0
-#define UNITS_LIBRARY_CALL 1000.0 /* cuBLAS / cuDNN */
+#define UNITS_LIBRARY_CALL 1000.0 /* cuBLAS / cuDNN custom calls */
 #define UNITS_LOOP_FUSION 1000.0
+#define UNITS_LOW 1.0 /* reduction (input) fusions, the while op, anything else */
 /* The base of XLA's memory limit (docs/reference/seed.md mechanism 4): JAX passes the BFC
  * allocator's limit, XLA_PYTHON_CLIENT_MEM_FRACTION (default 0.75) of device memory, as the
  * module's device_memory_size (xla/python/py_client.cc); with XLA_PYTHON_CLIENT_ALLOCATOR=platform
@@ -241,7 +245,11 @@ static double slot_units(const ctx *x, const rm_op *op)
 		rm_cost_op c = graph_op_cost(op, x->cfg->eager);
 		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
 	}
-	return op->kind == RM_OP_ELEMENTWISE ? UNITS_LOOP_FUSION : UNITS_LIBRARY_CALL;
+	if (op->kind != RM_OP_ELEMENTWISE)
+		return UNITS_LIBRARY_CALL;
+	/* a row reduction (norms, softmax, the loss) is an input fusion: kLowCost */
+	return op->mclass == RM_MB_NORM || op->mclass == RM_MB_NORM_BWD || op->mclass == RM_MB_SOFTMAX ? UNITS_LOW
+													  : UNITS_LOOP_FUSION;
 }
 
 static double coll_latency(const ctx *x, ckind kind, int64_t bytes)
@@ -403,15 +411,15 @@ static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 	const rm_graph *g = x->layer;
 	if (!bwd) {
 		for (int i = 0; i < g->n_fwd_ops; i++)
-			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_FWD, slot_units(x, &g->ops[i])});
+			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_FWD, slot_units(x, &g->ops[i]), false});
 		return;
 	}
 	for (int i = 0; i < g->n_fwd_ops; i++)
 		if (plan_of(x, bl)->recompute[i])
 			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_RECOMPUTE,
-						slot_units(x, &g->ops[i])});
+						slot_units(x, &g->ops[i]), false});
 	for (int i = g->n_fwd_ops; i < g->n_ops; i++)
-		comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_BWD, slot_units(x, &g->ops[i])});
+		comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_BWD, slot_units(x, &g->ops[i]), false});
 }
 
 /* The collectives of one pass of body layer bl. off: target layer offset for pipelined ones. */
@@ -1233,6 +1241,35 @@ static int64_t graph_weight_elems(const rm_graph *g, bool gemm_only)
 	return n;
 }
 
+/* LHS cost of a while op in the entry: XLA's default estimator gives it kLowCost; remora's
+ * costs, the body's time times the trip count. */
+static double loop_units(const ctx *x, const comp *body)
+{
+	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA)
+		return comp_units(body) * x->L / x->k;
+	return UNITS_LOW;
+}
+
+/* LHS cost of the optimizer: one loop fusion per parameter array (AdamW updates each array's
+ * master weights, moments and parameter in one multi-output fusion; under scan a layer
+ * parameter is one stacked array), or its time under remora's costs. */
+static double optimizer_units(const ctx *x)
+{
+	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
+		rm_static_memory sm = rm_workload_static_memory(x->wl);
+		int64_t rw = sm.params + sm.master + sm.optimizer;
+		rm_cost_op c = {.kind = RM_COST_ELEMENTWISE,
+				.elementwise = {.bytes_read = rw + sm.grads, .bytes_written = rw, .cls = RM_MB_OPTIMIZER}};
+		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
+	}
+	const rm_graph *gs[3] = {x->embed, x->layer, x->head};
+	int arrays = 0;
+	for (int g = 0; g < 3; g++)
+		for (int i = 0; i < gs[g]->n_fwd_ops; i++)
+			arrays += gs[g]->ops[i].weight_elems > 0;
+	return UNITS_LOOP_FUSION * (arrays > 0 ? arrays : 1);
+}
+
 static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 {
 	bool colls = x->cfg->wl->train.fsdp > 1;
@@ -1248,23 +1285,23 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 	for (int mb = 0; mb < x->A; mb++) {
 		mb_start[mb] = c->n;
 		for (int i = 0; i < x->embed->n_fwd_ops; i++)
-			comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_FWD, slot_units(x, &x->embed->ops[i])});
+			comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_FWD, slot_units(x, &x->embed->ops[i]), false});
 		emb_op[mb] = mb_start[mb];
 		fwd_loop[mb] = c->n;
 		if (unrolled) {
 			for (int l = 0; l < x->L; l++)
 				for (int i = 0; i < x->layer->n_fwd_ops; i++)
 					comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, l, mb, RM_PPHASE_FWD,
-								slot_units(x, &x->layer->ops[i])});
+								slot_units(x, &x->layer->ops[i]), false});
 		} else {
 			comp_add_slot(c, (slot){SLOT_FWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_FWD,
-						comp_units(fwd) * x->L / x->k});
+						loop_units(x, fwd), colls});
 		}
 		logits_op[mb] = -1;
 		for (int i = 0; i < x->head->n_ops; i++) {
 			const rm_op *op = &x->head->ops[i];
 			int j = comp_add_slot(c, (slot){SLOT_OP, PART_HEAD, i, 0, mb,
-							op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD, slot_units(x, op)});
+							op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD, slot_units(x, op), false});
 			if (op->kind == RM_OP_GEMM && op->phase == RM_PHASE_FWD && logits_op[mb] < 0)
 				logits_op[mb] = j;
 			if (op->phase != RM_PHASE_FWD && grads_from < 0)
@@ -1280,17 +1317,17 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 				add_layer_slots(x, c, l, mb, true);
 		} else {
 			comp_add_slot(c, (slot){SLOT_BWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_BWD,
-						comp_units(bwd) * x->L / x->k});
+						loop_units(x, bwd), colls});
 		}
 		emb_bwd[mb] = -1;
 		for (int i = x->embed->n_fwd_ops; i < x->embed->n_ops; i++) {
 			int j = comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_BWD,
-							slot_units(x, &x->embed->ops[i])});
+							slot_units(x, &x->embed->ops[i]), false});
 			if (x->embed->ops[i].phase == RM_PHASE_BWD_WGRAD)
 				emb_bwd[mb] = j;
 		}
 	}
-	opt_pos = comp_add_slot(c, (slot){SLOT_OPTIMIZER, PART_LAYER, -1, 0, 0, RM_PPHASE_OPTIMIZER, UNITS_LOOP_FUSION});
+	opt_pos = comp_add_slot(c, (slot){SLOT_OPTIMIZER, PART_LAYER, -1, 0, 0, RM_PPHASE_OPTIMIZER, optimizer_units(x), false});
 	delta = rm_new(int64_t, (size_t)c->n + 2);
 	if (grads_from >= 0) {
 		delta[grads_from] += x->grad_live;

@@ -186,3 +186,22 @@ Test(lhs, disabled_kinds_and_no_lhs_are_synchronous_at_their_deadline)
 	rm__lhs_sweep(&p, &u.c);
 	cr_assert_eq(ag2->reason, RM_SYNC_NO_LHS);
 }
+
+Test(lhs, a_loop_with_collectives_holds_the_resource)
+{
+	/* slot 4 is a while loop whose body runs collectives: a window that would rise past it
+	 * (five slots from 8 reach 3) closes right below it, at 5; one whose done sits right below
+	 * the loop has nothing to overlap there: synchronous, the resource taken */
+	tiny t;
+	tiny_init(&t, 0);
+	t.slots[4].occupies = true;
+	coll *ag = tiny_coll(&t, CK_AG, 8, 10);
+	coll *rs = tiny_coll(&t, CK_RS, 5, 0);
+	sweep(&t, 2);
+	cr_assert_eq(ag->done_pos, 8);
+	cr_assert_eq(ag->start_pos, 5);
+	cr_assert_not(ag->sync);
+	cr_assert(rs->sync);
+	cr_assert_eq(rs->start_pos, 5);
+	cr_assert_eq(rs->reason, RM_SYNC_OVERLAP_LIMIT);
+}

@@ -140,6 +140,15 @@ Test(schedule, the_pipeliner_gathers_one_layer_ahead_and_reduces_one_behind)
 	}
 	cr_assert_eq(prologue, 0);
 	cr_assert_eq(epilogue, 2, "layer 0's reduce-scatter and all-reduce, after the loop");
+	/* the forward loop holds the collective resource: the LM head's gather starts after it */
+	int32_t head_ag = -1, last_fwd = -1;
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		if (strcmp(prog->ops[i].name, "head/all-gather") == 0)
+			head_ag = i;
+		if (strcmp(prog->ops[i].name, "layer31/fwd/layer_output") == 0)
+			last_fwd = i;
+	}
+	cr_assert_gt(head_ag, last_fwd, "head/all-gather at op %d, the loop's last op at %d", head_ag, last_fwd);
 	rm_sim_options opt = {.hw_queues = res.hw_queues};
 	rm_sim *sim = rm_sim_create(prog, &res.hw, &opt, &err);
 	cr_assert_not_null(sim, "%s", err.msg);

@@ -272,7 +272,9 @@ Test(store, a_refitted_calibration_recomputes_every_row)
 	cr_assert_eq(p.skipped, 0, "rows of the old fit were reused");
 	double after = as_written_step(s);
 	rm_search_destroy(s);
-	cr_assert_gt(after, 1.5 * before, "800 TFLOP/s: %.4f s, 400 TFLOP/s: %.4f s", before, after);
+	/* GEMMs (forward, backward, recompute) are about 60% of this step and a quarter of it is
+	 * exposed communication that slower GEMMs partly hide: 1.3x at least */
+	cr_assert_gt(after, 1.3 * before, "800 TFLOP/s: %.4f s, 400 TFLOP/s: %.4f s", before, after);
 }
 
 Test(store, a_tampered_row_is_recomputed_not_trusted)

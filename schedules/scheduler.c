@@ -990,14 +990,18 @@ static int32_t embed_output_tensor(emitter *e)
 	return e->embed_fwd[g->ops[g->n_fwd_ops - 1].outputs[0]];
 }
 
-/* Reload (h2d) of the offloaded values of layer l before its backward. */
-static void emit_reloads(emitter *e, int mb, int l)
+/* Reload (h2d) of the offloaded values of layer l before its backward, once; after event
+ * `wait` (>= 0: the compute op the issuing iteration starts after; -1: as soon as the host copy
+ * is there). */
+static void emit_reloads(emitter *e, int mb, int l, int32_t wait)
 {
 	const ctx *x = e->x;
 	const rm_graph *g = x->layer;
+	if (l < 0 || l >= x->L)
+		return;
 	layer_tensors *t = lt_of(e, mb, l);
 	for (int v = 0; v < g->n_values; v++) {
-		if (plan_of(x, l)->fate[v] != RM_FATE_OFFLOADED || t->host[v] < 0)
+		if (plan_of(x, l)->fate[v] != RM_FATE_OFFLOADED || t->host[v] < 0 || t->reload[v] >= 0)
 			continue;
 		char tn[160];
 		TNAME(e, tn, "%slayer%02d/reload/%s", x->A > 1 ? "mb/" : "", l, g->values[v].name);
@@ -1006,7 +1010,7 @@ static void emit_reloads(emitter *e, int mb, int l)
 		c.cost.copy = (rm_copy_cost){.dir = RM_COPY_H2D, .bytes = g->values[v].bytes};
 		c.layer = l;
 		c.phase = RM_PPHASE_BWD;
-		emit(e, &c, &t->host[v], 1, &t->reload[v], 1, -1, NULL);
+		emit(e, &c, &t->host[v], 1, &t->reload[v], 1, wait, NULL);
 	}
 }
 
@@ -1075,12 +1079,16 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 	int32_t *ev = rm_new(int32_t, (size_t)c->nc + 1);
 	for (int i = 0; i < c->nc; i++)
 		ev[i] = -1;
-	if (bwd)
-		for (int bl = 0; bl < x->k; bl++) {
-			int l = base + dir * bl;
-			if (l >= 0 && l < x->L)
-				emit_reloads(e, mb, l);
-		}
+	if (bwd) {
+		/* XLA issues an offloaded value's reload in the loop iteration before the one that
+		 * reads it (the host-offload passes pipeline the copy-start one iteration ahead): the
+		 * first iteration's are the prologue; each iteration starts the next one's, once the
+		 * compute before it is done, so at most two iterations' reloads are resident */
+		for (int bl = 0; bl < x->k; bl++)
+			emit_reloads(e, mb, base + dir * bl, -1);
+		for (int bl = 0; bl < x->k; bl++)
+			emit_reloads(e, mb, base + dir * (x->k + bl), e->last_event);
+	}
 	for (int j = 0; j <= c->n; j++) {
 		emit_colls_at(e, c, j, false, base, dir, mb, ev);
 		if (j == c->n)
@@ -1150,7 +1158,10 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 				if (s->phase == RM_PPHASE_FWD && s->op == 0)
 					t->fwd[x->layer->input] = l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, s->mb, l - 1);
 				if (s->phase != RM_PPHASE_FWD && l != last_bwd_layer) {
-					emit_reloads(e, s->mb, l);
+					/* this layer's (the first one's: none issued them), then the next one
+					 * down's, one layer ahead */
+					emit_reloads(e, s->mb, l, -1);
+					emit_reloads(e, s->mb, l - 1, e->last_event);
 					last_bwd_layer = l;
 				}
 				emit_layer_op(e, s, l, s->mb);

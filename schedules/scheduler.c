@@ -204,36 +204,60 @@ static bool is_norm_op(const rm_op *op)
 	       strcmp(op->name, "embedding") != 0;
 }
 
+/* The dimension of a layer weight that FSDP shards and the collective gathers or scatters: the
+ * hidden (embed) axis, dim 0 of a projection that reads the residual stream through a norm (q,
+ * k, v, gate, up: [embed, out]) and the last dim of one that writes back to it (out, down:
+ * [in, embed]). */
+static int weight_shard_dim(const rm_graph *g, const rm_op *op)
+{
+	int in = op->n_inputs > 0 ? op->inputs[0] : -1;
+	int prod = in >= 0 && in < g->n_values ? g->values[in].producer : -1;
+	/* through an FP8 cast (no gradient of its own) to the op that made the value */
+	for (int hops = 0; prod >= 0 && g->ops[prod].no_grad && g->ops[prod].n_inputs > 0 && hops < 4; hops++) {
+		in = g->ops[prod].inputs[0];
+		prod = in >= 0 && in < g->n_values ? g->values[in].producer : -1;
+	}
+	return prod >= 0 && g->ops[prod].kind == RM_OP_ELEMENTWISE && g->ops[prod].weight_elems > 0 ? 0 : 1;
+}
+
 /* Weighted GEMMs of a graph, grouped greedily in first-use order up to a threshold (XLA's
- * combiner merges same-kind collectives up to xla_gpu_*_combine_threshold_bytes). */
-static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, bool grads,
-			  weight_groups *wg)
+ * AllGatherCombiner / ReduceScatterCombiner merge same-kind collectives while their combined
+ * output stays within xla_gpu_*_combine_threshold_bytes: the output of an all-gather is the full
+ * buffer, that of a reduce-scatter the shard, out_div = the FSDP degree). With by_dim
+ * (--xla_gpu_enable_*_combine_by_dim) only collectives along the same dimension combine. */
+static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, int64_t out_div, bool by_dim,
+			  bool grads, weight_groups *wg)
 {
 	memset(wg, 0, sizeof(*wg));
 	for (int i = 0; i < g->n_ops && i < 96; i++)
 		wg->of_op[i] = -1;
-	int64_t cur = 0;
+	int64_t cur[2] = {0, 0};
+	int open[2] = {-1, -1}; /* the group being filled, per dimension class */
 	wg->n = 0;
+	if (out_div < 1)
+		out_div = 1;
 	/* forward order for gathers; the backward produces gradients in reverse order */
 	for (int t = 0; t < g->n_fwd_ops; t++) {
 		int i = grads ? g->n_fwd_ops - 1 - t : t;
 		const rm_op *op = &g->ops[i];
 		if (op->kind != RM_OP_GEMM || op->weight_elems == 0)
 			continue;
-		int64_t b = op->weight_elems * elem_bytes;
-		if (wg->n == 0 || (cur + b > threshold && cur > 0)) {
+		int d = by_dim ? weight_shard_dim(g, op) : 0;
+		int64_t b = op->weight_elems * elem_bytes / out_div;
+		if (open[d] < 0 || (cur[d] + b > threshold && cur[d] > 0)) {
 			if (wg->n == MAX_GROUPS) {
-				wg->elems[wg->n - 1] += op->weight_elems;
-				wg->of_op[i] = wg->n - 1;
-				cur += b;
+				int last = open[d] >= 0 ? open[d] : wg->n - 1;
+				wg->elems[last] += op->weight_elems;
+				wg->of_op[i] = last;
+				cur[d] += b;
 				continue;
 			}
-			wg->n++;
-			cur = 0;
+			open[d] = wg->n++;
+			cur[d] = 0;
 		}
-		wg->elems[wg->n - 1] += op->weight_elems;
-		wg->of_op[i] = wg->n - 1;
-		cur += b;
+		wg->elems[open[d]] += op->weight_elems;
+		wg->of_op[i] = open[d];
+		cur[d] += b;
 	}
 }
 
@@ -1560,8 +1584,9 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	x.pipe_ar = cfg->scan && (xla ? rm_xla_pipelines_all_reduce(&cfg->flags) : true);
 	int64_t ag_threshold = xla ? cfg->flags.all_gather_combine_threshold_bytes : INT64_MAX / 4;
 	int64_t rs_threshold = xla ? cfg->flags.reduce_scatter_combine_threshold_bytes : INT64_MAX / 4;
-	group_weights(x.layer, ag_threshold, x.lpsize, false, &x.ag);
-	group_weights(x.layer, rs_threshold, x.gsize, true, &x.rs);
+	group_weights(x.layer, ag_threshold, x.lpsize, 1, xla && cfg->flags.all_gather_combine_by_dim, false, &x.ag);
+	group_weights(x.layer, rs_threshold, x.gsize, wl->train.fsdp, xla && cfg->flags.reduce_scatter_combine_by_dim, true,
+		      &x.rs);
 	for (int i = 0; i < x.layer->n_fwd_ops; i++)
 		if (is_norm_op(&x.layer->ops[i]))
 			x.norm_elems += x.layer->ops[i].weight_elems;

@@ -275,6 +275,47 @@ Test(schedule, offloaded_values_reload_one_iteration_ahead)
 	run_finish(&b);
 }
 
+/* Collectives of layer 5's pass (fwd or bwd) of one kind in the program of a llama-2-7b FSDP-8
+ * scenario with XLA's default flags plus `flags`. */
+static int layer5_colls(const char *flags, const char *what)
+{
+	char text[512];
+	snprintf(text, sizeof(text), "model: llama-2-7b\nxla_flags: \"%s\"\n", flags);
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "combine.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	rm_schedule_report rep;
+	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	int n = 0;
+	for (int32_t i = 0; i < prog->n_ops; i++)
+		if (strncmp(prog->ops[i].name, what, strlen(what)) == 0)
+			n++;
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
+	return n;
+}
+
+Test(schedule, combiners_size_by_output_and_split_by_dimension)
+{
+	/* 30 MiB thresholds (XLA's defaults). All-gathers combine by their output, the full
+	 * weight: every projection (32 or 86 MiB in bf16) is its own. Reduce-scatters by theirs,
+	 * the shard (4 and 10.75 MiB): in gradient order down, up, gate, out, v, k, q; combine_by_dim
+	 * keeps the projections sharded on their input dim (q, k, v, gate, up) apart from those on
+	 * their output dim (out, down): {up, gate, v, k} (29.5 MiB), then {q}, and {down, out}: 3.
+	 * Without it: {down, up} (21.5; gate would make 32.25), {gate, out, v, k, q} (26.75): 2. */
+	cr_assert_eq(layer5_colls("", "layer05/fwd/all-gather"), 7);
+	cr_assert_eq(layer5_colls("", "layer05/bwd/reduce-scatter"), 3);
+	cr_assert_eq(layer5_colls("--xla_gpu_enable_reduce_scatter_combine_by_dim=false", "layer05/bwd/reduce-scatter"), 2);
+	cr_assert_eq(layer5_colls("--xla_gpu_all_gather_combine_threshold_bytes=1073741824", "layer05/fwd/all-gather"), 2,
+		     "by dimension: {q, k, v, gate, up} and {out, down}");
+}
+
 Test(schedule, disabled_kinds_are_synchronous_with_reason_disabled)
 {
 	const char *sets[] = {"xla_flags=--xla_gpu_disable_async_collectives=allgather,reducescatter", NULL};

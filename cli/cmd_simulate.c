@@ -204,6 +204,7 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "io_bytes", json_integer(rep->io_bytes));
 	json_object_set_new(o, "tracked_peak_bytes", json_integer(rep->tracked_peak_bytes));
 	json_object_set_new(o, "memory_base_bytes", json_integer(rep->memory_base_bytes));
+	json_object_set_new(o, "backward_gathers_fenced", json_boolean(rep->backward_gathers_fenced));
 	if (rep->first_memory_sync_tracked_bytes > 0)
 		json_object_set_new(o, "first_memory_sync_tracked_bytes", json_integer(rep->first_memory_sync_tracked_bytes));
 	json_object_set_new(o, "saved_bytes_per_layer", json_integer(rep->plan.saved_bytes));
@@ -417,6 +418,11 @@ static int run(const char *cmd, int argc, char **argv)
 			       rep.tracked_peak_bytes >= rep.memory_limit_bytes ? " (at or over the limit)"
 			       : rep.tracked_peak_bytes > rep.memory_limit_bytes / 2 ? " (over half the limit: memory changes tracked)"
 										    : "");
+		if (rep.backward_gathers_fenced && res.sched.scan)
+			printf("  note               remat.prevent_cse is true (jax.checkpoint's default): its optimization\n"
+			       "                     barrier keeps the backward's all-gathers in their iteration, so they\n"
+			       "                     overlap little. Under a scan it is not needed (JAX's docs); MaxText sets\n"
+			       "                     prevent_cse=not scan_layers. Set remat.prevent_cse: false if your code does.\n");
 		if (mem_syncs && !no_limit)
 			printf("\n  %d collectives run on the compute stream under XLA's memory rules: tracked memory\n"
 			       "  was %s against the %s limit when the first was chosen (kMemoryPeakOverLimit: a\n"

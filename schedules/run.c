@@ -128,6 +128,7 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_int(c, "sched.fsdp_nodes", s->fsdp_nodes);
 	rm_canon_int(c, "sched.scan", s->scan);
 	rm_canon_int(c, "sched.recompute_num_layers", s->recompute_num_layers);
+	rm_canon_int(c, "sched.prevent_cse", s->prevent_cse);
 	rm_canon_int(c, "sched.compile_partitioner", s->compile_partitioner);
 	rm_canon_int(c, "sched.eager", s->eager);
 	rm_canon_int(c, "sched.reshard_after_forward", s->reshard_after_forward);

@@ -54,6 +54,7 @@ static const key_desc keys[] = {
 	{"parallelism.fsdp", K_INT, S(fsdp), 0, 1, 1 << 20},
 	{"remat.scan", K_BOOL, S(scan), 0, 0, 0},
 	{"remat.recompute_num_layers", K_INT, S(recompute_num_layers), 0, 0, 1 << 20},
+	{"remat.prevent_cse", K_TRIBOOL, S(prevent_cse), 0, 0, 0},
 	{"remat.policy", K_STR, S(policy), 0, 0, 0},
 	{"remat.names", K_NAMES, L(names, n_names), 0, 0},
 	{"remat.offload_names", K_NAMES, L(offload_names, n_offload), 0, 0},
@@ -97,6 +98,7 @@ void rm_scenario_init(rm_scenario *sc)
 	sc->xla_mem_fraction = -1;
 	snprintf(sc->xla_allocator, sizeof(sc->xla_allocator), "bfc");
 	sc->xla_donate = -1;
+	sc->prevent_cse = -1;
 	sc->hw_queues = 8;
 	sc->search_offload = true;
 	sc->search_include_ideal = true;
@@ -1178,6 +1180,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		c->scan = false;
 	}
 	c->recompute_num_layers = (int)sc->recompute_num_layers;
+	/* jax.checkpoint's and flax nn.remat's default */
+	c->prevent_cse = sc->prevent_cse != 0;
 	if (sc->reshard_after_forward >= 0) {
 		if (c->mode != RM_SCHED_FSDP2) {
 			const char *mode = rm_sched_mode_name(c->mode);

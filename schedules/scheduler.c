@@ -62,6 +62,7 @@ rm_schedule_config rm_schedule_config_default(const rm_workload *wl, const rm_re
 		.prefetch_depth = 1,
 		.lhs_cost = RM_LHS_COST_XLA_DEFAULT,
 		.reshard_after_forward = true,
+		.prevent_cse = true,
 	};
 	return c;
 }
@@ -187,6 +188,7 @@ typedef struct ctx {
 	weight_groups ag, rs;
 	int64_t norm_elems; /* replicated norm weights per layer (all-reduced) */
 	bool pipe_ag, pipe_rs, pipe_ar;
+	bool barrier; /* prevent_cse's optimization barrier fences the backward's gathers */
 	const rm_cost_model *cost;
 	rm_schedule_report *rep;
 } ctx;
@@ -381,6 +383,18 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 }
 
 /* Gathered weights of group grp live from their first to their last user in the chain. */
+/* The first slot of body layer bl's pass (forward, or recompute + backward), or -1. */
+static int layer_pass_first_slot(comp *c, int bl, int mb, bool bwd)
+{
+	int nl;
+	const int *ls = comp_layer_slots(c, bl, mb, &nl);
+	for (int q = 0; q < nl; q++)
+		if ((c->slots[ls[q]].phase != RM_PPHASE_FWD) == bwd)
+			return ls[q];
+	return -1;
+}
+
+/* The first slot of body layer bl in a body (one pass only), or -1. */
 static int layer_first_slot(comp *c, int bl, int mb)
 {
 	int nl;
@@ -469,6 +483,11 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 	/* in a body, the first slot of the next copy: where this copy's results are due */
 	int next_copy = x->cfg->scan && bl + 1 < x->k ? layer_first_slot(c, bl + 1, mb) : -1;
 	int copy_due = next_copy >= 0 ? next_copy : c->n;
+	/* the backward's gathers read the optimization barrier's output (jax.checkpoint's
+	 * prevent_cse): not pipelined, and not before the barrier at the start of the pass */
+	bool fenced = bwd && x->barrier;
+	if (fenced)
+		pipelined_ag = false;
 	for (int grp = 0; grp < x->ag.n && !(bwd && keep); grp++) {
 		int64_t bytes = x->ag.elems[grp] * x->lpsize;
 		int first_user;
@@ -485,7 +504,7 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		k->bwd_pass = bwd;
 		k->bytes = bytes;
 		k->mem_bytes = bytes;
-		k->s_min = 0;
+		k->s_min = fenced ? layer_pass_first_slot(c, bl, mb, true) : 0;
 		k->layer_off = pipelined_ag ? ag_off : 0;
 		/* the target inside this body (bl + ag_off < k) is the next copy, due at its start */
 		k->deadline = !pipelined_ag ? first_user : bl + ag_off < x->k && next_copy >= 0 ? next_copy : c->n;
@@ -1413,7 +1432,7 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 				add_layer_colls(x, c, l, mb, false, delta, false, 0, false, 0);
 				add_layer_colls(x, c, l, mb, true, delta, false, 0, false, 0);
 				for (int i = n_before; i < c->nc; i++)
-					if (c->colls[i].kind == CK_AG)
+					if (c->colls[i].kind == CK_AG && !(c->colls[i].bwd_pass && x->barrier))
 						c->colls[i].s_min = mb_start[mb];
 			}
 			/* A runtime that prefetches (ideal, fsdp2) issues a layer's gather when the
@@ -1470,6 +1489,8 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 					coll *k = entry_coll(x, c, CK_AG, WHAT_LAYER, mb, x->ag.elems[g], mb_start[mb], fwd_loop[mb]);
 					k->group = g;
 					k->body_layer = bl;
+					if (x->barrier)
+						continue; /* the backward's gathers stay in their iteration */
 					k = entry_coll(x, c, CK_AG, WHAT_LAYER, mb, x->ag.elems[g], fwd_loop[mb] + 1, bwd_loop[mb]);
 					k->group = g;
 					k->body_layer = x->L - 1 - bl;
@@ -1582,6 +1603,10 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	x.pipe_ag = cfg->scan && (xla ? rm_xla_pipelines_all_gather(&cfg->flags) : true);
 	x.pipe_rs = cfg->scan && (xla ? rm_xla_pipelines_reduce_scatter(&cfg->flags) : true);
 	x.pipe_ar = cfg->scan && (xla ? rm_xla_pipelines_all_reduce(&cfg->flags) : true);
+	if (xla && cfg->prevent_cse)
+		for (int v = 0; v < x.plan.n_values && !x.barrier; v++)
+			x.barrier = x.plan.fate[v] == RM_FATE_RECOMPUTED;
+	rep->backward_gathers_fenced = x.barrier && cfg->wl->train.fsdp > 1;
 	int64_t ag_threshold = xla ? cfg->flags.all_gather_combine_threshold_bytes : INT64_MAX / 4;
 	int64_t rs_threshold = xla ? cfg->flags.reduce_scatter_combine_threshold_bytes : INT64_MAX / 4;
 	group_weights(x.layer, ag_threshold, x.lpsize, 1, xla && cfg->flags.all_gather_combine_by_dim, false, &x.ag);

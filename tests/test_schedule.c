@@ -316,6 +316,36 @@ Test(schedule, combiners_size_by_output_and_split_by_dimension)
 		     "by dimension: {q, k, v, gate, up} and {out, down}");
 }
 
+static int32_t op_index(const rm_program *p, const char *name)
+{
+	for (int32_t i = 0; i < p->n_ops; i++)
+		if (strcmp(p->ops[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+Test(schedule, prevent_cse_keeps_the_backward_gathers_in_their_iteration)
+{
+	/* jax.checkpoint's barrier before the recompute: layer 10's backward gather reads its
+	 * output, so it starts after layer 11's backward, with only the norm before its first
+	 * GEMM to overlap; without it the pipeliner issues it during layer 11 */
+	const char *on[] = {"remat.prevent_cse=true", NULL};
+	const char *off[] = {"remat.prevent_cse=false", NULL};
+	run a, b;
+	run_seed(&a, on);
+	run_seed(&b, off);
+	cr_assert(a.rep.backward_gathers_fenced);
+	cr_assert_not(b.rep.backward_gathers_fenced);
+	int32_t ag_a = op_index(a.prog, "layer10/bwd/all-gather0"), end11_a = op_index(a.prog, "layer11/bwd/pre_attention_norm.bwd");
+	int32_t ag_b = op_index(b.prog, "layer10/bwd/all-gather0"), end11_b = op_index(b.prog, "layer11/bwd/pre_attention_norm.bwd");
+	cr_assert(ag_a >= 0 && end11_a >= 0 && ag_b >= 0 && end11_b >= 0);
+	cr_assert_gt(ag_a, end11_a);
+	cr_assert_lt(ag_b, end11_b);
+	cr_assert_gt(a.m.exposed_comm, 3 * b.m.exposed_comm);
+	run_finish(&a);
+	run_finish(&b);
+}
+
 Test(schedule, disabled_kinds_are_synchronous_with_reason_disabled)
 {
 	const char *sets[] = {"xla_flags=--xla_gpu_disable_async_collectives=allgather,reducescatter", NULL};

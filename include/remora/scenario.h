@@ -14,7 +14,7 @@
  *              fp8_all_gather: false}
  *   parallelism: {fsdp: 8}          # default: all GPUs of the cluster
  *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...],
- *           recompute_num_layers: 0}
+ *           recompute_num_layers: 0, prevent_cse: true}
  *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
  *   xla: {mem_fraction: 0.75, allocator: bfc|platform, donate: true}  # JAX's client settings
  *   scheduler: {mode: xla|ideal|fsdp2, prefetch_depth: 1, cost_model: xla_default|remora,
@@ -82,6 +82,7 @@ typedef struct rm_scenario {
 	int64_t fsdp; /* 0: all GPUs */
 	bool scan;
 	int64_t recompute_num_layers; /* 0: every layer follows the policy */
+	int prevent_cse;              /* jax.checkpoint(prevent_cse=...): -1 default (true), 0, 1 */
 	char policy[1024];
 	int n_names, n_offload;
 	char names[RM_SCENARIO_MAX_LIST][48];

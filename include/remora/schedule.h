@@ -102,6 +102,9 @@ typedef struct rm_schedule_config {
 				       * is kept, as torchtitan applies fully_shard) */
 	bool eager;                   /* fsdp2 without compile: memory-bound ops as their eager
 				       * decompositions (rm_op eager_bytes, eager_kernels) */
+	bool prevent_cse;             /* XLA: jax.checkpoint's optimization barrier before the
+				       * recompute: the backward's gathers read the barrier's output,
+				       * so the pipeliner cannot fetch them an iteration ahead */
 	int recompute_num_layers;     /* unrolled only: layers 0..n-1 follow the policy, the rest keep
 				       * everything (NeMo's recompute_num_layers, block method); 0: all */
 	bool lean;                    /* searches: no tensor names, no self-validation (the engine
@@ -117,6 +120,8 @@ typedef struct rm_schedule_report {
 	int64_t memory_base_bytes;   /* the device memory it starts from */
 	int64_t io_bytes;            /* parameter and output bytes it subtracts */
 	int64_t tracked_peak_bytes;  /* highest LHS-tracked live memory of any computation */
+	bool backward_gathers_fenced; /* prevent_cse's barrier kept the backward's gathers in their
+				       * iteration (XLA, something recomputed) */
 	int64_t first_memory_sync_tracked_bytes; /* tracked memory at the first memory-rule
 						  * decision of the first computation that had one; 0: none */
 	int collectives, async, sync;

@@ -37,7 +37,7 @@ static void print_text(const rm_sim *sim)
 	printf("lower bound        %.3f ms\n", rm_time_to_s(m->lower_bound) * 1e3);
 	if (prog->tokens > 0)
 		printf("tokens/s per GPU   %.1f\n", m->tokens_per_s);
-	printf("MFU                %.1f %%\n", m->mfu * 100);
+	printf("MFU                %.1f%%\n", m->mfu * 100);
 	char b3[32], b4[32];
 	printf("peak memory        %s of %s usable (%s HBM less %s: CUDA context, NCCL buffers, workspace) (%s)\n",
 	       rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),

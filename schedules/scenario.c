@@ -969,8 +969,9 @@ const char *rm_scenario_hardware_spec(const rm_scenario *sc, char *buf, size_t s
 	return buf;
 }
 
-/* hardware: {power_w, hbm_gib} over the resolved profile. */
-static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *hw, rm_error *err)
+/* hardware: {power_w, hbm_gib} over the resolved profile; warn: say so when hbm_gib is a what-if
+ * (once per resolution: the profile is re-resolved with the NCCL model and set again). */
+static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *hw, bool warn, rm_error *err)
 {
 	if (sc->power_w > 0 && sc->power_w < 100)
 		return key_error(sc, "hardware.power_w", err, RM_RANGE,
@@ -985,7 +986,7 @@ static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *
 		rm_hw_profile_set(hw, RM_HW_power_W, sc->power_w, "scenario hardware.power_w");
 	}
 	if (sc->hbm_gib > 0) {
-		if (sc->hbm_gib * (double)RM_GiB > hw->hbm_bytes * 1.0001)
+		if (warn && sc->hbm_gib * (double)RM_GiB > hw->hbm_bytes * 1.0001)
 			rm_log_warn("hardware.hbm_gib %g is more than the %.2f GiB of %s: a what-if, not that GPU",
 				    sc->hbm_gib, hw->hbm_bytes / (double)RM_GiB, hw->name);
 		rm_hw_profile_set(hw, RM_HW_hbm_bytes, sc->hbm_gib * (double)RM_GiB, "scenario hardware.hbm_gib");
@@ -1016,7 +1017,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	const char *hw_key = pos_of(sc, "hardware.profile") ? "hardware.profile" : "hardware";
 	if (resolver(hw_spec, NULL, 0, 0, &out->hw, NULL, err) != RM_OK)
 		return at_key(sc, hw_key, err);
-	if (apply_hardware_overrides(sc, &out->hw, err) != RM_OK)
+	if (apply_hardware_overrides(sc, &out->hw, true, err) != RM_OK)
 		return err ? err->status : RM_INVALID;
 	int64_t gpn = sc->gpus_per_node ? sc->gpus_per_node : (int64_t)out->hw.gpus_per_node;
 	if (gpn > out->hw.gpus_per_node)
@@ -1104,7 +1105,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		if (resolver(hw_spec, sc->nccl_version[0] ? sc->nccl_version : NULL, (int)t.fsdp, fsdp_nodes, &out->hw,
 			     &nccl, err) != RM_OK)
 			return at_key(sc, sc->nccl_version[0] ? "scheduler.nccl_version" : hw_key, err);
-		if (apply_hardware_overrides(sc, &out->hw, err) != RM_OK)
+		if (apply_hardware_overrides(sc, &out->hw, false, err) != RM_OK)
 			return err ? err->status : RM_INVALID;
 		rm_cost_nccl_init(&out->cost, &nccl);
 	}
@@ -1276,10 +1277,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	/* auto: what each runtime's users read (docs/sim.md "Reserved memory") */
 	if (strcasecmp(sc->allocator, "auto") == 0)
 		out->allocator = c->mode != RM_SCHED_XLA ? RM_SIM_ALLOC_PYTORCH
-				 : c->platform_allocator ? RM_SIM_ALLOC_EXACT
+				 : c->platform_allocator ? RM_SIM_ALLOC_PLATFORM
 							 : RM_SIM_ALLOC_JAX_PREALLOC;
-	else if (strcasecmp(sc->allocator, "platform") == 0) /* XLA_PYTHON_CLIENT_ALLOCATOR=platform */
-		out->allocator = RM_SIM_ALLOC_EXACT;
 	else if (!rm_sim_allocator_from_name(sc->allocator, &out->allocator)) {
 		rm_scenario_resolved_finish(out);
 		return key_error(sc, "scheduler.allocator", err, RM_INVALID,

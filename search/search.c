@@ -163,10 +163,20 @@ static rm_status build_space(rm_search *s, rm_error *err)
 	if (s->n_mbs == 0)
 		s->mbs[s->n_mbs++] = s->res0.train.micro_batch;
 	s->n_variants = 0;
-	if (s->res0.sched.mode == RM_SCHED_FSDP2 && sc->n_search_flag_variants > 0)
-		rm_log_warn("%s: search.flag_variants are XLA flags; scheduler.mode fsdp2 has none, so each candidate "
-			    "runs once",
-			    sc->path[0] ? sc->path : "scenario");
+	if (s->res0.sched.mode == RM_SCHED_FSDP2 && sc->n_search_flag_variants > 0) {
+		const rm_scenario_pos *at = NULL;
+		for (int i = 0; i < sc->n_pos && !at; i++)
+			if (strcmp(sc->pos[i].key, "search.flag_variants") == 0)
+				at = &sc->pos[i];
+		if (at && at->line > 0)
+			rm_log_warn("%s:%d:%d: search.flag_variants are XLA flags; scheduler.mode fsdp2 has none, so each "
+				    "candidate runs once",
+				    sc->path[0] ? sc->path : "scenario", at->line, at->column);
+		else
+			rm_log_warn("%s: search.flag_variants are XLA flags; scheduler.mode fsdp2 has none, so each "
+				    "candidate runs once",
+				    sc->path[0] ? sc->path : "scenario");
+	}
 	for (int i = 0; i < sc->n_search_flag_variants && s->res0.sched.mode != RM_SCHED_FSDP2; i++) {
 		bool dup = false;
 		for (int j = 0; j < s->n_variants; j++)

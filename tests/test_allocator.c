@@ -347,7 +347,8 @@ Test(allocator, scheduler_allocator_resolves_auto_by_runtime)
 	cr_assert_eq(resolve_with("xla", "pytorch_expandable", &a, &err), RM_OK, "%s", err.msg);
 	cr_assert_eq(a, RM_SIM_ALLOC_PYTORCH_EXPANDABLE);
 	cr_assert_eq(resolve_with("xla", "platform", &a, &err), RM_OK, "%s", err.msg);
-	cr_assert_eq(a, RM_SIM_ALLOC_EXACT);
+	cr_assert_eq(a, RM_SIM_ALLOC_PLATFORM);
+	cr_assert_str_eq(rm_sim_allocator_describe(a), "XLA platform allocator: reserved = allocated");
 	cr_assert_eq(resolve_with("ideal", "tcmalloc", &a, &err), RM_INVALID);
 	cr_assert_str_eq(err.file, "a.yaml");
 	cr_assert_eq(err.line, 4);

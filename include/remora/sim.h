@@ -59,7 +59,8 @@ static inline double rm_time_to_s(rm_time_ps t)
 	X(EXACT, "exact", "exact: reserved = allocated")                            \
 	X(PYTORCH, "pytorch", "PyTorch caching allocator")                                       \
 	X(PYTORCH_EXPANDABLE, "pytorch_expandable", "PyTorch caching allocator, expandable segments") \
-	X(JAX_PREALLOC, "jax", "XLA BFC allocator, preallocated fraction")
+	X(JAX_PREALLOC, "jax", "XLA BFC allocator, preallocated fraction")                      \
+	X(PLATFORM, "platform", "XLA platform allocator: reserved = allocated")
 
 typedef enum rm_sim_allocator {
 #define RM_SIM_ALLOCATOR_ENUM(id, name, what) RM_SIM_ALLOC_##id,

@@ -288,8 +288,11 @@ static void warn_not_modelled(const rm_xla_flags *f)
 			size_t used = strlen(list);
 			snprintf(list + used, sizeof(list) - used, "%s--%s", n++ ? ", " : "", flag_names[i]);
 		}
-	rm_log_warn("XLA_FLAGS: %d flag(s) parsed, not modelled (no effect on remora's results): %s%s", n, list,
-		    (given & RM_XLA_FLAG_BIT(PGLE_PROFILE)) ? "; a PGLE profile only turns LHS on (JAX >= 0.5)" : "");
+	const rm_xla_version *v = rm_xla_version_at(f->version);
+	bool pgle_lhs = (given & RM_XLA_FLAG_BIT(PGLE_PROFILE)) && v && v->pgle_enables_lhs;
+	rm_log_warn("XLA_FLAGS: %d flag(s) parsed, not modelled: %s (remora models neither CUDA graphs nor "
+		    "command buffers and reads no PGLE profile's costs)%s",
+		    n, list, pgle_lhs ? "; the PGLE profile does turn the latency-hiding scheduler on, as this XLA does" : "");
 }
 
 static size_t put(char *buf, size_t size, size_t used, const char *fmt, ...)

@@ -133,3 +133,17 @@ bool rm_xla_lhs_runs(const rm_xla_flags *f)
 	return f->lhs_flag || (v->pgle_enables_lhs && f->profile_guided) ||
 	       (v->sol_enables_lhs && f->hopper && f->analytical_sol_latency_estimator);
 }
+
+const char *rm_xla_lhs_reason(const rm_xla_flags *f)
+{
+	const rm_xla_version *v = rm_xla_version_at(f->version);
+	if (!v)
+		v = &versions[0];
+	if (f->lhs_flag)
+		return "on: --xla_gpu_enable_latency_hiding_scheduler";
+	if (v->pgle_enables_lhs && f->profile_guided)
+		return "on: a PGLE profile is given";
+	if (v->sol_enables_lhs && f->hopper && f->analytical_sol_latency_estimator)
+		return "on: the SoL latency estimator on Hopper or newer";
+	return "off: --xla_gpu_enable_latency_hiding_scheduler is false";
+}

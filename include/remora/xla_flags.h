@@ -184,6 +184,10 @@ rm_xla_flags rm_xla_flags_for_version(int index, bool hopper);
  * to the host, as XLA's SolLatencyEstimator::IsSupportedForModule requires. */
 bool rm_xla_lhs_runs(const rm_xla_flags *flags);
 
+/* Why LHS runs or not under rm_xla_lhs_runs, as a phrase: "the flag", "a PGLE profile", "the
+ * SoL estimator on Hopper", or "off: the flag is false" (static storage). */
+const char *rm_xla_lhs_reason(const rm_xla_flags *flags);
+
 /*
  * Parses an XLA_FLAGS string over the defaults in *flags (call rm_xla_flags_default or
  * rm_xla_flags_for_version first, or parse several strings in turn), then settles whether LHS

@@ -169,7 +169,7 @@ Test(xla_versions, unversioned_defaults_are_remoras_previous_ones)
 Test(xla_versions, defaults_as_debug_options_flags_cc_sets_them)
 {
 	/* 0.4.30, debug_options_flags.cc at 79fd573: kDefaultThreshold = 30 * 1024 * 1024 (line 126),
-	 * combine_by_dim true (130-131), LHS false (156), no pipelining (199-203) */
+	 * combine_by_dim true (130-131), LHS false (156), no pipelining (163-166) */
 	rm_xla_flags f = at_version("0.4.30", true);
 	cr_assert_not(f.lhs_flag);
 	cr_assert_not(f.latency_hiding_scheduler);

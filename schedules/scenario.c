@@ -1151,7 +1151,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return at_key(sc, "remat.policy", err);
 	}
 	/* the version's defaults, then the user's flags on top (docs/xla-versions.md) */
-	int xla_version = rm_xla_version_find(sc->xla_version);
+	int xla_version = sc->xla_version[0] ? rm_xla_version_find(sc->xla_version) : pos_of(sc, "xla.version") ? -1 : 0;
 	if (xla_version < 0) {
 		char known[256];
 		rm_scenario_resolved_finish(out);

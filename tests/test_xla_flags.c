@@ -394,6 +394,8 @@ Test(xla_version_key, unknown_versions_and_absent_flags_are_errors)
 				  "0.8.3, 0.11.0)");
 	cr_assert_eq(resolve_text("model: llama-2-7b\n", "xla.version=0.7", &r, &err), RM_INVALID);
 	cr_assert(strstr(err.msg, "xla.version (from --set xla.version): unknown version \"0.7\""), "%s", err.msg);
+	cr_assert_eq(resolve_text("model: llama-2-7b\n", "xla.version=", &r, &err), RM_INVALID, "empty is not unversioned");
+	cr_assert(strstr(err.msg, "unknown version \"\" (known: 0.4.30,"), "%s", err.msg);
 	cr_assert_eq(resolve_text("model: llama-2-7b\nxla: {release: 0.4.30}\n", NULL, &r, &err), RM_UNKNOWN_KEY);
 	cr_assert(strstr(err.msg, "unknown key \"xla.release\" (known here: version, mem_fraction, allocator, donate)"), "%s", err.msg);
 	/* the seed's --xla_gpu_graph_level=0 under 0.7.2, whose XLA aborts on it */

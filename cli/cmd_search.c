@@ -99,7 +99,8 @@ static json_t *result_json(const rm_candidate_result *r, rm_sched_mode runtime)
 /* The full XLA_FLAGS of a candidate: the scenario's flags with its variant applied. */
 static void candidate_flags(const rm_scenario *sc, const rm_candidate_result *r, char *buf, size_t size)
 {
-	rm_xla_flags f = rm_xla_flags_default();
+	int version = rm_xla_version_find(sc->xla_version);
+	rm_xla_flags f = rm_xla_flags_for_version(version > 0 ? version : 0, true);
 	rm_xla_flags_parse(sc->xla_flags, &f, NULL);
 	rm_xla_flags_parse(r->c.flags, &f, NULL);
 	rm_xla_flags_format(&f, buf, size);

@@ -195,6 +195,11 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "grad_accum", json_integer(res->train.grad_accum));
 	json_object_set_new(o, "policy", rm_json_string(rm_remat_policy_format(res->policy, buf, sizeof(buf))));
 	json_object_set_new(o, "xla_flags", rm_json_string(rm_xla_flags_format(&res->flags, buf, sizeof(buf))));
+	if (res->flags.version > 0) {
+		/* the JAX release whose XLA defaults the flags go on top of (docs/xla-versions.md) */
+		json_object_set_new(o, "xla_version", json_string(rm_xla_version_at(res->flags.version)->name));
+		json_object_set_new(o, "latency_hiding_scheduler", json_string(rm_xla_lhs_reason(&res->flags)));
+	}
 	json_object_set_new(o, "mode", json_string(rm_sched_mode_name(res->sched.mode)));
 	json_object_set_new(o, "attention_kernel", json_string(rm_attention_kernel_name(res->cost.kernels.attention)));
 	json_object_set_new(o, "compile", json_boolean(res->compile));
@@ -366,6 +371,11 @@ static int run(const char *cmd, int argc, char **argv)
 		rm_xla_flags_format(&res.flags, fl, sizeof(fl));
 		if (res.sched.mode == RM_SCHED_XLA)
 			printf("  XLA_FLAGS  %s\n", fl[0] ? fl : "(XLA's defaults)");
+		if (res.sched.mode == RM_SCHED_XLA && res.flags.version > 0) {
+			const rm_xla_version *v = rm_xla_version_at(res.flags.version);
+			printf("  XLA        defaults of JAX %s (openxla/xla %.12s, %s); LHS %s\n", v->name, v->xla_commit, v->xla_date,
+			       rm_xla_lhs_reason(&res.flags));
+		}
 		else if (res.sched.mode == RM_SCHED_FSDP2)
 			printf("  runtime    %s, all-gathers %d block(s) ahead, reduce-scatters on their own stream\n",
 			       res.compile ? "torch.compile" : "eager", res.sched.prefetch_depth);

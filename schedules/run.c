@@ -88,7 +88,11 @@ static void canon_nccl(rm_canon *c, const rm_nccl_model *n)
 
 static void canon_flags(rm_canon *c, const rm_xla_flags *f)
 {
+	const rm_xla_version *v = rm_xla_version_at(f->version);
+	rm_canon_str(c, "xla.version", v ? v->name : "");
+	rm_canon_int(c, "xla.hopper", f->hopper);
 	rm_canon_int(c, "xla.latency_hiding_scheduler", f->latency_hiding_scheduler);
+	rm_canon_int(c, "xla.lhs_flag", f->lhs_flag);
 	rm_canon_int(c, "xla.pipelined_collectives", f->pipelined_collectives);
 	rm_canon_int(c, "xla.pipelined_all_gather", f->pipelined_all_gather);
 	rm_canon_int(c, "xla.pipelined_reduce_scatter", f->pipelined_reduce_scatter);
@@ -110,6 +114,7 @@ static void canon_flags(rm_canon *c, const rm_xla_flags *f)
 	rm_canon_int(c, "xla.graph_level", f->graph_level);
 	rm_canon_int(c, "xla.command_buffer_disabled", f->command_buffer_disabled);
 	rm_canon_int(c, "xla.profile_guided", f->profile_guided);
+	rm_canon_int(c, "xla.analytical_sol_latency_estimator", f->analytical_sol_latency_estimator);
 	/* unmodelled flags are warned about and change nothing: left out */
 }
 

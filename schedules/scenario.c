@@ -59,6 +59,7 @@ static const key_desc keys[] = {
 	{"remat.names", K_NAMES, L(names, n_names), 0, 0},
 	{"remat.offload_names", K_NAMES, L(offload_names, n_offload), 0, 0},
 	{"xla_flags", K_FLAGS, S(xla_flags), 0, 0, 0},
+	{"xla.version", K_STR, S(xla_version), 0, 0, 0},
 	{"xla.mem_fraction", K_DOUBLE, S(xla_mem_fraction), 0, 0, 1},
 	{"xla.allocator", K_STR, S(xla_allocator), 0, 0, 0},
 	{"xla.donate", K_TRIBOOL, S(xla_donate), 0, 0, 0},
@@ -1150,7 +1151,17 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		}
 		return at_key(sc, "remat.policy", err);
 	}
-	out->flags = rm_xla_flags_default();
+	/* the version's defaults, then the user's flags on top (docs/xla-versions.md) */
+	int xla_version = sc->xla_version[0] ? rm_xla_version_find(sc->xla_version) : pos_of(sc, "xla.version") ? -1 : 0;
+	if (xla_version < 0) {
+		char known[256];
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "xla.version", err, RM_INVALID, "unknown version \"%s\" (known: %s)", sc->xla_version,
+				 rm_xla_version_list(known, sizeof(known)));
+	}
+	/* Hopper or newer: the profiles with FP8 tensor cores (A100 has none), where XLA's SoL
+	 * estimator applies (SolLatencyEstimator::IsSupportedForModule) */
+	out->flags = rm_xla_flags_for_version(xla_version, out->hw.fp8_TFLOPs > 0);
 	if (rm_xla_flags_parse(sc->xla_flags, &out->flags, err) != RM_OK) {
 		rm_scenario_resolved_finish(out);
 		return at_key(sc, "xla_flags", err);

@@ -21,30 +21,25 @@ const char *rm_xla_coll_kind_name(rm_xla_coll_kind kind)
 
 rm_xla_flags rm_xla_flags_default(void)
 {
-	/* openxla/xla xla/debug_options_flags.cc DefaultDebugOptionsIgnoringFlags (2024-2025) */
-	rm_xla_flags f = {
-		.latency_hiding_scheduler = true,
-		.pipelined_all_gather = false,
-		.pipelined_reduce_scatter = false,
-		.pipelined_all_reduce = false,
-		.while_loop_double_buffering = false,
-		.highest_priority_async_stream = true,
-		.all_gather_combine_threshold_bytes = 30 * RM_MiB,
-		.reduce_scatter_combine_threshold_bytes = 30 * RM_MiB,
-		.all_reduce_combine_threshold_bytes = 30 * RM_MiB,
-		.all_gather_combine_by_dim = true,
-		.reduce_scatter_combine_by_dim = true,
-		.memory_limit_slop_factor = 95,
-		.parallel_collective_overlap_limit = 1,
-		.graph_level = 1,
-	};
-	return f;
+	/* version 0 (schedules/xla_versions.c); its target is Hopper, which changes nothing there */
+	return rm_xla_flags_for_version(0, true);
+}
+
+static const char *const flag_names[RM_XLA_FLAG_COUNT] = {
+#define FLAG_NAME(id, name) name,
+	RM_XLA_FLAG_MAP(FLAG_NAME)
+#undef FLAG_NAME
+};
+
+const char *rm_xla_flag_name(rm_xla_flag_id id)
+{
+	return (unsigned)id < RM_XLA_FLAG_COUNT ? flag_names[id] : "unknown";
 }
 
 typedef enum { T_BOOL, T_INT, T_BYTES, T_KINDS, T_STRING } flag_type;
 
 typedef struct flag_desc {
-	const char *name;
+	rm_xla_flag_id id; /* its name is rm_xla_flag_name(id) */
 	flag_type type;
 	size_t offset; /* into rm_xla_flags */
 	int64_t min, max;
@@ -52,26 +47,30 @@ typedef struct flag_desc {
 
 #define OFF(field) offsetof(rm_xla_flags, field)
 
+/* In RM_XLA_FLAG_MAP's order (checked by the tests through rm_xla_flag_name). */
 static const flag_desc flag_table[] = {
-	{"xla_gpu_enable_latency_hiding_scheduler", T_BOOL, OFF(latency_hiding_scheduler), 0, 0},
-	{"xla_gpu_enable_pipelined_collectives", T_BOOL, OFF(pipelined_collectives), 0, 0},
-	{"xla_gpu_enable_pipelined_all_gather", T_BOOL, OFF(pipelined_all_gather), 0, 0},
-	{"xla_gpu_enable_pipelined_reduce_scatter", T_BOOL, OFF(pipelined_reduce_scatter), 0, 0},
-	{"xla_gpu_enable_pipelined_all_reduce", T_BOOL, OFF(pipelined_all_reduce), 0, 0},
-	{"xla_gpu_enable_while_loop_double_buffering", T_BOOL, OFF(while_loop_double_buffering), 0, 0},
-	{"xla_gpu_enable_highest_priority_async_stream", T_BOOL, OFF(highest_priority_async_stream), 0, 0},
-	{"xla_gpu_all_gather_combine_threshold_bytes", T_BYTES, OFF(all_gather_combine_threshold_bytes), 0, INT64_MAX},
-	{"xla_gpu_reduce_scatter_combine_threshold_bytes", T_BYTES, OFF(reduce_scatter_combine_threshold_bytes), 0, INT64_MAX},
-	{"xla_gpu_all_reduce_combine_threshold_bytes", T_BYTES, OFF(all_reduce_combine_threshold_bytes), 0, INT64_MAX},
-	{"xla_gpu_enable_all_gather_combine_by_dim", T_BOOL, OFF(all_gather_combine_by_dim), 0, 0},
-	{"xla_gpu_enable_reduce_scatter_combine_by_dim", T_BOOL, OFF(reduce_scatter_combine_by_dim), 0, 0},
-	{"xla_gpu_disable_async_collectives", T_KINDS, OFF(async_disabled), 0, 0},
-	{"xla_gpu_memory_limit_slop_factor", T_INT, OFF(memory_limit_slop_factor), 1, 1000},
-	{"xla_gpu_experimental_parallel_collective_overlap_limit", T_INT, OFF(parallel_collective_overlap_limit), 1, 64},
-	{"xla_gpu_graph_level", T_INT, OFF(graph_level), 0, 3},
-	{"xla_gpu_enable_command_buffer", T_STRING, OFF(command_buffer_disabled), 0, 0},
-	{"xla_gpu_pgle_profile_file_or_directory_path", T_STRING, OFF(profile_guided), 0, 0},
+	{RM_XLA_FLAG_LATENCY_HIDING_SCHEDULER, T_BOOL, OFF(lhs_flag), 0, 0},
+	{RM_XLA_FLAG_PIPELINED_COLLECTIVES, T_BOOL, OFF(pipelined_collectives), 0, 0},
+	{RM_XLA_FLAG_PIPELINED_ALL_GATHER, T_BOOL, OFF(pipelined_all_gather), 0, 0},
+	{RM_XLA_FLAG_PIPELINED_REDUCE_SCATTER, T_BOOL, OFF(pipelined_reduce_scatter), 0, 0},
+	{RM_XLA_FLAG_PIPELINED_ALL_REDUCE, T_BOOL, OFF(pipelined_all_reduce), 0, 0},
+	{RM_XLA_FLAG_WHILE_LOOP_DOUBLE_BUFFERING, T_BOOL, OFF(while_loop_double_buffering), 0, 0},
+	{RM_XLA_FLAG_HIGHEST_PRIORITY_ASYNC_STREAM, T_BOOL, OFF(highest_priority_async_stream), 0, 0},
+	{RM_XLA_FLAG_ALL_GATHER_COMBINE_THRESHOLD, T_BYTES, OFF(all_gather_combine_threshold_bytes), 0, INT64_MAX},
+	{RM_XLA_FLAG_REDUCE_SCATTER_COMBINE_THRESHOLD, T_BYTES, OFF(reduce_scatter_combine_threshold_bytes), 0, INT64_MAX},
+	{RM_XLA_FLAG_ALL_REDUCE_COMBINE_THRESHOLD, T_BYTES, OFF(all_reduce_combine_threshold_bytes), 0, INT64_MAX},
+	{RM_XLA_FLAG_ALL_GATHER_COMBINE_BY_DIM, T_BOOL, OFF(all_gather_combine_by_dim), 0, 0},
+	{RM_XLA_FLAG_REDUCE_SCATTER_COMBINE_BY_DIM, T_BOOL, OFF(reduce_scatter_combine_by_dim), 0, 0},
+	{RM_XLA_FLAG_DISABLE_ASYNC_COLLECTIVES, T_KINDS, OFF(async_disabled), 0, 0},
+	{RM_XLA_FLAG_MEMORY_LIMIT_SLOP_FACTOR, T_INT, OFF(memory_limit_slop_factor), 1, 1000},
+	{RM_XLA_FLAG_PARALLEL_COLLECTIVE_OVERLAP_LIMIT, T_INT, OFF(parallel_collective_overlap_limit), 1, 64},
+	{RM_XLA_FLAG_GRAPH_LEVEL, T_INT, OFF(graph_level), 0, 3},
+	{RM_XLA_FLAG_COMMAND_BUFFER, T_STRING, OFF(command_buffer_disabled), 0, 0},
+	{RM_XLA_FLAG_PGLE_PROFILE, T_STRING, OFF(profile_guided), 0, 0},
+	{RM_XLA_FLAG_ANALYTICAL_SOL_LATENCY_ESTIMATOR, T_BOOL, OFF(analytical_sol_latency_estimator), 0, 0},
 };
+_Static_assert(RM_ARRAY_SIZE(flag_table) == RM_XLA_FLAG_COUNT, "one row per modelled flag");
+_Static_assert(RM_XLA_FLAG_COUNT <= 32, "rm_xla_flags.given and rm_xla_version.absent are 32-bit masks");
 
 static rm_status flag_error(rm_error *err, rm_status st, int column, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -166,7 +165,7 @@ static rm_status apply(rm_xla_flags *f, const flag_desc *d, const char *name, co
 		return RM_OK;
 	}
 	case T_STRING:
-		if (strcmp(d->name, "xla_gpu_enable_command_buffer") == 0)
+		if (d->id == RM_XLA_FLAG_COMMAND_BUFFER)
 			f->command_buffer_disabled = has_value && value[0] == '\0';
 		else
 			f->profile_guided = has_value && value[0] != '\0';
@@ -220,12 +219,12 @@ rm_status rm_xla_flags_parse(const char *text, rm_xla_flags *f, rm_error *err)
 		bool has_value = eq != NULL;
 		const flag_desc *d = NULL;
 		for (size_t i = 0; i < RM_ARRAY_SIZE(flag_table); i++)
-			if (strcmp(name, flag_table[i].name) == 0)
+			if (strcmp(name, flag_names[flag_table[i].id]) == 0)
 				d = &flag_table[i];
 		/* absl's --noflag form for booleans */
 		if (!d && !has_value && strncmp(name, "no", 2) == 0) {
 			for (size_t i = 0; i < RM_ARRAY_SIZE(flag_table); i++)
-				if (strcmp(name + 2, flag_table[i].name) == 0 && flag_table[i].type == T_BOOL) {
+				if (strcmp(name + 2, flag_names[flag_table[i].id]) == 0 && flag_table[i].type == T_BOOL) {
 					d = &flag_table[i];
 					has_value = true;
 					value = "false";
@@ -243,13 +242,24 @@ rm_status rm_xla_flags_parse(const char *text, rm_xla_flags *f, rm_error *err)
 				snprintf(f->unmodelled[f->n_unmodelled++], sizeof(f->unmodelled[0]), "%s", name);
 			continue;
 		}
+		const rm_xla_version *v = rm_xla_version_at(f->version);
+		if (v && (v->absent & (UINT32_C(1) << d->id)))
+			return flag_error(err, RM_UNSUPPORTED, column,
+					  "--%s is not a flag of the XLA in JAX %s (openxla/xla %.12s, %s); XLA aborts "
+					  "on it (\"Unknown flag in XLA_FLAGS\")",
+					  name, v->name, v->xla_commit, v->xla_date);
 		RM_CHECK(apply(f, d, name, value, has_value, column, err));
+		f->given |= UINT32_C(1) << d->id;
 	}
+	f->latency_hiding_scheduler = rm_xla_lhs_runs(f);
 	return RM_OK;
 }
 
+static void warn_not_modelled(const rm_xla_flags *f);
+
 void rm_xla_flags_warn_unmodelled(const rm_xla_flags *f)
 {
+	warn_not_modelled(f);
 	if (f->n_unmodelled == 0)
 		return;
 	char list[1024] = "";
@@ -258,6 +268,31 @@ void rm_xla_flags_warn_unmodelled(const rm_xla_flags *f)
 		snprintf(list + n, sizeof(list) - n, "%s--%s", i ? ", " : "", f->unmodelled[i]);
 	}
 	rm_log_warn("XLA_FLAGS: %d flag(s) not modelled by remora, ignored: %s", f->n_unmodelled, list);
+}
+
+/* Parsed and range-checked, but nothing remora computes reads them: remora prices kernels as
+ * launched one by one whatever CUDA graphs or command buffers would batch, and prices LHS with
+ * scheduler.cost_model, not a PGLE profile's measured costs. */
+static const uint32_t parsed_not_modelled =
+	RM_XLA_FLAG_BIT(GRAPH_LEVEL) | RM_XLA_FLAG_BIT(COMMAND_BUFFER) | RM_XLA_FLAG_BIT(PGLE_PROFILE);
+
+static void warn_not_modelled(const rm_xla_flags *f)
+{
+	uint32_t given = f->given & parsed_not_modelled;
+	if (!given)
+		return;
+	char list[512] = "";
+	int n = 0;
+	for (int i = 0; i < RM_XLA_FLAG_COUNT; i++)
+		if (given & (UINT32_C(1) << i)) {
+			size_t used = strlen(list);
+			snprintf(list + used, sizeof(list) - used, "%s--%s", n++ ? ", " : "", flag_names[i]);
+		}
+	const rm_xla_version *v = rm_xla_version_at(f->version);
+	bool pgle_lhs = (given & RM_XLA_FLAG_BIT(PGLE_PROFILE)) && v && v->pgle_enables_lhs;
+	rm_log_warn("XLA_FLAGS: %d flag(s) parsed, not modelled: %s (remora models neither CUDA graphs nor "
+		    "command buffers and reads no PGLE profile's costs)%s",
+		    n, list, pgle_lhs ? "; the PGLE profile does turn the latency-hiding scheduler on, as this XLA does" : "");
 }
 
 static size_t put(char *buf, size_t size, size_t used, const char *fmt, ...)
@@ -274,7 +309,7 @@ static size_t put(char *buf, size_t size, size_t used, const char *fmt, ...)
 
 const char *rm_xla_flags_format(const rm_xla_flags *f, char *buf, size_t size)
 {
-	rm_xla_flags d = rm_xla_flags_default();
+	rm_xla_flags d = rm_xla_flags_for_version(f->version, f->hopper);
 	size_t u = 0;
 	if (size)
 		buf[0] = '\0';
@@ -284,7 +319,7 @@ const char *rm_xla_flags_format(const rm_xla_flags *f, char *buf, size_t size)
 #define FMT_INT(field, flag)                                                                     \
 	if (f->field != d.field)                                                                 \
 	u = put(buf, size, u, "%s--" flag "=%lld", u ? " " : "", (long long)f->field)
-	FMT_BOOL(latency_hiding_scheduler, "xla_gpu_enable_latency_hiding_scheduler");
+	FMT_BOOL(lhs_flag, "xla_gpu_enable_latency_hiding_scheduler");
 	FMT_BOOL(pipelined_collectives, "xla_gpu_enable_pipelined_collectives");
 	FMT_BOOL(pipelined_all_gather, "xla_gpu_enable_pipelined_all_gather");
 	FMT_BOOL(pipelined_reduce_scatter, "xla_gpu_enable_pipelined_reduce_scatter");
@@ -299,6 +334,7 @@ const char *rm_xla_flags_format(const rm_xla_flags *f, char *buf, size_t size)
 	FMT_INT(memory_limit_slop_factor, "xla_gpu_memory_limit_slop_factor");
 	FMT_INT(parallel_collective_overlap_limit, "xla_gpu_experimental_parallel_collective_overlap_limit");
 	FMT_INT(graph_level, "xla_gpu_graph_level");
+	FMT_BOOL(analytical_sol_latency_estimator, "xla_gpu_enable_analytical_sol_latency_estimator");
 #undef FMT_BOOL
 #undef FMT_INT
 	bool any = false;

@@ -143,6 +143,57 @@ Test(golden, simulate_seed_micro_batch_12_json)
 	golden("simulate-seed-b12.json", args);
 }
 
+/* The seed with no XLA_FLAGS under two JAX releases' defaults (docs/xla-versions.md): at 0.4.30
+ * xla_gpu_enable_latency_hiding_scheduler defaults to false and nothing else turns LHS on, so
+ * every collective runs on the compute stream; at 0.7.2 the SoL estimator, on by default, turns
+ * LHS on for Hopper (IsLHSEnabled), reduce-scatters are pipelined and combine_by_dim is off. The
+ * seed as written names --xla_gpu_enable_pipelined_collectives, which 0.6.2's XLA no longer has. */
+static json_t *seed_version_json(const char *golden_name, const char *version)
+{
+	char args[1400];
+	snprintf(args, sizeof(args), "simulate %s --set xla.version=%s --set xla_flags= --json", seed_arg(), version);
+	char *out = golden_out(golden_name, args);
+	json_error_t jerr;
+	json_t *doc = json_loads(out, 0, &jerr);
+	cr_assert_not_null(doc, "%s", jerr.text);
+	free(out);
+	json_t *sched = json_object_get(doc, "schedule");
+	cr_assert_str_eq(json_string_value(json_object_get(sched, "xla_version")), version);
+	cr_assert_str_eq(json_string_value(json_object_get(sched, "xla_flags")), "");
+	return doc;
+}
+
+Test(golden, simulate_seed_xla_version_defaults)
+{
+	json_t *old = seed_version_json("simulate-seed-jax-0.4.30-defaults.json", "0.4.30");
+	json_t *c = json_object_get(old, "collectives");
+	json_int_t total = json_integer_value(json_object_get(c, "total"));
+	cr_assert_gt(total, 0);
+	cr_assert_eq(json_integer_value(json_object_get(c, "sync")), total, "no LHS: every collective synchronous");
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(c, "sync_reasons"), "no_latency_hiding_scheduler")),
+		     total);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(old, "schedule"), "latency_hiding_scheduler")),
+			 "off: --xla_gpu_enable_latency_hiding_scheduler is false");
+	json_t *now = seed_version_json("simulate-seed-jax-0.7.2-defaults.json", "0.7.2");
+	c = json_object_get(now, "collectives");
+	cr_assert_gt(json_integer_value(json_object_get(c, "async")), 0, "LHS runs: collectives overlap");
+	cr_assert_null(json_object_get(json_object_get(c, "sync_reasons"), "no_latency_hiding_scheduler"));
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(now, "schedule"), "latency_hiding_scheduler")),
+			 "on: the SoL latency estimator on Hopper or newer");
+	cr_assert_lt(json_real_value(json_object_get(now, "step_time_s")),
+		     json_real_value(json_object_get(old, "step_time_s")));
+	json_decref(old);
+	json_decref(now);
+	char args[1400];
+	snprintf(args, sizeof(args), "simulate %s --set xla.version=0.6.2", seed_arg());
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 1, "%s", r.out);
+	cr_assert(strstr(r.out, "error: xla_flags: XLA_FLAGS: --xla_gpu_enable_pipelined_collectives is not a flag of "
+				"the XLA in JAX 0.6.2 (openxla/xla 3d5ece643216, 2025-06-17)"),
+		  "%s", r.out);
+	free(r.out);
+}
+
 Test(golden, search_seed_json, .timeout = 240)
 {
 	/* the README's main job: the whole seed search space (run from data/ so the scenario path

@@ -16,7 +16,8 @@
  *   remat: {scan: true, policy: save_only_these_names, names: [...], offload_names: [...],
  *           recompute_num_layers: 0, prevent_cse: true}
  *   xla_flags: "--xla_gpu_... --xla_gpu_..."   # exactly as XLA_FLAGS
- *   xla: {mem_fraction: 0.75, allocator: bfc|platform, donate: true}  # JAX's client settings
+ *   xla: {version: "0.4.30", mem_fraction: 0.75, allocator: bfc|platform, donate: true}
+ *        # version: the JAX release whose XLA defaults apply (docs/xla-versions.md)
  *   scheduler: {mode: xla|ideal|fsdp2, prefetch_depth: 1, cost_model: xla_default|remora,
  *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0,
  *               allocator: auto|pytorch|pytorch_expandable|jax|exact}
@@ -88,6 +89,7 @@ typedef struct rm_scenario {
 	char names[RM_SCENARIO_MAX_LIST][48];
 	char offload_names[RM_SCENARIO_MAX_LIST][48];
 	char xla_flags[4096];
+	char xla_version[16]; /* xla.version: a JAX release (docs/xla-versions.md); "": unversioned */
 	char mode[16];
 	int64_t prefetch_depth;
 	char cost_model[16];

@@ -265,9 +265,22 @@ static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, 
 
 static rm_cost_op graph_op_cost(const rm_op *op, bool eager);
 
+/*
+ * Whether the LHS prices ops by time: scheduler.cost_model remora, or XLA's speed-of-light
+ * estimator (--xla_gpu_enable_analytical_sol_latency_estimator; xla/service/gpu/model/
+ * sol_latency_estimator.cc), which prices collectives from NCCL measurements (its
+ * CollectiveInterpolator) and compute from its GPU performance model and matmul tables. remora
+ * stands its own kernel and NCCL models, fitted to measurements too, in for those tables.
+ */
+static bool timed_costs(const ctx *x)
+{
+	return x->cfg->lhs_cost == RM_LHS_COST_REMORA ||
+	       (x->cfg->mode == RM_SCHED_XLA && x->cfg->flags.analytical_sol_latency_estimator);
+}
+
 static double slot_units(const ctx *x, const rm_op *op)
 {
-	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
+	if (timed_costs(x)) {
 		rm_cost_op c = graph_op_cost(op, x->cfg->eager);
 		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
 	}
@@ -280,7 +293,7 @@ static double slot_units(const ctx *x, const rm_op *op)
 
 static double coll_latency(const ctx *x, ckind kind, int64_t bytes)
 {
-	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
+	if (timed_costs(x)) {
 		/* the run's own cost model, the one the engine prices the emitted collective with (the
 		 * calibrated NCCL model of the resolved hardware), not the embedded default */
 		rm_cost_op c = {.kind = RM_COST_COLLECTIVE,
@@ -1299,7 +1312,7 @@ static int64_t graph_weight_elems(const rm_graph *g, bool gemm_only)
  * costs, the body's time times the trip count. */
 static double loop_units(const ctx *x, const comp *body)
 {
-	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA)
+	if (timed_costs(x))
 		return comp_units(body) * x->L / x->k;
 	return UNITS_LOW;
 }
@@ -1309,7 +1322,7 @@ static double loop_units(const ctx *x, const comp *body)
  * parameter is one stacked array), or its time under remora's costs. */
 static double optimizer_units(const ctx *x)
 {
-	if (x->cfg->lhs_cost == RM_LHS_COST_REMORA) {
+	if (timed_costs(x)) {
 		rm_static_memory sm = rm_workload_static_memory(x->wl);
 		int64_t rw = sm.params + sm.master + sm.optimizer;
 		rm_cost_op c = {.kind = RM_COST_ELEMENTWISE,

@@ -346,6 +346,25 @@ Test(schedule, prevent_cse_keeps_the_backward_gathers_in_their_iteration)
 	run_finish(&b);
 }
 
+Test(schedule, the_sol_estimator_prices_the_lhs_by_time)
+{
+	/* --xla_gpu_enable_analytical_sol_latency_estimator: XLA prices ops by time (measured NCCL
+	 * tables, its performance model), as remora's own costs do: the same schedule as
+	 * scheduler.cost_model remora, and another than XLA's default units */
+	const char *sol[] = {"xla.version=0.5.3", "xla_flags+=--xla_gpu_enable_analytical_sol_latency_estimator=true", NULL};
+	const char *timed[] = {"xla.version=0.5.3", "scheduler.cost_model=remora", NULL};
+	const char *units[] = {"xla.version=0.5.3", NULL};
+	run a, b, c;
+	run_seed(&a, sol);
+	run_seed(&b, timed);
+	run_seed(&c, units);
+	cr_assert_eq(a.m.step_time, b.m.step_time);
+	cr_assert_neq(a.m.step_time, c.m.step_time);
+	run_finish(&a);
+	run_finish(&b);
+	run_finish(&c);
+}
+
 Test(schedule, disabled_kinds_are_synchronous_with_reason_disabled)
 {
 	const char *sets[] = {"xla_flags=--xla_gpu_disable_async_collectives=allgather,reducescatter", NULL};

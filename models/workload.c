@@ -251,6 +251,7 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.dtype = RM_DTYPE_BF16,
 		.param_dtype = RM_DTYPE_BF16,
 		.grad_dtype = RM_DTYPE_BF16,
+		.optimizer_dtype = RM_DTYPE_FP32,
 		.optimizer = RM_OPT_ADAMW,
 		.master_weights = true,
 		.fused_attention = true,
@@ -343,6 +344,9 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 				    rm_dtype_name(t->grad_dtype));
 	if ((unsigned)t->optimizer >= RM_OPT_COUNT)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "unknown optimizer");
+	if (!compute_dtype(t->optimizer_dtype))
+		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0, "optimizer_dtype must be fp32, bf16 or fp16 (got %s)",
+				    rm_dtype_name(t->optimizer_dtype));
 	RM_CHECK(check_size_bounds(m, t, err));
 	/* a step beyond 2^32 tokens per GPU would run for days: refuse it rather than overflow the
 	 * simulated clock (picoseconds in 64 bits last 213 days) */
@@ -1063,12 +1067,13 @@ rm_static_memory rm_workload_static_memory(const rm_workload *wl)
 	if (wl->train.master_shards && wl->train.master_weights)
 		s.params = 0; /* the fp32 shard is the parameter; all-gathers cast it on the way */
 	s.grads = s.shard_elems * rm_dtype_size(wl->train.grad_dtype);
+	int64_t moment = rm_dtype_size(wl->train.optimizer_dtype);
 	switch (wl->train.optimizer) {
 	case RM_OPT_ADAMW:
-		s.optimizer = 2 * 4 * s.shard_elems;
+		s.optimizer = 2 * moment * s.shard_elems;
 		break;
 	case RM_OPT_SGD_MOMENTUM:
-		s.optimizer = 4 * s.shard_elems;
+		s.optimizer = moment * s.shard_elems;
 		break;
 	default:
 		s.optimizer = 0;

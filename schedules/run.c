@@ -48,6 +48,7 @@ static void canon_train(rm_canon *c, const rm_train_config *t)
 	rm_canon_int(c, "train.dtype", t->dtype);
 	rm_canon_int(c, "train.param_dtype", t->param_dtype);
 	rm_canon_int(c, "train.grad_dtype", t->grad_dtype);
+	rm_canon_int(c, "train.optimizer_dtype", t->optimizer_dtype);
 	rm_canon_int(c, "train.optimizer", t->optimizer);
 	rm_canon_int(c, "train.master_weights", t->master_weights);
 	rm_canon_int(c, "train.fused_attention", t->fused_attention);
@@ -137,6 +138,7 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_int(c, "sched.compile_partitioner", s->compile_partitioner);
 	rm_canon_int(c, "sched.eager", s->eager);
 	rm_canon_int(c, "sched.reshard_after_forward", s->reshard_after_forward);
+	rm_canon_int(c, "sched.grad_sync_last", s->grad_sync_last);
 	rm_canon_int(c, "sched.mode", s->mode);
 	rm_canon_int(c, "sched.prefetch_depth", s->prefetch_depth);
 	rm_canon_int(c, "sched.lhs_cost", s->lhs_cost);

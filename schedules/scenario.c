@@ -41,6 +41,7 @@ static const key_desc keys[] = {
 	{"training.grad_accum", K_INT, S(grad_accum), 0, 1, 512},
 	{"training.dtype", K_STR, S(dtype), 0, 0, 0},
 	{"training.grad_dtype", K_STR, S(grad_dtype), 0, 0, 0},
+	{"training.optimizer_dtype", K_STR, S(optimizer_dtype), 0, 0, 0},
 	{"training.optimizer", K_STR, S(optimizer), 0, 0, 0},
 	{"training.master_weights", K_TRIBOOL, S(master_weights), 0, 0, 0},
 	{"training.fused_attention", K_TRIBOOL, S(fused_attention), 0, 0, 0},
@@ -66,6 +67,7 @@ static const key_desc keys[] = {
 	{"scheduler.mode", K_STR, S(mode), 0, 0, 0},
 	{"scheduler.prefetch_depth", K_INT, S(prefetch_depth), 0, 1, 16},
 	{"scheduler.reshard_after_forward", K_TRIBOOL, S(reshard_after_forward), 0, 0, 0},
+	{"scheduler.gradient_sync", K_STR, S(gradient_sync), 0, 0, 0},
 	{"scheduler.cost_model", K_STR, S(cost_model), 0, 0, 0},
 	{"scheduler.hw_queues", K_INT, S(hw_queues), 0, 1, 32},
 	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
@@ -1038,6 +1040,11 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	if (sc->grad_dtype[0] && !rm_dtype_parse(sc->grad_dtype, &t.grad_dtype))
 		return key_error(sc, "training.grad_dtype", err, RM_INVALID, "unknown dtype \"%s\" (bf16, fp32)",
 				 sc->grad_dtype);
+	if (sc->optimizer_dtype[0] && (!rm_dtype_parse(sc->optimizer_dtype, &t.optimizer_dtype) ||
+				       (t.optimizer_dtype != RM_DTYPE_FP32 && t.optimizer_dtype != RM_DTYPE_BF16 &&
+					t.optimizer_dtype != RM_DTYPE_FP16)))
+		return key_error(sc, "training.optimizer_dtype", err, RM_INVALID,
+				 "expected fp32, bf16 or fp16 for the optimizer's moments, got \"%s\"", sc->optimizer_dtype);
 	if (sc->optimizer[0] && !rm_optimizer_parse(sc->optimizer, &t.optimizer))
 		return key_error(sc, "training.optimizer", err, RM_INVALID,
 				 "unknown optimizer \"%s\" (adamw, sgd_momentum, sgd)", sc->optimizer);
@@ -1202,6 +1209,23 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 					 "applies to scheduler.mode fsdp2 (FSDP2's fully_shard option), not %s", mode);
 		}
 		c->reshard_after_forward = sc->reshard_after_forward;
+	}
+	if (sc->gradient_sync[0]) {
+		bool last = strcasecmp(sc->gradient_sync, "last_micro_batch") == 0;
+		if (!last && strcasecmp(sc->gradient_sync, "every_micro_batch") != 0) {
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "scheduler.gradient_sync", err, RM_INVALID,
+					 "expected every_micro_batch or last_micro_batch, got \"%s\"", sc->gradient_sync);
+		}
+		if (last && c->mode != RM_SCHED_FSDP2) {
+			const char *mode = rm_sched_mode_name(c->mode);
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "scheduler.gradient_sync", err, RM_INVALID,
+					 "last_micro_batch applies to scheduler.mode fsdp2 (FSDP2's "
+					 "set_requires_gradient_sync), not %s",
+					 mode);
+		}
+		c->grad_sync_last = last;
 	}
 	if (c->recompute_num_layers > 0 && c->recompute_num_layers < out->model.layers && c->scan) {
 		int64_t layers = out->model.layers;

@@ -525,6 +525,9 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 	}
 	if (!bwd)
 		return;
+	/* gradient sync on the last micro-batch only: the others accumulate unreduced */
+	if (x->cfg->grad_sync_last && mb < x->A - 1)
+		return;
 	/* gradients: reduce-scatter per group after its last wgrad; all-reduce of the norm grads */
 	int src = pipelined_rs ? bl + rs_off : bl; /* the body layer whose gradients are reduced here */
 	for (int grp = 0; grp < x->rs.n; grp++) {
@@ -736,6 +739,14 @@ static layer_tensors *lt_of(emitter *e, int mb, int l)
 	return &e->lt[mb * e->x->L + l];
 }
 
+/* Where layer l's unreduced gradients of micro-batch mb accumulate: its own, or with gradient
+ * sync on the last micro-batch only (FSDP2's set_requires_gradient_sync(False) before the
+ * others) one buffer for all of them, micro-batch 0's. */
+static layer_tensors *grads_lt(emitter *e, int mb, int l)
+{
+	return lt_of(e, e->x->cfg->grad_sync_last ? 0 : mb, l);
+}
+
 /* The tensor holding forward value v of layer l as the backward (or recompute) reads it. */
 static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 {
@@ -822,30 +833,35 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 	in[ni++] = e->chain;
 	if (op->phase == RM_PHASE_BWD_DGRAD && op->kind == RM_OP_GEMM && grp >= 0)
 		in[ni++] = t->ag_bwd[grp] >= 0 ? t->ag_bwd[grp] : t->ag_fwd[grp];
+	layer_tensors *gt = grads_lt(e, mb, l);
 	if (op->phase == RM_PHASE_BWD_WGRAD) {
 		int rg = x->rs.of_op[fwd];
-		if (rg >= 0) {
-			if (t->grads[rg] < 0) {
+		if (rg >= 0 && x->cfg->wl->train.fsdp == 1) {
+			/* nothing to reduce: the weight gradient accumulates into the gradients kept
+			 * for the optimizer */
+			in[ni++] = e->grad_shard;
+		} else if (rg >= 0) {
+			if (gt->grads[rg] < 0) {
 				char tn[160];
 				TNAME(e, tn, "%slayer%02d/grads%d", mbs, l, rg);
-				t->grads[rg] = new_tensor(e, tn, x->rs.elems[rg] * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE,
+				gt->grads[rg] = new_tensor(e, tn, x->rs.elems[rg] * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE,
 							  false);
-				out[no++] = t->grads[rg];
+				out[no++] = gt->grads[rg];
 			} else {
-				in[ni++] = t->grads[rg];
+				in[ni++] = gt->grads[rg];
 			}
 		}
 		emit(e, &d, in, ni, out, no, -1, NULL);
 		return;
 	}
 	if (is_norm_op(&g->ops[fwd]) && x->norm_elems > 0 && x->cfg->wl->train.fsdp > 1) {
-		if (t->norm_grads < 0) {
+		if (gt->norm_grads < 0) {
 			char tn[160];
 			TNAME(e, tn, "%slayer%02d/norm_grads", mbs, l);
-			t->norm_grads = new_tensor(e, tn, x->norm_elems * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE, false);
-			out[no++] = t->norm_grads;
+			gt->norm_grads = new_tensor(e, tn, x->norm_elems * x->gsize, RM_ROLE_GRADIENT, RM_LOC_DEVICE, false);
+			out[no++] = gt->norm_grads;
 		} else {
-			in[ni++] = t->norm_grads;
+			in[ni++] = gt->norm_grads;
 		}
 	}
 	char tn[160];
@@ -883,12 +899,12 @@ static void emit_coll(emitter *e, const coll *k, int l, int mb, bool sync, int32
 			phase = k->bwd_pass ? RM_PPHASE_BWD : RM_PPHASE_FWD;
 		} else if (k->kind == CK_RS) {
 			TNAME(e, e->name, "%slayer%02d/bwd/reduce-scatter%d", mbs, l, k->group);
-			in[0] = t->grads[k->group];
+			in[0] = grads_lt(e, mb, l)->grads[k->group];
 			in[1] = e->grad_shard;
 			phase = RM_PPHASE_BWD;
 		} else {
 			TNAME(e, e->name, "%slayer%02d/bwd/all-reduce", mbs, l);
-			in[0] = t->norm_grads;
+			in[0] = grads_lt(e, mb, l)->norm_grads;
 			in[1] = e->grad_shard;
 			phase = RM_PPHASE_BWD;
 		}
@@ -1004,7 +1020,9 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	if (op->phase == RM_PHASE_BWD_DGRAD && weighted_gemm)
 		in[ni++] = e->head_ag;
 	int32_t *grads = NULL;
-	if (op->phase == RM_PHASE_BWD_WGRAD)
+	if (op->phase == RM_PHASE_BWD_WGRAD && x->cfg->wl->train.fsdp == 1)
+		in[ni++] = e->grad_shard; /* nothing to reduce: accumulated where the optimizer reads */
+	else if (op->phase == RM_PHASE_BWD_WGRAD)
 		grads = pt == PART_EMBED ? &e->embed_grads : &e->head_grads;
 	else if (is_norm_op(&g->ops[op->fwd_op]) && x->cfg->wl->train.fsdp > 1)
 		grads = &e->final_norm_grads;
@@ -1113,7 +1131,7 @@ static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base
 			l = entry ? k->body_layer : target_layer(k, base, dir);
 			if (l < 0 || l >= x->L)
 				continue; /* the pipeliner's peeled iterations */
-			if (k->kind == CK_RS && lt_of(e, kmb, l)->grads[k->group] < 0)
+			if (k->kind == CK_RS && grads_lt(e, kmb, l)->grads[k->group] < 0)
 				continue;
 		}
 		if (!k->sync && k->start_pos == j)

@@ -365,6 +365,70 @@ Test(schedule, the_sol_estimator_prices_the_lhs_by_time)
 	run_finish(&c);
 }
 
+static void expect_scenario_error(const char *text, rm_status st, int line, int col, const char *needle);
+
+/* Parses, resolves, schedules and simulates a scenario given as text. */
+static void run_text(run *r, const char *text)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
+	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
+	cr_assert_not_null(r->prog, "%s", err.msg);
+	rm_sim_options opt = {.hw_queues = r->res.hw_queues};
+	rm_sim *s = rm_sim_create(r->prog, &r->res.hw, &opt, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
+	r->m = *rm_sim_get_metrics(s);
+	rm_sim_destroy(s);
+}
+
+static int ops_named(const rm_program *p, const char *prefix)
+{
+	int n = 0;
+	for (int32_t i = 0; i < p->n_ops; i++)
+		n += strncmp(p->ops[i].name, prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+Test(schedule, gradient_sync_on_the_last_micro_batch_accumulates_unsharded_gradients)
+{
+	/* FSDP2 with set_requires_gradient_sync(False) on micro-batch 0 of 2: no reduce-scatter
+	 * then, one after micro-batch 1, and every layer's full bf16 gradients (202,375,168
+	 * matrix elements x 2 B x 32 layers = 12.95 GB) held between them */
+#define GS_BASE "model: llama-2-7b\ntraining: {seq_len: 1024, grad_accum: 2}\nremat: {scan: false, policy: " \
+		"nothing_saveable}\nscheduler: {mode: fsdp2, gradient_sync: "
+	const char *every = GS_BASE "every_micro_batch}\n", *last = GS_BASE "last_micro_batch}\n";
+#undef GS_BASE
+	run a, b;
+	run_text(&a, every);
+	run_text(&b, last);
+	cr_assert_gt(ops_named(a.prog, "mb0/layer05/bwd/reduce-scatter"), 0);
+	cr_assert_eq(ops_named(b.prog, "mb0/layer05/bwd/reduce-scatter"), 0);
+	cr_assert_eq(ops_named(b.prog, "mb1/layer05/bwd/reduce-scatter"), ops_named(a.prog, "mb1/layer05/bwd/reduce-scatter"));
+	int64_t held = 202375168LL * 2 * 32;
+	cr_assert_gt(b.m.peak_memory_bytes - a.m.peak_memory_bytes, held * 9 / 10, "%lld more",
+		     (long long)(b.m.peak_memory_bytes - a.m.peak_memory_bytes));
+	cr_assert_leq(b.m.peak_memory_bytes - a.m.peak_memory_bytes, held + held / 20);
+	run_finish(&a);
+	run_finish(&b);
+	/* one GPU: nothing to reduce, the weight gradients accumulate into the optimizer's */
+	run c;
+	run_text(&c, "model: llama-2-7b\ncluster: {gpus_per_node: 1}\nparallelism: {fsdp: 1}\ntraining: {seq_len: 1024, "
+		     "grad_accum: 2}\nremat: {scan: false, policy: nothing_saveable}\nscheduler: {mode: fsdp2}\n");
+	for (int32_t i = 0; i < c.prog->n_tensors; i++)
+		cr_assert_null(strstr(c.prog->tensors[i].name, "/grads"), "%s", c.prog->tensors[i].name);
+	run_finish(&c);
+	/* only FSDP2 has the switch */
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  gradient_sync: last_micro_batch\n", RM_INVALID, 3, 18,
+			      "applies to scheduler.mode fsdp2");
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  mode: fsdp2\n  gradient_sync: never\n", RM_INVALID, 4, 18,
+			      "expected every_micro_batch or last_micro_batch");
+}
+
 Test(schedule, disabled_kinds_are_synchronous_with_reason_disabled)
 {
 	const char *sets[] = {"xla_flags=--xla_gpu_disable_async_collectives=allgather,reducescatter", NULL};

@@ -244,6 +244,17 @@ Test(workload, static_memory_zero3_sixteen_bytes_per_param)
 	cr_assert_eq(s.shard_elems, 2246138539LL, "ceil(6,738,415,616 / 3)");
 	cr_assert_eq(s.total, (2 + 4) * 2246138539LL);
 	rm_workload_destroy(wl);
+
+	/* a model cast to bf16: AdamW's moments in bf16, 2 + 2 + 2 x 2 = 8 bytes a parameter */
+	t = rm_train_config_default(&m);
+	t.fsdp = 8;
+	t.master_weights = false;
+	t.optimizer_dtype = RM_DTYPE_BF16;
+	wl = build(&m, t);
+	s = rm_workload_static_memory(wl);
+	cr_assert_eq(s.optimizer, 4 * 842301952LL);
+	cr_assert_eq(s.total, 8 * 842301952LL);
+	rm_workload_destroy(wl);
 }
 
 Test(workload, invalid_setups_are_refused)

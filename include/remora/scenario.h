@@ -72,7 +72,7 @@ typedef struct rm_scenario {
 	int64_t gpus_per_node; /* 0: the hardware's */
 	int64_t nodes;
 	int64_t seq_len, micro_batch, grad_accum; /* 0: defaults */
-	char dtype[16], grad_dtype[16], optimizer[24];
+	char dtype[16], grad_dtype[16], optimizer[24], optimizer_dtype[16];
 	int master_weights, fused_attention, causal; /* -1: default */
 	double power_w, hbm_gib;                     /* hardware: {power_w, hbm_gib}; 0: the profile's */
 	char attention_kernel[16], loss[16];         /* "": auto / plain */
@@ -97,6 +97,7 @@ typedef struct rm_scenario {
 	char nccl_version[16];
 	double device_memory_gib;
 	char allocator[24]; /* "auto": jax under mode xla, pytorch otherwise */
+	char gradient_sync[24]; /* fsdp2: "every_micro_batch" (default) or "last_micro_batch" */
 	double xla_mem_fraction; /* XLA_PYTHON_CLIENT_MEM_FRACTION; -1: JAX's default (0.75) */
 	char xla_allocator[16];  /* XLA_PYTHON_CLIENT_ALLOCATOR: "bfc" (default) or "platform" */
 	int xla_donate;          /* train state donated (donate_argnums): -1 default (yes), 0, 1 */

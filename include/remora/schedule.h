@@ -97,6 +97,9 @@ typedef struct rm_schedule_config {
 				       * outputs do not alias the parameters and count again */
 	const rm_cost_model *cost;    /* seconds for remora LHS costs; NULL: the default model */
 	bool compile_partitioner;     /* fsdp2 with torch.compile: rm_remat_plan_build_compiled */
+	bool grad_sync_last;          /* fsdp2: reduce-scatter the gradients after the last micro-batch
+				       * only (set_requires_gradient_sync(False) before the others):
+				       * unsharded gradients accumulate over the micro-batches */
 	bool reshard_after_forward;   /* fsdp2: free the gathered parameters after the forward and
 				       * gather again for the backward (FSDP2's default; the last layer
 				       * is kept, as torchtitan applies fully_shard) */

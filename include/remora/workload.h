@@ -153,6 +153,9 @@ typedef struct rm_train_config {
 	rm_dtype param_dtype;  /* parameters as gathered for compute (bf16) */
 	rm_dtype grad_dtype;   /* gradients (bf16; fp32 for fp32 reduce-scatter) */
 	rm_optimizer optimizer;
+	rm_dtype optimizer_dtype; /* the optimizer's moments: fp32 (default), or the parameters' dtype
+				   * when a model cast to bf16 keeps them so (torch.optim.AdamW's state
+				   * is zeros_like(param)) */
 	bool master_weights;   /* fp32 master copy of the parameters */
 	bool fused_attention;  /* flash attention (default) or unfused QK^T/softmax/PV */
 	bool causal;           /* causal mask (default) */

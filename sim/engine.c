@@ -8,6 +8,11 @@
  * and a new completion scheduled, its generation bumped so the old one is skipped when popped.
  * Remaining work is an integer (ps * SIM_WORK_SCALE), rates are fractions of small integers, so
  * the whole run is integer arithmetic: exact and bit-reproducible.
+ *
+ * SM grants: a collective launched while GEMM CTAs fill the SMs it needs does not take them at
+ * once (the block scheduler does not preempt resident CTAs): it waits, holding nothing, and a
+ * grant event in the same heap gives it its SMs at the running GEMMs' next wave boundary, or at
+ * the first end of a GEMM before that (docs/sim.md "SM grants").
  */
 #include <math.h>
 #include <stdlib.h>
@@ -293,12 +298,14 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim->st = rm_xmalloc(nn * sizeof(sim_state));
 	sim->op_start = rm_xcalloc(nn, sizeof(rm_time_ps));
 	sim->op_end = rm_xcalloc(nn, sizeof(rm_time_ps));
+	sim->op_grant = rm_xcalloc(nn, sizeof(rm_time_ps));
 	sim->tensor_left = rm_xmalloc(nt * sizeof(int32_t));
 	sim->tensor_state = rm_xmalloc(nt);
 	sim->heap_cap = 64;
 	sim->heap = rm_xmalloc(sim->heap_cap * sizeof(sim_event));
 	sim->ready = rm_xmalloc(nn * sizeof(uint64_t));
 	sim->running = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
+	sim->sm_waiters = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
 	sim->stream_busy = rm_xcalloc((size_t)prog->n_streams + 1, sizeof(rm_time_ps));
 	return sim;
 }
@@ -317,6 +324,8 @@ void rm_sim_destroy(rm_sim *sim)
 	free(sim->st);
 	free(sim->op_start);
 	free(sim->op_end);
+	free(sim->op_grant);
+	free(sim->sm_waiters);
 	free(sim->tensor_left);
 	free(sim->tensor_state);
 	free(sim->heap);
@@ -483,6 +492,122 @@ static inline void release(rm_sim *sim, int32_t v)
 		ready_push(sim, v);
 }
 
+/* A GEMM that runs in waves of one CTA (output tile) per SM; other SM kernels are fluid. */
+static inline bool is_tiled(const sim_op *so)
+{
+	return so->res == RM_RES_SM && so->tiles > 0 && !(so->flags & SIM_F_COLL);
+}
+
+/* SMs no running collective holds. */
+static inline uint32_t free_sms(const rm_sim *sim)
+{
+	return sim->held_sms < sim->sm_count ? sim->sm_count - sim->held_sms : 0;
+}
+
+/* Remaining work of a running op at t >= s->last, at its current rate (as the rate pass counts). */
+static uint64_t work_at(const sim_state *s, rm_time_ps t)
+{
+	if (s->den == 0 || s->num == 0 || t <= s->last)
+		return s->work;
+	sim_u128 done = (sim_u128)(t - s->last) * SIM_WORK_SCALE * s->num / s->den;
+	return done >= s->work ? 0 : s->work - (uint64_t)done;
+}
+
+/* Waves of tiled kernel so on f SMs, and how many of them are not complete with `work` left:
+ * the k-th wave boundary is where the completed fraction of its work crosses k / waves. */
+static uint64_t kernel_waves(const sim_op *so, uint32_t f)
+{
+	return ((uint64_t)so->tiles + (f ? f : 1) - 1) / (f ? f : 1);
+}
+static uint64_t waves_left(const sim_op *so, uint64_t work, uint64_t waves)
+{
+	uint64_t total = so->solo * SIM_WORK_SCALE;
+	if (total == 0 || work == 0)
+		return 0;
+	return (uint64_t)(((sim_u128)work * waves + total - 1) / total);
+}
+
+/* SMs the CTAs of the running tiled kernels hold at t, of the f free ones: a full wave each (f),
+ * the tiles of the last one in its last wave; a kernel stalled by a more urgent stream (rate 0)
+ * holds none, as the rate pass has it. Scans the running ops (one per stream at most). */
+static uint32_t tiled_sms(const rm_sim *sim, rm_time_ps t, uint32_t f)
+{
+	uint64_t busy = 0;
+	for (int32_t k = 0; k < sim->n_running && busy < f; k++) {
+		int32_t j = sim->running[k];
+		const sim_op *so = &sim->ops[j];
+		const sim_state *s = &sim->st[j];
+		if (!is_tiled(so) || (s->den != 0 && s->num == 0))
+			continue;
+		uint64_t waves = kernel_waves(so, f), left = waves_left(so, work_at(s, t), waves);
+		if (left > 0)
+			busy += left == 1 ? so->tiles - (waves - 1) * f : f;
+	}
+	return busy < f ? (uint32_t)busy : f;
+}
+
+/* The earliest next wave boundary after t among the running tiled kernels, from their remaining
+ * work and current rates (just set by the rate pass); t if none is making progress. */
+static rm_time_ps next_wave_boundary(const rm_sim *sim, rm_time_ps t)
+{
+	uint32_t f = free_sms(sim);
+	rm_time_ps best = UINT64_MAX;
+	for (int32_t k = 0; k < sim->n_running; k++) {
+		int32_t j = sim->running[k];
+		const sim_op *so = &sim->ops[j];
+		const sim_state *s = &sim->st[j];
+		if (!is_tiled(so) || s->num == 0 || s->den == 0)
+			continue;
+		uint64_t total = so->solo * SIM_WORK_SCALE;
+		uint64_t waves = kernel_waves(so, f), left = waves_left(so, work_at(s, t), waves);
+		/* work left at the boundary ending the current wave: total x (left - 1) / waves */
+		uint64_t at = left > 0 ? (uint64_t)((sim_u128)total * (left - 1) / waves) : 0;
+		rm_time_ps tb = t;
+		if (s->work > at) {
+			/* measured from s->last, like its completion, so a kernel's last boundary is
+			 * its scheduled end to the picosecond */
+			sim_u128 w = (sim_u128)(s->work - at) * s->den;
+			sim_u128 q = (sim_u128)SIM_WORK_SCALE * s->num;
+			tb = s->last + (rm_time_ps)((w + q - 1) / q);
+		}
+		if (tb < t)
+			tb = t;
+		if (tb < best)
+			best = tb;
+	}
+	return best == UINT64_MAX ? t : best;
+}
+
+/* Schedules the grant of every collective that began waiting since the last call. */
+static void schedule_grants(rm_sim *sim, rm_time_ps t)
+{
+	rm_time_ps tb = next_wave_boundary(sim, t);
+	for (; sim->n_sm_wait_sched < sim->n_sm_wait; sim->n_sm_wait_sched++)
+		heap_push(sim, tb, sim->sm_waiters[sim->n_sm_wait_sched]);
+}
+
+/* Op i enters the running set at t: it holds its SMs and draws its HBM from now; the next rate
+ * pass schedules its completion. */
+static void occupy(rm_sim *sim, int32_t i, rm_time_ps t)
+{
+	const sim_op *so = &sim->ops[i];
+	sim_state *s = &sim->st[i];
+	sim->op_grant[i] = t;
+	s->last = t;
+	s->num = 0;
+	s->den = 0; /* marks "never scheduled": the rate pass always schedules it */
+	s->slot = sim->n_running;
+	sim->running[sim->n_running++] = i;
+	sim->run_count[so->res]++;
+	sim->held_sms += so->sms;
+	if (so->flags & SIM_F_COLL)
+		sim->drawn_hbm += so->hbm_GBps;
+	sim->n_run_tiles += is_tiled(so);
+	sim->n_run_compute += (so->flags & SIM_F_COMPUTE) != 0;
+	sim->n_run_coll += (so->flags & SIM_F_COLL) != 0;
+	sim->n_run_recompute += (so->flags & SIM_F_RECOMPUTE) != 0;
+}
+
 static rm_status start_op(rm_sim *sim, int32_t i, rm_time_ps t, rm_error *err)
 {
 	const sim_op *so = &sim->ops[i];
@@ -513,22 +638,44 @@ static rm_status start_op(rm_sim *sim, int32_t i, rm_time_ps t, rm_error *err)
 	}
 	sim->op_start[i] = t;
 	s->work = so->solo * SIM_WORK_SCALE;
-	s->last = t;
-	s->num = 0;
-	s->den = 0; /* marks "never scheduled": the rate pass always schedules it */
-	s->slot = sim->n_running;
-	sim->running[sim->n_running++] = i;
-	sim->run_count[so->res]++;
-	sim->held_sms += so->sms;
-	if (so->flags & SIM_F_COLL)
-		sim->drawn_hbm += so->hbm_GBps;
-	sim->n_run_compute += (so->flags & SIM_F_COMPUTE) != 0;
-	sim->n_run_coll += (so->flags & SIM_F_COLL) != 0;
-	sim->n_run_recompute += (so->flags & SIM_F_RECOMPUTE) != 0;
 	sim->m.events++;
 	if (so->qnext >= 0 && !(so->flags & SIM_F_QBLOCK))
 		release(sim, so->qnext);
+	if (so->sms > 0 && sim->n_run_tiles > 0) {
+		uint32_t f = free_sms(sim), busy = tiled_sms(sim, t, f);
+		if (busy > 0 && f - busy < so->sms) {
+			/* launched, holding nothing until the grant (scheduled after the rate pass) */
+			s->sm_wait = 1;
+			sim->sm_waiters[sim->n_sm_wait++] = i;
+			return RM_OK;
+		}
+	}
+	occupy(sim, i, t);
 	return RM_OK;
+}
+
+/* Gives waiting collective i its SMs and HBM share at t (its grant event, or a GEMM's end). */
+static void grant(rm_sim *sim, int32_t i, rm_time_ps t)
+{
+	sim_state *s = &sim->st[i];
+	s->sm_wait = 0;
+	s->gen++; /* a grant event still in the heap is stale */
+	sim->m.sm_wait += t - sim->op_start[i];
+	occupy(sim, i, t);
+}
+
+/* The grant event of op i: removes it from the waiters (a handful at most), then grants. */
+static void grant_event(rm_sim *sim, int32_t i, rm_time_ps t)
+{
+	int32_t k = 0;
+	while (k < sim->n_sm_wait_sched && sim->sm_waiters[k] != i)
+		k++;
+	assert(k < sim->n_sm_wait_sched); /* a valid grant event has its op among the waiters */
+	for (; k + 1 < sim->n_sm_wait; k++)
+		sim->sm_waiters[k] = sim->sm_waiters[k + 1];
+	sim->n_sm_wait--;
+	sim->n_sm_wait_sched--;
+	grant(sim, i, t);
 }
 
 static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
@@ -547,6 +694,14 @@ static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
 	sim->n_run_compute -= (so->flags & SIM_F_COMPUTE) != 0;
 	sim->n_run_coll -= (so->flags & SIM_F_COLL) != 0;
 	sim->n_run_recompute -= (so->flags & SIM_F_RECOMPUTE) != 0;
+	if (is_tiled(so)) {
+		sim->n_run_tiles--;
+		/* a GEMM's end is its last wave boundary: its SMs go to the waiting collectives now,
+		 * whenever their grant was due */
+		for (int32_t k = 0; k < sim->n_sm_wait; k++)
+			grant(sim, sim->sm_waiters[k], t);
+		sim->n_sm_wait = sim->n_sm_wait_sched = 0;
+	}
 	sim->op_end[i] = t;
 	sim->stream_busy[so->stream] += t - sim->op_start[i];
 	sim->completed++;
@@ -593,7 +748,7 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 			n_best++;
 		}
 	}
-	uint32_t free_sms = sim->held_sms < sim->sm_count ? sim->sm_count - sim->held_sms : 0;
+	uint32_t avail = free_sms(sim);
 	for (int32_t k = 0; k < sim->n_running; k++) {
 		int32_t i = sim->running[k];
 		const sim_op *so = &sim->ops[i];
@@ -609,10 +764,10 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 			 * wave on the whole GPU (a one-wave GEMM beside a 24-SM collective runs two
 			 * waves: 2x, not 132/108; docs/reference/hardware.md); kernels of the same
 			 * priority share that rate equally */
-			num = free_sms ? (so->tiles + sim->sm_count - 1) / sim->sm_count : 0;
-			den = free_sms ? (so->tiles + free_sms - 1) / free_sms * n_best : 1;
+			num = avail ? (so->tiles + sim->sm_count - 1) / sim->sm_count : 0;
+			den = avail ? (so->tiles + avail - 1) / avail * n_best : 1;
 		} else if (so->res == RM_RES_SM) {
-			num = so->prio == best ? free_sms : 0;
+			num = so->prio == best ? avail : 0;
 			den = sim->sm_count * n_best;
 		} else if (so->res == RM_RES_HBM && sim->drawn_hbm > 0) {
 			/* running collectives read and write HBM too (rm_cost_collective_hbm_GBps): the
@@ -644,6 +799,15 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 			heap_push(sim, t + (rm_time_ps)((w + q - 1) / q), i);
 		}
 	}
+}
+
+/* A valid event of op i at t: its grant while it waits for SMs, else its completion. */
+static inline void fire(rm_sim *sim, int32_t i, rm_time_ps t)
+{
+	if (sim->st[i].sm_wait)
+		grant_event(sim, i, t);
+	else
+		end_op(sim, i, t);
 }
 
 static void account(rm_sim *sim, rm_time_ps dt)
@@ -717,7 +881,7 @@ static void reset(rm_sim *sim)
 {
 	for (int32_t i = 0; i < sim->n_ops; i++) {
 		sim->st[i] = (sim_state){.pending = sim->ops[i].init_pending, .slot = -1};
-		sim->op_start[i] = sim->op_end[i] = 0;
+		sim->op_start[i] = sim->op_end[i] = sim->op_grant[i] = 0;
 	}
 	for (int32_t t = 0; t < sim->n_tensors; t++) {
 		sim->tensor_left[t] = sim->tensor_consumers[t];
@@ -727,6 +891,8 @@ static void reset(rm_sim *sim)
 		sim->stream_busy[s] = 0;
 	sim->heap_n = sim->ready_n = 0;
 	sim->n_running = 0;
+	sim->n_sm_wait = sim->n_sm_wait_sched = 0;
+	sim->n_run_tiles = 0;
 	memset(sim->run_count, 0, sizeof(sim->run_count));
 	sim->n_run_compute = sim->n_run_coll = sim->n_run_recompute = sim->held_sms = 0;
 	sim->drawn_hbm = 0;
@@ -832,7 +998,9 @@ rm_status rm_sim_run(rm_sim *sim, rm_error *err)
 			if ((st = start_op(sim, ready_pop(sim), t, err)) != RM_OK)
 				return st;
 		update_rates(sim, t);
-		/* Next valid completion. */
+		if (sim->n_sm_wait_sched < sim->n_sm_wait)
+			schedule_grants(sim, t);
+		/* Next valid completion (or grant). */
 		sim_event e;
 		for (;;) {
 			if (sim->heap_n == 0)
@@ -846,13 +1014,13 @@ rm_status rm_sim_run(rm_sim *sim, rm_error *err)
 			account(sim, e.time - t);
 			t = e.time;
 		}
-		end_op(sim, e.op, t);
-		/* Every other completion at the same time, before any start. */
+		fire(sim, e.op, t);
+		/* Every other completion and grant at the same time, before any start. */
 		while (sim->heap_n > 0 && sim->heap[0].time == t) {
 			e = heap_pop(sim);
 			sim->m.heap_pops++;
 			if (e.gen == sim->st[e.op].gen)
-				end_op(sim, e.op, t);
+				fire(sim, e.op, t);
 		}
 	}
 drained:
@@ -875,6 +1043,10 @@ rm_time_ps rm_sim_op_start(const rm_sim *sim, int32_t op)
 rm_time_ps rm_sim_op_end(const rm_sim *sim, int32_t op)
 {
 	return op >= 0 && op < sim->n_ops ? sim->op_end[op] : 0;
+}
+rm_time_ps rm_sim_op_grant(const rm_sim *sim, int32_t op)
+{
+	return op >= 0 && op < sim->n_ops ? sim->op_grant[op] : 0;
 }
 rm_time_ps rm_sim_op_solo(const rm_sim *sim, int32_t op)
 {

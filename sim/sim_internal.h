@@ -50,11 +50,12 @@ typedef struct sim_state {
 	uint32_t gen;     /* bumps invalidate scheduled completions */
 	int32_t pending;  /* unmet dependencies */
 	int32_t slot;     /* index in sim->running while running, else -1 */
-	uint32_t pad_;
+	uint32_t sm_wait; /* 1 while launched but waiting for SMs a GEMM's CTAs hold (a collective) */
 } sim_state;
 static_assert(sizeof(sim_state) == 40, "sim_state is a hot record: keep it at 40 bytes");
 
-/* A scheduled completion. Ordered by time, then seq (priority rank << 40 | push counter). */
+/* A scheduled completion, or the grant of SMs to a waiting collective (its sim_state.sm_wait
+ * set when popped). Ordered by time, then seq (priority rank << 40 | push counter). */
 typedef struct sim_event {
 	rm_time_ps time;
 	uint64_t seq;
@@ -88,6 +89,7 @@ struct rm_sim {
 	/* a run */
 	sim_state *st;
 	rm_time_ps *op_start, *op_end;
+	rm_time_ps *op_grant;    /* when the op got its resources: op_start, or later (sm_wait) */
 	int32_t *tensor_left;
 	uint8_t *tensor_state;   /* 0 not allocated, 1 producer running, 2 produced, 3 freed */
 	sim_event *heap;
@@ -96,6 +98,10 @@ struct rm_sim {
 	size_t ready_n;
 	int32_t *running;
 	int32_t n_running;
+	int32_t *sm_waiters;     /* collectives waiting for SMs, in launch order */
+	int32_t n_sm_wait;
+	int32_t n_sm_wait_sched; /* the first n_sm_wait_sched have their grant in the heap */
+	uint32_t n_run_tiles;    /* running SM kernels with tiles (GEMMs that run in waves) */
 	uint32_t run_count[RM_RES_COUNT];
 	uint32_t n_run_compute, n_run_coll, n_run_recompute;
 	uint32_t held_sms;

@@ -194,7 +194,9 @@ Test(breakdown, gemm_slowed_by_a_collective_holding_sms_gets_its_stretched_time)
 {
 	rm_program *p = rm_program_create("overlap-sms");
 	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
-	rm_program_add_stream(p, "collective", RM_STREAM_COLLECTIVE, 0);
+	/* the more urgent stream: the all-gather launches first and takes its SMs before the gemm's
+	 * CTAs fill them (launched second at equal priority, it would wait for them) */
+	rm_program_add_stream(p, "collective", RM_STREAM_COLLECTIVE, -1);
 	/* 1536 x 2816 output: ceil(1536/128) * ceil(2816/256) = 12 * 11 = 132 tiles, one wave on
 	 * the 132 SMs */
 	rm_program_op_desc d = rm_program_op_desc_init("gemm", RM_COST_GEMM, 0);

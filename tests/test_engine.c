@@ -34,6 +34,10 @@ static int32_t op_add(rm_program *p, const char *name, rm_cost_kind kind, int32_
 							 .span = 1};
 	if (kind == RM_COST_COPY)
 		d.cost.copy = (rm_copy_cost){.dir = RM_COPY_H2D, .bytes = 1};
+	if (kind == RM_COST_ATTENTION)
+		d.cost.attention.shape = (rm_attention_shape){.batch = 1, .heads = 32, .kv_heads = 32,
+							      .seq = 4096, .head_dim = 128, .causal = true,
+							      .dtype = RM_DTYPE_BF16};
 	d.inputs = in;
 	d.n_inputs = n_in;
 	d.outputs = out;
@@ -161,6 +165,152 @@ Test(engine, calibrated_interference_replaces_waves)
 	cr_assert_eq(rm_sim_op_end(sim, 0), (T * 1204000 + 999999) / 1000000);
 	rm_sim_destroy(sim);
 	rm_program_destroy(p);
+}
+
+/* SM grants (docs/sim.md "SM grants"). A GEMM of `tiles` CTAs (batch x one 128 x 256 tile) with a
+ * fixed duration on stream 0; a 24-SM all-gather of 1000 us on stream 1, launched at `at` us once
+ * a copy on stream 2 records its event; the all-gather is ops[2] (ops[0] the GEMM, ops[1] the
+ * copy). */
+static rm_program *grant_program(uint32_t tiles, double gemm_us, double at)
+{
+	rm_program *p = rm_program_create("sm-grant");
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "comm", RM_STREAM_COLLECTIVE, -1);
+	rm_program_add_stream(p, "copy", RM_STREAM_COPY, 0);
+	int32_t e = rm_program_add_event(p, "launch");
+	rm_program_op_desc d = rm_program_op_desc_init("gemm", RM_COST_GEMM, 0);
+	d.cost.gemm = (rm_gemm_shape){.batch = tiles, .m = 128, .n = 256, .k = 4096, .dtype = RM_DTYPE_BF16};
+	d.time_s = gemm_us * 1e-6;
+	rm_program_add_op(p, &d);
+	cr_assert_float_eq(rm_cost_gemm_tiles(&d.cost.gemm, h100()), (double)tiles, 0.0);
+	op_add(p, "delay", RM_COST_COPY, 2, at, NULL, 0, NULL, 0, NULL, 0, &e, 1);
+	op_add(p, "ag", RM_COST_COLLECTIVE, 1, 1000, NULL, 0, NULL, 0, &e, 1, NULL, 0);
+	return p;
+}
+
+/* A one-wave GEMM (132 tiles = 132 SMs, 100 us) holds every SM when a 24-SM all-gather launches
+ * at 30 us: the block scheduler does not preempt resident CTAs, so the all-gather waits, holding
+ * nothing, until the GEMM's CTAs retire at 100 us, then runs its 1000 us. The GEMM is not slowed
+ * (taking the SMs at launch, it would run a second wave from 30 us: 30 + 70 x 2 = 170 us). */
+Test(engine, collective_waits_for_a_one_wave_gemm_to_end)
+{
+	rm_program *p = grant_program(132, 100, 30);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_sms(sim, 2), 24);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 100 * US, "%llu", (unsigned long long)rm_sim_op_end(sim, 0));
+	cr_assert_eq(rm_sim_op_start(sim, 2), 30 * US); /* launched */
+	cr_assert_eq(rm_sim_op_grant(sim, 2), 100 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 2), 1100 * US, "%llu", (unsigned long long)rm_sim_op_end(sim, 2));
+	const rm_sim_metrics *m = rm_sim_get_metrics(sim);
+	cr_assert_eq(m->sm_wait, 70 * US);
+	cr_assert_eq(m->comm_total, 1000 * US); /* the wait is not communication */
+	cr_assert_eq(m->compute_busy, 100 * US);
+	cr_assert_eq(m->step_time, 1100 * US);
+	cr_assert_eq(rm_sim_stream_busy(sim, 1), 1070 * US); /* the stream holds the launched kernel */
+	rm_sim_destroy(sim);
+	/* Calibrated interference (slowdown per SM held) changes the rate, not the wait: the GEMM
+	 * still runs alone until it ends. */
+	rm_hw_profile hw = *h100();
+	hw.gemm_slowdown_per_sm = 0.0085;
+	sim = run(p, &hw, 8);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 100 * US);
+	cr_assert_eq(rm_sim_op_grant(sim, 2), 100 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 2), 1100 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/* A 4-wave GEMM (528 tiles = 4 x 132, 400 us: 100 us a wave) with the all-gather launched at
+ * 150 us, mid-wave 2: the grant lands at the end of wave 2 (200 us); from there the two waves of
+ * work left run at 4 / ceil(528 / 108) = 4/5: 200 x 5/4 = 250 us, to 450 us. The all-gather runs
+ * 200 .. 1200 us. (Granted at launch: 150 + 250 x 5/4 = 462.5 us, and 1150 us.) */
+Test(engine, collective_granted_at_the_next_wave_boundary)
+{
+	rm_program *p = grant_program(528, 400, 150);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_start(sim, 2), 150 * US);
+	cr_assert_eq(rm_sim_op_grant(sim, 2), 200 * US, "%llu", (unsigned long long)rm_sim_op_grant(sim, 2));
+	cr_assert_eq(rm_sim_op_end(sim, 0), 450 * US, "%llu", (unsigned long long)rm_sim_op_end(sim, 0));
+	cr_assert_eq(rm_sim_op_end(sim, 2), 1200 * US);
+	cr_assert_eq(rm_sim_get_metrics(sim)->sm_wait, 50 * US);
+	rm_sim_destroy(sim);
+	/* Launched in the last wave (350 us), which fills every SM too: granted at the GEMM's end. */
+	p->ops[1].time_s = 350e-6;
+	sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 400 * US);
+	cr_assert_eq(rm_sim_op_grant(sim, 2), 400 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 2), 1400 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/* The grant is timed from the GEMM's rate at launch; when the GEMM speeds up and ends before that,
+ * its end (its last boundary) grants. A one-wave GEMM (100 us) shares the SMs with an attention
+ * kernel of 20 us at equal priority, each at half rate; the all-gather launches at 10 us, when the
+ * GEMM's end is due at 200 us at half rate. The attention kernel ends at 40 us; the GEMM, 20 us
+ * done, runs its 80 us left at full rate to 120 us, and the all-gather runs 120 .. 1120 us. */
+Test(engine, collective_granted_when_the_gemm_ends_early)
+{
+	rm_program *p = grant_program(132, 100, 10);
+	rm_program_add_stream(p, "compute2", RM_STREAM_COMPUTE, 0);
+	op_add(p, "attn", RM_COST_ATTENTION, 3, 20, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_end(sim, 3), 40 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 120 * US, "%llu", (unsigned long long)rm_sim_op_end(sim, 0));
+	cr_assert_eq(rm_sim_op_grant(sim, 2), 120 * US, "%llu", (unsigned long long)rm_sim_op_grant(sim, 2));
+	cr_assert_eq(rm_sim_op_end(sim, 2), 1120 * US);
+	cr_assert_eq(rm_sim_get_metrics(sim)->sm_wait, 110 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/* When the SMs are free the all-gather takes them at launch (30 us), as before: on an idle GPU;
+ * beside a memory-bound kernel (100 us from 0: HBM at (3350 - 1675) / 3350 = 1/2 beside the
+ * all-gather's draw, capped at half the peak: 30 + 70 x 2 = 170 us); beside attention, whose
+ * CTAs are short (no wait: it runs on 108 of 132 SMs from 30 us, 30 + 70 x 132/108 us, rounded
+ * up); beside a GEMM of 64 tiles, which leaves 68 SMs free (one wave on 108: not slowed). */
+Test(engine, collective_granted_at_launch_when_sms_are_free)
+{
+	struct {
+		rm_cost_kind kind;
+		uint32_t tiles;
+		rm_time_ps end0;
+	} beside[] = {
+		{RM_COST_ELEMENTWISE, 0, 170 * US},
+		{RM_COST_ATTENTION, 0, 30 * US + (70 * US * 132 + 107) / 108},
+		{RM_COST_GEMM, 64, 100 * US},
+	};
+	/* idle GPU */
+	rm_program *p = rm_program_create("idle");
+	rm_program_add_stream(p, "comm", RM_STREAM_COLLECTIVE, -1);
+	rm_program_add_stream(p, "copy", RM_STREAM_COPY, 0);
+	int32_t e = rm_program_add_event(p, "launch");
+	op_add(p, "delay", RM_COST_COPY, 1, 30, NULL, 0, NULL, 0, NULL, 0, &e, 1);
+	op_add(p, "ag", RM_COST_COLLECTIVE, 0, 1000, NULL, 0, NULL, 0, &e, 1, NULL, 0);
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_grant(sim, 1), 30 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 1030 * US);
+	cr_assert_eq(rm_sim_get_metrics(sim)->sm_wait, 0);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+	for (size_t k = 0; k < sizeof(beside) / sizeof(beside[0]); k++) {
+		p = grant_program(beside[k].tiles ? beside[k].tiles : 1, 100, 30);
+		p->ops[0].cost.kind = beside[k].kind;
+		if (beside[k].kind == RM_COST_ATTENTION)
+			p->ops[0].cost.attention.shape = (rm_attention_shape){
+				.batch = 1, .heads = 32, .kv_heads = 32, .seq = 4096, .head_dim = 128,
+				.causal = true, .dtype = RM_DTYPE_BF16};
+		else if (beside[k].kind == RM_COST_ELEMENTWISE)
+			p->ops[0].cost.elementwise = (rm_elementwise_cost){0};
+		sim = run(p, h100(), 8);
+		cr_assert_eq(rm_sim_op_grant(sim, 2), 30 * US, "case %zu", k);
+		cr_assert_eq(rm_sim_op_end(sim, 2), 1030 * US, "case %zu", k);
+		cr_assert_eq(rm_sim_op_end(sim, 0), beside[k].end0, "case %zu: %llu", k,
+			     (unsigned long long)rm_sim_op_end(sim, 0));
+		cr_assert_eq(rm_sim_get_metrics(sim)->sm_wait, 0, "case %zu", k);
+		rm_sim_destroy(sim);
+		rm_program_destroy(p);
+	}
 }
 
 /* A collective draws 3x its wire bytes of HBM (docs/reference/kernels-h100.md section 7): an

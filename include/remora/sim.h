@@ -95,6 +95,8 @@ typedef struct rm_sim_metrics {
 	rm_time_ps comm_total;     /* time any collective runs */
 	rm_time_ps exposed_comm;   /* time a collective runs and no compute op runs */
 	rm_time_ps recompute;      /* time any recompute-phase op runs */
+	rm_time_ps sm_wait;        /* collectives launched but waiting for SMs a running GEMM's CTAs
+				    * hold, summed over collectives (docs/sim.md "SM grants") */
 	rm_time_ps lower_bound;    /* max(compute work alone, collective work alone, critical path) */
 	int64_t peak_memory_bytes; /* device */
 	int64_t peak_host_bytes;
@@ -140,6 +142,9 @@ const rm_sim_metrics *rm_sim_get_metrics(const rm_sim *sim);
 /* Start and end of op i in the last run (ps). */
 rm_time_ps rm_sim_op_start(const rm_sim *sim, int32_t op);
 rm_time_ps rm_sim_op_end(const rm_sim *sim, int32_t op);
+/* When op i got its SMs and bandwidth (ps): its start, or later for a collective launched while a
+ * GEMM's CTAs held the SMs it needs (docs/sim.md "SM grants"). 0 for an op out of range. */
+rm_time_ps rm_sim_op_grant(const rm_sim *sim, int32_t op);
 /* Duration of op i alone on the whole GPU (ps), and the SMs it holds. */
 rm_time_ps rm_sim_op_solo(const rm_sim *sim, int32_t op);
 int rm_sim_op_sms(const rm_sim *sim, int32_t op);

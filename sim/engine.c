@@ -160,6 +160,8 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			so->flags |= SIM_F_COMPUTE | SIM_F_QBLOCK;
 		if (op->phase == RM_PPHASE_RECOMPUTE)
 			so->flags |= SIM_F_RECOMPUTE;
+		if (so->res == RM_RES_SM && op->cost.kind == RM_COST_GEMM && so->tiles > 0)
+			so->flags |= SIM_F_TILED;
 		stream_prev[i] = last_in_stream[op->stream];
 		last_in_stream[op->stream] = i;
 		so->init_pending = (stream_prev[i] >= 0) + (int32_t)op->waits.count;
@@ -495,7 +497,7 @@ static inline void release(rm_sim *sim, int32_t v)
 /* A GEMM that runs in waves of one CTA (output tile) per SM; other SM kernels are fluid. */
 static inline bool is_tiled(const sim_op *so)
 {
-	return so->res == RM_RES_SM && so->tiles > 0 && !(so->flags & SIM_F_COLL);
+	return (so->flags & SIM_F_TILED) != 0;
 }
 
 /* SMs no running collective holds. */
@@ -588,11 +590,10 @@ static void schedule_grants(rm_sim *sim, rm_time_ps t)
 
 /* Op i enters the running set at t: it holds its SMs and draws its HBM from now; the next rate
  * pass schedules its completion. */
-static void occupy(rm_sim *sim, int32_t i, rm_time_ps t)
+static inline __attribute__((always_inline)) void occupy(rm_sim *sim, int32_t i, rm_time_ps t)
 {
 	const sim_op *so = &sim->ops[i];
 	sim_state *s = &sim->st[i];
-	sim->op_grant[i] = t;
 	s->last = t;
 	s->num = 0;
 	s->den = 0; /* marks "never scheduled": the rate pass always schedules it */
@@ -661,6 +662,7 @@ static void grant(rm_sim *sim, int32_t i, rm_time_ps t)
 	s->sm_wait = 0;
 	s->gen++; /* a grant event still in the heap is stale */
 	sim->m.sm_wait += t - sim->op_start[i];
+	sim->op_grant[i] = t; /* only for those that waited: rm_sim_op_grant */
 	occupy(sim, i, t);
 }
 
@@ -694,7 +696,7 @@ static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
 	sim->n_run_compute -= (so->flags & SIM_F_COMPUTE) != 0;
 	sim->n_run_coll -= (so->flags & SIM_F_COLL) != 0;
 	sim->n_run_recompute -= (so->flags & SIM_F_RECOMPUTE) != 0;
-	if (is_tiled(so)) {
+	if (so->flags & SIM_F_TILED) {
 		sim->n_run_tiles--;
 		/* a GEMM's end is its last wave boundary: its SMs go to the waiting collectives now,
 		 * whenever their grant was due */
@@ -1046,7 +1048,9 @@ rm_time_ps rm_sim_op_end(const rm_sim *sim, int32_t op)
 }
 rm_time_ps rm_sim_op_grant(const rm_sim *sim, int32_t op)
 {
-	return op >= 0 && op < sim->n_ops ? sim->op_grant[op] : 0;
+	if (op < 0 || op >= sim->n_ops)
+		return 0;
+	return sim->op_grant[op] > sim->op_start[op] ? sim->op_grant[op] : sim->op_start[op];
 }
 rm_time_ps rm_sim_op_solo(const rm_sim *sim, int32_t op)
 {

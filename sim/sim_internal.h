@@ -19,6 +19,7 @@ enum sim_op_flags {
 	SIM_F_COLL = 1u << 1,      /* collective */
 	SIM_F_RECOMPUTE = 1u << 2, /* phase recompute */
 	SIM_F_QBLOCK = 1u << 3,    /* holds its hardware queue until it ends (compute kernels) */
+	SIM_F_TILED = 1u << 4,     /* an SM kernel with tiles: its CTAs hold the SMs wave by wave */
 };
 
 /* What never changes between runs. */
@@ -89,7 +90,7 @@ struct rm_sim {
 	/* a run */
 	sim_state *st;
 	rm_time_ps *op_start, *op_end;
-	rm_time_ps *op_grant;    /* when the op got its resources: op_start, or later (sm_wait) */
+	rm_time_ps *op_grant;    /* when a collective that waited for SMs got them, else 0 */
 	int32_t *tensor_left;
 	uint8_t *tensor_state;   /* 0 not allocated, 1 producer running, 2 produced, 3 freed */
 	sim_event *heap;

@@ -91,6 +91,7 @@ static void set_str(json_t *node, const char *s)
 /* An "X" slice: shape 0 any op, 1 a collective, 2 a collective with its sync reason. */
 typedef struct slice_tpl {
 	json_t *e, *tid, *name, *cat, *ts, *dur, *op, *phase, *layer, *time, *sms, *coll, *bytes, *why;
+	json_t *wait;
 } slice_tpl;
 
 static void slice_tpl_init(slice_tpl *t, int pid, const rm_trace_view *v, int shape)
@@ -112,6 +113,8 @@ static void slice_tpl_init(slice_tpl *t, int pid, const rm_trace_view *v, int sh
 	if (shape >= 1) {
 		t->coll = member(a, "collective", json_string(""));
 		t->bytes = member(a, "bytes", json_integer(0));
+		if (v->granted)
+			t->wait = member(a, "sm_wait_us", json_real(0));
 	}
 	if (shape == 2)
 		t->why = member(a, "sync_reason", json_string(""));
@@ -142,6 +145,8 @@ static bool put_slices(FILE *out, const rm_program *prog, const rm_trace_view *v
 			set_str(t->coll, rm_collective_name(op->cost.collective.op));
 			json_integer_set(t->bytes, op->cost.collective.bytes);
 		}
+		if (t->wait)
+			json_real_set(t->wait, (double)(v->granted[i] - v->start[i]) / 1e6);
 		if (t->why)
 			set_str(t->why, op->sync_reason);
 		ok = put_keep(out, ",\n", t->e);
@@ -276,9 +281,11 @@ bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err)
 	int32_t n = sim->ran ? prog->n_ops : 0;
 	rm_time_ps *solo = rm_new(rm_time_ps, (size_t)n + 1);
 	int *sms = rm_new(int, (size_t)n + 1);
+	rm_time_ps *granted = rm_new(rm_time_ps, (size_t)n + 1);
 	for (int32_t i = 0; i < n; i++) {
 		solo[i] = sim->ops[i].solo;
 		sms[i] = sim->ops[i].sms;
+		granted[i] = rm_sim_op_grant(sim, i);
 	}
 	rm_trace_view v = {
 		.process_name = prog->name && *prog->name ? prog->name : "remora",
@@ -289,12 +296,14 @@ bool rm_sim_write_trace(const rm_sim *sim, FILE *out, rm_error *err)
 		.time_arg = "solo_us",
 		.time_arg_ps = solo,
 		.sms_held = sms,
+		.granted = granted,
 		.memory = sim->ran ? sim->timeline : NULL,
 		.n_memory = sim->ran ? sim->tl_n : 0,
 	};
 	bool ok = rm_trace_write(prog, &v, out, err);
 	free(solo);
 	free(sms);
+	free(granted);
 	return ok;
 }
 

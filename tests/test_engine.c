@@ -13,6 +13,8 @@
 
 #define US UINT64_C(1000000) /* ps per microsecond */
 
+static char *trace_of(const rm_sim *sim, size_t *len); /* the run's Chrome trace, NUL-ended */
+
 static const rm_hw_profile *h100(void)
 {
 	const rm_hw_profile *hw = rm_hw_profile_find("h100-sxm", NULL);
@@ -207,6 +209,27 @@ Test(engine, collective_waits_for_a_one_wave_gemm_to_end)
 	cr_assert_eq(m->compute_busy, 100 * US);
 	cr_assert_eq(m->step_time, 1100 * US);
 	cr_assert_eq(rm_sim_stream_busy(sim, 1), 1070 * US); /* the stream holds the launched kernel */
+	/* the trace's slice spans launch to end, with the wait in its args */
+	size_t len;
+	char *text = trace_of(sim, &len);
+	json_t *doc = json_loadb(text, len, 0, NULL);
+	cr_assert_not_null(doc);
+	size_t k;
+	json_t *ev;
+	int found = 0;
+	json_array_foreach(json_object_get(doc, "traceEvents"), k, ev) {
+		const char *name = json_string_value(json_object_get(ev, "name"));
+		if (strcmp(json_string_value(json_object_get(ev, "ph")), "X") != 0 || strcmp(name, "ag") != 0)
+			continue;
+		found++;
+		cr_assert_float_eq(json_number_value(json_object_get(ev, "ts")), 30.0, 1e-9);
+		cr_assert_float_eq(json_number_value(json_object_get(ev, "dur")), 1070.0, 1e-9);
+		json_t *w = json_object_get(json_object_get(ev, "args"), "sm_wait_us");
+		cr_assert_float_eq(json_number_value(w), 70.0, 1e-9);
+	}
+	cr_assert_eq(found, 1);
+	json_decref(doc);
+	free(text);
 	rm_sim_destroy(sim);
 	/* Calibrated interference (slowdown per SM held) changes the rate, not the wait: the GEMM
 	 * still runs alone until it ends. */

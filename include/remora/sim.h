@@ -196,6 +196,8 @@ typedef struct rm_trace_view {
 	const char *time_arg;           /* name of a per-op duration in args ("solo_us") */
 	const rm_time_ps *time_arg_ps;  /* its values, ps */
 	const int *sms_held;            /* per op, or NULL to leave it out */
+	const rm_time_ps *granted;      /* per op, when it got its SMs (>= start; collectives'
+					 * args.sm_wait_us), or NULL to leave it out */
 	const rm_mem_point *memory;     /* the device memory counter */
 	size_t n_memory;
 } rm_trace_view;

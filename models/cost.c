@@ -483,9 +483,30 @@ static bool nccl_estimate(const rm_cost_model *self, const rm_collective_cost *c
 	return rm_nccl_estimate(&cn->nccl, &q, e, NULL) == RM_OK;
 }
 
+double rm_cost_ce_all_gather_s(const rm_collective_cost *c, const rm_hw_profile *hw)
+{
+	if (c->op != RM_COLL_ALL_GATHER || c->span > 1)
+		return -1;
+	if (c->group_size <= 1 || c->bytes <= 0)
+		return 0;
+	/* H100's NVLink 4: 18 links x 25 GB/s = 450 GB/s per direction (hardware.md) */
+	double bw_GBps = RM_CE_D2D_GBPS_H100 * (hw->nvlink_GBps > 0 ? hw->nvlink_GBps / 450.0 : 1.0);
+	double n = c->group_size;
+	return hw->launch_us * 1e-6 + (n - 1) / n * (double)c->bytes / (bw_GBps * 1e9);
+}
+
+/* The op is a collective the copy engines run under this configuration. */
+static bool on_copy_engines(const rm_cost_nccl *cn, const rm_cost_op *op)
+{
+	return cn->kernels.ce_collectives && op->kind == RM_COST_COLLECTIVE && op->collective.op == RM_COLL_ALL_GATHER &&
+	       op->collective.span <= 1;
+}
+
 static double nccl_op_time_s(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
 {
 	const rm_cost_nccl *cn = self->data;
+	if (on_copy_engines(cn, op))
+		return rm_cost_ce_all_gather_s(&op->collective, hw);
 	if (op->kind == RM_COST_ATTENTION)
 		return rm_cost_attention_s(&op->attention, hw, &cn->kernels);
 	if (op->kind == RM_COST_ELEMENTWISE)
@@ -498,7 +519,7 @@ static double nccl_op_time_s(const rm_cost_model *self, const rm_cost_op *op, co
 
 static int nccl_sms_held(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
 {
-	if (op->kind != RM_COST_COLLECTIVE)
+	if (op->kind != RM_COST_COLLECTIVE || on_copy_engines(self->data, op))
 		return 0;
 	rm_coll_estimate e;
 	return nccl_estimate(self, &op->collective, hw, &e) ? e.channels : 0;

@@ -150,6 +150,8 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_int(c, "kernels.attention", r->cost.kernels.attention);
 	rm_canon_int(c, "kernels.fused", r->cost.kernels.fused);
 	rm_canon_real(c, "kernels.host_us", r->cost.kernels.host_us);
+	if (r->cost.kernels.ce_collectives) /* only when set: the digests of earlier scenarios stand */
+		rm_canon_int(c, "kernels.ce_collectives", 1);
 	rm_canon_int(c, "cluster.gpus", r->gpus);
 	rm_canon_int(c, "memory.headroom_bytes", r->memory.headroom_bytes);
 	rm_canon_int(c, "memory.allocator", r->allocator);

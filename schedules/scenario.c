@@ -73,6 +73,7 @@ static const key_desc keys[] = {
 	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
 	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 1 << 20},
 	{"scheduler.allocator", K_STR, S(allocator), 0, 0, 0},
+	{"scheduler.collective_engine", K_STR, S(collective_engine), 0, 0, 0},
 	{"memory_headroom_gib", K_DOUBLE, S(memory_headroom_gib), 0, 0, 1 << 20},
 	{"search.names", K_NAMES, L(search_names, n_search_names), 0, 0},
 	{"search.policies", K_STRLIST, L(search_policies, n_search_policies), 0, 0},
@@ -102,6 +103,7 @@ void rm_scenario_init(rm_scenario *sc)
 	snprintf(sc->xla_allocator, sizeof(sc->xla_allocator), "bfc");
 	sc->xla_donate = -1;
 	sc->prevent_cse = -1;
+	snprintf(sc->collective_engine, sizeof(sc->collective_engine), "sm");
 	sc->hw_queues = 8;
 	sc->search_offload = true;
 	sc->search_include_ideal = true;
@@ -1266,6 +1268,15 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		rm_scenario_resolved_finish(out);
 		return key_error(sc, "training.attention_kernel", err, RM_INVALID,
 				 "expected auto, flash2, flash3 or cudnn, got \"%s\"", sc->attention_kernel);
+	}
+	/* sm: NCCL's kernels, one CTA per channel on its own SM; copy_engine: all-gathers on the
+	 * copy engines, zero SMs (docs/sim.md "SM grants", docs/scenarios.md) */
+	if (strcasecmp(sc->collective_engine, "copy_engine") == 0) {
+		kc->ce_collectives = true;
+	} else if (strcasecmp(sc->collective_engine, "sm") != 0) {
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "scheduler.collective_engine", err, RM_INVALID, "expected sm or copy_engine, got \"%s\"",
+				 sc->collective_engine);
 	}
 	/* FP8 tensor cores and FlashAttention-3 are Hopper's; a profile without FP8 (A100) has neither */
 	if (out->hw.fp8_TFLOPs <= 0 && (out->train.gemm_dtype == RM_DTYPE_FP8_E4M3 || kc->attention == RM_ATTN_FLASH3)) {

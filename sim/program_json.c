@@ -396,7 +396,7 @@ static bool read_program(reader *r, json_t *root, rm_program *prog)
 	json_t *rt = json_object_get(root, "runtime");
 	if (rt && !json_is_null(rt)) {
 		static const char *const rt_keys[] = {"hardware", "power_w", "hbm_bytes", "attention_kernel", "fused", "host_us",
-						      "hw_queues", "allocator", "alloc_fraction", NULL};
+						      "hw_queues", "allocator", "alloc_fraction", "collective_engine", NULL};
 		const char *hwn;
 		rm_program_runtime *pr = &prog->runtime;
 		if (!json_is_object(rt))
@@ -410,12 +410,17 @@ static bool read_program(reader *r, json_t *root, rm_program *prog)
 		    !get_bool(r, rt, "fused", "runtime", true, &pr->kernels.fused) ||
 		    !get_real(r, rt, "host_us", "runtime", false, 0, &pr->kernels.host_us))
 			return false;
-		const char *alloc;
+		const char *alloc, *engine;
 		int64_t queues = 0;
 		if (!get_int(r, rt, "hw_queues", "runtime", false, 0, 1, 128, &queues) ||
 		    !get_str(r, rt, "allocator", "runtime", false, "", &alloc) ||
-		    !get_real(r, rt, "alloc_fraction", "runtime", false, 0, &pr->alloc_fraction))
+		    !get_real(r, rt, "alloc_fraction", "runtime", false, 0, &pr->alloc_fraction) ||
+		    !get_str(r, rt, "collective_engine", "runtime", false, "sm", &engine))
 			return false;
+		if (strcmp(engine, "copy_engine") == 0)
+			pr->kernels.ce_collectives = true;
+		else if (strcmp(engine, "sm") != 0)
+			return FAIL(RM_INVALID, "runtime.collective_engine: expected sm or copy_engine, got '%.40s'", engine);
 		pr->hw_queues = (int)queues;
 		if (strlen(alloc) >= sizeof(pr->allocator))
 			return FAIL(RM_RANGE, "runtime.allocator: unknown allocator '%.40s'", alloc);
@@ -657,6 +662,8 @@ bool rm_program_write(const rm_program *prog, FILE *out, rm_error *err)
 		json_object_set_new(rt, "fused", json_boolean(pr->kernels.fused));
 		if (pr->kernels.host_us > 0)
 			json_object_set_new(rt, "host_us", json_real(pr->kernels.host_us));
+		if (pr->kernels.ce_collectives)
+			json_object_set_new(rt, "collective_engine", json_string("copy_engine"));
 		if (pr->hw_queues > 0)
 			json_object_set_new(rt, "hw_queues", json_integer(pr->hw_queues));
 		if (pr->allocator[0])

@@ -213,6 +213,46 @@ Test(cost, collective_channels)
 	cr_assert_eq(m->sms_held(m, &op, hw), 0);
 }
 
+/* Copy-engine all-gathers (scheduler.collective_engine: copy_engine): each of 8 GPUs receives 7/8
+ * of 1 GiB at the measured 371.2 GB/s (nvbandwidth device_to_device_memcpy_read_ce, 8x H100,
+ * docs/reference/hardware.md) after one 3 us launch: 3 + 2531.04 us, holding no SMs. Copy
+ * engines cannot reduce: a reduce-scatter stays NCCL's 24-channel ring kernel; across nodes the
+ * NIC carries the all-gather, so it does too. */
+Test(cost, copy_engine_all_gather)
+{
+	const rm_hw_profile *hw = h100();
+	rm_collective_cost c = {.op = RM_COLL_ALL_GATHER, .bytes = 1 << 30, .group_size = 8, .span = 1};
+	double expect = 3e-6 + 7.0 / 8.0 * 1073741824.0 / 371.2e9;
+	cr_assert_float_eq(expect, 2534.04e-6, 0.01e-6);
+	cr_assert_float_eq(rm_cost_ce_all_gather_s(&c, hw), expect, 1e-15);
+	rm_collective_cost rs = c, two = c, one = c;
+	rs.op = RM_COLL_REDUCE_SCATTER;
+	two.span = 2;
+	one.group_size = 1;
+	cr_assert_eq(rm_cost_ce_all_gather_s(&rs, hw), -1.0);
+	cr_assert_eq(rm_cost_ce_all_gather_s(&two, hw), -1.0);
+	cr_assert_eq(rm_cost_ce_all_gather_s(&one, hw), 0.0);
+
+	rm_nccl_model nm;
+	cr_assert_eq(rm_nccl_model_init(&nm, hw, NULL, NULL), RM_OK);
+	rm_cost_nccl cn;
+	rm_cost_nccl_init(&cn, &nm);
+	const rm_cost_model *m = &cn.base;
+	rm_cost_op ag = {.kind = RM_COST_COLLECTIVE, .collective = c};
+	rm_cost_op rsop = {.kind = RM_COST_COLLECTIVE, .collective = rs};
+	cr_assert_eq(m->sms_held(m, &ag, hw), 24); /* sm: NCCL's ring kernel */
+	double nccl_s = m->op_time_s(m, &ag, hw);
+	cn.kernels.ce_collectives = true;
+	cr_assert_eq(m->sms_held(m, &ag, hw), 0);
+	cr_assert_float_eq(m->op_time_s(m, &ag, hw), expect, 1e-15);
+	cr_assert(nccl_s > expect); /* NCCL's ring all-gather of 1 GiB: 2727 us measured */
+	cr_assert_eq(m->sms_held(m, &rsop, hw), 24);
+	cn.kernels.ce_collectives = false;
+	double rs_s = m->op_time_s(m, &rsop, hw);
+	cn.kernels.ce_collectives = true;
+	cr_assert_float_eq(m->op_time_s(m, &rsop, hw), rs_s, 0.0);
+}
+
 Test(cost, names_round_trip)
 {
 	for (int k = 0; k < RM_COST_KIND_COUNT; k++) {

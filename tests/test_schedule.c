@@ -1118,7 +1118,26 @@ Test(scenario, hardware_mapping_and_runtime_keys_are_checked)
 	cr_assert_eq(r.train.loss, RM_LOSS_CHUNKED);
 	cr_assert_eq(r.cost.kernels.attention, RM_ATTN_FLASH3);
 	cr_assert_eq(r.train.gemm_dtype, RM_DTYPE_FP8_E4M3);
+	cr_assert(!r.cost.kernels.ce_collectives); /* scheduler.collective_engine: sm by default */
 	rm_scenario_resolved_finish(&r);
+}
+
+/* scheduler.collective_engine: sm (NCCL's kernels) or copy_engine (all-gathers on the copy
+ * engines, no SMs), case-insensitive; anything else is refused at the value. */
+Test(schedule, collective_engine_key)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	const char *ok = "model: llama-2-7b\nscheduler: {mode: fsdp2, collective_engine: Copy_Engine}\n";
+	cr_assert_eq(rm_scenario_parse(ok, strlen(ok), "ok.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved r;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r, &err), RM_OK, "%s", err.msg);
+	cr_assert(r.cost.kernels.ce_collectives);
+	rm_scenario_resolved_finish(&r);
+	expect_scenario_error("model: llama-2-7b\nscheduler: {collective_engine: nvls}\n", RM_INVALID, 2, 32,
+			      "expected sm or copy_engine, got \"nvls\"");
 }
 
 /* FSDP2's reshard_after_forward: by default every block but the last (torchtitan keeps the last

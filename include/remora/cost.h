@@ -122,13 +122,34 @@ bool rm_attention_kernel_parse(const char *name, rm_attention_kernel *out);
  *   eager rows;
  * - host_us: the least time one kernel occupies its stream: the host's issue cost per kernel when
  *   kernels are shorter than it (eager PyTorch: ~6 us per op with autograd, section 5), else the
- *   raw launch (hw->launch_us). 0: hw->launch_us.
+ *   raw launch (hw->launch_us). 0: hw->launch_us;
+ * - ce_collectives: scheduler.collective_engine copy_engine: all-gathers within a node run on
+ *   the copy engines (rm_cost_ce_all_gather_s), holding no SMs; other collectives stay NCCL's SM
+ *   kernels (copy engines move bytes, they cannot reduce).
  */
 typedef struct rm_kernel_config {
 	rm_attention_kernel attention;
 	bool fused;
 	double host_us;
+	bool ce_collectives;
 } rm_kernel_config;
+
+/*
+ * Copy-engine device-to-device bandwidth over NVLink on 8x H100 SXM (NVSwitch), one direction,
+ * GB/s: nvbandwidth device_to_device_memcpy_read_ce on an Azure ND H100 v5 host, 370.3-373.0 GB/s
+ * over the 56 GPU pairs, mean 371.2 (SUM 20785.58 / 56; docs/reference/hardware.md).
+ */
+#define RM_CE_D2D_GBPS_H100 371.2
+
+/*
+ * Seconds for an all-gather within one NVSwitch node on the copy engines (NCCL's zero-SM
+ * collectives, NCCL_CTA_POLICY_ZERO; PyTorch's copy-engine collectives): each GPU receives the
+ * (n - 1) / n of c->bytes it lacks at the measured copy-engine bandwidth (RM_CE_D2D_GBPS_H100,
+ * scaled by hw->nvlink_GBps / 450 for another NVLink generation), after one launch
+ * (hw->launch_us). 0 for a group of one or no bytes; -1 when c is not an all-gather within a node
+ * (copy engines cannot reduce; across nodes the NIC carries it).
+ */
+double rm_cost_ce_all_gather_s(const rm_collective_cost *c, const rm_hw_profile *hw);
 
 /* cuDNN attention, fused memory-bound kernels, the raw launch floor: what XLA runs. */
 rm_kernel_config rm_kernel_config_default(void);

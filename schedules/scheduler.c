@@ -11,6 +11,7 @@
 
 #include "remora/schedule.h"
 #include "schedules/sched_internal.h"
+#include "schedules/fusion.h"
 
 /* XLA's default LHS cost units when no profile is given (docs/reference/seed.md mechanism 6;
  * ApproximateLatencyEstimator and GpuLatencyEstimator in xla/service/latency_hiding_scheduler.cc
@@ -191,6 +192,10 @@ typedef struct ctx {
 	bool barrier; /* prevent_cse's optimization barrier fences the backward's gathers */
 	const rm_cost_model *cost;
 	rm_schedule_report *rep;
+	/* fused memory-bound kernels (schedules/fusion.h), once per plan: the layer's forward and
+	 * backward and its recompute pass under plan [0] and plan_keep [1]; embedding and head */
+	bool fuse;
+	sched_fusion fu_layer[2], fu_rec[2], fu_embed, fu_head;
 } ctx;
 
 /* The remat plan of layer l: the policy's, or keep-everything past recompute_layers (NeMo's
@@ -263,7 +268,7 @@ static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, 
 	}
 }
 
-static rm_cost_op graph_op_cost(const rm_op *op, bool eager);
+static rm_cost_op op_cost(const ctx *x, const rm_op *op, int l, rm_program_phase ph);
 
 /*
  * Whether the LHS prices ops by time: scheduler.cost_model remora, or XLA's speed-of-light
@@ -278,17 +283,26 @@ static bool timed_costs(const ctx *x)
 	       (x->cfg->mode == RM_SCHED_XLA && x->cfg->flags.analytical_sol_latency_estimator);
 }
 
-static double slot_units(const ctx *x, const rm_op *op)
+/* LHS cost of an op of layer l (0 for the embedding and head) in a phase; a memory-bound op fused
+ * into an earlier op's kernel is no instruction of its own. */
+static double slot_units_at(const ctx *x, const rm_op *op, int l, rm_program_phase ph)
 {
-	if (timed_costs(x)) {
-		rm_cost_op c = graph_op_cost(op, x->cfg->eager);
+	rm_cost_op c = op_cost(x, op, l, ph);
+	if (timed_costs(x))
 		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
-	}
 	if (op->kind != RM_OP_ELEMENTWISE)
 		return UNITS_LIBRARY_CALL;
-	/* a row reduction (norms, softmax, the loss) is an input fusion: kLowCost */
-	return op->mclass == RM_MB_NORM || op->mclass == RM_MB_NORM_BWD || op->mclass == RM_MB_SOFTMAX ? UNITS_LOW
-													  : UNITS_LOOP_FUSION;
+	if (x->fuse && c.elementwise.kernels == 0)
+		return 0;
+	/* a row reduction (norms, softmax, the loss) is an input fusion: kLowCost; a fusion holding
+	 * one is priced by its class, the reduction's */
+	rm_membound_class cls = x->fuse ? c.elementwise.cls : op->mclass;
+	return cls == RM_MB_NORM || cls == RM_MB_NORM_BWD || cls == RM_MB_SOFTMAX ? UNITS_LOW : UNITS_LOOP_FUSION;
+}
+
+static double slot_units(const ctx *x, const rm_op *op)
+{
+	return slot_units_at(x, op, 0, op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD);
 }
 
 static double coll_latency(const ctx *x, ckind kind, int64_t bytes)
@@ -462,15 +476,17 @@ static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 	const rm_graph *g = x->layer;
 	if (!bwd) {
 		for (int i = 0; i < g->n_fwd_ops; i++)
-			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_FWD, slot_units(x, &g->ops[i]), false});
+			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_FWD,
+						slot_units_at(x, &g->ops[i], bl, RM_PPHASE_FWD), false});
 		return;
 	}
 	for (int i = 0; i < g->n_fwd_ops; i++)
 		if (plan_of(x, bl)->recompute[i])
 			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_RECOMPUTE,
-						slot_units(x, &g->ops[i]), false});
+						slot_units_at(x, &g->ops[i], bl, RM_PPHASE_RECOMPUTE), false});
 	for (int i = g->n_fwd_ops; i < g->n_ops; i++)
-		comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_BWD, slot_units(x, &g->ops[i]), false});
+		comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_BWD,
+					slot_units_at(x, &g->ops[i], bl, RM_PPHASE_BWD), false});
 }
 
 /* The collectives of one pass of body layer bl. off: target layer offset for pipelined ones. */
@@ -734,6 +750,53 @@ static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
 	return c;
 }
 
+/* The fusion pass that prices op `op` of layer l in phase ph, and the op's index in its graph. */
+static const sched_fusion *fusion_of(const ctx *x, const rm_op *op, int l, rm_program_phase ph, int *idx)
+{
+	if (!x->fuse)
+		return NULL;
+	const rm_graph *gs[3] = {x->layer, x->embed, x->head};
+	for (int k = 0; k < 3; k++) {
+		if (op < gs[k]->ops || op >= gs[k]->ops + gs[k]->n_ops)
+			continue;
+		*idx = (int)(op - gs[k]->ops);
+		int p = plan_of(x, l) == &x->plan ? 0 : 1;
+		const sched_fusion *f = k == 1 ? &x->fu_embed : k == 2 ? &x->fu_head
+				      : ph == RM_PPHASE_RECOMPUTE ? &x->fu_rec[p] : &x->fu_layer[p];
+		return f->ops ? f : NULL;
+	}
+	return NULL;
+}
+
+/* graph_op_cost with the memory-bound ops as their fused kernels (fusing runtimes). */
+static rm_cost_op op_cost(const ctx *x, const rm_op *op, int l, rm_program_phase ph)
+{
+	rm_cost_op c = graph_op_cost(op, x->cfg->eager);
+	int i;
+	const sched_fusion *f = c.kind == RM_COST_ELEMENTWISE ? fusion_of(x, op, l, ph, &i) : NULL;
+	if (f)
+		sched_fusion_cost(f, i, &c.elementwise);
+	return c;
+}
+
+/* Bytes of the tensor holding forward value v of layer l (phase ph) or of the embedding or head
+ * (l < 0): 0 when the value lives only inside a fused kernel. */
+static int64_t value_bytes(const ctx *x, const rm_graph *g, int v, int l, rm_program_phase ph)
+{
+	int i;
+	const rm_op *prod = g->values[v].producer >= 0 ? &g->ops[g->values[v].producer] : NULL;
+	const sched_fusion *f = prod ? fusion_of(x, prod, l < 0 ? 0 : l, ph, &i) : NULL;
+	return f && !f->written[v] ? 0 : g->values[v].bytes;
+}
+
+/* Bytes of the gradient tensor backward op `op` leaves live (def without fusion). */
+static int64_t grad_tensor_bytes(const ctx *x, const rm_graph *g, const rm_op *op, int l, int64_t def)
+{
+	int i;
+	const sched_fusion *f = fusion_of(x, op, l, RM_PPHASE_BWD, &i);
+	return f ? sched_fusion_grad_bytes(f, g, i, def) : def;
+}
+
 static layer_tensors *lt_of(emitter *e, int mb, int l)
 {
 	return &e->lt[mb * e->x->L + l];
@@ -774,7 +837,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	TNAME(e, e->name, "%slayer%02d/%s/%s", mbs, l, phase, op->name);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
-	d.cost = graph_op_cost(op, x->cfg->eager);
+	d.cost = op_cost(x, op, l, s->phase);
 	d.layer = l;
 	d.phase = s->phase;
 	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
@@ -805,7 +868,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 				t->rec[v] = new_tensor(e, tn, val->bytes, role, RM_LOC_DEVICE, false);
 				out[no++] = t->rec[v];
 			} else {
-				t->fwd[v] = new_tensor(e, tn, val->bytes, role, RM_LOC_DEVICE, false);
+				t->fwd[v] = new_tensor(e, tn, value_bytes(x, g, v, l, RM_PPHASE_FWD), role, RM_LOC_DEVICE, false);
 				out[no++] = t->fwd[v];
 			}
 		}
@@ -866,8 +929,8 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 	}
 	char tn[160];
 	TNAME(e, tn, "%slayer%02d/grad/%s", mbs, l, op->name);
-	int32_t gout = new_tensor(e, tn, op->bytes_written > 0 ? op->bytes_written : 1, RM_ROLE_ACTIVATION,
-				  RM_LOC_DEVICE, false);
+	int32_t gout = new_tensor(e, tn, grad_tensor_bytes(x, g, op, l, op->bytes_written > 0 ? op->bytes_written : 1),
+				  RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
 	out[no++] = gout;
 	emit(e, &d, in, ni, out, no, -1, NULL);
 	e->chain = gout;
@@ -988,8 +1051,8 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	const char *gname = pt == PART_EMBED ? "embedding" : "head";
 	TNAME(e, e->name, "%s%s/%s/%s", mbs, gname, op->phase == RM_PHASE_FWD ? "fwd" : "bwd", op->name);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
-	d.cost = graph_op_cost(op, x->cfg->eager);
 	d.phase = op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD;
+	d.cost = op_cost(x, op, 0, d.phase);
 	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
 	uint32_t ni = 0, no = 0;
 	bool weighted_gemm = op->kind == RM_OP_GEMM && g->ops[op->phase == RM_PHASE_FWD ? s->op : op->fwd_op].weight_elems > 0;
@@ -1004,7 +1067,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 			int v = op->outputs[i];
 			char tn[160];
 			TNAME(e, tn, "%s%s/%s", mbs, gname, g->values[v].name);
-			fwdt[v] = new_tensor(e, tn, g->values[v].bytes,
+			fwdt[v] = new_tensor(e, tn, value_bytes(x, g, v, -1, RM_PPHASE_FWD),
 					     rm_graph_value_is_residual(g, v) ? RM_ROLE_RESIDUAL : RM_ROLE_ACTIVATION,
 					     RM_LOC_DEVICE, false);
 			out[no++] = fwdt[v];
@@ -1041,7 +1104,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		char tn[160];
 		TNAME(e, tn, "%s%s/grad/%s", mbs, gname, op->name);
 		int64_t gbytes = op->grad_bytes > 0 ? op->grad_bytes : op->bytes_written;
-		int32_t gout = new_tensor(e, tn, gbytes > 0 ? gbytes : 1, RM_ROLE_ACTIVATION,
+		int32_t gout = new_tensor(e, tn, grad_tensor_bytes(x, g, op, 0, gbytes > 0 ? gbytes : 1), RM_ROLE_ACTIVATION,
 					  RM_LOC_DEVICE, false);
 		out[no++] = gout;
 		emit(e, &d, in, ni, out, no, -1, NULL);
@@ -1377,7 +1440,7 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 			for (int l = 0; l < x->L; l++)
 				for (int i = 0; i < x->layer->n_fwd_ops; i++)
 					comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, l, mb, RM_PPHASE_FWD,
-								slot_units(x, &x->layer->ops[i]), false});
+								slot_units_at(x, &x->layer->ops[i], l, RM_PPHASE_FWD), false});
 		} else {
 			comp_add_slot(c, (slot){SLOT_FWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_FWD,
 						loop_units(x, fwd), colls});
@@ -1581,6 +1644,59 @@ static void index_positions(comp *c)
 	free(fill);
 }
 
+/*
+ * The fused kernels of the memory-bound ops, once per plan (docs/sim.md "Fusion"): XLA (and the
+ * ideal bound, which prices XLA's kernels) fuses the whole step; torch.compile as torchtitan
+ * applies it compiles each transformer block, so the embedding and the head (the fp32 loss)
+ * stay eager graphs; PyTorch eager runs every op as its decomposition. Horizontal fusion and
+ * adds folded into cuBLAS calls are XLA's; Inductor does neither.
+ */
+static void build_fusions(ctx *x)
+{
+	const rm_schedule_config *cfg = x->cfg;
+	x->fuse = !cfg->eager && cfg->fusion != RM_FUSION_OFF &&
+		  (cfg->mode != RM_SCHED_FSDP2 || cfg->fusion == RM_FUSION_ON);
+	if (!x->fuse)
+		return;
+	sched_fusion_opts opts = {.horizontal = cfg->mode != RM_SCHED_FSDP2, .gemm_epilogue = cfg->mode != RM_SCHED_FSDP2};
+	const rm_graph *g = x->layer;
+	int nv = g->n_values > x->head->n_values ? g->n_values : x->head->n_values;
+	if (x->embed->n_values > nv)
+		nv = x->embed->n_values;
+	bool *keep = rm_new(bool, (size_t)nv + 1), *run = rm_new(bool, (size_t)g->n_ops + 1);
+	for (int p = 0; p < (x->recompute_layers > 0 ? 2 : 1); p++) {
+		const rm_remat_plan *pl = p == 0 ? &x->plan : &x->plan_keep;
+		for (int v = 0; v < g->n_values; v++)
+			keep[v] = pl->fate[v] == RM_FATE_SAVED || pl->fate[v] == RM_FATE_CARRY ||
+				  pl->fate[v] == RM_FATE_OFFLOADED;
+		sched_fusion_build(g, NULL, keep, opts, &x->fu_layer[p]);
+		/* the recompute pass writes what the backward reads */
+		for (int v = 0; v < g->n_values; v++)
+			keep[v] = pl->fate[v] == RM_FATE_RECOMPUTED;
+		for (int i = 0; i < g->n_ops; i++)
+			run[i] = i < g->n_fwd_ops && pl->recompute[i];
+		sched_fusion_build(g, run, keep, opts, &x->fu_rec[p]);
+	}
+	for (int k = 0; k < 2 && cfg->mode != RM_SCHED_FSDP2; k++) {
+		const rm_graph *pg = k == 0 ? x->embed : x->head;
+		for (int v = 0; v < pg->n_values; v++)
+			keep[v] = rm_graph_value_is_residual(pg, v);
+		sched_fusion_build(pg, NULL, keep, opts, k == 0 ? &x->fu_embed : &x->fu_head);
+	}
+	free(keep);
+	free(run);
+}
+
+static void finish_fusions(ctx *x)
+{
+	for (int p = 0; p < 2; p++) {
+		sched_fusion_finish(&x->fu_layer[p]);
+		sched_fusion_finish(&x->fu_rec[p]);
+	}
+	sched_fusion_finish(&x->fu_embed);
+	sched_fusion_finish(&x->fu_head);
+}
+
 static void schedule_comp(const ctx *x, comp *c)
 {
 	if (x->cfg->mode != RM_SCHED_XLA) {
@@ -1690,6 +1806,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		rep->offloaded_bytes_step = (int64_t)nr * x.plan.offloaded_bytes;
 	}
 	rep->saved_bytes_step = x.stacks;
+	build_fusions(&x);
 
 	comp fwd = {0}, bwd = {0}, entry = {0};
 	if (cfg->scan) {
@@ -1770,6 +1887,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	comp_finish(&fwd);
 	comp_finish(&bwd);
 	comp_finish(&entry);
+	finish_fusions(&x);
 	rep->plan = x.plan;
 	if (x.recompute_layers > 0)
 		rm_remat_plan_finish(&x.plan_keep);

@@ -114,8 +114,9 @@ Test(schedule, the_pipeliner_gathers_one_layer_ahead_and_reduces_one_behind)
 	/* XLA's collective pipeliner runs before double buffering: in the body of two copies, copy
 	 * 0 gathers the weights of copy 1, copy 1 those of the next iteration's copy 0, so the
 	 * prologue gathers layer 0 alone and at most the running layer and the next are gathered:
-	 * at the seed's memory peak, one layer's matrices (4 x 4096^2 + 3 x 4096 x 11008 bf16 =
-	 * 404,750,336 B) and the LM head's (32000 x 4096 bf16 = 262,144,000 B) */
+	 * at the seed's memory peak, in the backward loop at layer 30 (the loss's fp32 buffers, which
+	 * set it before with the LM head's 262,144,000 B gathered, are fused away), one layer's
+	 * matrices (4 x 4096^2 + 3 x 4096 x 11008 bf16 = 404,750,336 B) */
 	rm_scenario sc;
 	rm_error err;
 	rm_error_clear(&err);
@@ -155,7 +156,7 @@ Test(schedule, the_pipeliner_gathers_one_layer_ahead_and_reduces_one_behind)
 	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
 	rm_breakdown bd;
 	cr_assert_eq(rm_sim_breakdown(sim, &res.memory, &bd, &err), RM_OK, "%s", err.msg);
-	cr_assert_eq(bd.role_bytes[RM_ROLE_GATHERED_PARAM], 404750336LL + 262144000LL, "%lld",
+	cr_assert_eq(bd.role_bytes[RM_ROLE_GATHERED_PARAM], 404750336LL, "%lld",
 		     (long long)bd.role_bytes[RM_ROLE_GATHERED_PARAM]);
 	rm_sim_destroy(sim);
 	rm_program_destroy(prog);
@@ -257,8 +258,11 @@ Test(schedule, slop_factor_or_offloading_turns_them_async_again)
 Test(schedule, offloaded_values_reload_one_iteration_ahead)
 {
 	/* the reloads of iteration i are issued in iteration i - 1: beside what nothing_saveable
-	 * holds, at most two layers' reloaded q, k, v are resident (3 x 2sbh at micro-batch 6 =
-	 * 603,979,776 B a layer), not every layer the copy engine could fetch early */
+	 * holds, at most three layers' reloaded q, k, v are resident (3 x 2sbh at micro-batch 6 =
+	 * 603,979,776 B a layer; the double-buffered body runs two layers an iteration, so the
+	 * running iteration's and the next one's overlap: at the peak, in the backward of layer 29,
+	 * layer 26's are arriving), not every layer the copy engine could fetch early. (Two while the
+	 * loss's fp32 buffers, before fusion, set the peak at the head.) */
 	const char *off[] = {"training.micro_batch=6", "remat.policy=save_and_offload_only_these_names", "remat.names=[]",
 			     "remat.offload_names=[dot_mlp_out, dot_attention_value, dot_attention_query, dot_attention_key]",
 			     NULL};
@@ -267,7 +271,7 @@ Test(schedule, offloaded_values_reload_one_iteration_ahead)
 	run_seed(&a, off);
 	run_seed(&b, none);
 	int64_t layer = 3LL * 2 * 4096 * 4096 * 6;
-	cr_assert_leq(a.m.peak_memory_bytes - b.m.peak_memory_bytes, 2 * layer, "%lld over nothing_saveable",
+	cr_assert_leq(a.m.peak_memory_bytes - b.m.peak_memory_bytes, 3 * layer, "%lld over nothing_saveable",
 		      (long long)(a.m.peak_memory_bytes - b.m.peak_memory_bytes));
 	/* and the copies stay hidden: no slower than recomputing everything */
 	cr_assert_lt(a.m.step_time, b.m.step_time);

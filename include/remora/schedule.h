@@ -61,6 +61,15 @@ typedef enum rm_sched_mode { RM_SCHED_XLA, RM_SCHED_IDEAL, RM_SCHED_FSDP2 } rm_s
 
 /* "xla", "ideal", "fsdp2". */
 const char *rm_sched_mode_name(rm_sched_mode mode);
+/*
+ * Which memory-bound ops run as one kernel (schedules/fusion.c, docs/sim.md "Fusion"). auto: XLA's
+ * fusion under xla and ideal; none under fsdp2 (eager runs decompositions; compiled fsdp2 keeps
+ * one kernel per graph op, see the docs). off: one kernel per graph op everywhere. on: also
+ * compiled fsdp2 (Inductor's fusion of each transformer block, without horizontal fusion).
+ * Eager fsdp2 never fuses.
+ */
+typedef enum rm_fusion_mode { RM_FUSION_AUTO, RM_FUSION_OFF, RM_FUSION_ON } rm_fusion_mode;
+
 typedef enum rm_lhs_cost { RM_LHS_COST_XLA_DEFAULT, RM_LHS_COST_REMORA } rm_lhs_cost;
 
 typedef enum rm_sync_reason {
@@ -112,6 +121,7 @@ typedef struct rm_schedule_config {
 				       * everything (NeMo's recompute_num_layers, block method); 0: all */
 	bool lean;                    /* searches: no tensor names, no self-validation (the engine
 				       * validates the program anyway) */
+	rm_fusion_mode fusion;        /* memory-bound ops as fused kernels (docs/sim.md "Fusion") */
 } rm_schedule_config;
 
 /* Defaults: scan, XLA mode, prefetch 1, XLA's default LHS costs, XLA's flags. */

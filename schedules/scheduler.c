@@ -1654,8 +1654,7 @@ static void index_positions(comp *c)
 static void build_fusions(ctx *x)
 {
 	const rm_schedule_config *cfg = x->cfg;
-	x->fuse = !cfg->eager && cfg->fusion != RM_FUSION_OFF &&
-		  (cfg->mode != RM_SCHED_FSDP2 || cfg->fusion == RM_FUSION_ON);
+	x->fuse = !cfg->eager && cfg->fusion != RM_FUSION_OFF;
 	if (!x->fuse)
 		return;
 	sched_fusion_opts opts = {.horizontal = cfg->mode != RM_SCHED_FSDP2, .gemm_epilogue = cfg->mode != RM_SCHED_FSDP2};

@@ -62,13 +62,12 @@ typedef enum rm_sched_mode { RM_SCHED_XLA, RM_SCHED_IDEAL, RM_SCHED_FSDP2 } rm_s
 /* "xla", "ideal", "fsdp2". */
 const char *rm_sched_mode_name(rm_sched_mode mode);
 /*
- * Which memory-bound ops run as one kernel (schedules/fusion.c, docs/sim.md "Fusion"). auto: XLA's
- * fusion under xla and ideal; none under fsdp2 (eager runs decompositions; compiled fsdp2 keeps
- * one kernel per graph op, see the docs). off: one kernel per graph op everywhere. on: also
- * compiled fsdp2 (Inductor's fusion of each transformer block, without horizontal fusion).
- * Eager fsdp2 never fuses.
+ * Which memory-bound ops run as one kernel (schedules/fusion.c, docs/sim.md "Fusion"). auto: as
+ * the runtime fuses: XLA's fusion under xla and ideal, Inductor's inside each transformer block
+ * under fsdp2 with training.compile, none in eager fsdp2 (its ops run as decompositions). off:
+ * one kernel per graph op everywhere (for comparisons).
  */
-typedef enum rm_fusion_mode { RM_FUSION_AUTO, RM_FUSION_OFF, RM_FUSION_ON } rm_fusion_mode;
+typedef enum rm_fusion_mode { RM_FUSION_AUTO, RM_FUSION_OFF } rm_fusion_mode;
 
 typedef enum rm_lhs_cost { RM_LHS_COST_XLA_DEFAULT, RM_LHS_COST_REMORA } rm_lhs_cost;
 

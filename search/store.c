@@ -48,6 +48,10 @@ static const char *const schema_sql =
 
 #define STORE_COLUMNS 32
 
+/* This search's rows: the scenario's, joined with the keys of its space (load_space); the
+ * candidate's current index is the column after the stored ones. */
+#define SPACE_ROWS "SELECT c.*, sp.idx FROM candidates c JOIN space sp ON sp.key = c.key WHERE c.scenario = ?"
+
 static const char *db_name(const rm_search *s)
 {
 	const char *f = s->db ? sqlite3_db_filename(s->db, "main") : NULL;
@@ -142,7 +146,8 @@ static const char *col_text(sqlite3_stmt *q, int i)
 static bool row_to_result(sqlite3_stmt *q, rm_candidate_result *r)
 {
 	memset(r, 0, sizeof(*r));
-	if (sqlite3_column_count(q) != STORE_COLUMNS)
+	/* the stored columns, and for a space query (SPACE_ROWS) the candidate's index after them */
+	if (sqlite3_column_count(q) != STORE_COLUMNS && sqlite3_column_count(q) != STORE_COLUMNS + 1)
 		return false;
 	int i = 0;
 	snprintf(r->c.key, sizeof(r->c.key), "%s", col_text(q, i++));
@@ -273,6 +278,38 @@ static rm_status prepare_schema(rm_search *s, const char *path, rm_error *err)
 	return search_store_commit(s, err);
 }
 
+/*
+ * The keys of this search's space with their index in it, in a temporary table the queries join
+ * with: a database kept from another search of the same scenario holds rows of other spaces too
+ * (other policies, micro-batches, flag variants), and only this space's rows may be ranked.
+ */
+static rm_status load_space(rm_search *s, rm_error *err)
+{
+	RM_CHECK(exec_sql(s, "CREATE TEMP TABLE IF NOT EXISTS space (key TEXT PRIMARY KEY, idx INTEGER NOT NULL) "
+			     "WITHOUT ROWID; DELETE FROM space;",
+			  err));
+	sqlite3_stmt *ins = NULL;
+	if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO space VALUES (?, ?)", -1, &ins, NULL) != SQLITE_OK)
+		return db_error(s, err, "preparing the search space");
+	RM_CHECK(exec_sql(s, "BEGIN", err));
+	rm_status st = RM_OK;
+	int64_t n = rm_search_count(s);
+	for (int64_t i = 0; i < n && st == RM_OK; i++) {
+		rm_candidate c;
+		rm_search_candidate(s, i, &c);
+		if (sqlite3_bind_text(ins, 1, c.key, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+		    sqlite3_bind_int64(ins, 2, i) != SQLITE_OK || sqlite3_step(ins) != SQLITE_DONE)
+			st = db_error(s, err, "recording the search space");
+		sqlite3_reset(ins);
+	}
+	sqlite3_finalize(ins);
+	if (st != RM_OK) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		return st;
+	}
+	return exec_sql(s, "COMMIT", err);
+}
+
 /* Loads the verified keys of this scenario and deletes the rows that fail their checksum. */
 static rm_status load_keys(rm_search *s, rm_error *err)
 {
@@ -395,6 +432,8 @@ rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
 		st = db_error(s, err, "preparing the insert");
 	if (st == RM_OK)
 		st = load_keys(s, err);
+	if (st == RM_OK)
+		st = load_space(s, err);
 	if (st != RM_OK)
 		search_store_close(s);
 	return st;
@@ -508,8 +547,13 @@ static int next_row(rm_search *s, sqlite3_stmt *q, rm_candidate_result *r, rm_er
 			db_error(s, err, "reading the sweep");
 			return -1;
 		}
-		if (row_to_result(q, r))
+		if (row_to_result(q, r)) {
+			/* the candidate's index in this search's space (a row kept from another search of
+			 * the scenario was stored with its index there) */
+			if (sqlite3_column_count(q) > STORE_COLUMNS)
+				r->c.index = sqlite3_column_int64(q, STORE_COLUMNS);
 			return 1;
+		}
 		rm_log_warn("%s: row %s failed its checksum while reading; left out", db_name(s), col_text(q, 0));
 	}
 }
@@ -518,12 +562,12 @@ int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *ou
 {
 	/* ties broken by the candidate's index so the order is total and the same for every build */
 	static const char *const sql[] = {
-		"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 "
-		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, idx ASC",
-		"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 AND mode = 'xla' "
-		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, idx ASC",
-		"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 AND mode = 'ideal' "
-		"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, length(policy) ASC, idx ASC",
+		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 "
+		"ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, length(c.policy) ASC, sp.idx ASC",
+		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'xla' "
+		"ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, length(c.policy) ASC, sp.idx ASC",
+		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'ideal' "
+		"ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, length(c.policy) ASC, sp.idx ASC",
 	};
 	sqlite3_stmt *q = query(s, sql[filter], err);
 	if (!q)
@@ -538,8 +582,8 @@ int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *ou
 int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *err)
 {
 	sqlite3_stmt *q = query(s,
-				"SELECT * FROM candidates WHERE scenario = ? AND ok = 1 AND fits = 1 "
-				"ORDER BY tokens_per_s_per_gpu DESC, peak_memory_bytes ASC, idx ASC",
+				SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 "
+				"ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, sp.idx ASC",
 				err);
 	if (!q)
 		return -1;
@@ -559,7 +603,7 @@ int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *
 
 bool rm_search_as_written(rm_search *s, rm_candidate_result *out, rm_error *err)
 {
-	sqlite3_stmt *q = query(s, "SELECT * FROM candidates WHERE scenario = ? AND as_written = 1", err);
+	sqlite3_stmt *q = query(s, SPACE_ROWS " AND c.as_written = 1", err);
 	if (!q)
 		return false;
 	bool found = next_row(s, q, out, err) == 1;
@@ -569,7 +613,7 @@ bool rm_search_as_written(rm_search *s, rm_candidate_result *out, rm_error *err)
 
 rm_status rm_search_each(rm_search *s, void (*fn)(const rm_candidate_result *r, void *user), void *user, rm_error *err)
 {
-	sqlite3_stmt *q = query(s, "SELECT * FROM candidates WHERE scenario = ? ORDER BY idx, key", err);
+	sqlite3_stmt *q = query(s, SPACE_ROWS " ORDER BY sp.idx, c.key", err);
 	if (!q)
 		return RM_IO;
 	rm_candidate_result r;
@@ -582,7 +626,8 @@ rm_status rm_search_each(rm_search *s, void (*fn)(const rm_candidate_result *r, 
 
 int64_t rm_search_rows(rm_search *s)
 {
-	sqlite3_stmt *q = query(s, "SELECT count(*) FROM candidates WHERE scenario = ?", NULL);
+	sqlite3_stmt *q = query(s, "SELECT count(*) FROM candidates c JOIN space sp ON sp.key = c.key WHERE c.scenario = ?",
+				NULL);
 	if (!q)
 		return -1;
 	int rc = sqlite3_step(q);

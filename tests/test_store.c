@@ -502,3 +502,35 @@ Test(store, a_database_must_be_a_regular_file)
 	struct stat st;
 	cr_assert_neq(stat("/dev/null-journal", &st), 0, "no journal was made beside the device");
 }
+
+Test(store, rows_of_another_search_space_are_not_ranked)
+{
+	/* two searches of one scenario share a database: the second asks for nothing_saveable
+	 * only, so dots_saveable's row (faster, stored by the first) must not be its winner, nor
+	 * appear among its rows; what it ranks is what a fresh search ranks */
+	char dir[64], db[128];
+	rm_scenario sc;
+	tiny_scenario("model: gpt-2\ntraining: {seq_len: 1024}\n", dir, sizeof(dir), &sc);
+	db_path(db, sizeof(db));
+	rm_search_progress p;
+	rm_search *s = run(&sc, NULL, db, &p);
+	cr_assert_eq(rm_search_rows(s), 3, "as written + 2 policies");
+	rm_search_destroy(s);
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_scenario_set(&sc, "search.policies=[nothing_saveable]", &err), RM_OK, "%s", err.msg);
+	s = run(&sc, NULL, db, &p);
+	rm_search *fresh = run(&sc, NULL, NULL, &p);
+	cr_assert_eq(rm_search_rows(s), 2, "as written + nothing_saveable, not the stored dots_saveable");
+	rm_candidate_result a[4], b[4];
+	int na = rm_search_top(s, RM_SEARCH_ANY, a, 4, &err), nb = rm_search_top(fresh, RM_SEARCH_ANY, b, 4, &err);
+	cr_assert_eq(na, nb);
+	for (int i = 0; i < na; i++) {
+		cr_assert_str_eq(a[i].c.key, b[i].c.key);
+		cr_assert_eq(a[i].c.index, b[i].c.index);
+		cr_assert_null(strstr(a[i].c.policy, "dots_saveable"), "%s", a[i].c.policy);
+	}
+	cr_assert_eq(sql_int(db, "SELECT count(*) FROM candidates"), 3, "the other space's row is kept, not ranked");
+	rm_search_destroy(s);
+	rm_search_destroy(fresh);
+}

@@ -397,3 +397,38 @@ bool rm__fy_message_path(const char *msg, const char *base, char *out, size_t si
 	out[o] = '\0';
 	return true;
 }
+
+static struct fy_node *find_nul(struct fy_node *n, int depth)
+{
+	if (!n || depth > 512)
+		return NULL;
+	if (fy_node_is_scalar(n)) {
+		size_t len = 0;
+		const char *t = fy_node_get_scalar(n, &len);
+		return t && len > 0 && memchr(t, '\0', len) ? n : NULL;
+	}
+	void *it = NULL;
+	if (fy_node_is_mapping(n)) {
+		struct fy_node_pair *p;
+		while ((p = fy_node_mapping_iterate(n, &it)) != NULL) {
+			struct fy_node *bad = find_nul(fy_node_pair_key(p), depth + 1);
+			if (!bad)
+				bad = find_nul(fy_node_pair_value(p), depth + 1);
+			if (bad)
+				return bad;
+		}
+	} else if (fy_node_is_sequence(n)) {
+		struct fy_node *item;
+		while ((item = fy_node_sequence_iterate(n, &it)) != NULL) {
+			struct fy_node *bad = find_nul(item, depth + 1);
+			if (bad)
+				return bad;
+		}
+	}
+	return NULL;
+}
+
+struct fy_node *rm__fy_find_nul_scalar(struct fy_node *n)
+{
+	return find_nul(n, 0);
+}

@@ -17,6 +17,13 @@
 void rm__fy_node_position(struct fy_node *node, int *line, int *column);
 
 /*
+ * The first scalar, key or value, under n (depth first, in document order) whose text holds a
+ * NUL character: an escaped "\0" or "\u0000", which C strings would silently cut short. NULL
+ * when there is none.
+ */
+struct fy_node *rm__fy_find_nul_scalar(struct fy_node *n);
+
+/*
  * 1-based line of the first line of text that starts with '%' (a YAML directive such as
  * "%YAML 1.2"), 0 when there is none. Lines end at '\n' or '\r' (as libfyaml counts them); a
  * UTF-8 byte order mark before the first line is skipped. libfyaml 0.7.12 (Debian 12) scans a

@@ -396,6 +396,13 @@ rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
 		goto out_diag;
 	}
 	cfg_reader r = {.path = path, .text = text, .len = len, .root = fy_document_root(doc), .err = err};
+	struct fy_node *nul = rm__fy_find_nul_scalar(r.root);
+	if (nul) {
+		int nl, nc;
+		rm__fy_node_start(text, len, true, nul, &nl, &nc);
+		st = rm_error_set(err, RM_PARSE, path, nl, nc, "a string holds a NUL character (\\u0000), which no key or value may");
+		goto out_doc;
+	}
 	if (!r.root) {
 		st = rm_error_set(err, RM_PARSE, path, 1, 1, "empty file: expected a JSON object");
 		goto out_doc;

@@ -634,6 +634,18 @@ static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm
 		else
 			rm_error_set(err, RM_PARSE, path, line, col, "%s: %s", json ? "invalid JSON" : "invalid YAML", what);
 	}
+	struct fy_node *nul = doc ? rm__fy_find_nul_scalar(fy_document_root(doc)) : NULL;
+	if (nul) {
+		int line, col;
+		rm__fy_node_start(text, len, json, nul, &line, &col);
+		if (set)
+			rm_error_set(err, RM_PARSE, NULL, 0, 0, "--set %.60s: the value holds a NUL character (\\0)", set);
+		else
+			rm_error_set(err, RM_PARSE, path, line, col,
+				     "a string holds a NUL character (an escaped \\0 or \\u0000), which no key or value may");
+		fy_document_destroy(doc);
+		doc = NULL;
+	}
 	fy_diag_destroy(diag);
 	return doc;
 }
@@ -735,15 +747,36 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 	path[klen] = '\0';
 	const key_desc *k = find_key(path);
 	if (!k) {
-		char known[2048] = "";
+		/* the keys of the same section when there are any (they fit a message), else the
+		 * sections and top-level keys */
+		char known[700] = "";
+		const char *dot = strchr(path, '.');
+		size_t sect = dot ? (size_t)(dot - path) + 1 : 0;
+		bool any = false;
+		for (size_t i = 0; i < RM_ARRAY_SIZE(keys) && sect; i++)
+			any |= strncmp(keys[i].path, path, sect) == 0;
 		for (size_t i = 0; i < RM_ARRAY_SIZE(keys); i++) {
+			if (any ? strncmp(keys[i].path, path, sect) != 0 : strchr(keys[i].path, '.') != NULL)
+				continue;
 			size_t used = strlen(known);
-			snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "", keys[i].path);
+			snprintf(known + used, sizeof(known) - used, "%s%s", used ? ", " : "", keys[i].path);
 		}
-		return rm_error_set(err, RM_UNKNOWN_KEY, NULL, 0, 0, "--set: unknown key \"%s\" (keys: %s)", path, known);
+		if (!any)
+			for (size_t i = 0; i < RM_ARRAY_SIZE(sections); i++) {
+				size_t used = strlen(known);
+				snprintf(known + used, sizeof(known) - used, "%s%s.*", used ? ", " : "", sections[i]);
+			}
+		return rm_error_set(err, RM_UNKNOWN_KEY, NULL, 0, 0, "--set: unknown key \"%s\" (%s: %s; docs/scenarios.md)",
+				    path, any ? "keys here" : "sections and keys", known);
 	}
 	const char *value = eq + 1;
-	reader r = {.set = assignment, .err = err};
+	/* messages quote the override, shortened so that the reason always fits */
+	char shown[112];
+	if (strlen(assignment) > 96)
+		snprintf(shown, sizeof(shown), "%.*s...", 93, assignment);
+	else
+		snprintf(shown, sizeof(shown), "%s", assignment);
+	reader r = {.set = shown, .err = err};
 	rm_status st;
 	if (append && k->type != K_STR && k->type != K_FLAGS)
 		return rm_error_set(err, RM_USAGE, NULL, 0, 0, "--set %s+=: only string keys such as xla_flags append",
@@ -771,7 +804,7 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 			memcpy(dst, next, strlen(next) + 1);
 		free(next);
 	} else {
-		struct fy_document *doc = parse_doc(value, strlen(value), false, err, NULL, assignment);
+		struct fy_document *doc = parse_doc(value, strlen(value), false, err, NULL, shown);
 		if (!doc)
 			return RM_PARSE;
 		struct fy_node *root = fy_document_root(doc);

@@ -417,6 +417,14 @@ static struct fy_document *parse_yaml(const creader *r)
 		rm_error_set(r->err, RM_PARSE, r->path, line, col, "%s: %s", r->json ? "invalid JSON" : "invalid YAML",
 			     what);
 	}
+	struct fy_node *nul = doc ? rm__fy_find_nul_scalar(fy_document_root(doc)) : NULL;
+	if (nul) {
+		rm__fy_node_start(r->text, r->len, r->json, nul, &line, &col);
+		rm_error_set(r->err, RM_PARSE, r->path, line, col,
+			     "a string holds a NUL character (an escaped \\0 or \\u0000), which no key or value may");
+		fy_document_destroy(doc);
+		doc = NULL;
+	}
 	fy_diag_destroy(diag);
 	return doc;
 }

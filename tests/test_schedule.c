@@ -594,6 +594,24 @@ Test(scenario, bad_files_point_at_the_key)
 	expect_scenario_error("model: llama-2-7b\nxla:\n  allocator: platform\n  mem_fraction: 0.9\n", RM_INVALID, 4, 17,
 			      "takes no fraction");
 	expect_scenario_error("model: llama-2-7b\nxla:\n  donate: maybe\n", RM_INVALID, 3, 11, "xla.donate");
+	/* an escaped NUL would cut the C string short: "0.4.30\0junk" must not read as 0.4.30 */
+	expect_scenario_error("model: llama-2-7b\nxla:\n  version: \"0.4.30\\0junk\"\n", RM_PARSE, 3, 12, "NUL character");
+	expect_scenario_error("model: \"llama-2-7b\\u0000x\"\n", RM_PARSE, 1, 8, "NUL character");
+	/* a long --set value is shortened in the message so that the reason still shows; an
+	 * unknown key lists its section's keys */
+	{
+		rm_scenario sc;
+		rm_error err;
+		rm_scenario_init(&sc);
+		char set[2100];
+		memset(set, 'x', sizeof(set) - 1);
+		set[sizeof(set) - 1] = '\0';
+		memcpy(set, "xla.donate=", 11);
+		cr_assert_eq(rm_scenario_set(&sc, set, &err), RM_INVALID);
+		cr_assert(strstr(err.msg, "...: xla.donate: expected true or false"), "%s", err.msg);
+		cr_assert_eq(rm_scenario_set(&sc, "xla.bogus=1", &err), RM_UNKNOWN_KEY);
+		cr_assert(strstr(err.msg, "xla.version, xla.mem_fraction, xla.allocator, xla.donate"), "%s", err.msg);
+	}
 }
 
 /*

@@ -45,6 +45,10 @@ static void print_text(const rm_sim *sim)
 	       rm_format_bytes(m->memory_capacity_bytes, b3, sizeof(b3)),
 	       rm_format_bytes(m->memory_capacity_bytes - m->memory_usable_bytes, b4, sizeof(b4)),
 	       m->fits ? "fits" : "DOES NOT FIT");
+	if (m->num_ooms > 0 && m->peak_reserved_bytes > 0 && m->peak_reserved_bytes < m->peak_memory_bytes)
+		printf("WARNING            the live buffers pass the allocator's pool of %s (runtime.alloc_fraction of HBM):\n"
+		       "                   XLA fails with RESOURCE_EXHAUSTED\n",
+		       rm_format_bytes(m->peak_reserved_bytes, b3, sizeof(b3)));
 	if (m->mfu > 1.0)
 		printf("WARNING            MFU above 100%%: the program's model_flops (%.3g) exceed what the step can "
 		       "execute at the BF16 peak; check model_flops\n",

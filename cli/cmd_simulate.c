@@ -49,10 +49,14 @@ static void simulate_usage(FILE *out, const char *cmd)
 static void print_memory(const rm_sim_metrics *m, const rm_memory_budget *b, const rm_sim_options *opt)
 {
 	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
-	if (opt->allocator == RM_SIM_ALLOC_JAX_PREALLOC)
-		printf("  peak memory        %s of the %s BFC pool  %s\n", rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
-		       rm_format_bytes(m->peak_reserved_bytes, b2, sizeof(b2)), m->fits ? "fits" : "DOES NOT FIT");
-	else
+	if (opt->allocator == RM_SIM_ALLOC_JAX_PREALLOC) {
+		printf("  peak memory        %s of the %s BFC pool (%s of HBM usable)  %s\n",
+		       rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)), rm_format_bytes(m->peak_reserved_bytes, b2, sizeof(b2)),
+		       rm_format_bytes(m->memory_usable_bytes, b3, sizeof(b3)), m->fits ? "fits" : "DOES NOT FIT");
+		if (m->peak_reserved_bytes > m->memory_usable_bytes)
+			printf("  WARNING            the BFC pool is larger than the usable HBM: xla.mem_fraction leaves no room\n"
+			       "                     for the CUDA context and NCCL's buffers\n");
+	} else
 		printf("  peak memory        %s of %s usable  %s\n", rm_format_bytes(m->peak_memory_bytes, b1, sizeof(b1)),
 		       rm_format_bytes(m->memory_usable_bytes, b2, sizeof(b2)), m->fits ? "fits" : "DOES NOT FIT");
 	printf("  peak reserved      %s (%s", rm_format_bytes(m->peak_reserved_bytes, b1, sizeof(b1)),

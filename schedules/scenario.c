@@ -1233,6 +1233,13 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			rm_log_warn("xla_flags have no effect under scheduler.mode fsdp2");
 		c->scan = false;
 	}
+	if (c->mode != RM_SCHED_XLA) {
+		/* JAX's client settings and jax.checkpoint's barrier shape XLA's schedule only */
+		static const char *const xla_only[] = {"xla.mem_fraction", "xla.allocator", "xla.donate", "remat.prevent_cse"};
+		for (size_t i = 0; i < RM_ARRAY_SIZE(xla_only); i++)
+			if (pos_of(sc, xla_only[i]))
+				rm_log_warn("%s has no effect under scheduler.mode %s", xla_only[i], rm_sched_mode_name(c->mode));
+	}
 	c->recompute_num_layers = (int)sc->recompute_num_layers;
 	/* jax.checkpoint's and flax nn.remat's default */
 	c->prevent_cse = sc->prevent_cse != 0;

@@ -432,3 +432,29 @@ struct fy_node *rm__fy_find_nul_scalar(struct fy_node *n)
 {
 	return find_nul(n, 0);
 }
+
+bool rm__fy_has_second_document(const char *text, size_t len, int *line)
+{
+	*line = 0;
+	struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO};
+	struct fy_parser *fyp = fy_parser_create(&cfg);
+	if (!fyp)
+		return false;
+	bool second = false;
+	if (fy_parser_set_string(fyp, text, len) == 0) {
+		struct fy_document *a = fy_parse_load_document(fyp);
+		struct fy_document *b = a ? fy_parse_load_document(fyp) : NULL;
+		if (b) {
+			second = true;
+			struct fy_node *root = fy_document_root(b);
+			int col = 0;
+			if (root)
+				rm__fy_node_position(root, line, &col);
+			fy_parse_document_destroy(fyp, b);
+		}
+		if (a)
+			fy_parse_document_destroy(fyp, a);
+	}
+	fy_parser_destroy(fyp);
+	return second;
+}

@@ -24,6 +24,13 @@ void rm__fy_node_position(struct fy_node *node, int *line, int *column);
 struct fy_node *rm__fy_find_nul_scalar(struct fy_node *n);
 
 /*
+ * Whether text (already parsed once as a whole document) holds a second YAML document after the
+ * first ("---" or "..." then more), which a reader of one document would silently ignore; *line
+ * is the 1-based line where the second starts (0 when unknown).
+ */
+bool rm__fy_has_second_document(const char *text, size_t len, int *line);
+
+/*
  * 1-based line of the first line of text that starts with '%' (a YAML directive such as
  * "%YAML 1.2"), 0 when there is none. Lines end at '\n' or '\r' (as libfyaml counts them); a
  * UTF-8 byte order mark before the first line is skipped. libfyaml 0.7.12 (Debian 12) scans a

@@ -634,6 +634,14 @@ static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm
 		else
 			rm_error_set(err, RM_PARSE, path, line, col, "%s: %s", json ? "invalid JSON" : "invalid YAML", what);
 	}
+	int second_line = 0;
+	if (doc && !json && !set && rm__fy_has_second_document(text, len, &second_line)) {
+		rm_error_set(err, RM_PARSE, path, second_line > 0 ? second_line : 1, 1,
+			     "a second YAML document: a scenario is one document (remove the '---' and what follows, or "
+			     "merge them)");
+		fy_document_destroy(doc);
+		return NULL;
+	}
 	struct fy_node *nul = doc ? rm__fy_find_nul_scalar(fy_document_root(doc)) : NULL;
 	if (nul) {
 		int line, col;

@@ -597,6 +597,8 @@ Test(scenario, bad_files_point_at_the_key)
 	/* an escaped NUL would cut the C string short: "0.4.30\0junk" must not read as 0.4.30 */
 	expect_scenario_error("model: llama-2-7b\nxla:\n  version: \"0.4.30\\0junk\"\n", RM_PARSE, 3, 12, "NUL character");
 	expect_scenario_error("model: \"llama-2-7b\\u0000x\"\n", RM_PARSE, 1, 8, "NUL character");
+	/* a second document would be ignored: refused where it starts */
+	expect_scenario_error("model: llama-2-7b\n---\nmodel: gpt-2\n", RM_PARSE, 3, 1, "a second YAML document");
 	/* a long --set value is shortened in the message so that the reason still shows; an
 	 * unknown key lists its section's keys */
 	{

@@ -436,10 +436,17 @@ struct fy_node *rm__fy_find_nul_scalar(struct fy_node *n)
 bool rm__fy_has_second_document(const char *text, size_t len, int *line)
 {
 	*line = 0;
-	struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO};
+	/* a diagnostic object of our own: one libfyaml creates for the parser is not freed with it */
+	struct fy_diag_cfg dcfg;
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL;
+	struct fy_diag *diag = fy_diag_create(&dcfg);
+	struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO, .diag = diag};
 	struct fy_parser *fyp = fy_parser_create(&cfg);
-	if (!fyp)
+	if (!fyp) {
+		fy_diag_destroy(diag);
 		return false;
+	}
 	bool second = false;
 	if (fy_parser_set_string(fyp, text, len) == 0) {
 		struct fy_document *a = fy_parse_load_document(fyp);
@@ -456,5 +463,6 @@ bool rm__fy_has_second_document(const char *text, size_t len, int *line)
 			fy_parse_document_destroy(fyp, a);
 	}
 	fy_parser_destroy(fyp);
+	fy_diag_destroy(diag);
 	return second;
 }

@@ -640,7 +640,7 @@ static struct fy_document *parse_doc(const char *text, size_t len, bool json, rm
 			     "a second YAML document: a scenario is one document (remove the '---' and what follows, or "
 			     "merge them)");
 		fy_document_destroy(doc);
-		return NULL;
+		doc = NULL;
 	}
 	struct fy_node *nul = doc ? rm__fy_find_nul_scalar(fy_document_root(doc)) : NULL;
 	if (nul) {

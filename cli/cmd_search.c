@@ -285,6 +285,10 @@ int cli_cmd_search(int argc, char **argv)
 			sets[n_sets++] = optarg;
 			break;
 		case 'd':
+			if (!*optarg) {
+				free(sets);
+				return cli_usage_error("search", "--db needs a file name (an empty one would be a temporary database)");
+			}
 			db = optarg;
 			break;
 		case 'J':
@@ -303,10 +307,15 @@ int cli_cmd_search(int argc, char **argv)
 			json = true;
 			break;
 		case 't':
-			trace = optarg;
-			break;
 		case 'p':
-			plot = optarg;
+			if (!*optarg) {
+				free(sets);
+				return cli_usage_error("search", c == 't' ? "--trace needs a file name" : "--plot needs a directory");
+			}
+			if (c == 't')
+				trace = optarg;
+			else
+				plot = optarg;
 			break;
 		case OPT_STOP:
 			if (!cli_parse_positive("search", "--stop-after", optarg, &stop_after)) {

@@ -159,6 +159,9 @@ static rm_status build_space(rm_search *s, rm_error *err)
 			dup |= s->mbs[j] == sc->search_micro_batches[i];
 		if (!dup)
 			s->mbs[s->n_mbs++] = sc->search_micro_batches[i];
+		else
+			rm_log_warn("search.micro_batches[%d] %lld is listed already; counted once", i,
+				    (long long)sc->search_micro_batches[i]);
 	}
 	if (s->n_mbs == 0)
 		s->mbs[s->n_mbs++] = s->res0.train.micro_batch;

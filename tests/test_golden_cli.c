@@ -258,6 +258,8 @@ Test(cli_errors, bad_usage_exits_2)
 		{"simulate", "missing SCENARIO"},
 		{"search", "missing SCENARIO"},
 		{"search x.yaml --jobs 0", "--jobs expects a positive integer"},
+		{"search x.yaml --db ''", "--db needs a file name"},
+		{"search x.yaml --trace ''", "--trace needs a file name"},
 		/* a malformed --set is usage in every command that takes one, before any file is read */
 		{"simulate x.yaml --set training.micro_batch", "--set expects KEY=VALUE"},
 		{"schedule x.yaml --set =4", "got '=4'"},

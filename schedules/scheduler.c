@@ -1244,6 +1244,16 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 	free(ev);
 }
 
+/* The optimizer step as one multi-tensor kernel (AdamW, fused): it reads the parameters, master
+ * weights, gradients and optimizer state of the shard and writes all but the gradients back,
+ * 12 FLOPs a parameter (the emitted op and the LHS's price of it). */
+static rm_elementwise_cost optimizer_update_cost(const rm_static_memory *sm)
+{
+	int64_t rw = sm->params + sm->master + sm->optimizer;
+	return (rm_elementwise_cost){.bytes_read = rw + sm->grads, .bytes_written = rw,
+				     .flops = 12.0 * (double)sm->shard_elems, .cls = RM_MB_OPTIMIZER};
+}
+
 static void emit_optimizer(emitter *e)
 {
 	const ctx *x = e->x;
@@ -1265,10 +1275,7 @@ static void emit_optimizer(emitter *e)
 		emit(e, &c, gin, 1, NULL, 0, -1, NULL);
 	}
 	rm_program_op_desc d = rm_program_op_desc_init("optimizer/update", RM_COST_ELEMENTWISE, e->s_compute);
-	/* read params, master, grads and optimizer state; write all but the grads back */
-	int64_t rw = sm.params + sm.master + sm.optimizer;
-	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = rw + sm.grads, .bytes_written = rw,
-						   .flops = 12.0 * (double)sm.shard_elems, .cls = RM_MB_OPTIMIZER};
+	d.cost.elementwise = optimizer_update_cost(&sm);
 	d.phase = RM_PPHASE_OPTIMIZER;
 	int32_t in[4] = {e->param_shard, e->master, e->opt_state, e->grad_shard};
 	emit(e, &d, in, 4, NULL, 0, -1, NULL);
@@ -1405,9 +1412,7 @@ static double optimizer_units(const ctx *x)
 {
 	if (timed_costs(x)) {
 		rm_static_memory sm = rm_workload_static_memory(x->wl);
-		int64_t rw = sm.params + sm.master + sm.optimizer;
-		rm_cost_op c = {.kind = RM_COST_ELEMENTWISE,
-				.elementwise = {.bytes_read = rw + sm.grads, .bytes_written = rw, .cls = RM_MB_OPTIMIZER}};
+		rm_cost_op c = {.kind = RM_COST_ELEMENTWISE, .elementwise = optimizer_update_cost(&sm)};
 		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
 	}
 	const rm_graph *gs[3] = {x->embed, x->layer, x->head};

@@ -826,7 +826,7 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 
 /* ---- resolution ---- */
 
-static const rm_scenario_pos *pos_of(const rm_scenario *sc, const char *key)
+const rm_scenario_pos *rm_scenario_key_pos(const rm_scenario *sc, const char *key)
 {
 	for (int i = 0; i < sc->n_pos; i++)
 		if (strcmp(sc->pos[i].key, key) == 0)
@@ -874,7 +874,7 @@ static rm_status at_key(const rm_scenario *sc, const char *key, rm_error *err)
 {
 	if (!err)
 		return RM_INVALID;
-	const rm_scenario_pos *p = pos_of(sc, key);
+	const rm_scenario_pos *p = rm_scenario_key_pos(sc, key);
 	if (!p && (p = section_key_pos(sc, key, err->msg)) != NULL)
 		key = p->key;
 	char msg[sizeof(err->msg)];
@@ -1004,9 +1004,9 @@ const char *rm_scenario_model_file(const rm_scenario *sc, char *buf, size_t size
 const char *rm_scenario_hardware_spec(const rm_scenario *sc, char *buf, size_t size)
 {
 	const char *colon = strrchr(sc->hardware, ':');
-	const rm_scenario_pos *p = pos_of(sc, "hardware.profile");
+	const rm_scenario_pos *p = rm_scenario_key_pos(sc, "hardware.profile");
 	if (!p)
-		p = pos_of(sc, "hardware");
+		p = rm_scenario_key_pos(sc, "hardware");
 	bool from_file = p && p->line > 0; /* a --set value is relative to where remora runs */
 	if (from_file && colon && colon != sc->hardware && sc->hardware[0] != '/' && sc->dir[0] && strcmp(sc->dir, ".") != 0)
 		snprintf(buf, size, "%s/%s", sc->dir, sc->hardware);
@@ -1060,7 +1060,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	 * the model's config.json is */
 	char hw_spec[1100];
 	rm_scenario_hardware_spec(sc, hw_spec, sizeof(hw_spec));
-	const char *hw_key = pos_of(sc, "hardware.profile") ? "hardware.profile" : "hardware";
+	const char *hw_key = rm_scenario_key_pos(sc, "hardware.profile") ? "hardware.profile" : "hardware";
 	if (resolver(hw_spec, NULL, 0, 0, &out->hw, NULL, err) != RM_OK)
 		return at_key(sc, hw_key, err);
 	if (apply_hardware_overrides(sc, &out->hw, true, err) != RM_OK)
@@ -1104,7 +1104,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			 {"training.attention_kernel", offsetof(rm_scenario, attention_kernel)},
 			 {"training.gemm_dtype", offsetof(rm_scenario, gemm_dtype)}};
 	for (size_t i = 0; i < RM_ARRAY_SIZE(enum_keys); i++)
-		if (pos_of(sc, enum_keys[i].key) && !((const char *)sc + enum_keys[i].off)[0])
+		if (rm_scenario_key_pos(sc, enum_keys[i].key) && !((const char *)sc + enum_keys[i].off)[0])
 			return key_error(sc, enum_keys[i].key, err, RM_INVALID, "empty value (leave the key out for the default)");
 	if (sc->loss[0] && !rm_loss_kind_parse(sc->loss, &t.loss))
 		return key_error(sc, "training.loss", err, RM_INVALID, "expected plain, chunked or fused, got \"%s\"",
@@ -1160,7 +1160,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			return err ? err->status : RM_INVALID;
 		rm_cost_nccl_init(&out->cost, &nccl);
 	}
-	if (pos_of(sc, "memory_headroom_gib")) {
+	if (rm_scenario_key_pos(sc, "memory_headroom_gib")) {
 		double hb = sc->memory_headroom_gib * (double)RM_GiB;
 		if (!(hb >= 0))
 			return key_error(sc, "memory_headroom_gib", err, RM_RANGE,
@@ -1173,7 +1173,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	} else {
 		out->memory = rm_memory_budget_default(&out->hw, (int)t.fsdp, fsdp_nodes);
 		if (out->memory.usable_bytes <= 0)
-			return key_error(sc, pos_of(sc, "hardware.hbm_gib") ? "hardware.hbm_gib" : "hardware", err, RM_RANGE,
+			return key_error(sc, rm_scenario_key_pos(sc, "hardware.hbm_gib") ? "hardware.hbm_gib" : "hardware", err, RM_RANGE,
 					 "%.2f GiB of HBM leave nothing for tensors: the CUDA context, NCCL buffers and "
 					 "cuBLASLt workspace take %.2f GiB",
 					 out->hw.hbm_bytes / (double)RM_GiB, out->memory.headroom_bytes / (double)RM_GiB);
@@ -1202,7 +1202,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return at_key(sc, "remat.policy", err);
 	}
 	/* the version's defaults, then the user's flags on top (docs/xla-versions.md) */
-	int xla_version = sc->xla_version[0] ? rm_xla_version_find(sc->xla_version) : pos_of(sc, "xla.version") ? -1 : 0;
+	int xla_version = sc->xla_version[0] ? rm_xla_version_find(sc->xla_version) : rm_scenario_key_pos(sc, "xla.version") ? -1 : 0;
 	if (xla_version < 0) {
 		char known[256];
 		rm_scenario_resolved_finish(out);
@@ -1234,7 +1234,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	}
 	/* PyTorch runs its layers as Python code: there is no scan to keep stacked residuals */
 	if (c->mode == RM_SCHED_FSDP2) {
-		if (pos_of(sc, "remat.scan") && sc->scan)
+		if (rm_scenario_key_pos(sc, "remat.scan") && sc->scan)
 			rm_log_warn("remat.scan: true has no effect under scheduler.mode fsdp2 (PyTorch runs its layers "
 				    "unrolled)");
 		if (sc->xla_flags[0])
@@ -1245,7 +1245,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		/* JAX's client settings and jax.checkpoint's barrier shape XLA's schedule only */
 		static const char *const xla_only[] = {"xla.mem_fraction", "xla.allocator", "xla.donate", "remat.prevent_cse"};
 		for (size_t i = 0; i < RM_ARRAY_SIZE(xla_only); i++)
-			if (pos_of(sc, xla_only[i]))
+			if (rm_scenario_key_pos(sc, xla_only[i]))
 				rm_log_warn("%s has no effect under scheduler.mode %s", xla_only[i], rm_sched_mode_name(c->mode));
 	}
 	c->recompute_num_layers = (int)sc->recompute_num_layers;

@@ -167,10 +167,7 @@ static rm_status build_space(rm_search *s, rm_error *err)
 		s->mbs[s->n_mbs++] = s->res0.train.micro_batch;
 	s->n_variants = 0;
 	if (s->res0.sched.mode == RM_SCHED_FSDP2 && sc->n_search_flag_variants > 0) {
-		const rm_scenario_pos *at = NULL;
-		for (int i = 0; i < sc->n_pos && !at; i++)
-			if (strcmp(sc->pos[i].key, "search.flag_variants") == 0)
-				at = &sc->pos[i];
+		const rm_scenario_pos *at = rm_scenario_key_pos(sc, "search.flag_variants");
 		if (at && at->line > 0)
 			rm_log_warn("%s:%d:%d: search.flag_variants are XLA flags; scheduler.mode fsdp2 has none, so each "
 				    "candidate runs once",

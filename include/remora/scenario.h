@@ -147,6 +147,10 @@ const char *rm_scenario_model_file(const rm_scenario *sc, char *buf, size_t size
  * value, a profile name or an absolute path is returned as written. */
 const char *rm_scenario_hardware_spec(const rm_scenario *sc, char *buf, size_t size);
 
+/* Where key (a dotted path, "search.flag_variants") was set: its 1-based line and column in
+ * the file (line 0 for a --set override), or NULL when the scenario never set it. */
+const rm_scenario_pos *rm_scenario_key_pos(const rm_scenario *sc, const char *key);
+
 /*
  * The resolved run: everything a simulation's result depends on, resolved from a scenario (owns
  * what it points to). simulate, schedule, search and (through the programs they write)

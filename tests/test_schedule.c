@@ -28,6 +28,22 @@ static const char *seed_path(void)
 	return path;
 }
 
+/* Resolves sc, schedules it and simulates the program into r. */
+static void resolve_and_run(run *r, const rm_scenario *sc)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_scenario_resolve(sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
+	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
+	cr_assert_not_null(r->prog, "%s", err.msg);
+	rm_sim_options opt = {.hw_queues = r->res.hw_queues};
+	rm_sim *s = rm_sim_create(r->prog, &r->res.hw, &opt, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
+	r->m = *rm_sim_get_metrics(s);
+	rm_sim_destroy(s);
+}
+
 /* Loads the seed scenario, applies the overrides (NULL-terminated), schedules and simulates. */
 static void run_seed(run *r, const char *const *sets)
 {
@@ -38,15 +54,7 @@ static void run_seed(run *r, const char *const *sets)
 	cr_assert_eq(rm_scenario_load(seed_path(), &sc, &err), RM_OK, "%s", err.msg);
 	for (int i = 0; sets && sets[i]; i++)
 		cr_assert_eq(rm_scenario_set(&sc, sets[i], &err), RM_OK, "%s: %s", sets[i], err.msg);
-	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
-	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
-	cr_assert_not_null(r->prog, "%s", err.msg);
-	rm_sim_options opt = {.hw_queues = r->res.hw_queues};
-	rm_sim *s = rm_sim_create(r->prog, &r->res.hw, &opt, &err);
-	cr_assert_not_null(s, "%s", err.msg);
-	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
-	r->m = *rm_sim_get_metrics(s);
-	rm_sim_destroy(s);
+	resolve_and_run(r, &sc);
 }
 
 static void run_finish(run *r)
@@ -379,15 +387,7 @@ static void run_text(run *r, const char *text)
 	rm_error_clear(&err);
 	rm_scenario_init(&sc);
 	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
-	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
-	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
-	cr_assert_not_null(r->prog, "%s", err.msg);
-	rm_sim_options opt = {.hw_queues = r->res.hw_queues};
-	rm_sim *s = rm_sim_create(r->prog, &r->res.hw, &opt, &err);
-	cr_assert_not_null(s, "%s", err.msg);
-	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
-	r->m = *rm_sim_get_metrics(s);
-	rm_sim_destroy(s);
+	resolve_and_run(r, &sc);
 }
 
 static int ops_named(const rm_program *p, const char *prefix)

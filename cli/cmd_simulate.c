@@ -194,6 +194,10 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "hardware", rm_json_string(res->hw.name));
 	json_object_set_new(o, "gpus", json_integer(res->gpus));
 	json_object_set_new(o, "fsdp", json_integer(res->train.fsdp));
+	json_object_set_new(o, "dp_replicate", json_integer(res->train.dp_replicate));
+	json_object_set_new(o, "zero", json_integer(res->train.zero));
+	json_object_set_new(o, "replica_collectives", json_integer(rep->replica_collectives));
+	json_object_set_new(o, "replica_sync_collectives", json_integer(rep->replica_sync));
 	json_object_set_new(o, "seq_len", json_integer(res->train.seq_len));
 	json_object_set_new(o, "micro_batch", json_integer(res->train.micro_batch));
 	json_object_set_new(o, "grad_accum", json_integer(res->train.grad_accum));
@@ -364,8 +368,21 @@ static int run(const char *cmd, int argc, char **argv)
 		rc = cli_print_json(doc);
 	} else {
 		char b3[32], b4[32], b5[32], b6[32], pol[4096], fl[4096];
-		printf("%s on %d x %s, FSDP %lld, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
-		       res.hw.name, (long long)res.train.fsdp, (long long)res.train.seq_len,
+		char par[96];
+		if (res.train.dp_replicate > 1 && res.train.fsdp > 1)
+			snprintf(par, sizeof(par), "FSDP %lld x %lld replicas (HSDP)", (long long)res.train.fsdp,
+				 (long long)res.train.dp_replicate);
+		else if (res.train.dp_replicate > 1)
+			snprintf(par, sizeof(par), "data parallel %lld (no FSDP)", (long long)res.train.dp_replicate);
+		else
+			snprintf(par, sizeof(par), "FSDP %lld", (long long)res.train.fsdp);
+		if (res.train.zero < 3 && res.train.dp_replicate > 1) {
+			size_t n = strlen(par);
+			snprintf(par + n, sizeof(par) - n, ", ZeRO-%d over %lld", res.train.zero,
+				 (long long)(res.train.fsdp * res.train.dp_replicate));
+		}
+		printf("%s on %d x %s, %s, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
+		       res.hw.name, par, (long long)res.train.seq_len,
 		       (long long)res.train.micro_batch, (long long)res.train.grad_accum,
 		       res.sched.mode == RM_SCHED_XLA     ? "XLA schedule"
 		       : res.sched.mode == RM_SCHED_FSDP2 ? "PyTorch FSDP2"
@@ -408,6 +425,10 @@ static int run(const char *cmd, int argc, char **argv)
 				first = false;
 			}
 		printf("%s\n", first ? "" : ")");
+		if (rep.replica_collectives)
+			printf("  across replicas    %d collectives over %lld GPUs on %d node(s) (%d on the compute stream)\n",
+			       rep.replica_collectives, (long long)res.train.dp_replicate,
+			       res.sched.replica_nodes > 0 ? res.sched.replica_nodes : 1, rep.replica_sync);
 		bool no_limit = res.sched.mode == RM_SCHED_XLA && rep.memory_limit_bytes == 0;
 		const char *base_from = res.sched.device_memory_bytes > 0 ? "scheduler.device_memory_gib"
 					: res.sched.platform_allocator    ? "80% of HBM (platform allocator)"

@@ -248,6 +248,8 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.micro_batch = 1,
 		.grad_accum = 1,
 		.fsdp = 1,
+		.dp_replicate = 1,
+		.zero = 3,
 		.dtype = RM_DTYPE_BF16,
 		.param_dtype = RM_DTYPE_BF16,
 		.grad_dtype = RM_DTYPE_BF16,
@@ -323,11 +325,19 @@ static rm_status check_size_bounds(const rm_model_config *m, const rm_train_conf
 
 rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config *t, rm_error *err)
 {
-	if (t->seq_len <= 0 || t->micro_batch <= 0 || t->grad_accum <= 0 || t->fsdp <= 0)
+	if (t->seq_len <= 0 || t->micro_batch <= 0 || t->grad_accum <= 0 || t->fsdp <= 0 || t->dp_replicate <= 0)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
-				    "seq_len, micro_batch, grad_accum and fsdp must be positive (got %lld, %lld, %lld, %lld)",
-				    (long long)t->seq_len, (long long)t->micro_batch,
-				    (long long)t->grad_accum, (long long)t->fsdp);
+				    "seq_len, micro_batch, grad_accum, fsdp and dp_replicate must be positive (got %lld, "
+				    "%lld, %lld, %lld, %lld)",
+				    (long long)t->seq_len, (long long)t->micro_batch, (long long)t->grad_accum,
+				    (long long)t->fsdp, (long long)t->dp_replicate);
+	if (t->zero < 1 || t->zero > 3)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "zero must be 1, 2 or 3 (got %d)", t->zero);
+	if (t->zero < 3 && t->master_shards)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "zero %d shards the optimizer over more GPUs than the parameters, but with "
+				    "master_shards the fp32 parameter shard is the master itself (FSDP2 runs zero 3)",
+				    t->zero);
 	if (m->learned_pos && t->seq_len > m->max_pos)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
 				    "seq_len %lld exceeds the %lld learned positions of %s",
@@ -1061,19 +1071,24 @@ rm_static_memory rm_workload_static_memory(const rm_workload *wl)
 {
 	rm_static_memory s = {0};
 	int64_t f = wl->train.fsdp;
+	int64_t psize = rm_dtype_size(wl->train.param_dtype), gsize = rm_dtype_size(wl->train.grad_dtype);
 	s.shard_elems = (wl->params.total + f - 1) / f;
-	s.params = s.shard_elems * rm_dtype_size(wl->train.param_dtype);
-	s.master = wl->train.master_weights ? s.shard_elems * 4 : 0;
+	s.opt_group = wl->train.zero < 3 ? f * wl->train.dp_replicate : f;
+	s.opt_elems = (wl->params.total + s.opt_group - 1) / s.opt_group;
+	s.params = s.shard_elems * psize;
+	s.update_params = s.opt_elems * psize;
+	s.master = wl->train.master_weights ? s.opt_elems * 4 : 0;
 	if (wl->train.master_shards && wl->train.master_weights)
-		s.params = 0; /* the fp32 shard is the parameter; all-gathers cast it on the way */
-	s.grads = s.shard_elems * rm_dtype_size(wl->train.grad_dtype);
+		s.params = s.update_params = 0; /* the fp32 shard is the parameter; all-gathers cast it */
+	s.grads = (wl->train.zero == 2 ? s.opt_elems : s.shard_elems) * gsize;
+	s.update_grads = s.opt_elems * gsize;
 	int64_t moment = rm_dtype_size(wl->train.optimizer_dtype);
 	switch (wl->train.optimizer) {
 	case RM_OPT_ADAMW:
-		s.optimizer = 2 * moment * s.shard_elems;
+		s.optimizer = 2 * moment * s.opt_elems;
 		break;
 	case RM_OPT_SGD_MOMENTUM:
-		s.optimizer = moment * s.shard_elems;
+		s.optimizer = moment * s.opt_elems;
 		break;
 	default:
 		s.optimizer = 0;

@@ -39,6 +39,7 @@ static const key_desc keys[] = {
 	{"training.seq_len", K_INT, S(seq_len), 0, 1, 1 << 24},
 	{"training.micro_batch", K_INT, S(micro_batch), 0, 1, 1 << 16},
 	{"training.grad_accum", K_INT, S(grad_accum), 0, 1, 512},
+	{"training.global_batch", K_INT, S(global_batch), 0, 1, INT64_C(1) << 40},
 	{"training.dtype", K_STR, S(dtype), 0, 0, 0},
 	{"training.grad_dtype", K_STR, S(grad_dtype), 0, 0, 0},
 	{"training.optimizer_dtype", K_STR, S(optimizer_dtype), 0, 0, 0},
@@ -53,6 +54,16 @@ static const key_desc keys[] = {
 	{"training.gemm_dtype", K_STR, S(gemm_dtype), 0, 0, 0},
 	{"training.fp8_all_gather", K_TRIBOOL, S(fp8_all_gather), 0, 0, 0},
 	{"parallelism.fsdp", K_INT, S(fsdp), 0, 1, 1 << 20},
+	{"parallelism.dp_replicate", K_INT, S(dp_replicate), 0, 1, 1 << 20},
+	{"parallelism.zero", K_INT, S(zero), 0, 1, 3},
+	{"parallelism.tp", K_INT, S(tp), 0, 1, 1 << 20},
+	{"parallelism.sp", K_TRIBOOL, S(sp), 0, 0, 0},
+	{"parallelism.async_tp", K_TRIBOOL, S(async_tp), 0, 0, 0},
+	{"parallelism.pp", K_INT, S(pp), 0, 1, 1 << 20},
+	{"parallelism.pp_schedule", K_STR, S(pp_schedule), 0, 0, 0},
+	{"parallelism.virtual_stages", K_INT, S(virtual_stages), 0, 1, 1 << 20},
+	{"parallelism.cp", K_INT, S(cp), 0, 1, 1 << 20},
+	{"parallelism.ep", K_INT, S(ep), 0, 1, 1 << 20},
 	{"remat.scan", K_BOOL, S(scan), 0, 0, 0},
 	{"remat.recompute_num_layers", K_INT, S(recompute_num_layers), 0, 0, 1 << 20},
 	{"remat.prevent_cse", K_TRIBOOL, S(prevent_cse), 0, 0, 0},
@@ -93,6 +104,7 @@ void rm_scenario_init(rm_scenario *sc)
 	sc->nodes = 1;
 	sc->master_weights = sc->fused_attention = sc->causal = -1;
 	sc->compile = sc->grad_clip = sc->fp8_all_gather = sc->reshard_after_forward = -1;
+	sc->sp = sc->async_tp = -1;
 	sc->scan = true;
 	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
@@ -1077,7 +1089,52 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		t.micro_batch = sc->micro_batch;
 	if (sc->grad_accum)
 		t.grad_accum = sc->grad_accum;
-	t.fsdp = sc->fsdp ? sc->fsdp : out->gpus;
+	/* the parallelism remora does not model yet: refused by name, so that a scenario written
+	 * for another tool never runs as something it is not */
+	{
+		static const struct {
+			const char *key;
+			size_t off;
+			const char *what;
+		} later[] = {{"parallelism.tp", offsetof(rm_scenario, tp), "tensor parallelism"},
+			     {"parallelism.pp", offsetof(rm_scenario, pp), "pipeline parallelism"},
+			     {"parallelism.virtual_stages", offsetof(rm_scenario, virtual_stages), "interleaved pipeline stages"},
+			     {"parallelism.cp", offsetof(rm_scenario, cp), "context parallelism"},
+			     {"parallelism.ep", offsetof(rm_scenario, ep), "expert parallelism"}};
+		for (size_t i = 0; i < RM_ARRAY_SIZE(later); i++)
+			if (*(const int64_t *)((const char *)sc + later[i].off) > 1)
+				return key_error(sc, later[i].key, err, RM_UNSUPPORTED,
+						 "%s is not modelled yet: remora models the data-parallel family "
+						 "(parallelism.fsdp, dp_replicate, zero); set it to 1 or leave it out",
+						 later[i].what);
+		if (sc->sp > 0 || sc->async_tp > 0)
+			return key_error(sc, sc->sp > 0 ? "parallelism.sp" : "parallelism.async_tp", err, RM_UNSUPPORTED,
+					 "%s needs tensor parallelism, which is not modelled yet; set it to false "
+					 "or leave it out",
+					 sc->sp > 0 ? "sequence parallelism" : "async tensor parallelism");
+		if (sc->pp_schedule[0] && (sc->pp <= 1 || !rm_scenario_key_pos(sc, "parallelism.pp")))
+			return key_error(sc, "parallelism.pp_schedule", err, RM_UNSUPPORTED,
+					 "a pipeline schedule needs parallelism.pp > 1, and pipeline parallelism "
+					 "is not modelled yet; leave it out");
+	}
+	/* data parallelism: fsdp x dp_replicate GPUs, all of them */
+	if (sc->fsdp && sc->dp_replicate) {
+		if (sc->fsdp * sc->dp_replicate != out->gpus)
+			return key_error(sc, "parallelism.dp_replicate", err, RM_INVALID,
+					 "fsdp %lld x dp_replicate %lld = %lld GPUs, but the cluster has %d (%lld x %lld)",
+					 (long long)sc->fsdp, (long long)sc->dp_replicate,
+					 (long long)(sc->fsdp * sc->dp_replicate), out->gpus, (long long)gpn,
+					 (long long)sc->nodes);
+		t.fsdp = sc->fsdp;
+	} else if (sc->dp_replicate) {
+		if (sc->dp_replicate > out->gpus || out->gpus % sc->dp_replicate != 0)
+			return key_error(sc, "parallelism.dp_replicate", err, RM_INVALID,
+					 "dp_replicate %lld must divide the %d GPUs of the cluster (%lld x %lld)",
+					 (long long)sc->dp_replicate, out->gpus, (long long)gpn, (long long)sc->nodes);
+		t.fsdp = out->gpus / sc->dp_replicate;
+	} else {
+		t.fsdp = sc->fsdp ? sc->fsdp : out->gpus;
+	}
 	if (sc->dtype[0] && !rm_dtype_parse(sc->dtype, &t.dtype))
 		return key_error(sc, "training.dtype", err, RM_INVALID, "unknown dtype \"%s\" (bf16, fp16, fp32)", sc->dtype);
 	if (sc->grad_dtype[0] && !rm_dtype_parse(sc->grad_dtype, &t.grad_dtype))
@@ -1134,14 +1191,46 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
 				 "an FSDP group across nodes must take whole nodes of %lld GPUs (got %lld)", (long long)gpn,
 				 (long long)t.fsdp);
-	if (out->gpus / t.fsdp > 1)
-		rm_log_warn("%d GPUs with FSDP %lld: the %d replicas run the same schedule; data-parallel "
-			    "gradient all-reduce across replicas is not modelled yet",
-			    out->gpus, (long long)t.fsdp, (int)(out->gpus / t.fsdp));
+	t.dp_replicate = out->gpus / t.fsdp;
+	if (t.dp_replicate > 1 && t.fsdp < gpn && gpn % t.fsdp != 0)
+		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
+				 "FSDP groups of %lld GPUs do not tile nodes of %lld GPUs: a group would straddle two "
+				 "nodes",
+				 (long long)t.fsdp, (long long)gpn);
+	/* the replica group: one GPU of each FSDP group, over the nodes the groups tile */
+	int replica_nodes = (int)(sc->nodes / fsdp_nodes);
+	if (sc->zero)
+		t.zero = (int)sc->zero;
+	if (t.zero < 3 && strcasecmp(sc->mode, "fsdp2") == 0)
+		return key_error(sc, "parallelism.zero", err, RM_INVALID,
+				 "zero %d applies to scheduler.mode xla or ideal: PyTorch FSDP2 shards the optimizer "
+				 "state over the FSDP group (zero 3), replicated across dp_replicate",
+				 t.zero);
+	if (t.zero < 3 && t.dp_replicate == 1)
+		rm_log_warn("parallelism.zero %d with one replica shards exactly as zero 3 does (over the %lld GPUs "
+			    "of the FSDP group)",
+			    t.zero, (long long)t.fsdp);
+	if (sc->global_batch) {
+		int64_t per_step = t.micro_batch * t.fsdp * t.dp_replicate;
+		if (sc->global_batch % per_step != 0)
+			return key_error(sc, "training.global_batch", err, RM_INVALID,
+					 "global_batch %lld is not a multiple of micro_batch %lld x %lld data-parallel "
+					 "GPUs = %lld sequences per micro-batch step",
+					 (long long)sc->global_batch, (long long)t.micro_batch,
+					 (long long)(t.fsdp * t.dp_replicate), (long long)per_step);
+		int64_t accum = sc->global_batch / per_step;
+		if (sc->grad_accum && sc->grad_accum != accum)
+			return key_error(sc, "training.global_batch", err, RM_INVALID,
+					 "global_batch %lld = micro_batch %lld x %lld data-parallel GPUs x %lld "
+					 "micro-batches, but training.grad_accum says %lld",
+					 (long long)sc->global_batch, (long long)t.micro_batch,
+					 (long long)(t.fsdp * t.dp_replicate), (long long)accum, (long long)sc->grad_accum);
+		t.grad_accum = accum;
+	}
 	/* the program holds L x grad_accum copies of a layer's ops (each micro-batch has its own
 	 * tensors): bound it so a scenario cannot ask for gigabytes of schedule */
 	if (out->model.layers * t.grad_accum > RM_SCENARIO_MAX_LAYER_STEPS)
-		return key_error(sc, sc->grad_accum ? "training.grad_accum" : "model", err, RM_RANGE,
+		return key_error(sc, sc->global_batch ? "training.global_batch" : sc->grad_accum ? "training.grad_accum" : "model", err, RM_RANGE,
 				 "%lld layers x grad_accum %lld = %lld layer passes per step, over the %d remora "
 				 "simulates in one program; lower training.grad_accum (the step time scales "
 				 "linearly with it past a few micro-batches)",
@@ -1172,6 +1261,13 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		out->memory = rm_memory_budget_with_headroom(&out->hw, (int)t.fsdp, fsdp_nodes, (int64_t)hb);
 	} else {
 		out->memory = rm_memory_budget_default(&out->hw, (int)t.fsdp, fsdp_nodes);
+		if (t.dp_replicate > 1) {
+			/* the replica group's communicator holds its own buffers */
+			rm_memory_budget rb = rm_memory_budget_default(&out->hw, (int)t.dp_replicate, replica_nodes);
+			out->memory.nccl_buffer_bytes += rb.nccl_buffer_bytes;
+			out->memory.headroom_bytes += rb.nccl_buffer_bytes;
+			out->memory.usable_bytes -= rb.nccl_buffer_bytes;
+		}
 		if (out->memory.usable_bytes <= 0)
 			return key_error(sc, rm_scenario_key_pos(sc, "hardware.hbm_gib") ? "hardware.hbm_gib" : "hardware", err, RM_RANGE,
 					 "%.2f GiB of HBM leave nothing for tensors: the CUDA context, NCCL buffers and "
@@ -1220,6 +1316,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	*c = rm_schedule_config_default(out->wl, out->policy, &out->hw);
 	c->flags = out->flags;
 	c->fsdp_nodes = fsdp_nodes;
+	c->replica_nodes = replica_nodes;
 	c->scan = sc->scan;
 	if (strcasecmp(sc->mode, "xla") == 0)
 		c->mode = RM_SCHED_XLA;

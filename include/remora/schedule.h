@@ -93,6 +93,8 @@ typedef struct rm_schedule_config {
 	rm_xla_flags flags;
 	const rm_hw_profile *hw;
 	int fsdp_nodes;               /* nodes the FSDP group spans (>= 1) */
+	int replica_nodes;            /* nodes the replica group (wl->train.dp_replicate GPUs, one of
+				       * each FSDP group) spans; 0: 1 */
 	bool scan;                    /* layers under lax.scan (default) or unrolled */
 	rm_sched_mode mode;
 	int prefetch_depth;           /* ideal mode: all-gathers issued this many layers ahead */
@@ -136,8 +138,13 @@ typedef struct rm_schedule_report {
 				       * iteration (XLA, something recomputed) */
 	int64_t first_memory_sync_tracked_bytes; /* tracked memory at the first memory-rule
 						  * decision of the first computation that had one; 0: none */
-	int collectives, async, sync;
+	int collectives, async, sync;  /* the FSDP group's (the ones XLA's scheduler places) */
 	int sync_by_reason[RM_SYNC_REASON_COUNT];
+	/* across the replicas of the FSDP group (dp_replicate > 1): each gradient reduction's
+	 * cross-replica all-reduce or reduce-scatter (behind it on its stream; sync when it is), the
+	 * per-layer all-reduces of data parallelism without FSDP, and the all-gather of the updated
+	 * parameters after a ZeRO-1/2 optimizer step */
+	int replica_collectives, replica_sync;
 	rm_remat_plan plan;          /* the per-layer remat plan (owned; rm_schedule_report_finish) */
 	int64_t saved_bytes_step;    /* L x per-layer saved bytes (+ the scan carry), per micro-batch */
 	int64_t offloaded_bytes_step;

@@ -149,6 +149,13 @@ typedef struct rm_train_config {
 	int64_t micro_batch;   /* b, sequences per GPU per micro-batch */
 	int64_t grad_accum;    /* micro-batches per step */
 	int64_t fsdp;          /* FSDP degree: parameters, gradients, optimizer sharded over it */
+	int64_t dp_replicate;  /* HSDP: replicas of the FSDP group (data parallel across them); the
+				* data-parallel degree is fsdp x dp_replicate */
+	int zero;              /* ZeRO stage over the data-parallel GPUs: 3 (default) shards the
+				* optimizer state over the FSDP group only (replicated across replicas, as
+				* HSDP does); 1 shards the optimizer state and fp32 master over all
+				* fsdp x dp_replicate GPUs (parameters and gradients stay sharded over
+				* fsdp); 2 also keeps only that slice of the reduced gradients */
 	rm_dtype dtype;        /* activations and compute (bf16) */
 	rm_dtype param_dtype;  /* parameters as gathered for compute (bf16) */
 	rm_dtype grad_dtype;   /* gradients (bf16; fp32 for fp32 reduce-scatter) */
@@ -327,18 +334,26 @@ double rm_workload_mfu_flops_per_token(const rm_workload *wl);
 /* FLOPs the op graphs execute per micro-batch: embedding + L * layer + head, all phases. */
 double rm_workload_executed_flops(const rm_workload *wl);
 
-/* Static (persistent) memory per GPU under FSDP, in bytes. */
+/* Static (persistent) memory per GPU under FSDP / HSDP / ZeRO, in bytes. */
 typedef struct rm_static_memory {
-	int64_t shard_elems;   /* ceil(params / fsdp) */
+	int64_t shard_elems;   /* ceil(params / fsdp): the parameter shard */
+	int64_t opt_group;     /* GPUs the optimizer state is sharded over: fsdp (zero 3), or
+				* fsdp x dp_replicate (zero 1, 2) */
+	int64_t opt_elems;     /* ceil(params / opt_group): the slice the optimizer updates */
 	int64_t params;        /* shard_elems * param dtype */
-	int64_t master;        /* shard_elems * 4 with fp32 master weights, else 0 */
-	int64_t grads;         /* shard_elems * grad dtype */
-	int64_t optimizer;     /* AdamW: 2 * 4 * shard_elems; SGD momentum: 4 * shard_elems */
+	int64_t master;        /* opt_elems * 4 with fp32 master weights, else 0 */
+	int64_t grads;         /* shard_elems * grad dtype (zero 2: opt_elems * grad dtype) */
+	int64_t optimizer;     /* AdamW: 2 * moment bytes * opt_elems; SGD momentum: 1 * */
+	int64_t update_params; /* bytes of parameters the optimizer step writes: opt_elems * param dtype
+				* (0 when the fp32 master shard is the parameter) */
+	int64_t update_grads;  /* bytes of reduced gradients the optimizer step reads: opt_elems * grad dtype */
 	int64_t total;
 } rm_static_memory;
 
 /*
- * Static memory per GPU: every parameter, gradient and optimizer state sharded evenly over the
+ * Static memory per GPU: every parameter and gradient sharded evenly over the FSDP group, the
+ * optimizer state and fp32 master over the optimizer group (ZeRO stage 1/2: all data-parallel GPUs;
+ * Rajbhandari et al. 2020, section 5: P_os and P_os+g) and otherwise over the
  * FSDP group (with master_shards and master weights the param_dtype shard is not kept: FSDP2's fp32
  * shards, 4 + 4 + 8 = 16 bytes per parameter with fp32 gradients) (ZeRO stage 3 convention: Rajbhandari et al. 2020, section 3: 2 + 2 + 12 bytes per
  * parameter for mixed-precision Adam, i.e. bf16 params, bf16 grads, fp32 master, fp32 m and v).

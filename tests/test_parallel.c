@@ -1,0 +1,252 @@
+/*
+ * The data-parallel family (docs/parallelism.md): HSDP replicas of the FSDP group, ZeRO stages
+ * 1-3, data parallelism without FSDP, training.global_batch, and the parallelism keys remora
+ * refuses by name. Every figure below is computed by hand from Llama-2-7B's shapes
+ * (docs/reference/models.csv): 6,738,415,616 parameters; a layer holds 4 x 4096^2 (attention) +
+ * 3 x 4096 x 11008 (MLP) = 202,375,168 matrix elements and 2 x 4096 = 8,192 norm weights; the
+ * embedding and the untied head 32,000 x 4096 = 131,072,000 each; the final norm 4,096.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remora/scenario.h"
+#include "remora/schedule.h"
+#include "remora/sim.h"
+#include "remora/workload.h"
+
+#define P7B 6738415616LL
+
+typedef struct run {
+	rm_scenario_resolved res;
+	rm_schedule_report rep;
+	rm_program *prog;
+	rm_sim_metrics m;
+} run;
+
+static void run_text(run *r, const char *text)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
+	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
+	cr_assert_not_null(r->prog, "%s", err.msg);
+	rm_sim_options opt = {.hw_queues = r->res.hw_queues};
+	rm_sim *s = rm_sim_create(r->prog, &r->res.hw, &opt, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
+	r->m = *rm_sim_get_metrics(s);
+	rm_sim_destroy(s);
+}
+
+static void run_finish(run *r)
+{
+	rm_program_destroy(r->prog);
+	rm_schedule_report_finish(&r->rep);
+	rm_scenario_resolved_finish(&r->res);
+}
+
+/* Bytes (full buffers) of the collectives of a group size and kind; count in *n. */
+static int64_t coll_bytes(const rm_program *p, int group, rm_coll kind, int *n)
+{
+	int64_t b = 0;
+	*n = 0;
+	for (int32_t i = 0; i < p->n_ops; i++) {
+		const rm_program_op *op = &p->ops[i];
+		if (op->cost.kind == RM_COST_COLLECTIVE && op->cost.collective.group_size == group &&
+		    op->cost.collective.op == kind) {
+			b += op->cost.collective.bytes;
+			(*n)++;
+		}
+	}
+	return b;
+}
+
+static const rm_program_op *op_named(const rm_program *p, const char *name)
+{
+	for (int32_t i = 0; i < p->n_ops; i++)
+		if (strcmp(p->ops[i].name, name) == 0)
+			return &p->ops[i];
+	return NULL;
+}
+
+Test(parallel, zero_stages_shard_the_optimizer_over_all_data_parallel_gpus)
+{
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(rm_model_config_resolve("llama-2-7b", &m, &err), RM_OK, "%s", err.msg);
+	rm_train_config t = rm_train_config_default(&m);
+	t.fsdp = 8;
+	t.dp_replicate = 32;
+	/* zero 3 (HSDP): everything over the 8 of the FSDP group: 842,301,952 elements each */
+	rm_workload *wl = rm_workload_create(&m, &t, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	rm_static_memory s = rm_workload_static_memory(wl);
+	cr_assert_eq(s.shard_elems, P7B / 8);
+	cr_assert_eq(s.opt_group, 8);
+	cr_assert_eq(s.master, 4 * (P7B / 8));
+	cr_assert_eq(s.optimizer, 8 * (P7B / 8));
+	rm_workload_destroy(wl);
+	/* zero 1 over 8 x 32 = 256 (the seed report's job): 6,738,415,616 / 256 = 26,321,936 exactly;
+	 * bf16 parameters and gradients stay over 8 */
+	t.zero = 1;
+	wl = rm_workload_create(&m, &t, &err);
+	s = rm_workload_static_memory(wl);
+	cr_assert_eq(s.opt_group, 256);
+	cr_assert_eq(s.opt_elems, 26321936);
+	cr_assert_eq(s.params, 1684603904);
+	cr_assert_eq(s.grads, 1684603904);
+	cr_assert_eq(s.master, 105287744);
+	cr_assert_eq(s.optimizer, 210575488);
+	cr_assert_eq(s.update_params, 52643872);
+	cr_assert_eq(s.total, 1684603904LL * 2 + 105287744 + 210575488);
+	rm_workload_destroy(wl);
+	/* zero 2 keeps only the optimizer's slice of the reduced gradients */
+	t.zero = 2;
+	wl = rm_workload_create(&m, &t, &err);
+	s = rm_workload_static_memory(wl);
+	cr_assert_eq(s.grads, 52643872);
+	rm_workload_destroy(wl);
+	/* out of range */
+	t.zero = 4;
+	cr_assert_null(rm_workload_create(&m, &t, &err));
+	cr_assert(strstr(err.msg, "zero must be 1, 2 or 3"), "%s", err.msg);
+}
+
+#define HSDP "model: llama-2-7b\ncluster: {gpus_per_node: 8, nodes: 2}\ntraining: {seq_len: 1024}\n" \
+	     "remat: {policy: nothing_saveable}\n"
+
+Test(parallel, an_hsdp_step_reduces_one_gradient_across_the_replicas)
+{
+	/* fsdp 8 x dp_replicate 2: after each reduction over the node, the same bytes cross the
+	 * 2 replicas: per layer the reduce-scatter's output 202,375,168 / 8 x 2 B = 50,593,792 and the
+	 * norms' all-reduce 8,192 x 2 = 16,384; the embedding's and head's 131,072,000 / 8 x 2 =
+	 * 32,768,000 each; the final norm's 8,192. 32 x 50,610,176 + 65,536,000 + 8,192 =
+	 * 1,685,069,824 B: the gradient shard (P / 8 x 2 = 1,684,603,904) plus the 7/8 of the
+	 * replicated norms' (266,240 x 2 x 7/8 = 465,920) */
+	run a;
+	run_text(&a, HSDP "parallelism: {fsdp: 8, dp_replicate: 2}\n");
+	int n_ar, n_rs, n_ag;
+	int64_t ar = coll_bytes(a.prog, 2, RM_COLL_ALL_REDUCE, &n_ar);
+	coll_bytes(a.prog, 2, RM_COLL_REDUCE_SCATTER, &n_rs);
+	coll_bytes(a.prog, 2, RM_COLL_ALL_GATHER, &n_ag);
+	cr_assert_eq(ar, 1685069824LL, "%lld", (long long)ar);
+	cr_assert_eq(n_rs + n_ag, 0);
+	cr_assert_eq(a.rep.replica_collectives, n_ar);
+	/* the replica group has one GPU in each node */
+	const rm_program_op *r = op_named(a.prog, "layer05/bwd/reduce-scatter0/replicas");
+	cr_assert_not_null(r);
+	cr_assert_eq(r->cost.collective.span, 2);
+	const rm_program_op *rs = op_named(a.prog, "layer05/bwd/reduce-scatter0");
+	cr_assert_not_null(rs);
+	cr_assert_eq(r->cost.collective.bytes * 8, rs->cost.collective.bytes);
+	cr_assert_eq(a.res.train.dp_replicate, 2);
+	run_finish(&a);
+	/* without replicas: none, and the step is no slower */
+	run b;
+	run_text(&b, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n");
+	cr_assert_eq(b.rep.replica_collectives, 0);
+	run_finish(&b);
+}
+
+Test(parallel, zero1_reduce_scatters_across_replicas_and_gathers_the_updated_slices)
+{
+	run a;
+	run_text(&a, HSDP "parallelism: {fsdp: 8, dp_replicate: 2, zero: 1}\n");
+	int n;
+	/* the same bytes as HSDP's all-reduces, now reduce-scatters (the norms' stay all-reduces) */
+	int64_t rs = coll_bytes(a.prog, 2, RM_COLL_REDUCE_SCATTER, &n);
+	int64_t ar = coll_bytes(a.prog, 2, RM_COLL_ALL_REDUCE, &n);
+	cr_assert_eq(rs + ar, 1685069824LL);
+	cr_assert_eq(ar, 32 * 16384 + 8192);
+	/* after the step, the parameter shard (P / 8 x 2 B) gathered from the two slices */
+	int64_t ag = coll_bytes(a.prog, 2, RM_COLL_ALL_GATHER, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ag, 1684603904LL);
+	/* the optimizer updates P / 16 = 421,150,976 elements: reads bf16 parameters 2, fp32
+	 * master 4, two fp32 moments 8 and the bf16 gradient 2 B of each, writes all but the
+	 * gradient */
+	const rm_program_op *u = op_named(a.prog, "optimizer/update");
+	cr_assert_not_null(u);
+	cr_assert_eq(u->cost.elementwise.bytes_read, 421150976LL * 16);
+	cr_assert_eq(u->cost.elementwise.bytes_written, 421150976LL * 14);
+	run_finish(&a);
+}
+
+Test(parallel, data_parallelism_without_fsdp_all_reduces_every_gradient)
+{
+	/* fsdp 1 x 8 replicas (DDP): every layer's 202,383,360 parameters x 2 B after its backward,
+	 * the embedding, head and final norm's 262,148,096 x 2 B before the step: P x 2 B in all */
+	run a;
+	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		     "parallelism: {fsdp: 1}\n");
+	int n;
+	int64_t ar = coll_bytes(a.prog, 8, RM_COLL_ALL_REDUCE, &n);
+	cr_assert_eq(ar, P7B * 2, "%lld", (long long)ar);
+	cr_assert_eq(n, 33);
+	cr_assert_eq(a.res.train.dp_replicate, 8);
+	/* no FSDP gathers */
+	coll_bytes(a.prog, 8, RM_COLL_ALL_GATHER, &n);
+	cr_assert_eq(n, 0);
+	run_finish(&a);
+}
+
+Test(parallel, global_batch_sets_the_micro_batches)
+{
+	/* 16 GPUs x micro_batch 2 = 32 sequences per micro-batch step: 128 sequences are 4 */
+	run a;
+	run_text(&a, "model: llama-2-7b\ncluster: {gpus_per_node: 8, nodes: 2}\nparallelism: {fsdp: 8}\n"
+		     "training: {seq_len: 1024, micro_batch: 2, global_batch: 128}\n");
+	cr_assert_eq(a.res.train.grad_accum, 4);
+	cr_assert_eq(a.res.train.dp_replicate, 2);
+	run_finish(&a);
+}
+
+static void expect_error(const char *text, rm_status st, int line, int col, const char *needle)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	rm_status got = rm_scenario_parse(text, strlen(text), "bad.yaml", &sc, &err);
+	if (got == RM_OK) {
+		rm_scenario_resolved res;
+		got = rm_scenario_resolve(&sc, NULL, &res, &err);
+		if (got == RM_OK)
+			rm_scenario_resolved_finish(&res);
+	}
+	cr_assert_eq(got, st, "%s -> %s (%s)", text, rm_status_name(got), err.msg);
+	cr_assert_eq(err.line, line, "%s: line %d (%s)", text, err.line, err.msg);
+	cr_assert_eq(err.column, col, "%s: column %d (%s)", text, err.column, err.msg);
+	cr_assert(strstr(err.msg, needle), "'%s' lacks '%s'", err.msg, needle);
+}
+
+Test(parallel, bad_combinations_name_the_key)
+{
+	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  fsdp: 8\n  dp_replicate: 4\n", RM_INVALID, 5,
+		     17, "fsdp 8 x dp_replicate 4 = 32 GPUs, but the cluster has 16");
+	expect_error("model: llama-2-7b\nparallelism:\n  dp_replicate: 3\n", RM_INVALID, 3, 17, "must divide the 8 GPUs");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  fsdp: 3\n", RM_INVALID, 4, 9,
+		     "straddle two nodes");
+	expect_error("model: llama-2-7b\nparallelism:\n  zero: 1\nscheduler: {mode: fsdp2}\n", RM_INVALID, 3, 9,
+		     "PyTorch FSDP2 shards the optimizer state over the FSDP group");
+	expect_error("model: llama-2-7b\nparallelism:\n  zero: 0\n", RM_RANGE, 3, 9, "outside [1, 3]");
+	expect_error("model: llama-2-7b\ntraining:\n  micro_batch: 2\n  global_batch: 20\n", RM_INVALID, 4, 17,
+		     "not a multiple of micro_batch 2 x 8 data-parallel GPUs = 16");
+	expect_error("model: llama-2-7b\ntraining:\n  grad_accum: 2\n  global_batch: 32\n", RM_INVALID, 4, 17,
+		     "but training.grad_accum says 2");
+	/* what is not modelled yet is refused by name */
+	expect_error("model: llama-2-7b\nparallelism:\n  tp: 2\n", RM_UNSUPPORTED, 3, 7, "tensor parallelism is not modelled yet");
+	expect_error("model: llama-2-7b\nparallelism:\n  pp: 4\n", RM_UNSUPPORTED, 3, 7, "pipeline parallelism");
+	expect_error("model: llama-2-7b\nparallelism:\n  sp: true\n", RM_UNSUPPORTED, 3, 7, "needs tensor parallelism");
+	expect_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 1f1b\n", RM_UNSUPPORTED, 3, 16,
+		     "needs parallelism.pp > 1");
+	/* degree 1 is fine */
+	run a;
+	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nparallelism: {tp: 1, pp: 1, cp: 1, ep: 1}\n");
+	run_finish(&a);
+}

@@ -250,3 +250,52 @@ Test(parallel, bad_combinations_name_the_key)
 	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nparallelism: {tp: 1, pp: 1, cp: 1, ep: 1}\n");
 	run_finish(&a);
 }
+
+/* The seed report's 70B job (data/scenarios/seed-llama2-70b-hsdp8x32-h100.yaml): with the four
+ * names the layers' collectives stay async at micro-batch 1 and go to the compute stream at 2,
+ * by XLA's memory rules (docs/parallelism.md); without names, at 4. */
+static rm_schedule_report seed70(const char *const *sets, int *layer_sync)
+{
+	rm_scenario sc;
+	rm_error err;
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/scenarios/seed-llama2-70b-hsdp8x32-h100.yaml", getenv("REMORA_DATA_DIR"));
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	for (int i = 0; sets[i]; i++)
+		cr_assert_eq(rm_scenario_set(&sc, sets[i], &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.train.fsdp, 8);
+	cr_assert_eq(res.train.dp_replicate, 32);
+	cr_assert_eq(res.sched.replica_nodes, 32);
+	rm_schedule_report rep;
+	rm_program *p = rm_schedule_build(&res.sched, &rep, &err);
+	cr_assert_not_null(p, "%s", err.msg);
+	*layer_sync = rep.sync_by_reason[RM_SYNC_MEMORY_PEAK_OVER_LIMIT] + rep.sync_by_reason[RM_SYNC_DECREASE_MEMORY_OVER_LIMIT];
+	rm_program_destroy(p);
+	rm_scenario_resolved_finish(&res);
+	return rep;
+}
+
+Test(parallel, the_seed_70b_job_goes_synchronous_at_micro_batch_2_with_names_and_4_without)
+{
+	static const char *const n1[] = {"training.micro_batch=1", NULL}, *const n2[] = {"training.micro_batch=2", NULL},
+				 *const e3[] = {"training.micro_batch=3", "remat.names=[]", NULL},
+				 *const e4[] = {"training.micro_batch=4", "remat.names=[]", NULL};
+	int s1, s2, s3, s4;
+	rm_schedule_report r;
+	r = seed70(n1, &s1);
+	rm_schedule_report_finish(&r);
+	r = seed70(n2, &s2);
+	rm_schedule_report_finish(&r);
+	r = seed70(e3, &s3);
+	rm_schedule_report_finish(&r);
+	r = seed70(e4, &s4);
+	cr_assert_eq(r.collectives, 325);
+	rm_schedule_report_finish(&r);
+	cr_assert_eq(s1, 0);
+	cr_assert_eq(s2, 237);
+	cr_assert_eq(s3, 0);
+	cr_assert_eq(s4, 237);
+}

@@ -194,6 +194,8 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "hardware", rm_json_string(res->hw.name));
 	json_object_set_new(o, "gpus", json_integer(res->gpus));
 	json_object_set_new(o, "fsdp", json_integer(res->train.fsdp));
+	json_object_set_new(o, "tp", json_integer(res->train.tp));
+	json_object_set_new(o, "sp", json_boolean(res->train.sp));
 	json_object_set_new(o, "dp_replicate", json_integer(res->train.dp_replicate));
 	json_object_set_new(o, "zero", json_integer(res->train.zero));
 	json_object_set_new(o, "replica_collectives", json_integer(rep->replica_collectives));
@@ -376,6 +378,11 @@ static int run(const char *cmd, int argc, char **argv)
 			snprintf(par, sizeof(par), "data parallel %lld (no FSDP)", (long long)res.train.dp_replicate);
 		else
 			snprintf(par, sizeof(par), "FSDP %lld", (long long)res.train.fsdp);
+		if (res.train.tp > 1) {
+			char tpb[96];
+			snprintf(tpb, sizeof(tpb), "TP %lld%s, %s", (long long)res.train.tp, res.train.sp ? " (SP)" : "", par);
+			snprintf(par, sizeof(par), "%s", tpb);
+		}
 		if (res.train.zero < 3 && res.train.dp_replicate > 1) {
 			size_t n = strlen(par);
 			snprintf(par + n, sizeof(par) - n, ", ZeRO-%d over %lld", res.train.zero,

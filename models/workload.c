@@ -250,6 +250,7 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.fsdp = 1,
 		.dp_replicate = 1,
 		.tp = 1,
+		.loss_parallel = true,
 		.zero = 3,
 		.dtype = RM_DTYPE_BF16,
 		.param_dtype = RM_DTYPE_BF16,
@@ -676,6 +677,15 @@ static void emit_backward(graph_builder *gb, int f)
 		return;
 	}
 
+	if (strcmp(name, "embedding_shard") == 0) {
+		/* Shard(1) back to Replicate: the sequence shards' gradients all-gathered */
+		rm_op *op = bwd_op(gb, f, "bwd", RM_OP_COLLECTIVE, RM_PHASE_BWD_DGRAD);
+		op->coll = RM_COLL_ALL_GATHER;
+		op->coll_bytes = vbytes(gb, fo.inputs[0]);
+		op->bytes_read = out_bytes;
+		op->bytes_written = vbytes(gb, fo.inputs[0]);
+		return;
+	}
 	if (fo.kind == RM_OP_COLLECTIVE) {
 		/* the conjugate collective on the gradient: an all-gather's is a reduce-scatter and
 		 * the other way round; an all-reduce's gradient passes through (Megatron's g) */
@@ -970,9 +980,19 @@ static void build_embedding(graph_builder *gb)
 	op->mclass = RM_MB_GATHER;
 	/* tensor parallel: Megatron's vocabulary-parallel embedding holds ceil(V / tp) rows (the
 	 * learned positions replicated) and sums the partial lookups over the group */
-	int64_t vocab = (m->vocab + gb->tp - 1) / gb->tp;
+	bool replicated = gb->t->tp_embedding_replicated;
+	int64_t vocab = replicated ? m->vocab : (m->vocab + gb->tp - 1) / gb->tp;
 	op->weight_elems = vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
-	if (gb->tp > 1) {
+	if (gb->tp > 1 && replicated && gb->sp) {
+		/* the whole lookup on every GPU, its sequence shard copied out (DTensor's Replicate
+		 * to Shard(1)); the backward all-gathers the shards' gradients */
+		gb->s_act = gb->s / gb->tp;
+		rm_op *sl = new_op(gb, "embedding_shard", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+		op_in(gb, sl, out);
+		out = add_act(gb, "embedding_shard", m->hidden, gb->dt);
+		op_out(gb, sl, out);
+		sl->bytes_read = sl->bytes_written = vbytes(gb, out);
+	} else if (gb->tp > 1 && !replicated) {
 		gb->s_act = gb->sp ? gb->s / gb->tp : gb->s;
 		out = fwd_tp_collective(gb, "embedding_reduced", gb->sp ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE, out,
 					m->hidden);
@@ -1003,6 +1023,15 @@ static void build_head(graph_builder *gb)
 	if (gb->sp)
 		xn = fwd_tp_collective(gb, "final_norm_gathered", RM_COLL_ALL_GATHER, xn, m->hidden);
 	int logits = fwd_projection(gb, "dot_logits", xn, m->hidden, vocab, false);
+	if (gb->tp > 1 && !gb->t->loss_parallel) {
+		/* the logits gathered over the vocabulary (Replicate): every GPU computes the whole
+		 * loss; the gradient's own slice needs no collective */
+		int g = fwd_tp_collective(gb, "logits_gathered", RM_COLL_ALL_GATHER, logits, m->vocab);
+		gb->g->ops[gb->g->values[g].producer].no_grad = true;
+		gb->g->ops[gb->g->values[g].producer].coll_bytes = gb->T * m->vocab * gb->es;
+		logits = g;
+		vocab = m->vocab;
+	}
 	int64_t tv = gb->T * vocab;
 	int64_t chunks = lk == RM_LOSS_PLAIN ? 1 : LOSS_CHUNKS;
 	if (chunks > 1)
@@ -1032,7 +1061,8 @@ static void build_head(graph_builder *gb)
 	loss->flops = FLOPS_LOSS * (double)gb->T * (double)vocab;
 	loss->mclass = RM_MB_SOFTMAX;
 	emit_all_backward(gb);
-	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden + (m->tied ? 0 : vocab * m->hidden);
+	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden +
+			(m->tied ? 0 : (m->vocab + gb->tp - 1) / gb->tp * m->hidden);
 	/* PyTorch's cross-entropy backward is nll_loss_backward (a zero-filled fp32 gradient of the
 	 * log-probabilities with -1/N at the labels) then _log_softmax_backward_data (the logits'
 	 * gradient): both buffers are live at once beside the saved log-probabilities, so the loss

@@ -58,6 +58,8 @@ static const key_desc keys[] = {
 	{"parallelism.zero", K_INT, S(zero), 0, 1, 3},
 	{"parallelism.tp", K_INT, S(tp), 0, 1, 1 << 20},
 	{"parallelism.sp", K_TRIBOOL, S(sp), 0, 0, 0},
+	{"parallelism.loss_parallel", K_TRIBOOL, S(loss_parallel), 0, 0, 0},
+	{"parallelism.tp_embedding", K_STR, S(tp_embedding), 0, 0, 0},
 	{"parallelism.async_tp", K_TRIBOOL, S(async_tp), 0, 0, 0},
 	{"parallelism.pp", K_INT, S(pp), 0, 1, 1 << 20},
 	{"parallelism.pp_schedule", K_STR, S(pp_schedule), 0, 0, 0},
@@ -104,7 +106,7 @@ void rm_scenario_init(rm_scenario *sc)
 	sc->nodes = 1;
 	sc->master_weights = sc->fused_attention = sc->causal = -1;
 	sc->compile = sc->grad_clip = sc->fp8_all_gather = sc->reshard_after_forward = -1;
-	sc->sp = sc->async_tp = -1;
+	sc->sp = sc->async_tp = sc->loss_parallel = -1;
 	sc->scan = true;
 	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
@@ -1146,6 +1148,15 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		rm_log_warn("parallelism.sp needs parallelism.tp > 1: ignored");
 	t.tp = tp;
 	t.sp = sc->sp > 0 && tp > 1;
+	if (sc->loss_parallel >= 0)
+		t.loss_parallel = sc->loss_parallel;
+	if (sc->tp_embedding[0]) {
+		if (strcasecmp(sc->tp_embedding, "replicated") == 0)
+			t.tp_embedding_replicated = true;
+		else if (strcasecmp(sc->tp_embedding, "vocab_parallel") != 0)
+			return key_error(sc, "parallelism.tp_embedding", err, RM_INVALID,
+					 "expected vocab_parallel or replicated, got \"%s\"", sc->tp_embedding);
+	}
 	/* data parallelism: fsdp x dp_replicate GPUs, all the tensor-parallel groups */
 	int dp_gpus = (int)(out->gpus / tp);
 	char dp_what[96];

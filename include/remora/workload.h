@@ -158,6 +158,13 @@ typedef struct rm_train_config {
 	bool sp;               /* sequence parallelism with tp: the norms, dropouts and residual
 				* adds run on seq_len / tp tokens, all-gather / reduce-scatter of
 				* the activations instead of all-reduce (Korthikanti et al. 2022) */
+	bool loss_parallel;    /* tp: the cross-entropy over each GPU's ceil(V / tp) logits (Megatron,
+				* torchtitan's loss_parallel; default); false: the logits all-gathered to
+				* the whole vocabulary and the loss computed on every GPU (KempnerForge's
+				* ColwiseParallel(output_layouts=Replicate())) */
+	bool tp_embedding_replicated; /* tp: the whole embedding table on every GPU, the lookup's
+				       * output sliced to the sequence shard (KempnerForge) instead
+				       * of Megatron's vocabulary-parallel embedding */
 	int zero;              /* ZeRO stage over the data-parallel GPUs: 3 (default) shards the
 				* optimizer state over the FSDP group only (replicated across replicas, as
 				* HSDP does); 1 shards the optimizer state and fp32 master over all

@@ -250,6 +250,8 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.fsdp = 1,
 		.dp_replicate = 1,
 		.tp = 1,
+		.pp = 1,
+		.virtual_stages = 1,
 		.loss_parallel = true,
 		.zero = 3,
 		.dtype = RM_DTYPE_BF16,

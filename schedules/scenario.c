@@ -13,6 +13,7 @@
 
 #include "common/fy_util.h"
 #include "remora/scenario.h"
+#include "remora/pipeline.h"
 
 typedef enum { K_STR, K_INT, K_BOOL, K_TRIBOOL, K_DOUBLE, K_NAMES, K_STRLIST, K_INTLIST, K_FLAGS } ktype;
 
@@ -1098,32 +1099,63 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			const char *key;
 			size_t off;
 			const char *what;
-		} later[] = {{"parallelism.pp", offsetof(rm_scenario, pp), "pipeline parallelism"},
-			     {"parallelism.virtual_stages", offsetof(rm_scenario, virtual_stages), "interleaved pipeline stages"},
-			     {"parallelism.cp", offsetof(rm_scenario, cp), "context parallelism"},
+		} later[] = {{"parallelism.cp", offsetof(rm_scenario, cp), "context parallelism"},
 			     {"parallelism.ep", offsetof(rm_scenario, ep), "expert parallelism"}};
 		for (size_t i = 0; i < RM_ARRAY_SIZE(later); i++)
 			if (*(const int64_t *)((const char *)sc + later[i].off) > 1)
 				return key_error(sc, later[i].key, err, RM_UNSUPPORTED,
-						 "%s is not modelled yet: remora models tensor parallelism and the "
-						 "data-parallel family (parallelism.tp, sp, fsdp, dp_replicate, zero); set it "
-						 "to 1 or leave it out",
+						 "%s is not modelled yet: remora models tensor and pipeline parallelism "
+						 "and the data-parallel family (parallelism.tp, sp, pp, fsdp, dp_replicate, "
+						 "zero); set it to 1 or leave it out",
 						 later[i].what);
 		if (sc->async_tp > 0)
 			return key_error(sc, "parallelism.async_tp", err, RM_UNSUPPORTED,
 					 "async tensor parallelism (collective matmul) is not modelled yet: the "
 					 "tensor-parallel collectives run between the projections; set it to false "
 					 "or leave it out");
-		if (sc->pp_schedule[0] && (sc->pp <= 1 || !rm_scenario_key_pos(sc, "parallelism.pp")))
-			return key_error(sc, "parallelism.pp_schedule", err, RM_UNSUPPORTED,
-					 "a pipeline schedule needs parallelism.pp > 1, and pipeline parallelism "
-					 "is not modelled yet; leave it out");
 	}
+	/* pipeline parallelism: the outermost dimension (Megatron-LM's rank order) */
+	int64_t pp = sc->pp ? sc->pp : 1;
+	t.pp = pp;
+	t.virtual_stages = sc->virtual_stages ? sc->virtual_stages : 1;
+	t.pp_schedule = RM_PP_1F1B;
+	if (sc->pp_schedule[0]) {
+		rm_pp_schedule ps;
+		if (!rm_pp_schedule_parse(sc->pp_schedule, &ps))
+			return key_error(sc, "parallelism.pp_schedule", err, RM_INVALID,
+					 "expected 1f1b, interleaved, gpipe or zero_bubble, got \"%s\"", sc->pp_schedule);
+		if (ps == RM_PP_ZERO_BUBBLE)
+			return key_error(sc, "parallelism.pp_schedule", err, RM_UNSUPPORTED,
+					 "zero_bubble (split backward) is not modelled yet: 1f1b, interleaved or gpipe");
+		t.pp_schedule = (int)ps;
+	}
+	if (pp > 1) {
+		if (pp > out->gpus || out->gpus % pp != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID, "pp %lld must divide the %d GPUs of the cluster",
+					 (long long)pp, out->gpus);
+		if (out->model.layers % (pp * t.virtual_stages) != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID,
+					 "pp %lld x %lld chunks per stage must divide the %lld layers of %s", (long long)pp,
+					 (long long)t.virtual_stages, (long long)out->model.layers, out->model.name);
+		int64_t stage = out->gpus / pp;
+		if (stage < gpn ? gpn % stage != 0 : stage % gpn != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID,
+					 "pipeline stages of %lld GPUs do not tile nodes of %lld GPUs", (long long)stage,
+					 (long long)gpn);
+		if (strcasecmp(sc->mode, "ideal") != 0 && !(strcasecmp(sc->mode, "xla") == 0 && !sc->scan) &&
+		    strcasecmp(sc->mode, "fsdp2") != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID,
+					 "pipeline parallelism runs each stage's layers unrolled: set remat.scan: false "
+					 "under scheduler.mode xla");
+	}
+	if (t.virtual_stages > 1 && (pp <= 1 || t.pp_schedule != RM_PP_INTERLEAVED))
+		return key_error(sc, "parallelism.virtual_stages", err, RM_INVALID,
+				 "model chunks per stage need parallelism.pp > 1 and pp_schedule: interleaved");
 	/* tensor parallelism: the innermost dimension, consecutive GPUs of a node (Megatron-LM's
 	 * rank order tp, then data parallel) */
 	int64_t tp = sc->tp ? sc->tp : 1;
 	if (tp > 1) {
-		if (tp > out->gpus || out->gpus % tp != 0)
+		if (tp > out->gpus / pp || (out->gpus / pp) % tp != 0)
 			return key_error(sc, "parallelism.tp", err, RM_INVALID, "tp %lld must divide the %d GPUs of the cluster",
 					 (long long)tp, out->gpus);
 		if (tp <= gpn ? gpn % tp != 0 : tp % gpn != 0)
@@ -1158,10 +1190,14 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 					 "expected vocab_parallel or replicated, got \"%s\"", sc->tp_embedding);
 	}
 	/* data parallelism: fsdp x dp_replicate GPUs, all the tensor-parallel groups */
-	int dp_gpus = (int)(out->gpus / tp);
+	int dp_gpus = (int)(out->gpus / tp / pp);
 	char dp_what[96];
-	if (tp > 1)
-		snprintf(dp_what, sizeof(dp_what), "%d data-parallel GPUs (%d / tp %lld)", dp_gpus, out->gpus, (long long)tp);
+	if (tp > 1 && pp > 1)
+		snprintf(dp_what, sizeof(dp_what), "%d data-parallel GPUs (%d / tp %lld / pp %lld)", dp_gpus, out->gpus,
+			 (long long)tp, (long long)pp);
+	else if (tp > 1 || pp > 1)
+		snprintf(dp_what, sizeof(dp_what), "%d data-parallel GPUs (%d / %s %lld)", dp_gpus, out->gpus,
+			 tp > 1 ? "tp" : "pp", (long long)(tp > 1 ? tp : pp));
 	else
 		snprintf(dp_what, sizeof(dp_what), "%d GPUs", out->gpus);
 	if (sc->fsdp && sc->dp_replicate) {
@@ -1248,7 +1284,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 (long long)(t.fsdp * tp), (long long)gpn);
 	/* the replica group: one GPU of each tp x fsdp block, over the nodes the blocks tile */
 	int64_t block_nodes = tp * t.fsdp > gpn ? tp * t.fsdp / gpn : 1;
-	int replica_nodes = (int)(sc->nodes / block_nodes);
+	int64_t stage_nodes = sc->nodes / pp > 0 ? sc->nodes / pp : 1;
+	int replica_nodes = (int)(stage_nodes / block_nodes > 0 ? stage_nodes / block_nodes : 1);
 	if (sc->zero)
 		t.zero = (int)sc->zero;
 	if (t.zero < 3 && strcasecmp(sc->mode, "fsdp2") == 0)

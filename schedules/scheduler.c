@@ -1831,6 +1831,14 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		return NULL;
 	}
 	const rm_workload *wl = cfg->wl;
+	if (wl->train.pp > 1) {
+		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+			     "a pipelined scenario (parallelism.pp %lld) is simulated stage by stage, as `remora "
+			     "simulate` does; one program of the whole step (`remora schedule`, search, validate, "
+			     "exec) is not built for it yet",
+			     (long long)wl->train.pp);
+		return NULL;
+	}
 	int fsdp = (int)wl->train.fsdp, nodes = cfg->fsdp_nodes > 0 ? cfg->fsdp_nodes : 1;
 	int gpn = (int)cfg->hw->gpus_per_node;
 	if (fsdp % nodes != 0 || fsdp / nodes > gpn) {

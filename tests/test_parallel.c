@@ -7,6 +7,7 @@
  * embedding and the untied head 32,000 x 4096 = 131,072,000 each; the final norm 4,096.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "remora/scenario.h"
 #include "remora/schedule.h"
 #include "remora/sim.h"
+#include "remora/pipeline.h"
 #include "remora/remat.h"
 #include "remora/workload.h"
 
@@ -248,11 +250,10 @@ Test(parallel, bad_combinations_name_the_key)
 	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  tp: 2\n  fsdp: 4\n  dp_replicate: 4\n", RM_INVALID,
 		     6, 17, "but the cluster has 8 data-parallel GPUs (16 / tp 2)");
 	/* what is not modelled yet is refused by name */
-	expect_error("model: llama-2-7b\nparallelism:\n  pp: 4\n", RM_UNSUPPORTED, 3, 7, "pipeline parallelism");
+	expect_error("model: llama-2-7b\nparallelism:\n  cp: 2\n", RM_UNSUPPORTED, 3, 7, "context parallelism");
+	expect_error("model: llama-2-7b\nparallelism:\n  ep: 8\n", RM_UNSUPPORTED, 3, 7, "expert parallelism");
 	expect_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_UNSUPPORTED, 3, 13,
 		     "async tensor parallelism");
-	expect_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 1f1b\n", RM_UNSUPPORTED, 3, 16,
-		     "needs parallelism.pp > 1");
 	/* degree 1 is fine */
 	run a;
 	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nparallelism: {tp: 1, pp: 1, cp: 1, ep: 1}\n");
@@ -414,4 +415,53 @@ Test(parallel, tensor_parallel_parameters_and_collectives)
 	cr_assert_eq(n_ar, 32 * 5 + 2, "%d", n_ar);
 	cr_assert_eq(ar, (int64_t)(32 * 5 + 2) * 8388608);
 	run_finish(&b);
+}
+
+/* A pipelined step (data/scenarios/capacity-llama3-70b-tp8pp4-4x8-h100.yaml): Llama-3-70B, TP 8
+ * with SP x 4 stages of 20 layers, 1F1B over 32 micro-batches, full AC. */
+Test(parallel, a_pipelined_step_holds_p_micro_batches_on_its_first_stage)
+{
+	rm_scenario sc;
+	rm_error err;
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/scenarios/capacity-llama3-70b-tp8pp4-4x8-h100.yaml", getenv("REMORA_DATA_DIR"));
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.train.grad_accum, 32);
+	rm_pp_run r;
+	cr_assert_eq(rm_pp_run_scenario(&res, &r, &err), RM_OK, "%s", err.msg);
+	/* 1F1B: stage s holds p - s micro-batches of activations */
+	for (int s = 0; s < 4; s++)
+		cr_assert_eq(r.sched.in_flight[s], 4 - s);
+	/* full AC keeps each layer's input: [1, 4096 / 8, 8192] x 2 B = 8 MiB, 20 layers a stage */
+	cr_assert_eq(r.act_bytes_per_chunk, 20LL * 8388608);
+	cr_assert_eq(r.peak_stage, 0);
+	cr_assert(r.fits);
+	/* what goes between stages: [1, 4096, 8192] x 2 B / tp 8 */
+	cr_assert_eq(r.p2p_bytes, 8388608);
+	/* the middle stages are equal: the step is within 1% of the pipeline's closed form with the
+	 * slower last stage's backward, (m + p - 1)(t_f + t_b) + the tail */
+	double per = r.middle.fwd_s + r.last.bwd_s;
+	double closed = (32 + 4 - 1) * per + r.first.tail_s;
+	cr_assert(fabs(r.step_s - closed) <= 0.01 * closed, "step %g, closed form %g", r.step_s, closed);
+	/* tokens per GPU: 32 x 4096 tokens per step over tp 8 x pp 4 GPUs */
+	cr_assert_float_eq(r.tokens_per_s, 32.0 * 4096.0 / 32.0 / r.step_s, 1e-9);
+	/* the one program of the whole step is refused */
+	cr_assert_null(rm_schedule_build(&res.sched, NULL, &err));
+	cr_assert(strstr(err.msg, "stage by stage"), "%s", err.msg);
+	rm_scenario_resolved_finish(&res);
+}
+
+Test(parallel, bad_pipeline_combinations_name_the_key)
+{
+	expect_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  pp: 3\nremat: {scan: false}\n", RM_INVALID, 4, 7,
+		     "must divide the 32 layers");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nparallelism:\n  pp: 4\n", RM_INVALID, 4, 7, "remat.scan: false");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  virtual_stages: 2\n",
+		     RM_INVALID, 6, 19, "pp_schedule: interleaved");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  pp_schedule: zero_bubble\n",
+		     RM_UNSUPPORTED, 6, 16, "zero_bubble");
+	expect_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 2f2b\n", RM_INVALID, 3, 16, "expected 1f1b");
 }

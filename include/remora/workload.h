@@ -158,6 +158,11 @@ typedef struct rm_train_config {
 	bool sp;               /* sequence parallelism with tp: the norms, dropouts and residual
 				* adds run on seq_len / tp tokens, all-gather / reduce-scatter of
 				* the activations instead of all-reduce (Korthikanti et al. 2022) */
+	int64_t pp;            /* pipeline stages (1: none); each holds layers / pp decoder layers, the
+				* first the embedding, the last the head; grad_accum is the number of
+				* micro-batches the schedule pipelines */
+	int pp_schedule;       /* rm_pp_schedule (remora/pipeline.h) */
+	int64_t virtual_stages; /* interleaved: model chunks per stage (1 otherwise) */
 	bool loss_parallel;    /* tp: the cross-entropy over each GPU's ceil(V / tp) logits (Megatron,
 				* torchtitan's loss_parallel; default); false: the logits all-gathered to
 				* the whole vocabulary and the loss computed on every GPU (KempnerForge's

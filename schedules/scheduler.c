@@ -962,7 +962,9 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 			char rn[192];
 			TNAME(e, rn, "%slayer%02d/bwd/all-reduce-replicas", mbs, l);
 			rm_program_op_desc r = rm_program_op_desc_init(rn, RM_COST_COLLECTIVE, e->s_rs);
-			r.cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_REDUCE,
+			/* ZeRO-1/2 (Megatron-LM's distributed optimizer): reduce-scattered to the
+			 * optimizer's slices instead */
+			r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
 								 .bytes = x->layer->params * x->gsize,
 								 .group_size = x->R,
 								 .span = x->rep_nodes};
@@ -1336,7 +1338,8 @@ static void emit_optimizer(emitter *e)
 		 * norm's), complete with the embedding's backward, all-reduced before the step */
 		rm_program_op_desc r = rm_program_op_desc_init("optimizer/all-reduce-replicas", RM_COST_COLLECTIVE, e->s_rs);
 		int64_t elems = x->embed->params + x->head->params;
-		r.cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_REDUCE, .bytes = elems * x->gsize,
+		r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
+							 .bytes = elems * x->gsize,
 							 .group_size = x->R, .span = x->rep_nodes};
 		r.phase = RM_PPHASE_BWD;
 		int32_t rin[1] = {e->grad_shard};

@@ -196,6 +196,17 @@ Test(parallel, data_parallelism_without_fsdp_all_reduces_every_gradient)
 	coll_bytes(a.prog, 8, RM_COLL_ALL_GATHER, &n);
 	cr_assert_eq(n, 0);
 	run_finish(&a);
+	/* the distributed optimizer (zero 1): the same bytes reduce-scattered, and after the step
+	 * the updated slices all-gathered back into the whole parameters, P x 2 B */
+	run b;
+	run_text(&b, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		     "parallelism: {fsdp: 1, zero: 1}\n");
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_REDUCE_SCATTER, &n), P7B * 2);
+	cr_assert_eq(n, 33);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_ALL_GATHER, &n), P7B * 2);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_ALL_REDUCE, &n), 0);
+	run_finish(&b);
 }
 
 Test(parallel, global_batch_sets_the_micro_batches)

@@ -574,6 +574,7 @@ static double net_overhead_us(rm_nccl_cpu cpu)
  */
 typedef struct topo {
 	int n, nodes, ppn;
+	int log2_nodes; /* log2i(nodes), the tree depth across nodes */
 	int intra_link;
 	double graph_busbw; /* ring/tree graph busBW: channels x speed (capped by the fabric, calibrated) */
 	double graph_bw;    /* graph speed per channel, GB/s (bwIntra = bwInter for ring and tree) */
@@ -610,6 +611,7 @@ static void net_graph(const rm_nccl_model *m, topo *t)
 static topo topo_of(const rm_nccl_model *m, const rm_coll_query *q)
 {
 	topo t = {.n = q->ranks, .nodes = q->nodes, .ppn = q->ranks / q->nodes};
+	t.log2_nodes = q->nodes > 1 ? log2i(q->nodes) : 0;
 	t.intra_link = m->hw.nvlink_links > 0 ? LINK_NVLINK : LINK_PCI;
 	if (t.nodes == 1) {
 		t.channels = (int)m->hw.nccl_ring_channels;
@@ -671,6 +673,21 @@ static bool pair_available(const rm_nccl_model *m, const rm_coll_query *q, const
 	}
 }
 
+/* Whether any protocol of algorithm a can run this query (a cheap first filter of pair_available). */
+static bool algo_offered(const rm_nccl_model *m, const rm_coll_query *q, const topo *t, int a)
+{
+	switch (a) {
+	case A_RING:
+		return true; /* every tuned collective */
+	case A_TREE:
+		return q->coll == RM_COLL_ALL_REDUCE;
+	case A_PAT:
+		return t->ppn == 1 && t->nodes > 1;
+	default:
+		return t->ppn > 2 && m->hw.nccl_nvls_channels > 0;
+	}
+}
+
 /* Raw NCCL latency (us) and algorithm bandwidth (GB/s) of an available pair: tuning.cc
  * ncclTopoTuneModel's arithmetic, in its order. */
 static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const topo *t, int a, int p,
@@ -686,8 +703,11 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 	int net_algo = t->ppn == 1 && k->ppn1_tree_net_lat ? A_TREE : a;
 	double inter_lat = k->hw_lat[LINK_NET][net_algo][p]; /* + the NIC's latency: 0 for IB */
 	int bucket = node_bucket(t->nodes);
-	int cpu_row = m->cpu == RM_NCCL_CPU_AMD || m->cpu == RM_NCCL_CPU_MIXED ? 1 : 0;
-	double ll_max = multi ? ll_max_bw_net[cpu_row][bucket - 1] : k->ll_max_bw_node;
+	double ll_max = k->ll_max_bw_node;
+	if (multi && p == P_LL) {
+		int cpu_row = m->cpu == RM_NCCL_CPU_AMD || m->cpu == RM_NCCL_CPU_MIXED ? 1 : 0;
+		ll_max = ll_max_bw_net[cpu_row][bucket - 1];
+	}
 	double gch = t->graph_channels;
 	double lat = k->base_lat[a][p], bus = 0, ratio = 1;
 	switch (a) {
@@ -707,7 +727,7 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 		break;
 	}
 	case A_TREE:
-		lat += 2.0 * ((t->ppn - 1) * intra_lat + log2i(t->nodes) * inter_lat);
+		lat += 2.0 * ((t->ppn - 1) * intra_lat + t->log2_nodes * inter_lat);
 		bus = fmin(t->graph_busbw * k->tree_eff, gch * k->tree_per_ch[bucket]);
 		if (p == P_LL)
 			bus = fmin(bus / 3.8, ll_max);
@@ -718,7 +738,7 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 	case A_PAT:
 		/* the tree graph's busBW x 0.75, no busBW->algBW conversion; latency log2(nodes) network
 		 * hops at a 3.5th of the network latency plus a linear 2.8 us per rank */
-		lat += log2i(t->nodes) * (inter_lat / 3.5) + t->n * 2.8;
+		lat += t->log2_nodes * (inter_lat / 3.5) + t->n * 2.8;
 		*lat_us = lat;
 		*algbw = t->graph_busbw * k->pat_bw;
 		return;
@@ -741,7 +761,7 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 		}
 		break;
 	case A_NVLS_TREE: {
-		lat += intra_lat + 2.0 * log2i(t->nodes) * inter_lat;
+		lat += intra_lat + 2.0 * t->log2_nodes * inter_lat;
 		double h = t->ppn;
 		double intra = NVLS_HEAD_GBps * k->nvls_eff * (h - 1) / h * 2.0;
 		double inter = t->net_speed * (t->nodes <= 2 ? 2.0 : 1.0);
@@ -801,16 +821,14 @@ static void nccl_size_corrections(const rm_coll_query *q, const topo *t, int a, 
 		*lat *= 1.4;
 }
 
-double rm_nccl_pair_time(const rm_nccl_model *m, const rm_coll_query *q, rm_nccl_algo algo,
-			 rm_nccl_proto proto, rm_coll_estimate *est)
+/* rm_nccl_pair_time on a topology already derived (rm_nccl_estimate derives it once per query). */
+static double pair_time_on(const rm_nccl_model *m, const rm_coll_query *q, const topo *tp, rm_nccl_algo algo,
+			   rm_nccl_proto proto, rm_coll_estimate *est)
 {
-	topo t = topo_of(m, q);
-	if ((int)algo >= NA || (int)proto >= NP || !pair_available(m, q, &t, algo, proto))
-		return -1.0;
 	rm_coll_estimate e = {.algo = algo, .proto = proto, .efficiency = 1.0};
 	double lat, algbw;
-	pair_model(m, q, &t, algo, proto, &lat, &algbw);
-	nccl_size_corrections(q, &t, algo, proto, &lat, &algbw);
+	pair_model(m, q, tp, algo, proto, &lat, &algbw);
+	nccl_size_corrections(q, tp, algo, proto, &lat, &algbw);
 	const rm_nccl_override *ov = m->calibrated ? find_override(m, q, algo, proto) : NULL;
 	if (ov) {
 		lat = ov->latency_us;
@@ -824,12 +842,21 @@ double rm_nccl_pair_time(const rm_nccl_model *m, const rm_coll_query *q, rm_nccl
 		return -1.0;
 	int full = algo == RM_NCCL_ALGO_NVLS || algo == RM_NCCL_ALGO_NVLS_TREE
 			   ? (int)m->hw.nccl_nvls_channels
-			   : t.channels;
+			   : tp->channels;
 	e.channels = launched_channels(full, algo, proto, q->ranks, q->bytes);
 	finish_estimate(q, lat, algbw, &e);
 	if (est)
 		*est = e;
 	return e.time_us;
+}
+
+double rm_nccl_pair_time(const rm_nccl_model *m, const rm_coll_query *q, rm_nccl_algo algo,
+			 rm_nccl_proto proto, rm_coll_estimate *est)
+{
+	topo t = topo_of(m, q);
+	if ((int)algo >= NA || (int)proto >= NP || !pair_available(m, q, &t, algo, proto))
+		return -1.0;
+	return pair_time_on(m, q, &t, algo, proto, est);
 }
 
 /* All-to-all and send/recv run as point-to-point transfers (NCCL's p2p path, Simple). */
@@ -896,16 +923,17 @@ rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_co
 	}
 	bool found = false;
 	rm_coll_estimate best = {0};
+	const topo t = topo_of(m, q);
 	for (int a = 0; a < NA; a++) {
-		if (!(q->algo_mask & (1u << a)))
+		if (!(q->algo_mask & (1u << a)) || !algo_offered(m, q, &t, a))
 			continue;
 		for (int p = 0; p < NP; p++) {
-			if (!(q->proto_mask & (1u << p)))
+			if (!(q->proto_mask & (1u << p)) || !pair_available(m, q, &t, a, p))
 				continue;
 			rm_coll_estimate e;
-			double t = rm_nccl_pair_time(m, q, (rm_nccl_algo)a, (rm_nccl_proto)p, &e);
+			double time = pair_time_on(m, q, &t, (rm_nccl_algo)a, (rm_nccl_proto)p, &e);
 			/* ties keep the first pair in NCCL's (algorithm, protocol) order */
-			if (t >= 0 && (!found || t < best.time_us)) {
+			if (time >= 0 && (!found || time < best.time_us)) {
 				best = e;
 				found = true;
 			}

@@ -34,14 +34,18 @@ struct rm_nccl_constants {
 	float nvls_eff;                  /* Hopper NVLS efficiency */
 	float nvls_tree_per_ch[3];       /* perChMaxNVLSTreeBws Hopper row, by node bucket */
 	float pat_bw;                    /* PAT share of the tree graph's busBW; 0: no PAT */
+	int nvls_tree_style;             /* NVLS-tree arithmetic across nodes: 0 as in 2.18, 1 as in
+					  * 2.19-2.27, 2 as in 2.28 (the 2.23+ table takes 1 below 2.28) */
 	bool ar_inter_steps_2n;          /* ring all-reduce counts 2 x nodes network steps (not 2 x (nodes-1)) */
 	bool ppn1_tree_net_lat;          /* one GPU per node: every algorithm takes Tree's network latency */
 };
 
 /*
  * NVIDIA/nccl src/graph/tuning.cc at v2.28.9-1 (ncclTunerConstantsDefaults, ncclTopoTuneModel),
- * summarised in docs/reference/nccl-model.md; the table stands for 2.23 on (the PAT share was 0.85
- * in 2.23 and 0.75 from 2.24; NVLS-tree's per-channel cap and the NVLS efficiency are 2.28's).
+ * summarised in docs/reference/nccl-model.md; the table stands for 2.23 on. Inside that range the
+ * model's minor picks what changed across nodes: the PAT share was 0.85 in 2.23 (0.75 from 2.24);
+ * before 2.28 NVLS-tree took min(bwIntra, bwInter (/2 beyond 2 nodes)) per head, converted by
+ * 5/6, with a 14 us network hop (20.9 in 2.28).
  */
 static const rm_nccl_constants k_2_28 = {
 	.version = "2.28",
@@ -70,12 +74,14 @@ static const rm_nccl_constants k_2_28 = {
 	.nvls_eff = 0.85f,
 	.nvls_tree_per_ch = {0.0f, 57.7f, 45.5f},
 	.pat_bw = 0.75f,
+	.nvls_tree_style = 2,
 	.ar_inter_steps_2n = false,
 	.ppn1_tree_net_lat = true,
 };
 
 /* tuning.cc at v2.21.5-1 (2.19-2.22): Tree Simple base 0 with 28 us per hop; ring all-reduce
- * counts 2 x nodes network steps; no PAT, no one-GPU-per-node latency rule. */
+ * counts 2 x nodes network steps; no PAT, no one-GPU-per-node latency rule; NVLS-tree's network
+ * hop 14 us. */
 static const rm_nccl_constants k_2_21 = {
 	.version = "2.21",
 	.range = "2.19-2.22",
@@ -88,7 +94,7 @@ static const rm_nccl_constants k_2_21 = {
 				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}},
 		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 28.0f}},
 		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 28.0f},
-			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}},
+			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 14.0f}},
 	},
 	.ll_max_bw_node = 141.0f,
 	.ll_frac_ag_rs = 0.5f,
@@ -103,11 +109,13 @@ static const rm_nccl_constants k_2_21 = {
 	.nvls_eff = 0.85f,
 	.nvls_tree_per_ch = {0.0f, 57.7f, 45.5f},
 	.pat_bw = 0.0f,
+	.nvls_tree_style = 1,
 	.ar_inter_steps_2n = true,
 	.ppn1_tree_net_lat = false,
 };
 
-/* tuning.cc at v2.18.6-1: NVLS 23 us in all; llMaxBw 87.7 on one Hopper node; ring LL scaled by
+/* tuning.cc at v2.18.6-1: NVLS 23 us in all; NVLS-tree 23 us + 2 (nodes - 1) x 19 us; llMaxBw 87.7
+ * on one Hopper node; ring LL scaled by
  * 1/3 (all-gather, reduce-scatter on one node) or 1/4 (all-reduce, or any collective across nodes);
  * ring LL128 0.7 of busBW with one GPU per node. */
 static const rm_nccl_constants k_2_18 = {
@@ -122,7 +130,7 @@ static const rm_nccl_constants k_2_18 = {
 				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}},
 		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 28.0f}},
 		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 28.0f},
-			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}},
+			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 19.0f}},
 	},
 	.ll_max_bw_node = 87.7f,
 	.ll_frac_ag_rs = 1.0f / 3.0f,
@@ -137,6 +145,7 @@ static const rm_nccl_constants k_2_18 = {
 	.nvls_eff = 0.85f,
 	.nvls_tree_per_ch = {0.0f, 57.7f, 45.5f},
 	.pat_bw = 0.0f,
+	.nvls_tree_style = 0,
 	.ar_inter_steps_2n = true,
 	.ppn1_tree_net_lat = false,
 };
@@ -460,6 +469,7 @@ rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, cons
 				    known);
 	}
 	model->k = pick;
+	model->minor = major == 2 ? minor : NEWEST_MINOR;
 	if (version && version[0])
 		snprintf(model->version, sizeof(model->version), "%s", version);
 	return RM_OK;
@@ -740,7 +750,7 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 		 * hops at a 3.5th of the network latency plus a linear 2.8 us per rank */
 		lat += t->log2_nodes * (inter_lat / 3.5) + t->n * 2.8;
 		*lat_us = lat;
-		*algbw = t->graph_busbw * k->pat_bw;
+		*algbw = t->graph_busbw * (m->minor == 23 ? 0.85 : k->pat_bw);
 		return;
 	case A_NVLS:
 		lat += intra_lat;
@@ -761,12 +771,26 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 		}
 		break;
 	case A_NVLS_TREE: {
-		lat += intra_lat + 2.0 * t->log2_nodes * inter_lat;
-		double h = t->ppn;
-		double intra = NVLS_HEAD_GBps * k->nvls_eff * (h - 1) / h * 2.0;
-		double inter = t->net_speed * (t->nodes <= 2 ? 2.0 : 1.0);
-		double per_ch = fmin(fmin(intra, inter), k->nvls_tree_per_ch[bucket]);
-		double alg = h * per_ch * t->n / nsteps;
+		int style = k->nvls_tree_style == 2 && m->minor < 28 ? 1 : k->nvls_tree_style;
+		double h = t->ppn, alg;
+		if (style == 2) {
+			lat += intra_lat + 2.0 * t->log2_nodes * inter_lat;
+			double intra = NVLS_HEAD_GBps * k->nvls_eff * (h - 1) / h * 2.0;
+			double inter = t->net_speed * (t->nodes <= 2 ? 2.0 : 1.0);
+			double per_ch = fmin(fmin(intra, inter), k->nvls_tree_per_ch[bucket]);
+			alg = h * per_ch * t->n / nsteps;
+		} else if (style == 1) {
+			/* 2.19-2.27: 14 us network hop (the 2.23+ table holds 2.28's 20.9) */
+			lat += intra_lat + 2.0 * t->log2_nodes * 14.0;
+			double inter = t->nodes <= 2 ? t->net_speed : t->net_speed / 2.0;
+			alg = h * fmin(NVLS_HEAD_GBps, inter) * 5.0 / 6.0;
+		} else {
+			/* 2.18: the base latency alone plus 2 (nodes - 1) network hops; the graph's
+			 * bwIntra on 2 nodes, bwInter beyond, converted by 0.7 n / (2 (n - 1)) nodes */
+			lat += 2.0 * (t->nodes - 1) * inter_lat;
+			double bw = t->nodes <= 2 ? NVLS_HEAD_GBps : t->net_speed;
+			alg = h * bw * 0.70 * t->nodes / (2.0 * (t->nodes - 1));
+		}
 		if (m->calibrated) {
 			/* each GPU moves 1/ppn of the buffer through its own NIC, up and down the tree,
 			 * which caps the algBW at ppn NICs of the measured fabric */

@@ -852,3 +852,37 @@ Test(nccl, multi_node_rules_follow_the_version)
 	algbw = (double)q.bytes / ((e.time_us - e.latency_us) * 1e3);
 	cr_assert_lt(rel(algbw, 20.4 * 8 / 7), 1e-6, "%.4f", algbw);
 }
+
+Test(nccl, nvls_tree_and_pat_follow_the_release)
+{
+	/* NVLS-tree all-reduce on 2 x 8 H100 (8 heads, bwIntra 40, bwInter 48 GB/s), 1 GiB:
+	 * 2.28: per head min(59.5, 96, 57.7) = 57.7, algBW 8 x 57.7 x 16/30 = 246.187, latency
+	 *   25 + 2 x 20.9 = 66.8 us;
+	 * 2.26: per head min(40, 48) = 40, algBW 8 x 40 x 5/6 = 266.667, latency 25 + 2 x 14 = 53 us;
+	 * 2.18: algBW 8 x 40 x 0.7 x 2 / 2 = 224, latency 23 + 2 x 1 x 19 = 61 us. */
+	static const struct {
+		const char *version;
+		double lat_us, algbw;
+	} rows[] = {{"2.28", 66.8, 8 * 57.7 * 16 / 30}, {"2.26.2", 53.0, 8 * 40 * 5.0 / 6}, {"2.21", 53.0, 8 * 40 * 5.0 / 6},
+		    {"2.18", 61.0, 224.0}};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(rows); i++) {
+		rm_nccl_model m = model_of("h100-sxm", rows[i].version, false);
+		rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, RM_GiB, 16, 2);
+		rm_coll_estimate e;
+		cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_NVLS_TREE, RM_NCCL_PROTO_SIMPLE, &e), 0);
+		cr_assert_float_eq(e.latency_us, rows[i].lat_us, 1e-4, "%s: %.4f", rows[i].version, e.latency_us);
+		double algbw = (double)q.bytes / ((e.time_us - e.latency_us) * 1e3);
+		cr_assert_lt(rel(algbw, rows[i].algbw), 1e-6, "%s: %.4f", rows[i].version, algbw);
+	}
+	/* PAT on 16 x 1: 48 GB/s x 0.85 = 40.8 in 2.23, x 0.75 = 36 from 2.24 */
+	rm_nccl_model v223 = model_of("h100-sxm", "2.23.4", false);
+	rm_nccl_model v224 = model_of("h100-sxm", "2.24", false);
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, RM_GiB, 16, 16);
+	rm_coll_estimate e;
+	cr_assert_geq(rm_nccl_pair_time(&v223, &q, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, &e), 0);
+	cr_assert_lt(rel((double)q.bytes / ((e.time_us - e.latency_us) * 1e3), 40.8), 1e-6);
+	cr_assert_geq(rm_nccl_pair_time(&v224, &q, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, &e), 0);
+	cr_assert_lt(rel((double)q.bytes / ((e.time_us - e.latency_us) * 1e3), 36.0), 1e-6);
+	/* latency 8 + log2(16) x 14/3.5 + 16 x 2.8 = 68.8 us in both */
+	cr_assert_float_eq(e.latency_us, 68.8, 1e-4);
+}

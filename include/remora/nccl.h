@@ -126,6 +126,8 @@ typedef struct rm_nccl_model {
 	bool calibrated; /* apply the measured size efficiency and the overrides */
 	char version[24]; /* the release asked for or measured ("2.26.2"); empty: the default */
 	rm_nccl_cpu cpu;  /* host CPU vendor; init sets RM_NCCL_CPU_INTEL, callers may change it */
+	int minor;        /* MINOR of the release modelled (28 by default): picks the few multi-node
+			   * rules that changed inside one table's range (NVLS-tree, PAT) */
 	int n_overrides;
 	rm_nccl_override overrides[RM_NCCL_MAX_OVERRIDES];
 } rm_nccl_model;

@@ -166,6 +166,8 @@ static const char *const canonical_names[] = {
 	"dot_mlp_gate",       "dot_mlp_up",          "mlp_activation",
 	"mlp_hidden",         "dot_mlp_out",         "mlp_out_dropout",
 	"mlp_out_dropout_mask", "layer_output",
+	/* tensor parallelism's collectives (docs/parallelism.md) */
+	"attention_input_gathered", "attention_out_reduced", "mlp_input_gathered", "mlp_out_reduced",
 };
 
 static const struct {

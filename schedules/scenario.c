@@ -69,6 +69,7 @@ static const key_desc keys[] = {
 	{"parallelism.ep", K_INT, S(ep), 0, 1, 1 << 20},
 	{"remat.scan", K_BOOL, S(scan), 0, 0, 0},
 	{"remat.recompute_num_layers", K_INT, S(recompute_num_layers), 0, 0, 1 << 20},
+	{"remat.recompute_method", K_STR, S(recompute_method), 0, 0, 0},
 	{"remat.prevent_cse", K_TRIBOOL, S(prevent_cse), 0, 0, 0},
 	{"remat.policy", K_STR, S(policy), 0, 0, 0},
 	{"remat.names", K_NAMES, L(names, n_names), 0, 0},
@@ -1441,6 +1442,26 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				rm_log_warn("%s has no effect under scheduler.mode %s", xla_only[i], rm_sched_mode_name(c->mode));
 	}
 	c->recompute_num_layers = (int)sc->recompute_num_layers;
+	/* Megatron-LM's --recompute-method: block recomputes the first recompute_num_layers layers
+	 * (what remora models); uniform checkpoints the input of every group of that many layers
+	 * and recomputes the group at once, which is per-layer full recompute only for groups of 1 */
+	if (sc->recompute_method[0]) {
+		bool uniform = strcasecmp(sc->recompute_method, "uniform") == 0;
+		if (!uniform && strcasecmp(sc->recompute_method, "block") != 0) {
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "remat.recompute_method", err, RM_INVALID, "expected uniform or block, got \"%s\"",
+					 sc->recompute_method);
+		}
+		if (uniform && sc->recompute_num_layers > 1) {
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "remat.recompute_method", err, RM_UNSUPPORTED,
+					 "uniform groups of %lld layers are not modelled (each layer recomputes from its own "
+					 "input); use recompute_num_layers 1, or block",
+					 (long long)sc->recompute_num_layers);
+		}
+		if (uniform)
+			c->recompute_num_layers = 0; /* every layer, from its own input */
+	}
 	/* jax.checkpoint's and flax nn.remat's default */
 	c->prevent_cse = sc->prevent_cse != 0;
 	if (sc->reshard_after_forward >= 0) {

@@ -476,3 +476,40 @@ Test(parallel, bad_pipeline_combinations_name_the_key)
 		     RM_UNSUPPORTED, 6, 16, "zero_bubble");
 	expect_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 2f2b\n", RM_INVALID, 3, 16, "expected 1f1b");
 }
+
+Test(parallel, megatron_recompute_names)
+{
+	/* megatron:selective on a fused-attention Llama layer: only the attention kernel's output
+	 * (and its log-sum-exp) is recomputed; megatron:full keeps only the layer input */
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(rm_model_config_resolve("llama-2-7b", &m, &err), RM_OK, "%s", err.msg);
+	rm_train_config tc = rm_train_config_default(&m);
+	tc.seq_len = 1024;
+	rm_workload *wl = rm_workload_create(&m, &tc, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	rm_remat_policy *sel = rm_remat_policy_parse("megatron:selective", &err);
+	cr_assert_not_null(sel, "%s", err.msg);
+	rm_remat_plan plan;
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, sel, &plan, &err), RM_OK, "%s", err.msg);
+	int ctx = rm_graph_find_value(&wl->layer, "attention_context");
+	int q = rm_graph_find_value(&wl->layer, "rotary_query"); /* the kernel reads q after rotary */
+	cr_assert_eq(plan.fate[ctx], RM_FATE_RECOMPUTED);
+	cr_assert_eq(plan.fate[q], RM_FATE_SAVED);
+	/* ctx [1, 1024, 4096] x 2 B and the lse [1, 32, 1024] x 4 B less than keeping everything */
+	cr_assert_eq(rm_graph_residual_bytes(&wl->layer) - (plan.saved_bytes + plan.carry_bytes), 8388608 + 131072);
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(sel);
+	rm_remat_policy *full = rm_remat_policy_parse("megatron:full", &err);
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, full, &plan, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(plan.saved_bytes, 0);
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(full);
+	cr_assert_null(rm_remat_policy_parse("megatron:partial", &err));
+	cr_assert(strstr(err.msg, "full, selective"), "%s", err.msg);
+	rm_workload_destroy(wl);
+	/* recompute_method */
+	expect_error("model: llama-2-7b\nremat:\n  scan: false\n  recompute_num_layers: 4\n  recompute_method: uniform\n",
+		     RM_UNSUPPORTED, 5, 21, "uniform groups of 4 layers");
+	expect_error("model: llama-2-7b\nremat:\n  recompute_method: stripes\n", RM_INVALID, 3, 21, "expected uniform or block");
+}

@@ -92,6 +92,7 @@ typedef struct rm_scenario {
 	char pp_schedule[16];
 	bool scan;
 	int64_t recompute_num_layers; /* 0: every layer follows the policy */
+	char recompute_method[16];    /* Megatron-LM's: "block" (the first n layers) or "uniform" */
 	int prevent_cse;              /* jax.checkpoint(prevent_cse=...): -1 default (true), 0, 1 */
 	char policy[1024];
 	int n_names, n_offload;

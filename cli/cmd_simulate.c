@@ -280,6 +280,7 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "fsdp", json_integer(res->train.fsdp));
 	json_object_set_new(o, "tp", json_integer(res->train.tp));
 	json_object_set_new(o, "sp", json_boolean(res->train.sp));
+	json_object_set_new(o, "cp", json_integer(res->train.cp));
 	json_object_set_new(o, "dp_replicate", json_integer(res->train.dp_replicate));
 	json_object_set_new(o, "zero", json_integer(res->train.zero));
 	json_object_set_new(o, "replica_collectives", json_integer(rep->replica_collectives));
@@ -467,6 +468,12 @@ static int run(const char *cmd, int argc, char **argv)
 			snprintf(par, sizeof(par), "data parallel %lld (no FSDP)", (long long)res.train.dp_replicate);
 		else
 			snprintf(par, sizeof(par), "FSDP %lld", (long long)res.train.fsdp);
+		if (res.train.cp > 1) {
+			char cpb[96];
+			snprintf(cpb, sizeof(cpb), "CP %lld, %s (%lld x cp)", (long long)res.train.cp, par,
+				 (long long)(res.train.fsdp / res.train.cp));
+			snprintf(par, sizeof(par), "%s", cpb);
+		}
 		if (res.train.tp > 1) {
 			char tpb[96];
 			snprintf(tpb, sizeof(tpb), "TP %lld%s, %s", (long long)res.train.tp, res.train.sp ? " (SP)" : "", par);

@@ -252,6 +252,7 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.fsdp = 1,
 		.dp_replicate = 1,
 		.tp = 1,
+		.cp = 1,
 		.pp = 1,
 		.virtual_stages = 1,
 		.loss_parallel = true,
@@ -354,6 +355,24 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 					    "tokens, and sequence parallelism splits the sequence)",
 					    (long long)t->tp, (long long)t->seq_len);
 	}
+	if (t->cp < 1)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "cp must be positive (got %lld)", (long long)t->cp);
+	if (t->cp > 1) {
+		if (!t->fused_attention)
+			return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+					    "context parallelism runs a fused attention kernel over the gathered keys: "
+					    "unfused attention is not modelled with it");
+		if (t->seq_len % (2 * t->cp * t->tp) != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "seq_len %lld must be a multiple of 2 x cp %lld x tp %lld (the load-balanced "
+					    "causal split gives each GPU two chunks of the sequence)",
+					    (long long)t->seq_len, (long long)t->cp, (long long)t->tp);
+		if ((m->heads / t->tp) % t->cp != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "cp %lld must divide the %lld attention heads per tensor-parallel GPU (remora "
+					    "prices a GPU's share of the attention as heads / cp over the whole sequence)",
+					    (long long)t->cp, (long long)(m->heads / t->tp));
+	}
 	if (t->zero < 1 || t->zero > 3)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "zero must be 1, 2 or 3 (got %d)", t->zero);
 	if (t->zero < 3 && t->master_shards)
@@ -402,6 +421,7 @@ typedef struct graph_builder {
 	const rm_train_config *t;
 	int64_t b, s, T; /* micro-batch, sequence, tokens = b*s */
 	int64_t tp;      /* tensor-parallel degree (1: none) */
+	int64_t cp;      /* context-parallel degree: s is the GPU's seq_len / cp */
 	bool sp;         /* sequence parallelism (with tp > 1) */
 	int64_t s_act;   /* sequence length of the activations being built: s, or s / tp in the
 			  * sequence-parallel regions (norms, dropouts, residual adds) */
@@ -698,6 +718,7 @@ static void emit_backward(graph_builder *gb, int f)
 		rm_op *op = bwd_op(gb, f, "bwd", RM_OP_COLLECTIVE, RM_PHASE_BWD_DGRAD);
 		op->coll = fo.coll == RM_COLL_ALL_GATHER ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_GATHER;
 		op->coll_bytes = fo.coll_bytes;
+		op->coll_cp = fo.coll_cp;
 		op->bytes_read = out_bytes;
 		op->bytes_written = vbytes(gb, fo.inputs[0]);
 		return;
@@ -874,12 +895,29 @@ static void build_layer(graph_builder *gb)
 		}
 	}
 	int ctx;
+	if (t->fused_attention && gb->cp > 1) {
+		/* context parallelism: the keys and values of the whole sequence gathered over the
+		 * group (kept as the local chunk, gathered again in the backward) */
+		int64_t s_loc = gb->s;
+		gb->s_act = t->seq_len;
+		gb->T = gb->b * t->seq_len;
+		k = fwd_tp_collective(gb, "attention_key_gathered", RM_COLL_ALL_GATHER, k, kvd);
+		gb->g->ops[gb->g->values[k].producer].coll_cp = true;
+		v = fwd_tp_collective(gb, "attention_value_gathered", RM_COLL_ALL_GATHER, v, kvd);
+		gb->g->ops[gb->g->values[v].producer].coll_cp = true;
+		gb->T = gb->b * s_loc;
+		gb->s_act = s_loc;
+	}
 	if (t->fused_attention) {
 		rm_op *op = new_op(gb, "attention_context", RM_OP_ATTENTION, RM_PHASE_FWD, -1);
+		/* under context parallelism a GPU's queries are 1/cp of the sequence against all of
+		 * its keys (the load-balanced causal split gives each the same share): priced as
+		 * heads / cp over the whole sequence, the same FLOPs at the whole sequence's kernel
+		 * efficiency */
 		op->attention = (rm_attention_shape){
-			.batch = gb->b, .heads = heads, .kv_heads = kv_heads, .seq = gb->s,
-			.head_dim = m->head_dim, .causal = t->causal, .fused = true, .dtype = gb->dt,
-			.window = t->causal && m->sliding_window > 0 && m->sliding_window < gb->s ? m->sliding_window : 0};
+			.batch = gb->b, .heads = heads / gb->cp, .kv_heads = kv_heads >= gb->cp ? kv_heads / gb->cp : 1,
+			.seq = t->seq_len, .head_dim = m->head_dim, .causal = t->causal, .fused = true, .dtype = gb->dt,
+			.window = t->causal && m->sliding_window > 0 && m->sliding_window < t->seq_len ? m->sliding_window : 0};
 		op_in(gb, op, q);
 		op_in(gb, op, k);
 		op_in(gb, op, v);
@@ -888,7 +926,7 @@ static void build_layer(graph_builder *gb)
 		int lse = add_value(gb, "attention_lse", RM_DTYPE_FP32, 3, lse_shape);
 		op_out(gb, op, ctx);
 		op_out(gb, op, lse);
-		op->flops = 4.0 * (double)gb->b * (double)heads * (double)m->head_dim * attended_pairs(m, t);
+		op->flops = 4.0 * (double)gb->b * (double)heads * (double)m->head_dim * attended_pairs(m, t) / (double)gb->cp;
 		op->bytes_read = vbytes(gb, q) + vbytes(gb, k) + vbytes(gb, v);
 		op->bytes_written = vbytes(gb, ctx) + vbytes(gb, lse);
 	} else {
@@ -1100,11 +1138,12 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 		.m = &wl->model,
 		.t = &wl->train,
 		.b = train->micro_batch,
-		.s = train->seq_len,
-		.T = train->micro_batch * train->seq_len,
+		.s = train->seq_len / (train->cp > 1 ? train->cp : 1),
+		.T = train->micro_batch * train->seq_len / (train->cp > 1 ? train->cp : 1),
 		.tp = train->tp > 1 ? train->tp : 1,
+		.cp = train->cp > 1 ? train->cp : 1,
 		.sp = train->tp > 1 && train->sp,
-		.s_act = train->seq_len,
+		.s_act = train->seq_len / (train->cp > 1 ? train->cp : 1),
 		.dt = train->dtype,
 		.gemm_dt = train->dtype,
 		.es = rm_dtype_size(train->dtype),

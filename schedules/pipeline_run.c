@@ -95,7 +95,8 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 	 * tensor-parallel group (Megatron-LM's scatter-gather of pipeline tensors), on NVLink
 	 * when a stage is smaller than a node, else over the network */
 	int es = rm_dtype_size(t->dtype);
-	out->p2p_bytes = t->micro_batch * t->seq_len * res->model.hidden * es / (t->tp > 1 ? t->tp : 1);
+	out->p2p_bytes = t->micro_batch * t->seq_len * res->model.hidden * es / (t->tp > 1 ? t->tp : 1) /
+			 (t->cp > 1 ? t->cp : 1);
 	int stage_gpus = res->gpus / p;
 	rm_cost_op c = {.kind = RM_COST_COLLECTIVE,
 			.collective = {.op = RM_COLL_SEND_RECV, .bytes = out->p2p_bytes, .group_size = 2,
@@ -109,7 +110,8 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 	if (status != RM_OK)
 		goto done;
 	out->step_s = out->sched.step_s;
-	double tokens = (double)m * (double)t->micro_batch * (double)t->seq_len / (double)(t->tp > 1 ? t->tp : 1) / (double)p;
+	double tokens = (double)m * (double)t->micro_batch * (double)t->seq_len / (double)(t->tp > 1 ? t->tp : 1) /
+			(double)(t->cp > 1 ? t->cp : 1) / (double)p;
 	out->tokens_per_s = out->step_s > 0 ? tokens / out->step_s : 0;
 	double peak = res->hw.bf16_TFLOPs * RM_TB;
 	out->mfu = peak > 0 ? rm_workload_mfu_flops_per_token(res->wl) * out->tokens_per_s / peak : 0;

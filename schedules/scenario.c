@@ -1100,8 +1100,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			const char *key;
 			size_t off;
 			const char *what;
-		} later[] = {{"parallelism.cp", offsetof(rm_scenario, cp), "context parallelism"},
-			     {"parallelism.ep", offsetof(rm_scenario, ep), "expert parallelism"}};
+		} later[] = {{"parallelism.ep", offsetof(rm_scenario, ep), "expert parallelism"}};
 		for (size_t i = 0; i < RM_ARRAY_SIZE(later); i++)
 			if (*(const int64_t *)((const char *)sc + later[i].off) > 1)
 				return key_error(sc, later[i].key, err, RM_UNSUPPORTED,
@@ -1191,7 +1190,22 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 					 "expected vocab_parallel or replicated, got \"%s\"", sc->tp_embedding);
 	}
 	/* data parallelism: fsdp x dp_replicate GPUs, all the tensor-parallel groups */
-	int dp_gpus = (int)(out->gpus / tp / pp);
+	/* context parallelism: after tp in the rank order (Megatron-LM's tp-cp-dp-pp); its GPUs
+	 * share sequences and join the FSDP group (torchtitan's dp_shard_cp mesh) */
+	int64_t cp = sc->cp ? sc->cp : 1;
+	if (cp > 1 && (out->gpus / pp / tp) % cp != 0)
+		return key_error(sc, "parallelism.cp", err, RM_INVALID, "cp %lld must divide the %lld GPUs tp and pp leave",
+				 (long long)cp, (long long)(out->gpus / pp / tp));
+	if (cp > 1 && t.seq_len % (2 * cp * tp) != 0)
+		return key_error(sc, "parallelism.cp", err, RM_INVALID,
+				 "seq_len %lld must be a multiple of 2 x cp %lld x tp %lld (two chunks of the sequence per "
+				 "GPU, as the load-balanced causal split runs)",
+				 (long long)t.seq_len, (long long)cp, (long long)tp);
+	if (cp > 1 && (out->model.heads / tp) % cp != 0)
+		return key_error(sc, "parallelism.cp", err, RM_INVALID, "cp %lld must divide the %lld attention heads per GPU",
+				 (long long)cp, (long long)(out->model.heads / tp));
+	t.cp = cp;
+	int dp_gpus = (int)(out->gpus / tp / pp / cp);
 	char dp_what[96];
 	if (tp > 1 && pp > 1)
 		snprintf(dp_what, sizeof(dp_what), "%d data-parallel GPUs (%d / tp %lld / pp %lld)", dp_gpus, out->gpus,
@@ -1268,6 +1282,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	if (t.fsdp > dp_gpus || dp_gpus % t.fsdp != 0)
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID, "FSDP degree %lld must divide the cluster's %s (%lld x %lld)",
 				 (long long)t.fsdp, dp_what, (long long)gpn, (long long)sc->nodes);
+	t.dp_replicate = dp_gpus / t.fsdp;
+	t.fsdp *= cp; /* the FSDP group spans the context-parallel GPUs too */
 	/* the FSDP group: one GPU of each of F consecutive tensor-parallel groups; a node holds
 	 * `slots` of its members */
 	int64_t slots = tp < gpn ? gpn / tp : 1;
@@ -1277,7 +1293,6 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
 				 "an FSDP group across nodes must take whole nodes of %lld GPUs (got %lld)", (long long)gpn,
 				 (long long)(t.fsdp * tp));
-	t.dp_replicate = dp_gpus / t.fsdp;
 	if (t.dp_replicate > 1 && t.fsdp < slots && slots % t.fsdp != 0)
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
 				 "FSDP groups of %lld GPUs do not tile nodes of %lld GPUs: a group would straddle two "
@@ -1298,21 +1313,22 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		rm_log_warn("parallelism.zero %d with one replica shards exactly as zero 3 does (over the %lld GPUs "
 			    "of the FSDP group)",
 			    t.zero, (long long)t.fsdp);
+	int cp_nodes = tp * cp > gpn ? (int)(tp >= gpn ? cp : tp * cp / gpn) : 1;
 	if (sc->global_batch) {
-		int64_t per_step = t.micro_batch * t.fsdp * t.dp_replicate;
+		int64_t per_step = t.micro_batch * (t.fsdp / cp) * t.dp_replicate;
 		if (sc->global_batch % per_step != 0)
 			return key_error(sc, "training.global_batch", err, RM_INVALID,
 					 "global_batch %lld is not a multiple of micro_batch %lld x %lld data-parallel "
 					 "GPUs = %lld sequences per micro-batch step",
 					 (long long)sc->global_batch, (long long)t.micro_batch,
-					 (long long)(t.fsdp * t.dp_replicate), (long long)per_step);
+					 (long long)(t.fsdp / cp * t.dp_replicate), (long long)per_step);
 		int64_t accum = sc->global_batch / per_step;
 		if (sc->grad_accum && sc->grad_accum != accum)
 			return key_error(sc, "training.global_batch", err, RM_INVALID,
 					 "global_batch %lld = micro_batch %lld x %lld data-parallel GPUs x %lld "
 					 "micro-batches, but training.grad_accum says %lld",
 					 (long long)sc->global_batch, (long long)t.micro_batch,
-					 (long long)(t.fsdp * t.dp_replicate), (long long)accum, (long long)sc->grad_accum);
+					 (long long)(t.fsdp / cp * t.dp_replicate), (long long)accum, (long long)sc->grad_accum);
 		t.grad_accum = accum;
 	}
 	/* the program holds L x grad_accum copies of a layer's ops (each micro-batch has its own
@@ -1349,6 +1365,13 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		out->memory = rm_memory_budget_with_headroom(&out->hw, (int)t.fsdp, fsdp_nodes, (int64_t)hb);
 	} else {
 		out->memory = rm_memory_budget_default(&out->hw, (int)t.fsdp, fsdp_nodes);
+		if (cp > 1) {
+			/* and the context-parallel group's */
+			rm_memory_budget cb = rm_memory_budget_default(&out->hw, (int)cp, cp_nodes);
+			out->memory.nccl_buffer_bytes += cb.nccl_buffer_bytes;
+			out->memory.headroom_bytes += cb.nccl_buffer_bytes;
+			out->memory.usable_bytes -= cb.nccl_buffer_bytes;
+		}
 		if (tp > 1) {
 			/* the tensor-parallel group's communicator holds its own buffers */
 			rm_memory_budget tb = rm_memory_budget_default(&out->hw, (int)tp, tp_nodes);
@@ -1413,6 +1436,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	c->fsdp_nodes = fsdp_nodes;
 	c->replica_nodes = replica_nodes;
 	c->tp_nodes = tp_nodes;
+	c->cp_nodes = cp_nodes;
 	c->scan = sc->scan;
 	if (strcasecmp(sc->mode, "xla") == 0)
 		c->mode = RM_SCHED_XLA;

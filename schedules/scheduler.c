@@ -807,8 +807,9 @@ static rm_cost_op op_cost(const ctx *x, const rm_op *op, int l, rm_program_phase
 {
 	rm_cost_op c = graph_op_cost(op, x->cfg->eager);
 	if (c.kind == RM_COST_COLLECTIVE) {
-		c.collective.group_size = (int32_t)x->wl->train.tp;
-		c.collective.span = x->cfg->tp_nodes > 0 ? x->cfg->tp_nodes : 1;
+		c.collective.group_size = (int32_t)(op->coll_cp ? x->wl->train.cp : x->wl->train.tp);
+		int span = op->coll_cp ? x->cfg->cp_nodes : x->cfg->tp_nodes;
+		c.collective.span = span > 0 ? span : 1;
 		return c;
 	}
 	int i;
@@ -1948,7 +1949,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	free(e.p->name);
 	e.p->name = rm_xstrdup(pname);
 	/* the GPUs of a tensor-parallel group share their tokens: each counts 1/tp of them */
-	e.p->tokens = tokens * x.A / (wl->train.tp > 1 ? wl->train.tp : 1);
+	e.p->tokens = tokens * x.A / (wl->train.tp > 1 ? wl->train.tp : 1) / (wl->train.cp > 1 ? wl->train.cp : 1);
 	e.p->model_flops = rm_workload_mfu_flops_per_token(wl) * (double)e.p->tokens;
 	e.s_compute = rm_program_add_stream(e.p, "compute", RM_STREAM_COMPUTE, 0);
 	e.s_coll = rm_program_add_stream(e.p, "collectives", RM_STREAM_COLLECTIVE,

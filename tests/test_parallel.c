@@ -261,7 +261,6 @@ Test(parallel, bad_combinations_name_the_key)
 	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  tp: 2\n  fsdp: 4\n  dp_replicate: 4\n", RM_INVALID,
 		     6, 17, "but the cluster has 8 data-parallel GPUs (16 / tp 2)");
 	/* what is not modelled yet is refused by name */
-	expect_error("model: llama-2-7b\nparallelism:\n  cp: 2\n", RM_UNSUPPORTED, 3, 7, "context parallelism");
 	expect_error("model: llama-2-7b\nparallelism:\n  ep: 8\n", RM_UNSUPPORTED, 3, 7, "expert parallelism");
 	expect_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_UNSUPPORTED, 3, 13,
 		     "async tensor parallelism");
@@ -512,4 +511,33 @@ Test(parallel, megatron_recompute_names)
 	expect_error("model: llama-2-7b\nremat:\n  scan: false\n  recompute_num_layers: 4\n  recompute_method: uniform\n",
 		     RM_UNSUPPORTED, 5, 21, "uniform groups of 4 layers");
 	expect_error("model: llama-2-7b\nremat:\n  recompute_method: stripes\n", RM_INVALID, 3, 21, "expected uniform or block");
+}
+
+Test(parallel, context_parallel_attention_gathers_the_keys_and_values)
+{
+	/* Llama-3-8B at seq 32768, cp 4 on 8 GPUs (FSDP over 2 x cp 4): each GPU runs 8,192 tokens of
+	 * a sequence; per layer the forward gathers k and v ([1, 32768, 1024] x 2 B = 64 MiB each),
+	 * the recompute gathers them again (kept as the local chunk), the backward reduce-scatters
+	 * dk and dv: 4 all-gathers and 2 reduce-scatters of 64 MiB over the 4 */
+	run a;
+	run_text(&a, "model: llama-3-8b\ntraining: {seq_len: 32768}\nremat: {scan: false, policy: nothing_saveable}\n"
+		     "parallelism: {cp: 4}\nscheduler: {mode: fsdp2}\n");
+	cr_assert_eq(a.res.train.cp, 4);
+	cr_assert_eq(a.res.train.fsdp, 8);
+	cr_assert_eq(a.res.train.dp_replicate, 1);
+	int n_ag, n_rs;
+	int64_t ag = coll_bytes(a.prog, 4, RM_COLL_ALL_GATHER, &n_ag);
+	int64_t rs = coll_bytes(a.prog, 4, RM_COLL_REDUCE_SCATTER, &n_rs);
+	cr_assert_eq(n_ag, 32 * 4, "%d", n_ag);
+	cr_assert_eq(n_rs, 32 * 2, "%d", n_rs);
+	cr_assert_eq(ag + rs, 32LL * 6 * 67108864);
+	cr_assert_eq(a.prog->tokens, 8192);
+	/* the kernel's FLOPs: a quarter of the causal pairs, 4 x 32 heads x 128 x 32768 x 32769 / 2 / 4 */
+	const rm_program_op *at = op_named(a.prog, "layer05/fwd/attention_context");
+	cr_assert_not_null(at);
+	cr_assert_float_eq(rm_cost_attention_flops(&at->cost.attention), 4.0 * 32 * 128 * 32768.0 * 32769.0 / 2 / 4,
+			   1e-3 * 4.0 * 32 * 128 * 32768.0 * 32769.0 / 2 / 4);
+	run_finish(&a);
+	expect_error("model: llama-3-8b\ntraining: {seq_len: 4098}\nparallelism:\n  cp: 2\n", RM_INVALID, 4, 7,
+		     "multiple of 2 x cp 2 x tp 1");
 }

@@ -155,6 +155,10 @@ typedef struct rm_train_config {
 	int64_t tp;            /* tensor parallelism (Megatron-LM): attention heads, key/value heads,
 				* the MLP's inner size and the vocabulary split over tp GPUs, which
 				* run the same tokens; 1: none */
+	int64_t cp;            /* context parallelism: each GPU of a group of cp runs seq_len / cp of every
+				* sequence, the attention all-gathers the keys and values over the group
+				* (torchtitan's context_parallel with rotate_method allgather, Megatron-LM's
+				* --context-parallel-size with its all-gather variant); 1: none */
 	bool sp;               /* sequence parallelism with tp: the norms, dropouts and residual
 				* adds run on seq_len / tp tokens, all-gather / reduce-scatter of
 				* the activations instead of all-reduce (Korthikanti et al. 2022) */
@@ -294,6 +298,7 @@ typedef struct rm_op {
 	rm_coll coll;                 /* kind == RM_OP_COLLECTIVE: all-gather, reduce-scatter or
 				       * all-reduce over the tensor-parallel group ... */
 	int64_t coll_bytes;           /* ... of this full buffer (nccl-tests' size) */
+	bool coll_cp;                 /* ... among the context-parallel group instead */
 	int n_inputs, n_outputs, n_residuals;
 	int inputs[RM_OP_MAX_INPUTS];   /* value indices (forward ops) */
 	int outputs[RM_OP_MAX_OUTPUTS]; /* value indices (forward ops) */

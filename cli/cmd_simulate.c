@@ -488,6 +488,7 @@ static int run(const char *cmd, int argc, char **argv)
 		       res.hw.name, par, (long long)res.train.seq_len,
 		       (long long)res.train.micro_batch, (long long)res.train.grad_accum,
 		       res.sched.mode == RM_SCHED_XLA     ? "XLA schedule"
+		       : res.sched.megatron               ? "Megatron-LM"
 		       : res.sched.mode == RM_SCHED_FSDP2 ? "PyTorch FSDP2"
 							  : "ideal schedule",
 		       res.sched.scan ? " (scan)" : " (unrolled)");
@@ -500,6 +501,13 @@ static int run(const char *cmd, int argc, char **argv)
 			printf("  XLA        defaults of JAX %s (openxla/xla %.12s, %s); LHS %s\n", v->name, v->xla_commit, v->xla_date,
 			       rm_xla_lhs_reason(&res.flags));
 		}
+		else if (res.sched.megatron)
+			printf("  runtime    Transformer Engine kernels, gradients reduced %s on their own stream%s\n",
+			       res.sched.overlap_grad_reduce ? "per layer in the backward" : "after the backward",
+			       res.train.zero < 3 && res.train.dp_replicate > 1
+				       ? (res.sched.overlap_param_gather ? ", parameters gathered per layer ahead of its forward"
+									  : ", parameters gathered after the step")
+				       : "");
 		else if (res.sched.mode == RM_SCHED_FSDP2)
 			printf("  runtime    %s, all-gathers %d block(s) ahead, reduce-scatters on their own stream\n",
 			       res.compile ? "torch.compile" : "eager", res.sched.prefetch_depth);

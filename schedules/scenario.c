@@ -83,6 +83,8 @@ static const key_desc keys[] = {
 	{"scheduler.prefetch_depth", K_INT, S(prefetch_depth), 0, 1, 16},
 	{"scheduler.reshard_after_forward", K_TRIBOOL, S(reshard_after_forward), 0, 0, 0},
 	{"scheduler.gradient_sync", K_STR, S(gradient_sync), 0, 0, 0},
+	{"scheduler.overlap_grad_reduce", K_TRIBOOL, S(overlap_grad_reduce), 0, 0, 0},
+	{"scheduler.overlap_param_gather", K_TRIBOOL, S(overlap_param_gather), 0, 0, 0},
 	{"scheduler.cost_model", K_STR, S(cost_model), 0, 0, 0},
 	{"scheduler.hw_queues", K_INT, S(hw_queues), 0, 1, 32},
 	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
@@ -109,6 +111,7 @@ void rm_scenario_init(rm_scenario *sc)
 	sc->master_weights = sc->fused_attention = sc->causal = -1;
 	sc->compile = sc->grad_clip = sc->fp8_all_gather = sc->reshard_after_forward = -1;
 	sc->sp = sc->async_tp = sc->loss_parallel = -1;
+	sc->overlap_grad_reduce = sc->overlap_param_gather = -1;
 	sc->scan = true;
 	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
@@ -1143,7 +1146,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 					 "pipeline stages of %lld GPUs do not tile nodes of %lld GPUs", (long long)stage,
 					 (long long)gpn);
 		if (strcasecmp(sc->mode, "ideal") != 0 && !(strcasecmp(sc->mode, "xla") == 0 && !sc->scan) &&
-		    strcasecmp(sc->mode, "fsdp2") != 0)
+		    strcasecmp(sc->mode, "fsdp2") != 0 && strcasecmp(sc->mode, "megatron") != 0)
 			return key_error(sc, "parallelism.pp", err, RM_INVALID,
 					 "pipeline parallelism runs each stage's layers unrolled: set remat.scan: false "
 					 "under scheduler.mode xla");
@@ -1230,8 +1233,15 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 					 dp_what, (long long)gpn, (long long)sc->nodes);
 		t.fsdp = dp_gpus / sc->dp_replicate;
 	} else {
-		t.fsdp = sc->fsdp ? sc->fsdp : dp_gpus;
+		/* Megatron-LM replicates the parameters over its data-parallel GPUs */
+		bool megatron = strcasecmp(sc->mode, "megatron") == 0;
+		t.fsdp = sc->fsdp ? sc->fsdp : megatron ? 1 : dp_gpus;
 	}
+	if (strcasecmp(sc->mode, "megatron") == 0 && t.fsdp != 1)
+		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
+				 "scheduler.mode megatron replicates the parameters over the data-parallel GPUs (its "
+				 "distributed optimizer is parallelism.zero 1); Megatron-FSDP is not modelled: set "
+				 "parallelism.fsdp: 1 or leave it out");
 	if (sc->dtype[0] && !rm_dtype_parse(sc->dtype, &t.dtype))
 		return key_error(sc, "training.dtype", err, RM_INVALID, "unknown dtype \"%s\" (bf16, fp16, fp32)", sc->dtype);
 	if (sc->grad_dtype[0] && !rm_dtype_parse(sc->grad_dtype, &t.grad_dtype))
@@ -1444,10 +1454,27 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		c->mode = RM_SCHED_IDEAL;
 	else if (strcasecmp(sc->mode, "fsdp2") == 0)
 		c->mode = RM_SCHED_FSDP2;
-	else {
+	else if (strcasecmp(sc->mode, "megatron") == 0) {
+		/* Megatron-LM: PyTorch with Transformer Engine's kernels, its DDP (or distributed
+		 * optimizer) on a PyTorch stream of its own: the fsdp2 runtime without FSDP */
+		c->mode = RM_SCHED_FSDP2;
+		c->megatron = true;
+		c->grad_sync_last = true; /* the gradient buckets reduce in the last micro-batch */
+	} else {
 		rm_scenario_resolved_finish(out);
-		return key_error(sc, "scheduler.mode", err, RM_INVALID, "expected xla, ideal or fsdp2, got \"%s\"",
+		return key_error(sc, "scheduler.mode", err, RM_INVALID, "expected xla, ideal, fsdp2 or megatron, got \"%s\"",
 				 sc->mode);
+	}
+	c->overlap_grad_reduce = sc->overlap_grad_reduce != 0;
+	c->overlap_param_gather = sc->overlap_param_gather != 0;
+	{
+		static const char *const mkeys[] = {"scheduler.overlap_grad_reduce", "scheduler.overlap_param_gather"};
+		for (size_t i = 0; i < RM_ARRAY_SIZE(mkeys); i++)
+			if (!c->megatron && rm_scenario_key_pos(sc, mkeys[i])) {
+				rm_scenario_resolved_finish(out);
+				return key_error(sc, mkeys[i], err, RM_INVALID, "applies to scheduler.mode megatron (Megatron-LM's "
+						 "--overlap-grad-reduce, --overlap-param-gather)");
+			}
 	}
 	/* PyTorch runs its layers as Python code: there is no scan to keep stacked residuals */
 	if (c->mode == RM_SCHED_FSDP2) {
@@ -1525,7 +1552,21 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	/* the kernels the runtime launches (docs/sim.md "Kernel model") */
 	rm_kernel_config *kc = &out->cost.kernels;
 	*kc = rm_kernel_config_default();
-	if (c->mode == RM_SCHED_FSDP2) {
+	if (c->megatron) {
+		/* Transformer Engine: cuDNN fused attention and fused norm, rotary, bias-activation
+		 * and softmax kernels, launched from Python (no torch.compile) */
+		kc->attention = RM_ATTN_CUDNN;
+		if (sc->compile > 0) {
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "training.compile", err, RM_INVALID,
+					 "scheduler.mode megatron runs Transformer Engine's fused kernels, not torch.compile");
+		}
+		out->compile = false;
+		kc->fused = true;
+		kc->host_us = EAGER_HOST_US;
+		c->compile_partitioner = false;
+		c->eager = false;
+	} else if (c->mode == RM_SCHED_FSDP2) {
 		/* PyTorch: SDPA's flash (FlashAttention-2) backend by default; eager unless compiled */
 		kc->attention = RM_ATTN_FLASH2;
 		out->compile = sc->compile > 0;

@@ -664,6 +664,9 @@ typedef struct emitter {
 	char name[160];
 } emitter;
 
+static bool param_gather_ahead(const ctx *x);
+static void emit_param_gather(emitter *e, const char *name, int64_t elems, int layer);
+
 /* Names of ops and tensors; a search (cfg->lean) skips formatting them. */
 #define TNAME(e, buf, ...)                                                                       \
 	((e)->x->cfg->lean ? (void)((buf)[0] = '\0') : (void)snprintf((buf), sizeof(buf), __VA_ARGS__))
@@ -912,6 +915,11 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 				out[no++] = t->fwd[v];
 			}
 		}
+		if (!rec && mb == 0 && s->op == 0 && param_gather_ahead(x)) {
+			char gn[160];
+			TNAME(e, gn, "layer%02d/fwd/param-all-gather-replicas", l);
+			emit_param_gather(e, gn, x->layer->params, l);
+		}
 		emit(e, &d, in, ni, out, no, -1, NULL);
 		/* offload right after the producer */
 		if (!rec)
@@ -955,7 +963,8 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 			}
 		}
 		emit(e, &d, in, ni, out, no, -1, NULL);
-		if (x->R > 1 && x->cfg->wl->train.fsdp == 1 && s->op == x->last_wgrad && mb == x->A - 1) {
+		if (x->R > 1 && x->cfg->wl->train.fsdp == 1 && s->op == x->last_wgrad && mb == x->A - 1 &&
+		    (!x->cfg->megatron || x->cfg->overlap_grad_reduce)) {
 			/* data parallelism without FSDP: the layer's gradients, complete after its last
 			 * weight gradient of the last micro-batch, all-reduced across the replicas while
 			 * the layers below run their backward (DDP's buckets, XLA's per-layer
@@ -1148,6 +1157,8 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 					     RM_LOC_DEVICE, false);
 			out[no++] = fwdt[v];
 		}
+		if (pt == PART_EMBED && s->op == 0 && s->mb == 0 && param_gather_ahead(x))
+			emit_param_gather(e, "embedding/fwd/param-all-gather-replicas", x->embed->params + x->head->params, -1);
 		emit(e, &d, in, ni, out, no, -1, NULL);
 		return;
 	}
@@ -1330,6 +1341,28 @@ static rm_elementwise_cost optimizer_update_cost(const rm_static_memory *sm)
 				     .flops = 12.0 * (double)sm->opt_elems, .cls = RM_MB_OPTIMIZER};
 }
 
+/* Megatron-LM's overlap_param_gather: the distributed optimizer's updated slices all-gathered
+ * per layer ahead of its forward (the previous step's update, in the steady state) */
+static bool param_gather_ahead(const ctx *x)
+{
+	return x->cfg->megatron && x->cfg->overlap_param_gather && x->R > 1 && x->rep_rs;
+}
+
+/* The all-gather of `elems` parameters over the replicas that the next compute op waits for. */
+static void emit_param_gather(emitter *e, const char *name, int64_t elems, int layer)
+{
+	const ctx *x = e->x;
+	rm_program_op_desc a = rm_program_op_desc_init(name, RM_COST_COLLECTIVE, e->s_coll);
+	a.cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_GATHER, .bytes = elems * x->psize,
+						 .group_size = x->R, .span = x->rep_nodes};
+	a.layer = layer;
+	a.phase = RM_PPHASE_FWD;
+	int32_t ain[1] = {e->param_shard}, ev = -1;
+	emit(e, &a, ain, 1, NULL, 0, -1, &ev);
+	add_pending(e, ev);
+	x->rep->replica_collectives++;
+}
+
 static void emit_optimizer(emitter *e)
 {
 	const ctx *x = e->x;
@@ -1339,6 +1372,8 @@ static void emit_optimizer(emitter *e)
 		 * norm's), complete with the embedding's backward, all-reduced before the step */
 		rm_program_op_desc r = rm_program_op_desc_init("optimizer/all-reduce-replicas", RM_COST_COLLECTIVE, e->s_rs);
 		int64_t elems = x->embed->params + x->head->params;
+		if (x->cfg->megatron && !x->cfg->overlap_grad_reduce)
+			elems = rm_workload_rank_params(x->wl); /* every bucket after the backward */
 		r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
 							 .bytes = elems * x->gsize,
 							 .group_size = x->R, .span = x->rep_nodes};
@@ -1369,7 +1404,7 @@ static void emit_optimizer(emitter *e)
 	d.phase = RM_PPHASE_OPTIMIZER;
 	int32_t in[4] = {e->param_shard, e->master, e->opt_state, e->grad_shard};
 	emit(e, &d, in, 4, NULL, 0, -1, NULL);
-	if (x->R > 1 && x->rep_rs) {
+	if (x->R > 1 && x->rep_rs && !param_gather_ahead(x)) {
 		/* ZeRO-1/2: each GPU updated its 1/(fsdp x R) slice; the replica group all-gathers the
 		 * slices back into the parameter shard the next step's FSDP gathers read (bytes: the
 		 * full output, the parameter shard) */

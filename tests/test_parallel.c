@@ -541,3 +541,45 @@ Test(parallel, context_parallel_attention_gathers_the_keys_and_values)
 	expect_error("model: llama-3-8b\ntraining: {seq_len: 4098}\nparallelism:\n  cp: 2\n", RM_INVALID, 4, 7,
 		     "multiple of 2 x cp 2 x tp 1");
 }
+
+Test(parallel, megatron_runtime_overlaps_the_distributed_optimizer)
+{
+	/* Llama-2-7B on 8 GPUs, data parallel 8 with the distributed optimizer (zero 1), 2
+	 * micro-batches: the gradients reduce-scattered per layer in the last micro-batch's backward
+	 * (32 of 202,383,360 x 2 B, and the embedding, head and final norm's 262,148,096 x 2 B before
+	 * the step), the updated parameters gathered per layer ahead of its forward (32 + 1): P x 2 B
+	 * each way */
+	const char *base = "model: llama-2-7b\ntraining: {seq_len: 1024, grad_accum: 2}\nremat: {policy: nothing_saveable}\n"
+			   "parallelism: {zero: 1}\nscheduler:\n  mode: megatron\n";
+	run a;
+	run_text(&a, base);
+	cr_assert(a.res.sched.megatron);
+	cr_assert_eq(a.res.train.fsdp, 1);
+	cr_assert_eq(a.res.train.dp_replicate, 8);
+	int n;
+	cr_assert_eq(coll_bytes(a.prog, 8, RM_COLL_REDUCE_SCATTER, &n), P7B * 2);
+	cr_assert_eq(n, 33);
+	cr_assert_eq(coll_bytes(a.prog, 8, RM_COLL_ALL_GATHER, &n), P7B * 2);
+	cr_assert_eq(n, 33);
+	/* the first layer's forward waits for its gather */
+	cr_assert_not_null(op_named(a.prog, "layer00/fwd/param-all-gather-replicas"));
+	cr_assert_eq(a.res.cost.kernels.attention, RM_ATTN_CUDNN);
+	run_finish(&a);
+	/* neither overlapped: one reduce-scatter after the backward, one gather after the step */
+	char text[512];
+	snprintf(text, sizeof(text), "%s  overlap_grad_reduce: false\n  overlap_param_gather: false\n", base);
+	run b;
+	run_text(&b, text);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_REDUCE_SCATTER, &n), P7B * 2);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_ALL_GATHER, &n), P7B * 2);
+	cr_assert_eq(n, 1);
+	cr_assert_gt(b.m.exposed_comm, a.m.exposed_comm);
+	run_finish(&b);
+	expect_error("model: llama-2-7b\nparallelism:\n  fsdp: 8\nscheduler: {mode: megatron}\n", RM_INVALID, 3, 9,
+		     "Megatron-FSDP is not modelled");
+	expect_error("model: llama-2-7b\nscheduler:\n  mode: fsdp2\n  overlap_grad_reduce: true\n", RM_INVALID, 4, 24,
+		     "applies to scheduler.mode megatron");
+	expect_error("model: llama-2-7b\ntraining:\n  compile: true\nscheduler: {mode: megatron}\n", RM_INVALID, 3, 12,
+		     "not torch.compile");
+}

@@ -81,6 +81,7 @@ typedef struct rm_scenario {
 	int fp8_all_gather;                          /* -1: default (false) */
 	int compile, grad_clip;                      /* -1: default */
 	int reshard_after_forward;                   /* scheduler.reshard_after_forward; -1: default (true) */
+	int overlap_grad_reduce, overlap_param_gather; /* scheduler.mode megatron; -1: default (true) */
 	int64_t fsdp; /* 0: all GPUs (over dp_replicate when that is set) */
 	int64_t dp_replicate; /* HSDP replicas of the FSDP group; 0: the GPUs the FSDP group leaves */
 	int64_t zero;         /* 1, 2 or 3; 0: 3 */

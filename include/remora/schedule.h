@@ -115,6 +115,13 @@ typedef struct rm_schedule_config {
 	bool reshard_after_forward;   /* fsdp2: free the gathered parameters after the forward and
 				       * gather again for the backward (FSDP2's default; the last layer
 				       * is kept, as torchtitan applies fully_shard) */
+	bool megatron;                /* scheduler.mode megatron: the fsdp2 runtime without FSDP, its
+				       * gradients reduced per layer in the last micro-batch's backward
+				       * on their own stream (overlap_grad_reduce) or all after the
+				       * backward, the distributed optimizer's (zero 1) parameter
+				       * all-gather per layer ahead of its forward (overlap_param_gather)
+				       * or after the step */
+	bool overlap_grad_reduce, overlap_param_gather;
 	bool eager;                   /* fsdp2 without compile: memory-bound ops as their eager
 				       * decompositions (rm_op eager_bytes, eager_kernels) */
 	bool prevent_cse;             /* XLA: jax.checkpoint's optimization barrier before the

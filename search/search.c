@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "search_internal.h"
@@ -442,8 +443,11 @@ rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c,
 	size_t used = strlen(sc.xla_flags);
 	if (c->flags[0])
 		snprintf(sc.xla_flags + used, sizeof(sc.xla_flags) - used, "%s%s", used ? " " : "", c->flags);
-	snprintf(sc.mode, sizeof(sc.mode), "%s",
-		 c->ideal ? "ideal" : s->res0.sched.mode == RM_SCHED_FSDP2 ? "fsdp2" : "xla");
+	/* the scenario's own runtime (xla, fsdp2 or megatron), or the bound */
+	if (c->ideal)
+		snprintf(sc.mode, sizeof(sc.mode), "ideal");
+	else if (strcasecmp(sc.mode, "ideal") == 0)
+		snprintf(sc.mode, sizeof(sc.mode), "xla");
 	return rm_scenario_resolve(&sc, s->resolver, out, err);
 }
 

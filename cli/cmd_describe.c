@@ -28,6 +28,8 @@ static void describe_usage(FILE *out)
 		"  -s, --seq-len N        sequence length (default: min(4096, max positions))\n"
 		"  -b, --micro-batch N    sequences per GPU per micro-batch (default 1)\n"
 		"  -f, --fsdp N           FSDP degree: params, grads, optimizer sharded N ways (default 1)\n"
+		"      --tp N             tensor-parallel degree (Megatron column/row split; default 1)\n"
+		"      --sp               sequence parallelism with --tp (norms and dropouts on seq/tp)\n"
 		"  -g, --grad-accum N     micro-batches per step (default 1)\n"
 		"      --dtype T          activation dtype: bf16 (default), fp16, fp32\n"
 		"      --grad-dtype T     gradient dtype for memory: bf16 (default), fp32\n"
@@ -57,6 +59,10 @@ static void shape_text(const rm_graph *g, const rm_op *op, char *buf, size_t n)
 		else
 			snprintf(buf, n, "%" PRId64 "x%" PRId64 "x%" PRId64, op->gemm.m, op->gemm.n,
 				 op->gemm.k);
+		return;
+	}
+	if (op->kind == RM_OP_COLLECTIVE) {
+		snprintf(buf, n, "%s %.1f MiB", rm_collective_name(op->coll), (double)op->coll_bytes / 1048576.0);
 		return;
 	}
 	if (op->kind == RM_OP_ATTENTION) {
@@ -258,8 +264,9 @@ static void describe_text(const rm_workload *wl)
 	       m->name, rm_arch_hf_name(m->arch), (long long)m->layers, (long long)m->hidden,
 	       (long long)m->heads, (long long)m->kv_heads, (long long)m->head_dim,
 	       (long long)m->ffn, (long long)m->vocab, m->tied ? " tied" : "");
-	printf("per GPU: seq_len=%lld micro_batch=%lld fsdp=%lld dtype=%s attention=%s\n",
-	       (long long)t->seq_len, (long long)t->micro_batch, (long long)t->fsdp,
+	printf("per GPU: seq_len=%lld micro_batch=%lld tp=%lld%s fsdp=%lld dtype=%s attention=%s\n",
+	       (long long)t->seq_len, (long long)t->micro_batch, (long long)t->tp, t->tp > 1 && t->sp ? " (sp)" : "",
+	       (long long)t->fsdp,
 	       rm_dtype_name(t->dtype), t->fused_attention ? "fused (flash)" : "unfused");
 	print_graph(&wl->embedding, "embedding");
 	print_graph(&wl->layer, "decoder layer (x L)");
@@ -406,11 +413,13 @@ static void describe_params_text(const rm_model_config *m)
 int cli_cmd_describe(int argc, char **argv)
 {
 	enum { OPT_DTYPE = 256, OPT_GRAD_DTYPE, OPT_OPTIMIZER, OPT_NO_MASTER, OPT_UNFUSED,
-	       OPT_NO_CAUSAL, OPT_DROPOUT };
+	       OPT_NO_CAUSAL, OPT_DROPOUT, OPT_TP, OPT_SP };
 	static const struct option longopts[] = {
 		{"seq-len", required_argument, NULL, 's'},
 		{"micro-batch", required_argument, NULL, 'b'},
 		{"fsdp", required_argument, NULL, 'f'},
+		{"tp", required_argument, NULL, OPT_TP},
+		{"sp", no_argument, NULL, OPT_SP},
 		{"grad-accum", required_argument, NULL, 'g'},
 		{"dtype", required_argument, NULL, OPT_DTYPE},
 		{"grad-dtype", required_argument, NULL, OPT_GRAD_DTYPE},
@@ -424,7 +433,8 @@ int cli_cmd_describe(int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	/* Options are collected first and applied once the model (and its defaults) is known. */
-	int64_t seq = 0, mb = 0, fsdp = 0, accum = 0;
+	int64_t seq = 0, mb = 0, fsdp = 0, accum = 0, tp = 0;
+	bool sp = false;
 	const char *dtype = NULL, *grad_dtype = NULL, *optimizer = NULL;
 	bool no_master = false, unfused = false, no_causal = false, json = false;
 	int dropout = -1;
@@ -442,6 +452,13 @@ int cli_cmd_describe(int argc, char **argv)
 		case 'f':
 			if (!cli_parse_positive("describe", "--fsdp", optarg, &fsdp))
 				return CLI_EXIT_USAGE;
+			break;
+		case OPT_TP:
+			if (!cli_parse_positive("describe", "--tp", optarg, &tp))
+				return CLI_EXIT_USAGE;
+			break;
+		case OPT_SP:
+			sp = true;
 			break;
 		case 'g':
 			if (!cli_parse_positive("describe", "--grad-accum", optarg, &accum))
@@ -507,6 +524,9 @@ int cli_cmd_describe(int argc, char **argv)
 		train.micro_batch = mb;
 	if (fsdp)
 		train.fsdp = fsdp;
+	if (tp)
+		train.tp = tp;
+	train.sp = sp;
 	if (accum)
 		train.grad_accum = accum;
 	if (dtype && !rm_dtype_parse(dtype, &train.dtype))

@@ -36,7 +36,7 @@
 #include "remora/workload.h"
 
 static const char *const preset_names[] = {
-	"llama-2-7b", "llama-2-13b", "llama-30b", "llama-2-70b", "llama-3-8b", "llama-3-70b",
+	"llama-2-7b", "llama-2-13b", "llama-30b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b",
 	"mistral-7b", "qwen2-7b",    "gpt-2",     "mixtral-8x7b", "qwen2-moe-a2.7b", "qwen3-30b-a3b",
 	"deepseek-v3", NULL,
 };

@@ -144,7 +144,7 @@ bool rm_membound_class_parse(const char *name, rm_membound_class *out)
 
 const char *rm_op_kind_name(rm_op_kind kind)
 {
-	static const char *const names[RM_OP_KIND_COUNT] = {"gemm", "attention", "elementwise"};
+	static const char *const names[RM_OP_KIND_COUNT] = {"gemm", "attention", "elementwise", "collective"};
 	return (unsigned)kind < RM_OP_KIND_COUNT ? names[kind] : "unknown";
 }
 
@@ -309,6 +309,10 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.grad_accum = 1,
 		.fsdp = 1,
 		.dp_replicate = 1,
+		.tp = 1,
+		.pp = 1,
+		.virtual_stages = 1,
+		.loss_parallel = true,
 		.zero = 3,
 		.dtype = RM_DTYPE_BF16,
 		.param_dtype = RM_DTYPE_BF16,
@@ -391,6 +395,23 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 				    "%lld, %lld, %lld, %lld)",
 				    (long long)t->seq_len, (long long)t->micro_batch, (long long)t->grad_accum,
 				    (long long)t->fsdp, (long long)t->dp_replicate);
+	if (t->tp < 1)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tp must be positive (got %lld)", (long long)t->tp);
+	if (t->tp > 1) {
+		/* Megatron-LM's column/row split: whole heads and key/value groups per GPU */
+		if (m->heads % t->tp != 0 || m->kv_heads % t->tp != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tp %lld must divide the %lld attention heads and %lld key/value heads of %s",
+					    (long long)t->tp, (long long)m->heads, (long long)m->kv_heads, m->name);
+		if (m->ffn % t->tp != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tp %lld must divide the MLP's inner size %lld of %s",
+					    (long long)t->tp, (long long)m->ffn, m->name);
+		if (t->seq_len % t->tp != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tp %lld must divide seq_len %lld (each GPU of the group counts 1/tp of the "
+					    "tokens, and sequence parallelism splits the sequence)",
+					    (long long)t->tp, (long long)t->seq_len);
+	}
 	if (t->zero < 1 || t->zero > 3)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "zero must be 1, 2 or 3 (got %d)", t->zero);
 	if (t->zero < 3 && t->master_shards)
@@ -438,6 +459,10 @@ typedef struct graph_builder {
 	const rm_model_config *m;
 	const rm_train_config *t;
 	int64_t b, s, T; /* micro-batch, sequence, tokens = b*s */
+	int64_t tp;      /* tensor-parallel degree (1: none) */
+	bool sp;         /* sequence parallelism (with tp > 1) */
+	int64_t s_act;   /* sequence length of the activations being built: s, or s / tp in the
+			  * sequence-parallel regions (norms, dropouts, residual adds) */
 	rm_dtype dt;
 	rm_dtype gemm_dt; /* projections of the layer being built (fp8 training: fp8_e4m3) */
 	int es; /* bytes per activation element */
@@ -481,14 +506,14 @@ static int add_value(graph_builder *gb, const char *name, rm_dtype dt, int rank,
 /* A [b, s, width] activation. */
 static int add_act(graph_builder *gb, const char *name, int64_t width, rm_dtype dt)
 {
-	int64_t shape[3] = {gb->b, gb->s, width};
+	int64_t shape[3] = {gb->b, gb->s_act, width};
 	return add_value(gb, name, dt, 3, shape);
 }
 
 /* A [b, heads, s, s] score-like tensor. */
 static int add_scores(graph_builder *gb, const char *name, rm_dtype dt)
 {
-	int64_t shape[4] = {gb->b, gb->m->heads, gb->s, gb->s};
+	int64_t shape[4] = {gb->b, gb->m->heads / gb->tp, gb->s, gb->s};
 	return add_value(gb, name, dt, 4, shape);
 }
 
@@ -549,7 +574,27 @@ static int fwd_elementwise(graph_builder *gb, const char *name, const int *in, i
 	op->weight_elems = weight_elems;
 	op->bytes_read += weight_elems * rm_dtype_size(gb->t->param_dtype);
 	op->bytes_written = vbytes(gb, out);
-	op->flops = flops_per_elem * (double)gb->T * (double)width;
+	op->flops = flops_per_elem * (double)(gb->b * gb->s_act) * (double)width;
+	return out;
+}
+
+/*
+ * A tensor-parallel collective over value `in` (Megatron-LM's mappings; Korthikanti et al. 2022
+ * section 4.2.2): all-gather of a sequence-parallel activation to the whole sequence, or the
+ * reduction of a row-parallel projection's partial sums, by all-reduce or (sequence parallel)
+ * reduce-scatter to s / tp. The output is [b, s_act, width] at the builder's s_act after the call
+ * (set by the caller). Bytes: the full [b, s, width] buffer, as nccl-tests counts it.
+ */
+static int fwd_tp_collective(graph_builder *gb, const char *name, rm_coll coll, int in, int64_t width)
+{
+	rm_op *op = new_op(gb, name, RM_OP_COLLECTIVE, RM_PHASE_FWD, -1);
+	op->coll = coll;
+	op->coll_bytes = gb->T * width * gb->es;
+	op_in(gb, op, in);
+	int out = add_act(gb, name, width, gb->dt);
+	op_out(gb, op, out);
+	op->bytes_read = vbytes(gb, in);
+	op->bytes_written = vbytes(gb, out);
 	return out;
 }
 
@@ -694,6 +739,36 @@ static void emit_backward(graph_builder *gb, int f)
 		return;
 	}
 
+	if (strcmp(name, "embedding_shard") == 0) {
+		/* Shard(1) back to Replicate: the sequence shards' gradients all-gathered */
+		rm_op *op = bwd_op(gb, f, "bwd", RM_OP_COLLECTIVE, RM_PHASE_BWD_DGRAD);
+		op->coll = RM_COLL_ALL_GATHER;
+		op->coll_bytes = vbytes(gb, fo.inputs[0]);
+		op->bytes_read = out_bytes;
+		op->bytes_written = vbytes(gb, fo.inputs[0]);
+		return;
+	}
+	if (fo.kind == RM_OP_COLLECTIVE) {
+		/* the conjugate collective on the gradient: an all-gather's is a reduce-scatter and
+		 * the other way round; an all-reduce's gradient passes through (Megatron's g) */
+		if (fo.coll == RM_COLL_ALL_REDUCE)
+			return;
+		rm_op *op = bwd_op(gb, f, "bwd", RM_OP_COLLECTIVE, RM_PHASE_BWD_DGRAD);
+		op->coll = fo.coll == RM_COLL_ALL_GATHER ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_GATHER;
+		op->coll_bytes = fo.coll_bytes;
+		op->bytes_read = out_bytes;
+		op->bytes_written = vbytes(gb, fo.inputs[0]);
+		return;
+	}
+	if (fo.kind == RM_OP_ELEMENTWISE && fo.mclass == RM_MB_NORM && gb->tp > 1 && !gb->sp) {
+		/* Megatron's f before the column-parallel projections the norm feeds: identity in the
+		 * forward, all-reduce of the input gradient (their dgrads' partial sums) before the
+		 * norm's backward */
+		rm_op *ar = bwd_op(gb, f, "tp_all_reduce", RM_OP_COLLECTIVE, RM_PHASE_BWD_DGRAD);
+		ar->coll = RM_COLL_ALL_REDUCE;
+		ar->coll_bytes = out_bytes;
+		ar->bytes_read = ar->bytes_written = out_bytes;
+	}
 	/* Memory-bound ops: the backward reads dY (and its residuals) and writes dX per input. */
 	rm_op *op = bwd_op(gb, f, "bwd", RM_OP_ELEMENTWISE, RM_PHASE_BWD_DGRAD);
 	int64_t in_bytes = 0;
@@ -773,7 +848,7 @@ static int fwd_norm(graph_builder *gb, const char *name, int in)
 		/* eager RMSNorm as Llama codebases write it, x.float() -> pow(2) -> mean -> + eps ->
 		 * rsqrt -> x * rstd -> type_as(x) -> * weight: per element (es + 4) + 8 + 4 + 8 +
 		 * (4 + es) + 2 es = 4 es + 28 bytes in 8 kernels (F.layer_norm is one native kernel) */
-		int64_t n = gb->T * m->hidden;
+		int64_t n = gb->b * gb->s_act * m->hidden;
 		op->eager_bytes = n * (4 * gb->es + 28);
 		op->eager_kernels = 8;
 	}
@@ -798,21 +873,35 @@ static void fwd_fp8_cast(graph_builder *gb, const char *name, int in)
 	op->no_grad = true;
 }
 
+/* Parameters a graph's forward ops read (one GPU's share under tensor parallelism). */
+static int64_t fwd_weight_elems(const rm_graph *g)
+{
+	int64_t n = 0;
+	for (int i = 0; i < g->n_fwd_ops; i++)
+		n += g->ops[i].weight_elems;
+	return n;
+}
+
 static void build_layer(graph_builder *gb)
 {
 	const rm_model_config *m = gb->m;
 	const rm_train_config *t = gb->t;
-	int64_t h = m->hidden, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+	/* per GPU of the tensor-parallel group: heads, key/value heads and the MLP's inner size
+	 * split over tp (column-parallel q, k, v, gate, up; row-parallel out projections) */
+	int64_t tp = gb->tp, heads = m->heads / tp, kv_heads = m->kv_heads / tp, ffn = m->ffn / tp;
+	int64_t h = m->hidden, qd = heads * m->head_dim, kvd = kv_heads * m->head_dim;
+	int64_t s_seq = gb->sp ? gb->s / tp : gb->s; /* the residual stream's sequence per GPU */
 	bool gpt2 = m->arch == RM_ARCH_GPT2;
 	bool attn_drop = dropout_on(m, t, m->attn_dropout);
 	bool resid_drop = dropout_on(m, t, m->resid_dropout);
 
+	gb->s_act = s_seq;
 	int x = add_act(gb, "layer_input", h, gb->dt);
 	gb->g->input = x;
 	if (gb->gemm_dt == RM_DTYPE_FP8_E4M3 && !t->fp8_all_gather) {
 		/* the gathered 16-bit weights quantized once per micro-batch (and transposed for
 		 * the dgrad) */
-		int64_t w = h * (qd + 2 * kvd) + qd * h + (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * m->ffn;
+		int64_t w = h * (qd + 2 * kvd) + qd * h + (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * ffn;
 		rm_op *op = new_op(gb, "weights_fp8", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
 		op_in(gb, op, x);
 		int64_t shape[1] = {w};
@@ -823,6 +912,9 @@ static void build_layer(graph_builder *gb)
 		op->no_grad = true;
 	}
 	int xn = fwd_norm(gb, "pre_attention_norm", x);
+	gb->s_act = gb->s;
+	if (gb->sp)
+		xn = fwd_tp_collective(gb, "attention_input_gathered", RM_COLL_ALL_GATHER, xn, h);
 	fwd_fp8_cast(gb, "attention_input_fp8", xn);
 	int q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
 	int k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
@@ -843,23 +935,22 @@ static void build_layer(graph_builder *gb)
 	if (t->fused_attention) {
 		rm_op *op = new_op(gb, "attention_context", RM_OP_ATTENTION, RM_PHASE_FWD, -1);
 		op->attention = (rm_attention_shape){
-			.batch = gb->b, .heads = m->heads, .kv_heads = m->kv_heads, .seq = gb->s,
+			.batch = gb->b, .heads = heads, .kv_heads = kv_heads, .seq = gb->s,
 			.head_dim = m->head_dim, .causal = t->causal, .fused = true, .dtype = gb->dt,
 			.window = t->causal && m->sliding_window > 0 && m->sliding_window < gb->s ? m->sliding_window : 0};
 		op_in(gb, op, q);
 		op_in(gb, op, k);
 		op_in(gb, op, v);
 		ctx = add_act(gb, "attention_context", qd, gb->dt);
-		int64_t lse_shape[3] = {gb->b, m->heads, gb->s};
+		int64_t lse_shape[3] = {gb->b, heads, gb->s};
 		int lse = add_value(gb, "attention_lse", RM_DTYPE_FP32, 3, lse_shape);
 		op_out(gb, op, ctx);
 		op_out(gb, op, lse);
-		op->flops = 4.0 * (double)gb->b * (double)m->heads * (double)m->head_dim *
-			    attended_pairs(m, t);
+		op->flops = 4.0 * (double)gb->b * (double)heads * (double)m->head_dim * attended_pairs(m, t);
 		op->bytes_read = vbytes(gb, q) + vbytes(gb, k) + vbytes(gb, v);
 		op->bytes_written = vbytes(gb, ctx) + vbytes(gb, lse);
 	} else {
-		int64_t B = gb->b * m->heads, s = gb->s, d = m->head_dim;
+		int64_t B = gb->b * heads, s = gb->s, d = m->head_dim;
 		rm_op *sc = new_op(gb, "attention_scores", RM_OP_GEMM, RM_PHASE_FWD, -1);
 		sc->gemm = (rm_gemm_shape){.batch = B, .m = s, .n = s, .k = d, .dtype = gb->dt,
 					   .has_batch_dims = true};
@@ -896,31 +987,41 @@ static void build_layer(graph_builder *gb)
 	}
 	fwd_fp8_cast(gb, "attention_context_fp8", ctx);
 	int ao = fwd_projection(gb, "dot_attention_out", ctx, qd, h, m->out_bias);
+	gb->s_act = s_seq;
+	if (tp > 1)
+		ao = fwd_tp_collective(gb, "attention_out_reduced", gb->sp ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE, ao, h);
 	if (resid_drop)
 		ao = fwd_dropout(gb, "attention_out_dropout", ao);
 	int add1_in[2] = {x, ao};
 	int r1 = fwd_elementwise(gb, "attention_residual", add1_in, 2, h, FLOPS_ADD, 0);
 	int rn = fwd_norm(gb, "pre_mlp_norm", r1);
+	gb->s_act = gb->s;
+	if (gb->sp)
+		rn = fwd_tp_collective(gb, "mlp_input_gathered", RM_COLL_ALL_GATHER, rn, h);
 	fwd_fp8_cast(gb, "mlp_input_fp8", rn);
 	int hidden;
 	if (m->mlp == RM_MLP_SWIGLU) {
-		int gate = fwd_projection(gb, "dot_mlp_gate", rn, h, m->ffn, false);
-		int up = fwd_projection(gb, "dot_mlp_up", rn, h, m->ffn, false);
-		int act = fwd_elementwise(gb, "mlp_activation", &gate, 1, m->ffn, FLOPS_SILU, 0);
+		int gate = fwd_projection(gb, "dot_mlp_gate", rn, h, ffn, false);
+		int up = fwd_projection(gb, "dot_mlp_up", rn, h, ffn, false);
+		int act = fwd_elementwise(gb, "mlp_activation", &gate, 1, ffn, FLOPS_SILU, 0);
 		int mul_in[2] = {act, up};
-		hidden = fwd_elementwise(gb, "mlp_hidden", mul_in, 2, m->ffn, 1.0, 0);
+		hidden = fwd_elementwise(gb, "mlp_hidden", mul_in, 2, ffn, 1.0, 0);
 	} else {
-		int up = fwd_projection(gb, "dot_mlp_up", rn, h, m->ffn, m->out_bias);
-		hidden = fwd_elementwise(gb, "mlp_activation", &up, 1, m->ffn, FLOPS_GELU, 0);
+		int up = fwd_projection(gb, "dot_mlp_up", rn, h, ffn, m->out_bias);
+		hidden = fwd_elementwise(gb, "mlp_activation", &up, 1, ffn, FLOPS_GELU, 0);
 	}
 	fwd_fp8_cast(gb, "mlp_hidden_fp8", hidden);
-	int mo = fwd_projection(gb, "dot_mlp_out", hidden, m->ffn, h, m->out_bias);
+	int mo = fwd_projection(gb, "dot_mlp_out", hidden, ffn, h, m->out_bias);
+	gb->s_act = s_seq;
+	if (tp > 1)
+		mo = fwd_tp_collective(gb, "mlp_out_reduced", gb->sp ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE, mo, h);
 	if (resid_drop)
 		mo = fwd_dropout(gb, "mlp_out_dropout", mo);
 	int add2_in[2] = {r1, mo};
 	fwd_elementwise(gb, "layer_output", add2_in, 2, h, FLOPS_ADD, 0);
 	emit_all_backward(gb);
-	gb->g->params = layer_params(m);
+	gb->g->params = tp > 1 ? fwd_weight_elems(gb->g) : layer_params(m);
+	gb->s_act = gb->s;
 }
 
 static void build_embedding(graph_builder *gb)
@@ -939,11 +1040,30 @@ static void build_embedding(graph_builder *gb)
 	op->bytes_written = vbytes(gb, out);
 	op->flops = (double)(tables - 1) * (double)gb->T * (double)m->hidden;
 	op->mclass = RM_MB_GATHER;
-	op->weight_elems = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
+	/* tensor parallel: Megatron's vocabulary-parallel embedding holds ceil(V / tp) rows (the
+	 * learned positions replicated) and sums the partial lookups over the group */
+	bool replicated = gb->t->tp_embedding_replicated;
+	int64_t vocab = replicated ? m->vocab : (m->vocab + gb->tp - 1) / gb->tp;
+	op->weight_elems = vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
+	if (gb->tp > 1 && replicated && gb->sp) {
+		/* the whole lookup on every GPU, its sequence shard copied out (DTensor's Replicate
+		 * to Shard(1)); the backward all-gathers the shards' gradients */
+		gb->s_act = gb->s / gb->tp;
+		rm_op *sl = new_op(gb, "embedding_shard", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+		op_in(gb, sl, out);
+		out = add_act(gb, "embedding_shard", m->hidden, gb->dt);
+		op_out(gb, sl, out);
+		sl->bytes_read = sl->bytes_written = vbytes(gb, out);
+	} else if (gb->tp > 1 && !replicated) {
+		gb->s_act = gb->sp ? gb->s / gb->tp : gb->s;
+		out = fwd_tp_collective(gb, "embedding_reduced", gb->sp ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE, out,
+					m->hidden);
+	}
 	if (dropout_on(m, gb->t, m->embd_dropout))
 		fwd_dropout(gb, "embedding_dropout", out);
 	emit_all_backward(gb);
-	gb->g->params = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
+	gb->g->params = op->weight_elems;
+	gb->s_act = gb->s;
 }
 
 /* Tokens per chunk of the chunked loss: torchtune's chunked cross-entropy uses 8 chunks. */
@@ -953,11 +1073,28 @@ static void build_head(graph_builder *gb)
 {
 	const rm_model_config *m = gb->m;
 	rm_loss_kind lk = gb->t->loss;
+	/* tensor parallel: the final norm on the sequence-parallel stream, gathered, then
+	 * Megatron's column-parallel LM head and vocabulary-parallel cross-entropy over ceil(V / tp)
+	 * logits per token (its max and sum-exp all-reduces move [T] floats and are left out) */
+	int64_t vocab = (m->vocab + gb->tp - 1) / gb->tp;
+	gb->s_act = gb->sp ? gb->s / gb->tp : gb->s;
 	int x = add_act(gb, "final_input", m->hidden, gb->dt);
 	gb->g->input = x;
 	int xn = fwd_norm(gb, "final_norm", x);
-	int logits = fwd_projection(gb, "dot_logits", xn, m->hidden, m->vocab, false);
-	int64_t tv = gb->T * m->vocab;
+	gb->s_act = gb->s;
+	if (gb->sp)
+		xn = fwd_tp_collective(gb, "final_norm_gathered", RM_COLL_ALL_GATHER, xn, m->hidden);
+	int logits = fwd_projection(gb, "dot_logits", xn, m->hidden, vocab, false);
+	if (gb->tp > 1 && !gb->t->loss_parallel) {
+		/* the logits gathered over the vocabulary (Replicate): every GPU computes the whole
+		 * loss; the gradient's own slice needs no collective */
+		int g = fwd_tp_collective(gb, "logits_gathered", RM_COLL_ALL_GATHER, logits, m->vocab);
+		gb->g->ops[gb->g->values[g].producer].no_grad = true;
+		gb->g->ops[gb->g->values[g].producer].coll_bytes = gb->T * m->vocab * gb->es;
+		logits = g;
+		vocab = m->vocab;
+	}
+	int64_t tv = gb->T * vocab;
 	int64_t chunks = lk == RM_LOSS_PLAIN ? 1 : LOSS_CHUNKS;
 	if (chunks > 1)
 		gb->g->values[logits].bytes = (gb->g->values[logits].bytes + chunks - 1) / chunks;
@@ -966,7 +1103,7 @@ static void build_head(graph_builder *gb)
 		/* logits.float(): PyTorch's cross-entropy runs in fp32 (torchtitan, HF trainers) */
 		rm_op *cast = new_op(gb, "logits_float", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
 		op_in(gb, cast, logits);
-		probs_in = add_act(gb, "logits_float", m->vocab, RM_DTYPE_FP32);
+		probs_in = add_act(gb, "logits_float", vocab, RM_DTYPE_FP32);
 		op_out(gb, cast, probs_in);
 		cast->bytes_read = tv * rm_dtype_size(gb->dt);
 		cast->bytes_written = tv * 4;
@@ -977,16 +1114,17 @@ static void build_head(graph_builder *gb)
 	 * the kernel computes the gradient in the forward and keeps nothing of the vocabulary) */
 	rm_op *loss = new_op(gb, "loss", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
 	op_in(gb, loss, probs_in);
-	int logp = add_act(gb, "loss_log_probs", m->vocab, lk == RM_LOSS_FUSED ? gb->dt : RM_DTYPE_FP32);
+	int logp = add_act(gb, "loss_log_probs", vocab, lk == RM_LOSS_FUSED ? gb->dt : RM_DTYPE_FP32);
 	int64_t logp_full = gb->g->values[logp].bytes;
 	gb->g->values[logp].bytes = (logp_full + chunks - 1) / chunks;
 	op_out(gb, loss, logp);
 	loss->bytes_read = (lk == RM_LOSS_FUSED ? tv * rm_dtype_size(gb->dt) : tv * 4) + gb->T * 4; /* and int32 labels */
 	loss->bytes_written = logp_full;
-	loss->flops = FLOPS_LOSS * (double)gb->T * (double)m->vocab;
+	loss->flops = FLOPS_LOSS * (double)gb->T * (double)vocab;
 	loss->mclass = RM_MB_SOFTMAX;
 	emit_all_backward(gb);
-	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden + (m->tied ? 0 : m->vocab * m->hidden);
+	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden +
+			(m->tied ? 0 : (m->vocab + gb->tp - 1) / gb->tp * m->hidden);
 	/* PyTorch's cross-entropy backward is nll_loss_backward (a zero-filled fp32 gradient of the
 	 * log-probabilities with -1/N at the labels) then _log_softmax_backward_data (the logits'
 	 * gradient): both buffers are live at once beside the saved log-probabilities, so the loss
@@ -1031,6 +1169,9 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 		.b = train->micro_batch,
 		.s = train->seq_len,
 		.T = train->micro_batch * train->seq_len,
+		.tp = train->tp > 1 ? train->tp : 1,
+		.sp = train->tp > 1 && train->sp,
+		.s_act = train->seq_len,
 		.dt = train->dtype,
 		.gemm_dt = train->dtype,
 		.es = rm_dtype_size(train->dtype),
@@ -1107,9 +1248,19 @@ bool rm_graph_value_is_residual(const rm_graph *g, int v)
 int64_t rm_graph_residual_bytes(const rm_graph *g)
 {
 	int64_t sum = 0;
-	for (int v = 0; v < g->n_values; v++)
-		if (rm_graph_value_is_residual(g, v))
-			sum += g->values[v].bytes;
+	bool *kept = rm_new(bool, (size_t)g->n_values + 1);
+	for (int v = 0; v < g->n_values; v++) {
+		if (!rm_graph_value_is_residual(g, v))
+			continue;
+		/* a sequence-parallel gather is kept as its shard and gathered again */
+		int p = g->values[v].producer, k = v;
+		if (p >= 0 && g->ops[p].kind == RM_OP_COLLECTIVE && g->ops[p].coll == RM_COLL_ALL_GATHER)
+			k = g->ops[p].inputs[0];
+		if (!kept[k])
+			sum += g->values[k].bytes;
+		kept[k] = true;
+	}
+	free(kept);
 	return sum;
 }
 
@@ -1136,14 +1287,22 @@ double rm_workload_executed_flops(const rm_workload *wl)
 	       rm_graph_flops(&wl->head, RM_PHASE_COUNT);
 }
 
+int64_t rm_workload_rank_params(const rm_workload *wl)
+{
+	if (wl->train.tp <= 1)
+		return wl->params.total;
+	return wl->embedding.params + wl->model.layers * wl->layer.params + wl->head.params;
+}
+
 rm_static_memory rm_workload_static_memory(const rm_workload *wl)
 {
 	rm_static_memory s = {0};
 	int64_t f = wl->train.fsdp;
 	int64_t psize = rm_dtype_size(wl->train.param_dtype), gsize = rm_dtype_size(wl->train.grad_dtype);
-	s.shard_elems = (wl->params.total + f - 1) / f;
+	int64_t rank = rm_workload_rank_params(wl);
+	s.shard_elems = (rank + f - 1) / f;
 	s.opt_group = wl->train.zero < 3 ? f * wl->train.dp_replicate : f;
-	s.opt_elems = (wl->params.total + s.opt_group - 1) / s.opt_group;
+	s.opt_elems = (rank + s.opt_group - 1) / s.opt_group;
 	s.params = s.shard_elems * psize;
 	s.update_params = s.opt_elems * psize;
 	s.master = wl->train.master_weights ? s.opt_elems * 4 : 0;

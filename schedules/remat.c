@@ -731,6 +731,9 @@ rm_status rm_remat_plan_build_compiled(const rm_graph *g, const rm_remat_policy 
 		if (partitioner && d == DECIDE_SAVE && policy->kind == RM_REMAT_EVERYTHING_SAVEABLE &&
 		    pop->kind == RM_OP_ELEMENTWISE && pop->mclass == RM_MB_POINTWISE)
 			d = DECIDE_RECOMPUTE; /* fused into the backward kernels that read it */
+		if (pop->kind == RM_OP_COLLECTIVE && pop->coll == RM_COLL_ALL_GATHER)
+			d = DECIDE_RECOMPUTE; /* sequence parallelism keeps the shard and gathers again
+					       * in the backward (Korthikanti et al. 2022, 4.2.2) */
 		if (d == DECIDE_SAVE) {
 			plan->fate[v] = RM_FATE_SAVED;
 			continue;

@@ -13,6 +13,7 @@
 
 #include "common/fy_util.h"
 #include "remora/scenario.h"
+#include "remora/pipeline.h"
 
 typedef enum { K_STR, K_INT, K_BOOL, K_TRIBOOL, K_DOUBLE, K_NAMES, K_STRLIST, K_INTLIST, K_FLAGS } ktype;
 
@@ -58,6 +59,8 @@ static const key_desc keys[] = {
 	{"parallelism.zero", K_INT, S(zero), 0, 1, 3},
 	{"parallelism.tp", K_INT, S(tp), 0, 1, 1 << 20},
 	{"parallelism.sp", K_TRIBOOL, S(sp), 0, 0, 0},
+	{"parallelism.loss_parallel", K_TRIBOOL, S(loss_parallel), 0, 0, 0},
+	{"parallelism.tp_embedding", K_STR, S(tp_embedding), 0, 0, 0},
 	{"parallelism.async_tp", K_TRIBOOL, S(async_tp), 0, 0, 0},
 	{"parallelism.pp", K_INT, S(pp), 0, 1, 1 << 20},
 	{"parallelism.pp_schedule", K_STR, S(pp_schedule), 0, 0, 0},
@@ -104,7 +107,7 @@ void rm_scenario_init(rm_scenario *sc)
 	sc->nodes = 1;
 	sc->master_weights = sc->fused_attention = sc->causal = -1;
 	sc->compile = sc->grad_clip = sc->fp8_all_gather = sc->reshard_after_forward = -1;
-	sc->sp = sc->async_tp = -1;
+	sc->sp = sc->async_tp = sc->loss_parallel = -1;
 	sc->scan = true;
 	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
@@ -1096,44 +1099,123 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			const char *key;
 			size_t off;
 			const char *what;
-		} later[] = {{"parallelism.tp", offsetof(rm_scenario, tp), "tensor parallelism"},
-			     {"parallelism.pp", offsetof(rm_scenario, pp), "pipeline parallelism"},
-			     {"parallelism.virtual_stages", offsetof(rm_scenario, virtual_stages), "interleaved pipeline stages"},
-			     {"parallelism.cp", offsetof(rm_scenario, cp), "context parallelism"},
+		} later[] = {{"parallelism.cp", offsetof(rm_scenario, cp), "context parallelism"},
 			     {"parallelism.ep", offsetof(rm_scenario, ep), "expert parallelism"}};
 		for (size_t i = 0; i < RM_ARRAY_SIZE(later); i++)
 			if (*(const int64_t *)((const char *)sc + later[i].off) > 1)
 				return key_error(sc, later[i].key, err, RM_UNSUPPORTED,
-						 "%s is not modelled yet: remora models the data-parallel family "
-						 "(parallelism.fsdp, dp_replicate, zero); set it to 1 or leave it out",
+						 "%s is not modelled yet: remora models tensor and pipeline parallelism "
+						 "and the data-parallel family (parallelism.tp, sp, pp, fsdp, dp_replicate, "
+						 "zero); set it to 1 or leave it out",
 						 later[i].what);
-		if (sc->sp > 0 || sc->async_tp > 0)
-			return key_error(sc, sc->sp > 0 ? "parallelism.sp" : "parallelism.async_tp", err, RM_UNSUPPORTED,
-					 "%s needs tensor parallelism, which is not modelled yet; set it to false "
-					 "or leave it out",
-					 sc->sp > 0 ? "sequence parallelism" : "async tensor parallelism");
-		if (sc->pp_schedule[0] && (sc->pp <= 1 || !rm_scenario_key_pos(sc, "parallelism.pp")))
-			return key_error(sc, "parallelism.pp_schedule", err, RM_UNSUPPORTED,
-					 "a pipeline schedule needs parallelism.pp > 1, and pipeline parallelism "
-					 "is not modelled yet; leave it out");
+		if (sc->async_tp > 0)
+			return key_error(sc, "parallelism.async_tp", err, RM_UNSUPPORTED,
+					 "async tensor parallelism (collective matmul) is not modelled yet: the "
+					 "tensor-parallel collectives run between the projections; set it to false "
+					 "or leave it out");
 	}
-	/* data parallelism: fsdp x dp_replicate GPUs, all of them */
+	/* pipeline parallelism: the outermost dimension (Megatron-LM's rank order) */
+	int64_t pp = sc->pp ? sc->pp : 1;
+	t.pp = pp;
+	t.virtual_stages = sc->virtual_stages ? sc->virtual_stages : 1;
+	t.pp_schedule = RM_PP_1F1B;
+	if (sc->pp_schedule[0]) {
+		rm_pp_schedule ps;
+		if (!rm_pp_schedule_parse(sc->pp_schedule, &ps))
+			return key_error(sc, "parallelism.pp_schedule", err, RM_INVALID,
+					 "expected 1f1b, interleaved, gpipe or zero_bubble, got \"%s\"", sc->pp_schedule);
+		if (ps == RM_PP_ZERO_BUBBLE)
+			return key_error(sc, "parallelism.pp_schedule", err, RM_UNSUPPORTED,
+					 "zero_bubble (split backward) is not modelled yet: 1f1b, interleaved or gpipe");
+		t.pp_schedule = (int)ps;
+	}
+	if (pp > 1) {
+		if (pp > out->gpus || out->gpus % pp != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID, "pp %lld must divide the %d GPUs of the cluster",
+					 (long long)pp, out->gpus);
+		if (out->model.layers % (pp * t.virtual_stages) != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID,
+					 "pp %lld x %lld chunks per stage must divide the %lld layers of %s", (long long)pp,
+					 (long long)t.virtual_stages, (long long)out->model.layers, out->model.name);
+		int64_t stage = out->gpus / pp;
+		if (stage < gpn ? gpn % stage != 0 : stage % gpn != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID,
+					 "pipeline stages of %lld GPUs do not tile nodes of %lld GPUs", (long long)stage,
+					 (long long)gpn);
+		if (strcasecmp(sc->mode, "ideal") != 0 && !(strcasecmp(sc->mode, "xla") == 0 && !sc->scan) &&
+		    strcasecmp(sc->mode, "fsdp2") != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID,
+					 "pipeline parallelism runs each stage's layers unrolled: set remat.scan: false "
+					 "under scheduler.mode xla");
+	}
+	if (t.virtual_stages > 1 && (pp <= 1 || t.pp_schedule != RM_PP_INTERLEAVED))
+		return key_error(sc, "parallelism.virtual_stages", err, RM_INVALID,
+				 "model chunks per stage need parallelism.pp > 1 and pp_schedule: interleaved");
+	/* tensor parallelism: the innermost dimension, consecutive GPUs of a node (Megatron-LM's
+	 * rank order tp, then data parallel) */
+	int64_t tp = sc->tp ? sc->tp : 1;
+	if (tp > 1) {
+		if (tp > out->gpus / pp || (out->gpus / pp) % tp != 0)
+			return key_error(sc, "parallelism.tp", err, RM_INVALID, "tp %lld must divide the %d GPUs of the cluster",
+					 (long long)tp, out->gpus);
+		if (tp <= gpn ? gpn % tp != 0 : tp % gpn != 0)
+			return key_error(sc, "parallelism.tp", err, RM_INVALID,
+					 "tensor-parallel groups of %lld GPUs do not tile nodes of %lld GPUs", (long long)tp,
+					 (long long)gpn);
+		if (tp > gpn)
+			rm_log_warn("parallelism.tp %lld spans %lld nodes: every layer's tensor-parallel collectives "
+				    "cross the network on the critical path (Megatron-LM keeps tp within a node)",
+				    (long long)tp, (long long)(tp / gpn));
+	}
+	if (tp > 1 && (out->model.heads % tp != 0 || out->model.kv_heads % tp != 0 || out->model.ffn % tp != 0))
+		return key_error(sc, "parallelism.tp", err, RM_INVALID,
+				 "tp %lld must divide the %lld attention heads, %lld key/value heads and MLP size %lld of %s "
+				 "(Megatron-LM's column/row split gives each GPU whole heads)",
+				 (long long)tp, (long long)out->model.heads, (long long)out->model.kv_heads,
+				 (long long)out->model.ffn, out->model.name);
+	if (tp > 1 && t.seq_len % tp != 0)
+		return key_error(sc, "parallelism.tp", err, RM_INVALID, "tp %lld must divide seq_len %lld", (long long)tp,
+				 (long long)t.seq_len);
+	if (sc->sp > 0 && tp == 1)
+		rm_log_warn("parallelism.sp needs parallelism.tp > 1: ignored");
+	t.tp = tp;
+	t.sp = sc->sp > 0 && tp > 1;
+	if (sc->loss_parallel >= 0)
+		t.loss_parallel = sc->loss_parallel;
+	if (sc->tp_embedding[0]) {
+		if (strcasecmp(sc->tp_embedding, "replicated") == 0)
+			t.tp_embedding_replicated = true;
+		else if (strcasecmp(sc->tp_embedding, "vocab_parallel") != 0)
+			return key_error(sc, "parallelism.tp_embedding", err, RM_INVALID,
+					 "expected vocab_parallel or replicated, got \"%s\"", sc->tp_embedding);
+	}
+	/* data parallelism: fsdp x dp_replicate GPUs, all the tensor-parallel groups */
+	int dp_gpus = (int)(out->gpus / tp / pp);
+	char dp_what[96];
+	if (tp > 1 && pp > 1)
+		snprintf(dp_what, sizeof(dp_what), "%d data-parallel GPUs (%d / tp %lld / pp %lld)", dp_gpus, out->gpus,
+			 (long long)tp, (long long)pp);
+	else if (tp > 1 || pp > 1)
+		snprintf(dp_what, sizeof(dp_what), "%d data-parallel GPUs (%d / %s %lld)", dp_gpus, out->gpus,
+			 tp > 1 ? "tp" : "pp", (long long)(tp > 1 ? tp : pp));
+	else
+		snprintf(dp_what, sizeof(dp_what), "%d GPUs", out->gpus);
 	if (sc->fsdp && sc->dp_replicate) {
-		if (sc->fsdp * sc->dp_replicate != out->gpus)
+		if (sc->fsdp * sc->dp_replicate != dp_gpus)
 			return key_error(sc, "parallelism.dp_replicate", err, RM_INVALID,
-					 "fsdp %lld x dp_replicate %lld = %lld GPUs, but the cluster has %d (%lld x %lld)",
+					 "fsdp %lld x dp_replicate %lld = %lld GPUs, but the cluster has %s (%lld x %lld)",
 					 (long long)sc->fsdp, (long long)sc->dp_replicate,
-					 (long long)(sc->fsdp * sc->dp_replicate), out->gpus, (long long)gpn,
+					 (long long)(sc->fsdp * sc->dp_replicate), dp_what, (long long)gpn,
 					 (long long)sc->nodes);
 		t.fsdp = sc->fsdp;
 	} else if (sc->dp_replicate) {
-		if (sc->dp_replicate > out->gpus || out->gpus % sc->dp_replicate != 0)
+		if (sc->dp_replicate > dp_gpus || dp_gpus % sc->dp_replicate != 0)
 			return key_error(sc, "parallelism.dp_replicate", err, RM_INVALID,
-					 "dp_replicate %lld must divide the %d GPUs of the cluster (%lld x %lld)",
-					 (long long)sc->dp_replicate, out->gpus, (long long)gpn, (long long)sc->nodes);
-		t.fsdp = out->gpus / sc->dp_replicate;
+					 "dp_replicate %lld must divide the cluster's %s (%lld x %lld)", (long long)sc->dp_replicate,
+					 dp_what, (long long)gpn, (long long)sc->nodes);
+		t.fsdp = dp_gpus / sc->dp_replicate;
 	} else {
-		t.fsdp = sc->fsdp ? sc->fsdp : out->gpus;
+		t.fsdp = sc->fsdp ? sc->fsdp : dp_gpus;
 	}
 	if (sc->dtype[0] && !rm_dtype_parse(sc->dtype, &t.dtype))
 		return key_error(sc, "training.dtype", err, RM_INVALID, "unknown dtype \"%s\" (bf16, fp16, fp32)", sc->dtype);
@@ -1182,23 +1264,28 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 "fp8_all_gather gathers fp8 weights: it needs training.gemm_dtype: fp8");
 	if (sc->fp8_all_gather >= 0)
 		t.fp8_all_gather = sc->fp8_all_gather;
-	if (t.fsdp > out->gpus || out->gpus % t.fsdp != 0)
-		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
-				 "FSDP degree %lld must divide the %d GPUs of the cluster (%lld x %lld)", (long long)t.fsdp,
-				 out->gpus, (long long)gpn, (long long)sc->nodes);
-	int fsdp_nodes = t.fsdp <= gpn ? 1 : (int)(t.fsdp / gpn);
-	if (t.fsdp > gpn && t.fsdp % gpn != 0)
+	if (t.fsdp > dp_gpus || dp_gpus % t.fsdp != 0)
+		return key_error(sc, "parallelism.fsdp", err, RM_INVALID, "FSDP degree %lld must divide the cluster's %s (%lld x %lld)",
+				 (long long)t.fsdp, dp_what, (long long)gpn, (long long)sc->nodes);
+	/* the FSDP group: one GPU of each of F consecutive tensor-parallel groups; a node holds
+	 * `slots` of its members */
+	int64_t slots = tp < gpn ? gpn / tp : 1;
+	int tp_nodes = tp > gpn ? (int)(tp / gpn) : 1;
+	int fsdp_nodes = t.fsdp <= slots ? 1 : (int)(t.fsdp / slots);
+	if (t.fsdp > slots && t.fsdp % slots != 0)
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
 				 "an FSDP group across nodes must take whole nodes of %lld GPUs (got %lld)", (long long)gpn,
-				 (long long)t.fsdp);
-	t.dp_replicate = out->gpus / t.fsdp;
-	if (t.dp_replicate > 1 && t.fsdp < gpn && gpn % t.fsdp != 0)
+				 (long long)(t.fsdp * tp));
+	t.dp_replicate = dp_gpus / t.fsdp;
+	if (t.dp_replicate > 1 && t.fsdp < slots && slots % t.fsdp != 0)
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
 				 "FSDP groups of %lld GPUs do not tile nodes of %lld GPUs: a group would straddle two "
 				 "nodes",
-				 (long long)t.fsdp, (long long)gpn);
-	/* the replica group: one GPU of each FSDP group, over the nodes the groups tile */
-	int replica_nodes = (int)(sc->nodes / fsdp_nodes);
+				 (long long)(t.fsdp * tp), (long long)gpn);
+	/* the replica group: one GPU of each tp x fsdp block, over the nodes the blocks tile */
+	int64_t block_nodes = tp * t.fsdp > gpn ? tp * t.fsdp / gpn : 1;
+	int64_t stage_nodes = sc->nodes / pp > 0 ? sc->nodes / pp : 1;
+	int replica_nodes = (int)(stage_nodes / block_nodes > 0 ? stage_nodes / block_nodes : 1);
 	if (sc->zero)
 		t.zero = (int)sc->zero;
 	if (t.zero < 3 && strcasecmp(sc->mode, "fsdp2") == 0)
@@ -1261,6 +1348,13 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		out->memory = rm_memory_budget_with_headroom(&out->hw, (int)t.fsdp, fsdp_nodes, (int64_t)hb);
 	} else {
 		out->memory = rm_memory_budget_default(&out->hw, (int)t.fsdp, fsdp_nodes);
+		if (tp > 1) {
+			/* the tensor-parallel group's communicator holds its own buffers */
+			rm_memory_budget tb = rm_memory_budget_default(&out->hw, (int)tp, tp_nodes);
+			out->memory.nccl_buffer_bytes += tb.nccl_buffer_bytes;
+			out->memory.headroom_bytes += tb.nccl_buffer_bytes;
+			out->memory.usable_bytes -= tb.nccl_buffer_bytes;
+		}
 		if (t.dp_replicate > 1) {
 			/* the replica group's communicator holds its own buffers */
 			rm_memory_budget rb = rm_memory_budget_default(&out->hw, (int)t.dp_replicate, replica_nodes);
@@ -1317,6 +1411,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	c->flags = out->flags;
 	c->fsdp_nodes = fsdp_nodes;
 	c->replica_nodes = replica_nodes;
+	c->tp_nodes = tp_nodes;
 	c->scan = sc->scan;
 	if (strcasecmp(sc->mode, "xla") == 0)
 		c->mode = RM_SCHED_XLA;

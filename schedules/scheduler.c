@@ -765,6 +765,10 @@ static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
 		c.kind = RM_COST_ATTENTION;
 		c.attention.shape = op->attention;
 		c.attention.backward = op->phase != RM_PHASE_FWD;
+	} else if (op->kind == RM_OP_COLLECTIVE) {
+		/* the group is the scenario's (op_cost fills it) */
+		c.kind = RM_COST_COLLECTIVE;
+		c.collective = (rm_collective_cost){.op = op->coll, .bytes = op->coll_bytes, .group_size = 1, .span = 1};
 	} else {
 		c.kind = RM_COST_ELEMENTWISE;
 		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops, op->mclass, 1};
@@ -802,6 +806,11 @@ static const sched_fusion *fusion_of(const ctx *x, const rm_op *op, int l, rm_pr
 static rm_cost_op op_cost(const ctx *x, const rm_op *op, int l, rm_program_phase ph)
 {
 	rm_cost_op c = graph_op_cost(op, x->cfg->eager);
+	if (c.kind == RM_COST_COLLECTIVE) {
+		c.collective.group_size = (int32_t)x->wl->train.tp;
+		c.collective.span = x->cfg->tp_nodes > 0 ? x->cfg->tp_nodes : 1;
+		return c;
+	}
 	int i;
 	const sched_fusion *f = c.kind == RM_COST_ELEMENTWISE ? fusion_of(x, op, l, ph, &i) : NULL;
 	if (f)
@@ -953,8 +962,10 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 			char rn[192];
 			TNAME(e, rn, "%slayer%02d/bwd/all-reduce-replicas", mbs, l);
 			rm_program_op_desc r = rm_program_op_desc_init(rn, RM_COST_COLLECTIVE, e->s_rs);
-			r.cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_REDUCE,
-								 .bytes = x->wl->params.per_layer * x->gsize,
+			/* ZeRO-1/2 (Megatron-LM's distributed optimizer): reduce-scattered to the
+			 * optimizer's slices instead */
+			r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
+								 .bytes = x->layer->params * x->gsize,
 								 .group_size = x->R,
 								 .span = x->rep_nodes};
 			r.layer = l;
@@ -965,7 +976,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 		}
 		return;
 	}
-	if (is_norm_op(&g->ops[fwd]) && x->norm_elems > 0 && x->cfg->wl->train.fsdp > 1) {
+	if (is_norm_op(&g->ops[fwd]) && op->kind != RM_OP_COLLECTIVE && x->norm_elems > 0 && x->cfg->wl->train.fsdp > 1) {
 		if (gt->norm_grads < 0) {
 			char tn[160];
 			TNAME(e, tn, "%slayer%02d/norm_grads", mbs, l);
@@ -1151,7 +1162,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		in[ni++] = e->grad_shard; /* nothing to reduce: accumulated where the optimizer reads */
 	else if (op->phase == RM_PHASE_BWD_WGRAD)
 		grads = pt == PART_EMBED ? &e->embed_grads : &e->head_grads;
-	else if (is_norm_op(&g->ops[op->fwd_op]) && x->cfg->wl->train.fsdp > 1)
+	else if (is_norm_op(&g->ops[op->fwd_op]) && op->kind != RM_OP_COLLECTIVE && x->cfg->wl->train.fsdp > 1)
 		grads = &e->final_norm_grads;
 	if (grads) {
 		if (*grads < 0) {
@@ -1326,8 +1337,9 @@ static void emit_optimizer(emitter *e)
 		/* data parallelism without FSDP: the embedding's and head's gradients (and the final
 		 * norm's), complete with the embedding's backward, all-reduced before the step */
 		rm_program_op_desc r = rm_program_op_desc_init("optimizer/all-reduce-replicas", RM_COST_COLLECTIVE, e->s_rs);
-		int64_t elems = x->wl->params.total - x->wl->params.layers;
-		r.cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_REDUCE, .bytes = elems * x->gsize,
+		int64_t elems = x->embed->params + x->head->params;
+		r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
+							 .bytes = elems * x->gsize,
 							 .group_size = x->R, .span = x->rep_nodes};
 		r.phase = RM_PPHASE_BWD;
 		int32_t rin[1] = {e->grad_shard};
@@ -1822,6 +1834,14 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		return NULL;
 	}
 	const rm_workload *wl = cfg->wl;
+	if (wl->train.pp > 1) {
+		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+			     "a pipelined scenario (parallelism.pp %lld) is simulated stage by stage, as `remora "
+			     "simulate` does; one program of the whole step (`remora schedule`, search, validate, "
+			     "exec) is not built for it yet",
+			     (long long)wl->train.pp);
+		return NULL;
+	}
 	int fsdp = (int)wl->train.fsdp, nodes = cfg->fsdp_nodes > 0 ? cfg->fsdp_nodes : 1;
 	int gpn = (int)cfg->hw->gpus_per_node;
 	if (fsdp % nodes != 0 || fsdp / nodes > gpn) {
@@ -1927,7 +1947,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		 (long long)wl->train.micro_batch, (long long)wl->train.seq_len, rm_sched_mode_name(cfg->mode));
 	free(e.p->name);
 	e.p->name = rm_xstrdup(pname);
-	e.p->tokens = tokens * x.A;
+	/* the GPUs of a tensor-parallel group share their tokens: each counts 1/tp of them */
+	e.p->tokens = tokens * x.A / (wl->train.tp > 1 ? wl->train.tp : 1);
 	e.p->model_flops = rm_workload_mfu_flops_per_token(wl) * (double)e.p->tokens;
 	e.s_compute = rm_program_add_stream(e.p, "compute", RM_STREAM_COMPUTE, 0);
 	e.s_coll = rm_program_add_stream(e.p, "collectives", RM_STREAM_COLLECTIVE,

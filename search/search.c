@@ -228,6 +228,13 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 	s->resolver = resolver;
 	if (rm_scenario_resolve(&s->base, resolver, &s->res0, err) != RM_OK)
 		goto fail;
+	if (s->res0.train.pp > 1) {
+		const rm_scenario_pos *at = rm_scenario_key_pos(sc, "parallelism.pp");
+		rm_error_set(err, RM_UNSUPPORTED, sc->path, at ? at->line : 0, at ? at->column : 0,
+			     "parallelism.pp: the search does not cover pipelined scenarios yet; `remora simulate` "
+			     "runs one");
+		goto fail;
+	}
 	/* the scenario's identity: the digest of what it resolves to (everything but its search
 	 * section, which only chooses candidates), cost-model revision included */
 	rm_scenario_resolved_digest(&s->res0, s->scenario_hash);

@@ -7,6 +7,7 @@
  * embedding and the untied head 32,000 x 4096 = 131,072,000 each; the final norm 4,096.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 #include "remora/scenario.h"
 #include "remora/schedule.h"
 #include "remora/sim.h"
+#include "remora/pipeline.h"
+#include "remora/remat.h"
 #include "remora/workload.h"
 
 #define P7B 6738415616LL
@@ -193,6 +196,17 @@ Test(parallel, data_parallelism_without_fsdp_all_reduces_every_gradient)
 	coll_bytes(a.prog, 8, RM_COLL_ALL_GATHER, &n);
 	cr_assert_eq(n, 0);
 	run_finish(&a);
+	/* the distributed optimizer (zero 1): the same bytes reduce-scattered, and after the step
+	 * the updated slices all-gathered back into the whole parameters, P x 2 B */
+	run b;
+	run_text(&b, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		     "parallelism: {fsdp: 1, zero: 1}\n");
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_REDUCE_SCATTER, &n), P7B * 2);
+	cr_assert_eq(n, 33);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_ALL_GATHER, &n), P7B * 2);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_ALL_REDUCE, &n), 0);
+	run_finish(&b);
 }
 
 Test(parallel, global_batch_sets_the_micro_batches)
@@ -228,8 +242,8 @@ static void expect_error(const char *text, rm_status st, int line, int col, cons
 Test(parallel, bad_combinations_name_the_key)
 {
 	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  fsdp: 8\n  dp_replicate: 4\n", RM_INVALID, 5,
-		     17, "fsdp 8 x dp_replicate 4 = 32 GPUs, but the cluster has 16");
-	expect_error("model: llama-2-7b\nparallelism:\n  dp_replicate: 3\n", RM_INVALID, 3, 17, "must divide the 8 GPUs");
+		     17, "fsdp 8 x dp_replicate 4 = 32 GPUs, but the cluster has 16 GPUs");
+	expect_error("model: llama-2-7b\nparallelism:\n  dp_replicate: 3\n", RM_INVALID, 3, 17, "must divide the cluster's 8 GPUs");
 	expect_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  fsdp: 3\n", RM_INVALID, 4, 9,
 		     "straddle two nodes");
 	expect_error("model: llama-2-7b\nparallelism:\n  zero: 1\nscheduler: {mode: fsdp2}\n", RM_INVALID, 3, 9,
@@ -239,12 +253,18 @@ Test(parallel, bad_combinations_name_the_key)
 		     "not a multiple of micro_batch 2 x 8 data-parallel GPUs = 16");
 	expect_error("model: llama-2-7b\ntraining:\n  grad_accum: 2\n  global_batch: 32\n", RM_INVALID, 4, 17,
 		     "but training.grad_accum says 2");
+	/* tensor parallelism: whole heads per GPU, groups that tile the node */
+	expect_error("model: llama-2-7b\nparallelism:\n  tp: 3\n", RM_INVALID, 3, 7, "tp 3 must divide the 8 GPUs");
+	expect_error("model: llama-2-7b\ncluster: {gpus_per_node: 6, nodes: 2}\nparallelism:\n  tp: 4\n", RM_INVALID, 4, 7,
+		     "do not tile nodes of 6 GPUs");
+	expect_error("model: qwen2-7b\nparallelism:\n  tp: 8\n", RM_INVALID, 3, 7, "must divide the 28 attention heads");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  tp: 2\n  fsdp: 4\n  dp_replicate: 4\n", RM_INVALID,
+		     6, 17, "but the cluster has 8 data-parallel GPUs (16 / tp 2)");
 	/* what is not modelled yet is refused by name */
-	expect_error("model: llama-2-7b\nparallelism:\n  tp: 2\n", RM_UNSUPPORTED, 3, 7, "tensor parallelism is not modelled yet");
-	expect_error("model: llama-2-7b\nparallelism:\n  pp: 4\n", RM_UNSUPPORTED, 3, 7, "pipeline parallelism");
-	expect_error("model: llama-2-7b\nparallelism:\n  sp: true\n", RM_UNSUPPORTED, 3, 7, "needs tensor parallelism");
-	expect_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 1f1b\n", RM_UNSUPPORTED, 3, 16,
-		     "needs parallelism.pp > 1");
+	expect_error("model: llama-2-7b\nparallelism:\n  cp: 2\n", RM_UNSUPPORTED, 3, 7, "context parallelism");
+	expect_error("model: llama-2-7b\nparallelism:\n  ep: 8\n", RM_UNSUPPORTED, 3, 7, "expert parallelism");
+	expect_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_UNSUPPORTED, 3, 13,
+		     "async tensor parallelism");
 	/* degree 1 is fine */
 	run a;
 	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nparallelism: {tp: 1, pp: 1, cp: 1, ep: 1}\n");
@@ -298,4 +318,161 @@ Test(parallel, the_seed_70b_job_goes_synchronous_at_micro_batch_2_with_names_and
 	cr_assert_eq(s2, 237);
 	cr_assert_eq(s3, 0);
 	cr_assert_eq(s4, 237);
+}
+
+/*
+ * Korthikanti et al. 2022 (docs/reference/activation-memory.md), per layer, GPT-2 shapes with
+ * unfused attention and dropout (h 768, a 12): tensor parallel t, sbh(10 + 24/t + 5as/(ht));
+ * with sequence parallelism, sbh(34/t + 5as/(ht)); selective recompute of the attention core
+ * drops the 5as/(ht) term; full recompute keeps the layer input, 2sbh (2sbh/t with sequence
+ * parallelism). Exact to the byte.
+ */
+static void check_korthikanti(int64_t t, bool sp, int64_t s, int64_t b)
+{
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(rm_model_config_resolve("gpt-2", &m, &err), RM_OK, "%s", err.msg);
+	rm_train_config tc = rm_train_config_default(&m);
+	tc.seq_len = s;
+	tc.micro_batch = b;
+	tc.fused_attention = false;
+	tc.dropout = 1;
+	tc.tp = t;
+	tc.sp = sp;
+	rm_workload *wl = rm_workload_create(&m, &tc, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	int64_t h = 768, a = 12, sbh = s * b * h;
+	int64_t core = 5 * a * s * s * b / t;
+	int64_t want = sp ? 34 * sbh / t + core : 10 * sbh + 24 * sbh / t + core;
+	int64_t got = rm_graph_residual_bytes(&wl->layer);
+	cr_assert_eq(got, want, "t=%lld sp=%d s=%lld b=%lld: %lld, want %lld", (long long)t, sp, (long long)s, (long long)b,
+		     (long long)got, (long long)want);
+	/* selective: the scores, probabilities, their dropout and its mask recomputed from q, k */
+	rm_remat_policy *sel = rm_remat_policy_parse("save_anything_except_these_names('attention_scores', "
+						     "'attention_probs', 'attention_probs_dropout', "
+						     "'attention_probs_dropout_mask')",
+						     &err);
+	cr_assert_not_null(sel, "%s", err.msg);
+	rm_remat_plan plan;
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, sel, &plan, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(plan.saved_bytes + plan.carry_bytes, want - core, "selective t=%lld sp=%d: %lld", (long long)t, sp,
+		     (long long)(plan.saved_bytes + plan.carry_bytes));
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(sel);
+	/* full: only the layer input */
+	rm_remat_policy *full = rm_remat_policy_parse("nothing_saveable", &err);
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, full, &plan, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(plan.saved_bytes, 0);
+	cr_assert_eq(plan.carry_bytes, sp ? 2 * sbh / t : 2 * sbh);
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(full);
+	rm_workload_destroy(wl);
+}
+
+Test(parallel, tensor_parallel_activation_bytes_korthikanti)
+{
+	check_korthikanti(2, false, 1024, 1);
+	check_korthikanti(4, false, 512, 2);
+	check_korthikanti(2, true, 1024, 1);
+	check_korthikanti(4, true, 512, 2);
+	check_korthikanti(12, true, 960, 1);
+}
+
+Test(parallel, tensor_parallel_parameters_and_collectives)
+{
+	/* Llama-2-7B at tp 8: a layer's 4 x 4096 x 512 attention and 3 x 4096 x 1376 MLP elements
+	 * plus the two replicated norms (8,192) = 25,305,088; the embedding and head 4,000 x 4096 =
+	 * 16,384,000 rows each, the final norm 4,096: 842,534,912 per GPU before FSDP */
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(rm_model_config_resolve("llama-2-7b", &m, &err), RM_OK, "%s", err.msg);
+	rm_train_config tc = rm_train_config_default(&m);
+	tc.tp = 8;
+	rm_workload *wl = rm_workload_create(&m, &tc, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	cr_assert_eq(wl->layer.params, 25305088);
+	cr_assert_eq(rm_workload_rank_params(wl), 842534912LL);
+	rm_workload_destroy(wl);
+	/* one step at tp 2 with sequence parallelism on 8 GPUs (fsdp 4), nothing saved: per layer
+	 * the forward gathers the attention and MLP inputs ([1, 1024, 4096] x 2 B = 8 MiB each) and
+	 * reduce-scatters the two projections' outputs; the recompute gathers both again and
+	 * reduce-scatters the attention output (the MLP's output feeds no backward); the backward
+	 * runs each forward one's conjugate: 4 + 3 + 4 = 11 per layer, 4 in the embedding and head
+	 * (its reduce-scatter and the final norm's gather, and their conjugates) */
+	run a;
+	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		     "parallelism: {tp: 2, sp: true}\n");
+	cr_assert_eq(a.res.train.fsdp, 4);
+	int n_ag, n_rs, n_ar;
+	int64_t ag = coll_bytes(a.prog, 2, RM_COLL_ALL_GATHER, &n_ag);
+	int64_t rs = coll_bytes(a.prog, 2, RM_COLL_REDUCE_SCATTER, &n_rs);
+	coll_bytes(a.prog, 2, RM_COLL_ALL_REDUCE, &n_ar);
+	cr_assert_eq(n_ar, 0);
+	cr_assert_eq(n_ag, 32 * 6 + 2, "%d", n_ag);
+	cr_assert_eq(n_rs, 32 * 5 + 2, "%d", n_rs);
+	cr_assert_eq(ag + rs, (int64_t)(32 * 11 + 4) * 8388608);
+	/* each GPU counts half the tokens: 1024 / 2 per step */
+	cr_assert_eq(a.prog->tokens, 512);
+	run_finish(&a);
+	/* without sequence parallelism: all-reduces, forward and backward (Megatron's g and f) */
+	run b;
+	run_text(&b, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		     "parallelism: {tp: 2}\n");
+	int64_t ar = coll_bytes(b.prog, 2, RM_COLL_ALL_REDUCE, &n_ar);
+	coll_bytes(b.prog, 2, RM_COLL_ALL_GATHER, &n_ag);
+	cr_assert_eq(n_ag, 0);
+	/* per layer 2 forward, 1 recomputed (the attention output's), 2 backward at the norms; the
+	 * embedding's forward and the final norm's backward */
+	cr_assert_eq(n_ar, 32 * 5 + 2, "%d", n_ar);
+	cr_assert_eq(ar, (int64_t)(32 * 5 + 2) * 8388608);
+	run_finish(&b);
+}
+
+/* A pipelined step (data/scenarios/capacity-llama3-70b-tp8pp4-4x8-h100.yaml): Llama-3-70B, TP 8
+ * with SP x 4 stages of 20 layers, 1F1B over 32 micro-batches, full AC. */
+Test(parallel, a_pipelined_step_holds_p_micro_batches_on_its_first_stage)
+{
+	rm_scenario sc;
+	rm_error err;
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/scenarios/capacity-llama3-70b-tp8pp4-4x8-h100.yaml", getenv("REMORA_DATA_DIR"));
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.train.grad_accum, 32);
+	rm_pp_run r;
+	cr_assert_eq(rm_pp_run_scenario(&res, &r, &err), RM_OK, "%s", err.msg);
+	/* 1F1B: stage s holds p - s micro-batches of activations */
+	for (int s = 0; s < 4; s++)
+		cr_assert_eq(r.sched.in_flight[s], 4 - s);
+	/* full AC keeps each layer's input: [1, 4096 / 8, 8192] x 2 B = 8 MiB, 20 layers a stage */
+	cr_assert_eq(r.act_bytes_per_chunk, 20LL * 8388608);
+	cr_assert_eq(r.peak_stage, 0);
+	cr_assert(r.fits);
+	/* what goes between stages: [1, 4096, 8192] x 2 B / tp 8 */
+	cr_assert_eq(r.p2p_bytes, 8388608);
+	/* the middle stages are equal: the step is within 1% of the pipeline's closed form with the
+	 * slower last stage's backward, (m + p - 1)(t_f + t_b) + the tail */
+	double per = r.middle.fwd_s + r.last.bwd_s;
+	double closed = (32 + 4 - 1) * per + r.first.tail_s;
+	cr_assert(fabs(r.step_s - closed) <= 0.01 * closed, "step %g, closed form %g", r.step_s, closed);
+	/* tokens per GPU: 32 x 4096 tokens per step over tp 8 x pp 4 GPUs */
+	cr_assert_float_eq(r.tokens_per_s, 32.0 * 4096.0 / 32.0 / r.step_s, 1e-9);
+	/* the one program of the whole step is refused */
+	cr_assert_null(rm_schedule_build(&res.sched, NULL, &err));
+	cr_assert(strstr(err.msg, "stage by stage"), "%s", err.msg);
+	rm_scenario_resolved_finish(&res);
+}
+
+Test(parallel, bad_pipeline_combinations_name_the_key)
+{
+	expect_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  pp: 3\nremat: {scan: false}\n", RM_INVALID, 4, 7,
+		     "must divide the 32 layers");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nparallelism:\n  pp: 4\n", RM_INVALID, 4, 7, "remat.scan: false");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  virtual_stages: 2\n",
+		     RM_INVALID, 6, 19, "pp_schedule: interleaved");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  pp_schedule: zero_bubble\n",
+		     RM_UNSUPPORTED, 6, 16, "zero_bubble");
+	expect_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 2f2b\n", RM_INVALID, 3, 16, "expected 1f1b");
 }

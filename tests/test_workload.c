@@ -35,7 +35,7 @@ Test(workload, parameter_counts_match_models_csv)
 	} rows[] = {
 		{"llama-2-7b", 6738415616LL},  {"llama-2-13b", 13015864320LL}, {"llama-30b", 32528943616LL},
 		{"llama-2-70b", 68976648192LL}, {"llama-3-8b", 8030261248LL},
-		{"llama-3-70b", 70553706496LL}, {"mistral-7b", 7241732096LL},
+		{"llama-3-70b", 70553706496LL}, {"llama-3.1-405b", 405853388800LL}, {"mistral-7b", 7241732096LL},
 		{"qwen2-7b", 7615616512LL},    {"gpt-2", 124439808LL},
 		/* mixture of experts: the bf16 checkpoints' safetensors total_size / 2, and
 		 * DeepSeek-V3's 671B main model (docs/reference/models.csv) */

@@ -87,7 +87,8 @@ typedef struct rm_scenario {
 	int64_t global_batch; /* sequences per step; 0: micro_batch x grad_accum x data-parallel GPUs */
 	/* accepted so that scenarios written for other tools parse; only 1 / unset is modelled */
 	int64_t tp, pp, virtual_stages, cp, ep;
-	int sp, async_tp; /* -1: unset */
+	int sp, async_tp, loss_parallel; /* -1: unset */
+	char tp_embedding[24];            /* "vocab_parallel" (default) or "replicated" */
 	char pp_schedule[16];
 	bool scan;
 	int64_t recompute_num_layers; /* 0: every layer follows the policy */

@@ -93,6 +93,7 @@ typedef struct rm_schedule_config {
 	rm_xla_flags flags;
 	const rm_hw_profile *hw;
 	int fsdp_nodes;               /* nodes the FSDP group spans (>= 1) */
+	int tp_nodes;                 /* nodes the tensor-parallel group spans; 0: 1 */
 	int replica_nodes;            /* nodes the replica group (wl->train.dp_replicate GPUs, one of
 				       * each FSDP group) spans; 0: 1 */
 	bool scan;                    /* layers under lax.scan (default) or unrolled */

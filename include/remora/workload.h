@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "remora/common.h"
+#include "remora/nccl.h"
 
 typedef enum rm_dtype {
 	RM_DTYPE_FP32,
@@ -205,6 +206,24 @@ typedef struct rm_train_config {
 	int64_t fsdp;          /* FSDP degree: parameters, gradients, optimizer sharded over it */
 	int64_t dp_replicate;  /* HSDP: replicas of the FSDP group (data parallel across them); the
 				* data-parallel degree is fsdp x dp_replicate */
+	int64_t tp;            /* tensor parallelism (Megatron-LM): attention heads, key/value heads,
+				* the MLP's inner size and the vocabulary split over tp GPUs, which
+				* run the same tokens; 1: none */
+	bool sp;               /* sequence parallelism with tp: the norms, dropouts and residual
+				* adds run on seq_len / tp tokens, all-gather / reduce-scatter of
+				* the activations instead of all-reduce (Korthikanti et al. 2022) */
+	int64_t pp;            /* pipeline stages (1: none); each holds layers / pp decoder layers, the
+				* first the embedding, the last the head; grad_accum is the number of
+				* micro-batches the schedule pipelines */
+	int pp_schedule;       /* rm_pp_schedule (remora/pipeline.h) */
+	int64_t virtual_stages; /* interleaved: model chunks per stage (1 otherwise) */
+	bool loss_parallel;    /* tp: the cross-entropy over each GPU's ceil(V / tp) logits (Megatron,
+				* torchtitan's loss_parallel; default); false: the logits all-gathered to
+				* the whole vocabulary and the loss computed on every GPU (KempnerForge's
+				* ColwiseParallel(output_layouts=Replicate())) */
+	bool tp_embedding_replicated; /* tp: the whole embedding table on every GPU, the lookup's
+				       * output sliced to the sequence shard (KempnerForge) instead
+				       * of Megatron's vocabulary-parallel embedding */
 	int zero;              /* ZeRO stage over the data-parallel GPUs: 3 (default) shards the
 				* optimizer state over the FSDP group only (replicated across replicas, as
 				* HSDP does); 1 shards the optimizer state and fp32 master over all
@@ -245,6 +264,8 @@ typedef enum rm_op_kind {
 	RM_OP_GEMM,        /* dense matmul, cost from gemm {batch, m, n, k, dtype} */
 	RM_OP_ATTENTION,   /* fused (flash) attention kernel, forward or backward */
 	RM_OP_ELEMENTWISE, /* memory-bound kernel: norm, rotary, softmax, activation, add, ... */
+	RM_OP_COLLECTIVE,  /* a tensor-parallel collective inside the layer (coll over coll_bytes,
+			    * among the train config's tp GPUs), on the compute stream's path */
 	RM_OP_KIND_COUNT
 } rm_op_kind;
 
@@ -324,6 +345,9 @@ typedef struct rm_op {
 	int64_t eager_bytes;          /* memory-bound ops run as PyTorch eager kernels: the HBM bytes of
 				       * their decomposition (0: bytes_read + bytes_written) ... */
 	int eager_kernels;            /* ... in this many kernels (0: one) */
+	rm_coll coll;                 /* kind == RM_OP_COLLECTIVE: all-gather, reduce-scatter or
+				       * all-reduce over the tensor-parallel group ... */
+	int64_t coll_bytes;           /* ... of this full buffer (nccl-tests' size) */
 	int n_inputs, n_outputs, n_residuals;
 	int inputs[RM_OP_MAX_INPUTS];   /* value indices (forward ops) */
 	int outputs[RM_OP_MAX_OUTPUTS]; /* value indices (forward ops) */
@@ -369,7 +393,8 @@ int rm_graph_find_op(const rm_graph *g, const char *name);
 double rm_graph_flops(const rm_graph *g, rm_phase phase);
 /*
  * Bytes of the distinct forward values that the graph's backward ops need (nothing recomputed,
- * nothing offloaded). For the layer graph this is the activation memory per layer per micro-batch.
+ * nothing offloaded; a sequence-parallel all-gather's output counts as its shard, which is what
+ * the layer keeps and gathers again). For the layer graph this is the activation memory per layer per micro-batch.
  */
 int64_t rm_graph_residual_bytes(const rm_graph *g);
 /* Whether the backward pass of the graph needs value v. */
@@ -390,9 +415,17 @@ double rm_workload_mfu_flops_per_token(const rm_workload *wl);
 /* FLOPs the op graphs execute per micro-batch: embedding + L * layer + head, all phases. */
 double rm_workload_executed_flops(const rm_workload *wl);
 
+/*
+ * Parameter elements one GPU of a tensor-parallel group holds before FSDP sharding: the sum of
+ * the embedding, L layers and head graphs' parameters (column- and row-parallel matrices and the
+ * vocabulary split over tp; norms and the row-parallel output biases replicated). tp = 1: the
+ * model's total.
+ */
+int64_t rm_workload_rank_params(const rm_workload *wl);
+
 /* Static (persistent) memory per GPU under FSDP / HSDP / ZeRO, in bytes. */
 typedef struct rm_static_memory {
-	int64_t shard_elems;   /* ceil(params / fsdp): the parameter shard */
+	int64_t shard_elems;   /* ceil(rank params / fsdp): the parameter shard (rm_workload_rank_params) */
 	int64_t opt_group;     /* GPUs the optimizer state is sharded over: fsdp (zero 3), or
 				* fsdp x dp_replicate (zero 1, 2) */
 	int64_t opt_elems;     /* ceil(params / opt_group): the slice the optimizer updates */

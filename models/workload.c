@@ -212,19 +212,65 @@ int rm_checkpoint_expand(const char *name, const char **out, int max)
 
 /* ---- parameter counts ---- */
 
-static int64_t layer_params(const rm_model_config *m)
+bool rm_model_config_is_moe(const rm_model_config *m)
 {
-	int64_t h = m->hidden, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
-	int64_t norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
+	return m->experts > 0;
+}
+
+/*
+ * Attention of one layer. MLA (DeepSeek-V2/V3 modelling code): q_a_proj h x q_lora_rank, its
+ * RMSNorm, q_b_proj q_lora_rank x heads*(nope + rope) (or q_proj h x heads*(nope + rope) without
+ * q compression); kv_a_proj_with_mqa h x (kv_lora_rank + rope), its RMSNorm over kv_lora_rank,
+ * kv_b_proj kv_lora_rank x heads*(nope + v); o_proj heads*v x h. Qwen3's q_norm and k_norm weigh
+ * head_dim each.
+ */
+static int64_t attention_params(const rm_model_config *m)
+{
+	int64_t h = m->hidden;
+	if (m->mla) {
+		int64_t qk = m->qk_nope_head_dim + m->qk_rope_head_dim;
+		int64_t q = m->q_lora_rank > 0
+				    ? h * m->q_lora_rank + m->q_lora_rank + m->q_lora_rank * m->heads * qk
+				    : h * m->heads * qk;
+		int64_t kv = h * (m->kv_lora_rank + m->qk_rope_head_dim) + m->kv_lora_rank +
+			     m->kv_lora_rank * m->heads * (m->qk_nope_head_dim + m->v_head_dim);
+		return q + kv + m->heads * m->v_head_dim * h;
+	}
+	int64_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
 	int64_t attn = h * qd + 2 * h * kvd + qd * h;
 	if (m->qkv_bias)
 		attn += qd + 2 * kvd;
 	if (m->out_bias)
 		attn += h;
+	if (m->qk_norm)
+		attn += 2 * m->head_dim;
+	return attn;
+}
+
+/* One routed expert: a SwiGLU MLP without biases. */
+static int64_t expert_params(const rm_model_config *m)
+{
+	return 3 * m->hidden * m->expert_ffn;
+}
+
+/* The MoE block of one layer: routed and shared experts, the router (h -> experts, no bias),
+ * Qwen2-MoE's shared-expert gate (h -> 1) and DeepSeek-V3's per-expert selection bias. */
+static int64_t moe_params(const rm_model_config *m)
+{
+	int64_t h = m->hidden;
+	return m->experts * expert_params(m) + m->shared_experts * 3 * h * m->shared_ffn +
+	       h * m->experts + (m->shared_gate ? h : 0) + (m->router_bias ? m->experts : 0);
+}
+
+/* A decoder layer with a dense MLP (every layer of a dense model). */
+static int64_t layer_params(const rm_model_config *m)
+{
+	int64_t h = m->hidden;
+	int64_t norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
 	int64_t mlp = m->mlp == RM_MLP_SWIGLU ? 3 * h * m->ffn : 2 * h * m->ffn;
 	if (m->out_bias)
 		mlp += m->ffn + h;
-	return 2 * norm + attn + mlp;
+	return 2 * norm + attention_params(m) + mlp;
 }
 
 rm_param_count rm_model_param_count(const rm_model_config *m)
@@ -232,12 +278,26 @@ rm_param_count rm_model_param_count(const rm_model_config *m)
 	rm_param_count p = {0};
 	int64_t h = m->hidden;
 	p.embedding = m->vocab * h + (m->learned_pos ? m->max_pos * h : 0);
-	p.per_layer = layer_params(m);
+	p.per_dense_layer = layer_params(m);
+	p.per_layer = p.per_dense_layer;
 	p.layers = m->layers * p.per_layer;
+	int64_t unchosen = 0; /* routed expert parameters a token does not use */
+	if (rm_model_config_is_moe(m)) {
+		int64_t moe_layers = m->layers - m->dense_layers;
+		p.per_layer = 2 * h + attention_params(m) + moe_params(m); /* two RMSNorms */
+		p.layers = m->dense_layers * p.per_dense_layer + moe_layers * p.per_layer;
+		p.routed_experts = moe_layers * m->experts * expert_params(m);
+		/* Mixtral 8x7B: 32 layers x (8 - 2) x 3 x 4096 x 14336 = 33,822,867,456 */
+		unchosen = moe_layers * (m->experts - m->experts_per_tok) * expert_params(m);
+		/* each module: a MoE layer, enorm and hnorm, eh_proj 2h -> h, its final norm */
+		p.mtp = m->mtp_layers * (p.per_layer + 3 * h + 2 * h * h);
+	}
 	p.final_norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
 	p.lm_head = m->tied ? 0 : m->vocab * h;
 	p.total = p.embedding + p.layers + p.final_norm + p.lm_head;
 	p.nonembedding = p.layers + p.final_norm + m->vocab * h;
+	p.active = p.total - unchosen;
+	p.active_nonembedding = p.nonembedding - unchosen;
 	return p;
 }
 
@@ -1128,6 +1188,15 @@ static void build_head(graph_builder *gb)
 rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
 				rm_error *err)
 {
+	if (rm_model_config_is_moe(model) || model->mla || model->qk_norm) {
+		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+			     "%s: %s are not modelled yet; `remora describe` counts its parameters",
+			     model->name[0] ? model->name : rm_arch_hf_name(model->arch),
+			     rm_model_config_is_moe(model) ? "mixture-of-experts layers"
+			     : model->mla		   ? "multi-head latent attention layers"
+							   : "per-head q/k norms");
+		return NULL;
+	}
 	if (rm_train_config_check(model, train, err) != RM_OK)
 		return NULL;
 	rm_workload *wl = rm_new(rm_workload, 1);

@@ -51,6 +51,10 @@ typedef enum rm_arch {
 	RM_ARCH_MISTRAL, /* MistralForCausalLM */
 	RM_ARCH_QWEN2,   /* Qwen2ForCausalLM: Llama layout with q/k/v biases */
 	RM_ARCH_GPT2,    /* GPT2LMHeadModel: LayerNorm, learned positions, GELU MLP, biases */
+	RM_ARCH_MIXTRAL, /* MixtralForCausalLM: Mistral attention, every MLP a top-k of SwiGLU experts */
+	RM_ARCH_QWEN2_MOE, /* Qwen2MoeForCausalLM: Qwen2 attention, routed experts plus a gated shared expert */
+	RM_ARCH_QWEN3_MOE, /* Qwen3MoeForCausalLM: q/k RMSNorm per head, routed experts */
+	RM_ARCH_DEEPSEEK_V3, /* DeepseekV3ForCausalLM: MLA attention, dense first layers, shared + routed experts */
 	RM_ARCH_COUNT
 } rm_arch;
 
@@ -82,14 +86,50 @@ typedef struct rm_model_config {
 	double resid_dropout; /* dropout after attention and MLP outputs (resid_pdrop) */
 	double embd_dropout;  /* dropout after the embedding (embd_pdrop) */
 	int64_t sliding_window; /* 0 = full attention */
+
+	/* Mixture of experts (experts == 0: a dense model, every field below 0 or false). Every
+	 * expert is a SwiGLU MLP (3 matrices h x its inner size, no biases); the router is a
+	 * linear map h -> experts without bias (transformers' Mixtral, Qwen2-MoE, Qwen3-MoE and
+	 * DeepSeek-V3 modelling code). */
+	int64_t experts;         /* routed experts per MoE layer: num_local_experts (Mixtral),
+				  * num_experts (Qwen), n_routed_experts (DeepSeek) */
+	int64_t experts_per_tok; /* routed experts each token goes to (top-k): num_experts_per_tok */
+	int64_t expert_ffn;      /* inner size of a routed expert: moe_intermediate_size
+				  * (Mixtral: intermediate_size) */
+	int64_t shared_experts;  /* experts every token goes to: n_shared_experts (DeepSeek), 1 for
+				  * Qwen2-MoE's shared expert */
+	int64_t shared_ffn;      /* inner size of one shared expert: shared_expert_intermediate_size
+				  * (Qwen2-MoE), moe_intermediate_size (DeepSeek) */
+	bool shared_gate;        /* Qwen2-MoE: a sigmoid gate h -> 1 scales the shared expert */
+	bool router_bias;        /* DeepSeek-V3 (topk_method noaux_tc): one bias per routed expert
+				  * added to the scores for the top-k choice (e_score_correction_bias) */
+	int64_t dense_layers;    /* layers whose MLP is dense (ffn wide) instead of MoE: DeepSeek's
+				  * first_k_dense_replace (the first layers), Qwen's mlp_only_layers and
+				  * decoder_sparse_step; the other layers - dense_layers are MoE */
+	int64_t mtp_layers;      /* DeepSeek-V3 multi-token-prediction modules
+				  * (num_nextn_predict_layers): counted apart, not part of the model */
+
+	/* Attention variants of the MoE families */
+	bool qk_norm;            /* Qwen3: RMSNorm over head_dim on queries and keys */
+	bool mla;                /* multi-head latent attention (DeepSeek-V2/V3); head_dim is then
+				  * qk_nope_head_dim + qk_rope_head_dim and kv_heads = heads */
+	int64_t q_lora_rank;     /* query compression rank; 0: queries projected from h directly */
+	int64_t kv_lora_rank;    /* key/value latent rank */
+	int64_t qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
 } rm_model_config;
+
+/* Whether a model has mixture-of-experts layers (experts > 0). */
+bool rm_model_config_is_moe(const rm_model_config *model);
 
 /*
  * Parses a Hugging Face config.json held in memory. path names the input in errors. Supported
- * architectures: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel; any
+ * architectures: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel,
+ * MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM; any
  * other is RM_UNSUPPORTED with the list. Malformed JSON is RM_PARSE with the parser's
- * line:column; a missing required key RM_MISSING at the enclosing mapping; a non-positive size or
- * heads not dividing hidden RM_INVALID at the offending value.
+ * line:column; a missing required key (the expert keys of an MoE model included) RM_MISSING at
+ * the enclosing mapping; a non-positive size, heads not dividing hidden, or num_experts_per_tok
+ * above the expert count RM_INVALID at the offending value; a model whose parameter count passes
+ * 2^62 RM_RANGE.
  */
 rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
 				rm_model_config *out, rm_error *err);
@@ -114,6 +154,20 @@ typedef struct rm_param_count {
 	/* Non-embedding parameters for the FLOPs convention: total minus the input embedding lookup
 	 * tables, plus the head matrix when tied (the LM head is a real matmul either way). */
 	int64_t nonembedding;
+	/* Mixture of experts. per_layer is then one MoE layer and per_dense_layer one layer with
+	 * a dense MLP (dense models: per_dense_layer = per_layer, routed_experts 0, active = total,
+	 * active_nonembedding = nonembedding, mtp 0). */
+	int64_t per_dense_layer;
+	int64_t routed_experts; /* all routed experts of all MoE layers */
+	/* What one token uses: total minus the (experts - experts_per_tok) routed experts it is
+	 * not sent to, in every MoE layer (the router, shared experts and attention all count). */
+	int64_t active;
+	int64_t active_nonembedding; /* nonembedding minus the same unchosen experts */
+	/* DeepSeek-V3's multi-token-prediction modules, not in total: per module one MoE layer,
+	 * two RMSNorms on its inputs, the projection 2h -> h and its output RMSNorm; the
+	 * embedding and head are shared with the main model (the published checkpoint stores a
+	 * copy of both in layer 61). */
+	int64_t mtp;
 } rm_param_count;
 
 /* Exact parameter count of a model (docs/reference/models.csv conventions). */
@@ -329,7 +383,9 @@ typedef struct rm_workload {
 
 /*
  * Builds the workload (op graphs of one micro-batch) of a model and training setup. Returns
- * NULL with err on an invalid setup (see rm_train_config_check). Free with rm_workload_destroy.
+ * NULL with err on an invalid setup (see rm_train_config_check), and RM_UNSUPPORTED for a model
+ * whose layers the op graph does not model yet (mixture of experts, latent attention, q/k norms;
+ * rm_model_param_count counts them). Free with rm_workload_destroy.
  */
 rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
 				rm_error *err);

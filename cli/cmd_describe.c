@@ -303,10 +303,11 @@ static void describe_text(const rm_workload *wl)
 /* Why a model has no op graph yet (rm_workload_create refuses it), or NULL. */
 static const char *not_modelled(const rm_model_config *m)
 {
-	if (rm_model_config_is_moe(m))
-		return "the op graph of mixture-of-experts layers is not modelled yet: no ops, FLOPs or memory";
-	if (m->mla || m->qk_norm)
-		return "the op graph of this attention is not modelled yet: no ops, FLOPs or memory";
+	if (m->mla)
+		return "the op graph of multi-head latent attention is not modelled yet: no ops, FLOPs or memory";
+	if (m->dense_layers > 0)
+		return "the op graph of dense layers beside mixture-of-experts ones is not modelled yet: no ops, FLOPs or "
+		       "memory";
 	return NULL;
 }
 

@@ -312,6 +312,8 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.fsdp = 1,
 		.dp_replicate = 1,
 		.tp = 1,
+		.ep = 1,
+		.moe_imbalance = 1.0,
 		.cp = 1,
 		.pp = 1,
 		.virtual_stages = 1,
@@ -414,6 +416,24 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 					    "tp %lld must divide seq_len %lld (each GPU of the group counts 1/tp of the "
 					    "tokens, and sequence parallelism splits the sequence)",
 					    (long long)t->tp, (long long)t->seq_len);
+	}
+	if (t->ep < 1)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "ep must be positive (got %lld)", (long long)t->ep);
+	if (t->ep > 1 && !rm_model_config_is_moe(m))
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "ep %lld: %s has no experts to split", (long long)t->ep, m->name);
+	if (rm_model_config_is_moe(m)) {
+		if (m->experts % t->ep != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0, "ep %lld must divide the %lld routed experts of %s",
+					    (long long)t->ep, (long long)m->experts, m->name);
+		if (t->tp > 1)
+			return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+					    "tensor parallelism of mixture-of-experts layers (expert tensor parallelism) is "
+					    "not modelled yet");
+		if (!(t->moe_imbalance >= 1.0) || !(t->moe_capacity_factor == 0 || t->moe_capacity_factor >= 1.0))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "moe_imbalance must be at least 1 and moe_capacity_factor 0 (dropless) or at "
+					    "least 1 (got %g, %g)",
+					    t->moe_imbalance, t->moe_capacity_factor);
 	}
 	if (t->cp < 1)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "cp must be positive (got %lld)", (long long)t->cp);
@@ -716,11 +736,11 @@ static void emit_backward(graph_builder *gb, int f)
 			q->bytes_written = 2 * (out_bytes / es);
 			q->flops = 2.0 * (double)(out_bytes / es);
 		}
-		rm_op *dg = bwd_gemm(gb, f, "dgrad", RM_PHASE_BWD_DGRAD, 1, m, k, n, false);
+		rm_op *dg = bwd_gemm(gb, f, "dgrad", RM_PHASE_BWD_DGRAD, fo.gemm.batch, m, k, n, false);
 		dg->weight_elems = fo.weight_elems;
 		if (fp8)
 			dg->gemm.dtype = RM_DTYPE_FP8_E5M2;
-		rm_op *wg = bwd_gemm(gb, f, "wgrad", RM_PHASE_BWD_WGRAD, 1, k, n, m, false);
+		rm_op *wg = bwd_gemm(gb, f, "wgrad", RM_PHASE_BWD_WGRAD, fo.gemm.batch, k, n, m, false);
 		if (fp8)
 			wg->gemm.dtype = RM_DTYPE_FP8_E5M2;
 		wg->weight_elems = fo.weight_elems;
@@ -776,9 +796,11 @@ static void emit_backward(graph_builder *gb, int f)
 		if (fo.coll == RM_COLL_ALL_REDUCE)
 			return;
 		rm_op *op = bwd_op(gb, f, "bwd", RM_OP_COLLECTIVE, RM_PHASE_BWD_DGRAD);
-		op->coll = fo.coll == RM_COLL_ALL_GATHER ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_GATHER;
+		op->coll = fo.coll == RM_COLL_ALL_TO_ALL    ? RM_COLL_ALL_TO_ALL
+			   : fo.coll == RM_COLL_ALL_GATHER ? RM_COLL_REDUCE_SCATTER
+							   : RM_COLL_ALL_GATHER;
 		op->coll_bytes = fo.coll_bytes;
-		op->coll_cp = fo.coll_cp;
+		op->coll_group = fo.coll_group;
 		op->bytes_read = out_bytes;
 		op->bytes_written = vbytes(gb, fo.inputs[0]);
 		return;
@@ -818,6 +840,7 @@ static void emit_backward(graph_builder *gb, int f)
 	const char *suffix = strrchr(name, '_');
 	bool is_dropout = suffix && strcmp(suffix, "_dropout") == 0;
 	if (strcmp(name, "pre_attention_norm") == 0 || strcmp(name, "pre_mlp_norm") == 0 ||
+	    strcmp(name, "query_norm") == 0 || strcmp(name, "key_norm") == 0 ||
 	    strcmp(name, "final_norm") == 0) {
 		op_residual(op, fo.inputs[0]); /* norm backward needs its input */
 	} else if (strcmp(name, "attention_probs") == 0) {
@@ -896,6 +919,120 @@ static void fwd_fp8_cast(graph_builder *gb, const char *name, int in)
 	op->no_grad = true;
 }
 
+/* ---- mixture of experts ---- */
+
+/* A memory-bound op over `rows` x `width` elements (the dispatched tokens of a MoE block). */
+static int fwd_rows_elementwise(graph_builder *gb, const char *name, const int *in, int n_in, int64_t rows,
+				int64_t width, double flops_per_elem, rm_membound_class cls)
+{
+	rm_op *op = new_op(gb, name, RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+	for (int i = 0; i < n_in; i++) {
+		op_in(gb, op, in[i]);
+		op->bytes_read += vbytes(gb, in[i]);
+	}
+	int64_t shape[2] = {rows, width};
+	int out = add_value(gb, name, gb->dt, 2, shape);
+	op_out(gb, op, out);
+	op->bytes_written = vbytes(gb, out);
+	op->flops = flops_per_elem * (double)rows * (double)width;
+	op->mclass = cls;
+	return out;
+}
+
+/* The local experts' projection as one grouped GEMM: nexp experts, rows tokens in all. */
+static int fwd_expert_gemm(graph_builder *gb, const char *name, int in, int64_t rows, int64_t k, int64_t n, int64_t nexp)
+{
+	rm_op *op = new_op(gb, name, RM_OP_GEMM, RM_PHASE_FWD, -1);
+	int64_t per = (rows + nexp - 1) / nexp;
+	op->gemm = (rm_gemm_shape){.batch = nexp, .m = per, .n = n, .k = k, .dtype = gb->gemm_dt};
+	op_in(gb, op, in);
+	int64_t shape[2] = {rows, n};
+	int out = add_value(gb, name, gb->dt, 2, shape);
+	op_out(gb, op, out);
+	op->weight_elems = nexp * k * n;
+	op->expert = true;
+	op->flops = 2.0 * (double)nexp * (double)per * (double)n * (double)k;
+	op->bytes_read = vbytes(gb, in) + op->weight_elems * rm_dtype_size(gb->t->param_dtype);
+	op->bytes_written = vbytes(gb, out);
+	return out;
+}
+
+/* An all-to-all over the expert-parallel group: send_rows x h out, recv_rows x h in. */
+static int fwd_all_to_all(graph_builder *gb, const char *name, int in, int64_t send_rows, int64_t recv_rows, int64_t h)
+{
+	rm_op *op = new_op(gb, name, RM_OP_COLLECTIVE, RM_PHASE_FWD, -1);
+	op->coll = RM_COLL_ALL_TO_ALL;
+	op->coll_group = RM_GROUP_EP;
+	op->coll_bytes = send_rows * h * gb->es;
+	op_in(gb, op, in);
+	int64_t shape[2] = {recv_rows, h};
+	int out = add_value(gb, name, gb->dt, 2, shape);
+	op_out(gb, op, out);
+	op->bytes_read = vbytes(gb, in);
+	op->bytes_written = vbytes(gb, out);
+	return out;
+}
+
+/*
+ * A mixture-of-experts block over the normed input rn ([b, s, h]), as Mixtral, Qwen2-MoE and
+ * Qwen3-MoE run it (transformers' *SparseMoeBlock; Megatron-LM's MoE layer with all-to-all
+ * token dispatch): the router (h -> experts), softmax and top-k, the tokens permuted into
+ * per-expert order (k copies of each), sent to their experts' GPUs by all-to-all when ep > 1,
+ * the local experts' SwiGLU as grouped GEMMs, sent back, and summed with the routing weights;
+ * shared experts (Qwen2-MoE's gated one) as a dense SwiGLU beside them. The busiest GPU
+ * receives min(moe_imbalance, moe_capacity_factor) times the balanced share of T k tokens.
+ */
+static int build_moe(graph_builder *gb, int rn)
+{
+	const rm_model_config *m = gb->m;
+	const rm_train_config *t = gb->t;
+	int64_t h = m->hidden, k = m->experts_per_tok, ep = t->ep > 1 ? t->ep : 1;
+	int64_t nexp = m->experts / ep;
+	int64_t sent = gb->T * k;
+	double f = 1.0;
+	if (ep > 1) {
+		f = t->moe_imbalance > 1.0 ? t->moe_imbalance : 1.0;
+		if (t->moe_capacity_factor >= 1.0 && t->moe_capacity_factor < f)
+			f = t->moe_capacity_factor;
+	}
+	int64_t rows = (int64_t)ceil((double)sent * f);
+	int router = fwd_projection(gb, "moe_router", rn, h, m->experts, false);
+	int routing = fwd_elementwise(gb, "moe_routing", &router, 1, k, FLOPS_SOFTMAX * (double)m->experts / (double)k, 0);
+	gb->g->ops[gb->g->values[routing].producer].mclass = RM_MB_SOFTMAX;
+	int pin[2] = {rn, routing};
+	int x = fwd_rows_elementwise(gb, "moe_dispatched", pin, 2, sent, h, 0, RM_MB_GATHER);
+	if (ep > 1)
+		x = fwd_all_to_all(gb, "moe_dispatched_a2a", x, sent, rows, h);
+	int gate = fwd_expert_gemm(gb, "moe_gate", x, rows, h, m->expert_ffn, nexp);
+	int up = fwd_expert_gemm(gb, "moe_up", x, rows, h, m->expert_ffn, nexp);
+	int act = fwd_rows_elementwise(gb, "moe_activation", &gate, 1, rows, m->expert_ffn, FLOPS_SILU, RM_MB_POINTWISE);
+	int mul[2] = {act, up};
+	int hid = fwd_rows_elementwise(gb, "moe_hidden", mul, 2, rows, m->expert_ffn, 1.0, RM_MB_POINTWISE);
+	int down = fwd_expert_gemm(gb, "moe_down", hid, rows, m->expert_ffn, h, nexp);
+	if (ep > 1)
+		down = fwd_all_to_all(gb, "moe_combined_a2a", down, rows, sent, h);
+	int cin[2] = {down, routing};
+	int out = fwd_elementwise(gb, "moe_combined", cin, 2, h, 2.0 * (double)k, 0);
+	if (m->shared_experts > 0) {
+		int64_t sf = m->shared_experts * m->shared_ffn;
+		int sg = fwd_projection(gb, "dot_shared_gate", rn, h, sf, false);
+		int su = fwd_projection(gb, "dot_shared_up", rn, h, sf, false);
+		int sa = fwd_elementwise(gb, "shared_activation", &sg, 1, sf, FLOPS_SILU, 0);
+		int sm[2] = {sa, su};
+		int sh = fwd_elementwise(gb, "shared_hidden", sm, 2, sf, 1.0, 0);
+		int so = fwd_projection(gb, "dot_shared_out", sh, sf, h, false);
+		if (m->shared_gate) {
+			/* Qwen2-MoE: sigmoid(h -> 1) scales the shared expert */
+			int g = fwd_projection(gb, "dot_shared_expert_gate", rn, h, 1, false);
+			int gi[2] = {so, g};
+			so = fwd_elementwise(gb, "shared_gated", gi, 2, h, 2.0, 0);
+		}
+		int add[2] = {out, so};
+		out = fwd_elementwise(gb, "moe_output", add, 2, h, FLOPS_ADD, 0);
+	}
+	return out;
+}
+
 /* Parameters a graph's forward ops read (one GPU's share under tensor parallelism). */
 static int64_t fwd_weight_elems(const rm_graph *g)
 {
@@ -942,6 +1079,14 @@ static void build_layer(graph_builder *gb)
 	int q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
 	int k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
 	int v = fwd_projection(gb, "dot_attention_value", xn, h, kvd, m->qkv_bias);
+	if (m->qk_norm) {
+		/* Qwen3: RMSNorm over each head's head_dim on the queries and keys, one weight of
+		 * head_dim each */
+		q = fwd_elementwise(gb, "query_norm", &q, 1, qd, FLOPS_RMSNORM, m->head_dim);
+		gb->g->ops[gb->g->values[q].producer].mclass = RM_MB_NORM;
+		k = fwd_elementwise(gb, "key_norm", &k, 1, kvd, FLOPS_RMSNORM, m->head_dim);
+		gb->g->ops[gb->g->values[k].producer].mclass = RM_MB_NORM;
+	}
 	if (!gpt2) {
 		q = fwd_elementwise(gb, "rotary_query", &q, 1, qd, FLOPS_ROTARY, 0);
 		k = fwd_elementwise(gb, "rotary_key", &k, 1, kvd, FLOPS_ROTARY, 0);
@@ -962,9 +1107,9 @@ static void build_layer(graph_builder *gb)
 		gb->s_act = t->seq_len;
 		gb->T = gb->b * t->seq_len;
 		k = fwd_tp_collective(gb, "attention_key_gathered", RM_COLL_ALL_GATHER, k, kvd);
-		gb->g->ops[gb->g->values[k].producer].coll_cp = true;
+		gb->g->ops[gb->g->values[k].producer].coll_group = RM_GROUP_CP;
 		v = fwd_tp_collective(gb, "attention_value_gathered", RM_COLL_ALL_GATHER, v, kvd);
-		gb->g->ops[gb->g->values[v].producer].coll_cp = true;
+		gb->g->ops[gb->g->values[v].producer].coll_group = RM_GROUP_CP;
 		gb->T = gb->b * s_loc;
 		gb->s_act = s_loc;
 	}
@@ -1039,8 +1184,10 @@ static void build_layer(graph_builder *gb)
 	if (gb->sp)
 		rn = fwd_tp_collective(gb, "mlp_input_gathered", RM_COLL_ALL_GATHER, rn, h);
 	fwd_fp8_cast(gb, "mlp_input_fp8", rn);
-	int hidden;
-	if (m->mlp == RM_MLP_SWIGLU) {
+	int hidden = -1, mo = -1;
+	if (rm_model_config_is_moe(m)) {
+		mo = build_moe(gb, rn);
+	} else if (m->mlp == RM_MLP_SWIGLU) {
 		int gate = fwd_projection(gb, "dot_mlp_gate", rn, h, ffn, false);
 		int up = fwd_projection(gb, "dot_mlp_up", rn, h, ffn, false);
 		int act = fwd_elementwise(gb, "mlp_activation", &gate, 1, ffn, FLOPS_SILU, 0);
@@ -1050,8 +1197,10 @@ static void build_layer(graph_builder *gb)
 		int up = fwd_projection(gb, "dot_mlp_up", rn, h, ffn, m->out_bias);
 		hidden = fwd_elementwise(gb, "mlp_activation", &up, 1, ffn, FLOPS_GELU, 0);
 	}
-	fwd_fp8_cast(gb, "mlp_hidden_fp8", hidden);
-	int mo = fwd_projection(gb, "dot_mlp_out", hidden, ffn, h, m->out_bias);
+	if (hidden >= 0) {
+		fwd_fp8_cast(gb, "mlp_hidden_fp8", hidden);
+		mo = fwd_projection(gb, "dot_mlp_out", hidden, ffn, h, m->out_bias);
+	}
 	gb->s_act = s_seq;
 	if (tp > 1)
 		mo = fwd_tp_collective(gb, "mlp_out_reduced", gb->sp ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE, mo, h);
@@ -1060,7 +1209,7 @@ static void build_layer(graph_builder *gb)
 	int add2_in[2] = {r1, mo};
 	fwd_elementwise(gb, "layer_output", add2_in, 2, h, FLOPS_ADD, 0);
 	emit_all_backward(gb);
-	gb->g->params = tp > 1 ? fwd_weight_elems(gb->g) : layer_params(m);
+	gb->g->params = tp > 1 || rm_model_config_is_moe(m) ? fwd_weight_elems(gb->g) : layer_params(m);
 	gb->s_act = gb->s;
 }
 
@@ -1188,13 +1337,11 @@ static void build_head(graph_builder *gb)
 rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
 				rm_error *err)
 {
-	if (rm_model_config_is_moe(model) || model->mla || model->qk_norm) {
+	if (model->mla || model->dense_layers > 0) {
 		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
 			     "%s: %s are not modelled yet; `remora describe` counts its parameters",
 			     model->name[0] ? model->name : rm_arch_hf_name(model->arch),
-			     rm_model_config_is_moe(model) ? "mixture-of-experts layers"
-			     : model->mla		   ? "multi-head latent attention layers"
-							   : "per-head q/k norms");
+			     model->mla ? "multi-head latent attention layers" : "dense layers beside mixture-of-experts ones");
 		return NULL;
 	}
 	if (rm_train_config_check(model, train, err) != RM_OK)
@@ -1317,7 +1464,8 @@ double rm_workload_mfu_flops_per_token(const rm_workload *wl)
 	const rm_model_config *m = &wl->model;
 	double s = (double)wl->train.seq_len;
 	double ratio = attended_pairs(m, &wl->train) / (s * s);
-	return 6.0 * (double)wl->params.nonembedding +
+	/* a mixture of experts counts the parameters a token uses (6 N_active) */
+	return 6.0 * (double)wl->params.active_nonembedding +
 	       12.0 * (double)m->layers * (double)(m->heads * m->head_dim) * s * ratio;
 }
 
@@ -1330,9 +1478,18 @@ double rm_workload_executed_flops(const rm_workload *wl)
 
 int64_t rm_workload_rank_params(const rm_workload *wl)
 {
-	if (wl->train.tp <= 1)
+	if (wl->train.tp <= 1 && wl->train.ep <= 1)
 		return wl->params.total;
 	return wl->embedding.params + wl->model.layers * wl->layer.params + wl->head.params;
+}
+
+int64_t rm_workload_rank_expert_params(const rm_workload *wl)
+{
+	int64_t n = 0;
+	for (int i = 0; i < wl->layer.n_fwd_ops; i++)
+		if (wl->layer.ops[i].expert)
+			n += wl->layer.ops[i].weight_elems;
+	return n * wl->model.layers;
 }
 
 rm_static_memory rm_workload_static_memory(const rm_workload *wl)
@@ -1341,9 +1498,13 @@ rm_static_memory rm_workload_static_memory(const rm_workload *wl)
 	int64_t f = wl->train.fsdp;
 	int64_t psize = rm_dtype_size(wl->train.param_dtype), gsize = rm_dtype_size(wl->train.grad_dtype);
 	int64_t rank = rm_workload_rank_params(wl);
-	s.shard_elems = (rank + f - 1) / f;
+	/* expert parallelism (ep = the FSDP group): each GPU holds its experts whole, the rest of
+	 * the model is sharded over the group */
+	int64_t expert = wl->train.ep > 1 ? rm_workload_rank_expert_params(wl) : 0;
+	s.shard_elems = (rank - expert + f - 1) / f + expert;
 	s.opt_group = wl->train.zero < 3 ? f * wl->train.dp_replicate : f;
-	s.opt_elems = (rank + s.opt_group - 1) / s.opt_group;
+	int64_t expert_group = s.opt_group / f;
+	s.opt_elems = (rank - expert + s.opt_group - 1) / s.opt_group + (expert + expert_group - 1) / expert_group;
 	s.params = s.shard_elems * psize;
 	s.update_params = s.opt_elems * psize;
 	s.master = wl->train.master_weights ? s.opt_elems * 4 : 0;

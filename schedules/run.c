@@ -64,6 +64,9 @@ static void canon_train(rm_canon *c, const rm_train_config *t)
 	rm_canon_int(c, "train.tp", t->tp);
 	rm_canon_int(c, "train.sp", t->sp);
 	rm_canon_int(c, "train.cp", t->cp);
+	rm_canon_int(c, "train.ep", t->ep);
+	rm_canon_real(c, "train.moe_imbalance", t->moe_imbalance);
+	rm_canon_real(c, "train.moe_capacity_factor", t->moe_capacity_factor);
 	rm_canon_int(c, "train.pp", t->pp);
 	rm_canon_int(c, "train.pp_schedule", t->pp_schedule);
 	rm_canon_int(c, "train.virtual_stages", t->virtual_stages);
@@ -145,6 +148,7 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_int(c, "sched.replica_nodes", s->replica_nodes);
 	rm_canon_int(c, "sched.tp_nodes", s->tp_nodes);
 	rm_canon_int(c, "sched.cp_nodes", s->cp_nodes);
+	rm_canon_int(c, "sched.ep_nodes", s->ep_nodes);
 	rm_canon_int(c, "sched.megatron", s->megatron);
 	rm_canon_int(c, "sched.overlap_grad_reduce", s->overlap_grad_reduce);
 	rm_canon_int(c, "sched.overlap_param_gather", s->overlap_param_gather);

@@ -41,6 +41,8 @@ static const key_desc keys[] = {
 	{"training.micro_batch", K_INT, S(micro_batch), 0, 1, 1 << 16},
 	{"training.grad_accum", K_INT, S(grad_accum), 0, 1, 512},
 	{"training.global_batch", K_INT, S(global_batch), 0, 1, INT64_C(1) << 40},
+	{"training.moe_imbalance", K_DOUBLE, S(moe_imbalance), 0, 1, 1 << 10},
+	{"training.moe_capacity_factor", K_DOUBLE, S(moe_capacity_factor), 0, 0, 1 << 10},
 	{"training.dtype", K_STR, S(dtype), 0, 0, 0},
 	{"training.grad_dtype", K_STR, S(grad_dtype), 0, 0, 0},
 	{"training.optimizer_dtype", K_STR, S(optimizer_dtype), 0, 0, 0},
@@ -1096,21 +1098,9 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		t.micro_batch = sc->micro_batch;
 	if (sc->grad_accum)
 		t.grad_accum = sc->grad_accum;
-	/* the parallelism remora does not model yet: refused by name, so that a scenario written
-	 * for another tool never runs as something it is not */
+	/* what remora does not model yet: refused by name, so that a scenario written for another
+	 * tool never runs as something it is not */
 	{
-		static const struct {
-			const char *key;
-			size_t off;
-			const char *what;
-		} later[] = {{"parallelism.ep", offsetof(rm_scenario, ep), "expert parallelism"}};
-		for (size_t i = 0; i < RM_ARRAY_SIZE(later); i++)
-			if (*(const int64_t *)((const char *)sc + later[i].off) > 1)
-				return key_error(sc, later[i].key, err, RM_UNSUPPORTED,
-						 "%s is not modelled yet: remora models tensor and pipeline parallelism "
-						 "and the data-parallel family (parallelism.tp, sp, pp, fsdp, dp_replicate, "
-						 "zero); set it to 1 or leave it out",
-						 later[i].what);
 		if (sc->async_tp > 0)
 			return key_error(sc, "parallelism.async_tp", err, RM_UNSUPPORTED,
 					 "async tensor parallelism (collective matmul) is not modelled yet: the "
@@ -1294,6 +1284,24 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 (long long)t.fsdp, dp_what, (long long)gpn, (long long)sc->nodes);
 	t.dp_replicate = dp_gpus / t.fsdp;
 	t.fsdp *= cp; /* the FSDP group spans the context-parallel GPUs too */
+	/* expert parallelism: the experts split over ep GPUs of the FSDP group (torchtitan and
+	 * Megatron-LM take the expert-parallel group out of the data-parallel one) */
+	int64_t ep = sc->ep ? sc->ep : 1;
+	if (ep > 1 && !rm_model_config_is_moe(&out->model))
+		return key_error(sc, "parallelism.ep", err, RM_INVALID, "%s has no experts to split", out->model.name);
+	if (ep > 1 && out->model.experts % ep != 0)
+		return key_error(sc, "parallelism.ep", err, RM_INVALID, "ep %lld must divide the %lld routed experts of %s",
+				 (long long)ep, (long long)out->model.experts, out->model.name);
+	if (ep > 1 && t.fsdp != ep)
+		return key_error(sc, "parallelism.ep", err, RM_UNSUPPORTED,
+				 "ep %lld with an FSDP group of %lld GPUs: remora models expert parallelism over the "
+				 "whole FSDP group (each GPU's experts whole, the rest sharded); set parallelism.fsdp to "
+				 "%lld (x cp) and dp_replicate for the remaining GPUs",
+				 (long long)ep, (long long)t.fsdp, (long long)ep);
+	t.ep = ep;
+	if (sc->moe_imbalance > 0)
+		t.moe_imbalance = sc->moe_imbalance;
+	t.moe_capacity_factor = sc->moe_capacity_factor;
 	/* the FSDP group: one GPU of each of F consecutive tensor-parallel groups; a node holds
 	 * `slots` of its members */
 	int64_t slots = tp < gpn ? gpn / tp : 1;
@@ -1324,6 +1332,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			    "of the FSDP group)",
 			    t.zero, (long long)t.fsdp);
 	int cp_nodes = tp * cp > gpn ? (int)(tp >= gpn ? cp : tp * cp / gpn) : 1;
+	int ep_nodes = tp * ep > gpn ? (int)(tp >= gpn ? ep : tp * ep / gpn) : 1;
 	if (sc->global_batch) {
 		int64_t per_step = t.micro_batch * (t.fsdp / cp) * t.dp_replicate;
 		if (sc->global_batch % per_step != 0)
@@ -1375,6 +1384,13 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		out->memory = rm_memory_budget_with_headroom(&out->hw, (int)t.fsdp, fsdp_nodes, (int64_t)hb);
 	} else {
 		out->memory = rm_memory_budget_default(&out->hw, (int)t.fsdp, fsdp_nodes);
+		if (ep > 1) {
+			/* the expert-parallel group's all-to-all communicator */
+			rm_memory_budget eb = rm_memory_budget_default(&out->hw, (int)ep, ep_nodes);
+			out->memory.nccl_buffer_bytes += eb.nccl_buffer_bytes;
+			out->memory.headroom_bytes += eb.nccl_buffer_bytes;
+			out->memory.usable_bytes -= eb.nccl_buffer_bytes;
+		}
 		if (cp > 1) {
 			/* and the context-parallel group's */
 			rm_memory_budget cb = rm_memory_budget_default(&out->hw, (int)cp, cp_nodes);
@@ -1447,6 +1463,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	c->replica_nodes = replica_nodes;
 	c->tp_nodes = tp_nodes;
 	c->cp_nodes = cp_nodes;
+	c->ep_nodes = ep_nodes;
 	c->scan = sc->scan;
 	if (strcasecmp(sc->mode, "xla") == 0)
 		c->mode = RM_SCHED_XLA;

@@ -242,7 +242,7 @@ static int weight_shard_dim(const rm_graph *g, const rm_op *op)
  * buffer, that of a reduce-scatter the shard, out_div = the FSDP degree). With by_dim
  * (--xla_gpu_enable_*_combine_by_dim) only collectives along the same dimension combine. */
 static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, int64_t out_div, bool by_dim,
-			  bool grads, weight_groups *wg)
+			  bool grads, bool local_experts, weight_groups *wg)
 {
 	memset(wg, 0, sizeof(*wg));
 	for (int i = 0; i < g->n_ops && i < 96; i++)
@@ -256,8 +256,8 @@ static void group_weights(const rm_graph *g, int64_t threshold, int elem_bytes, 
 	for (int t = 0; t < g->n_fwd_ops; t++) {
 		int i = grads ? g->n_fwd_ops - 1 - t : t;
 		const rm_op *op = &g->ops[i];
-		if (op->kind != RM_OP_GEMM || op->weight_elems == 0)
-			continue;
+		if (op->kind != RM_OP_GEMM || op->weight_elems == 0 || (local_experts && op->expert))
+			continue; /* expert parallelism: the GPU's experts are whole, nothing to gather */
 		int d = by_dim ? weight_shard_dim(g, op) : 0;
 		int64_t b = op->weight_elems * elem_bytes / out_div;
 		if (open[d] < 0 || (cur[d] + b > threshold && cur[d] > 0)) {
@@ -810,8 +810,11 @@ static rm_cost_op op_cost(const ctx *x, const rm_op *op, int l, rm_program_phase
 {
 	rm_cost_op c = graph_op_cost(op, x->cfg->eager);
 	if (c.kind == RM_COST_COLLECTIVE) {
-		c.collective.group_size = (int32_t)(op->coll_cp ? x->wl->train.cp : x->wl->train.tp);
-		int span = op->coll_cp ? x->cfg->cp_nodes : x->cfg->tp_nodes;
+		const rm_train_config *t = &x->wl->train;
+		c.collective.group_size = (int32_t)(op->coll_group == RM_GROUP_CP ? t->cp : op->coll_group == RM_GROUP_EP ? t->ep : t->tp);
+		int span = op->coll_group == RM_GROUP_CP ? x->cfg->cp_nodes
+			   : op->coll_group == RM_GROUP_EP ? x->cfg->ep_nodes
+							   : x->cfg->tp_nodes;
 		c.collective.span = span > 0 ? span : 1;
 		return c;
 	}
@@ -947,7 +950,10 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 	layer_tensors *gt = grads_lt(e, mb, l);
 	if (op->phase == RM_PHASE_BWD_WGRAD) {
 		int rg = x->rs.of_op[fwd];
-		if (rg >= 0 && x->cfg->wl->train.fsdp == 1) {
+		if (rg < 0 && g->ops[fwd].expert && x->cfg->wl->train.ep > 1) {
+			/* the GPU's own experts: their gradients accumulate where the optimizer reads */
+			in[ni++] = e->grad_shard;
+		} else if (rg >= 0 && x->cfg->wl->train.fsdp == 1) {
 			/* nothing to reduce: the weight gradient accumulates into the gradients kept
 			 * for the optimizer */
 			in[ni++] = e->grad_shard;
@@ -1376,6 +1382,18 @@ static void emit_optimizer(emitter *e)
 			elems = rm_workload_rank_params(x->wl); /* every bucket after the backward */
 		r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
 							 .bytes = elems * x->gsize,
+							 .group_size = x->R, .span = x->rep_nodes};
+		r.phase = RM_PPHASE_BWD;
+		int32_t rin[1] = {e->grad_shard};
+		emit(e, &r, rin, 1, NULL, 0, e->last_event, &e->replica_last);
+		x->rep->replica_collectives++;
+	}
+	if (x->R > 1 && x->wl->train.ep > 1) {
+		/* the experts' gradients across the replicas of the expert-parallel group, after the
+		 * backward */
+		rm_program_op_desc r = rm_program_op_desc_init("optimizer/experts-all-reduce-replicas", RM_COST_COLLECTIVE, e->s_rs);
+		r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
+							 .bytes = rm_workload_rank_expert_params(x->wl) * x->gsize,
 							 .group_size = x->R, .span = x->rep_nodes};
 		r.phase = RM_PPHASE_BWD;
 		int32_t rin[1] = {e->grad_shard};
@@ -1907,9 +1925,11 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	rep->backward_gathers_fenced = x.barrier && cfg->wl->train.fsdp > 1;
 	int64_t ag_threshold = xla ? cfg->flags.all_gather_combine_threshold_bytes : INT64_MAX / 4;
 	int64_t rs_threshold = xla ? cfg->flags.reduce_scatter_combine_threshold_bytes : INT64_MAX / 4;
-	group_weights(x.layer, ag_threshold, x.lpsize, 1, xla && cfg->flags.all_gather_combine_by_dim, false, &x.ag);
+	bool local_experts = wl->train.ep > 1;
+	group_weights(x.layer, ag_threshold, x.lpsize, 1, xla && cfg->flags.all_gather_combine_by_dim, false, local_experts,
+		      &x.ag);
 	group_weights(x.layer, rs_threshold, x.gsize, wl->train.fsdp, xla && cfg->flags.reduce_scatter_combine_by_dim, true,
-		      &x.rs);
+		      local_experts, &x.rs);
 	for (int i = 0; i < x.layer->n_fwd_ops; i++)
 		if (is_norm_op(&x.layer->ops[i]))
 			x.norm_elems += x.layer->ops[i].weight_elems;

@@ -261,7 +261,6 @@ Test(parallel, bad_combinations_name_the_key)
 	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  tp: 2\n  fsdp: 4\n  dp_replicate: 4\n", RM_INVALID,
 		     6, 17, "but the cluster has 8 data-parallel GPUs (16 / tp 2)");
 	/* what is not modelled yet is refused by name */
-	expect_error("model: llama-2-7b\nparallelism:\n  ep: 8\n", RM_UNSUPPORTED, 3, 7, "expert parallelism");
 	expect_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_UNSUPPORTED, 3, 13,
 		     "async tensor parallelism");
 	/* degree 1 is fine */
@@ -582,4 +581,52 @@ Test(parallel, megatron_runtime_overlaps_the_distributed_optimizer)
 		     "applies to scheduler.mode megatron");
 	expect_error("model: llama-2-7b\ntraining:\n  compile: true\nscheduler: {mode: megatron}\n", RM_INVALID, 3, 12,
 		     "not torch.compile");
+}
+
+/* Mixture of experts (Mixtral 8x7B: h 4096, 8 experts of ffn 14336, top 2; Qwen2-MoE with its
+ * gated shared expert; Qwen3-MoE with q/k norms): the layer graph holds exactly the parameters
+ * docs/reference/models.csv counts, and expert parallelism's all-to-all moves each token's k
+ * copies both ways. */
+Test(parallel, moe_layers_and_expert_parallel_all_to_all)
+{
+	static const char *const models[] = {"mixtral-8x7b", "qwen2-moe-a2.7b", "qwen3-30b-a3b"};
+	for (size_t i = 0; i < 3; i++) {
+		rm_model_config m;
+		rm_error err;
+		cr_assert_eq(rm_model_config_resolve(models[i], &m, &err), RM_OK, "%s", err.msg);
+		rm_train_config tc = rm_train_config_default(&m);
+		tc.seq_len = 1024;
+		rm_workload *wl = rm_workload_create(&m, &tc, &err);
+		cr_assert_not_null(wl, "%s: %s", models[i], err.msg);
+		cr_assert_eq(wl->layer.params, wl->params.per_layer, "%s: %lld vs %lld", models[i], (long long)wl->layer.params,
+			     (long long)wl->params.per_layer);
+		rm_workload_destroy(wl);
+	}
+	/* Mixtral at ep 8 on one node, seq 1024: each token's 2 copies of [4096] x 2 B, 2048 x 4096
+	 * x 2 B = 16 MiB per all-to-all; one expert per GPU, its gate projection 2 x 2048 x 14336 x
+	 * 4096 FLOPs; 14336 x 4096 x 3 x 32 = 5,637,144,576 expert parameters per GPU, whole */
+	run a;
+	run_text(&a, "model: mixtral-8x7b\ntraining: {seq_len: 1024}\nremat: {scan: false, policy: nothing_saveable}\n"
+		     "parallelism: {ep: 8}\nscheduler: {mode: fsdp2}\n");
+	const rm_program_op *d = op_named(a.prog, "layer05/fwd/moe_dispatched_a2a");
+	cr_assert_not_null(d);
+	cr_assert_eq(d->cost.collective.op, RM_COLL_ALL_TO_ALL);
+	cr_assert_eq(d->cost.collective.group_size, 8);
+	cr_assert_eq(d->cost.collective.bytes, 16777216);
+	cr_assert_not_null(op_named(a.prog, "layer05/bwd/moe_dispatched_a2a.bwd"));
+	const rm_program_op *g = op_named(a.prog, "layer05/fwd/moe_gate");
+	cr_assert_not_null(g);
+	cr_assert_float_eq(rm_cost_gemm_flops(&g->cost.gemm), 2.0 * 2048 * 14336 * 4096, 1.0);
+	cr_assert_eq(rm_workload_rank_expert_params(a.res.wl), 5637144576LL);
+	run_finish(&a);
+	/* the busiest GPU receives 1.5x the balanced share: 3072 tokens' copies */
+	run b;
+	run_text(&b, "model: mixtral-8x7b\ntraining: {seq_len: 1024, moe_imbalance: 1.5}\nremat: {scan: false, policy: "
+		     "nothing_saveable}\nparallelism: {ep: 8}\nscheduler: {mode: fsdp2}\n");
+	g = op_named(b.prog, "layer05/fwd/moe_gate");
+	cr_assert_float_eq(rm_cost_gemm_flops(&g->cost.gemm), 2.0 * 3072 * 14336 * 4096, 1.0);
+	run_finish(&b);
+	expect_error("model: mixtral-8x7b\nparallelism:\n  ep: 3\n", RM_INVALID, 3, 7, "must divide the 8 routed experts");
+	expect_error("model: llama-2-7b\nparallelism:\n  ep: 2\n", RM_INVALID, 3, 7, "has no experts");
+	expect_error("model: mixtral-8x7b\nparallelism:\n  ep: 4\n", RM_UNSUPPORTED, 3, 7, "over the whole FSDP group");
 }

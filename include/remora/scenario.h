@@ -86,6 +86,7 @@ typedef struct rm_scenario {
 	int64_t dp_replicate; /* HSDP replicas of the FSDP group; 0: the GPUs the FSDP group leaves */
 	int64_t zero;         /* 1, 2 or 3; 0: 3 */
 	int64_t global_batch; /* sequences per step; 0: micro_batch x grad_accum x data-parallel GPUs */
+	double moe_imbalance, moe_capacity_factor; /* 0: defaults (1, dropless) */
 	/* accepted so that scenarios written for other tools parse; only 1 / unset is modelled */
 	int64_t tp, pp, virtual_stages, cp, ep;
 	int sp, async_tp, loss_parallel; /* -1: unset */

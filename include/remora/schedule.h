@@ -95,6 +95,7 @@ typedef struct rm_schedule_config {
 	int fsdp_nodes;               /* nodes the FSDP group spans (>= 1) */
 	int tp_nodes;                 /* nodes the tensor-parallel group spans; 0: 1 */
 	int cp_nodes;                 /* nodes the context-parallel group spans; 0: 1 */
+	int ep_nodes;                 /* nodes the expert-parallel group spans; 0: 1 */
 	int replica_nodes;            /* nodes the replica group (wl->train.dp_replicate GPUs, one of
 				       * each FSDP group) spans; 0: 1 */
 	bool scan;                    /* layers under lax.scan (default) or unrolled */

@@ -209,6 +209,13 @@ typedef struct rm_train_config {
 	int64_t tp;            /* tensor parallelism (Megatron-LM): attention heads, key/value heads,
 				* the MLP's inner size and the vocabulary split over tp GPUs, which
 				* run the same tokens; 1: none */
+	int64_t ep;            /* expert parallelism: the routed experts split over ep GPUs of the
+				* data-parallel group, tokens dispatched to them and combined back
+				* by all-to-all (1: every expert on every GPU) */
+	double moe_imbalance;  /* tokens the busiest GPU's experts receive over the balanced share
+				* (1: perfectly balanced routing) */
+	double moe_capacity_factor; /* an expert's capacity over the balanced share; tokens past it are
+				     * dropped (0: dropless) */
 	int64_t cp;            /* context parallelism: each GPU of a group of cp runs seq_len / cp of every
 				* sequence, the attention all-gathers the keys and values over the group
 				* (torchtitan's context_parallel with rotate_method allgather, Megatron-LM's
@@ -263,6 +270,9 @@ rm_train_config rm_train_config_default(const rm_model_config *model);
 /* Checks a training setup against a model; RM_INVALID with a sentence on the first problem. */
 rm_status rm_train_config_check(const rm_model_config *model, const rm_train_config *train,
 				rm_error *err);
+
+/* The group a collective op of a layer graph runs among. */
+enum { RM_GROUP_TP, RM_GROUP_CP, RM_GROUP_EP };
 
 typedef enum rm_op_kind {
 	RM_OP_GEMM,        /* dense matmul, cost from gemm {batch, m, n, k, dtype} */
@@ -352,7 +362,9 @@ typedef struct rm_op {
 	rm_coll coll;                 /* kind == RM_OP_COLLECTIVE: all-gather, reduce-scatter or
 				       * all-reduce over the tensor-parallel group ... */
 	int64_t coll_bytes;           /* ... of this full buffer (nccl-tests' size) */
-	bool coll_cp;                 /* ... among the context-parallel group instead */
+	int coll_group;               /* ... among the group: RM_GROUP_TP, RM_GROUP_CP or RM_GROUP_EP */
+	bool expert;                  /* a routed expert's weights: split over ep GPUs, which hold them
+				       * whole (no FSDP gathers when ep > 1) */
 	int n_inputs, n_outputs, n_residuals;
 	int inputs[RM_OP_MAX_INPUTS];   /* value indices (forward ops) */
 	int outputs[RM_OP_MAX_OUTPUTS]; /* value indices (forward ops) */
@@ -427,6 +439,8 @@ double rm_workload_executed_flops(const rm_workload *wl);
  * model's total.
  */
 int64_t rm_workload_rank_params(const rm_workload *wl);
+/* Of those, the routed experts' (their E / ep experts of every layer); 0 for a dense model. */
+int64_t rm_workload_rank_expert_params(const rm_workload *wl);
 
 /* Static (persistent) memory per GPU under FSDP / HSDP / ZeRO, in bytes. */
 typedef struct rm_static_memory {

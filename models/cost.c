@@ -76,7 +76,9 @@ rm_cost_resource rm_cost_op_resource(const rm_cost_op *op)
 	case RM_COST_ELEMENTWISE:
 		return RM_RES_HBM;
 	case RM_COST_COLLECTIVE:
-		return RM_RES_NVLINK;
+		/* a group across nodes is bound by its NICs: it shares them with the other groups
+		 * across nodes, not NVLink with the groups inside one */
+		return op->collective.span > 1 ? RM_RES_NET : RM_RES_NVLINK;
 	case RM_COST_COPY:
 		return op->copy.dir == RM_COPY_H2D   ? RM_RES_PCIE_H2D
 		       : op->copy.dir == RM_COPY_D2H ? RM_RES_PCIE_D2H

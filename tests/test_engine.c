@@ -771,6 +771,28 @@ Test(engine, links_shared_per_direction_and_recompute_time)
 	rm_program_destroy(p);
 }
 
+/* A group inside the node and a group across nodes use different links: each runs at full rate
+ * beside the other; two groups across nodes share the network. */
+Test(engine, groups_across_nodes_share_the_network_not_nvlink)
+{
+	rm_program *p = rm_program_create("net");
+	for (int s = 0; s < 3; s++)
+		rm_program_add_stream(p, "c", RM_STREAM_COLLECTIVE, 0);
+	op_add(p, "fsdp", RM_COST_COLLECTIVE, 0, 10, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	int32_t r1 = op_add(p, "replicas", RM_COST_COLLECTIVE, 1, 10, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	int32_t r2 = op_add(p, "replicas2", RM_COST_COLLECTIVE, 2, 10, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	p->ops[r1].cost.collective.span = 2;
+	p->ops[r1].cost.collective.group_size = 2;
+	p->ops[r2].cost.collective.span = 4;
+	p->ops[r2].cost.collective.group_size = 4;
+	rm_sim *sim = run(p, h100(), 8);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 10 * US); /* NVLink to itself */
+	cr_assert_eq(rm_sim_op_end(sim, r1), 20 * US); /* the two network groups at half rate */
+	cr_assert_eq(rm_sim_op_end(sim, r2), 20 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
 /* Seconds to picoseconds rounds to the nearest; past LLONG_MAX ps (9.2e6 s), where llround's
  * result is unspecified (it gave 2^63 on x86), the whole double is kept; past 1.8e19 ps it
  * saturates. */

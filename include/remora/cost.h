@@ -161,6 +161,8 @@ typedef enum rm_cost_resource {
 	RM_RES_NVLINK,   /* collectives: NVLink, both directions */
 	RM_RES_PCIE_H2D, /* host-to-device copies */
 	RM_RES_PCIE_D2H, /* device-to-host copies */
+	RM_RES_NET,      /* collectives of groups across nodes: the NICs and the fabric, which
+			  * groups inside a node do not use */
 	RM_RES_COUNT
 } rm_cost_resource;
 

@@ -14,7 +14,8 @@
  *   changes. SMs: a running collective holds its NCCL channels' SMs; compute-bound kernels
  *   (gemm, attention) of the highest stream priority present share the rest equally, each at
  *   rate free_sms / (sm_count * n); lower-priority ones wait (rate 0). HBM: memory-bound kernels
- *   and device-to-device copies share it equally. NVLink: collectives share it equally. PCIe:
+ *   and device-to-device copies share it equally. NVLink: collectives of groups inside a node
+ *   share it equally; the network: collectives of groups across nodes share it equally. PCIe:
  *   host-to-device and device-to-host copies each share their direction.
  * - Memory: persistent tensors live throughout; others are allocated when their producer starts
  *   and freed when their last consumer ends (or, unread, when the producer ends). At equal times

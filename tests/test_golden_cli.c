@@ -400,3 +400,47 @@ Test(golden, schedule_then_run_program_prices_like_simulate)
 		free(rp.out);
 	}
 }
+
+/* The numbered rows of `remora search`'s table, up to cap of them; returns how many. */
+static int search_rows(const char *out, char rows[][200], int cap)
+{
+	const char *p = strstr(out, "\n  #   policy");
+	cr_assert_not_null(p, "%s", out);
+	p = strchr(p + 1, '\n');
+	int n = 0;
+	while (p && p[1] == ' ' && p[2] == ' ' && p[3] >= '0' && p[3] <= '9' && n < cap) {
+		const char *e = strchr(p + 1, '\n');
+		size_t len = e ? (size_t)(e - p - 1) : strlen(p + 1);
+		snprintf(rows[n++], 200, "%.*s", (int)len, p + 1);
+		p = e;
+	}
+	return n;
+}
+
+/* --top K shows K rows of the table even when runs of same candidates fold into one row, and
+ * each row's "(+N same)" counts the whole run: the rows are those of the full table. */
+Test(golden, search_top_shows_k_folded_rows, .timeout = 120)
+{
+	const char *data = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(data);
+	static char full[40][200], part[40][200];
+	char args[1200];
+	snprintf(args, sizeof(args), "search '%s/search-fold.yaml' --top 1000", data);
+	run_result all = run_remora(args, false);
+	cr_assert_eq(all.exit_code, 0, "%s", all.out);
+	int n_full = search_rows(all.out, full, 40);
+	cr_assert_geq(n_full, 7);
+	/* the fixture's 5th row folds a run of 8 (past the first 4 x 5 rows read for --top 5) */
+	cr_assert(strstr(full[4], "(+7 same)"), "%s", full[4]);
+	for (int k = 5; k <= 6; k++) {
+		snprintf(args, sizeof(args), "search '%s/search-fold.yaml' --top %d", data, k);
+		run_result r = run_remora(args, false);
+		cr_assert_eq(r.exit_code, 0, "%s", r.out);
+		int n = search_rows(r.out, part, 40);
+		cr_expect_eq(n, k, "--top %d showed %d rows:\n%s", k, n, r.out);
+		for (int i = 0; i < n && i < n_full; i++)
+			cr_expect_str_eq(part[i], full[i], "--top %d, row %d", k, i + 1);
+		free(r.out);
+	}
+	free(all.out);
+}

@@ -303,11 +303,20 @@ static int run_cases(const char *dir, char **files, int n, rm_validation_case **
 	for (int i = 0; i < n; i++) {
 		rm_error err;
 		rm_error_clear(&err);
-		char path[1024], id[256];
-		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		char path[sizeof(cases[i]->path)], id[256];
+		cases[i] = rm_new(rm_validation_case, 1);
+		int len = snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
 		case_id(files[i], id, sizeof(id));
 		ids[i] = rm_xstrdup(id);
-		cases[i] = rm_new(rm_validation_case, 1);
+		/* a case keeps its path (to find its scenario file and to name itself in errors) in
+		 * path's bytes: a longer one would be cut short and name another file */
+		if (len < 0 || (size_t)len >= sizeof(path)) {
+			rm_error_set(&err, RM_RANGE, NULL, 0, 0,
+				     "a case file's path is longer than %zu characters (run validate from a folder nearer "
+				     "the cases): %s/%s",
+				     sizeof(path) - 1, dir, files[i]);
+			return cli_fail(&err);
+		}
 		if (rm_validation_case_load(path, cases[i], &err) != RM_OK)
 			return cli_fail(&err);
 		if (rm_validation_run(cases[i], rm_calib_hw_resolver, &res[i], &err) != RM_OK)
@@ -335,7 +344,8 @@ static int report(const char *dir, int n, rm_validation_case **cases, const rm_v
 		json_object_set_new(doc, "summary", summary_json(&s, ids));
 		rc = cli_print_json(doc);
 	} else {
-		printf("%d validation cases in %s: predicted vs measured (error = (predicted - measured) / measured)\n\n", n, dir);
+		printf("%d validation case%s in %s: predicted vs measured (error = (predicted - measured) / measured)\n\n", n,
+		       n == 1 ? "" : "s", dir);
 		printf(ROW_FORMAT, "case", "tok/s/GPU", "measured", "error", "MFU", "measured", "GiB", "measured", "memory",
 		       "error");
 		for (int i = 0; i < n; i++)
@@ -344,8 +354,11 @@ static int report(const char *dir, int n, rm_validation_case **cases, const rm_v
 	}
 	if (rc == CLI_EXIT_OK && max_error >= 0 &&
 	    (s.tokens_median_abs_pct > max_error || s.memory_median_abs_pct > max_error)) {
-		rm_log_warn("median |error| (throughput %.1f%%, memory %.1f%%) exceeds --max-error %g%%",
-			    s.tokens_median_abs_pct, s.memory_median_abs_pct, max_error);
+		char tp[16], mp[16];
+		rm_log_warn("median |error| (throughput %s, memory %s) exceeds --max-error %g%%",
+			    abs_text(s.tokens_median_abs_pct, tp, sizeof(tp)),
+			    isnan(s.memory_median_abs_pct) ? "not measured" : abs_text(s.memory_median_abs_pct, mp, sizeof(mp)),
+			    max_error);
 		rc = VALIDATE_EXIT_OVER;
 	}
 	return rc;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct run_result {
 	char *out;
@@ -213,4 +214,36 @@ Test(golden_validate, max_error_sets_exit_3)
 		cr_expect_eq(r.exit_code, cases[i].exit_code, "remora %s exited %d: %s", cases[i].args, r.exit_code, r.out);
 		free(r.out);
 	}
+}
+
+/* A set with no memory figure: the --max-error warning says memory was not measured (it printed
+ * "nan%"), and the one-case header is singular. */
+Test(golden_validate, max_error_without_memory_cases)
+{
+	run_result r = run_remora_in(test_data(), "validate validation-throughput --max-error 0", true);
+	cr_assert_eq(r.exit_code, 3, "exit %d: %s", r.exit_code, r.out);
+	cr_expect(strstr(r.out, "1 validation case in validation-throughput:"), "%s", r.out);
+	cr_expect(strstr(r.out, "memory:     median |error| - over 0 cases"), "%s", r.out);
+	cr_expect(strstr(r.out, ", memory not measured) exceeds --max-error 0%"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "nan"), "%s", r.out);
+	free(r.out);
+}
+
+/* A case file whose path does not fit a case's path field is refused with the reason: cut short,
+ * it named another file (and its scenario file was looked for next to that one). */
+Test(golden_validate, case_path_too_long_is_an_error)
+{
+	char root[64], dir[1024], cmd[2400];
+	snprintf(root, sizeof(root), "/tmp/remora-longpath-%d", (int)getpid());
+	snprintf(dir, sizeof(dir), "%s/%0200d/%0200d/%0100d", root, 0, 0, 0);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s/validation-throughput/a-throughput-only.yaml' '%s/'", dir,
+		 test_data(), dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "validate '%s'", dir);
+	run_result r = run_remora_in(".", cmd, true);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	cr_expect_eq(system(cmd), 0);
+	cr_assert_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.out);
+	cr_expect(strstr(r.out, "a case file's path is longer than 511 characters"), "%s", r.out);
+	free(r.out);
 }

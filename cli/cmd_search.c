@@ -322,7 +322,8 @@ int cli_cmd_search(int argc, char **argv)
 	int64_t jobs = 1, top = 10, stop_after = 0;
 	bool json = false;
 	int rc = CLI_EXIT_OK;
-	while ((c = getopt_long(argc, argv, "s:d:J:k:jt:p:h", longopts, NULL)) != -1) {
+	const char *shortopts = "s:d:J:k:jt:p:h";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sets[n_sets++] = optarg;
@@ -372,7 +373,7 @@ int cli_cmd_search(int argc, char **argv)
 			return CLI_EXIT_OK;
 		default:
 			free(sets);
-			return cli_usage_error("search", "unrecognised option");
+			return cli_option_error("search", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind >= argc || optind + 1 != argc) {

@@ -375,7 +375,8 @@ int cli_cmd_validate(int argc, char **argv)
 	bool json = false;
 	double max_error = -1;
 	int c;
-	while ((c = getopt_long(argc, argv, "jm:h", longopts, NULL)) != -1) {
+	const char *shortopts = "jm:h";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -391,7 +392,7 @@ int cli_cmd_validate(int argc, char **argv)
 			validate_usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("validate", "unrecognised option");
+			return cli_option_error("validate", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind + 1 < argc)

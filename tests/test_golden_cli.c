@@ -278,6 +278,42 @@ Test(cli_errors, bad_usage_exits_2)
 }
 
 /*
+ * A bad option is named for what is wrong with it, in one remora message (getopt's own is off):
+ * a missing value is not an "unrecognised option", and simulate and schedule, which share one
+ * table of long options, refuse each other's outputs instead of taking them and writing nothing.
+ */
+Test(cli_errors, bad_options_are_named_once)
+{
+	static const char *const cases[][2] = {
+		{"simulate x.yaml --set", "error: option --set needs a value"},
+		{"simulate x.yaml -s", "error: option -s needs a value"},
+		{"simulate x.yaml --breakdown=3", "error: option --breakdown takes no value"},
+		{"simulate x.yaml --bogus", "error: unrecognised option '--bogus'"},
+		{"simulate x.yaml -bx", "error: unrecognised option '-x'"},
+		{"simulate x.yaml --output p.json", "--output is an option of `remora schedule`"},
+		{"simulate x.yaml -o p.json", "error: unrecognised option '-o'"},
+		{"schedule x.yaml --trace t.json", "--trace is an option of `remora simulate`"},
+		{"schedule x.yaml --json", "--json is an option of `remora simulate`"},
+		{"schedule x.yaml -j", "error: unrecognised option '-j'"},
+		{"search x.yaml --top", "error: option --top needs a value"},
+		{"search x.yaml --stop-after", "error: option --stop-after needs a value"},
+		{"validate --max-error", "error: option --max-error needs a value"},
+		{"hw show --json=1", "error: option --json takes no value"},
+		{"describe gpt-2 --seq-len", "error: option --seq-len needs a value"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		run_result r = run_remora(cases[i][0], true);
+		cr_expect_eq(r.exit_code, 2, "remora %s exited %d", cases[i][0], r.exit_code);
+		cr_expect(strstr(r.out, cases[i][1]), "remora %s said: %s", cases[i][0], r.out);
+		/* one error line, then the hint to --help */
+		const char *first = strstr(r.out, "error:");
+		cr_expect(first && !strstr(first + 1, "error:"), "remora %s said: %s", cases[i][0], r.out);
+		cr_expect(strncmp(r.out, "remora: error: ", 15) == 0, "remora %s said: %s", cases[i][0], r.out);
+		free(r.out);
+	}
+}
+
+/*
  * libfyaml 0.7.12 loops for ever on the two bytes "%\xd0" (a YAML directive line with malformed
  * UTF-8): as a scenario and as a --set value, every command refuses it with exit 1.
  */

@@ -203,8 +203,10 @@ int main(int argc, char **argv)
 			int rc = commands[i].run(sub_argc, sub_argv);
 			/* text written to a full disk or a closed pipe is an error, not a success */
 			if (fflush(stdout) != 0 || ferror(stdout)) {
-				fprintf(stderr, "remora: error: writing the output failed\n");
-				return CLI_EXIT_FAIL;
+				/* a command that failed has said why (cli_print_json: writing JSON failed) */
+				if (rc == CLI_EXIT_OK)
+					fprintf(stderr, "remora: error: writing the output failed\n");
+				return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
 			}
 			return rc;
 		}

@@ -313,6 +313,30 @@ Test(cli_errors, bad_options_are_named_once)
 	}
 }
 
+/* Output to a full disk is an error (exit 1), said once: --json's own message, or main's for text. */
+Test(cli_errors, full_disk_is_one_error)
+{
+	const char *bin = getenv("REMORA_BIN");
+	cr_assert_not_null(bin);
+	static const char *const cases[][2] = {
+		{"--json", "remora: error: writing JSON to stdout failed\n"},
+		{"", "remora: error: writing the output failed\n"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char cmd[4096], out[1024];
+		snprintf(cmd, sizeof(cmd), "'%s' -q simulate %s %s 2>&1 >/dev/full; echo \"exit $?\"", bin, seed_arg(),
+			 cases[i][0]);
+		FILE *p = popen(cmd, "r");
+		cr_assert_not_null(p);
+		size_t n = fread(out, 1, sizeof(out) - 1, p);
+		out[n] = '\0';
+		pclose(p);
+		char want[256];
+		snprintf(want, sizeof(want), "%sexit 1\n", cases[i][1]);
+		cr_expect_str_eq(out, want, "simulate %s", cases[i][0]);
+	}
+}
+
 /*
  * libfyaml 0.7.12 loops for ever on the two bytes "%\xd0" (a YAML directive line with malformed
  * UTF-8): as a scenario and as a --set value, every command refuses it with exit 1.

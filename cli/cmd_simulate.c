@@ -386,7 +386,11 @@ static int run(const char *cmd, int argc, char **argv)
 			const rm_xla_version *v = rm_xla_version_at(res.flags.version);
 			printf("  XLA        defaults of JAX %s (openxla/xla %.12s, %s); LHS %s\n", v->name, v->xla_commit, v->xla_date,
 			       rm_xla_lhs_reason(&res.flags));
-		}
+		} else if (res.sched.mode == RM_SCHED_XLA)
+			/* version 0 (remora/xla_flags.h): the scenario names no xla.version */
+			printf("  XLA        remora's unversioned defaults (JAX 0.4.30's, the LHS flag true; xla.version "
+			       "names a release); LHS %s\n",
+			       rm_xla_lhs_reason(&res.flags));
 		else if (res.sched.mode == RM_SCHED_FSDP2)
 			printf("  runtime    %s, all-gathers %d block(s) ahead, reduce-scatters on their own stream\n",
 			       res.compile ? "torch.compile" : "eager", res.sched.prefetch_depth);

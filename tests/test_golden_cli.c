@@ -504,3 +504,19 @@ Test(golden, search_top_shows_k_folded_rows, .timeout = 120)
 	}
 	free(all.out);
 }
+
+/* An XLA scenario without xla.version says which defaults it runs on; it was described as the
+ * ideal runtime ("collectives on their own stream ... (not XLA)"). */
+Test(golden, simulate_unversioned_xla_names_its_defaults)
+{
+	const char *data = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(data);
+	char args[1200];
+	snprintf(args, sizeof(args), "simulate '%s/xla-unversioned.yaml'", data);
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "XLA schedule (unrolled)"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n  XLA        remora's unversioned defaults (JAX 0.4.30's"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "not XLA"), "%s", r.out);
+	free(r.out);
+}

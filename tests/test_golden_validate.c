@@ -247,3 +247,62 @@ Test(golden_validate, case_path_too_long_is_an_error)
 	cr_expect(strstr(r.out, "a case file's path is longer than 511 characters"), "%s", r.out);
 	free(r.out);
 }
+
+/* The tokens/s per GPU that `remora validate DIR --json` predicts for its first case. */
+static double first_prediction(const char *dir)
+{
+	char args[1200];
+	snprintf(args, sizeof(args), "validate '%s' --json", dir);
+	run_result r = run_remora_in(".", args, false);
+	cr_assert_eq(r.exit_code, 0, "remora %s exited %d", args, r.exit_code);
+	json_error_t jerr;
+	json_t *doc = json_loads(r.out, 0, &jerr);
+	cr_assert_not_null(doc, "%s", jerr.text);
+	json_t *c = json_array_get(json_object_get(doc, "cases"), 0);
+	double tok = json_real_value(json_object_get(json_object_get(c, "predicted"), "tokens_per_s_per_gpu"));
+	json_decref(doc);
+	free(r.out);
+	return tok;
+}
+
+/* docs/validate.md's example case is the shipped v2-bucketing-nccl case shortened: it parses and
+ * predicts what that case predicts (it ran on the ideal runtime, 32% off the measured run). */
+Test(golden_validate, docs_example_is_the_shipped_case, .timeout = 60)
+{
+	const char *data = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(data);
+	char doc[1024], dir[64], path[128];
+	snprintf(doc, sizeof(doc), "%s/../docs/validate.md", data);
+	FILE *f = fopen(doc, "r");
+	cr_assert_not_null(f, "%s", doc);
+	snprintf(dir, sizeof(dir), "/tmp/remora-docex-%d", (int)getpid());
+	snprintf(path, sizeof(path), "%s/example.yaml", dir);
+	char cmd[2400];
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+	FILE *out = fopen(path, "w");
+	cr_assert_not_null(out);
+	char line[1024];
+	int state = 0; /* 0 before the block, 1 inside, 2 after */
+	while (state < 2 && fgets(line, sizeof(line), f)) {
+		if (state == 0 && strncmp(line, "```yaml", 7) == 0)
+			state = 1;
+		else if (state == 1 && strncmp(line, "```", 3) == 0)
+			state = 2;
+		else if (state == 1)
+			fputs(line, out);
+	}
+	fclose(out);
+	fclose(f);
+	cr_assert_eq(state, 2, "no yaml block in %s", doc);
+	double example = first_prediction(dir);
+	char shipped[1100];
+	snprintf(shipped, sizeof(shipped), "%s/validation/v2-bucketing-nccl.yaml", data);
+	snprintf(cmd, sizeof(cmd), "rm -f '%s' && cp '%s' '%s/' && rm -f '%s'", path, shipped, dir, path);
+	cr_assert_eq(system(cmd), 0);
+	double v2 = first_prediction(dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+	cr_assert_gt(v2, 0);
+	cr_expect_eq(example, v2, "the docs' example predicts %.1f tokens/s per GPU, the shipped case %.1f", example, v2);
+}

@@ -47,7 +47,24 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The case files of dir, sorted by name (byte order); NULL with err when dir cannot be read. */
+/* The file name without its extension: the case's id in the table. */
+static void case_id(const char *file, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", file);
+	char *dot = strrchr(buf, '.');
+	if (dot)
+		*dot = '\0';
+}
+
+static void free_names(char **names, int n)
+{
+	for (int i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The case files of dir, sorted by name (byte order); NULL with err when dir cannot be read or
+ * two files give one case id. */
 static char **list_cases(const char *dir, int *n, rm_error *err)
 {
 	*n = 0;
@@ -83,24 +100,29 @@ static char **list_cases(const char *dir, int *n, rm_error *err)
 		return NULL;
 	}
 	qsort(names, (size_t)*n, sizeof(*names), cmp_names);
+	/* a case's id is its file name without the extension: a.yaml and a.yml would be two rows "a" */
+	char **ids = rm_new(char *, (size_t)*n);
+	for (int i = 0; i < *n; i++) {
+		char id[256];
+		case_id(names[i], id, sizeof(id));
+		ids[i] = rm_xstrdup(id);
+	}
+	qsort(ids, (size_t)*n, sizeof(*ids), cmp_names);
+	for (int i = 0; i + 1 < *n; i++)
+		if (strcmp(ids[i], ids[i + 1]) == 0) {
+			rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				     "two case files in '%s' have the id '%s' (%s.yaml and %s.yml): rename one", dir,
+				     ids[i], ids[i], ids[i]);
+			free_names(ids, *n);
+			free_names(names, *n);
+			*n = 0;
+			return NULL;
+		}
+	free_names(ids, *n);
 	return names;
 }
 
-static void free_names(char **names, int n)
-{
-	for (int i = 0; names && i < n; i++)
-		free(names[i]);
-	free(names);
-}
 
-/* The file name without its extension: the case's id in the table. */
-static void case_id(const char *file, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s", file);
-	char *dot = strrchr(buf, '.');
-	if (dot)
-		*dot = '\0';
-}
 
 static json_t *real_or_null(double v)
 {

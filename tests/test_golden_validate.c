@@ -306,3 +306,24 @@ Test(golden_validate, docs_example_is_the_shipped_case, .timeout = 60)
 	cr_assert_gt(v2, 0);
 	cr_expect_eq(example, v2, "the docs' example predicts %.1f tokens/s per GPU, the shipped case %.1f", example, v2);
 }
+
+/* A case's id is its file name less the extension: a.yaml beside a.yml would give two rows "a";
+ * the run stops (exit 1) and names both. */
+Test(golden_validate, two_files_with_one_id_are_an_error)
+{
+	char dir[64], cmd[2400];
+	snprintf(dir, sizeof(dir), "/tmp/remora-sameid-%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p '%s' && cp '%s/validation-throughput/a-throughput-only.yaml' '%s/a.yaml' && cp '%s/a.yaml' "
+		 "'%s/a.yml'",
+		 dir, test_data(), dir, dir, dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "validate '%s'", dir);
+	run_result r = run_remora_in(".", cmd, true);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+	cr_assert_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.out);
+	cr_expect(strstr(r.out, "have the id 'a' (a.yaml and a.yml)"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "validation cases in"), "%s", r.out);
+	free(r.out);
+}

@@ -26,11 +26,14 @@ static void collective_usage(FILE *out)
 		"  -n, --nodes K          nodes the group spans (default 1)\n"
 		"  -H, --hardware NAME    hardware profile (default h100-sxm; see `remora hw list`), or\n"
 		"                         DB:PROFILE, a calibrated profile (`remora calib fit`)\n"
-		"  -a, --algo LIST        as NCCL_ALGO: Ring, Tree, NVLS, NVLSTree; ^ excludes\n"
+		"  -a, --algo LIST        as NCCL_ALGO: Ring, Tree, NVLS, NVLSTree, PAT; ^ excludes\n"
 		"  -p, --proto LIST       as NCCL_PROTO: LL, LL128, Simple; ^ excludes\n"
 		"      --nccl-version V   constants of NCCL V (default 2.28; 2.18 to 2.30 and their\n"
 		"                         patch releases; 2.18 and 2.19-2.22 differ)\n"
+		"      --cpu VENDOR       host CPU across nodes: intel (default), amd, mixed, other;\n"
+		"                         sets NCCL's LL cap and network posting overhead\n"
 		"      --raw              NCCL's own model, without the measured size efficiency\n"
+		"                         (and, across nodes, without the measured fabric cap)\n"
 		"      --all              also list every (algorithm, protocol) pair's time\n"
 		"  -t, --table            predicted vs data/reference/nccl-h100-8gpu.csv, with errors\n"
 		"  -j, --json             machine-readable output\n"
@@ -130,7 +133,7 @@ static int run_table(const rm_nccl_model *model, bool json)
 
 int cli_cmd_collective(int argc, char **argv)
 {
-	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL };
+	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL, OPT_CPU };
 	static const struct option longopts[] = {
 		{"op", required_argument, NULL, 'o'},
 		{"bytes", required_argument, NULL, 'b'},
@@ -141,6 +144,7 @@ int cli_cmd_collective(int argc, char **argv)
 		{"proto", required_argument, NULL, 'p'},
 		{"nccl-version", required_argument, NULL, OPT_VERSION},
 		{"raw", no_argument, NULL, OPT_RAW},
+		{"cpu", required_argument, NULL, OPT_CPU},
 		{"all", no_argument, NULL, OPT_ALL},
 		{"table", no_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -150,6 +154,7 @@ int cli_cmd_collective(int argc, char **argv)
 	const char *op = NULL, *hw_name = "h100-sxm", *algo = NULL, *proto = NULL, *version = NULL;
 	int64_t bytes = -1, gpus = 0, nodes = 1;
 	bool raw = false, all = false, table = false, json = false;
+	rm_nccl_cpu cpu = RM_NCCL_CPU_INTEL;
 	int c;
 	rm_error err;
 	rm_error_clear(&err);
@@ -187,6 +192,11 @@ int cli_cmd_collective(int argc, char **argv)
 			break;
 		case OPT_RAW:
 			raw = true;
+			break;
+		case OPT_CPU:
+			if (!rm_nccl_cpu_parse(optarg, &cpu))
+				return cli_usage_error("collective", "--cpu: unknown vendor '%s' (intel, amd, mixed, other)",
+						       optarg);
 			break;
 		case OPT_ALL:
 			all = true;
@@ -226,6 +236,7 @@ int cli_cmd_collective(int argc, char **argv)
 	}
 	const rm_hw_profile *hw = &hw_store;
 	model.calibrated = !raw;
+	model.cpu = cpu;
 	if (table)
 		return run_table(&model, json);
 
@@ -255,6 +266,8 @@ int cli_cmd_collective(int argc, char **argv)
 		char label[96];
 		json_object_set_new(o, "nccl_release",
 				    json_string(rm_nccl_model_version_label(&model, label, sizeof(label))));
+		if (q.nodes > 1)
+			json_object_set_new(o, "cpu", json_string(rm_nccl_cpu_name(model.cpu)));
 		if (all) {
 			json_t *pairs = json_array();
 			for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)
@@ -272,6 +285,8 @@ int cli_cmd_collective(int argc, char **argv)
 	printf("%s of %s on %d GPU(s) over %d node(s) of %s, NCCL %s%s\n", rm_coll_name(coll),
 	       rm_format_bytes(bytes, b, sizeof(b)), q.ranks, q.nodes, hw->name,
 	       rm_nccl_model_version_label(&model, label, sizeof(label)), raw ? " (raw model)" : "");
+	if (q.nodes > 1)
+		printf("  hosts     %s CPUs, %d GPU(s) per node\n", rm_nccl_cpu_name(model.cpu), q.ranks / q.nodes);
 	printf("  time      %.2f us (latency %.2f us)\n", e.time_us, e.latency_us);
 	printf("  algBW     %.2f GB/s\n  busBW     %.2f GB/s\n", e.algbw_GBps, e.busbw_GBps);
 	printf("  algorithm %s, protocol %s, %d channels (SMs held)\n", rm_nccl_algo_name(e.algo),

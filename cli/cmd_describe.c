@@ -28,6 +28,8 @@ static void describe_usage(FILE *out)
 		"  -s, --seq-len N        sequence length (default: min(4096, max positions))\n"
 		"  -b, --micro-batch N    sequences per GPU per micro-batch (default 1)\n"
 		"  -f, --fsdp N           FSDP degree: params, grads, optimizer sharded N ways (default 1)\n"
+		"      --tp N             tensor-parallel degree (Megatron column/row split; default 1)\n"
+		"      --sp               sequence parallelism with --tp (norms and dropouts on seq/tp)\n"
 		"  -g, --grad-accum N     micro-batches per step (default 1)\n"
 		"      --dtype T          activation dtype: bf16 (default), fp16, fp32\n"
 		"      --grad-dtype T     gradient dtype for memory: bf16 (default), fp32\n"
@@ -57,6 +59,10 @@ static void shape_text(const rm_graph *g, const rm_op *op, char *buf, size_t n)
 		else
 			snprintf(buf, n, "%" PRId64 "x%" PRId64 "x%" PRId64, op->gemm.m, op->gemm.n,
 				 op->gemm.k);
+		return;
+	}
+	if (op->kind == RM_OP_COLLECTIVE) {
+		snprintf(buf, n, "%s %.1f MiB", rm_collective_name(op->coll), (double)op->coll_bytes / 1048576.0);
 		return;
 	}
 	if (op->kind == RM_OP_ATTENTION) {
@@ -258,8 +264,9 @@ static void describe_text(const rm_workload *wl)
 	       m->name, rm_arch_hf_name(m->arch), (long long)m->layers, (long long)m->hidden,
 	       (long long)m->heads, (long long)m->kv_heads, (long long)m->head_dim,
 	       (long long)m->ffn, (long long)m->vocab, m->tied ? " tied" : "");
-	printf("per GPU: seq_len=%lld micro_batch=%lld fsdp=%lld dtype=%s attention=%s\n",
-	       (long long)t->seq_len, (long long)t->micro_batch, (long long)t->fsdp,
+	printf("per GPU: seq_len=%lld micro_batch=%lld tp=%lld%s fsdp=%lld dtype=%s attention=%s\n",
+	       (long long)t->seq_len, (long long)t->micro_batch, (long long)t->tp, t->tp > 1 && t->sp ? " (sp)" : "",
+	       (long long)t->fsdp,
 	       rm_dtype_name(t->dtype), t->fused_attention ? "fused (flash)" : "unfused");
 	print_graph(&wl->embedding, "embedding");
 	print_graph(&wl->layer, "decoder layer (x L)");
@@ -293,14 +300,126 @@ static void describe_text(const rm_workload *wl)
 	       rm_optimizer_name(t->optimizer), rm_format_bytes(s.optimizer, b5, sizeof(b5)));
 }
 
+/* Why a model has no op graph yet (rm_workload_create refuses it), or NULL. */
+static const char *not_modelled(const rm_model_config *m)
+{
+	if (rm_model_config_is_moe(m))
+		return "the op graph of mixture-of-experts layers is not modelled yet: no ops, FLOPs or memory";
+	if (m->mla || m->qk_norm)
+		return "the op graph of this attention is not modelled yet: no ops, FLOPs or memory";
+	return NULL;
+}
+
+static json_t *params_json(const rm_param_count *p)
+{
+	json_t *jp = json_object();
+	json_object_set_new(jp, "embedding", json_integer(p->embedding));
+	json_object_set_new(jp, "per_layer", json_integer(p->per_layer));
+	json_object_set_new(jp, "per_dense_layer", json_integer(p->per_dense_layer));
+	json_object_set_new(jp, "layers", json_integer(p->layers));
+	json_object_set_new(jp, "final_norm", json_integer(p->final_norm));
+	json_object_set_new(jp, "lm_head", json_integer(p->lm_head));
+	json_object_set_new(jp, "nonembedding", json_integer(p->nonembedding));
+	json_object_set_new(jp, "routed_experts", json_integer(p->routed_experts));
+	json_object_set_new(jp, "active", json_integer(p->active));
+	json_object_set_new(jp, "active_nonembedding", json_integer(p->active_nonembedding));
+	json_object_set_new(jp, "mtp", json_integer(p->mtp));
+	return jp;
+}
+
+/* The parameter part of describe for a model without an op graph (MoE, MLA). */
+static json_t *describe_params_json(const rm_model_config *m)
+{
+	rm_param_count p = rm_model_param_count(m);
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("remora.describe/1"));
+	json_t *jm = json_object();
+	json_object_set_new(jm, "name", rm_json_string(m->name));
+	json_object_set_new(jm, "architecture", json_string(rm_arch_hf_name(m->arch)));
+	json_object_set_new(jm, "vocab", json_integer(m->vocab));
+	json_object_set_new(jm, "hidden", json_integer(m->hidden));
+	json_object_set_new(jm, "layers", json_integer(m->layers));
+	json_object_set_new(jm, "heads", json_integer(m->heads));
+	json_object_set_new(jm, "kv_heads", json_integer(m->kv_heads));
+	json_object_set_new(jm, "head_dim", json_integer(m->head_dim));
+	json_object_set_new(jm, "ffn", json_integer(m->ffn));
+	json_object_set_new(jm, "max_positions", json_integer(m->max_pos));
+	json_object_set_new(jm, "tied_embeddings", json_boolean(m->tied));
+	json_t *je = json_object();
+	json_object_set_new(je, "experts", json_integer(m->experts));
+	json_object_set_new(je, "experts_per_tok", json_integer(m->experts_per_tok));
+	json_object_set_new(je, "expert_ffn", json_integer(m->expert_ffn));
+	json_object_set_new(je, "shared_experts", json_integer(m->shared_experts));
+	json_object_set_new(je, "shared_ffn", json_integer(m->shared_ffn));
+	json_object_set_new(je, "dense_layers", json_integer(m->dense_layers));
+	json_object_set_new(je, "mtp_layers", json_integer(m->mtp_layers));
+	json_object_set_new(jm, "moe", je);
+	if (m->mla) {
+		json_t *ja = json_object();
+		json_object_set_new(ja, "q_lora_rank", json_integer(m->q_lora_rank));
+		json_object_set_new(ja, "kv_lora_rank", json_integer(m->kv_lora_rank));
+		json_object_set_new(ja, "qk_nope_head_dim", json_integer(m->qk_nope_head_dim));
+		json_object_set_new(ja, "qk_rope_head_dim", json_integer(m->qk_rope_head_dim));
+		json_object_set_new(ja, "v_head_dim", json_integer(m->v_head_dim));
+		json_object_set_new(jm, "mla", ja);
+	}
+	json_object_set_new(doc, "model", jm);
+	json_object_set_new(doc, "params", json_integer(p.total));
+	json_object_set_new(doc, "active_params", json_integer(p.active));
+	json_object_set_new(doc, "params_breakdown", params_json(&p));
+	json_object_set_new(doc, "not_modelled", json_string(not_modelled(m)));
+	return doc;
+}
+
+static void describe_params_text(const rm_model_config *m)
+{
+	rm_param_count p = rm_model_param_count(m);
+	printf("%s (%s): L=%lld h=%lld heads=%lld kv_heads=%lld head_dim=%lld ffn=%lld vocab=%lld%s\n",
+	       m->name, rm_arch_hf_name(m->arch), (long long)m->layers, (long long)m->hidden,
+	       (long long)m->heads, (long long)m->kv_heads, (long long)m->head_dim,
+	       (long long)m->ffn, (long long)m->vocab, m->tied ? " tied" : "");
+	if (rm_model_config_is_moe(m)) {
+		printf("experts: %lld routed (top %lld, ffn %lld)", (long long)m->experts,
+		       (long long)m->experts_per_tok, (long long)m->expert_ffn);
+		if (m->shared_experts)
+			printf(", %lld shared (ffn %lld%s)", (long long)m->shared_experts,
+			       (long long)m->shared_ffn, m->shared_gate ? ", gated" : "");
+		printf("; %lld MoE layers", (long long)(m->layers - m->dense_layers));
+		if (m->dense_layers)
+			printf(", %lld dense (ffn %lld)", (long long)m->dense_layers, (long long)m->ffn);
+		printf("\n");
+	}
+	if (m->mla)
+		printf("attention: latent (MLA) q_lora_rank=%lld kv_lora_rank=%lld qk_nope=%lld qk_rope=%lld v=%lld\n",
+		       (long long)m->q_lora_rank, (long long)m->kv_lora_rank,
+		       (long long)m->qk_nope_head_dim, (long long)m->qk_rope_head_dim,
+		       (long long)m->v_head_dim);
+	printf("\nparameters\n");
+	printf("  total                  %lld (embedding %lld, layers %lld, head %lld)\n",
+	       (long long)p.total, (long long)p.embedding, (long long)p.layers,
+	       (long long)(p.lm_head + p.final_norm));
+	printf("  per layer              %lld MoE", (long long)p.per_layer);
+	if (m->dense_layers)
+		printf(", %lld dense", (long long)p.per_dense_layer);
+	printf("\n  routed experts         %lld\n", (long long)p.routed_experts);
+	printf("  active per token       %lld (total minus the %lld routed experts of %lld not chosen, per MoE layer)\n",
+	       (long long)p.active, (long long)(m->experts - m->experts_per_tok), (long long)m->experts);
+	if (m->mtp_layers)
+		printf("  multi-token prediction %lld in %lld module(s), not in the total\n", (long long)p.mtp,
+		       (long long)m->mtp_layers);
+	printf("\n%s; the training options do not apply.\n", not_modelled(m));
+}
+
 int cli_cmd_describe(int argc, char **argv)
 {
 	enum { OPT_DTYPE = 256, OPT_GRAD_DTYPE, OPT_OPTIMIZER, OPT_NO_MASTER, OPT_UNFUSED,
-	       OPT_NO_CAUSAL, OPT_DROPOUT };
+	       OPT_NO_CAUSAL, OPT_DROPOUT, OPT_TP, OPT_SP };
 	static const struct option longopts[] = {
 		{"seq-len", required_argument, NULL, 's'},
 		{"micro-batch", required_argument, NULL, 'b'},
 		{"fsdp", required_argument, NULL, 'f'},
+		{"tp", required_argument, NULL, OPT_TP},
+		{"sp", no_argument, NULL, OPT_SP},
 		{"grad-accum", required_argument, NULL, 'g'},
 		{"dtype", required_argument, NULL, OPT_DTYPE},
 		{"grad-dtype", required_argument, NULL, OPT_GRAD_DTYPE},
@@ -314,7 +433,8 @@ int cli_cmd_describe(int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	/* Options are collected first and applied once the model (and its defaults) is known. */
-	int64_t seq = 0, mb = 0, fsdp = 0, accum = 0;
+	int64_t seq = 0, mb = 0, fsdp = 0, accum = 0, tp = 0;
+	bool sp = false;
 	const char *dtype = NULL, *grad_dtype = NULL, *optimizer = NULL;
 	bool no_master = false, unfused = false, no_causal = false, json = false;
 	int dropout = -1;
@@ -333,6 +453,13 @@ int cli_cmd_describe(int argc, char **argv)
 		case 'f':
 			if (!cli_parse_positive("describe", "--fsdp", optarg, &fsdp))
 				return CLI_EXIT_USAGE;
+			break;
+		case OPT_TP:
+			if (!cli_parse_positive("describe", "--tp", optarg, &tp))
+				return CLI_EXIT_USAGE;
+			break;
+		case OPT_SP:
+			sp = true;
 			break;
 		case 'g':
 			if (!cli_parse_positive("describe", "--grad-accum", optarg, &accum))
@@ -385,6 +512,12 @@ int cli_cmd_describe(int argc, char **argv)
 	rm_model_config model;
 	if (rm_model_config_resolve(argv[optind], &model, &err) != RM_OK)
 		return cli_fail(&err);
+	if (not_modelled(&model)) {
+		if (json)
+			return cli_print_json(describe_params_json(&model));
+		describe_params_text(&model);
+		return CLI_EXIT_OK;
+	}
 	rm_train_config train = rm_train_config_default(&model);
 	if (seq)
 		train.seq_len = seq;
@@ -392,6 +525,9 @@ int cli_cmd_describe(int argc, char **argv)
 		train.micro_batch = mb;
 	if (fsdp)
 		train.fsdp = fsdp;
+	if (tp)
+		train.tp = tp;
+	train.sp = sp;
 	if (accum)
 		train.grad_accum = accum;
 	if (dtype && !rm_dtype_parse(dtype, &train.dtype))

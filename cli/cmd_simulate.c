@@ -15,6 +15,7 @@
 #include "remora/calib.h"
 #include "remora/file.h"
 #include "remora/json.h"
+#include "remora/pipeline.h"
 #include "remora/scenario.h"
 #include "remora/schedule.h"
 #include "remora/sim.h"
@@ -186,6 +187,89 @@ static int load_scenario(const char *cmd, const char *path, char **sets, int n_s
 	return CLI_EXIT_OK;
 }
 
+/* A pipelined scenario (parallelism.pp > 1): the engine prices one micro-batch through a stage,
+ * the pipeline schedule orders the step (remora/pipeline.h). */
+static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolved *res, bool json, bool other_outputs)
+{
+	if (!sim || other_outputs)
+		return cli_usage_error(cmd, "a pipelined scenario (parallelism.pp > 1) is simulated stage by stage: "
+					    "`remora simulate` prints and --json writes it; --trace, --breakdown, "
+					    "-o and `remora schedule` do not apply yet");
+	rm_error err;
+	rm_error_clear(&err);
+	rm_pp_run r;
+	if (rm_pp_run_scenario(res, &r, &err) != RM_OK)
+		return cli_fail(&err);
+	const rm_train_config *t = &res->train;
+	if (json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "schema", json_string("remora.pipeline/1"));
+		json_object_set_new(o, "model", rm_json_string(res->model.name));
+		json_object_set_new(o, "gpus", json_integer(res->gpus));
+		json_object_set_new(o, "tp", json_integer(t->tp));
+		json_object_set_new(o, "pp", json_integer(t->pp));
+		json_object_set_new(o, "fsdp", json_integer(t->fsdp));
+		json_object_set_new(o, "dp_replicate", json_integer(t->dp_replicate));
+		json_object_set_new(o, "schedule", json_string(rm_pp_schedule_name(r.schedule)));
+		json_object_set_new(o, "virtual_stages", json_integer(r.chunks));
+		json_object_set_new(o, "micro_batches", json_integer(r.micro_batches));
+		json_object_set_new(o, "step_time_s", json_real(r.step_s));
+		json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r.tokens_per_s));
+		json_object_set_new(o, "mfu", json_real(r.mfu));
+		json_object_set_new(o, "bubble_fraction", json_real(r.sched.bubble_fraction));
+		json_object_set_new(o, "p2p_s", json_real(r.p2p_s));
+		json_object_set_new(o, "p2p_bytes", json_integer(r.p2p_bytes));
+		const rm_pp_stage_cost *kinds[3] = {&r.first, &r.middle, &r.last};
+		const char *kn[3] = {"first", "middle", "last"};
+		json_t *sc = json_object();
+		for (int k = 0; k < 3; k++) {
+			json_t *e = json_object();
+			json_object_set_new(e, "fwd_s", json_real(kinds[k]->fwd_s));
+			json_object_set_new(e, "bwd_s", json_real(kinds[k]->bwd_s));
+			json_object_set_new(e, "tail_s", json_real(kinds[k]->tail_s));
+			json_object_set_new(sc, kn[k], e);
+		}
+		json_object_set_new(o, "stage_costs", sc);
+		json_t *st = json_array();
+		for (int s = 0; s < r.stages; s++) {
+			json_t *e = json_object();
+			json_object_set_new(e, "stage", json_integer(s));
+			json_object_set_new(e, "in_flight", json_integer(r.sched.in_flight[s]));
+			json_object_set_new(e, "peak_memory_bytes", json_integer(r.peak_bytes[s]));
+			json_object_set_new(e, "end_s", json_real(r.sched.stage_end_s[s]));
+			json_array_append_new(st, e);
+		}
+		json_object_set_new(o, "stages", st);
+		json_object_set_new(o, "usable_bytes", json_integer(r.usable_bytes));
+		json_object_set_new(o, "fits", json_boolean(r.fits));
+		return cli_print_json(o);
+	}
+	char b1[32], b2[32], b3[32];
+	printf("%s on %d x %s, PP %d (%s%s), TP %lld%s, FSDP %lld x %lld, seq %lld, micro-batch %lld x %d\n",
+	       res->model.name, res->gpus, res->hw.name, r.stages, rm_pp_schedule_name(r.schedule),
+	       r.chunks > 1 ? ", chunks per stage" : "", (long long)t->tp, t->sp ? " (SP)" : "", (long long)t->fsdp,
+	       (long long)t->dp_replicate, (long long)t->seq_len, (long long)t->micro_batch, r.micro_batches);
+	if (r.chunks > 1)
+		printf("  chunks per stage   %d\n", r.chunks);
+	printf("\n  step time          %.3f ms\n", r.step_s * 1e3);
+	printf("  tokens/s per GPU   %.0f\n", r.tokens_per_s);
+	printf("  MFU                %.1f%%\n", 100.0 * r.mfu);
+	printf("  bubble             %.1f%% of stage 0's span\n", 100.0 * r.sched.bubble_fraction);
+	printf("  one micro-batch    first stage %.3f + %.3f ms, middle %.3f + %.3f, last %.3f + %.3f (forward + "
+	       "backward); tail %.3f ms\n",
+	       r.first.fwd_s * 1e3, r.first.bwd_s * 1e3, r.middle.fwd_s * 1e3, r.middle.bwd_s * 1e3, r.last.fwd_s * 1e3,
+	       r.last.bwd_s * 1e3, r.first.tail_s * 1e3);
+	printf("  between stages     %s per transfer, %.3f ms\n", rm_format_bytes(r.p2p_bytes, b1, sizeof(b1)), r.p2p_s * 1e3);
+	printf("  peak memory        %s on stage %d (%d micro-batch chunks of %s in flight) of %s usable  %s\n",
+	       rm_format_bytes(r.peak_bytes[r.peak_stage], b1, sizeof(b1)), r.peak_stage, r.sched.in_flight[r.peak_stage],
+	       rm_format_bytes(r.act_bytes_per_chunk, b2, sizeof(b2)), rm_format_bytes(r.usable_bytes, b3, sizeof(b3)),
+	       r.fits ? "fits" : "DOES NOT FIT");
+	if (r.stages > 1)
+		printf("  last stage         %s (%d in flight)\n", rm_format_bytes(r.peak_bytes[r.stages - 1], b1, sizeof(b1)),
+		       r.sched.in_flight[r.stages - 1]);
+	return CLI_EXIT_OK;
+}
+
 static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_report *rep)
 {
 	json_t *o = json_object();
@@ -194,6 +278,13 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "hardware", rm_json_string(res->hw.name));
 	json_object_set_new(o, "gpus", json_integer(res->gpus));
 	json_object_set_new(o, "fsdp", json_integer(res->train.fsdp));
+	json_object_set_new(o, "tp", json_integer(res->train.tp));
+	json_object_set_new(o, "sp", json_boolean(res->train.sp));
+	json_object_set_new(o, "cp", json_integer(res->train.cp));
+	json_object_set_new(o, "dp_replicate", json_integer(res->train.dp_replicate));
+	json_object_set_new(o, "zero", json_integer(res->train.zero));
+	json_object_set_new(o, "replica_collectives", json_integer(rep->replica_collectives));
+	json_object_set_new(o, "replica_sync_collectives", json_integer(rep->replica_sync));
 	json_object_set_new(o, "seq_len", json_integer(res->train.seq_len));
 	json_object_set_new(o, "micro_batch", json_integer(res->train.micro_batch));
 	json_object_set_new(o, "grad_accum", json_integer(res->train.grad_accum));
@@ -300,6 +391,11 @@ static int run(const char *cmd, int argc, char **argv)
 	}
 	rm_error err;
 	rm_error_clear(&err);
+	if (res.train.pp > 1) {
+		rc = simulate_pipeline(cmd, sim, &res, json, trace != NULL || breakdown || output != NULL);
+		rm_scenario_resolved_finish(&res);
+		return rc;
+	}
 	/* res.sched.cost: collectives priced by the (possibly calibrated) NCCL model of the resolved
 	 * hardware, the same model the engine runs below */
 	rm_schedule_report rep;
@@ -371,10 +467,35 @@ static int run(const char *cmd, int argc, char **argv)
 		rc = cli_print_json(doc);
 	} else {
 		char b3[32], b4[32], b5[32], b6[32], pol[4096], fl[4096];
-		printf("%s on %d x %s, FSDP %lld, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
-		       res.hw.name, (long long)res.train.fsdp, (long long)res.train.seq_len,
+		char par[96];
+		if (res.train.dp_replicate > 1 && res.train.fsdp > 1)
+			snprintf(par, sizeof(par), "FSDP %lld x %lld replicas (HSDP)", (long long)res.train.fsdp,
+				 (long long)res.train.dp_replicate);
+		else if (res.train.dp_replicate > 1)
+			snprintf(par, sizeof(par), "data parallel %lld (no FSDP)", (long long)res.train.dp_replicate);
+		else
+			snprintf(par, sizeof(par), "FSDP %lld", (long long)res.train.fsdp);
+		if (res.train.cp > 1) {
+			char cpb[96];
+			snprintf(cpb, sizeof(cpb), "CP %lld, %s (%lld x cp)", (long long)res.train.cp, par,
+				 (long long)(res.train.fsdp / res.train.cp));
+			snprintf(par, sizeof(par), "%s", cpb);
+		}
+		if (res.train.tp > 1) {
+			char tpb[96];
+			snprintf(tpb, sizeof(tpb), "TP %lld%s, %s", (long long)res.train.tp, res.train.sp ? " (SP)" : "", par);
+			snprintf(par, sizeof(par), "%s", tpb);
+		}
+		if (res.train.zero < 3 && res.train.dp_replicate > 1) {
+			size_t n = strlen(par);
+			snprintf(par + n, sizeof(par) - n, ", ZeRO-%d over %lld", res.train.zero,
+				 (long long)(res.train.fsdp * res.train.dp_replicate));
+		}
+		printf("%s on %d x %s, %s, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
+		       res.hw.name, par, (long long)res.train.seq_len,
 		       (long long)res.train.micro_batch, (long long)res.train.grad_accum,
 		       res.sched.mode == RM_SCHED_XLA     ? "XLA schedule"
+		       : res.sched.megatron               ? "Megatron-LM"
 		       : res.sched.mode == RM_SCHED_FSDP2 ? "PyTorch FSDP2"
 							  : "ideal schedule",
 		       res.sched.scan ? " (scan)" : " (unrolled)");
@@ -391,6 +512,13 @@ static int run(const char *cmd, int argc, char **argv)
 			printf("  XLA        remora's unversioned defaults (JAX 0.4.30's, the LHS flag true; xla.version "
 			       "names a release); LHS %s\n",
 			       rm_xla_lhs_reason(&res.flags));
+		else if (res.sched.megatron)
+			printf("  runtime    Transformer Engine kernels, gradients reduced %s on their own stream%s\n",
+			       res.sched.overlap_grad_reduce ? "per layer in the backward" : "after the backward",
+			       res.train.zero < 3 && res.train.dp_replicate > 1
+				       ? (res.sched.overlap_param_gather ? ", parameters gathered per layer ahead of its forward"
+									  : ", parameters gathered after the step")
+				       : "");
 		else if (res.sched.mode == RM_SCHED_FSDP2)
 			printf("  runtime    %s, all-gathers %d block(s) ahead, reduce-scatters on their own stream\n",
 			       res.compile ? "torch.compile" : "eager", res.sched.prefetch_depth);
@@ -419,6 +547,10 @@ static int run(const char *cmd, int argc, char **argv)
 				first = false;
 			}
 		printf("%s\n", first ? "" : ")");
+		if (rep.replica_collectives)
+			printf("  across replicas    %d collectives over %lld GPUs on %d node(s) (%d on the compute stream)\n",
+			       rep.replica_collectives, (long long)res.train.dp_replicate,
+			       res.sched.replica_nodes > 0 ? res.sched.replica_nodes : 1, rep.replica_sync);
 		bool no_limit = res.sched.mode == RM_SCHED_XLA && rep.memory_limit_bytes == 0;
 		const char *base_from = res.sched.device_memory_bytes > 0 ? "scheduler.device_memory_gib"
 					: res.sched.platform_allocator    ? "80% of HBM (platform allocator)"

@@ -515,6 +515,18 @@ rm_status rm_exec_plan_check(const rm_exec_plan *plan, const rm_exec_limits *lim
 	const rm_program *prog = plan->prog;
 	const rm_hw_profile *hw = lim->hw;
 	int world = lim->world > 0 ? lim->world : plan->max_group;
+	/* one communicator over every rank: a program whose collectives run in groups of several
+	 * sizes (HSDP replicas, tensor parallelism) needs sub-communicators, which are not built */
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		int g = op->cost.kind == RM_COST_COLLECTIVE ? op->cost.collective.group_size : 1;
+		if (g > 1 && g != plan->max_group)
+			return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+					    "ops[%d] '%s': a %s over %d ranks beside collectives over %d: the "
+					    "executor runs every collective on one communicator of all ranks and does "
+					    "not build the sub-communicators of HSDP or tensor parallelism yet",
+					    i, op->name, rm_collective_name(op->cost.collective.op), g, plan->max_group);
+	}
 	for (int32_t i = 0; i < prog->n_ops; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		if (op->cost.kind == RM_COST_GEMM) {

@@ -10,6 +10,18 @@
  *     use_sliding_window (Qwen2), hidden_act (silu).
  *   GPT-2: vocab_size, n_embd, n_layer, n_head, n_positions (1024), n_inner (4*n_embd),
  *     tie_word_embeddings (true), attn_pdrop, resid_pdrop, embd_pdrop (0.1).
+ *   Mixture of experts, on top of the Llama keys (intermediate_size is the dense MLP's size):
+ *     Mixtral: num_local_experts, num_experts_per_tok (intermediate_size is each expert's).
+ *     Qwen2-MoE / Qwen3-MoE: num_experts, num_experts_per_tok, moe_intermediate_size,
+ *       shared_expert_intermediate_size (Qwen2-MoE only), decoder_sparse_step (1),
+ *       mlp_only_layers ([]); Qwen3-MoE adds q/k norms and no q/k/v biases.
+ *     DeepSeek-V3: n_routed_experts, num_experts_per_tok, moe_intermediate_size,
+ *       n_shared_experts (1; null: none), first_k_dense_replace (3), moe_layer_freq (1),
+ *       topk_method (noaux_tc: a selection bias per expert), num_nextn_predict_layers (0),
+ *       and MLA: q_lora_rank (1536; null: no query compression), kv_lora_rank,
+ *       qk_nope_head_dim, qk_rope_head_dim, v_head_dim.
+ *     The expert counts and sizes and the MLA ranks and head sizes are required although
+ *     transformers' classes default them: a config without them is not the model it names.
  * Other keys are ignored: config.json files carry many that do not change the workload.
  */
 #include <errno.h>
@@ -24,8 +36,9 @@
 #include "remora/workload.h"
 
 static const char *const preset_names[] = {
-	"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b",
-	"mistral-7b", "qwen2-7b",    "gpt-2",       NULL,
+	"llama-2-7b", "llama-2-13b", "llama-30b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b",
+	"mistral-7b", "qwen2-7b",    "gpt-2",     "mixtral-8x7b", "qwen2-moe-a2.7b", "qwen3-30b-a3b",
+	"deepseek-v3", NULL,
 };
 
 const char *const *rm_model_preset_names(void)
@@ -42,6 +55,10 @@ static const struct {
 	{RM_ARCH_MISTRAL, "MistralForCausalLM", "mistral"},
 	{RM_ARCH_QWEN2, "Qwen2ForCausalLM", "qwen2"},
 	{RM_ARCH_GPT2, "GPT2LMHeadModel", "gpt2"},
+	{RM_ARCH_MIXTRAL, "MixtralForCausalLM", "mixtral"},
+	{RM_ARCH_QWEN2_MOE, "Qwen2MoeForCausalLM", "qwen2_moe"},
+	{RM_ARCH_QWEN3_MOE, "Qwen3MoeForCausalLM", "qwen3_moe"},
+	{RM_ARCH_DEEPSEEK_V3, "DeepseekV3ForCausalLM", "deepseek_v3"},
 };
 
 const char *rm_arch_hf_name(rm_arch arch)
@@ -233,7 +250,7 @@ static rm_status read_arch(cfg_reader *r, rm_arch *arch)
 				return RM_OK;
 			}
 	}
-	char known[256] = "";
+	char known[384] = "";
 	for (size_t i = 0; i < RM_ARRAY_SIZE(arch_table); i++) {
 		size_t n = strlen(known);
 		snprintf(known + n, sizeof(known) - n, "%s%s", i ? ", " : "", arch_table[i].hf_name);
@@ -254,7 +271,11 @@ static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
 	RM_CHECK(read_positive(r, "num_attention_heads", true, 0, &m->heads));
 	RM_CHECK(read_positive(r, "num_key_value_heads", false, m->heads, &m->kv_heads));
 	RM_CHECK(read_positive(r, "intermediate_size", true, 0, &m->ffn));
-	int64_t def_pos = m->arch == RM_ARCH_LLAMA ? 2048 : m->arch == RM_ARCH_MISTRAL ? 131072 : 32768;
+	/* transformers' defaults: Llama 2048, Mistral and Mixtral 4096*32, DeepSeek-V3 4096, Qwen 32768 */
+	int64_t def_pos = m->arch == RM_ARCH_LLAMA ? 2048
+			  : m->arch == RM_ARCH_MISTRAL || m->arch == RM_ARCH_MIXTRAL ? 131072
+			  : m->arch == RM_ARCH_DEEPSEEK_V3 ? 4096
+							   : 32768;
 	RM_CHECK(read_positive(r, "max_position_embeddings", false, def_pos, &m->max_pos));
 	RM_CHECK(read_bool(r, "tie_word_embeddings", false, &m->tied));
 	bool attention_bias = false, mlp_bias = false;
@@ -265,7 +286,8 @@ static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
 			       RM_UNSUPPORTED,
 			       "attention_bias/mlp_bias true is not modelled for %s (only Qwen2's q/k/v biases are)",
 			       rm_arch_hf_name(m->arch));
-	m->qkv_bias = m->arch == RM_ARCH_QWEN2;
+	bool qwen = m->arch == RM_ARCH_QWEN2 || m->arch == RM_ARCH_QWEN2_MOE || m->arch == RM_ARCH_QWEN3_MOE;
+	m->qkv_bias = m->arch == RM_ARCH_QWEN2 || m->arch == RM_ARCH_QWEN2_MOE;
 	m->out_bias = false;
 	m->norm = RM_NORM_RMSNORM;
 	m->mlp = RM_MLP_SWIGLU;
@@ -278,8 +300,9 @@ static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
 	if (act && strcmp(act, "silu") != 0 && strcmp(act, "swish") != 0)
 		return at_node(r, lookup(r, "hidden_act"), RM_UNSUPPORTED,
 			       "hidden_act \"%s\" is not modelled (the gated MLP uses silu)", act);
-	bool use_window = m->arch != RM_ARCH_QWEN2;
-	if (m->arch == RM_ARCH_QWEN2)
+	/* DeepSeek-V3 attends to the whole sequence; Qwen models only with use_sliding_window */
+	bool use_window = !qwen && m->arch != RM_ARCH_DEEPSEEK_V3;
+	if (qwen)
 		RM_CHECK(read_bool(r, "use_sliding_window", false, &use_window));
 	int64_t window = 0;
 	RM_CHECK(read_int(r, "sliding_window", false, 0, &window));
@@ -288,7 +311,9 @@ static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
 			       "\"sliding_window\" must be positive or null");
 	m->sliding_window = use_window ? window : 0;
 	struct fy_node *hd = lookup(r, "head_dim");
-	if (hd) {
+	if (m->arch == RM_ARCH_DEEPSEEK_V3) {
+		m->head_dim = 0; /* latent attention: read_mla sets it */
+	} else if (hd) {
 		RM_CHECK(read_positive(r, "head_dim", false, 0, &m->head_dim));
 	} else {
 		if (m->hidden % m->heads != 0)
@@ -301,6 +326,158 @@ static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
 		return at_node(r, lookup(r, "num_key_value_heads"), RM_INVALID,
 			       "num_key_value_heads (%lld) does not divide num_attention_heads (%lld)",
 			       (long long)m->kv_heads, (long long)m->heads);
+	return RM_OK;
+}
+
+/* A non-negative integer key (first_k_dense_replace, num_nextn_predict_layers), at most max. */
+static rm_status read_count(cfg_reader *r, const char *key, int64_t def, int64_t max, int64_t *out)
+{
+	RM_CHECK(read_int(r, key, false, def, out));
+	if (*out < 0 || *out > max) {
+		struct fy_node *v = lookup(r, key);
+		return at_node(r, v ? v : r->root, RM_INVALID, "\"%s\" must be between 0 and %lld, got %lld",
+			       key, (long long)max, (long long)*out);
+	}
+	return RM_OK;
+}
+
+/*
+ * A positive size that JSON null switches off (*out = 0): DeepSeek's q_lora_rank and
+ * n_shared_experts. An absent key takes def.
+ */
+static rm_status read_positive_or_null(cfg_reader *r, const char *key, int64_t def, int64_t *out)
+{
+	if (fy_node_mapping_lookup_by_string(r->root, key, FY_NT) && !lookup(r, key)) {
+		*out = 0;
+		return RM_OK;
+	}
+	return read_positive(r, key, false, def, out);
+}
+
+/*
+ * Qwen's mlp_only_layers (layer indices with a dense MLP) and decoder_sparse_step (layer i is MoE
+ * when (i + 1) % step == 0), as Qwen2MoeDecoderLayer and Qwen3MoeDecoderLayer choose: the count
+ * of dense layers.
+ */
+static rm_status read_qwen_dense_layers(cfg_reader *r, rm_model_config *m)
+{
+	int64_t step = 1;
+	RM_CHECK(read_positive(r, "decoder_sparse_step", false, 1, &step));
+	bool dense[MAX_LAYERS] = {false};
+	struct fy_node *list = lookup(r, "mlp_only_layers");
+	if (list) {
+		if (!fy_node_is_sequence(list))
+			return at_node(r, list, RM_INVALID, "\"mlp_only_layers\" must be a list of layer indices");
+		int n = fy_node_sequence_item_count(list);
+		for (int i = 0; i < n; i++) {
+			struct fy_node *item = fy_node_sequence_get_by_index(list, i);
+			const char *t = plain_scalar(item) ? fy_node_get_scalar0(item) : NULL;
+			char *end = NULL;
+			errno = 0;
+			long long x = t ? strtoll(t, &end, 10) : -1;
+			if (!t || end == t || *end != '\0' || errno == ERANGE || x < 0 || x >= m->layers)
+				return at_node(r, item, RM_INVALID,
+					       "\"mlp_only_layers\" items must be layer indices from 0 to %lld",
+					       (long long)m->layers - 1);
+			dense[x] = true;
+		}
+	}
+	m->dense_layers = 0;
+	for (int64_t i = 0; i < m->layers; i++)
+		m->dense_layers += dense[i] || (i + 1) % step != 0;
+	return RM_OK;
+}
+
+/* DeepSeek-V3's latent attention dims (DeepseekV3Attention). */
+static rm_status read_mla(cfg_reader *r, rm_model_config *m)
+{
+	m->mla = true;
+	RM_CHECK(read_positive_or_null(r, "q_lora_rank", 1536, &m->q_lora_rank));
+	RM_CHECK(read_positive(r, "kv_lora_rank", true, 0, &m->kv_lora_rank));
+	RM_CHECK(read_positive(r, "qk_nope_head_dim", true, 0, &m->qk_nope_head_dim));
+	RM_CHECK(read_positive(r, "qk_rope_head_dim", true, 0, &m->qk_rope_head_dim));
+	RM_CHECK(read_positive(r, "v_head_dim", true, 0, &m->v_head_dim));
+	m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
+	m->kv_heads = m->heads; /* every head has its own keys and values, decompressed from the latent */
+	return RM_OK;
+}
+
+/*
+ * An upper bound of the parameter count in double (router, gates and biases included), so that
+ * the exact int64 count of rm_model_param_count cannot overflow.
+ */
+static double params_bound(const rm_model_config *m)
+{
+	double h = (double)m->hidden, heads = (double)m->heads;
+	double attn = 4.0 * h * heads * (double)m->head_dim + 4.0 * h;
+	if (m->mla) {
+		double qk = (double)(m->qk_nope_head_dim + m->qk_rope_head_dim);
+		double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
+		attn = h * ql + ql + (ql > 0 ? ql : h) * heads * qk + h * (kvl + qk) + kvl +
+		       kvl * heads * (qk + (double)m->v_head_dim) + heads * (double)m->v_head_dim * h;
+	}
+	double moe = 3.0 * h * ((double)m->experts * (double)m->expert_ffn +
+				(double)m->shared_experts * (double)m->shared_ffn) +
+		     2.0 * h * (double)m->experts + h;
+	double layer = attn + moe + 3.0 * h * (double)m->ffn + 8.0 * h + 2.0 * h * h;
+	return ((double)m->layers + (double)m->mtp_layers) * layer + 3.0 * (double)m->vocab * h;
+}
+
+/* The expert keys of the MoE families (see the list at the top of the file). */
+static rm_status read_moe(cfg_reader *r, rm_model_config *m)
+{
+	const char *experts_key = m->arch == RM_ARCH_MIXTRAL	       ? "num_local_experts"
+				  : m->arch == RM_ARCH_DEEPSEEK_V3 ? "n_routed_experts"
+								   : "num_experts";
+	RM_CHECK(read_positive(r, experts_key, true, 0, &m->experts));
+	RM_CHECK(read_positive(r, "num_experts_per_tok", true, 0, &m->experts_per_tok));
+	if (m->experts_per_tok > m->experts)
+		return at_node(r, lookup(r, "num_experts_per_tok"), RM_INVALID,
+			       "\"num_experts_per_tok\" (%lld) exceeds \"%s\" (%lld): a token cannot go to more experts than there are",
+			       (long long)m->experts_per_tok, experts_key, (long long)m->experts);
+	switch (m->arch) {
+	case RM_ARCH_MIXTRAL:
+		m->expert_ffn = m->ffn; /* MixtralBlockSparseTop2MLP is intermediate_size wide */
+		break;
+	case RM_ARCH_QWEN2_MOE:
+		RM_CHECK(read_positive(r, "moe_intermediate_size", true, 0, &m->expert_ffn));
+		RM_CHECK(read_positive(r, "shared_expert_intermediate_size", true, 0, &m->shared_ffn));
+		m->shared_experts = 1;
+		m->shared_gate = true;
+		RM_CHECK(read_qwen_dense_layers(r, m));
+		break;
+	case RM_ARCH_QWEN3_MOE:
+		RM_CHECK(read_positive(r, "moe_intermediate_size", true, 0, &m->expert_ffn));
+		m->qk_norm = true;
+		RM_CHECK(read_qwen_dense_layers(r, m));
+		break;
+	case RM_ARCH_DEEPSEEK_V3: {
+		RM_CHECK(read_positive(r, "moe_intermediate_size", true, 0, &m->expert_ffn));
+		RM_CHECK(read_positive_or_null(r, "n_shared_experts", 1, &m->shared_experts));
+		m->shared_ffn = m->shared_experts ? m->expert_ffn : 0; /* DeepseekV3MoE: n_shared x moe size */
+		int64_t first_dense = 0, freq = 1;
+		RM_CHECK(read_count(r, "first_k_dense_replace", 3, m->layers, &first_dense));
+		RM_CHECK(read_positive(r, "moe_layer_freq", false, 1, &freq));
+		/* DeepSeek's modelling code: layer i is MoE when i >= first_k_dense_replace and
+		 * i % moe_layer_freq == 0 */
+		m->dense_layers = 0;
+		for (int64_t i = 0; i < m->layers; i++)
+			m->dense_layers += i < first_dense || i % freq != 0;
+		const char *topk = NULL;
+		RM_CHECK(read_string(r, "topk_method", &topk));
+		m->router_bias = !topk || strcmp(topk, "noaux_tc") == 0;
+		RM_CHECK(read_count(r, "num_nextn_predict_layers", 0, MAX_LAYERS, &m->mtp_layers));
+		RM_CHECK(read_mla(r, m));
+		break;
+	}
+	default:
+		break;
+	}
+	double bound = params_bound(m);
+	if (bound > 4611686018427387904.0) /* 2^62: every count and its sums stay exact in int64 */
+		return at_node(r, r->root, RM_RANGE,
+			       "the model's parameter count (about %.3g) is beyond what remora models (at most 2^62)",
+			       bound);
 	return RM_OK;
 }
 
@@ -415,6 +592,10 @@ rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
 	if (st != RM_OK)
 		goto out_doc;
 	st = out->arch == RM_ARCH_GPT2 ? read_gpt2(&r, out) : read_llama_like(&r, out);
+	bool moe = out->arch == RM_ARCH_MIXTRAL || out->arch == RM_ARCH_QWEN2_MOE ||
+		   out->arch == RM_ARCH_QWEN3_MOE || out->arch == RM_ARCH_DEEPSEEK_V3;
+	if (st == RM_OK && moe)
+		st = read_moe(&r, out);
 	if (st != RM_OK)
 		goto out_doc;
 	/* Name: the file's base name without .json, or its folder for ".../config.json". */

@@ -14,7 +14,7 @@
 
 enum { LINK_NVLINK, LINK_PCI, LINK_NET, LINK_COUNT };
 enum { A_RING = RM_NCCL_ALGO_RING, A_TREE = RM_NCCL_ALGO_TREE, A_NVLS = RM_NCCL_ALGO_NVLS,
-       A_NVLS_TREE = RM_NCCL_ALGO_NVLS_TREE, NA = RM_NCCL_ALGO_COUNT };
+       A_NVLS_TREE = RM_NCCL_ALGO_NVLS_TREE, A_PAT = RM_NCCL_ALGO_PAT, NA = RM_NCCL_ALGO_COUNT };
 enum { P_LL = RM_NCCL_PROTO_LL, P_LL128 = RM_NCCL_PROTO_LL128, P_SIMPLE = RM_NCCL_PROTO_SIMPLE,
        NP = RM_NCCL_PROTO_COUNT };
 
@@ -24,42 +24,64 @@ struct rm_nccl_constants {
 	int major, minor; /* first version the table applies to */
 	float base_lat[NA][NP];          /* us, by algorithm and protocol */
 	float hw_lat[LINK_COUNT][NA][NP]; /* us per step, by link */
-	float ll_max_bw[3];              /* GB/s, by node bucket 1, 2, >2 (Hopper) */
-	float ll_frac_ag_rs, ll_frac_ar; /* ring LL share of busBW */
-	float ll128_eff, ll128_per_ch;   /* ring LL128: min(eff * busBW, channels * per_ch) */
-	float tree_eff, tree_per_ch[3];  /* tree: min(eff * busBW, channels * per_ch[bucket]) */
+	float ll_max_bw_node;            /* GB/s, llMaxBws compute-capability row (Hopper), one node only */
+	float ll_frac_ag_rs, ll_frac_ar; /* ring LL share of busBW on one node */
+	float ll_frac_net;               /* ring LL share of busBW across nodes */
+	float ll128_eff, ll128_eff_ppn1; /* ring LL128: min(eff * busBW, graph channels * per_ch) */
+	float ll128_per_ch;
+	float tree_eff, tree_per_ch[3];  /* tree: min(eff * busBW, graph channels * per_ch[bucket]) */
+	float tree_ll128_per_ch[3];      /* tree LL128 cap per graph channel, by node bucket */
 	float nvls_eff;                  /* Hopper NVLS efficiency */
-	float net_post_us;               /* network posting overhead per inter-node step (Intel) */
+	float nvls_tree_per_ch[3];       /* perChMaxNVLSTreeBws Hopper row, by node bucket */
+	float pat_bw;                    /* PAT share of the tree graph's busBW; 0: no PAT */
+	int nvls_tree_style;             /* NVLS-tree arithmetic across nodes: 0 as in 2.18, 1 as in
+					  * 2.19-2.27, 2 as in 2.28 (the 2.23+ table takes 1 below 2.28) */
+	bool ar_inter_steps_2n;          /* ring all-reduce counts 2 x nodes network steps (not 2 x (nodes-1)) */
+	bool ppn1_tree_net_lat;          /* one GPU per node: every algorithm takes Tree's network latency */
 };
 
-/* docs/reference/nccl-model.md 'Latency constants' and 'Bandwidth', read at NCCL ~2.30; applies from 2.23. */
+/*
+ * NVIDIA/nccl src/graph/tuning.cc at v2.28.9-1 (ncclTunerConstantsDefaults, ncclTopoTuneModel),
+ * summarised in docs/reference/nccl-model.md; the table stands for 2.23 on. Inside that range the
+ * model's minor picks what changed across nodes: the PAT share was 0.85 in 2.23 (0.75 from 2.24);
+ * before 2.28 NVLS-tree took min(bwIntra, bwInter (/2 beyond 2 nodes)) per head, converted by
+ * 5/6, with a 14 us network hop (20.9 in 2.28).
+ */
 static const rm_nccl_constants k_2_28 = {
 	.version = "2.28",
 	.range = "2.23+",
 	.major = 2,
 	.minor = 23,
 	.base_lat = {[A_RING] = {6.6f, 14.0f, 8.4f}, [A_TREE] = {6.8f, 14.0f, 8.4f},
-		     [A_NVLS] = {0, 0, 0}, [A_NVLS_TREE] = {0, 0, 0}},
+		     [A_NVLS] = {0, 0, 0}, [A_NVLS_TREE] = {0, 0, 0}, [A_PAT] = {8.0f, 8.0f, 8.0f}},
 	.hw_lat = {
 		[LINK_NVLINK] = {[A_RING] = {0.6f, 1.9f, 3.4f}, [A_TREE] = {0.6f, 1.25f, 4.0f},
-				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}},
-		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 4.0f}},
+				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}, [A_PAT] = {0, 0, 4.0f}},
+		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 4.0f}, [A_PAT] = {0, 0, 4.0f}},
 		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 14.0f},
-			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}},
+			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}, [A_PAT] = {0, 0, 14.0f}},
 	},
-	/* llMaxBws Hopper row {141, 45, 35}: docs/reference/nccl-model.md (141 on one node); tuning.cc table */
-	.ll_max_bw = {141.0f, 45.0f, 35.0f},
+	.ll_max_bw_node = 141.0f,
 	.ll_frac_ag_rs = 0.5f,
 	.ll_frac_ar = 0.5f,
+	.ll_frac_net = 0.5f,
 	.ll128_eff = 0.92f,
+	.ll128_eff_ppn1 = 0.92f,
 	.ll128_per_ch = 36.7f,
 	.tree_eff = 0.92f,
 	.tree_per_ch = {38.7f, 41.4f, 36.0f},
+	.tree_ll128_per_ch = {36.7f, 36.7f, 29.0f},
 	.nvls_eff = 0.85f,
-	.net_post_us = 1.0f,
+	.nvls_tree_per_ch = {0.0f, 57.7f, 45.5f},
+	.pat_bw = 0.75f,
+	.nvls_tree_style = 2,
+	.ar_inter_steps_2n = false,
+	.ppn1_tree_net_lat = true,
 };
 
-/* docs/reference/nccl-model.md 'Latency constants' and 'Corrections': Tree Simple base 0, hw latency 28 us. */
+/* tuning.cc at v2.21.5-1 (2.19-2.22): Tree Simple base 0 with 28 us per hop; ring all-reduce
+ * counts 2 x nodes network steps; no PAT, no one-GPU-per-node latency rule; NVLS-tree's network
+ * hop 14 us. */
 static const rm_nccl_constants k_2_21 = {
 	.version = "2.21",
 	.range = "2.19-2.22",
@@ -72,21 +94,30 @@ static const rm_nccl_constants k_2_21 = {
 				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}},
 		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 28.0f}},
 		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 28.0f},
-			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}},
+			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 14.0f}},
 	},
-	.ll_max_bw = {141.0f, 45.0f, 35.0f},
+	.ll_max_bw_node = 141.0f,
 	.ll_frac_ag_rs = 0.5f,
 	.ll_frac_ar = 0.5f,
+	.ll_frac_net = 0.5f,
 	.ll128_eff = 0.92f,
+	.ll128_eff_ppn1 = 0.92f,
 	.ll128_per_ch = 36.7f,
 	.tree_eff = 0.92f,
 	.tree_per_ch = {38.7f, 41.4f, 36.0f},
+	.tree_ll128_per_ch = {36.7f, 36.7f, 29.0f},
 	.nvls_eff = 0.85f,
-	.net_post_us = 1.0f,
+	.nvls_tree_per_ch = {0.0f, 57.7f, 45.5f},
+	.pat_bw = 0.0f,
+	.nvls_tree_style = 1,
+	.ar_inter_steps_2n = true,
+	.ppn1_tree_net_lat = false,
 };
 
-/* docs/reference/nccl-model.md 'Latency constants': NVLS 23 us in 2.18; llMaxBw 87.7 on one Hopper node, LL scaled by 1/3
- * (all-gather, reduce-scatter) or 1/4 (all-reduce) in the older tuning.cc. */
+/* tuning.cc at v2.18.6-1: NVLS 23 us in all; NVLS-tree 23 us + 2 (nodes - 1) x 19 us; llMaxBw 87.7
+ * on one Hopper node; ring LL scaled by
+ * 1/3 (all-gather, reduce-scatter on one node) or 1/4 (all-reduce, or any collective across nodes);
+ * ring LL128 0.7 of busBW with one GPU per node. */
 static const rm_nccl_constants k_2_18 = {
 	.version = "2.18",
 	.range = "2.18",
@@ -99,18 +130,46 @@ static const rm_nccl_constants k_2_18 = {
 				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}},
 		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 28.0f}},
 		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 28.0f},
-			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 20.9f}},
+			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 19.0f}},
 	},
-	.ll_max_bw = {87.7f, 39.0f, 20.4f},
+	.ll_max_bw_node = 87.7f,
 	.ll_frac_ag_rs = 1.0f / 3.0f,
 	.ll_frac_ar = 1.0f / 4.0f,
+	.ll_frac_net = 1.0f / 4.0f,
 	.ll128_eff = 0.92f,
+	.ll128_eff_ppn1 = 0.7f,
 	.ll128_per_ch = 36.7f,
 	.tree_eff = 0.92f,
 	.tree_per_ch = {38.7f, 41.4f, 36.0f},
+	.tree_ll128_per_ch = {36.7f, 36.7f, 29.0f},
 	.nvls_eff = 0.85f,
-	.net_post_us = 1.0f,
+	.nvls_tree_per_ch = {0.0f, 57.7f, 45.5f},
+	.pat_bw = 0.0f,
+	.nvls_tree_style = 0,
+	.ar_inter_steps_2n = true,
+	.ppn1_tree_net_lat = false,
 };
+
+/* llMaxBws rows read across nodes (tuning.cc: the row is the CPU vendor's once nNodes > 1, the
+ * same in 2.18-2.28): [Intel, AMD or mixed][2 nodes, more than 2], GB/s. */
+static const float ll_max_bw_net[2][2] = {{39.0f, 20.4f}, {22.5f, 19.0f}};
+
+/* tuning.cc treeCorrectionFactor (unchanged 2.18-2.28): the tree all-reduce bandwidth is scaled by
+ * [protocol][log2(bytes / 64)] for 64 B to 256 MiB. */
+static const float tree_correction[NP][23] = {
+	{1.0f, 1.0f, 1.0f, 1.0f, .9f, .8f, .7f, .7f, .7f, .7f, .6f, .5f, .4f, .4f, .5f, .6f, .7f, .8f, .9f, 1.0f, 1.0f, 1.0f, 1.0f},
+	{1.0f, 1.0f, 1.0f, 1.0f, 1.0f, .9f, .8f, .8f, .8f, .7f, .6f, .6f, .6f, .6f, .6f, .6f, .8f, .9f, .9f, .9f, .9f, 1.0f, 1.0f},
+	{.9f, .9f, .9f, .9f, .9f, .9f, .9f, .8f, .7f, .6f, .6f, .5f, .5f, .5f, .5f, .6f, .7f, .8f, .7f, .7f, .8f, .9f, .9f},
+};
+
+/* The search speeds NCCL tries for a graph that crosses the network on sm_90 (src/graph/search.cc
+ * sm90SpeedArrayInter, v2.28.9-1), GB/s per channel, highest first. */
+static const float net_search_speeds[] = {48.0f, 45.0f, 42.0f, 40.0f, 30.0f, 24.0f, 22.0f, 20.0f, 17.5f,
+					  15.0f, 12.0f, 6.0f, 3.0f, 2.4f, 1.2f, 0.24f, 0.12f};
+
+/* NVLS graph on an H100 NVSwitch node: one head per GPU at 40 GB/s (docs/reference/nccl-model.md
+ * 'Corrections'); used for NVLS all-gather / reduce-scatter and NVLS-tree. */
+#define NVLS_HEAD_GBps 40.0
 
 static const rm_nccl_constants *const tables[] = {&k_2_18, &k_2_21, &k_2_28};
 
@@ -231,7 +290,7 @@ double rm_coll_busbw_factor(rm_coll coll, int ranks)
 	}
 }
 
-static const char *const algo_names[] = {"Ring", "Tree", "NVLS", "NVLSTree", "P2P", "Local"};
+static const char *const algo_names[] = {"Ring", "Tree", "NVLS", "NVLSTree", "PAT", "P2P", "Local"};
 static const char *const proto_names[NP] = {"LL", "LL128", "Simple"};
 
 const char *rm_nccl_algo_name(rm_nccl_algo algo)
@@ -285,6 +344,27 @@ static bool parse_list(const char *list, const char *const *names, int count, un
 	}
 	*mask = exclude ? (((1u << count) - 1) & ~named) : named;
 	return true;
+}
+
+static const char *const cpu_names[RM_NCCL_CPU_COUNT] = {"intel", "amd", "mixed", "other"};
+
+const char *rm_nccl_cpu_name(rm_nccl_cpu cpu)
+{
+	return (unsigned)cpu < RM_NCCL_CPU_COUNT ? cpu_names[cpu] : "unknown";
+}
+
+bool rm_nccl_cpu_parse(const char *name, rm_nccl_cpu *out)
+{
+	for (int i = 0; i < RM_NCCL_CPU_COUNT; i++)
+		if (strcasecmp(name, cpu_names[i]) == 0) {
+			*out = (rm_nccl_cpu)i;
+			return true;
+		}
+	if (strcasecmp(name, "arm") == 0) {
+		*out = RM_NCCL_CPU_OTHER;
+		return true;
+	}
+	return false;
 }
 
 bool rm_nccl_parse_algos(const char *list, unsigned *mask, rm_error *err)
@@ -363,6 +443,7 @@ rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, cons
 	model->hw = *hw;
 	model->k = NULL;
 	model->calibrated = true;
+	model->cpu = RM_NCCL_CPU_INTEL;
 	model->n_overrides = 0;
 	model->version[0] = '\0';
 	int major = 2, minor = 28;
@@ -388,6 +469,7 @@ rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, cons
 				    known);
 	}
 	model->k = pick;
+	model->minor = major == 2 ? minor : NEWEST_MINOR;
 	if (version && version[0])
 		snprintf(model->version, sizeof(model->version), "%s", version);
 	return RM_OK;
@@ -480,37 +562,91 @@ static double fabric_efficiency(int nodes)
 	return y / REF_NODE_NIC_GBps;
 }
 
-/* Topology facts of a query that every pair uses. */
+/* NCCL's network posting overhead per step, us (tuning.cc getNetOverhead: x86 Intel 1, x86 AMD 2,
+ * anything else 1; NCCL_NET_OVERHEAD unset). */
+static double net_overhead_us(rm_nccl_cpu cpu)
+{
+	return cpu == RM_NCCL_CPU_AMD ? 2.0 : 1.0;
+}
+
+/*
+ * Topology facts of a query that every pair uses: the ring/tree graph NCCL's search finds
+ * (src/graph/search.cc ncclTopoCompute), the channels it launches (connect.cc doubles the ring
+ * graph's channels for execution), and the measured fabric cap of the calibrated model.
+ *
+ * One node: the profile's search result (H100: 12 channels x 30 GB/s = 360 GB/s, launched 24).
+ * Across nodes each GPU of the group drives its own NIC (DGX/HGX H100: 8 NICs for 8 GPUs), so the
+ * search finds one channel per NIC at the fastest network speed not above the NIC's line rate (a
+ * 400 Gb/s NDR port, 50 GB/s: 48 GB/s), and ncclTopoDupChannels doubles the channels and halves
+ * their speed unless, on sm_80+, the speed is below 50 GB/s with more than 4 channels:
+ * 8 GPUs per node -> 8 x 48 (launched 16, github.com/NVIDIA/nccl/issues/1453);
+ * 1 GPU per node -> 1 x 48, duplicated to 2 x 24 (launched 4).
+ */
 typedef struct topo {
 	int n, nodes, ppn;
+	int log2_nodes; /* log2i(nodes), the tree depth across nodes */
 	int intra_link;
-	double graph_busbw; /* ring/tree graph busBW: NVLink, capped by the fabric across nodes */
-	int channels;       /* ring/tree channels */
+	double graph_busbw; /* ring/tree graph busBW: channels x speed (capped by the fabric, calibrated) */
+	double graph_bw;    /* graph speed per channel, GB/s (bwIntra = bwInter for ring and tree) */
+	double net_speed;   /* search speed per channel before duplication (NVLS-tree's bwInter) */
+	int graph_channels; /* ring/tree graph channels: the "channels" of the LL128 and tree caps */
+	int channels;       /* ring/tree channels launched (comm->nChannels) */
 } topo;
+
+/* The NIC's line rate as NCCL's topology reads it (port speed / 8): the profiles give the effective
+ * rate, 94% of the line rate (docs/reference/hardware.md: 47 of 50 GB/s for NDR, 23.5 of 25 for HDR). */
+#define NIC_EFFECTIVE_SHARE 0.94
+
+static void net_graph(const rm_nccl_model *m, topo *t)
+{
+	double line = m->hw.nic_GBps / NIC_EFFECTIVE_SHARE + 1e-9;
+	size_t i = 0;
+	while (i + 1 < RM_ARRAY_SIZE(net_search_speeds) && net_search_speeds[i] > line)
+		i++;
+	double speed = net_search_speeds[i];
+	int ch = t->ppn; /* one NIC per GPU of the group on the node */
+	t->net_speed = speed;
+	/* ncclTopoDupChannels (sm_90): only from 25 GB/s, and not below 50 GB/s with more than 4 */
+	if (speed >= 25.0 && !(speed < 50.0 && ch > 4)) {
+		int dup = 2 * ch > 16 ? 16 : 2 * ch; /* ring graph maxChannels = MAXCHANNELS / 2 */
+		speed /= (dup + ch - 1) / ch;
+		ch = dup;
+	}
+	t->graph_channels = ch;
+	t->graph_bw = speed;
+	t->graph_busbw = ch * speed;
+	t->channels = 2 * ch > 32 ? 32 : 2 * ch; /* doubled for execution, at most MAXCHANNELS */
+}
 
 static topo topo_of(const rm_nccl_model *m, const rm_coll_query *q)
 {
 	topo t = {.n = q->ranks, .nodes = q->nodes, .ppn = q->ranks / q->nodes};
+	t.log2_nodes = q->nodes > 1 ? log2i(q->nodes) : 0;
 	t.intra_link = m->hw.nvlink_links > 0 ? LINK_NVLINK : LINK_PCI;
-	t.graph_busbw = m->hw.nccl_ring_busbw_GBps;
-	if (t.nodes > 1) {
+	if (t.nodes == 1) {
+		t.channels = (int)m->hw.nccl_ring_channels;
+		if (t.channels < 1)
+			t.channels = 1;
+		t.graph_channels = t.channels >= 2 ? t.channels / 2 : 1;
+		t.graph_busbw = m->hw.nccl_ring_busbw_GBps;
+		t.graph_bw = t.graph_busbw / t.graph_channels;
+		t.net_speed = 0;
+		return t;
+	}
+	net_graph(m, &t);
+	if (m->calibrated) {
 		double fabric = t.ppn * m->hw.nic_GBps * fabric_efficiency(t.nodes);
-		if (t.ppn == 1)
-			t.graph_busbw = fabric;
-		else if (fabric < t.graph_busbw)
+		if (fabric < t.graph_busbw)
 			t.graph_busbw = fabric;
 	}
-	t.channels = (int)m->hw.nccl_ring_channels;
-	if (t.channels < 1)
-		t.channels = 1;
 	return t;
 }
 
 /* Channels NCCL launches for this size: it drops channels while each thread would get less than
- * its threshold of bytes (docs/reference/nccl-model.md 'Channels and SMs'). */
+ * its threshold of bytes (docs/reference/nccl-model.md 'Channels and SMs'). NVLS and PAT keep all. */
 static int launched_channels(int full, rm_nccl_algo algo, rm_nccl_proto proto, int ranks, int64_t bytes)
 {
-	if (algo == RM_NCCL_ALGO_NVLS || algo == RM_NCCL_ALGO_NVLS_TREE)
+	if (algo == RM_NCCL_ALGO_NVLS || algo == RM_NCCL_ALGO_NVLS_TREE || algo == RM_NCCL_ALGO_PAT)
 		return full;
 	int64_t per_channel = (int64_t)proto_threads[proto] * proto_thread_threshold[proto];
 	if (algo == RM_NCCL_ALGO_RING && proto == RM_NCCL_PROTO_LL)
@@ -528,6 +664,7 @@ static bool pair_available(const rm_nccl_model *m, const rm_coll_query *q, const
 	/* NCCL turns NVLS off for 2 GPUs or fewer per node (src/transport/nvls.cc ncclNvlsInit:
 	 * `gpuCount <= 2` returns with nvlsSupport 0) */
 	bool nvls_hw = m->hw.nccl_nvls_bw_GBps > 0 && m->hw.nccl_nvls_channels > 0 && t->ppn > 2;
+	bool ag_rs = q->coll == RM_COLL_ALL_GATHER || q->coll == RM_COLL_REDUCE_SCATTER;
 	switch (a) {
 	case A_RING:
 		return q->coll <= RM_COLL_ALL_REDUCE;
@@ -538,74 +675,130 @@ static bool pair_available(const rm_nccl_model *m, const rm_coll_query *q, const
 		return nvls_hw && p == P_SIMPLE && t->nodes == 1 && q->coll <= RM_COLL_ALL_REDUCE;
 	case A_NVLS_TREE:
 		return nvls_hw && p == P_SIMPLE && t->nodes > 1 && q->coll == RM_COLL_ALL_REDUCE;
+	case A_PAT:
+		/* tuning.cc ncclPatEnable (2.23+): Simple, one GPU per node (nNodes == nRanks) */
+		return m->k->pat_bw > 0 && p == P_SIMPLE && ag_rs && t->nodes > 1 && t->ppn == 1;
 	default:
 		return false;
 	}
 }
 
-/* Raw NCCL latency (us) and algorithm bandwidth (GB/s) of an available pair. */
+/* Whether any protocol of algorithm a can run this query (a cheap first filter of pair_available). */
+static bool algo_offered(const rm_nccl_model *m, const rm_coll_query *q, const topo *t, int a)
+{
+	switch (a) {
+	case A_RING:
+		return true; /* every tuned collective */
+	case A_TREE:
+		return q->coll == RM_COLL_ALL_REDUCE;
+	case A_PAT:
+		return t->ppn == 1 && t->nodes > 1;
+	default:
+		return t->ppn > 2 && m->hw.nccl_nvls_channels > 0;
+	}
+}
+
+/* Raw NCCL latency (us) and algorithm bandwidth (GB/s) of an available pair: tuning.cc
+ * ncclTopoTuneModel's arithmetic, in its order. */
 static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const topo *t, int a, int p,
 		       double *lat_us, double *algbw)
 {
 	const rm_nccl_constants *k = m->k;
 	bool ar = q->coll == RM_COLL_ALL_REDUCE;
+	bool multi = t->nodes > 1;
 	int nsteps = ar ? 2 * (t->n - 1) : t->n - 1;
-	int inter_steps = ar ? 2 * (t->nodes - 1) : t->nodes - 1;
+	int inter_steps = !multi ? 0 : !ar ? t->nodes - 1 : k->ar_inter_steps_2n ? 2 * t->nodes : 2 * (t->nodes - 1);
 	double intra_lat = k->hw_lat[t->intra_link][a][p];
-	double inter_lat = k->hw_lat[LINK_NET][a][p] + k->net_post_us * (p == P_SIMPLE ? 3.0 : 1.0);
+	/* with one GPU per node every step is exposed: the Tree network latency stands for all (2.23+) */
+	int net_algo = t->ppn == 1 && k->ppn1_tree_net_lat ? A_TREE : a;
+	double inter_lat = k->hw_lat[LINK_NET][net_algo][p]; /* + the NIC's latency: 0 for IB */
 	int bucket = node_bucket(t->nodes);
+	double ll_max = k->ll_max_bw_node;
+	if (multi && p == P_LL) {
+		int cpu_row = m->cpu == RM_NCCL_CPU_AMD || m->cpu == RM_NCCL_CPU_MIXED ? 1 : 0;
+		ll_max = ll_max_bw_net[cpu_row][bucket - 1];
+	}
+	double gch = t->graph_channels;
 	double lat = k->base_lat[a][p], bus = 0, ratio = 1;
 	switch (a) {
-	case A_RING:
-		lat += (double)(nsteps - inter_steps) * intra_lat + (double)inter_steps * inter_lat;
+	case A_RING: {
+		/* a network step still has to post: the intra-node step time is at least that */
+		double post = multi ? net_overhead_us(m->cpu) * (p == P_SIMPLE ? 3.0 : 1.0) : 0.0;
+		double step = fmax(intra_lat, post);
+		lat += (double)(nsteps - inter_steps) * step + (double)inter_steps * inter_lat;
 		bus = t->graph_busbw;
 		if (p == P_LL) {
-			bus *= ar ? k->ll_frac_ar : k->ll_frac_ag_rs;
-			if (bus > k->ll_max_bw[bucket])
-				bus = k->ll_max_bw[bucket];
+			bus *= multi ? k->ll_frac_net : ar ? k->ll_frac_ar : k->ll_frac_ag_rs;
+			bus = fmin(bus, ll_max);
 		} else if (p == P_LL128) {
-			double cap = t->channels * k->ll128_per_ch;
-			bus = fmin(bus * k->ll128_eff, cap);
+			bus = fmin(bus * (t->ppn < 2 ? k->ll128_eff_ppn1 : k->ll128_eff), gch * k->ll128_per_ch);
 		}
 		ratio = (double)t->n / nsteps;
 		break;
-	case A_TREE: {
-		lat += 2.0 * ((t->ppn - 1) * intra_lat + log2i(t->nodes) * inter_lat);
-		bus = fmin(t->graph_busbw * k->tree_eff, t->channels * k->tree_per_ch[bucket]);
+	}
+	case A_TREE:
+		lat += 2.0 * ((t->ppn - 1) * intra_lat + t->log2_nodes * inter_lat);
+		bus = fmin(t->graph_busbw * k->tree_eff, gch * k->tree_per_ch[bucket]);
 		if (p == P_LL)
-			bus /= 3.8;
+			bus = fmin(bus / 3.8, ll_max);
 		else if (p == P_LL128)
-			bus *= t->nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+			bus = fmin(bus * (t->nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), gch * k->tree_ll128_per_ch[bucket]);
 		ratio = 0.5;
 		break;
-	}
+	case A_PAT:
+		/* the tree graph's busBW x 0.75, no busBW->algBW conversion; latency log2(nodes) network
+		 * hops at a 3.5th of the network latency plus a linear 2.8 us per rank */
+		lat += t->log2_nodes * (inter_lat / 3.5) + t->n * 2.8;
+		*lat_us = lat;
+		*algbw = t->graph_busbw * (m->minor == 23 ? 0.85 : k->pat_bw);
+		return;
 	case A_NVLS:
-	case A_NVLS_TREE: {
-		double nch = m->hw.nccl_nvls_channels;
-		double intra = m->hw.nccl_nvls_bw_GBps * k->nvls_eff * (nch - 1) / nch;
+		lat += intra_lat;
 		if (ar) {
+			/* the profile's fitted NVLS bandwidth (300 GB/s over 16 channels) and the
+			 * per-GPU-count curve of docs/reference/hardware.md */
+			double nch = m->hw.nccl_nvls_channels;
+			double intra = m->hw.nccl_nvls_bw_GBps * k->nvls_eff * (nch - 1) / nch;
 			int g = t->ppn < 8 ? t->ppn : 8;
-			intra *= 2.0 * nvls_gpu_curve[g] / nvls_gpu_curve[8];
-		} else {
-			intra *= (double)(t->ppn - 1) / t->ppn;
-		}
-		if (a == A_NVLS) {
-			lat += intra_lat;
-			bus = intra;
+			bus = intra * 2.0 * nvls_gpu_curve[g] / nvls_gpu_curve[8];
 			ratio = (double)t->n / nsteps;
 		} else {
-			lat += intra_lat + 2.0 * log2i(t->nodes) * inter_lat;
-			/* NCCL converts the NVLS busBW with the whole group's ratio n/nsteps; across
-			 * nodes each GPU moves 1/ppn of the buffer through its own NIC, up and down the
-			 * tree, which caps the algBW at ppn NICs */
-			double intra_alg = intra * t->n / nsteps;
-			double inter_alg = t->ppn * m->hw.nic_GBps * fabric_efficiency(t->nodes);
-			double alg = fmin(intra_alg, inter_alg);
-			*lat_us = lat;
-			*algbw = alg;
-			return;
+			/* all-gather / reduce-scatter: heads x 40 x 0.85 x (h-1)/h x (ppn-1)/ppn, taken as
+			 * the algorithm bandwidth (tuning.cc converts only ring, and non-AG/RS, busBW) */
+			double h = t->ppn;
+			bus = h * NVLS_HEAD_GBps * k->nvls_eff * (h - 1) / h * (t->ppn - 1) / t->ppn;
+			ratio = 1.0;
 		}
 		break;
+	case A_NVLS_TREE: {
+		int style = k->nvls_tree_style == 2 && m->minor < 28 ? 1 : k->nvls_tree_style;
+		double h = t->ppn, alg;
+		if (style == 2) {
+			lat += intra_lat + 2.0 * t->log2_nodes * inter_lat;
+			double intra = NVLS_HEAD_GBps * k->nvls_eff * (h - 1) / h * 2.0;
+			double inter = t->net_speed * (t->nodes <= 2 ? 2.0 : 1.0);
+			double per_ch = fmin(fmin(intra, inter), k->nvls_tree_per_ch[bucket]);
+			alg = h * per_ch * t->n / nsteps;
+		} else if (style == 1) {
+			/* 2.19-2.27: 14 us network hop (the 2.23+ table holds 2.28's 20.9) */
+			lat += intra_lat + 2.0 * t->log2_nodes * 14.0;
+			double inter = t->nodes <= 2 ? t->net_speed : t->net_speed / 2.0;
+			alg = h * fmin(NVLS_HEAD_GBps, inter) * 5.0 / 6.0;
+		} else {
+			/* 2.18: the base latency alone plus 2 (nodes - 1) network hops; the graph's
+			 * bwIntra on 2 nodes, bwInter beyond, converted by 0.7 n / (2 (n - 1)) nodes */
+			lat += 2.0 * (t->nodes - 1) * inter_lat;
+			double bw = t->nodes <= 2 ? NVLS_HEAD_GBps : t->net_speed;
+			alg = h * bw * 0.70 * t->nodes / (2.0 * (t->nodes - 1));
+		}
+		if (m->calibrated) {
+			/* each GPU moves 1/ppn of the buffer through its own NIC, up and down the tree,
+			 * which caps the algBW at ppn NICs of the measured fabric */
+			alg = fmin(alg, t->ppn * m->hw.nic_GBps * fabric_efficiency(t->nodes));
+		}
+		*lat_us = lat;
+		*algbw = alg;
+		return;
 	}
 	default:
 		break;
@@ -635,15 +828,31 @@ static void finish_estimate(const rm_coll_query *q, double lat, double algbw, rm
 	e->busbw_GBps = e->algbw_GBps * rm_coll_busbw_factor(q->coll, q->ranks);
 }
 
-double rm_nccl_pair_time(const rm_nccl_model *m, const rm_coll_query *q, rm_nccl_algo algo,
-			 rm_nccl_proto proto, rm_coll_estimate *est)
+/* tuning.cc ncclTopoGetAlgoTime's size corrections: the tree all-reduce bandwidth by
+ * treeCorrectionFactor, and the ring Simple all-reduce latency x 1.4 across nodes once every
+ * channel of every rank has 64 B or more (the ring's plateau; x 1.9 before sm_80). */
+static void nccl_size_corrections(const rm_coll_query *q, const topo *t, int a, int p, double *lat,
+				  double *algbw)
 {
-	topo t = topo_of(m, q);
-	if ((int)algo >= NA || (int)proto >= NP || !pair_available(m, q, &t, algo, proto))
-		return -1.0;
+	if (q->coll != RM_COLL_ALL_REDUCE)
+		return;
+	if (a == A_TREE && q->bytes >= 64) {
+		int log_size = log2i((int)(q->bytes >> 6 > INT32_MAX ? INT32_MAX : q->bytes >> 6));
+		if (log_size < 23)
+			*algbw *= tree_correction[p][log_size];
+	}
+	if (a == A_RING && p == P_SIMPLE && t->nodes > 1 && q->bytes / ((int64_t)t->channels * t->n) >= 64)
+		*lat *= 1.4;
+}
+
+/* rm_nccl_pair_time on a topology already derived (rm_nccl_estimate derives it once per query). */
+static double pair_time_on(const rm_nccl_model *m, const rm_coll_query *q, const topo *tp, rm_nccl_algo algo,
+			   rm_nccl_proto proto, rm_coll_estimate *est)
+{
 	rm_coll_estimate e = {.algo = algo, .proto = proto, .efficiency = 1.0};
 	double lat, algbw;
-	pair_model(m, q, &t, algo, proto, &lat, &algbw);
+	pair_model(m, q, tp, algo, proto, &lat, &algbw);
+	nccl_size_corrections(q, tp, algo, proto, &lat, &algbw);
 	const rm_nccl_override *ov = m->calibrated ? find_override(m, q, algo, proto) : NULL;
 	if (ov) {
 		lat = ov->latency_us;
@@ -657,12 +866,21 @@ double rm_nccl_pair_time(const rm_nccl_model *m, const rm_coll_query *q, rm_nccl
 		return -1.0;
 	int full = algo == RM_NCCL_ALGO_NVLS || algo == RM_NCCL_ALGO_NVLS_TREE
 			   ? (int)m->hw.nccl_nvls_channels
-			   : t.channels;
+			   : tp->channels;
 	e.channels = launched_channels(full, algo, proto, q->ranks, q->bytes);
 	finish_estimate(q, lat, algbw, &e);
 	if (est)
 		*est = e;
 	return e.time_us;
+}
+
+double rm_nccl_pair_time(const rm_nccl_model *m, const rm_coll_query *q, rm_nccl_algo algo,
+			 rm_nccl_proto proto, rm_coll_estimate *est)
+{
+	topo t = topo_of(m, q);
+	if ((int)algo >= NA || (int)proto >= NP || !pair_available(m, q, &t, algo, proto))
+		return -1.0;
+	return pair_time_on(m, q, &t, algo, proto, est);
 }
 
 /* All-to-all and send/recv run as point-to-point transfers (NCCL's p2p path, Simple). */
@@ -674,7 +892,7 @@ static void p2p_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll
 	double nic = m->hw.nic_GBps * fabric_efficiency(t.nodes);
 	double time_bw;
 	if (t.nodes > 1)
-		lat += k->hw_lat[LINK_NET][A_RING][P_SIMPLE] + 3.0 * k->net_post_us;
+		lat += k->hw_lat[LINK_NET][A_RING][P_SIMPLE] + 3.0 * net_overhead_us(m->cpu);
 	if (q->coll == RM_COLL_SEND_RECV) {
 		time_bw = (double)q->bytes / ((t.nodes > 1 ? nic : m->hw.p2p_GBps) * 1e3);
 	} else {
@@ -729,16 +947,17 @@ rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_co
 	}
 	bool found = false;
 	rm_coll_estimate best = {0};
+	const topo t = topo_of(m, q);
 	for (int a = 0; a < NA; a++) {
-		if (!(q->algo_mask & (1u << a)))
+		if (!(q->algo_mask & (1u << a)) || !algo_offered(m, q, &t, a))
 			continue;
 		for (int p = 0; p < NP; p++) {
-			if (!(q->proto_mask & (1u << p)))
+			if (!(q->proto_mask & (1u << p)) || !pair_available(m, q, &t, a, p))
 				continue;
 			rm_coll_estimate e;
-			double t = rm_nccl_pair_time(m, q, (rm_nccl_algo)a, (rm_nccl_proto)p, &e);
+			double time = pair_time_on(m, q, &t, (rm_nccl_algo)a, (rm_nccl_proto)p, &e);
 			/* ties keep the first pair in NCCL's (algorithm, protocol) order */
-			if (t >= 0 && (!found || t < best.time_us)) {
+			if (time >= 0 && (!found || time < best.time_us)) {
 				best = e;
 				found = true;
 			}
@@ -759,7 +978,8 @@ rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_co
 		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
 				    "no enabled algorithm/protocol runs %s on %d GPUs over %d node(s) of %s "
 				    "(algorithms %s, protocols %s; tree is all-reduce only, NVLS needs Simple "
-				    "and NVSwitch, NVLSTree needs several nodes)",
+				    "and NVSwitch, NVLSTree needs several nodes, PAT needs Simple and one GPU "
+				    "per node)",
 				    rm_coll_name(q->coll), q->ranks, q->nodes, m->hw.name,
 				    algos[0] ? algos : "none", protos[0] ? protos : "none");
 	}

@@ -144,7 +144,7 @@ bool rm_membound_class_parse(const char *name, rm_membound_class *out)
 
 const char *rm_op_kind_name(rm_op_kind kind)
 {
-	static const char *const names[RM_OP_KIND_COUNT] = {"gemm", "attention", "elementwise"};
+	static const char *const names[RM_OP_KIND_COUNT] = {"gemm", "attention", "elementwise", "collective"};
 	return (unsigned)kind < RM_OP_KIND_COUNT ? names[kind] : "unknown";
 }
 
@@ -166,6 +166,8 @@ static const char *const canonical_names[] = {
 	"dot_mlp_gate",       "dot_mlp_up",          "mlp_activation",
 	"mlp_hidden",         "dot_mlp_out",         "mlp_out_dropout",
 	"mlp_out_dropout_mask", "layer_output",
+	/* tensor parallelism's collectives (docs/parallelism.md) */
+	"attention_input_gathered", "attention_out_reduced", "mlp_input_gathered", "mlp_out_reduced",
 };
 
 static const struct {
@@ -210,19 +212,65 @@ int rm_checkpoint_expand(const char *name, const char **out, int max)
 
 /* ---- parameter counts ---- */
 
-static int64_t layer_params(const rm_model_config *m)
+bool rm_model_config_is_moe(const rm_model_config *m)
 {
-	int64_t h = m->hidden, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
-	int64_t norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
+	return m->experts > 0;
+}
+
+/*
+ * Attention of one layer. MLA (DeepSeek-V2/V3 modelling code): q_a_proj h x q_lora_rank, its
+ * RMSNorm, q_b_proj q_lora_rank x heads*(nope + rope) (or q_proj h x heads*(nope + rope) without
+ * q compression); kv_a_proj_with_mqa h x (kv_lora_rank + rope), its RMSNorm over kv_lora_rank,
+ * kv_b_proj kv_lora_rank x heads*(nope + v); o_proj heads*v x h. Qwen3's q_norm and k_norm weigh
+ * head_dim each.
+ */
+static int64_t attention_params(const rm_model_config *m)
+{
+	int64_t h = m->hidden;
+	if (m->mla) {
+		int64_t qk = m->qk_nope_head_dim + m->qk_rope_head_dim;
+		int64_t q = m->q_lora_rank > 0
+				    ? h * m->q_lora_rank + m->q_lora_rank + m->q_lora_rank * m->heads * qk
+				    : h * m->heads * qk;
+		int64_t kv = h * (m->kv_lora_rank + m->qk_rope_head_dim) + m->kv_lora_rank +
+			     m->kv_lora_rank * m->heads * (m->qk_nope_head_dim + m->v_head_dim);
+		return q + kv + m->heads * m->v_head_dim * h;
+	}
+	int64_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
 	int64_t attn = h * qd + 2 * h * kvd + qd * h;
 	if (m->qkv_bias)
 		attn += qd + 2 * kvd;
 	if (m->out_bias)
 		attn += h;
+	if (m->qk_norm)
+		attn += 2 * m->head_dim;
+	return attn;
+}
+
+/* One routed expert: a SwiGLU MLP without biases. */
+static int64_t expert_params(const rm_model_config *m)
+{
+	return 3 * m->hidden * m->expert_ffn;
+}
+
+/* The MoE block of one layer: routed and shared experts, the router (h -> experts, no bias),
+ * Qwen2-MoE's shared-expert gate (h -> 1) and DeepSeek-V3's per-expert selection bias. */
+static int64_t moe_params(const rm_model_config *m)
+{
+	int64_t h = m->hidden;
+	return m->experts * expert_params(m) + m->shared_experts * 3 * h * m->shared_ffn +
+	       h * m->experts + (m->shared_gate ? h : 0) + (m->router_bias ? m->experts : 0);
+}
+
+/* A decoder layer with a dense MLP (every layer of a dense model). */
+static int64_t layer_params(const rm_model_config *m)
+{
+	int64_t h = m->hidden;
+	int64_t norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
 	int64_t mlp = m->mlp == RM_MLP_SWIGLU ? 3 * h * m->ffn : 2 * h * m->ffn;
 	if (m->out_bias)
 		mlp += m->ffn + h;
-	return 2 * norm + attn + mlp;
+	return 2 * norm + attention_params(m) + mlp;
 }
 
 rm_param_count rm_model_param_count(const rm_model_config *m)
@@ -230,12 +278,26 @@ rm_param_count rm_model_param_count(const rm_model_config *m)
 	rm_param_count p = {0};
 	int64_t h = m->hidden;
 	p.embedding = m->vocab * h + (m->learned_pos ? m->max_pos * h : 0);
-	p.per_layer = layer_params(m);
+	p.per_dense_layer = layer_params(m);
+	p.per_layer = p.per_dense_layer;
 	p.layers = m->layers * p.per_layer;
+	int64_t unchosen = 0; /* routed expert parameters a token does not use */
+	if (rm_model_config_is_moe(m)) {
+		int64_t moe_layers = m->layers - m->dense_layers;
+		p.per_layer = 2 * h + attention_params(m) + moe_params(m); /* two RMSNorms */
+		p.layers = m->dense_layers * p.per_dense_layer + moe_layers * p.per_layer;
+		p.routed_experts = moe_layers * m->experts * expert_params(m);
+		/* Mixtral 8x7B: 32 layers x (8 - 2) x 3 x 4096 x 14336 = 33,822,867,456 */
+		unchosen = moe_layers * (m->experts - m->experts_per_tok) * expert_params(m);
+		/* each module: a MoE layer, enorm and hnorm, eh_proj 2h -> h, its final norm */
+		p.mtp = m->mtp_layers * (p.per_layer + 3 * h + 2 * h * h);
+	}
 	p.final_norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
 	p.lm_head = m->tied ? 0 : m->vocab * h;
 	p.total = p.embedding + p.layers + p.final_norm + p.lm_head;
 	p.nonembedding = p.layers + p.final_norm + m->vocab * h;
+	p.active = p.total - unchosen;
+	p.active_nonembedding = p.nonembedding - unchosen;
 	return p;
 }
 
@@ -248,6 +310,13 @@ rm_train_config rm_train_config_default(const rm_model_config *model)
 		.micro_batch = 1,
 		.grad_accum = 1,
 		.fsdp = 1,
+		.dp_replicate = 1,
+		.tp = 1,
+		.cp = 1,
+		.pp = 1,
+		.virtual_stages = 1,
+		.loss_parallel = true,
+		.zero = 3,
 		.dtype = RM_DTYPE_BF16,
 		.param_dtype = RM_DTYPE_BF16,
 		.grad_dtype = RM_DTYPE_BF16,
@@ -323,11 +392,54 @@ static rm_status check_size_bounds(const rm_model_config *m, const rm_train_conf
 
 rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config *t, rm_error *err)
 {
-	if (t->seq_len <= 0 || t->micro_batch <= 0 || t->grad_accum <= 0 || t->fsdp <= 0)
+	if (t->seq_len <= 0 || t->micro_batch <= 0 || t->grad_accum <= 0 || t->fsdp <= 0 || t->dp_replicate <= 0)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
-				    "seq_len, micro_batch, grad_accum and fsdp must be positive (got %lld, %lld, %lld, %lld)",
-				    (long long)t->seq_len, (long long)t->micro_batch,
-				    (long long)t->grad_accum, (long long)t->fsdp);
+				    "seq_len, micro_batch, grad_accum, fsdp and dp_replicate must be positive (got %lld, "
+				    "%lld, %lld, %lld, %lld)",
+				    (long long)t->seq_len, (long long)t->micro_batch, (long long)t->grad_accum,
+				    (long long)t->fsdp, (long long)t->dp_replicate);
+	if (t->tp < 1)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tp must be positive (got %lld)", (long long)t->tp);
+	if (t->tp > 1) {
+		/* Megatron-LM's column/row split: whole heads and key/value groups per GPU */
+		if (m->heads % t->tp != 0 || m->kv_heads % t->tp != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tp %lld must divide the %lld attention heads and %lld key/value heads of %s",
+					    (long long)t->tp, (long long)m->heads, (long long)m->kv_heads, m->name);
+		if (m->ffn % t->tp != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tp %lld must divide the MLP's inner size %lld of %s",
+					    (long long)t->tp, (long long)m->ffn, m->name);
+		if (t->seq_len % t->tp != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tp %lld must divide seq_len %lld (each GPU of the group counts 1/tp of the "
+					    "tokens, and sequence parallelism splits the sequence)",
+					    (long long)t->tp, (long long)t->seq_len);
+	}
+	if (t->cp < 1)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "cp must be positive (got %lld)", (long long)t->cp);
+	if (t->cp > 1) {
+		if (!t->fused_attention)
+			return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+					    "context parallelism runs a fused attention kernel over the gathered keys: "
+					    "unfused attention is not modelled with it");
+		if (t->seq_len % (2 * t->cp * t->tp) != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "seq_len %lld must be a multiple of 2 x cp %lld x tp %lld (the load-balanced "
+					    "causal split gives each GPU two chunks of the sequence)",
+					    (long long)t->seq_len, (long long)t->cp, (long long)t->tp);
+		if ((m->heads / t->tp) % t->cp != 0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "cp %lld must divide the %lld attention heads per tensor-parallel GPU (remora "
+					    "prices a GPU's share of the attention as heads / cp over the whole sequence)",
+					    (long long)t->cp, (long long)(m->heads / t->tp));
+	}
+	if (t->zero < 1 || t->zero > 3)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "zero must be 1, 2 or 3 (got %d)", t->zero);
+	if (t->zero < 3 && t->master_shards)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "zero %d shards the optimizer over more GPUs than the parameters, but with "
+				    "master_shards the fp32 parameter shard is the master itself (FSDP2 runs zero 3)",
+				    t->zero);
 	if (m->learned_pos && t->seq_len > m->max_pos)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
 				    "seq_len %lld exceeds the %lld learned positions of %s",
@@ -368,6 +480,11 @@ typedef struct graph_builder {
 	const rm_model_config *m;
 	const rm_train_config *t;
 	int64_t b, s, T; /* micro-batch, sequence, tokens = b*s */
+	int64_t tp;      /* tensor-parallel degree (1: none) */
+	int64_t cp;      /* context-parallel degree: s is the GPU's seq_len / cp */
+	bool sp;         /* sequence parallelism (with tp > 1) */
+	int64_t s_act;   /* sequence length of the activations being built: s, or s / tp in the
+			  * sequence-parallel regions (norms, dropouts, residual adds) */
 	rm_dtype dt;
 	rm_dtype gemm_dt; /* projections of the layer being built (fp8 training: fp8_e4m3) */
 	int es; /* bytes per activation element */
@@ -411,14 +528,14 @@ static int add_value(graph_builder *gb, const char *name, rm_dtype dt, int rank,
 /* A [b, s, width] activation. */
 static int add_act(graph_builder *gb, const char *name, int64_t width, rm_dtype dt)
 {
-	int64_t shape[3] = {gb->b, gb->s, width};
+	int64_t shape[3] = {gb->b, gb->s_act, width};
 	return add_value(gb, name, dt, 3, shape);
 }
 
 /* A [b, heads, s, s] score-like tensor. */
 static int add_scores(graph_builder *gb, const char *name, rm_dtype dt)
 {
-	int64_t shape[4] = {gb->b, gb->m->heads, gb->s, gb->s};
+	int64_t shape[4] = {gb->b, gb->m->heads / gb->tp, gb->s, gb->s};
 	return add_value(gb, name, dt, 4, shape);
 }
 
@@ -479,7 +596,27 @@ static int fwd_elementwise(graph_builder *gb, const char *name, const int *in, i
 	op->weight_elems = weight_elems;
 	op->bytes_read += weight_elems * rm_dtype_size(gb->t->param_dtype);
 	op->bytes_written = vbytes(gb, out);
-	op->flops = flops_per_elem * (double)gb->T * (double)width;
+	op->flops = flops_per_elem * (double)(gb->b * gb->s_act) * (double)width;
+	return out;
+}
+
+/*
+ * A tensor-parallel collective over value `in` (Megatron-LM's mappings; Korthikanti et al. 2022
+ * section 4.2.2): all-gather of a sequence-parallel activation to the whole sequence, or the
+ * reduction of a row-parallel projection's partial sums, by all-reduce or (sequence parallel)
+ * reduce-scatter to s / tp. The output is [b, s_act, width] at the builder's s_act after the call
+ * (set by the caller). Bytes: the full [b, s, width] buffer, as nccl-tests counts it.
+ */
+static int fwd_tp_collective(graph_builder *gb, const char *name, rm_coll coll, int in, int64_t width)
+{
+	rm_op *op = new_op(gb, name, RM_OP_COLLECTIVE, RM_PHASE_FWD, -1);
+	op->coll = coll;
+	op->coll_bytes = gb->T * width * gb->es;
+	op_in(gb, op, in);
+	int out = add_act(gb, name, width, gb->dt);
+	op_out(gb, op, out);
+	op->bytes_read = vbytes(gb, in);
+	op->bytes_written = vbytes(gb, out);
 	return out;
 }
 
@@ -624,6 +761,37 @@ static void emit_backward(graph_builder *gb, int f)
 		return;
 	}
 
+	if (strcmp(name, "embedding_shard") == 0) {
+		/* Shard(1) back to Replicate: the sequence shards' gradients all-gathered */
+		rm_op *op = bwd_op(gb, f, "bwd", RM_OP_COLLECTIVE, RM_PHASE_BWD_DGRAD);
+		op->coll = RM_COLL_ALL_GATHER;
+		op->coll_bytes = vbytes(gb, fo.inputs[0]);
+		op->bytes_read = out_bytes;
+		op->bytes_written = vbytes(gb, fo.inputs[0]);
+		return;
+	}
+	if (fo.kind == RM_OP_COLLECTIVE) {
+		/* the conjugate collective on the gradient: an all-gather's is a reduce-scatter and
+		 * the other way round; an all-reduce's gradient passes through (Megatron's g) */
+		if (fo.coll == RM_COLL_ALL_REDUCE)
+			return;
+		rm_op *op = bwd_op(gb, f, "bwd", RM_OP_COLLECTIVE, RM_PHASE_BWD_DGRAD);
+		op->coll = fo.coll == RM_COLL_ALL_GATHER ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_GATHER;
+		op->coll_bytes = fo.coll_bytes;
+		op->coll_cp = fo.coll_cp;
+		op->bytes_read = out_bytes;
+		op->bytes_written = vbytes(gb, fo.inputs[0]);
+		return;
+	}
+	if (fo.kind == RM_OP_ELEMENTWISE && fo.mclass == RM_MB_NORM && gb->tp > 1 && !gb->sp) {
+		/* Megatron's f before the column-parallel projections the norm feeds: identity in the
+		 * forward, all-reduce of the input gradient (their dgrads' partial sums) before the
+		 * norm's backward */
+		rm_op *ar = bwd_op(gb, f, "tp_all_reduce", RM_OP_COLLECTIVE, RM_PHASE_BWD_DGRAD);
+		ar->coll = RM_COLL_ALL_REDUCE;
+		ar->coll_bytes = out_bytes;
+		ar->bytes_read = ar->bytes_written = out_bytes;
+	}
 	/* Memory-bound ops: the backward reads dY (and its residuals) and writes dX per input. */
 	rm_op *op = bwd_op(gb, f, "bwd", RM_OP_ELEMENTWISE, RM_PHASE_BWD_DGRAD);
 	int64_t in_bytes = 0;
@@ -703,7 +871,7 @@ static int fwd_norm(graph_builder *gb, const char *name, int in)
 		/* eager RMSNorm as Llama codebases write it, x.float() -> pow(2) -> mean -> + eps ->
 		 * rsqrt -> x * rstd -> type_as(x) -> * weight: per element (es + 4) + 8 + 4 + 8 +
 		 * (4 + es) + 2 es = 4 es + 28 bytes in 8 kernels (F.layer_norm is one native kernel) */
-		int64_t n = gb->T * m->hidden;
+		int64_t n = gb->b * gb->s_act * m->hidden;
 		op->eager_bytes = n * (4 * gb->es + 28);
 		op->eager_kernels = 8;
 	}
@@ -728,21 +896,35 @@ static void fwd_fp8_cast(graph_builder *gb, const char *name, int in)
 	op->no_grad = true;
 }
 
+/* Parameters a graph's forward ops read (one GPU's share under tensor parallelism). */
+static int64_t fwd_weight_elems(const rm_graph *g)
+{
+	int64_t n = 0;
+	for (int i = 0; i < g->n_fwd_ops; i++)
+		n += g->ops[i].weight_elems;
+	return n;
+}
+
 static void build_layer(graph_builder *gb)
 {
 	const rm_model_config *m = gb->m;
 	const rm_train_config *t = gb->t;
-	int64_t h = m->hidden, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+	/* per GPU of the tensor-parallel group: heads, key/value heads and the MLP's inner size
+	 * split over tp (column-parallel q, k, v, gate, up; row-parallel out projections) */
+	int64_t tp = gb->tp, heads = m->heads / tp, kv_heads = m->kv_heads / tp, ffn = m->ffn / tp;
+	int64_t h = m->hidden, qd = heads * m->head_dim, kvd = kv_heads * m->head_dim;
+	int64_t s_seq = gb->sp ? gb->s / tp : gb->s; /* the residual stream's sequence per GPU */
 	bool gpt2 = m->arch == RM_ARCH_GPT2;
 	bool attn_drop = dropout_on(m, t, m->attn_dropout);
 	bool resid_drop = dropout_on(m, t, m->resid_dropout);
 
+	gb->s_act = s_seq;
 	int x = add_act(gb, "layer_input", h, gb->dt);
 	gb->g->input = x;
 	if (gb->gemm_dt == RM_DTYPE_FP8_E4M3 && !t->fp8_all_gather) {
 		/* the gathered 16-bit weights quantized once per micro-batch (and transposed for
 		 * the dgrad) */
-		int64_t w = h * (qd + 2 * kvd) + qd * h + (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * m->ffn;
+		int64_t w = h * (qd + 2 * kvd) + qd * h + (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * ffn;
 		rm_op *op = new_op(gb, "weights_fp8", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
 		op_in(gb, op, x);
 		int64_t shape[1] = {w};
@@ -753,6 +935,9 @@ static void build_layer(graph_builder *gb)
 		op->no_grad = true;
 	}
 	int xn = fwd_norm(gb, "pre_attention_norm", x);
+	gb->s_act = gb->s;
+	if (gb->sp)
+		xn = fwd_tp_collective(gb, "attention_input_gathered", RM_COLL_ALL_GATHER, xn, h);
 	fwd_fp8_cast(gb, "attention_input_fp8", xn);
 	int q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
 	int k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
@@ -770,26 +955,42 @@ static void build_layer(graph_builder *gb)
 		}
 	}
 	int ctx;
+	if (t->fused_attention && gb->cp > 1) {
+		/* context parallelism: the keys and values of the whole sequence gathered over the
+		 * group (kept as the local chunk, gathered again in the backward) */
+		int64_t s_loc = gb->s;
+		gb->s_act = t->seq_len;
+		gb->T = gb->b * t->seq_len;
+		k = fwd_tp_collective(gb, "attention_key_gathered", RM_COLL_ALL_GATHER, k, kvd);
+		gb->g->ops[gb->g->values[k].producer].coll_cp = true;
+		v = fwd_tp_collective(gb, "attention_value_gathered", RM_COLL_ALL_GATHER, v, kvd);
+		gb->g->ops[gb->g->values[v].producer].coll_cp = true;
+		gb->T = gb->b * s_loc;
+		gb->s_act = s_loc;
+	}
 	if (t->fused_attention) {
 		rm_op *op = new_op(gb, "attention_context", RM_OP_ATTENTION, RM_PHASE_FWD, -1);
+		/* under context parallelism a GPU's queries are 1/cp of the sequence against all of
+		 * its keys (the load-balanced causal split gives each the same share): priced as
+		 * heads / cp over the whole sequence, the same FLOPs at the whole sequence's kernel
+		 * efficiency */
 		op->attention = (rm_attention_shape){
-			.batch = gb->b, .heads = m->heads, .kv_heads = m->kv_heads, .seq = gb->s,
-			.head_dim = m->head_dim, .causal = t->causal, .fused = true, .dtype = gb->dt,
-			.window = t->causal && m->sliding_window > 0 && m->sliding_window < gb->s ? m->sliding_window : 0};
+			.batch = gb->b, .heads = heads / gb->cp, .kv_heads = kv_heads >= gb->cp ? kv_heads / gb->cp : 1,
+			.seq = t->seq_len, .head_dim = m->head_dim, .causal = t->causal, .fused = true, .dtype = gb->dt,
+			.window = t->causal && m->sliding_window > 0 && m->sliding_window < t->seq_len ? m->sliding_window : 0};
 		op_in(gb, op, q);
 		op_in(gb, op, k);
 		op_in(gb, op, v);
 		ctx = add_act(gb, "attention_context", qd, gb->dt);
-		int64_t lse_shape[3] = {gb->b, m->heads, gb->s};
+		int64_t lse_shape[3] = {gb->b, heads, gb->s};
 		int lse = add_value(gb, "attention_lse", RM_DTYPE_FP32, 3, lse_shape);
 		op_out(gb, op, ctx);
 		op_out(gb, op, lse);
-		op->flops = 4.0 * (double)gb->b * (double)m->heads * (double)m->head_dim *
-			    attended_pairs(m, t);
+		op->flops = 4.0 * (double)gb->b * (double)heads * (double)m->head_dim * attended_pairs(m, t) / (double)gb->cp;
 		op->bytes_read = vbytes(gb, q) + vbytes(gb, k) + vbytes(gb, v);
 		op->bytes_written = vbytes(gb, ctx) + vbytes(gb, lse);
 	} else {
-		int64_t B = gb->b * m->heads, s = gb->s, d = m->head_dim;
+		int64_t B = gb->b * heads, s = gb->s, d = m->head_dim;
 		rm_op *sc = new_op(gb, "attention_scores", RM_OP_GEMM, RM_PHASE_FWD, -1);
 		sc->gemm = (rm_gemm_shape){.batch = B, .m = s, .n = s, .k = d, .dtype = gb->dt,
 					   .has_batch_dims = true};
@@ -826,31 +1027,41 @@ static void build_layer(graph_builder *gb)
 	}
 	fwd_fp8_cast(gb, "attention_context_fp8", ctx);
 	int ao = fwd_projection(gb, "dot_attention_out", ctx, qd, h, m->out_bias);
+	gb->s_act = s_seq;
+	if (tp > 1)
+		ao = fwd_tp_collective(gb, "attention_out_reduced", gb->sp ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE, ao, h);
 	if (resid_drop)
 		ao = fwd_dropout(gb, "attention_out_dropout", ao);
 	int add1_in[2] = {x, ao};
 	int r1 = fwd_elementwise(gb, "attention_residual", add1_in, 2, h, FLOPS_ADD, 0);
 	int rn = fwd_norm(gb, "pre_mlp_norm", r1);
+	gb->s_act = gb->s;
+	if (gb->sp)
+		rn = fwd_tp_collective(gb, "mlp_input_gathered", RM_COLL_ALL_GATHER, rn, h);
 	fwd_fp8_cast(gb, "mlp_input_fp8", rn);
 	int hidden;
 	if (m->mlp == RM_MLP_SWIGLU) {
-		int gate = fwd_projection(gb, "dot_mlp_gate", rn, h, m->ffn, false);
-		int up = fwd_projection(gb, "dot_mlp_up", rn, h, m->ffn, false);
-		int act = fwd_elementwise(gb, "mlp_activation", &gate, 1, m->ffn, FLOPS_SILU, 0);
+		int gate = fwd_projection(gb, "dot_mlp_gate", rn, h, ffn, false);
+		int up = fwd_projection(gb, "dot_mlp_up", rn, h, ffn, false);
+		int act = fwd_elementwise(gb, "mlp_activation", &gate, 1, ffn, FLOPS_SILU, 0);
 		int mul_in[2] = {act, up};
-		hidden = fwd_elementwise(gb, "mlp_hidden", mul_in, 2, m->ffn, 1.0, 0);
+		hidden = fwd_elementwise(gb, "mlp_hidden", mul_in, 2, ffn, 1.0, 0);
 	} else {
-		int up = fwd_projection(gb, "dot_mlp_up", rn, h, m->ffn, m->out_bias);
-		hidden = fwd_elementwise(gb, "mlp_activation", &up, 1, m->ffn, FLOPS_GELU, 0);
+		int up = fwd_projection(gb, "dot_mlp_up", rn, h, ffn, m->out_bias);
+		hidden = fwd_elementwise(gb, "mlp_activation", &up, 1, ffn, FLOPS_GELU, 0);
 	}
 	fwd_fp8_cast(gb, "mlp_hidden_fp8", hidden);
-	int mo = fwd_projection(gb, "dot_mlp_out", hidden, m->ffn, h, m->out_bias);
+	int mo = fwd_projection(gb, "dot_mlp_out", hidden, ffn, h, m->out_bias);
+	gb->s_act = s_seq;
+	if (tp > 1)
+		mo = fwd_tp_collective(gb, "mlp_out_reduced", gb->sp ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE, mo, h);
 	if (resid_drop)
 		mo = fwd_dropout(gb, "mlp_out_dropout", mo);
 	int add2_in[2] = {r1, mo};
 	fwd_elementwise(gb, "layer_output", add2_in, 2, h, FLOPS_ADD, 0);
 	emit_all_backward(gb);
-	gb->g->params = layer_params(m);
+	gb->g->params = tp > 1 ? fwd_weight_elems(gb->g) : layer_params(m);
+	gb->s_act = gb->s;
 }
 
 static void build_embedding(graph_builder *gb)
@@ -869,11 +1080,30 @@ static void build_embedding(graph_builder *gb)
 	op->bytes_written = vbytes(gb, out);
 	op->flops = (double)(tables - 1) * (double)gb->T * (double)m->hidden;
 	op->mclass = RM_MB_GATHER;
-	op->weight_elems = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
+	/* tensor parallel: Megatron's vocabulary-parallel embedding holds ceil(V / tp) rows (the
+	 * learned positions replicated) and sums the partial lookups over the group */
+	bool replicated = gb->t->tp_embedding_replicated;
+	int64_t vocab = replicated ? m->vocab : (m->vocab + gb->tp - 1) / gb->tp;
+	op->weight_elems = vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
+	if (gb->tp > 1 && replicated && gb->sp) {
+		/* the whole lookup on every GPU, its sequence shard copied out (DTensor's Replicate
+		 * to Shard(1)); the backward all-gathers the shards' gradients */
+		gb->s_act = gb->s / gb->tp;
+		rm_op *sl = new_op(gb, "embedding_shard", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+		op_in(gb, sl, out);
+		out = add_act(gb, "embedding_shard", m->hidden, gb->dt);
+		op_out(gb, sl, out);
+		sl->bytes_read = sl->bytes_written = vbytes(gb, out);
+	} else if (gb->tp > 1 && !replicated) {
+		gb->s_act = gb->sp ? gb->s / gb->tp : gb->s;
+		out = fwd_tp_collective(gb, "embedding_reduced", gb->sp ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE, out,
+					m->hidden);
+	}
 	if (dropout_on(m, gb->t, m->embd_dropout))
 		fwd_dropout(gb, "embedding_dropout", out);
 	emit_all_backward(gb);
-	gb->g->params = m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
+	gb->g->params = op->weight_elems;
+	gb->s_act = gb->s;
 }
 
 /* Tokens per chunk of the chunked loss: torchtune's chunked cross-entropy uses 8 chunks. */
@@ -883,11 +1113,28 @@ static void build_head(graph_builder *gb)
 {
 	const rm_model_config *m = gb->m;
 	rm_loss_kind lk = gb->t->loss;
+	/* tensor parallel: the final norm on the sequence-parallel stream, gathered, then
+	 * Megatron's column-parallel LM head and vocabulary-parallel cross-entropy over ceil(V / tp)
+	 * logits per token (its max and sum-exp all-reduces move [T] floats and are left out) */
+	int64_t vocab = (m->vocab + gb->tp - 1) / gb->tp;
+	gb->s_act = gb->sp ? gb->s / gb->tp : gb->s;
 	int x = add_act(gb, "final_input", m->hidden, gb->dt);
 	gb->g->input = x;
 	int xn = fwd_norm(gb, "final_norm", x);
-	int logits = fwd_projection(gb, "dot_logits", xn, m->hidden, m->vocab, false);
-	int64_t tv = gb->T * m->vocab;
+	gb->s_act = gb->s;
+	if (gb->sp)
+		xn = fwd_tp_collective(gb, "final_norm_gathered", RM_COLL_ALL_GATHER, xn, m->hidden);
+	int logits = fwd_projection(gb, "dot_logits", xn, m->hidden, vocab, false);
+	if (gb->tp > 1 && !gb->t->loss_parallel) {
+		/* the logits gathered over the vocabulary (Replicate): every GPU computes the whole
+		 * loss; the gradient's own slice needs no collective */
+		int g = fwd_tp_collective(gb, "logits_gathered", RM_COLL_ALL_GATHER, logits, m->vocab);
+		gb->g->ops[gb->g->values[g].producer].no_grad = true;
+		gb->g->ops[gb->g->values[g].producer].coll_bytes = gb->T * m->vocab * gb->es;
+		logits = g;
+		vocab = m->vocab;
+	}
+	int64_t tv = gb->T * vocab;
 	int64_t chunks = lk == RM_LOSS_PLAIN ? 1 : LOSS_CHUNKS;
 	if (chunks > 1)
 		gb->g->values[logits].bytes = (gb->g->values[logits].bytes + chunks - 1) / chunks;
@@ -896,7 +1143,7 @@ static void build_head(graph_builder *gb)
 		/* logits.float(): PyTorch's cross-entropy runs in fp32 (torchtitan, HF trainers) */
 		rm_op *cast = new_op(gb, "logits_float", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
 		op_in(gb, cast, logits);
-		probs_in = add_act(gb, "logits_float", m->vocab, RM_DTYPE_FP32);
+		probs_in = add_act(gb, "logits_float", vocab, RM_DTYPE_FP32);
 		op_out(gb, cast, probs_in);
 		cast->bytes_read = tv * rm_dtype_size(gb->dt);
 		cast->bytes_written = tv * 4;
@@ -907,16 +1154,17 @@ static void build_head(graph_builder *gb)
 	 * the kernel computes the gradient in the forward and keeps nothing of the vocabulary) */
 	rm_op *loss = new_op(gb, "loss", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
 	op_in(gb, loss, probs_in);
-	int logp = add_act(gb, "loss_log_probs", m->vocab, lk == RM_LOSS_FUSED ? gb->dt : RM_DTYPE_FP32);
+	int logp = add_act(gb, "loss_log_probs", vocab, lk == RM_LOSS_FUSED ? gb->dt : RM_DTYPE_FP32);
 	int64_t logp_full = gb->g->values[logp].bytes;
 	gb->g->values[logp].bytes = (logp_full + chunks - 1) / chunks;
 	op_out(gb, loss, logp);
 	loss->bytes_read = (lk == RM_LOSS_FUSED ? tv * rm_dtype_size(gb->dt) : tv * 4) + gb->T * 4; /* and int32 labels */
 	loss->bytes_written = logp_full;
-	loss->flops = FLOPS_LOSS * (double)gb->T * (double)m->vocab;
+	loss->flops = FLOPS_LOSS * (double)gb->T * (double)vocab;
 	loss->mclass = RM_MB_SOFTMAX;
 	emit_all_backward(gb);
-	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden + (m->tied ? 0 : m->vocab * m->hidden);
+	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden +
+			(m->tied ? 0 : (m->vocab + gb->tp - 1) / gb->tp * m->hidden);
 	/* PyTorch's cross-entropy backward is nll_loss_backward (a zero-filled fp32 gradient of the
 	 * log-probabilities with -1/N at the labels) then _log_softmax_backward_data (the logits'
 	 * gradient): both buffers are live at once beside the saved log-probabilities, so the loss
@@ -940,6 +1188,15 @@ static void build_head(graph_builder *gb)
 rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
 				rm_error *err)
 {
+	if (rm_model_config_is_moe(model) || model->mla || model->qk_norm) {
+		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+			     "%s: %s are not modelled yet; `remora describe` counts its parameters",
+			     model->name[0] ? model->name : rm_arch_hf_name(model->arch),
+			     rm_model_config_is_moe(model) ? "mixture-of-experts layers"
+			     : model->mla		   ? "multi-head latent attention layers"
+							   : "per-head q/k norms");
+		return NULL;
+	}
 	if (rm_train_config_check(model, train, err) != RM_OK)
 		return NULL;
 	rm_workload *wl = rm_new(rm_workload, 1);
@@ -950,8 +1207,12 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 		.m = &wl->model,
 		.t = &wl->train,
 		.b = train->micro_batch,
-		.s = train->seq_len,
-		.T = train->micro_batch * train->seq_len,
+		.s = train->seq_len / (train->cp > 1 ? train->cp : 1),
+		.T = train->micro_batch * train->seq_len / (train->cp > 1 ? train->cp : 1),
+		.tp = train->tp > 1 ? train->tp : 1,
+		.cp = train->cp > 1 ? train->cp : 1,
+		.sp = train->tp > 1 && train->sp,
+		.s_act = train->seq_len / (train->cp > 1 ? train->cp : 1),
 		.dt = train->dtype,
 		.gemm_dt = train->dtype,
 		.es = rm_dtype_size(train->dtype),
@@ -1028,9 +1289,19 @@ bool rm_graph_value_is_residual(const rm_graph *g, int v)
 int64_t rm_graph_residual_bytes(const rm_graph *g)
 {
 	int64_t sum = 0;
-	for (int v = 0; v < g->n_values; v++)
-		if (rm_graph_value_is_residual(g, v))
-			sum += g->values[v].bytes;
+	bool *kept = rm_new(bool, (size_t)g->n_values + 1);
+	for (int v = 0; v < g->n_values; v++) {
+		if (!rm_graph_value_is_residual(g, v))
+			continue;
+		/* a sequence-parallel gather is kept as its shard and gathered again */
+		int p = g->values[v].producer, k = v;
+		if (p >= 0 && g->ops[p].kind == RM_OP_COLLECTIVE && g->ops[p].coll == RM_COLL_ALL_GATHER)
+			k = g->ops[p].inputs[0];
+		if (!kept[k])
+			sum += g->values[k].bytes;
+		kept[k] = true;
+	}
+	free(kept);
 	return sum;
 }
 
@@ -1057,23 +1328,36 @@ double rm_workload_executed_flops(const rm_workload *wl)
 	       rm_graph_flops(&wl->head, RM_PHASE_COUNT);
 }
 
+int64_t rm_workload_rank_params(const rm_workload *wl)
+{
+	if (wl->train.tp <= 1)
+		return wl->params.total;
+	return wl->embedding.params + wl->model.layers * wl->layer.params + wl->head.params;
+}
+
 rm_static_memory rm_workload_static_memory(const rm_workload *wl)
 {
 	rm_static_memory s = {0};
 	int64_t f = wl->train.fsdp;
-	s.shard_elems = (wl->params.total + f - 1) / f;
-	s.params = s.shard_elems * rm_dtype_size(wl->train.param_dtype);
-	s.master = wl->train.master_weights ? s.shard_elems * 4 : 0;
+	int64_t psize = rm_dtype_size(wl->train.param_dtype), gsize = rm_dtype_size(wl->train.grad_dtype);
+	int64_t rank = rm_workload_rank_params(wl);
+	s.shard_elems = (rank + f - 1) / f;
+	s.opt_group = wl->train.zero < 3 ? f * wl->train.dp_replicate : f;
+	s.opt_elems = (rank + s.opt_group - 1) / s.opt_group;
+	s.params = s.shard_elems * psize;
+	s.update_params = s.opt_elems * psize;
+	s.master = wl->train.master_weights ? s.opt_elems * 4 : 0;
 	if (wl->train.master_shards && wl->train.master_weights)
-		s.params = 0; /* the fp32 shard is the parameter; all-gathers cast it on the way */
-	s.grads = s.shard_elems * rm_dtype_size(wl->train.grad_dtype);
+		s.params = s.update_params = 0; /* the fp32 shard is the parameter; all-gathers cast it */
+	s.grads = (wl->train.zero == 2 ? s.opt_elems : s.shard_elems) * gsize;
+	s.update_grads = s.opt_elems * gsize;
 	int64_t moment = rm_dtype_size(wl->train.optimizer_dtype);
 	switch (wl->train.optimizer) {
 	case RM_OPT_ADAMW:
-		s.optimizer = 2 * moment * s.shard_elems;
+		s.optimizer = 2 * moment * s.opt_elems;
 		break;
 	case RM_OPT_SGD_MOMENTUM:
-		s.optimizer = moment * s.shard_elems;
+		s.optimizer = moment * s.opt_elems;
 		break;
 	default:
 		s.optimizer = 0;

@@ -403,6 +403,31 @@ static rm_remat_policy *torch_policy(const char *name, int column, rm_error *err
 	return NULL;
 }
 
+/*
+ * Megatron-LM's recompute granularities (--recompute-granularity): full recomputes each layer
+ * from its input (with remat.recompute_num_layers and remat.recompute_method); selective
+ * recomputes the core attention only, QK^T, softmax, its dropout and the attention over V, from
+ * the saved q, k, v (Korthikanti et al. 2022, section 5; with a fused kernel, the kernel's
+ * output).
+ */
+static rm_remat_policy *megatron_policy(const char *name, int column, rm_error *err)
+{
+	if (strcmp(name, "full") == 0)
+		return policy_new(RM_REMAT_NOTHING_SAVEABLE);
+	if (strcmp(name, "selective") == 0) {
+		static const char *const core[] = {"attention_scores", "attention_probs", "attention_probs_dropout",
+						   "attention_probs_dropout_mask", "attention_context", "attention_lse",
+						   NULL};
+		rm_remat_policy *p = rm_remat_policy_make(RM_REMAT_SAVE_ANYTHING_EXCEPT_THESE_NAMES, core, NULL, err);
+		if (p)
+			p->quiet = true;
+		return p;
+	}
+	rm_error_set(err, RM_INVALID, NULL, 1, column, "unknown Megatron-LM recompute granularity '%s' (full, selective)",
+		     name);
+	return NULL;
+}
+
 static const value *arg_named(const value *v, const char *keyword, int position)
 {
 	for (int i = 0; i < v->n_items; i++)
@@ -428,9 +453,11 @@ static rm_remat_policy *interpret(const value *v, rm_error *err)
 		return maxtext_policy(v->text, v->name_column, err);
 	if (strcmp(v->prefix, "torch") == 0 || strcmp(v->prefix, "pytorch") == 0)
 		return torch_policy(v->text, v->name_column, err);
+	if (strcmp(v->prefix, "megatron") == 0)
+		return megatron_policy(v->text, v->name_column, err);
 	if (v->prefix[0]) {
 		rm_error_set(err, RM_PARSE, NULL, 1, v->column,
-			     "policy: unknown prefix '%s:' (maxtext: or torch:)", v->prefix);
+			     "policy: unknown prefix '%s:' (maxtext:, torch: or megatron:)", v->prefix);
 		return NULL;
 	}
 	/* JAX's aliases */
@@ -675,7 +702,7 @@ static decision decide(const rm_remat_policy *p, const rm_graph *g, int v)
 
 static void warn_missing_names(const rm_remat_policy *p, const rm_graph *g)
 {
-	if (!p)
+	if (!p || p->quiet)
 		return;
 	const char *const *lists[2] = {p->names, p->offload};
 	int counts[2] = {p->n_names, p->n_offload};
@@ -731,6 +758,9 @@ rm_status rm_remat_plan_build_compiled(const rm_graph *g, const rm_remat_policy 
 		if (partitioner && d == DECIDE_SAVE && policy->kind == RM_REMAT_EVERYTHING_SAVEABLE &&
 		    pop->kind == RM_OP_ELEMENTWISE && pop->mclass == RM_MB_POINTWISE)
 			d = DECIDE_RECOMPUTE; /* fused into the backward kernels that read it */
+		if (pop->kind == RM_OP_COLLECTIVE && pop->coll == RM_COLL_ALL_GATHER)
+			d = DECIDE_RECOMPUTE; /* sequence parallelism keeps the shard and gathers again
+					       * in the backward (Korthikanti et al. 2022, 4.2.2) */
 		if (d == DECIDE_SAVE) {
 			plan->fate[v] = RM_FATE_SAVED;
 			continue;

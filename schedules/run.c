@@ -59,6 +59,16 @@ static void canon_train(rm_canon *c, const rm_train_config *t)
 	rm_canon_int(c, "train.gemm_dtype", t->gemm_dtype);
 	rm_canon_int(c, "train.fp8_all_gather", t->fp8_all_gather);
 	rm_canon_int(c, "train.master_shards", t->master_shards);
+	rm_canon_int(c, "train.dp_replicate", t->dp_replicate);
+	rm_canon_int(c, "train.zero", t->zero);
+	rm_canon_int(c, "train.tp", t->tp);
+	rm_canon_int(c, "train.sp", t->sp);
+	rm_canon_int(c, "train.cp", t->cp);
+	rm_canon_int(c, "train.pp", t->pp);
+	rm_canon_int(c, "train.pp_schedule", t->pp_schedule);
+	rm_canon_int(c, "train.virtual_stages", t->virtual_stages);
+	rm_canon_int(c, "train.loss_parallel", t->loss_parallel);
+	rm_canon_int(c, "train.tp_embedding_replicated", t->tp_embedding_replicated);
 }
 
 static void canon_hw(rm_canon *c, const rm_hw_profile *hw)
@@ -132,6 +142,12 @@ void rm_scenario_resolved_canonical(const rm_scenario_resolved *r, rm_canon *c)
 	rm_canon_str(c, "remat.policy", r->policy ? rm_remat_policy_format(r->policy, policy, sizeof(policy)) : "");
 	const rm_schedule_config *s = &r->sched;
 	rm_canon_int(c, "sched.fsdp_nodes", s->fsdp_nodes);
+	rm_canon_int(c, "sched.replica_nodes", s->replica_nodes);
+	rm_canon_int(c, "sched.tp_nodes", s->tp_nodes);
+	rm_canon_int(c, "sched.cp_nodes", s->cp_nodes);
+	rm_canon_int(c, "sched.megatron", s->megatron);
+	rm_canon_int(c, "sched.overlap_grad_reduce", s->overlap_grad_reduce);
+	rm_canon_int(c, "sched.overlap_param_gather", s->overlap_param_gather);
 	rm_canon_int(c, "sched.scan", s->scan);
 	rm_canon_int(c, "sched.recompute_num_layers", s->recompute_num_layers);
 	rm_canon_int(c, "sched.prevent_cse", s->prevent_cse);

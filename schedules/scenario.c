@@ -13,6 +13,7 @@
 
 #include "common/fy_util.h"
 #include "remora/scenario.h"
+#include "remora/pipeline.h"
 
 typedef enum { K_STR, K_INT, K_BOOL, K_TRIBOOL, K_DOUBLE, K_NAMES, K_STRLIST, K_INTLIST, K_FLAGS } ktype;
 
@@ -39,6 +40,7 @@ static const key_desc keys[] = {
 	{"training.seq_len", K_INT, S(seq_len), 0, 1, 1 << 24},
 	{"training.micro_batch", K_INT, S(micro_batch), 0, 1, 1 << 16},
 	{"training.grad_accum", K_INT, S(grad_accum), 0, 1, 512},
+	{"training.global_batch", K_INT, S(global_batch), 0, 1, INT64_C(1) << 40},
 	{"training.dtype", K_STR, S(dtype), 0, 0, 0},
 	{"training.grad_dtype", K_STR, S(grad_dtype), 0, 0, 0},
 	{"training.optimizer_dtype", K_STR, S(optimizer_dtype), 0, 0, 0},
@@ -53,8 +55,21 @@ static const key_desc keys[] = {
 	{"training.gemm_dtype", K_STR, S(gemm_dtype), 0, 0, 0},
 	{"training.fp8_all_gather", K_TRIBOOL, S(fp8_all_gather), 0, 0, 0},
 	{"parallelism.fsdp", K_INT, S(fsdp), 0, 1, 1 << 20},
+	{"parallelism.dp_replicate", K_INT, S(dp_replicate), 0, 1, 1 << 20},
+	{"parallelism.zero", K_INT, S(zero), 0, 1, 3},
+	{"parallelism.tp", K_INT, S(tp), 0, 1, 1 << 20},
+	{"parallelism.sp", K_TRIBOOL, S(sp), 0, 0, 0},
+	{"parallelism.loss_parallel", K_TRIBOOL, S(loss_parallel), 0, 0, 0},
+	{"parallelism.tp_embedding", K_STR, S(tp_embedding), 0, 0, 0},
+	{"parallelism.async_tp", K_TRIBOOL, S(async_tp), 0, 0, 0},
+	{"parallelism.pp", K_INT, S(pp), 0, 1, 1 << 20},
+	{"parallelism.pp_schedule", K_STR, S(pp_schedule), 0, 0, 0},
+	{"parallelism.virtual_stages", K_INT, S(virtual_stages), 0, 1, 1 << 20},
+	{"parallelism.cp", K_INT, S(cp), 0, 1, 1 << 20},
+	{"parallelism.ep", K_INT, S(ep), 0, 1, 1 << 20},
 	{"remat.scan", K_BOOL, S(scan), 0, 0, 0},
 	{"remat.recompute_num_layers", K_INT, S(recompute_num_layers), 0, 0, 1 << 20},
+	{"remat.recompute_method", K_STR, S(recompute_method), 0, 0, 0},
 	{"remat.prevent_cse", K_TRIBOOL, S(prevent_cse), 0, 0, 0},
 	{"remat.policy", K_STR, S(policy), 0, 0, 0},
 	{"remat.names", K_NAMES, L(names, n_names), 0, 0},
@@ -68,6 +83,8 @@ static const key_desc keys[] = {
 	{"scheduler.prefetch_depth", K_INT, S(prefetch_depth), 0, 1, 16},
 	{"scheduler.reshard_after_forward", K_TRIBOOL, S(reshard_after_forward), 0, 0, 0},
 	{"scheduler.gradient_sync", K_STR, S(gradient_sync), 0, 0, 0},
+	{"scheduler.overlap_grad_reduce", K_TRIBOOL, S(overlap_grad_reduce), 0, 0, 0},
+	{"scheduler.overlap_param_gather", K_TRIBOOL, S(overlap_param_gather), 0, 0, 0},
 	{"scheduler.cost_model", K_STR, S(cost_model), 0, 0, 0},
 	{"scheduler.hw_queues", K_INT, S(hw_queues), 0, 1, 32},
 	{"scheduler.nccl_version", K_STR, S(nccl_version), 0, 0, 0},
@@ -93,6 +110,8 @@ void rm_scenario_init(rm_scenario *sc)
 	sc->nodes = 1;
 	sc->master_weights = sc->fused_attention = sc->causal = -1;
 	sc->compile = sc->grad_clip = sc->fp8_all_gather = sc->reshard_after_forward = -1;
+	sc->sp = sc->async_tp = sc->loss_parallel = -1;
+	sc->overlap_grad_reduce = sc->overlap_param_gather = -1;
 	sc->scan = true;
 	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
@@ -1077,7 +1096,152 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		t.micro_batch = sc->micro_batch;
 	if (sc->grad_accum)
 		t.grad_accum = sc->grad_accum;
-	t.fsdp = sc->fsdp ? sc->fsdp : out->gpus;
+	/* the parallelism remora does not model yet: refused by name, so that a scenario written
+	 * for another tool never runs as something it is not */
+	{
+		static const struct {
+			const char *key;
+			size_t off;
+			const char *what;
+		} later[] = {{"parallelism.ep", offsetof(rm_scenario, ep), "expert parallelism"}};
+		for (size_t i = 0; i < RM_ARRAY_SIZE(later); i++)
+			if (*(const int64_t *)((const char *)sc + later[i].off) > 1)
+				return key_error(sc, later[i].key, err, RM_UNSUPPORTED,
+						 "%s is not modelled yet: remora models tensor and pipeline parallelism "
+						 "and the data-parallel family (parallelism.tp, sp, pp, fsdp, dp_replicate, "
+						 "zero); set it to 1 or leave it out",
+						 later[i].what);
+		if (sc->async_tp > 0)
+			return key_error(sc, "parallelism.async_tp", err, RM_UNSUPPORTED,
+					 "async tensor parallelism (collective matmul) is not modelled yet: the "
+					 "tensor-parallel collectives run between the projections; set it to false "
+					 "or leave it out");
+	}
+	/* pipeline parallelism: the outermost dimension (Megatron-LM's rank order) */
+	int64_t pp = sc->pp ? sc->pp : 1;
+	t.pp = pp;
+	t.virtual_stages = sc->virtual_stages ? sc->virtual_stages : 1;
+	t.pp_schedule = RM_PP_1F1B;
+	if (sc->pp_schedule[0]) {
+		rm_pp_schedule ps;
+		if (!rm_pp_schedule_parse(sc->pp_schedule, &ps))
+			return key_error(sc, "parallelism.pp_schedule", err, RM_INVALID,
+					 "expected 1f1b, interleaved, gpipe or zero_bubble, got \"%s\"", sc->pp_schedule);
+		if (ps == RM_PP_ZERO_BUBBLE)
+			return key_error(sc, "parallelism.pp_schedule", err, RM_UNSUPPORTED,
+					 "zero_bubble (split backward) is not modelled yet: 1f1b, interleaved or gpipe");
+		t.pp_schedule = (int)ps;
+	}
+	if (pp > 1) {
+		if (pp > out->gpus || out->gpus % pp != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID, "pp %lld must divide the %d GPUs of the cluster",
+					 (long long)pp, out->gpus);
+		if (out->model.layers % (pp * t.virtual_stages) != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID,
+					 "pp %lld x %lld chunks per stage must divide the %lld layers of %s", (long long)pp,
+					 (long long)t.virtual_stages, (long long)out->model.layers, out->model.name);
+		int64_t stage = out->gpus / pp;
+		if (stage < gpn ? gpn % stage != 0 : stage % gpn != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID,
+					 "pipeline stages of %lld GPUs do not tile nodes of %lld GPUs", (long long)stage,
+					 (long long)gpn);
+		if (strcasecmp(sc->mode, "ideal") != 0 && !(strcasecmp(sc->mode, "xla") == 0 && !sc->scan) &&
+		    strcasecmp(sc->mode, "fsdp2") != 0 && strcasecmp(sc->mode, "megatron") != 0)
+			return key_error(sc, "parallelism.pp", err, RM_INVALID,
+					 "pipeline parallelism runs each stage's layers unrolled: set remat.scan: false "
+					 "under scheduler.mode xla");
+	}
+	if (t.virtual_stages > 1 && (pp <= 1 || t.pp_schedule != RM_PP_INTERLEAVED))
+		return key_error(sc, "parallelism.virtual_stages", err, RM_INVALID,
+				 "model chunks per stage need parallelism.pp > 1 and pp_schedule: interleaved");
+	/* tensor parallelism: the innermost dimension, consecutive GPUs of a node (Megatron-LM's
+	 * rank order tp, then data parallel) */
+	int64_t tp = sc->tp ? sc->tp : 1;
+	if (tp > 1) {
+		if (tp > out->gpus / pp || (out->gpus / pp) % tp != 0)
+			return key_error(sc, "parallelism.tp", err, RM_INVALID, "tp %lld must divide the %d GPUs of the cluster",
+					 (long long)tp, out->gpus);
+		if (tp <= gpn ? gpn % tp != 0 : tp % gpn != 0)
+			return key_error(sc, "parallelism.tp", err, RM_INVALID,
+					 "tensor-parallel groups of %lld GPUs do not tile nodes of %lld GPUs", (long long)tp,
+					 (long long)gpn);
+		if (tp > gpn)
+			rm_log_warn("parallelism.tp %lld spans %lld nodes: every layer's tensor-parallel collectives "
+				    "cross the network on the critical path (Megatron-LM keeps tp within a node)",
+				    (long long)tp, (long long)(tp / gpn));
+	}
+	if (tp > 1 && (out->model.heads % tp != 0 || out->model.kv_heads % tp != 0 || out->model.ffn % tp != 0))
+		return key_error(sc, "parallelism.tp", err, RM_INVALID,
+				 "tp %lld must divide the %lld attention heads, %lld key/value heads and MLP size %lld of %s "
+				 "(Megatron-LM's column/row split gives each GPU whole heads)",
+				 (long long)tp, (long long)out->model.heads, (long long)out->model.kv_heads,
+				 (long long)out->model.ffn, out->model.name);
+	if (tp > 1 && t.seq_len % tp != 0)
+		return key_error(sc, "parallelism.tp", err, RM_INVALID, "tp %lld must divide seq_len %lld", (long long)tp,
+				 (long long)t.seq_len);
+	if (sc->sp > 0 && tp == 1)
+		rm_log_warn("parallelism.sp needs parallelism.tp > 1: ignored");
+	t.tp = tp;
+	t.sp = sc->sp > 0 && tp > 1;
+	if (sc->loss_parallel >= 0)
+		t.loss_parallel = sc->loss_parallel;
+	if (sc->tp_embedding[0]) {
+		if (strcasecmp(sc->tp_embedding, "replicated") == 0)
+			t.tp_embedding_replicated = true;
+		else if (strcasecmp(sc->tp_embedding, "vocab_parallel") != 0)
+			return key_error(sc, "parallelism.tp_embedding", err, RM_INVALID,
+					 "expected vocab_parallel or replicated, got \"%s\"", sc->tp_embedding);
+	}
+	/* data parallelism: fsdp x dp_replicate GPUs, all the tensor-parallel groups */
+	/* context parallelism: after tp in the rank order (Megatron-LM's tp-cp-dp-pp); its GPUs
+	 * share sequences and join the FSDP group (torchtitan's dp_shard_cp mesh) */
+	int64_t cp = sc->cp ? sc->cp : 1;
+	if (cp > 1 && (out->gpus / pp / tp) % cp != 0)
+		return key_error(sc, "parallelism.cp", err, RM_INVALID, "cp %lld must divide the %lld GPUs tp and pp leave",
+				 (long long)cp, (long long)(out->gpus / pp / tp));
+	if (cp > 1 && t.seq_len % (2 * cp * tp) != 0)
+		return key_error(sc, "parallelism.cp", err, RM_INVALID,
+				 "seq_len %lld must be a multiple of 2 x cp %lld x tp %lld (two chunks of the sequence per "
+				 "GPU, as the load-balanced causal split runs)",
+				 (long long)t.seq_len, (long long)cp, (long long)tp);
+	if (cp > 1 && (out->model.heads / tp) % cp != 0)
+		return key_error(sc, "parallelism.cp", err, RM_INVALID, "cp %lld must divide the %lld attention heads per GPU",
+				 (long long)cp, (long long)(out->model.heads / tp));
+	t.cp = cp;
+	int dp_gpus = (int)(out->gpus / tp / pp / cp);
+	char dp_what[96];
+	if (tp > 1 && pp > 1)
+		snprintf(dp_what, sizeof(dp_what), "%d data-parallel GPUs (%d / tp %lld / pp %lld)", dp_gpus, out->gpus,
+			 (long long)tp, (long long)pp);
+	else if (tp > 1 || pp > 1)
+		snprintf(dp_what, sizeof(dp_what), "%d data-parallel GPUs (%d / %s %lld)", dp_gpus, out->gpus,
+			 tp > 1 ? "tp" : "pp", (long long)(tp > 1 ? tp : pp));
+	else
+		snprintf(dp_what, sizeof(dp_what), "%d GPUs", out->gpus);
+	if (sc->fsdp && sc->dp_replicate) {
+		if (sc->fsdp * sc->dp_replicate != dp_gpus)
+			return key_error(sc, "parallelism.dp_replicate", err, RM_INVALID,
+					 "fsdp %lld x dp_replicate %lld = %lld GPUs, but the cluster has %s (%lld x %lld)",
+					 (long long)sc->fsdp, (long long)sc->dp_replicate,
+					 (long long)(sc->fsdp * sc->dp_replicate), dp_what, (long long)gpn,
+					 (long long)sc->nodes);
+		t.fsdp = sc->fsdp;
+	} else if (sc->dp_replicate) {
+		if (sc->dp_replicate > dp_gpus || dp_gpus % sc->dp_replicate != 0)
+			return key_error(sc, "parallelism.dp_replicate", err, RM_INVALID,
+					 "dp_replicate %lld must divide the cluster's %s (%lld x %lld)", (long long)sc->dp_replicate,
+					 dp_what, (long long)gpn, (long long)sc->nodes);
+		t.fsdp = dp_gpus / sc->dp_replicate;
+	} else {
+		/* Megatron-LM replicates the parameters over its data-parallel GPUs */
+		bool megatron = strcasecmp(sc->mode, "megatron") == 0;
+		t.fsdp = sc->fsdp ? sc->fsdp : megatron ? 1 : dp_gpus;
+	}
+	if (strcasecmp(sc->mode, "megatron") == 0 && t.fsdp != 1)
+		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
+				 "scheduler.mode megatron replicates the parameters over the data-parallel GPUs (its "
+				 "distributed optimizer is parallelism.zero 1); Megatron-FSDP is not modelled: set "
+				 "parallelism.fsdp: 1 or leave it out");
 	if (sc->dtype[0] && !rm_dtype_parse(sc->dtype, &t.dtype))
 		return key_error(sc, "training.dtype", err, RM_INVALID, "unknown dtype \"%s\" (bf16, fp16, fp32)", sc->dtype);
 	if (sc->grad_dtype[0] && !rm_dtype_parse(sc->grad_dtype, &t.grad_dtype))
@@ -1125,23 +1289,62 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 "fp8_all_gather gathers fp8 weights: it needs training.gemm_dtype: fp8");
 	if (sc->fp8_all_gather >= 0)
 		t.fp8_all_gather = sc->fp8_all_gather;
-	if (t.fsdp > out->gpus || out->gpus % t.fsdp != 0)
-		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
-				 "FSDP degree %lld must divide the %d GPUs of the cluster (%lld x %lld)", (long long)t.fsdp,
-				 out->gpus, (long long)gpn, (long long)sc->nodes);
-	int fsdp_nodes = t.fsdp <= gpn ? 1 : (int)(t.fsdp / gpn);
-	if (t.fsdp > gpn && t.fsdp % gpn != 0)
+	if (t.fsdp > dp_gpus || dp_gpus % t.fsdp != 0)
+		return key_error(sc, "parallelism.fsdp", err, RM_INVALID, "FSDP degree %lld must divide the cluster's %s (%lld x %lld)",
+				 (long long)t.fsdp, dp_what, (long long)gpn, (long long)sc->nodes);
+	t.dp_replicate = dp_gpus / t.fsdp;
+	t.fsdp *= cp; /* the FSDP group spans the context-parallel GPUs too */
+	/* the FSDP group: one GPU of each of F consecutive tensor-parallel groups; a node holds
+	 * `slots` of its members */
+	int64_t slots = tp < gpn ? gpn / tp : 1;
+	int tp_nodes = tp > gpn ? (int)(tp / gpn) : 1;
+	int fsdp_nodes = t.fsdp <= slots ? 1 : (int)(t.fsdp / slots);
+	if (t.fsdp > slots && t.fsdp % slots != 0)
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
 				 "an FSDP group across nodes must take whole nodes of %lld GPUs (got %lld)", (long long)gpn,
-				 (long long)t.fsdp);
-	if (out->gpus / t.fsdp > 1)
-		rm_log_warn("%d GPUs with FSDP %lld: the %d replicas run the same schedule; data-parallel "
-			    "gradient all-reduce across replicas is not modelled yet",
-			    out->gpus, (long long)t.fsdp, (int)(out->gpus / t.fsdp));
+				 (long long)(t.fsdp * tp));
+	if (t.dp_replicate > 1 && t.fsdp < slots && slots % t.fsdp != 0)
+		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
+				 "FSDP groups of %lld GPUs do not tile nodes of %lld GPUs: a group would straddle two "
+				 "nodes",
+				 (long long)(t.fsdp * tp), (long long)gpn);
+	/* the replica group: one GPU of each tp x fsdp block, over the nodes the blocks tile */
+	int64_t block_nodes = tp * t.fsdp > gpn ? tp * t.fsdp / gpn : 1;
+	int64_t stage_nodes = sc->nodes / pp > 0 ? sc->nodes / pp : 1;
+	int replica_nodes = (int)(stage_nodes / block_nodes > 0 ? stage_nodes / block_nodes : 1);
+	if (sc->zero)
+		t.zero = (int)sc->zero;
+	if (t.zero < 3 && strcasecmp(sc->mode, "fsdp2") == 0)
+		return key_error(sc, "parallelism.zero", err, RM_INVALID,
+				 "zero %d applies to scheduler.mode xla or ideal: PyTorch FSDP2 shards the optimizer "
+				 "state over the FSDP group (zero 3), replicated across dp_replicate",
+				 t.zero);
+	if (t.zero < 3 && t.dp_replicate == 1)
+		rm_log_warn("parallelism.zero %d with one replica shards exactly as zero 3 does (over the %lld GPUs "
+			    "of the FSDP group)",
+			    t.zero, (long long)t.fsdp);
+	int cp_nodes = tp * cp > gpn ? (int)(tp >= gpn ? cp : tp * cp / gpn) : 1;
+	if (sc->global_batch) {
+		int64_t per_step = t.micro_batch * (t.fsdp / cp) * t.dp_replicate;
+		if (sc->global_batch % per_step != 0)
+			return key_error(sc, "training.global_batch", err, RM_INVALID,
+					 "global_batch %lld is not a multiple of micro_batch %lld x %lld data-parallel "
+					 "GPUs = %lld sequences per micro-batch step",
+					 (long long)sc->global_batch, (long long)t.micro_batch,
+					 (long long)(t.fsdp / cp * t.dp_replicate), (long long)per_step);
+		int64_t accum = sc->global_batch / per_step;
+		if (sc->grad_accum && sc->grad_accum != accum)
+			return key_error(sc, "training.global_batch", err, RM_INVALID,
+					 "global_batch %lld = micro_batch %lld x %lld data-parallel GPUs x %lld "
+					 "micro-batches, but training.grad_accum says %lld",
+					 (long long)sc->global_batch, (long long)t.micro_batch,
+					 (long long)(t.fsdp / cp * t.dp_replicate), (long long)accum, (long long)sc->grad_accum);
+		t.grad_accum = accum;
+	}
 	/* the program holds L x grad_accum copies of a layer's ops (each micro-batch has its own
 	 * tensors): bound it so a scenario cannot ask for gigabytes of schedule */
 	if (out->model.layers * t.grad_accum > RM_SCENARIO_MAX_LAYER_STEPS)
-		return key_error(sc, sc->grad_accum ? "training.grad_accum" : "model", err, RM_RANGE,
+		return key_error(sc, sc->global_batch ? "training.global_batch" : sc->grad_accum ? "training.grad_accum" : "model", err, RM_RANGE,
 				 "%lld layers x grad_accum %lld = %lld layer passes per step, over the %d remora "
 				 "simulates in one program; lower training.grad_accum (the step time scales "
 				 "linearly with it past a few micro-batches)",
@@ -1172,6 +1375,27 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		out->memory = rm_memory_budget_with_headroom(&out->hw, (int)t.fsdp, fsdp_nodes, (int64_t)hb);
 	} else {
 		out->memory = rm_memory_budget_default(&out->hw, (int)t.fsdp, fsdp_nodes);
+		if (cp > 1) {
+			/* and the context-parallel group's */
+			rm_memory_budget cb = rm_memory_budget_default(&out->hw, (int)cp, cp_nodes);
+			out->memory.nccl_buffer_bytes += cb.nccl_buffer_bytes;
+			out->memory.headroom_bytes += cb.nccl_buffer_bytes;
+			out->memory.usable_bytes -= cb.nccl_buffer_bytes;
+		}
+		if (tp > 1) {
+			/* the tensor-parallel group's communicator holds its own buffers */
+			rm_memory_budget tb = rm_memory_budget_default(&out->hw, (int)tp, tp_nodes);
+			out->memory.nccl_buffer_bytes += tb.nccl_buffer_bytes;
+			out->memory.headroom_bytes += tb.nccl_buffer_bytes;
+			out->memory.usable_bytes -= tb.nccl_buffer_bytes;
+		}
+		if (t.dp_replicate > 1) {
+			/* the replica group's communicator holds its own buffers */
+			rm_memory_budget rb = rm_memory_budget_default(&out->hw, (int)t.dp_replicate, replica_nodes);
+			out->memory.nccl_buffer_bytes += rb.nccl_buffer_bytes;
+			out->memory.headroom_bytes += rb.nccl_buffer_bytes;
+			out->memory.usable_bytes -= rb.nccl_buffer_bytes;
+		}
 		if (out->memory.usable_bytes <= 0)
 			return key_error(sc, rm_scenario_key_pos(sc, "hardware.hbm_gib") ? "hardware.hbm_gib" : "hardware", err, RM_RANGE,
 					 "%.2f GiB of HBM leave nothing for tensors: the CUDA context, NCCL buffers and "
@@ -1220,6 +1444,9 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	*c = rm_schedule_config_default(out->wl, out->policy, &out->hw);
 	c->flags = out->flags;
 	c->fsdp_nodes = fsdp_nodes;
+	c->replica_nodes = replica_nodes;
+	c->tp_nodes = tp_nodes;
+	c->cp_nodes = cp_nodes;
 	c->scan = sc->scan;
 	if (strcasecmp(sc->mode, "xla") == 0)
 		c->mode = RM_SCHED_XLA;
@@ -1227,10 +1454,27 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		c->mode = RM_SCHED_IDEAL;
 	else if (strcasecmp(sc->mode, "fsdp2") == 0)
 		c->mode = RM_SCHED_FSDP2;
-	else {
+	else if (strcasecmp(sc->mode, "megatron") == 0) {
+		/* Megatron-LM: PyTorch with Transformer Engine's kernels, its DDP (or distributed
+		 * optimizer) on a PyTorch stream of its own: the fsdp2 runtime without FSDP */
+		c->mode = RM_SCHED_FSDP2;
+		c->megatron = true;
+		c->grad_sync_last = true; /* the gradient buckets reduce in the last micro-batch */
+	} else {
 		rm_scenario_resolved_finish(out);
-		return key_error(sc, "scheduler.mode", err, RM_INVALID, "expected xla, ideal or fsdp2, got \"%s\"",
+		return key_error(sc, "scheduler.mode", err, RM_INVALID, "expected xla, ideal, fsdp2 or megatron, got \"%s\"",
 				 sc->mode);
+	}
+	c->overlap_grad_reduce = sc->overlap_grad_reduce != 0;
+	c->overlap_param_gather = sc->overlap_param_gather != 0;
+	{
+		static const char *const mkeys[] = {"scheduler.overlap_grad_reduce", "scheduler.overlap_param_gather"};
+		for (size_t i = 0; i < RM_ARRAY_SIZE(mkeys); i++)
+			if (!c->megatron && rm_scenario_key_pos(sc, mkeys[i])) {
+				rm_scenario_resolved_finish(out);
+				return key_error(sc, mkeys[i], err, RM_INVALID, "applies to scheduler.mode megatron (Megatron-LM's "
+						 "--overlap-grad-reduce, --overlap-param-gather)");
+			}
 	}
 	/* PyTorch runs its layers as Python code: there is no scan to keep stacked residuals */
 	if (c->mode == RM_SCHED_FSDP2) {
@@ -1249,6 +1493,26 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				rm_log_warn("%s has no effect under scheduler.mode %s", xla_only[i], rm_sched_mode_name(c->mode));
 	}
 	c->recompute_num_layers = (int)sc->recompute_num_layers;
+	/* Megatron-LM's --recompute-method: block recomputes the first recompute_num_layers layers
+	 * (what remora models); uniform checkpoints the input of every group of that many layers
+	 * and recomputes the group at once, which is per-layer full recompute only for groups of 1 */
+	if (sc->recompute_method[0]) {
+		bool uniform = strcasecmp(sc->recompute_method, "uniform") == 0;
+		if (!uniform && strcasecmp(sc->recompute_method, "block") != 0) {
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "remat.recompute_method", err, RM_INVALID, "expected uniform or block, got \"%s\"",
+					 sc->recompute_method);
+		}
+		if (uniform && sc->recompute_num_layers > 1) {
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "remat.recompute_method", err, RM_UNSUPPORTED,
+					 "uniform groups of %lld layers are not modelled (each layer recomputes from its own "
+					 "input); use recompute_num_layers 1, or block",
+					 (long long)sc->recompute_num_layers);
+		}
+		if (uniform)
+			c->recompute_num_layers = 0; /* every layer, from its own input */
+	}
 	/* jax.checkpoint's and flax nn.remat's default */
 	c->prevent_cse = sc->prevent_cse != 0;
 	if (sc->reshard_after_forward >= 0) {
@@ -1288,7 +1552,21 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	/* the kernels the runtime launches (docs/sim.md "Kernel model") */
 	rm_kernel_config *kc = &out->cost.kernels;
 	*kc = rm_kernel_config_default();
-	if (c->mode == RM_SCHED_FSDP2) {
+	if (c->megatron) {
+		/* Transformer Engine: cuDNN fused attention and fused norm, rotary, bias-activation
+		 * and softmax kernels, launched from Python (no torch.compile) */
+		kc->attention = RM_ATTN_CUDNN;
+		if (sc->compile > 0) {
+			rm_scenario_resolved_finish(out);
+			return key_error(sc, "training.compile", err, RM_INVALID,
+					 "scheduler.mode megatron runs Transformer Engine's fused kernels, not torch.compile");
+		}
+		out->compile = false;
+		kc->fused = true;
+		kc->host_us = EAGER_HOST_US;
+		c->compile_partitioner = false;
+		c->eager = false;
+	} else if (c->mode == RM_SCHED_FSDP2) {
 		/* PyTorch: SDPA's flash (FlashAttention-2) backend by default; eager unless compiled */
 		kc->attention = RM_ATTN_FLASH2;
 		out->compile = sc->compile > 0;

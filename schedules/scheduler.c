@@ -188,8 +188,17 @@ typedef struct ctx {
 	int64_t grad_live; /* gradient shards, live from the backward to the optimizer (bytes) */
 	weight_groups ag, rs;
 	int64_t norm_elems; /* replicated norm weights per layer (all-reduced) */
+	int last_wgrad;     /* the layer graph's last weight-gradient op (data parallelism without
+			     * FSDP all-reduces a layer's gradients after it) */
 	bool pipe_ag, pipe_rs, pipe_ar;
 	bool barrier; /* prevent_cse's optimization barrier fences the backward's gathers */
+	/* data parallelism across FSDP groups (HSDP, ZeRO-1/2, DDP): each gradient reduction over
+	 * the FSDP group is followed by one over the replica group of R GPUs on rep_nodes nodes, an
+	 * all-reduce (zero 3: the optimizer state is replicated across replicas) or a
+	 * reduce-scatter to the optimizer's slice (zero 1, 2), and with zero 1, 2 the updated
+	 * slices are all-gathered across the replicas after the optimizer step */
+	int R, rep_nodes;
+	bool rep_rs;
 	const rm_cost_model *cost;
 	rm_schedule_report *rep;
 	/* fused memory-bound kernels (schedules/fusion.h), once per plan: the layer's forward and
@@ -305,6 +314,19 @@ static double slot_units(const ctx *x, const rm_op *op)
 	return slot_units_at(x, op, 0, op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD);
 }
 
+/* The cross-replica collective that follows a gradient reduction of `bytes` (the full input of
+ * the FSDP group's reduce-scatter, or an all-reduce's buffer) over the FSDP group: its kind and
+ * its full buffer (the reduce-scatter's output, the all-reduce's buffer). */
+static rm_collective_cost replica_coll(const ctx *x, rm_coll kind, int64_t bytes)
+{
+	int64_t buf = kind == RM_COLL_REDUCE_SCATTER ? bytes / x->wl->train.fsdp : bytes;
+	return (rm_collective_cost){.op = x->rep_rs && kind == RM_COLL_REDUCE_SCATTER ? RM_COLL_REDUCE_SCATTER
+										       : RM_COLL_ALL_REDUCE,
+				    .bytes = buf,
+				    .group_size = x->R,
+				    .span = x->rep_nodes};
+}
+
 static double coll_latency(const ctx *x, ckind kind, int64_t bytes)
 {
 	if (timed_costs(x)) {
@@ -315,7 +337,13 @@ static double coll_latency(const ctx *x, ckind kind, int64_t bytes)
 					       .bytes = bytes,
 					       .group_size = (int32_t)x->cfg->wl->train.fsdp,
 					       .span = x->cfg->fsdp_nodes}};
-		return x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
+		double t = x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
+		if (x->R > 1 && kind != CK_AG) {
+			/* the cross-replica reduction runs behind it on the same stream */
+			c.collective = replica_coll(x, ckind_coll[kind], bytes);
+			t += x->cost->op_time_s(x->cost, &c, x->cfg->hw) * 1e6;
+		}
+		return t;
 	}
 	return UNITS_ASYNC_COLLECTIVE;
 }
@@ -629,10 +657,15 @@ typedef struct emitter {
 	int32_t embed_ag, head_ag, embed_grads, head_grads, final_norm_grads;
 	int32_t *embed_fwd, *head_fwd;
 	int32_t chain;               /* the gradient flowing back (tensor), -1 */
+	int32_t replica_last;        /* event of the last async cross-replica reduction, -1: the
+				      * optimizer waits for it (they run in order on one stream) */
 	int32_t *pending;            /* waits for the next compute op */
 	int n_pending, cap_pending;
 	char name[160];
 } emitter;
+
+static bool param_gather_ahead(const ctx *x);
+static void emit_param_gather(emitter *e, const char *name, int64_t elems, int layer);
 
 /* Names of ops and tensors; a search (cfg->lean) skips formatting them. */
 #define TNAME(e, buf, ...)                                                                       \
@@ -735,6 +768,10 @@ static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
 		c.kind = RM_COST_ATTENTION;
 		c.attention.shape = op->attention;
 		c.attention.backward = op->phase != RM_PHASE_FWD;
+	} else if (op->kind == RM_OP_COLLECTIVE) {
+		/* the group is the scenario's (op_cost fills it) */
+		c.kind = RM_COST_COLLECTIVE;
+		c.collective = (rm_collective_cost){.op = op->coll, .bytes = op->coll_bytes, .group_size = 1, .span = 1};
 	} else {
 		c.kind = RM_COST_ELEMENTWISE;
 		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops, op->mclass, 1};
@@ -772,6 +809,12 @@ static const sched_fusion *fusion_of(const ctx *x, const rm_op *op, int l, rm_pr
 static rm_cost_op op_cost(const ctx *x, const rm_op *op, int l, rm_program_phase ph)
 {
 	rm_cost_op c = graph_op_cost(op, x->cfg->eager);
+	if (c.kind == RM_COST_COLLECTIVE) {
+		c.collective.group_size = (int32_t)(op->coll_cp ? x->wl->train.cp : x->wl->train.tp);
+		int span = op->coll_cp ? x->cfg->cp_nodes : x->cfg->tp_nodes;
+		c.collective.span = span > 0 ? span : 1;
+		return c;
+	}
 	int i;
 	const sched_fusion *f = c.kind == RM_COST_ELEMENTWISE ? fusion_of(x, op, l, ph, &i) : NULL;
 	if (f)
@@ -872,6 +915,11 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 				out[no++] = t->fwd[v];
 			}
 		}
+		if (!rec && mb == 0 && s->op == 0 && param_gather_ahead(x)) {
+			char gn[160];
+			TNAME(e, gn, "layer%02d/fwd/param-all-gather-replicas", l);
+			emit_param_gather(e, gn, x->layer->params, l);
+		}
 		emit(e, &d, in, ni, out, no, -1, NULL);
 		/* offload right after the producer */
 		if (!rec)
@@ -915,9 +963,30 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 			}
 		}
 		emit(e, &d, in, ni, out, no, -1, NULL);
+		if (x->R > 1 && x->cfg->wl->train.fsdp == 1 && s->op == x->last_wgrad && mb == x->A - 1 &&
+		    (!x->cfg->megatron || x->cfg->overlap_grad_reduce)) {
+			/* data parallelism without FSDP: the layer's gradients, complete after its last
+			 * weight gradient of the last micro-batch, all-reduced across the replicas while
+			 * the layers below run their backward (DDP's buckets, XLA's per-layer
+			 * all-reduce after the accumulation) */
+			char rn[192];
+			TNAME(e, rn, "%slayer%02d/bwd/all-reduce-replicas", mbs, l);
+			rm_program_op_desc r = rm_program_op_desc_init(rn, RM_COST_COLLECTIVE, e->s_rs);
+			/* ZeRO-1/2 (Megatron-LM's distributed optimizer): reduce-scattered to the
+			 * optimizer's slices instead */
+			r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
+								 .bytes = x->layer->params * x->gsize,
+								 .group_size = x->R,
+								 .span = x->rep_nodes};
+			r.layer = l;
+			r.phase = RM_PPHASE_BWD;
+			int32_t rin[1] = {e->grad_shard};
+			emit(e, &r, rin, 1, NULL, 0, e->last_event, &e->replica_last);
+			x->rep->replica_collectives++;
+		}
 		return;
 	}
-	if (is_norm_op(&g->ops[fwd]) && x->norm_elems > 0 && x->cfg->wl->train.fsdp > 1) {
+	if (is_norm_op(&g->ops[fwd]) && op->kind != RM_OP_COLLECTIVE && x->norm_elems > 0 && x->cfg->wl->train.fsdp > 1) {
 		if (gt->norm_grads < 0) {
 			char tn[160];
 			TNAME(e, tn, "%slayer%02d/norm_grads", mbs, l);
@@ -1029,6 +1098,22 @@ static void emit_coll(emitter *e, const coll *k, int l, int mb, bool sync, int32
 	int32_t ev = -1;
 	emit(e, &d, ins, ni, &out, out >= 0, sync ? -1 : e->last_event, &ev);
 	*event_out = ev;
+	if (k->kind != CK_AG && x->R > 1) {
+		/* the cross-replica reduction of what the FSDP group reduced, in place in the
+		 * gradient shard, behind it on the same stream; the optimizer waits for it */
+		char rn[192];
+		TNAME(e, rn, "%s/replicas", e->name);
+		rm_program_op_desc r = rm_program_op_desc_init(rn, RM_COST_COLLECTIVE, d.stream);
+		r.cost.collective = replica_coll(x, ckind_coll[k->kind], k->bytes);
+		r.layer = d.layer;
+		r.phase = d.phase;
+		int32_t rin[1] = {e->grad_shard}, rev = -1;
+		emit(e, &r, rin, 1, NULL, 0, -1, &rev);
+		if (!sync)
+			e->replica_last = rev;
+		x->rep->replica_collectives++;
+		x->rep->replica_sync += sync;
+	}
 	x->rep->collectives++;
 	if (sync) {
 		x->rep->sync++;
@@ -1072,6 +1157,8 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 					     RM_LOC_DEVICE, false);
 			out[no++] = fwdt[v];
 		}
+		if (pt == PART_EMBED && s->op == 0 && s->mb == 0 && param_gather_ahead(x))
+			emit_param_gather(e, "embedding/fwd/param-all-gather-replicas", x->embed->params + x->head->params, -1);
 		emit(e, &d, in, ni, out, no, -1, NULL);
 		return;
 	}
@@ -1087,7 +1174,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		in[ni++] = e->grad_shard; /* nothing to reduce: accumulated where the optimizer reads */
 	else if (op->phase == RM_PHASE_BWD_WGRAD)
 		grads = pt == PART_EMBED ? &e->embed_grads : &e->head_grads;
-	else if (is_norm_op(&g->ops[op->fwd_op]) && x->cfg->wl->train.fsdp > 1)
+	else if (is_norm_op(&g->ops[op->fwd_op]) && op->kind != RM_OP_COLLECTIVE && x->cfg->wl->train.fsdp > 1)
 		grads = &e->final_norm_grads;
 	if (grads) {
 		if (*grads < 0) {
@@ -1249,28 +1336,66 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
  * 12 FLOPs a parameter (the emitted op and the LHS's price of it). */
 static rm_elementwise_cost optimizer_update_cost(const rm_static_memory *sm)
 {
-	int64_t rw = sm->params + sm->master + sm->optimizer;
-	return (rm_elementwise_cost){.bytes_read = rw + sm->grads, .bytes_written = rw,
-				     .flops = 12.0 * (double)sm->shard_elems, .cls = RM_MB_OPTIMIZER};
+	int64_t rw = sm->update_params + sm->master + sm->optimizer;
+	return (rm_elementwise_cost){.bytes_read = rw + sm->update_grads, .bytes_written = rw,
+				     .flops = 12.0 * (double)sm->opt_elems, .cls = RM_MB_OPTIMIZER};
+}
+
+/* Megatron-LM's overlap_param_gather: the distributed optimizer's updated slices all-gathered
+ * per layer ahead of its forward (the previous step's update, in the steady state) */
+static bool param_gather_ahead(const ctx *x)
+{
+	return x->cfg->megatron && x->cfg->overlap_param_gather && x->R > 1 && x->rep_rs;
+}
+
+/* The all-gather of `elems` parameters over the replicas that the next compute op waits for. */
+static void emit_param_gather(emitter *e, const char *name, int64_t elems, int layer)
+{
+	const ctx *x = e->x;
+	rm_program_op_desc a = rm_program_op_desc_init(name, RM_COST_COLLECTIVE, e->s_coll);
+	a.cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_GATHER, .bytes = elems * x->psize,
+						 .group_size = x->R, .span = x->rep_nodes};
+	a.layer = layer;
+	a.phase = RM_PPHASE_FWD;
+	int32_t ain[1] = {e->param_shard}, ev = -1;
+	emit(e, &a, ain, 1, NULL, 0, -1, &ev);
+	add_pending(e, ev);
+	x->rep->replica_collectives++;
 }
 
 static void emit_optimizer(emitter *e)
 {
 	const ctx *x = e->x;
 	rm_static_memory sm = rm_workload_static_memory(x->wl);
+	if (x->R > 1 && x->wl->train.fsdp == 1) {
+		/* data parallelism without FSDP: the embedding's and head's gradients (and the final
+		 * norm's), complete with the embedding's backward, all-reduced before the step */
+		rm_program_op_desc r = rm_program_op_desc_init("optimizer/all-reduce-replicas", RM_COST_COLLECTIVE, e->s_rs);
+		int64_t elems = x->embed->params + x->head->params;
+		if (x->cfg->megatron && !x->cfg->overlap_grad_reduce)
+			elems = rm_workload_rank_params(x->wl); /* every bucket after the backward */
+		r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
+							 .bytes = elems * x->gsize,
+							 .group_size = x->R, .span = x->rep_nodes};
+		r.phase = RM_PPHASE_BWD;
+		int32_t rin[1] = {e->grad_shard};
+		emit(e, &r, rin, 1, NULL, 0, e->last_event, &e->replica_last);
+		x->rep->replica_collectives++;
+	}
+	add_pending(e, e->replica_last);
 	if (x->wl->train.grad_clip) {
 		/* clip_grad_norm_ (foreach): the global norm reads every gradient shard once, then the
 		 * scale by max_norm / norm reads and writes them; the all-reduce of the one-number norm
 		 * costs NCCL's small-message floor and is left out */
 		rm_program_op_desc n = rm_program_op_desc_init("optimizer/grad_norm", RM_COST_ELEMENTWISE, e->s_compute);
-		n.cost.elementwise = (rm_elementwise_cost){.bytes_read = sm.grads, .flops = 2.0 * (double)sm.shard_elems,
+		n.cost.elementwise = (rm_elementwise_cost){.bytes_read = sm.update_grads, .flops = 2.0 * (double)sm.opt_elems,
 							   .cls = RM_MB_OPTIMIZER};
 		n.phase = RM_PPHASE_OPTIMIZER;
 		int32_t gin[1] = {e->grad_shard};
 		emit(e, &n, gin, 1, NULL, 0, -1, NULL);
 		rm_program_op_desc c = rm_program_op_desc_init("optimizer/clip", RM_COST_ELEMENTWISE, e->s_compute);
-		c.cost.elementwise = (rm_elementwise_cost){.bytes_read = sm.grads, .bytes_written = sm.grads,
-							   .flops = (double)sm.shard_elems, .cls = RM_MB_OPTIMIZER};
+		c.cost.elementwise = (rm_elementwise_cost){.bytes_read = sm.update_grads, .bytes_written = sm.update_grads,
+							   .flops = (double)sm.opt_elems, .cls = RM_MB_OPTIMIZER};
 		c.phase = RM_PPHASE_OPTIMIZER;
 		emit(e, &c, gin, 1, NULL, 0, -1, NULL);
 	}
@@ -1279,6 +1404,20 @@ static void emit_optimizer(emitter *e)
 	d.phase = RM_PPHASE_OPTIMIZER;
 	int32_t in[4] = {e->param_shard, e->master, e->opt_state, e->grad_shard};
 	emit(e, &d, in, 4, NULL, 0, -1, NULL);
+	if (x->R > 1 && x->rep_rs && !param_gather_ahead(x)) {
+		/* ZeRO-1/2: each GPU updated its 1/(fsdp x R) slice; the replica group all-gathers the
+		 * slices back into the parameter shard the next step's FSDP gathers read (bytes: the
+		 * full output, the parameter shard) */
+		rm_program_op_desc a = rm_program_op_desc_init("optimizer/all-gather-replicas", RM_COST_COLLECTIVE, e->s_coll);
+		a.cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_GATHER,
+							 .bytes = sm.shard_elems * x->psize,
+							 .group_size = x->R,
+							 .span = x->rep_nodes};
+		a.phase = RM_PPHASE_OPTIMIZER;
+		int32_t ain[1] = {e->param_shard};
+		emit(e, &a, ain, 1, NULL, 0, e->last_event, NULL);
+		x->rep->replica_collectives++;
+	}
 }
 
 /* Entry (or unrolled) computation: loops are single slots, layers of an unrolled step inline. */
@@ -1731,6 +1870,14 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		return NULL;
 	}
 	const rm_workload *wl = cfg->wl;
+	if (wl->train.pp > 1) {
+		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+			     "a pipelined scenario (parallelism.pp %lld) is simulated stage by stage, as `remora "
+			     "simulate` does; one program of the whole step (`remora schedule`, search, validate, "
+			     "exec) is not built for it yet",
+			     (long long)wl->train.pp);
+		return NULL;
+	}
 	int fsdp = (int)wl->train.fsdp, nodes = cfg->fsdp_nodes > 0 ? cfg->fsdp_nodes : 1;
 	int gpn = (int)cfg->hw->gpus_per_node;
 	if (fsdp % nodes != 0 || fsdp / nodes > gpn) {
@@ -1766,6 +1913,13 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	for (int i = 0; i < x.layer->n_fwd_ops; i++)
 		if (is_norm_op(&x.layer->ops[i]))
 			x.norm_elems += x.layer->ops[i].weight_elems;
+	x.last_wgrad = -1;
+	for (int i = 0; i < x.layer->n_ops; i++)
+		if (x.layer->ops[i].phase == RM_PHASE_BWD_WGRAD)
+			x.last_wgrad = i;
+	x.R = wl->train.dp_replicate > 1 ? (int)wl->train.dp_replicate : 1;
+	x.rep_nodes = cfg->replica_nodes > 0 ? cfg->replica_nodes : 1;
+	x.rep_rs = wl->train.zero < 3;
 	x.cost = cfg->cost ? cfg->cost : rm_cost_model_default();
 	rm_static_memory sm = rm_workload_static_memory(wl);
 	int64_t tokens = wl->train.micro_batch * wl->train.seq_len;
@@ -1823,13 +1977,14 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	schedule_comp(&x, &entry);
 
 	/* emission */
-	emitter e = {.x = &x, .p = rm_program_create(NULL), .last_event = -1, .chain = -1};
+	emitter e = {.x = &x, .p = rm_program_create(NULL), .last_event = -1, .chain = -1, .replica_last = -1};
 	char pname[160];
 	snprintf(pname, sizeof(pname), "%s fsdp%d b%lld s%lld %s", wl->model.name, fsdp,
 		 (long long)wl->train.micro_batch, (long long)wl->train.seq_len, rm_sched_mode_name(cfg->mode));
 	free(e.p->name);
 	e.p->name = rm_xstrdup(pname);
-	e.p->tokens = tokens * x.A;
+	/* the GPUs of a tensor-parallel group share their tokens: each counts 1/tp of them */
+	e.p->tokens = tokens * x.A / (wl->train.tp > 1 ? wl->train.tp : 1) / (wl->train.cp > 1 ? wl->train.cp : 1);
 	e.p->model_flops = rm_workload_mfu_flops_per_token(wl) * (double)e.p->tokens;
 	e.s_compute = rm_program_add_stream(e.p, "compute", RM_STREAM_COMPUTE, 0);
 	e.s_coll = rm_program_add_stream(e.p, "collectives", RM_STREAM_COLLECTIVE,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "search_internal.h"
@@ -228,6 +229,13 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 	s->resolver = resolver;
 	if (rm_scenario_resolve(&s->base, resolver, &s->res0, err) != RM_OK)
 		goto fail;
+	if (s->res0.train.pp > 1) {
+		const rm_scenario_pos *at = rm_scenario_key_pos(sc, "parallelism.pp");
+		rm_error_set(err, RM_UNSUPPORTED, sc->path, at ? at->line : 0, at ? at->column : 0,
+			     "parallelism.pp: the search does not cover pipelined scenarios yet; `remora simulate` "
+			     "runs one");
+		goto fail;
+	}
 	/* the scenario's identity: the digest of what it resolves to (everything but its search
 	 * section, which only chooses candidates), cost-model revision included */
 	rm_scenario_resolved_digest(&s->res0, s->scenario_hash);
@@ -435,8 +443,11 @@ rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c,
 	size_t used = strlen(sc.xla_flags);
 	if (c->flags[0])
 		snprintf(sc.xla_flags + used, sizeof(sc.xla_flags) - used, "%s%s", used ? " " : "", c->flags);
-	snprintf(sc.mode, sizeof(sc.mode), "%s",
-		 c->ideal ? "ideal" : s->res0.sched.mode == RM_SCHED_FSDP2 ? "fsdp2" : "xla");
+	/* the scenario's own runtime (xla, fsdp2 or megatron), or the bound */
+	if (c->ideal)
+		snprintf(sc.mode, sizeof(sc.mode), "ideal");
+	else if (strcasecmp(sc.mode, "ideal") == 0)
+		snprintf(sc.mode, sizeof(sc.mode), "xla");
 	return rm_scenario_resolve(&sc, s->resolver, out, err);
 }
 

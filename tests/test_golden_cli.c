@@ -103,6 +103,13 @@ Test(golden, describe_llama2_7b_text)
 	golden("describe-llama-2-7b.txt", "describe llama-2-7b");
 }
 
+/* MoE and MLA have no op graph yet: describe prints the parameters (total 671,026,419,200 and
+ * active 37,552,297,472, docs/reference/models.csv) and says what is not modelled, exit 0. */
+Test(golden, describe_deepseek_v3_parameters_only)
+{
+	golden("describe-deepseek-v3.txt", "describe deepseek-v3");
+}
+
 Test(golden, hw_show_h100_json)
 {
 	golden("hw-h100-sxm.json", "hw show h100-sxm --json");
@@ -116,6 +123,14 @@ Test(golden, collective_table_json)
 Test(golden, collective_all_pairs_text)
 {
 	golden("collective-all-gather-16MiB.txt", "collective --op all-gather --bytes 16MiB --gpus 8 --all");
+}
+
+/* One GPU on each of 16 nodes (a TP-8 job's data-parallel group): NCCL's own model picks PAT at
+ * 4 MiB (tests/test_nccl.c derives every pair's time) and holds 4 channels. */
+Test(golden, collective_one_gpu_per_node_text)
+{
+	golden("collective-all-gather-4MiB-16x1.txt",
+	       "collective --op all-gather --bytes 4MiB --gpus 16 --nodes 16 --raw --all");
 }
 
 static char *seed_arg(void)
@@ -255,6 +270,7 @@ Test(cli_errors, bad_usage_exits_2)
 		{"collective --op all-gather --bytes 1MiB", "missing --gpus"},
 		{"collective --op all-gather --bytes 1MiB --gpus 8 --algo Butterfly", "unknown algorithm 'Butterfly'"},
 		{"collective --table --nccl-version 1.2", "older than the oldest modelled"},
+		{"collective --op all-gather --bytes 1MiB --gpus 16 --nodes 2 --cpu sparc", "--cpu: unknown vendor 'sparc'"},
 		{"simulate", "missing SCENARIO"},
 		{"search", "missing SCENARIO"},
 		{"search x.yaml --jobs 0", "--jobs expects a positive integer"},

@@ -193,3 +193,171 @@ Test(hfconfig, nul_byte_is_refused_before_parsing)
 	cr_assert_eq(err.column, 8);
 	cr_assert(strstr(err.msg, "control character 0x00"), "%s", err.msg);
 }
+
+/* ---- mixture of experts ---- */
+
+/* Small configs, one key a line, so that every value's line and column is plain to see. */
+#define QWEN2_MOE \
+	"{\n" \
+	" \"architectures\": [\"Qwen2MoeForCausalLM\"],\n" \
+	" \"vocab_size\": 1000,\n" \
+	" \"hidden_size\": 64,\n" \
+	" \"num_hidden_layers\": 4,\n" \
+	" \"num_attention_heads\": 4,\n" \
+	" \"num_key_value_heads\": 2,\n" \
+	" \"intermediate_size\": 256,\n" \
+	" \"moe_intermediate_size\": 32,\n" \
+	" \"shared_expert_intermediate_size\": 128,\n" \
+	" \"num_experts\": 8,\n" \
+	" \"num_experts_per_tok\": 2,\n" \
+	" \"decoder_sparse_step\": 2,\n" \
+	" \"mlp_only_layers\": [1]\n" \
+	"}\n"
+
+#define DEEPSEEK \
+	"{\n" \
+	" \"architectures\": [\"DeepseekV3ForCausalLM\"],\n" \
+	" \"vocab_size\": 1000,\n" \
+	" \"hidden_size\": 64,\n" \
+	" \"num_hidden_layers\": 3,\n" \
+	" \"num_attention_heads\": 4,\n" \
+	" \"intermediate_size\": 256,\n" \
+	" \"moe_intermediate_size\": 32,\n" \
+	" \"n_routed_experts\": 8,\n" \
+	" \"num_experts_per_tok\": 2,\n" \
+	" \"n_shared_experts\": null,\n" \
+	" \"first_k_dense_replace\": 1,\n" \
+	" \"q_lora_rank\": null,\n" \
+	" \"kv_lora_rank\": 16,\n" \
+	" \"qk_nope_head_dim\": 8,\n" \
+	" \"qk_rope_head_dim\": 4,\n" \
+	" \"v_head_dim\": 8,\n" \
+	" \"topk_method\": \"greedy\"\n" \
+	"}\n"
+
+/* text with the first occurrence of from replaced by to (static buffer; one use at a time) */
+static const char *with(const char *text, const char *from, const char *to)
+{
+	static char buf[2048];
+	const char *at = strstr(text, from);
+	cr_assert_not_null(at, "'%s' not in the base text", from);
+	snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+	return buf;
+}
+
+static rm_model_config parse_ok(const char *text)
+{
+	rm_model_config m;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_model_config_parse(text, strlen(text), "mem.json", &m, &err), RM_OK, "%s", err.msg);
+	return m;
+}
+
+/*
+ * Qwen2-MoE, h = 64, 4 layers, decoder_sparse_step 2 and mlp_only_layers [1]: only layer 3 is MoE
+ * ((i + 1) % 2 == 0 for layers 1 and 3; layer 1 is listed dense). By hand:
+ *   attention 64x64 + 2 x 64x32 + 64x64 + biases 64 + 2 x 32 = 12,416; norms 2 x 64
+ *   dense layer 12,416 + 128 + 3 x 64 x 256 = 61,696
+ *   MoE layer 12,416 + 128 + 8 x 3 x 64 x 32 + shared 3 x 64 x 128 + router 8 x 64 + gate 64 = 86,848
+ *   total 3 x 61,696 + 86,848 + 2 x 1000 x 64 + 64 = 400,000; active 400,000 - 6 x 3 x 64 x 32
+ */
+Test(hfconfig, qwen2_moe_dense_layers_and_count)
+{
+	rm_model_config m = parse_ok(QWEN2_MOE);
+	cr_assert_eq(m.arch, RM_ARCH_QWEN2_MOE);
+	cr_assert(rm_model_config_is_moe(&m) && m.shared_gate && m.qkv_bias);
+	cr_assert_eq(m.experts, 8);
+	cr_assert_eq(m.experts_per_tok, 2);
+	cr_assert_eq(m.expert_ffn, 32);
+	cr_assert_eq(m.shared_experts, 1);
+	cr_assert_eq(m.shared_ffn, 128);
+	cr_assert_eq(m.dense_layers, 3);
+	rm_param_count p = rm_model_param_count(&m);
+	cr_assert_eq(p.per_dense_layer, 61696);
+	cr_assert_eq(p.per_layer, 86848);
+	cr_assert_eq(p.total, 400000);
+	cr_assert_eq(p.active, 400000 - 6 * 3 * 64 * 32);
+}
+
+/*
+ * DeepSeek-V3 shape without query compression (q_lora_rank null), without shared experts
+ * (n_shared_experts null) and without the selection bias (topk_method greedy), first layer dense:
+ *   MLA q 64 x 4 x (8 + 4) = 3,072; kv_a 64 x (16 + 4) + 16 = 1,296; kv_b 16 x 4 x (8 + 8) = 1,024;
+ *   o 4 x 8 x 64 = 2,048: 7,440
+ *   dense layer 7,440 + 128 + 3 x 64 x 256 = 56,720; MoE layer 7,440 + 128 + 8 x 6,144 + 512 = 57,232
+ *   total 56,720 + 2 x 57,232 + 128,000 + 64 = 299,248
+ */
+Test(hfconfig, deepseek_without_q_compression_or_shared_experts)
+{
+	rm_model_config m = parse_ok(DEEPSEEK);
+	cr_assert(m.mla && !m.router_bias);
+	cr_assert_eq(m.q_lora_rank, 0);
+	cr_assert_eq(m.shared_experts, 0);
+	cr_assert_eq(m.dense_layers, 1);
+	cr_assert_eq(m.head_dim, 12);
+	cr_assert_eq(m.kv_heads, 4);
+	cr_assert_eq(m.mtp_layers, 0);
+	rm_param_count p = rm_model_param_count(&m);
+	cr_assert_eq(p.per_dense_layer, 56720);
+	cr_assert_eq(p.per_layer, 57232);
+	cr_assert_eq(p.total, 299248);
+	cr_assert_eq(p.active, 299248 - 2 * 6 * 3 * 64 * 32);
+	/* null switches the shared experts off; an absent key takes transformers' default, one
+	 * shared expert as wide as a routed one */
+	rm_model_config d = parse_ok(with(DEEPSEEK, " \"n_shared_experts\": null,\n", ""));
+	cr_assert_eq(d.shared_experts, 1);
+	cr_assert_eq(d.shared_ffn, 32);
+}
+
+Test(hfconfig, moe_missing_expert_keys)
+{
+	expect_text_error(with(QWEN2_MOE, " \"num_experts\": 8,\n", ""), RM_MISSING, 1, 1,
+			  "missing required key \"num_experts\"");
+	expect_text_error(with(QWEN2_MOE, " \"shared_expert_intermediate_size\": 128,\n", ""), RM_MISSING, 1,
+			  1, "\"shared_expert_intermediate_size\"");
+	expect_text_error(with(DEEPSEEK, " \"v_head_dim\": 8,\n", ""), RM_MISSING, 1, 1, "\"v_head_dim\"");
+	expect_text_error("{\"architectures\": [\"MixtralForCausalLM\"], \"vocab_size\": 1000, \"hidden_size\": 64,"
+			  " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": 256,"
+			  " \"num_experts_per_tok\": 2}",
+			  RM_MISSING, 1, 1, "\"num_local_experts\"");
+}
+
+Test(hfconfig, moe_top_k_above_expert_count_points_at_it)
+{
+	/* line 12 is ` "num_experts_per_tok": 9,`: the value starts in column 25 */
+	expect_text_error(with(QWEN2_MOE, "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9"), RM_INVALID,
+			  12, 25, "exceeds \"num_experts\" (8)");
+}
+
+Test(hfconfig, moe_non_positive_sizes_point_at_the_value)
+{
+	expect_text_error(with(QWEN2_MOE, "\"moe_intermediate_size\": 32", "\"moe_intermediate_size\": 0"),
+			  RM_INVALID, 9, 27, "\"moe_intermediate_size\" must be positive");
+	expect_text_error(with(DEEPSEEK, "\"n_routed_experts\": 8", "\"n_routed_experts\": 0"), RM_INVALID, 9,
+			  22, "\"n_routed_experts\" must be positive");
+	expect_text_error(with(DEEPSEEK, "\"kv_lora_rank\": 16", "\"kv_lora_rank\": -16"), RM_INVALID, 14, 18,
+			  "must be positive, got -16");
+	expect_text_error(with(DEEPSEEK, "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 0"),
+			  RM_INVALID, 10, 25, "\"num_experts_per_tok\" must be positive");
+}
+
+Test(hfconfig, moe_layer_indices_are_checked)
+{
+	/* `[1, 4]` starts in column 21: the 4 is column 25; the model has layers 0..3 */
+	expect_text_error(with(QWEN2_MOE, "[1]", "[1, 4]"), RM_INVALID, 14, 25, "from 0 to 3");
+	expect_text_error(with(QWEN2_MOE, "[1]", "{}"), RM_INVALID, 14, 21, "list of layer indices");
+	expect_text_error(with(DEEPSEEK, "\"first_k_dense_replace\": 1", "\"first_k_dense_replace\": 4"),
+			  RM_INVALID, 12, 27, "between 0 and 3");
+}
+
+/* Every size within 2^24, but 4 layers x 2^24 experts x 3 x 2^24 x 2^24 weights pass 2^62 by far:
+ * refused, not wrapped around. */
+Test(hfconfig, moe_count_beyond_int64_is_refused)
+{
+	char a[2048], b[2048];
+	snprintf(a, sizeof(a), "%s", with(QWEN2_MOE, "\"hidden_size\": 64", "\"hidden_size\": 16777216"));
+	snprintf(b, sizeof(b), "%s", with(a, "\"num_experts\": 8", "\"num_experts\": 16777216"));
+	expect_text_error(with(b, "\"moe_intermediate_size\": 32", "\"moe_intermediate_size\": 16777216"),
+			  RM_RANGE, 1, 1, "beyond what remora models");
+}

@@ -454,3 +454,435 @@ Test(nccl, no_nvls_on_two_gpus)
 	q = rm_coll_query_make(RM_COLL_ALL_REDUCE, INT64_C(1) << 30, 4, 1);
 	cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_NVLS, RM_NCCL_PROTO_SIMPLE, NULL), 0);
 }
+
+/* ---- across nodes: tuning.cc's arithmetic transcribed by hand ---- */
+
+/*
+ * Topology inputs of every multi-node case below (NCCL 2.28 tables, raw model, h100-sxm):
+ * - DGX/HGX H100 nodes, 8 GPUs and 8 NDR NICs, one NIC per GPU; a NIC's line rate 400 Gb/s =
+ *   50 GB/s (the profile's 47 effective / 0.94); InfiniBand, so the graph's latencyInter is 0.
+ * - Ring and tree graph (search.cc): one channel per NIC at 48 GB/s, the fastest sm_90 network
+ *   search speed not above 50 (bwIntra = bwInter = 48).
+ *   8 GPUs per node: 8 graph channels x 48 = 384 GB/s; 48 < 50 with 8 > 4 channels, so no
+ *   duplication; launched 2 x 8 = 16 channels (github.com/NVIDIA/nccl/issues/1453).
+ *   1 GPU per node: 1 x 48, duplicated (<= 4 channels) to 2 x 24 = 48 GB/s; launched 4.
+ * - NVLS graph: 8 heads at 40 GB/s (bwIntra), bwInter 48.
+ * - Host CPU Intel: posting overhead 1 us per step (x3 = 3 us for Simple); llMaxBw 39.0 GB/s on 2
+ *   nodes, 20.4 on more.
+ * nccl-tests' bytes; time = latency + bytes / (1000 x algBW).
+ */
+typedef struct nccl_case {
+	int nodes;
+	int64_t bytes;
+	rm_nccl_algo algo;
+	rm_nccl_proto proto;
+	double time_us;
+} nccl_case;
+
+static void check_cases(rm_coll coll, int ppn, const nccl_case *cases, size_t n, const char *cpu)
+{
+	rm_nccl_model m = model_of("h100-sxm", NULL, false);
+	if (cpu)
+		cr_assert(rm_nccl_cpu_parse(cpu, &m.cpu));
+	for (size_t i = 0; i < n; i++) {
+		rm_coll_query q = rm_coll_query_make(coll, cases[i].bytes, ppn * cases[i].nodes, cases[i].nodes);
+		rm_coll_estimate e;
+		rm_error err;
+		rm_error_clear(&err);
+		cr_assert_eq(rm_nccl_estimate(&m, &q, &e, &err), RM_OK, "%s", err.msg);
+		cr_assert(e.algo == cases[i].algo && e.proto == cases[i].proto,
+			  "%s %d x %d GPUs, %lld B: picked %s/%s, tuning.cc picks %s/%s", rm_coll_name(coll),
+			  cases[i].nodes, ppn, (long long)cases[i].bytes, rm_nccl_algo_name(e.algo),
+			  rm_nccl_proto_name(e.proto), rm_nccl_algo_name(cases[i].algo),
+			  rm_nccl_proto_name(cases[i].proto));
+		/* the hand figures are rounded to 1 ns; the tables hold floats */
+		cr_assert_lt(fabs(e.time_us - cases[i].time_us), 0.002, "%s %d x %d GPUs, %lld B: %.4f us vs %.3f",
+			     rm_coll_name(coll), cases[i].nodes, ppn, (long long)cases[i].bytes, e.time_us,
+			     cases[i].time_us);
+	}
+}
+
+/*
+ * Ring all-gather and reduce-scatter, 8 GPUs on each of N nodes, n = 8N ranks: n-1 steps, N-1 of
+ * them over the network and 7N inside the nodes, each intra step at least the posting overhead.
+ * LL:     6.6 + 7N x max(0.6, 1) + (N-1) x 2.7;  busBW min(384 / 2, 39.0 | 20.4)
+ * LL128: 14.0 + 7N x max(1.9, 1) + (N-1) x 4.0;  busBW min(0.92 x 384 = 353.28, 8 x 36.7 = 293.6)
+ * Simple: 8.4 + 7N x max(3.4, 3) + (N-1) x 14;   busBW 384
+ * algBW = busBW x n/(n-1). PAT is off (more than one GPU per node), NVLS off across nodes.
+ */
+static const nccl_case ring_ag_rs_8ppn[] = {
+	/*  2 nodes, 64 KiB: Ring LL 23.3 + 65536/(41.6 x 1e3) = 24.875 (next: Ring LL128 44.809) */
+	{2, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 24.875},
+	/*  2 nodes, 4 MiB: Ring LL128 44.6 + 4194304/(313.1733 x 1e3) = 57.993 (next: Ring Simple 80.240) */
+	{2, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 57.993},
+	/*  2 nodes, 256 MiB: Ring Simple 70 + 268435456/(409.6 x 1e3) = 725.360 (next: Ring LL128 901.747) */
+	{2, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 725.360},
+	/*  4 nodes, 64 KiB: Ring LL 42.7 + 65536/(21.0581 x 1e3) = 45.812 (next: Ring LL128 79.416) */
+	{4, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 45.812},
+	/*  4 nodes, 4 MiB: Ring LL128 79.2 + 4194304/(303.071 x 1e3) = 93.039 (next: Ring Simple 156.181) */
+	{4, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 93.039},
+	/*  4 nodes, 256 MiB: Ring Simple 145.6 + 268435456/(396.3871 x 1e3) = 822.805 (next: Ring LL128 964.918) */
+	{4, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 822.805},
+	/*  8 nodes, 64 KiB: Ring LL 81.5 + 65536/(20.7238 x 1e3) = 84.662 (next: Ring LL128 148.620) */
+	{8, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 84.662},
+	/*  8 nodes, 4 MiB: Ring LL128 148.4 + 4194304/(298.2603 x 1e3) = 162.463 (next: Ring LL 283.891) */
+	{8, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 162.463},
+	/*  8 nodes, 256 MiB: Ring Simple 296.8 + 268435456/(390.0952 x 1e3) = 984.928 (next: Ring LL128 1048.404) */
+	{8, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 984.928},
+	/* 16 nodes, 64 KiB: Ring LL 159.1 + 65536/(20.5606 x 1e3) = 162.287 (next: Ring LL128 287.021) */
+	{16, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 162.287},
+	/* 16 nodes, 4 MiB: Ring LL128 286.8 + 4194304/(295.9118 x 1e3) = 300.974 (next: Ring LL 363.097) */
+	{16, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 300.974},
+	/* 16 nodes, 256 MiB: Ring LL128 286.8 + 268435456/(295.9118 x 1e3) = 1193.947 (next: Ring Simple 1292.789) */
+	{16, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 1193.947},
+	/* 32 nodes, 64 KiB: Ring LL 314.3 + 65536/(20.48 x 1e3) = 317.500 (next: Ring LL128 563.822) */
+	{32, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 317.500},
+	/* 32 nodes, 4 MiB: Ring LL 314.3 + 4194304/(20.48 x 1e3) = 519.100 (next: Ring LL128 577.830) */
+	{32, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 519.100},
+	/* 32 nodes, 256 MiB: Ring LL128 563.6 + 268435456/(294.7514 x 1e3) = 1474.318 (next: Ring Simple 1900.320) */
+	{32, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 1474.318},
+};
+
+Test(nccl, all_gather_and_reduce_scatter_8_gpus_per_node)
+{
+	check_cases(RM_COLL_ALL_GATHER, 8, ring_ag_rs_8ppn, RM_ARRAY_SIZE(ring_ag_rs_8ppn), NULL);
+	check_cases(RM_COLL_REDUCE_SCATTER, 8, ring_ag_rs_8ppn, RM_ARRAY_SIZE(ring_ag_rs_8ppn), NULL);
+}
+
+/*
+ * All-reduce, 8 GPUs on each of N nodes (n = 8N, log2(N) = L):
+ * Tree: graph busBW 384 -> min(0.92 x 384 = 353.28, 8 x 41.4 = 331.2 (N = 2) | 8 x 36.0 = 288);
+ *   LL min(that / 3.8, 39.0 | 20.4) = 39.0 | 20.4; LL128 min(that x 120/128, 8 x 36.7 = 293.6 |
+ *   8 x 29.0 = 232) = 293.6 | 232; algBW = busBW x 0.5 x treeCorrectionFactor[proto][log2(bytes/64)]
+ *   (64 KiB: index 10, LL 0.6, LL128 0.6; 4 MiB: index 16, LL 0.7, LL128 0.8; 256 MiB: index 22,
+ *   Simple 0.9). Latency base + 2 x (7 x NVLink hop + L x network hop): LL 6.8 + 2 x (4.2 + 5.0 L),
+ *   LL128 14 + 2 x (8.75 + 8.5 L), Simple 8.4 + 2 x (28 + 14 L).
+ * NVLSTree: per head min(40 x 0.85 x 7/8 x 2 = 59.5, 48 x 2 = 96 (N = 2) | 48,
+ *   perChMaxNVLSTreeBw 57.7 | 45.5) = 57.7 | 45.5; busBW 8 heads x that = 461.6 | 364;
+ *   algBW = busBW x n / (2(n-1)); latency 25 + 2 L x 20.9.
+ * Ring Simple: (8.4 + (2(n-1) - 2(N-1)) x 3.4 + 2(N-1) x 14) x 1.4 (the plateau, bytes / (16 x n) >= 64).
+ */
+static const nccl_case all_reduce_8ppn[] = {
+	/*  2 nodes, 64 KiB: Tree LL 25.2 + 65536/(11.7 x 1e3) = 30.801 (next: Ring LL 43.151) */
+	{2, 65536, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL, 30.801},
+	/*  2 nodes, 4 MiB: NVLSTree Simple 66.8 + 4194304/(246.1867 x 1e3) = 83.837 (next: Tree LL128 84.214) */
+	{2, 4194304, RM_NCCL_ALGO_NVLS_TREE, RM_NCCL_PROTO_SIMPLE, 83.837},
+	/*  2 nodes, 256 MiB: NVLSTree Simple 66.8 + 268435456/(246.1867 x 1e3) = 1157.174 (next: Ring Simple 1494.960) */
+	{2, 268435456, RM_NCCL_ALGO_NVLS_TREE, RM_NCCL_PROTO_SIMPLE, 1157.174},
+	/*  4 nodes, 64 KiB: Tree LL 35.2 + 65536/(6.12 x 1e3) = 45.908 (next: Tree LL128 66.442) */
+	{4, 65536, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL, 45.908},
+	/*  4 nodes, 4 MiB: Tree LL128 65.5 + 4194304/(92.8 x 1e3) = 110.697 (next: NVLSTree Simple 130.925) */
+	{4, 4194304, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL128, 110.697},
+	/*  4 nodes, 256 MiB: NVLSTree Simple 108.6 + 268435456/(187.871 x 1e3) = 1537.429 (next: Ring Simple 1750.331) */
+	{4, 268435456, RM_NCCL_ALGO_NVLS_TREE, RM_NCCL_PROTO_SIMPLE, 1537.429},
+	/*  8 nodes, 64 KiB: Tree LL 45.2 + 65536/(6.12 x 1e3) = 55.908 (next: Tree LL128 83.442) */
+	{8, 65536, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL, 55.908},
+	/*  8 nodes, 4 MiB: Tree LL128 82.5 + 4194304/(92.8 x 1e3) = 127.697 (next: NVLSTree Simple 173.086) */
+	{8, 4194304, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL128, 127.697},
+	/*  8 nodes, 256 MiB: NVLSTree Simple 150.4 + 268435456/(184.8889 x 1e3) = 1602.274 (next: Ring LL128 2082.808) */
+	{8, 268435456, RM_NCCL_ALGO_NVLS_TREE, RM_NCCL_PROTO_SIMPLE, 1602.274},
+	/* 16 nodes, 64 KiB: Tree LL 55.2 + 65536/(6.12 x 1e3) = 65.908 (next: Tree LL128 100.442) */
+	{16, 65536, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL, 65.908},
+	/* 16 nodes, 4 MiB: Tree LL128 99.5 + 4194304/(92.8 x 1e3) = 144.697 (next: NVLSTree Simple 215.066) */
+	{16, 4194304, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL128, 144.697},
+	/* 16 nodes, 256 MiB: NVLSTree Simple 192.2 + 268435456/(183.4331 x 1e3) = 1655.597 (next: Tree Simple 2247.661) */
+	{16, 268435456, RM_NCCL_ALGO_NVLS_TREE, RM_NCCL_PROTO_SIMPLE, 1655.597},
+	/* 32 nodes, 64 KiB: Tree LL 65.2 + 65536/(6.12 x 1e3) = 75.908 (next: Tree LL128 117.442) */
+	{32, 65536, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL, 75.908},
+	/* 32 nodes, 4 MiB: Tree LL128 116.5 + 4194304/(92.8 x 1e3) = 161.697 (next: Tree Simple 246.010) */
+	{32, 4194304, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL128, 161.697},
+	/* 32 nodes, 256 MiB: NVLSTree Simple 234 + 268435456/(182.7137 x 1e3) = 1703.159 (next: Tree Simple 2275.661) */
+	{32, 268435456, RM_NCCL_ALGO_NVLS_TREE, RM_NCCL_PROTO_SIMPLE, 1703.159},
+};
+
+Test(nccl, all_reduce_8_gpus_per_node)
+{
+	check_cases(RM_COLL_ALL_REDUCE, 8, all_reduce_8ppn, RM_ARRAY_SIZE(all_reduce_8ppn), NULL);
+}
+
+/*
+ * All-gather and reduce-scatter with one GPU on each of N nodes (n = N): every step crosses the
+ * network and, with ppn = 1, every algorithm takes the Tree network latency (5.0 / 8.5 / 14 us).
+ * Ring LL:     6.6 + (N-1) x 5.0;  busBW min(48 / 2 = 24, 39.0 | 20.4) = 24 | 20.4
+ * Ring LL128: 14.0 + (N-1) x 8.5;  busBW min(0.92 x 48 = 44.16, 2 x 36.7 = 73.4) = 44.16
+ * Ring Simple: 8.4 + (N-1) x 14;   busBW 48;  ring algBW = busBW x N/(N-1)
+ * PAT (2.23+): 8.0 + log2(N) x 14/3.5 + 2.8 N;  algBW = 48 x 0.75 = 36 (no busBW conversion)
+ */
+static const nccl_case ag_rs_1ppn[] = {
+	/*  2 nodes, 64 KiB: Ring LL 11.6 + 65536/(48 x 1e3) = 12.965 (next: PAT Simple 19.420) */
+	{2, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 12.965},
+	/*  2 nodes, 4 MiB: Ring Simple 22.4 + 4194304/(96 x 1e3) = 66.091 (next: Ring LL128 69.990) */
+	{2, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 66.091},
+	/*  2 nodes, 256 MiB: Ring Simple 22.4 + 268435456/(96 x 1e3) = 2818.603 (next: Ring LL128 3061.851) */
+	{2, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 2818.603},
+	/*  4 nodes, 64 KiB: Ring LL 21.6 + 65536/(27.2 x 1e3) = 24.009 (next: PAT Simple 29.020) */
+	{4, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 24.009},
+	/*  4 nodes, 4 MiB: Ring LL128 39.5 + 4194304/(58.88 x 1e3) = 110.735 (next: Ring Simple 115.936) */
+	{4, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 110.735},
+	/*  4 nodes, 256 MiB: Ring Simple 50.4 + 268435456/(64 x 1e3) = 4244.704 (next: Ring LL128 4598.526) */
+	{4, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 4244.704},
+	/*  8 nodes, 64 KiB: PAT Simple 42.4 + 65536/(36 x 1e3) = 44.220 (next: Ring LL 44.411) */
+	{8, 65536, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, 44.220},
+	/*  8 nodes, 4 MiB: Ring LL128 73.5 + 4194304/(50.4686 x 1e3) = 156.607 (next: PAT Simple 158.908) */
+	{8, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 156.607},
+	/*  8 nodes, 256 MiB: Ring Simple 106.4 + 268435456/(54.8571 x 1e3) = 4999.755 (next: Ring LL128 5392.364) */
+	{8, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 4999.755},
+	/* 16 nodes, 64 KiB: PAT Simple 68.8 + 65536/(36 x 1e3) = 70.620 (next: Ring LL 84.612) */
+	{16, 65536, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, 70.620},
+	/* 16 nodes, 4 MiB: PAT Simple 68.8 + 4194304/(36 x 1e3) = 185.308 (next: Ring LL128 230.543) */
+	{16, 4194304, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, 185.308},
+	/* 16 nodes, 256 MiB: Ring Simple 218.4 + 268435456/(51.2 x 1e3) = 5461.280 (next: Ring LL128 5840.283) */
+	{16, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 5461.280},
+	/* 32 nodes, 64 KiB: PAT Simple 117.6 + 65536/(36 x 1e3) = 119.420 (next: Ring LL 164.712) */
+	{32, 65536, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, 119.420},
+	/* 32 nodes, 4 MiB: PAT Simple 117.6 + 4194304/(36 x 1e3) = 234.108 (next: Ring LL 360.778) */
+	{32, 4194304, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, 234.108},
+	/* 32 nodes, 256 MiB: Ring Simple 442.4 + 268435456/(49.5484 x 1e3) = 5860.043 (next: Ring LL128 6166.242) */
+	{32, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 5860.043},
+};
+
+Test(nccl, all_gather_and_reduce_scatter_one_gpu_per_node)
+{
+	check_cases(RM_COLL_ALL_GATHER, 1, ag_rs_1ppn, RM_ARRAY_SIZE(ag_rs_1ppn), NULL);
+	check_cases(RM_COLL_REDUCE_SCATTER, 1, ag_rs_1ppn, RM_ARRAY_SIZE(ag_rs_1ppn), NULL);
+}
+
+/*
+ * All-reduce with one GPU on each of N nodes: 2(N-1) ring steps, all over the network.
+ * Ring LL 6.6 + 2(N-1) x 5.0, busBW 24 | 20.4; LL128 14 + 2(N-1) x 8.5, busBW 44.16;
+ *   Simple (8.4 + 2(N-1) x 14) x 1.4 (plateau: bytes / (4 x N) >= 64), busBW 48; algBW x N/(2(N-1)).
+ * Tree: graph busBW 48 -> min(0.92 x 48 = 44.16, 2 x 41.4 | 2 x 36.0) = 44.16; LL min(44.16 / 3.8
+ *   = 11.621, llMaxBw) = 11.621; LL128 min(44.16 x 120/128 = 41.4, 2 x 36.7 | 2 x 29.0) = 41.4;
+ *   algBW x 0.5 x treeCorrectionFactor; latency base + 2 log2(N) x (5.0 / 8.5 / 14).
+ * No NVLS-tree (NVLS needs more than 2 GPUs per node).
+ */
+static const nccl_case all_reduce_1ppn[] = {
+	/*  2 nodes, 64 KiB: Ring LL 16.6 + 65536/(24 x 1e3) = 19.331 (next: Ring LL128 32.484) */
+	{2, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 19.331},
+	/*  2 nodes, 4 MiB: Ring LL128 31 + 4194304/(44.16 x 1e3) = 125.980 (next: Ring Simple 138.341) */
+	{2, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 125.980},
+	/*  2 nodes, 256 MiB: Ring Simple 50.96 + 268435456/(48 x 1e3) = 5643.365 (next: Ring LL128 6109.701) */
+	{2, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 5643.365},
+	/*  4 nodes, 64 KiB: Ring LL 36.6 + 65536/(13.6 x 1e3) = 41.419 (next: Tree LL 45.598) */
+	{4, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 41.419},
+	/*  4 nodes, 4 MiB: Ring LL128 65 + 4194304/(29.44 x 1e3) = 207.470 (next: Ring Simple 260.432) */
+	{4, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 207.470},
+	/*  4 nodes, 256 MiB: Ring Simple 129.36 + 268435456/(32 x 1e3) = 8517.968 (next: Ring LL128 9183.052) */
+	{4, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 8517.968},
+	/*  8 nodes, 64 KiB: Tree LL 36.8 + 65536/(3.4863 x 1e3) = 55.598 (next: Tree LL128 70.277) */
+	{8, 65536, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL, 55.598},
+	/*  8 nodes, 4 MiB: Ring LL128 133 + 4194304/(25.2343 x 1e3) = 299.214 (next: Tree LL128 318.279) */
+	{8, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 299.214},
+	/*  8 nodes, 256 MiB: Ring Simple 286.16 + 268435456/(27.4286 x 1e3) = 10072.869 (next: Ring LL128 10770.728) */
+	{8, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 10072.869},
+	/* 16 nodes, 64 KiB: Tree LL 46.8 + 65536/(3.4863 x 1e3) = 65.598 (next: Tree LL128 87.277) */
+	{16, 65536, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL, 65.598},
+	/* 16 nodes, 4 MiB: Tree LL128 82 + 4194304/(16.56 x 1e3) = 335.279 (next: Tree Simple 391.771) */
+	{16, 4194304, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL128, 335.279},
+	/* 16 nodes, 256 MiB: Ring Simple 599.76 + 268435456/(25.6 x 1e3) = 11085.520 (next: Ring LL128 11666.565) */
+	{16, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 11085.520},
+	/* 32 nodes, 64 KiB: Tree LL 56.8 + 65536/(3.4863 x 1e3) = 75.598 (next: Tree LL128 104.277) */
+	{32, 65536, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL, 75.598},
+	/* 32 nodes, 4 MiB: Tree LL128 99 + 4194304/(16.56 x 1e3) = 352.279 (next: Tree Simple 419.771) */
+	{32, 4194304, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_LL128, 352.279},
+	/* 32 nodes, 256 MiB: Ring Simple 1226.96 + 268435456/(24.7742 x 1e3) = 12062.245 (next: Ring LL128 12318.484) */
+	{32, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 12062.245},
+};
+
+Test(nccl, all_reduce_one_gpu_per_node)
+{
+	check_cases(RM_COLL_ALL_REDUCE, 1, all_reduce_1ppn, RM_ARRAY_SIZE(all_reduce_1ppn), NULL);
+}
+
+/*
+ * The CPU vendor across nodes: AMD hosts post at 2 us a step (6 us for Simple) and read llMaxBw's
+ * AMD row, 22.5 GB/s on 2 nodes, 19.0 beyond. 8 x H100 per node:
+ * 2 nodes, 64 KiB, Ring LL: 6.6 + 14 x max(0.6, 2) + 1 x 2.7 = 37.3 us; algBW 22.5 x 16/15 = 24.0;
+ *   37.3 + 65536 / 24000 = 40.031 us (Intel: 23.3 us + 65536 / 41600 = 24.875).
+ * 2 nodes, 4 MiB, Ring LL128: 14 + 14 x max(1.9, 2) + 4 = 46.0 us; 4194304 / 313173.3 = 13.393;
+ *   59.393 us.
+ * 2 nodes, 256 MiB, Ring Simple: 8.4 + 14 x max(3.4, 6) + 14 = 106.4 us; + 655.36 = 761.76 us.
+ * 4 nodes, 64 KiB, Ring LL: 6.6 + 28 x 2 + 3 x 2.7 = 70.7 us; 19.0 x 32/31 = 19.6129 GB/s;
+ *   70.7 + 3.3415 = 74.042 us.
+ * On one node the vendor changes nothing.
+ */
+Test(nccl, cpu_vendor_sets_posting_overhead_and_ll_cap)
+{
+	static const nccl_case amd[] = {
+		{2, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 40.031},
+		{2, 4194304, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 59.393},
+		{2, 268435456, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 761.760},
+		{4, 65536, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, 74.042},
+	};
+	check_cases(RM_COLL_ALL_GATHER, 8, amd, RM_ARRAY_SIZE(amd), "amd");
+	/* mixed vendors read the AMD LL row but keep the 1 us posting overhead */
+	rm_nccl_model m = model_of("h100-sxm", NULL, false);
+	m.cpu = RM_NCCL_CPU_MIXED;
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, 65536, 16, 2);
+	rm_coll_estimate e;
+	cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, &e), 0);
+	cr_assert_float_eq(e.latency_us, 23.3, 1e-4);
+	cr_assert_float_eq(e.time_us, 23.3 + 65536.0 / 24000.0, 1e-4);
+	rm_nccl_model intel = model_of("h100-sxm", NULL, false);
+	for (int cpu = 0; cpu < RM_NCCL_CPU_COUNT; cpu++) {
+		m.cpu = (rm_nccl_cpu)cpu;
+		rm_coll_query one = rm_coll_query_make(RM_COLL_ALL_GATHER, 65536, 8, 1);
+		rm_coll_estimate a, b;
+		cr_assert_eq(rm_nccl_estimate(&m, &one, &a, NULL), RM_OK);
+		cr_assert_eq(rm_nccl_estimate(&intel, &one, &b, NULL), RM_OK);
+		cr_assert_eq(a.time_us, b.time_us, "%s", rm_nccl_cpu_name(m.cpu));
+	}
+	rm_nccl_cpu c;
+	cr_assert(rm_nccl_cpu_parse("AMD", &c) && c == RM_NCCL_CPU_AMD);
+	cr_assert(rm_nccl_cpu_parse("arm", &c) && c == RM_NCCL_CPU_OTHER);
+	cr_assert_not(rm_nccl_cpu_parse("sparc", &c));
+}
+
+Test(nccl, channels_held_per_group_shape)
+{
+	/* SMs held = channels launched: 24 ring channels on one 8x H100 node; 16 across DGX H100
+	 * nodes (8 graph channels doubled, github.com/NVIDIA/nccl/issues/1453); 4 with one GPU per
+	 * node (1 x 48 GB/s duplicated to 2 x 24, doubled), for PAT too; NVLS(-tree) 16. */
+	rm_nccl_model m = model_of("h100-sxm", NULL, true);
+	static const struct {
+		rm_coll coll;
+		int ranks, nodes;
+		rm_nccl_algo algo;
+		rm_nccl_proto proto;
+		int channels;
+	} rows[] = {
+		{RM_COLL_ALL_GATHER, 8, 1, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 24},
+		{RM_COLL_ALL_GATHER, 32, 4, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 16},
+		{RM_COLL_REDUCE_SCATTER, 256, 32, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, 16},
+		{RM_COLL_ALL_REDUCE, 64, 8, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_SIMPLE, 16},
+		{RM_COLL_ALL_GATHER, 16, 16, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 4},
+		{RM_COLL_REDUCE_SCATTER, 32, 32, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, 4},
+		{RM_COLL_ALL_REDUCE, 4, 4, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 4},
+		{RM_COLL_ALL_REDUCE, 16, 2, RM_NCCL_ALGO_NVLS_TREE, RM_NCCL_PROTO_SIMPLE, 16},
+		/* 4 GPUs per node: 4 NICs, 4 x 48 duplicated to 8 x 24, launched 16 */
+		{RM_COLL_ALL_GATHER, 16, 4, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 16},
+		/* 2 GPUs per node: 2 x 48 -> 4 x 24, launched 8 */
+		{RM_COLL_ALL_GATHER, 8, 4, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, 8},
+	};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(rows); i++) {
+		rm_coll_query q = rm_coll_query_make(rows[i].coll, RM_GiB, rows[i].ranks, rows[i].nodes);
+		rm_coll_estimate e;
+		cr_assert_geq(rm_nccl_pair_time(&m, &q, rows[i].algo, rows[i].proto, &e), 0, "row %zu", i);
+		cr_assert_eq(e.channels, rows[i].channels, "row %zu: %d channels", i, e.channels);
+	}
+	/* a small message still drops channels: 64 KiB ring LL on 2 x 8, 512 x 8 B x 16 ranks = 64 KiB a channel */
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, 65536, 16, 2);
+	rm_coll_estimate e;
+	cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, &e), 0);
+	cr_assert_eq(e.channels, 1);
+}
+
+Test(nccl, ring_plateau_and_graph_channel_caps)
+{
+	rm_nccl_model m = model_of("h100-sxm", NULL, false);
+	rm_coll_estimate e;
+	/* Ring Simple all-reduce on 4 x 8: 8.4 + (62 - 6) x 3.4 + 6 x 14 = 282.8 us; x 1.4 once
+	 * bytes / (16 channels x 32 ranks) >= 64, i.e. from 32 KiB: 395.92 us */
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, 16 * RM_KiB, 32, 4);
+	cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &e), 0);
+	cr_assert_float_eq(e.latency_us, 282.8, 1e-3);
+	q.bytes = 32 * RM_KiB;
+	cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &e), 0);
+	cr_assert_float_eq(e.latency_us, 395.92, 1e-3);
+	/* 256 MiB: 395.92 + 268435456 / (384 x 32/62 x 1e3) = 395.92 + 1354.411 = 1750.331 us */
+	q.bytes = 256 * RM_MiB;
+	cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &e), 0);
+	cr_assert_float_eq(e.time_us, 1750.331, 2e-3);
+	/* LL128 across nodes is capped by the 8 graph channels: 8 x 36.7 = 293.6 GB/s busBW, not the
+	 * 16 launched (587.2, above 0.92 x 384 = 353.3); all-gather algBW 293.6 x 32/31 */
+	q = rm_coll_query_make(RM_COLL_ALL_GATHER, 8 * RM_GiB, 32, 4);
+	cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL128, &e), 0);
+	double algbw = (double)q.bytes / ((e.time_us - e.latency_us) * 1e3);
+	cr_assert_lt(rel(algbw, 293.6 * 32 / 31), 1e-6, "%.4f", algbw);
+	/* tree on one node: treeCorrectionFactor applies; Simple at 4 MiB (index 16) is 0.7:
+	 * min(0.92 x 360, 12 x 38.7) x 0.5 x 0.7 = 115.92 GB/s, latency 8.4 + 2 x 7 x 4.0 = 64.4 us */
+	q = rm_coll_query_make(RM_COLL_ALL_REDUCE, 4 * RM_MiB, 8, 1);
+	cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_TREE, RM_NCCL_PROTO_SIMPLE, &e), 0);
+	cr_assert_float_eq(e.latency_us, 64.4, 1e-4);
+	cr_assert_float_eq(e.time_us, 64.4 + 4194304.0 / 115920.0, 1e-3);
+}
+
+Test(nccl, nvls_all_gather_takes_no_busbw_conversion)
+{
+	/* one 8x H100 node: 8 heads x 40 x 0.85 x 7/8 x 7/8 = 208.25 GB/s, the algorithm bandwidth
+	 * itself (tuning.cc converts busBW only for ring, or for all-reduce); 25 us latency.
+	 * 16 MiB: 25 + 16777216 / 208250 = 105.563 us (ring LL128 71.6 us still wins). */
+	rm_nccl_model m = model_of("h100-sxm", NULL, false);
+	rm_coll_estimate e;
+	cr_assert_geq(pair_time(&m, RM_COLL_ALL_GATHER, 16 * RM_MiB, RM_NCCL_ALGO_NVLS, RM_NCCL_PROTO_SIMPLE, &e), 0);
+	cr_assert_float_eq(e.time_us, 105.563, 1e-3);
+	cr_assert_float_eq(e.latency_us, 25.0, 1e-6);
+}
+
+Test(nccl, multi_node_rules_follow_the_version)
+{
+	rm_coll_estimate e;
+	/* PAT exists from 2.23: not in 2.21 */
+	rm_nccl_model v221 = model_of("h100-sxm", "2.21", false);
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, 4 * RM_MiB, 16, 16);
+	cr_assert_lt(rm_nccl_pair_time(&v221, &q, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, NULL), 0);
+	/* 2.21 has no ppn = 1 latency rule: ring LL across 16 nodes 6.6 + 15 x 2.7 = 47.1 us
+	 * (2.28: 6.6 + 15 x 5.0 = 81.6) */
+	cr_assert_geq(rm_nccl_pair_time(&v221, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, &e), 0);
+	cr_assert_float_eq(e.latency_us, 47.1, 1e-4);
+	rm_nccl_model v228 = model_of("h100-sxm", "2.28", false);
+	cr_assert_geq(rm_nccl_pair_time(&v228, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, &e), 0);
+	cr_assert_float_eq(e.latency_us, 81.6, 1e-4);
+	/* before 2.23 a ring all-reduce counts 2 x nodes network steps, from 2.23 2 x (nodes - 1):
+	 * LL on 4 x 8 GPUs (62 steps), 2.21: 6.6 + 54 x 1.0 + 8 x 2.7 = 82.2 us; 2.28: 6.6 + 56 x 1.0 +
+	 * 6 x 2.7 = 78.8 us */
+	q = rm_coll_query_make(RM_COLL_ALL_REDUCE, 4096, 32, 4);
+	cr_assert_geq(rm_nccl_pair_time(&v221, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, &e), 0);
+	cr_assert_float_eq(e.latency_us, 82.2, 1e-4);
+	cr_assert_geq(rm_nccl_pair_time(&v228, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, &e), 0);
+	cr_assert_float_eq(e.latency_us, 78.8, 1e-4);
+	/* 2.18 scales ring LL by 1/4 across nodes (1/2 from 2.21) under the same CPU-vendor cap */
+	rm_nccl_model v218 = model_of("h100-sxm", "2.18", false);
+	q = rm_coll_query_make(RM_COLL_ALL_GATHER, INT64_C(1) << 33, 8, 8);
+	/* one GPU per node: min(48 / 4 = 12, 20.4) = 12 GB/s busBW in 2.18, min(24, 20.4) = 20.4 in 2.28 */
+	cr_assert_geq(rm_nccl_pair_time(&v218, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, &e), 0);
+	double algbw = (double)q.bytes / ((e.time_us - e.latency_us) * 1e3);
+	cr_assert_lt(rel(algbw, 12.0 * 8 / 7), 1e-6, "%.4f", algbw);
+	cr_assert_geq(rm_nccl_pair_time(&v228, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, &e), 0);
+	algbw = (double)q.bytes / ((e.time_us - e.latency_us) * 1e3);
+	cr_assert_lt(rel(algbw, 20.4 * 8 / 7), 1e-6, "%.4f", algbw);
+}
+
+Test(nccl, nvls_tree_and_pat_follow_the_release)
+{
+	/* NVLS-tree all-reduce on 2 x 8 H100 (8 heads, bwIntra 40, bwInter 48 GB/s), 1 GiB:
+	 * 2.28: per head min(59.5, 96, 57.7) = 57.7, algBW 8 x 57.7 x 16/30 = 246.187, latency
+	 *   25 + 2 x 20.9 = 66.8 us;
+	 * 2.26: per head min(40, 48) = 40, algBW 8 x 40 x 5/6 = 266.667, latency 25 + 2 x 14 = 53 us;
+	 * 2.18: algBW 8 x 40 x 0.7 x 2 / 2 = 224, latency 23 + 2 x 1 x 19 = 61 us. */
+	static const struct {
+		const char *version;
+		double lat_us, algbw;
+	} rows[] = {{"2.28", 66.8, 8 * 57.7 * 16 / 30}, {"2.26.2", 53.0, 8 * 40 * 5.0 / 6}, {"2.21", 53.0, 8 * 40 * 5.0 / 6},
+		    {"2.18", 61.0, 224.0}};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(rows); i++) {
+		rm_nccl_model m = model_of("h100-sxm", rows[i].version, false);
+		rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, RM_GiB, 16, 2);
+		rm_coll_estimate e;
+		cr_assert_geq(rm_nccl_pair_time(&m, &q, RM_NCCL_ALGO_NVLS_TREE, RM_NCCL_PROTO_SIMPLE, &e), 0);
+		cr_assert_float_eq(e.latency_us, rows[i].lat_us, 1e-4, "%s: %.4f", rows[i].version, e.latency_us);
+		double algbw = (double)q.bytes / ((e.time_us - e.latency_us) * 1e3);
+		cr_assert_lt(rel(algbw, rows[i].algbw), 1e-6, "%s: %.4f", rows[i].version, algbw);
+	}
+	/* PAT on 16 x 1: 48 GB/s x 0.85 = 40.8 in 2.23, x 0.75 = 36 from 2.24 */
+	rm_nccl_model v223 = model_of("h100-sxm", "2.23.4", false);
+	rm_nccl_model v224 = model_of("h100-sxm", "2.24", false);
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, RM_GiB, 16, 16);
+	rm_coll_estimate e;
+	cr_assert_geq(rm_nccl_pair_time(&v223, &q, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, &e), 0);
+	cr_assert_lt(rel((double)q.bytes / ((e.time_us - e.latency_us) * 1e3), 40.8), 1e-6);
+	cr_assert_geq(rm_nccl_pair_time(&v224, &q, RM_NCCL_ALGO_PAT, RM_NCCL_PROTO_SIMPLE, &e), 0);
+	cr_assert_lt(rel((double)q.bytes / ((e.time_us - e.latency_us) * 1e3), 36.0), 1e-6);
+	/* latency 8 + log2(16) x 14/3.5 + 16 x 2.8 = 68.8 us in both */
+	cr_assert_float_eq(e.latency_us, 68.8, 1e-4);
+}

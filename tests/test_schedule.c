@@ -585,8 +585,8 @@ Test(scenario, bad_files_point_at_the_key)
 			      "expects an integer");
 	expect_scenario_error("model: llama-3-9b\n", RM_NOT_FOUND, 1, 8, "unknown model 'llama-3-9b'");
 	expect_scenario_error("model: llama-2-7b\nhardware: b200\n", RM_NOT_FOUND, 2, 11, "unknown hardware profile");
-	expect_scenario_error("model: llama-2-7b\nparallelism:\n  fsdp: 16\n", RM_INVALID, 3, 9, "must divide the 8 GPUs");
-	expect_scenario_error("model: llama-2-7b\nscheduler:\n  mode: fast\n", RM_INVALID, 3, 9, "expected xla, ideal or fsdp2");
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  fsdp: 16\n", RM_INVALID, 3, 9, "must divide the cluster's 8 GPUs");
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  mode: fast\n", RM_INVALID, 3, 9, "expected xla, ideal, fsdp2 or megatron");
 	/* JAX's client settings */
 	expect_scenario_error("model: llama-2-7b\nxla:\n  allocator: cuda\n", RM_INVALID, 3, 14, "expected bfc");
 	expect_scenario_error("model: llama-2-7b\nxla:\n  mem_fraction: 1.5\n", RM_RANGE, 3, 17, "outside [0, 1]");

@@ -33,10 +33,14 @@ Test(workload, parameter_counts_match_models_csv)
 		const char *name;
 		long long params;
 	} rows[] = {
-		{"llama-2-7b", 6738415616LL},  {"llama-2-13b", 13015864320LL},
+		{"llama-2-7b", 6738415616LL},  {"llama-2-13b", 13015864320LL}, {"llama-30b", 32528943616LL},
 		{"llama-2-70b", 68976648192LL}, {"llama-3-8b", 8030261248LL},
-		{"llama-3-70b", 70553706496LL}, {"mistral-7b", 7241732096LL},
+		{"llama-3-70b", 70553706496LL}, {"llama-3.1-405b", 405853388800LL}, {"mistral-7b", 7241732096LL},
 		{"qwen2-7b", 7615616512LL},    {"gpt-2", 124439808LL},
+		/* mixture of experts: the bf16 checkpoints' safetensors total_size / 2, and
+		 * DeepSeek-V3's 671B main model (docs/reference/models.csv) */
+		{"mixtral-8x7b", 46702792704LL}, {"qwen2-moe-a2.7b", 14315784192LL},
+		{"qwen3-30b-a3b", 30532122624LL}, {"deepseek-v3", 671026419200LL},
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		rm_model_config m = preset(rows[i].name);
@@ -44,6 +48,80 @@ Test(workload, parameter_counts_match_models_csv)
 		cr_assert_eq(p.total, rows[i].params, "%s: %lld, want %lld", rows[i].name,
 			     (long long)p.total, rows[i].params);
 		cr_assert_eq(p.total, p.embedding + p.layers + p.final_norm + p.lm_head);
+	}
+}
+
+/*
+ * Active parameters per token: the total minus, in every MoE layer, the routed experts a token
+ * is not sent to (each 3 x h x expert_ffn). By hand:
+ *   Mixtral 8x7B: 32 x (8 - 2) x 3 x 4096 x 14336 = 33,822,867,456 unchosen -> 12,879,925,248
+ *   Qwen1.5-MoE-A2.7B: 24 x 56 x 3 x 2048 x 1408 = 11,626,610,688 -> 2,689,173,504 ("2.7B")
+ *   Qwen3-30B-A3B: 48 x 120 x 3 x 2048 x 768 = 27,179,089,920 -> 3,353,032,704 ("3.3B")
+ *   DeepSeek-V3: 58 x 248 x 3 x 7168 x 2048 = 633,474,121,728 -> 37,552,297,472 ("37B")
+ */
+Test(workload, moe_active_parameters_by_hand)
+{
+	static const struct {
+		const char *name;
+		long long active, routed;
+	} rows[] = {
+		{"mixtral-8x7b", 12879925248LL, 32LL * 8 * 3 * 4096 * 14336},
+		{"qwen2-moe-a2.7b", 2689173504LL, 24LL * 60 * 3 * 2048 * 1408},
+		{"qwen3-30b-a3b", 3353032704LL, 48LL * 128 * 3 * 2048 * 768},
+		{"deepseek-v3", 37552297472LL, 58LL * 256 * 3 * 7168 * 2048},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		rm_model_config m = preset(rows[i].name);
+		rm_param_count p = rm_model_param_count(&m);
+		cr_assert_eq(p.active, rows[i].active, "%s: active %lld, want %lld", rows[i].name,
+			     (long long)p.active, rows[i].active);
+		cr_assert_eq(p.routed_experts, rows[i].routed, "%s", rows[i].name);
+		cr_assert_eq(p.nonembedding - p.active_nonembedding, p.total - p.active);
+	}
+	/* dense models: everything is active, nothing is an expert */
+	rm_model_config l = preset("llama-2-7b");
+	rm_param_count p = rm_model_param_count(&l);
+	cr_assert_eq(p.active, p.total);
+	cr_assert_eq(p.active_nonembedding, p.nonembedding);
+	cr_assert_eq(p.per_dense_layer, p.per_layer);
+	cr_assert_eq(p.routed_experts, 0);
+	cr_assert_eq(p.mtp, 0);
+}
+
+/*
+ * DeepSeek-V3 layer by layer (DeepseekV3Attention, DeepseekV3MoE), h = 7168:
+ *   MLA: q_a 7168x1536 + 1536 + q_b 1536x(128x192) + kv_a 7168x(512+64) + 512 + kv_b 512x(128x256)
+ *        + o (128x128)x7168 = 187,107,328
+ *   dense layer: 187,107,328 + 2 x 7168 + 3 x 7168 x 18432 = 583,483,392
+ *   MoE layer: 187,107,328 + 2 x 7168 + 257 x 3 x 7168 x 2048 + router 256 x 7168 + bias 256
+ *        = 11,507,286,272
+ *   MTP module: 11,507,286,272 + 3 x 7168 + 2 x 7168^2 = 11,610,068,224, not in the total.
+ */
+Test(workload, deepseek_v3_layers_by_hand)
+{
+	rm_model_config m = preset("deepseek-v3");
+	rm_param_count p = rm_model_param_count(&m);
+	cr_assert_eq(p.per_dense_layer, 583483392LL);
+	cr_assert_eq(p.per_layer, 11507286272LL);
+	cr_assert_eq(p.layers, 3 * 583483392LL + 58 * 11507286272LL);
+	cr_assert_eq(p.mtp, 11610068224LL);
+	cr_assert_eq(p.total, 2 * 129280LL * 7168 + p.layers + 7168);
+}
+
+/* The op graph does not model MoE layers: creating the workload is refused with a sentence. */
+Test(workload, moe_workload_is_refused_not_guessed)
+{
+	const char *names[] = {"mixtral-8x7b", "qwen2-moe-a2.7b", "qwen3-30b-a3b", "deepseek-v3"};
+	for (size_t i = 0; i < 4; i++) {
+		rm_model_config m = preset(names[i]);
+		rm_train_config t = rm_train_config_default(&m);
+		rm_error err;
+		rm_error_clear(&err);
+		cr_assert_null(rm_workload_create(&m, &t, &err), "%s", names[i]);
+		cr_assert_eq(err.status, RM_UNSUPPORTED, "%s", names[i]);
+		cr_assert(strstr(err.msg, "mixture-of-experts layers are not modelled yet") &&
+				  strstr(err.msg, "`remora describe` counts its parameters"),
+			  "%s", err.msg);
 	}
 }
 

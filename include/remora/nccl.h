@@ -5,9 +5,12 @@
  * (docs/reference/nccl-model.md, from NVIDIA/nccl src/graph/tuning.cc): for every enabled
  * (algorithm, protocol) pair, time = latency + bytes / algorithm bandwidth, and NCCL runs the
  * fastest. Algorithms: ring, tree (all-reduce), NVLS and NVLS-tree (NVLink SHARP on
- * third-generation NVSwitch); protocols LL, LL128, Simple. Intra-node links are NVLink/NVSwitch,
- * inter-node links the NICs; the inter-node ring bandwidth follows the measured fabric curve of
- * docs/reference/hardware.md (reduce-scatter busBW by node count) rather than NCCL's optimistic estimate.
+ * third-generation NVSwitch) and PAT (all-gather / reduce-scatter with one GPU per node, 2.23+);
+ * protocols LL, LL128, Simple. Intra-node links are NVLink/NVSwitch, inter-node links the NICs.
+ * Across nodes the raw model is tuning.cc's own arithmetic on the topology graph NCCL's search
+ * finds for the group's shape (docs/collectives.md 'Across nodes'); the calibrated model also
+ * caps the ring, tree and PAT bandwidth by the measured fabric curve of docs/reference/hardware.md
+ * (reduce-scatter busBW by node count), which NCCL's estimate overstates.
  *
  * Two flavours: the raw NCCL model (what NCCL itself believes), and the calibrated model, which
  * multiplies the bandwidth term by a measured efficiency per message size (the pipeline-fill
@@ -50,6 +53,7 @@ typedef enum rm_nccl_algo {
 	RM_NCCL_ALGO_TREE,
 	RM_NCCL_ALGO_NVLS,
 	RM_NCCL_ALGO_NVLS_TREE,
+	RM_NCCL_ALGO_PAT, /* all-gather / reduce-scatter, one GPU per node (NCCL 2.23+) */
 	RM_NCCL_ALGO_COUNT,
 	/* Not tuned: point-to-point (all-to-all, send/recv) and a one-rank local copy. */
 	RM_NCCL_ALGO_P2P = RM_NCCL_ALGO_COUNT,
@@ -63,7 +67,7 @@ typedef enum rm_nccl_proto {
 	RM_NCCL_PROTO_COUNT
 } rm_nccl_proto;
 
-/* NCCL's spellings: "Ring", "Tree", "NVLS", "NVLSTree" (and "P2P", "Local"); "LL", "LL128", "Simple". */
+/* NCCL's spellings: "Ring", "Tree", "NVLS", "NVLSTree", "PAT" (and "P2P", "Local"); "LL", "LL128", "Simple". */
 const char *rm_nccl_algo_name(rm_nccl_algo algo);
 const char *rm_nccl_proto_name(rm_nccl_proto proto);
 
@@ -98,11 +102,32 @@ typedef struct rm_nccl_override {
 
 typedef struct rm_nccl_constants rm_nccl_constants; /* the per-version tables (models/nccl.c) */
 
+/*
+ * The hosts' CPU, as NCCL's topology reports it (comm->cpuVendor / cpuArch). Across nodes it picks
+ * the LL bandwidth cap (tuning.cc llMaxBws: Intel row 39.0 / 20.4 GB/s for 2 / >2 nodes, AMD or
+ * mixed row 22.5 / 19.0) and the network posting overhead (x86 Intel 1 us, x86 AMD 2 us, others
+ * 1 us; x3 for Simple). On one node it changes nothing. DGX H100 hosts are Intel (the default).
+ */
+typedef enum rm_nccl_cpu {
+	RM_NCCL_CPU_INTEL,
+	RM_NCCL_CPU_AMD,
+	RM_NCCL_CPU_MIXED, /* nodes of both vendors in one communicator */
+	RM_NCCL_CPU_OTHER, /* Arm, POWER */
+	RM_NCCL_CPU_COUNT
+} rm_nccl_cpu;
+
+/* "intel", "amd", "mixed", "other"; the parser accepts these case-insensitively and "arm". */
+const char *rm_nccl_cpu_name(rm_nccl_cpu cpu);
+bool rm_nccl_cpu_parse(const char *name, rm_nccl_cpu *out);
+
 typedef struct rm_nccl_model {
 	rm_hw_profile hw;
 	const rm_nccl_constants *k;
 	bool calibrated; /* apply the measured size efficiency and the overrides */
 	char version[24]; /* the release asked for or measured ("2.26.2"); empty: the default */
+	rm_nccl_cpu cpu;  /* host CPU vendor; init sets RM_NCCL_CPU_INTEL, callers may change it */
+	int minor;        /* MINOR of the release modelled (28 by default): picks the few multi-node
+			   * rules that changed inside one table's range (NVLS-tree, PAT) */
 	int n_overrides;
 	rm_nccl_override overrides[RM_NCCL_MAX_OVERRIDES];
 } rm_nccl_model;
@@ -112,7 +137,7 @@ typedef struct rm_nccl_model {
  * NULL = 2.28, the version shipped with CUDA 13.0 here). Constants exist for 2.18 (NVLS base
  * latency 23 us, LL capped at 87.7 GB/s and scaled 1/3 or 1/4), 2.19-2.22 (Tree/Simple base 0
  * with 28 us per hop) and 2.23 to 2.30 (the tables of docs/reference/nccl-model.md); versions in between take
- * the nearest older table; any PATCH is accepted. calibrated starts true. RM_INVALID (the
+ * the nearest older table; any PATCH is accepted. calibrated starts true, cpu Intel. RM_INVALID (the
  * message lists the known releases) for an unparsable version, one before 2.18, or one after
  * 2.30 (a MAJOR.MINOR whose tuning tables are not known, e.g. 9.99).
  */
@@ -149,7 +174,9 @@ typedef struct rm_coll_estimate {
 	double busbw_GBps; /* algbw * rm_coll_busbw_factor */
 	rm_nccl_algo algo;
 	rm_nccl_proto proto;
-	int channels;      /* CTAs launched = SMs held for the whole collective */
+	int channels;      /* CTAs launched = SMs held for the whole collective: NCCL's comm->nChannels
+			    * (24 on one 8x H100 node, 16 across DGX H100 nodes, 4 with one GPU per
+			    * node; 16 for NVLS), fewer for small messages */
 	double efficiency; /* calibrated bandwidth factor applied (1 = raw NCCL model) */
 	bool overridden;   /* a fitted override supplied latency and bandwidth */
 } rm_coll_estimate;

@@ -59,6 +59,8 @@ struct rm_remat_policy {
 	char offload_src[16]; /* "device" */
 	char offload_dst[16]; /* "pinned_host" */
 	rm_remat_policy *first, *second; /* save_from_both_policies */
+	bool quiet; /* a built-in policy (megatron:selective) naming values some graphs lack:
+		     * no warning for the absent ones */
 };
 
 /* JAX name of a kind ("save_only_these_names"). */

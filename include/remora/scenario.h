@@ -81,9 +81,19 @@ typedef struct rm_scenario {
 	int fp8_all_gather;                          /* -1: default (false) */
 	int compile, grad_clip;                      /* -1: default */
 	int reshard_after_forward;                   /* scheduler.reshard_after_forward; -1: default (true) */
-	int64_t fsdp; /* 0: all GPUs */
+	int overlap_grad_reduce, overlap_param_gather; /* scheduler.mode megatron; -1: default (true) */
+	int64_t fsdp; /* 0: all GPUs (over dp_replicate when that is set) */
+	int64_t dp_replicate; /* HSDP replicas of the FSDP group; 0: the GPUs the FSDP group leaves */
+	int64_t zero;         /* 1, 2 or 3; 0: 3 */
+	int64_t global_batch; /* sequences per step; 0: micro_batch x grad_accum x data-parallel GPUs */
+	/* accepted so that scenarios written for other tools parse; only 1 / unset is modelled */
+	int64_t tp, pp, virtual_stages, cp, ep;
+	int sp, async_tp, loss_parallel; /* -1: unset */
+	char tp_embedding[24];            /* "vocab_parallel" (default) or "replicated" */
+	char pp_schedule[16];
 	bool scan;
 	int64_t recompute_num_layers; /* 0: every layer follows the policy */
+	char recompute_method[16];    /* Megatron-LM's: "block" (the first n layers) or "uniform" */
 	int prevent_cse;              /* jax.checkpoint(prevent_cse=...): -1 default (true), 0, 1 */
 	char policy[1024];
 	int n_names, n_offload;

@@ -93,6 +93,10 @@ typedef struct rm_schedule_config {
 	rm_xla_flags flags;
 	const rm_hw_profile *hw;
 	int fsdp_nodes;               /* nodes the FSDP group spans (>= 1) */
+	int tp_nodes;                 /* nodes the tensor-parallel group spans; 0: 1 */
+	int cp_nodes;                 /* nodes the context-parallel group spans; 0: 1 */
+	int replica_nodes;            /* nodes the replica group (wl->train.dp_replicate GPUs, one of
+				       * each FSDP group) spans; 0: 1 */
 	bool scan;                    /* layers under lax.scan (default) or unrolled */
 	rm_sched_mode mode;
 	int prefetch_depth;           /* ideal mode: all-gathers issued this many layers ahead */
@@ -111,6 +115,13 @@ typedef struct rm_schedule_config {
 	bool reshard_after_forward;   /* fsdp2: free the gathered parameters after the forward and
 				       * gather again for the backward (FSDP2's default; the last layer
 				       * is kept, as torchtitan applies fully_shard) */
+	bool megatron;                /* scheduler.mode megatron: the fsdp2 runtime without FSDP, its
+				       * gradients reduced per layer in the last micro-batch's backward
+				       * on their own stream (overlap_grad_reduce) or all after the
+				       * backward, the distributed optimizer's (zero 1) parameter
+				       * all-gather per layer ahead of its forward (overlap_param_gather)
+				       * or after the step */
+	bool overlap_grad_reduce, overlap_param_gather;
 	bool eager;                   /* fsdp2 without compile: memory-bound ops as their eager
 				       * decompositions (rm_op eager_bytes, eager_kernels) */
 	bool prevent_cse;             /* XLA: jax.checkpoint's optimization barrier before the
@@ -136,8 +147,13 @@ typedef struct rm_schedule_report {
 				       * iteration (XLA, something recomputed) */
 	int64_t first_memory_sync_tracked_bytes; /* tracked memory at the first memory-rule
 						  * decision of the first computation that had one; 0: none */
-	int collectives, async, sync;
+	int collectives, async, sync;  /* the FSDP group's (the ones XLA's scheduler places) */
 	int sync_by_reason[RM_SYNC_REASON_COUNT];
+	/* across the replicas of the FSDP group (dp_replicate > 1): each gradient reduction's
+	 * cross-replica all-reduce or reduce-scatter (behind it on its stream; sync when it is), the
+	 * per-layer all-reduces of data parallelism without FSDP, and the all-gather of the updated
+	 * parameters after a ZeRO-1/2 optimizer step */
+	int replica_collectives, replica_sync;
 	rm_remat_plan plan;          /* the per-layer remat plan (owned; rm_schedule_report_finish) */
 	int64_t saved_bytes_step;    /* L x per-layer saved bytes (+ the scan carry), per micro-batch */
 	int64_t offloaded_bytes_step;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "remora/common.h"
+#include "remora/nccl.h"
 
 typedef enum rm_dtype {
 	RM_DTYPE_FP32,
@@ -50,6 +51,10 @@ typedef enum rm_arch {
 	RM_ARCH_MISTRAL, /* MistralForCausalLM */
 	RM_ARCH_QWEN2,   /* Qwen2ForCausalLM: Llama layout with q/k/v biases */
 	RM_ARCH_GPT2,    /* GPT2LMHeadModel: LayerNorm, learned positions, GELU MLP, biases */
+	RM_ARCH_MIXTRAL, /* MixtralForCausalLM: Mistral attention, every MLP a top-k of SwiGLU experts */
+	RM_ARCH_QWEN2_MOE, /* Qwen2MoeForCausalLM: Qwen2 attention, routed experts plus a gated shared expert */
+	RM_ARCH_QWEN3_MOE, /* Qwen3MoeForCausalLM: q/k RMSNorm per head, routed experts */
+	RM_ARCH_DEEPSEEK_V3, /* DeepseekV3ForCausalLM: MLA attention, dense first layers, shared + routed experts */
 	RM_ARCH_COUNT
 } rm_arch;
 
@@ -81,14 +86,50 @@ typedef struct rm_model_config {
 	double resid_dropout; /* dropout after attention and MLP outputs (resid_pdrop) */
 	double embd_dropout;  /* dropout after the embedding (embd_pdrop) */
 	int64_t sliding_window; /* 0 = full attention */
+
+	/* Mixture of experts (experts == 0: a dense model, every field below 0 or false). Every
+	 * expert is a SwiGLU MLP (3 matrices h x its inner size, no biases); the router is a
+	 * linear map h -> experts without bias (transformers' Mixtral, Qwen2-MoE, Qwen3-MoE and
+	 * DeepSeek-V3 modelling code). */
+	int64_t experts;         /* routed experts per MoE layer: num_local_experts (Mixtral),
+				  * num_experts (Qwen), n_routed_experts (DeepSeek) */
+	int64_t experts_per_tok; /* routed experts each token goes to (top-k): num_experts_per_tok */
+	int64_t expert_ffn;      /* inner size of a routed expert: moe_intermediate_size
+				  * (Mixtral: intermediate_size) */
+	int64_t shared_experts;  /* experts every token goes to: n_shared_experts (DeepSeek), 1 for
+				  * Qwen2-MoE's shared expert */
+	int64_t shared_ffn;      /* inner size of one shared expert: shared_expert_intermediate_size
+				  * (Qwen2-MoE), moe_intermediate_size (DeepSeek) */
+	bool shared_gate;        /* Qwen2-MoE: a sigmoid gate h -> 1 scales the shared expert */
+	bool router_bias;        /* DeepSeek-V3 (topk_method noaux_tc): one bias per routed expert
+				  * added to the scores for the top-k choice (e_score_correction_bias) */
+	int64_t dense_layers;    /* layers whose MLP is dense (ffn wide) instead of MoE: DeepSeek's
+				  * first_k_dense_replace (the first layers), Qwen's mlp_only_layers and
+				  * decoder_sparse_step; the other layers - dense_layers are MoE */
+	int64_t mtp_layers;      /* DeepSeek-V3 multi-token-prediction modules
+				  * (num_nextn_predict_layers): counted apart, not part of the model */
+
+	/* Attention variants of the MoE families */
+	bool qk_norm;            /* Qwen3: RMSNorm over head_dim on queries and keys */
+	bool mla;                /* multi-head latent attention (DeepSeek-V2/V3); head_dim is then
+				  * qk_nope_head_dim + qk_rope_head_dim and kv_heads = heads */
+	int64_t q_lora_rank;     /* query compression rank; 0: queries projected from h directly */
+	int64_t kv_lora_rank;    /* key/value latent rank */
+	int64_t qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
 } rm_model_config;
+
+/* Whether a model has mixture-of-experts layers (experts > 0). */
+bool rm_model_config_is_moe(const rm_model_config *model);
 
 /*
  * Parses a Hugging Face config.json held in memory. path names the input in errors. Supported
- * architectures: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel; any
+ * architectures: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel,
+ * MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM; any
  * other is RM_UNSUPPORTED with the list. Malformed JSON is RM_PARSE with the parser's
- * line:column; a missing required key RM_MISSING at the enclosing mapping; a non-positive size or
- * heads not dividing hidden RM_INVALID at the offending value.
+ * line:column; a missing required key (the expert keys of an MoE model included) RM_MISSING at
+ * the enclosing mapping; a non-positive size, heads not dividing hidden, or num_experts_per_tok
+ * above the expert count RM_INVALID at the offending value; a model whose parameter count passes
+ * 2^62 RM_RANGE.
  */
 rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
 				rm_model_config *out, rm_error *err);
@@ -113,6 +154,20 @@ typedef struct rm_param_count {
 	/* Non-embedding parameters for the FLOPs convention: total minus the input embedding lookup
 	 * tables, plus the head matrix when tied (the LM head is a real matmul either way). */
 	int64_t nonembedding;
+	/* Mixture of experts. per_layer is then one MoE layer and per_dense_layer one layer with
+	 * a dense MLP (dense models: per_dense_layer = per_layer, routed_experts 0, active = total,
+	 * active_nonembedding = nonembedding, mtp 0). */
+	int64_t per_dense_layer;
+	int64_t routed_experts; /* all routed experts of all MoE layers */
+	/* What one token uses: total minus the (experts - experts_per_tok) routed experts it is
+	 * not sent to, in every MoE layer (the router, shared experts and attention all count). */
+	int64_t active;
+	int64_t active_nonembedding; /* nonembedding minus the same unchosen experts */
+	/* DeepSeek-V3's multi-token-prediction modules, not in total: per module one MoE layer,
+	 * two RMSNorms on its inputs, the projection 2h -> h and its output RMSNorm; the
+	 * embedding and head are shared with the main model (the published checkpoint stores a
+	 * copy of both in layer 61). */
+	int64_t mtp;
 } rm_param_count;
 
 /* Exact parameter count of a model (docs/reference/models.csv conventions). */
@@ -149,6 +204,35 @@ typedef struct rm_train_config {
 	int64_t micro_batch;   /* b, sequences per GPU per micro-batch */
 	int64_t grad_accum;    /* micro-batches per step */
 	int64_t fsdp;          /* FSDP degree: parameters, gradients, optimizer sharded over it */
+	int64_t dp_replicate;  /* HSDP: replicas of the FSDP group (data parallel across them); the
+				* data-parallel degree is fsdp x dp_replicate */
+	int64_t tp;            /* tensor parallelism (Megatron-LM): attention heads, key/value heads,
+				* the MLP's inner size and the vocabulary split over tp GPUs, which
+				* run the same tokens; 1: none */
+	int64_t cp;            /* context parallelism: each GPU of a group of cp runs seq_len / cp of every
+				* sequence, the attention all-gathers the keys and values over the group
+				* (torchtitan's context_parallel with rotate_method allgather, Megatron-LM's
+				* --context-parallel-size with its all-gather variant); 1: none */
+	bool sp;               /* sequence parallelism with tp: the norms, dropouts and residual
+				* adds run on seq_len / tp tokens, all-gather / reduce-scatter of
+				* the activations instead of all-reduce (Korthikanti et al. 2022) */
+	int64_t pp;            /* pipeline stages (1: none); each holds layers / pp decoder layers, the
+				* first the embedding, the last the head; grad_accum is the number of
+				* micro-batches the schedule pipelines */
+	int pp_schedule;       /* rm_pp_schedule (remora/pipeline.h) */
+	int64_t virtual_stages; /* interleaved: model chunks per stage (1 otherwise) */
+	bool loss_parallel;    /* tp: the cross-entropy over each GPU's ceil(V / tp) logits (Megatron,
+				* torchtitan's loss_parallel; default); false: the logits all-gathered to
+				* the whole vocabulary and the loss computed on every GPU (KempnerForge's
+				* ColwiseParallel(output_layouts=Replicate())) */
+	bool tp_embedding_replicated; /* tp: the whole embedding table on every GPU, the lookup's
+				       * output sliced to the sequence shard (KempnerForge) instead
+				       * of Megatron's vocabulary-parallel embedding */
+	int zero;              /* ZeRO stage over the data-parallel GPUs: 3 (default) shards the
+				* optimizer state over the FSDP group only (replicated across replicas, as
+				* HSDP does); 1 shards the optimizer state and fp32 master over all
+				* fsdp x dp_replicate GPUs (parameters and gradients stay sharded over
+				* fsdp); 2 also keeps only that slice of the reduced gradients */
 	rm_dtype dtype;        /* activations and compute (bf16) */
 	rm_dtype param_dtype;  /* parameters as gathered for compute (bf16) */
 	rm_dtype grad_dtype;   /* gradients (bf16; fp32 for fp32 reduce-scatter) */
@@ -184,6 +268,8 @@ typedef enum rm_op_kind {
 	RM_OP_GEMM,        /* dense matmul, cost from gemm {batch, m, n, k, dtype} */
 	RM_OP_ATTENTION,   /* fused (flash) attention kernel, forward or backward */
 	RM_OP_ELEMENTWISE, /* memory-bound kernel: norm, rotary, softmax, activation, add, ... */
+	RM_OP_COLLECTIVE,  /* a tensor-parallel collective inside the layer (coll over coll_bytes,
+			    * among the train config's tp GPUs), on the compute stream's path */
 	RM_OP_KIND_COUNT
 } rm_op_kind;
 
@@ -263,6 +349,10 @@ typedef struct rm_op {
 	int64_t eager_bytes;          /* memory-bound ops run as PyTorch eager kernels: the HBM bytes of
 				       * their decomposition (0: bytes_read + bytes_written) ... */
 	int eager_kernels;            /* ... in this many kernels (0: one) */
+	rm_coll coll;                 /* kind == RM_OP_COLLECTIVE: all-gather, reduce-scatter or
+				       * all-reduce over the tensor-parallel group ... */
+	int64_t coll_bytes;           /* ... of this full buffer (nccl-tests' size) */
+	bool coll_cp;                 /* ... among the context-parallel group instead */
 	int n_inputs, n_outputs, n_residuals;
 	int inputs[RM_OP_MAX_INPUTS];   /* value indices (forward ops) */
 	int outputs[RM_OP_MAX_OUTPUTS]; /* value indices (forward ops) */
@@ -293,7 +383,9 @@ typedef struct rm_workload {
 
 /*
  * Builds the workload (op graphs of one micro-batch) of a model and training setup. Returns
- * NULL with err on an invalid setup (see rm_train_config_check). Free with rm_workload_destroy.
+ * NULL with err on an invalid setup (see rm_train_config_check), and RM_UNSUPPORTED for a model
+ * whose layers the op graph does not model yet (mixture of experts, latent attention, q/k norms;
+ * rm_model_param_count counts them). Free with rm_workload_destroy.
  */
 rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
 				rm_error *err);
@@ -306,7 +398,8 @@ int rm_graph_find_op(const rm_graph *g, const char *name);
 double rm_graph_flops(const rm_graph *g, rm_phase phase);
 /*
  * Bytes of the distinct forward values that the graph's backward ops need (nothing recomputed,
- * nothing offloaded). For the layer graph this is the activation memory per layer per micro-batch.
+ * nothing offloaded; a sequence-parallel all-gather's output counts as its shard, which is what
+ * the layer keeps and gathers again). For the layer graph this is the activation memory per layer per micro-batch.
  */
 int64_t rm_graph_residual_bytes(const rm_graph *g);
 /* Whether the backward pass of the graph needs value v. */
@@ -327,18 +420,34 @@ double rm_workload_mfu_flops_per_token(const rm_workload *wl);
 /* FLOPs the op graphs execute per micro-batch: embedding + L * layer + head, all phases. */
 double rm_workload_executed_flops(const rm_workload *wl);
 
-/* Static (persistent) memory per GPU under FSDP, in bytes. */
+/*
+ * Parameter elements one GPU of a tensor-parallel group holds before FSDP sharding: the sum of
+ * the embedding, L layers and head graphs' parameters (column- and row-parallel matrices and the
+ * vocabulary split over tp; norms and the row-parallel output biases replicated). tp = 1: the
+ * model's total.
+ */
+int64_t rm_workload_rank_params(const rm_workload *wl);
+
+/* Static (persistent) memory per GPU under FSDP / HSDP / ZeRO, in bytes. */
 typedef struct rm_static_memory {
-	int64_t shard_elems;   /* ceil(params / fsdp) */
+	int64_t shard_elems;   /* ceil(rank params / fsdp): the parameter shard (rm_workload_rank_params) */
+	int64_t opt_group;     /* GPUs the optimizer state is sharded over: fsdp (zero 3), or
+				* fsdp x dp_replicate (zero 1, 2) */
+	int64_t opt_elems;     /* ceil(params / opt_group): the slice the optimizer updates */
 	int64_t params;        /* shard_elems * param dtype */
-	int64_t master;        /* shard_elems * 4 with fp32 master weights, else 0 */
-	int64_t grads;         /* shard_elems * grad dtype */
-	int64_t optimizer;     /* AdamW: 2 * 4 * shard_elems; SGD momentum: 4 * shard_elems */
+	int64_t master;        /* opt_elems * 4 with fp32 master weights, else 0 */
+	int64_t grads;         /* shard_elems * grad dtype (zero 2: opt_elems * grad dtype) */
+	int64_t optimizer;     /* AdamW: 2 * moment bytes * opt_elems; SGD momentum: 1 * */
+	int64_t update_params; /* bytes of parameters the optimizer step writes: opt_elems * param dtype
+				* (0 when the fp32 master shard is the parameter) */
+	int64_t update_grads;  /* bytes of reduced gradients the optimizer step reads: opt_elems * grad dtype */
 	int64_t total;
 } rm_static_memory;
 
 /*
- * Static memory per GPU: every parameter, gradient and optimizer state sharded evenly over the
+ * Static memory per GPU: every parameter and gradient sharded evenly over the FSDP group, the
+ * optimizer state and fp32 master over the optimizer group (ZeRO stage 1/2: all data-parallel GPUs;
+ * Rajbhandari et al. 2020, section 5: P_os and P_os+g) and otherwise over the
  * FSDP group (with master_shards and master weights the param_dtype shard is not kept: FSDP2's fp32
  * shards, 4 + 4 + 8 = 16 bytes per parameter with fp32 gradients) (ZeRO stage 3 convention: Rajbhandari et al. 2020, section 3: 2 + 2 + 12 bytes per
  * parameter for mixed-precision Adam, i.e. bf16 params, bf16 grads, fp32 master, fp32 m and v).

@@ -1,0 +1,97 @@
+/*
+ * remora/pipeline.h — pipeline parallelism (sim/pipeline.c, schedules/pipeline_run.c).
+ *
+ * A pipeline of p stages runs m micro-batches per step in one of four orders (docs/parallelism.md
+ * "Pipeline parallelism"):
+ * - gpipe: every forward, then every backward (Huang et al. 2019);
+ * - 1f1b: stage s runs min(p - s - 1, m) warm-up forwards, then one forward and one backward in
+ *   turn, then the remaining backwards (PipeDream-Flush; Narayanan et al. 2021, Megatron-LM's
+ *   forward_backward_pipelining_without_interleaving);
+ * - interleaved: each stage holds v model chunks, virtual stage c * p + s on stage s; Megatron-LM's
+ *   interleaved 1F1B order, warm-up (p - s - 1) * 2 + (v - 1) * p chunk passes, m a multiple of
+ *   p (Narayanan et al. 2021, section 2.2);
+ * - zero_bubble: not modelled (refused by the scenario).
+ *
+ * The schedule is simulated as the dependency graph it is: a pass starts when its stage is free
+ * and its input has arrived (the previous virtual stage's forward of the same micro-batch, or the
+ * next one's backward, plus the point-to-point transfer). With equal stages and free transfers
+ * the step is (m + p - 1) (t_f + t_b) for 1f1b and gpipe, and (m v + p - 1) (t_f + t_b) / v
+ * interleaved: the bubble fractions (p - 1) / (m + p - 1) and (p - 1) / (v m + p - 1).
+ */
+#ifndef REMORA_PIPELINE_H
+#define REMORA_PIPELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "remora/common.h"
+
+typedef enum rm_pp_schedule { RM_PP_1F1B, RM_PP_INTERLEAVED, RM_PP_GPIPE, RM_PP_ZERO_BUBBLE, RM_PP_COUNT } rm_pp_schedule;
+
+/* "1f1b", "interleaved", "gpipe", "zero_bubble". */
+const char *rm_pp_schedule_name(rm_pp_schedule s);
+bool rm_pp_schedule_parse(const char *name, rm_pp_schedule *out);
+
+#define RM_PP_MAX_STAGES 256
+
+/* What one stage's passes cost, seconds: a whole stage's forward and backward of one
+ * micro-batch (an interleaved stage's v chunks take 1/v each). */
+typedef struct rm_pp_stage_cost {
+	double fwd_s, bwd_s;
+	double tail_s; /* after its last backward: gradient reductions and the optimizer step */
+} rm_pp_stage_cost;
+
+typedef struct rm_pp_result {
+	double step_s;                    /* the last stage to finish, its tail included */
+	double bubble_fraction;           /* stage 0: idle share of its first-forward-to-last-backward span */
+	int in_flight[RM_PP_MAX_STAGES];  /* most micro-batch chunk passes whose forward has run and
+					   * backward has not, per stage (activations held) */
+	double stage_end_s[RM_PP_MAX_STAGES];
+} rm_pp_result;
+
+/*
+ * Simulates one step's pipeline schedule. stages[p] gives each stage's costs; p2p_s is the
+ * point-to-point transfer between neighbouring stages (each direction, each pass). v: chunks per
+ * stage (1 unless interleaved). Errors (RM_INVALID): p outside [1, RM_PP_MAX_STAGES], m < 1,
+ * v < 1, v > 1 without interleaved, interleaved with m not a multiple of p, zero_bubble, a
+ * negative cost. Deterministic; O(p m v).
+ */
+rm_status rm_pp_simulate(rm_pp_schedule sched, int p, int m, int v, const rm_pp_stage_cost *stages, double p2p_s,
+			 rm_pp_result *out, rm_error *err);
+
+/* ---- a scenario's pipelined step (schedules/pipeline_run.c) ---- */
+
+struct rm_scenario_resolved;
+
+/* One pipelined step of a scenario with parallelism.pp > 1. */
+typedef struct rm_pp_run {
+	int stages, micro_batches, chunks;
+	rm_pp_schedule schedule;
+	/* from the engine: one micro-batch through a stage of layers / pp layers (with the
+	 * embedding and the head, whose time goes to the first and the last stage) */
+	rm_pp_stage_cost first, middle, last;
+	double p2p_s;            /* one activation (or its gradient) to the next stage */
+	int64_t p2p_bytes;
+	rm_pp_result sched;
+	double step_s, tokens_per_s, mfu; /* tokens per GPU: each GPU of a stage counts 1 / (tp pp) of
+					   * its data-parallel rank's tokens */
+	int64_t stage_static_bytes;       /* the stage program's persistent tensors */
+	int64_t act_bytes_per_chunk;      /* activations one micro-batch leaves on a chunk */
+	int64_t peak_bytes[RM_PP_MAX_STAGES];
+	int peak_stage;                   /* the stage with the highest peak */
+	int64_t usable_bytes;
+	bool fits;
+} rm_pp_run;
+
+/*
+ * Simulates one pipelined step: the engine runs one micro-batch of a stage's layers (the
+ * scenario's schedule, FSDP and TP inside the stage, the embedding and the head included), its
+ * compute-stream spans give each stage's forward, backward and tail (the embedding's to the first
+ * stage, the head's to the last), and rm_pp_simulate orders the micro-batches. Memory per stage:
+ * the one-micro-batch peak, plus (in_flight - 1) micro-batch chunks of saved activations, less
+ * the embedding's (head's) share of the persistent state on the stages that do not hold it.
+ * RM_INVALID for a scenario without pp > 1 and the errors of rm_pp_simulate.
+ */
+rm_status rm_pp_run_scenario(const struct rm_scenario_resolved *res, rm_pp_run *out, rm_error *err);
+
+#endif

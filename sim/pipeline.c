@@ -1,0 +1,167 @@
+/*
+ * Pipeline schedules as dependency graphs (remora/pipeline.h): each stage's order of forward and
+ * backward passes, each pass started when its stage is free and its input has arrived.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "remora/pipeline.h"
+
+static const char *const sched_names[RM_PP_COUNT] = {
+	[RM_PP_1F1B] = "1f1b", [RM_PP_INTERLEAVED] = "interleaved", [RM_PP_GPIPE] = "gpipe",
+	[RM_PP_ZERO_BUBBLE] = "zero_bubble"};
+
+const char *rm_pp_schedule_name(rm_pp_schedule s)
+{
+	return (unsigned)s < RM_PP_COUNT ? sched_names[s] : "unknown";
+}
+
+bool rm_pp_schedule_parse(const char *name, rm_pp_schedule *out)
+{
+	for (int i = 0; i < RM_PP_COUNT; i++)
+		if (strcasecmp(name, sched_names[i]) == 0) {
+			*out = (rm_pp_schedule)i;
+			return true;
+		}
+	return false;
+}
+
+typedef struct unit {
+	bool fwd;
+	int chunk, mb;
+} unit;
+
+/*
+ * The chunk and micro-batch of stage-local pass k in Megatron-LM's interleaved order
+ * (megatron/core/pipeline_parallel/schedules.py, get_model_chunk_id and the micro-batch id of
+ * forward_backward_pipelining_with_interleaving): groups of p micro-batches go through chunk 0,
+ * then chunk 1, ...; backwards run the chunks in reverse.
+ */
+static unit interleaved_unit(int k, int p, int v, bool fwd)
+{
+	int in_group = k % (p * v);
+	int chunk = in_group / p;
+	if (!fwd)
+		chunk = v - 1 - chunk;
+	return (unit){fwd, chunk, (k / (p * v)) * p + k % p};
+}
+
+/* Stage s's passes in order, into u (2 m v of them). */
+static void stage_order(rm_pp_schedule sched, int p, int m, int v, int s, unit *u)
+{
+	int n = 0;
+	if (sched == RM_PP_GPIPE) {
+		for (int j = 0; j < m; j++)
+			u[n++] = (unit){true, 0, j};
+		for (int j = 0; j < m; j++)
+			u[n++] = (unit){false, 0, j};
+		return;
+	}
+	int total = m * v;
+	int warm = sched == RM_PP_INTERLEAVED ? (p - s - 1) * 2 + (v - 1) * p : p - s - 1;
+	if (warm > total)
+		warm = total;
+	for (int k = 0; k < warm; k++)
+		u[n++] = sched == RM_PP_INTERLEAVED ? interleaved_unit(k, p, v, true) : (unit){true, 0, k};
+	for (int i = 0; i < total - warm; i++) {
+		int kf = warm + i;
+		u[n++] = sched == RM_PP_INTERLEAVED ? interleaved_unit(kf, p, v, true) : (unit){true, 0, kf};
+		u[n++] = sched == RM_PP_INTERLEAVED ? interleaved_unit(i, p, v, false) : (unit){false, 0, i};
+	}
+	for (int k = total - warm; k < total; k++)
+		u[n++] = sched == RM_PP_INTERLEAVED ? interleaved_unit(k, p, v, false) : (unit){false, 0, k};
+}
+
+rm_status rm_pp_simulate(rm_pp_schedule sched, int p, int m, int v, const rm_pp_stage_cost *stages, double p2p_s,
+			 rm_pp_result *out, rm_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (p < 1 || p > RM_PP_MAX_STAGES)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "pipeline stages %d outside [1, %d]", p, RM_PP_MAX_STAGES);
+	if (m < 1 || v < 1)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "micro-batches %d and chunks per stage %d must be positive",
+				    m, v);
+	if (sched == RM_PP_ZERO_BUBBLE || (unsigned)sched >= RM_PP_COUNT)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "pipeline schedule %s is not modelled",
+				    rm_pp_schedule_name(sched));
+	if (v > 1 && sched != RM_PP_INTERLEAVED)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "%d chunks per stage need the interleaved schedule", v);
+	if (sched == RM_PP_INTERLEAVED && m % p != 0)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "the interleaved schedule runs micro-batches in groups of the %d stages: %d is not a "
+				    "multiple",
+				    p, m);
+	if (!(p2p_s >= 0))
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "negative transfer time");
+	for (int s = 0; s < p; s++)
+		if (!(stages[s].fwd_s >= 0 && stages[s].bwd_s >= 0 && stages[s].tail_s >= 0))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0, "stage %d has a negative cost", s);
+	int V = p * v, per = 2 * m * v;
+	double *fend = rm_new(double, (size_t)V * (size_t)m), *bend = rm_new(double, (size_t)V * (size_t)m);
+	for (size_t i = 0; i < (size_t)V * (size_t)m; i++)
+		fend[i] = bend[i] = -1.0;
+	unit *order = rm_new(unit, (size_t)p * (size_t)per);
+	int *next = rm_new(int, (size_t)p), *held = rm_new(int, (size_t)p);
+	double *free_at = rm_new(double, (size_t)p);
+	for (int s = 0; s < p; s++)
+		stage_order(sched, p, m, v, s, order + (size_t)s * (size_t)per);
+	int done = 0;
+	rm_status st = RM_OK;
+	while (done < p * per) {
+		bool progress = false;
+		for (int s = 0; s < p; s++) {
+			while (next[s] < per) {
+				const unit *u = &order[(size_t)s * (size_t)per + (size_t)next[s]];
+				int vs = u->chunk * p + s;
+				double ready = 0;
+				if (u->fwd && vs > 0) {
+					double e = fend[(size_t)(vs - 1) * (size_t)m + (size_t)u->mb];
+					if (e < 0)
+						break;
+					ready = e + (p > 1 ? p2p_s : 0);
+				} else if (!u->fwd && vs == V - 1) {
+					ready = fend[(size_t)vs * (size_t)m + (size_t)u->mb];
+					if (ready < 0)
+						break;
+				} else if (!u->fwd) {
+					double e = bend[(size_t)(vs + 1) * (size_t)m + (size_t)u->mb];
+					if (e < 0)
+						break;
+					ready = e + (p > 1 ? p2p_s : 0);
+				}
+				double start = ready > free_at[s] ? ready : free_at[s];
+				double end = start + (u->fwd ? stages[s].fwd_s : stages[s].bwd_s) / (double)v;
+				(u->fwd ? fend : bend)[(size_t)vs * (size_t)m + (size_t)u->mb] = end;
+				free_at[s] = end;
+				held[s] += u->fwd ? 1 : -1;
+				if (held[s] > out->in_flight[s])
+					out->in_flight[s] = held[s];
+				next[s]++;
+				done++;
+				progress = true;
+			}
+		}
+		if (!progress) {
+			st = rm_error_set(err, RM_INVALID, NULL, 0, 0, "internal: pipeline schedule %s deadlocked (p %d, m %d, v %d)",
+					  rm_pp_schedule_name(sched), p, m, v);
+			break;
+		}
+	}
+	if (st == RM_OK) {
+		for (int s = 0; s < p; s++) {
+			out->stage_end_s[s] = free_at[s] + stages[s].tail_s;
+			if (out->stage_end_s[s] > out->step_s)
+				out->step_s = out->stage_end_s[s];
+		}
+		double busy = (double)m * (stages[0].fwd_s + stages[0].bwd_s);
+		out->bubble_fraction = free_at[0] > 0 ? 1.0 - busy / free_at[0] : 0;
+	}
+	free(fend);
+	free(bend);
+	free(order);
+	free(next);
+	free(held);
+	free(free_at);
+	return st;
+}

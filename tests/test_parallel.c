@@ -1,0 +1,585 @@
+/*
+ * The data-parallel family (docs/parallelism.md): HSDP replicas of the FSDP group, ZeRO stages
+ * 1-3, data parallelism without FSDP, training.global_batch, and the parallelism keys remora
+ * refuses by name. Every figure below is computed by hand from Llama-2-7B's shapes
+ * (docs/reference/models.csv): 6,738,415,616 parameters; a layer holds 4 x 4096^2 (attention) +
+ * 3 x 4096 x 11008 (MLP) = 202,375,168 matrix elements and 2 x 4096 = 8,192 norm weights; the
+ * embedding and the untied head 32,000 x 4096 = 131,072,000 each; the final norm 4,096.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remora/scenario.h"
+#include "remora/schedule.h"
+#include "remora/sim.h"
+#include "remora/pipeline.h"
+#include "remora/remat.h"
+#include "remora/workload.h"
+
+#define P7B 6738415616LL
+
+typedef struct run {
+	rm_scenario_resolved res;
+	rm_schedule_report rep;
+	rm_program *prog;
+	rm_sim_metrics m;
+} run;
+
+static void run_text(run *r, const char *text)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
+	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
+	cr_assert_not_null(r->prog, "%s", err.msg);
+	rm_sim_options opt = {.hw_queues = r->res.hw_queues};
+	rm_sim *s = rm_sim_create(r->prog, &r->res.hw, &opt, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
+	r->m = *rm_sim_get_metrics(s);
+	rm_sim_destroy(s);
+}
+
+static void run_finish(run *r)
+{
+	rm_program_destroy(r->prog);
+	rm_schedule_report_finish(&r->rep);
+	rm_scenario_resolved_finish(&r->res);
+}
+
+/* Bytes (full buffers) of the collectives of a group size and kind; count in *n. */
+static int64_t coll_bytes(const rm_program *p, int group, rm_coll kind, int *n)
+{
+	int64_t b = 0;
+	*n = 0;
+	for (int32_t i = 0; i < p->n_ops; i++) {
+		const rm_program_op *op = &p->ops[i];
+		if (op->cost.kind == RM_COST_COLLECTIVE && op->cost.collective.group_size == group &&
+		    op->cost.collective.op == kind) {
+			b += op->cost.collective.bytes;
+			(*n)++;
+		}
+	}
+	return b;
+}
+
+static const rm_program_op *op_named(const rm_program *p, const char *name)
+{
+	for (int32_t i = 0; i < p->n_ops; i++)
+		if (strcmp(p->ops[i].name, name) == 0)
+			return &p->ops[i];
+	return NULL;
+}
+
+Test(parallel, zero_stages_shard_the_optimizer_over_all_data_parallel_gpus)
+{
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(rm_model_config_resolve("llama-2-7b", &m, &err), RM_OK, "%s", err.msg);
+	rm_train_config t = rm_train_config_default(&m);
+	t.fsdp = 8;
+	t.dp_replicate = 32;
+	/* zero 3 (HSDP): everything over the 8 of the FSDP group: 842,301,952 elements each */
+	rm_workload *wl = rm_workload_create(&m, &t, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	rm_static_memory s = rm_workload_static_memory(wl);
+	cr_assert_eq(s.shard_elems, P7B / 8);
+	cr_assert_eq(s.opt_group, 8);
+	cr_assert_eq(s.master, 4 * (P7B / 8));
+	cr_assert_eq(s.optimizer, 8 * (P7B / 8));
+	rm_workload_destroy(wl);
+	/* zero 1 over 8 x 32 = 256 (the seed report's job): 6,738,415,616 / 256 = 26,321,936 exactly;
+	 * bf16 parameters and gradients stay over 8 */
+	t.zero = 1;
+	wl = rm_workload_create(&m, &t, &err);
+	s = rm_workload_static_memory(wl);
+	cr_assert_eq(s.opt_group, 256);
+	cr_assert_eq(s.opt_elems, 26321936);
+	cr_assert_eq(s.params, 1684603904);
+	cr_assert_eq(s.grads, 1684603904);
+	cr_assert_eq(s.master, 105287744);
+	cr_assert_eq(s.optimizer, 210575488);
+	cr_assert_eq(s.update_params, 52643872);
+	cr_assert_eq(s.total, 1684603904LL * 2 + 105287744 + 210575488);
+	rm_workload_destroy(wl);
+	/* zero 2 keeps only the optimizer's slice of the reduced gradients */
+	t.zero = 2;
+	wl = rm_workload_create(&m, &t, &err);
+	s = rm_workload_static_memory(wl);
+	cr_assert_eq(s.grads, 52643872);
+	rm_workload_destroy(wl);
+	/* out of range */
+	t.zero = 4;
+	cr_assert_null(rm_workload_create(&m, &t, &err));
+	cr_assert(strstr(err.msg, "zero must be 1, 2 or 3"), "%s", err.msg);
+}
+
+#define HSDP "model: llama-2-7b\ncluster: {gpus_per_node: 8, nodes: 2}\ntraining: {seq_len: 1024}\n" \
+	     "remat: {policy: nothing_saveable}\n"
+
+Test(parallel, an_hsdp_step_reduces_one_gradient_across_the_replicas)
+{
+	/* fsdp 8 x dp_replicate 2: after each reduction over the node, the same bytes cross the
+	 * 2 replicas: per layer the reduce-scatter's output 202,375,168 / 8 x 2 B = 50,593,792 and the
+	 * norms' all-reduce 8,192 x 2 = 16,384; the embedding's and head's 131,072,000 / 8 x 2 =
+	 * 32,768,000 each; the final norm's 8,192. 32 x 50,610,176 + 65,536,000 + 8,192 =
+	 * 1,685,069,824 B: the gradient shard (P / 8 x 2 = 1,684,603,904) plus the 7/8 of the
+	 * replicated norms' (266,240 x 2 x 7/8 = 465,920) */
+	run a;
+	run_text(&a, HSDP "parallelism: {fsdp: 8, dp_replicate: 2}\n");
+	int n_ar, n_rs, n_ag;
+	int64_t ar = coll_bytes(a.prog, 2, RM_COLL_ALL_REDUCE, &n_ar);
+	coll_bytes(a.prog, 2, RM_COLL_REDUCE_SCATTER, &n_rs);
+	coll_bytes(a.prog, 2, RM_COLL_ALL_GATHER, &n_ag);
+	cr_assert_eq(ar, 1685069824LL, "%lld", (long long)ar);
+	cr_assert_eq(n_rs + n_ag, 0);
+	cr_assert_eq(a.rep.replica_collectives, n_ar);
+	/* the replica group has one GPU in each node */
+	const rm_program_op *r = op_named(a.prog, "layer05/bwd/reduce-scatter0/replicas");
+	cr_assert_not_null(r);
+	cr_assert_eq(r->cost.collective.span, 2);
+	const rm_program_op *rs = op_named(a.prog, "layer05/bwd/reduce-scatter0");
+	cr_assert_not_null(rs);
+	cr_assert_eq(r->cost.collective.bytes * 8, rs->cost.collective.bytes);
+	cr_assert_eq(a.res.train.dp_replicate, 2);
+	run_finish(&a);
+	/* without replicas: none, and the step is no slower */
+	run b;
+	run_text(&b, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n");
+	cr_assert_eq(b.rep.replica_collectives, 0);
+	run_finish(&b);
+}
+
+Test(parallel, zero1_reduce_scatters_across_replicas_and_gathers_the_updated_slices)
+{
+	run a;
+	run_text(&a, HSDP "parallelism: {fsdp: 8, dp_replicate: 2, zero: 1}\n");
+	int n;
+	/* the same bytes as HSDP's all-reduces, now reduce-scatters (the norms' stay all-reduces) */
+	int64_t rs = coll_bytes(a.prog, 2, RM_COLL_REDUCE_SCATTER, &n);
+	int64_t ar = coll_bytes(a.prog, 2, RM_COLL_ALL_REDUCE, &n);
+	cr_assert_eq(rs + ar, 1685069824LL);
+	cr_assert_eq(ar, 32 * 16384 + 8192);
+	/* after the step, the parameter shard (P / 8 x 2 B) gathered from the two slices */
+	int64_t ag = coll_bytes(a.prog, 2, RM_COLL_ALL_GATHER, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ag, 1684603904LL);
+	/* the optimizer updates P / 16 = 421,150,976 elements: reads bf16 parameters 2, fp32
+	 * master 4, two fp32 moments 8 and the bf16 gradient 2 B of each, writes all but the
+	 * gradient */
+	const rm_program_op *u = op_named(a.prog, "optimizer/update");
+	cr_assert_not_null(u);
+	cr_assert_eq(u->cost.elementwise.bytes_read, 421150976LL * 16);
+	cr_assert_eq(u->cost.elementwise.bytes_written, 421150976LL * 14);
+	run_finish(&a);
+}
+
+Test(parallel, data_parallelism_without_fsdp_all_reduces_every_gradient)
+{
+	/* fsdp 1 x 8 replicas (DDP): every layer's 202,383,360 parameters x 2 B after its backward,
+	 * the embedding, head and final norm's 262,148,096 x 2 B before the step: P x 2 B in all */
+	run a;
+	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		     "parallelism: {fsdp: 1}\n");
+	int n;
+	int64_t ar = coll_bytes(a.prog, 8, RM_COLL_ALL_REDUCE, &n);
+	cr_assert_eq(ar, P7B * 2, "%lld", (long long)ar);
+	cr_assert_eq(n, 33);
+	cr_assert_eq(a.res.train.dp_replicate, 8);
+	/* no FSDP gathers */
+	coll_bytes(a.prog, 8, RM_COLL_ALL_GATHER, &n);
+	cr_assert_eq(n, 0);
+	run_finish(&a);
+	/* the distributed optimizer (zero 1): the same bytes reduce-scattered, and after the step
+	 * the updated slices all-gathered back into the whole parameters, P x 2 B */
+	run b;
+	run_text(&b, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		     "parallelism: {fsdp: 1, zero: 1}\n");
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_REDUCE_SCATTER, &n), P7B * 2);
+	cr_assert_eq(n, 33);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_ALL_GATHER, &n), P7B * 2);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_ALL_REDUCE, &n), 0);
+	run_finish(&b);
+}
+
+Test(parallel, global_batch_sets_the_micro_batches)
+{
+	/* 16 GPUs x micro_batch 2 = 32 sequences per micro-batch step: 128 sequences are 4 */
+	run a;
+	run_text(&a, "model: llama-2-7b\ncluster: {gpus_per_node: 8, nodes: 2}\nparallelism: {fsdp: 8}\n"
+		     "training: {seq_len: 1024, micro_batch: 2, global_batch: 128}\n");
+	cr_assert_eq(a.res.train.grad_accum, 4);
+	cr_assert_eq(a.res.train.dp_replicate, 2);
+	run_finish(&a);
+}
+
+static void expect_error(const char *text, rm_status st, int line, int col, const char *needle)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	rm_status got = rm_scenario_parse(text, strlen(text), "bad.yaml", &sc, &err);
+	if (got == RM_OK) {
+		rm_scenario_resolved res;
+		got = rm_scenario_resolve(&sc, NULL, &res, &err);
+		if (got == RM_OK)
+			rm_scenario_resolved_finish(&res);
+	}
+	cr_assert_eq(got, st, "%s -> %s (%s)", text, rm_status_name(got), err.msg);
+	cr_assert_eq(err.line, line, "%s: line %d (%s)", text, err.line, err.msg);
+	cr_assert_eq(err.column, col, "%s: column %d (%s)", text, err.column, err.msg);
+	cr_assert(strstr(err.msg, needle), "'%s' lacks '%s'", err.msg, needle);
+}
+
+Test(parallel, bad_combinations_name_the_key)
+{
+	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  fsdp: 8\n  dp_replicate: 4\n", RM_INVALID, 5,
+		     17, "fsdp 8 x dp_replicate 4 = 32 GPUs, but the cluster has 16 GPUs");
+	expect_error("model: llama-2-7b\nparallelism:\n  dp_replicate: 3\n", RM_INVALID, 3, 17, "must divide the cluster's 8 GPUs");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  fsdp: 3\n", RM_INVALID, 4, 9,
+		     "straddle two nodes");
+	expect_error("model: llama-2-7b\nparallelism:\n  zero: 1\nscheduler: {mode: fsdp2}\n", RM_INVALID, 3, 9,
+		     "PyTorch FSDP2 shards the optimizer state over the FSDP group");
+	expect_error("model: llama-2-7b\nparallelism:\n  zero: 0\n", RM_RANGE, 3, 9, "outside [1, 3]");
+	expect_error("model: llama-2-7b\ntraining:\n  micro_batch: 2\n  global_batch: 20\n", RM_INVALID, 4, 17,
+		     "not a multiple of micro_batch 2 x 8 data-parallel GPUs = 16");
+	expect_error("model: llama-2-7b\ntraining:\n  grad_accum: 2\n  global_batch: 32\n", RM_INVALID, 4, 17,
+		     "but training.grad_accum says 2");
+	/* tensor parallelism: whole heads per GPU, groups that tile the node */
+	expect_error("model: llama-2-7b\nparallelism:\n  tp: 3\n", RM_INVALID, 3, 7, "tp 3 must divide the 8 GPUs");
+	expect_error("model: llama-2-7b\ncluster: {gpus_per_node: 6, nodes: 2}\nparallelism:\n  tp: 4\n", RM_INVALID, 4, 7,
+		     "do not tile nodes of 6 GPUs");
+	expect_error("model: qwen2-7b\nparallelism:\n  tp: 8\n", RM_INVALID, 3, 7, "must divide the 28 attention heads");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  tp: 2\n  fsdp: 4\n  dp_replicate: 4\n", RM_INVALID,
+		     6, 17, "but the cluster has 8 data-parallel GPUs (16 / tp 2)");
+	/* what is not modelled yet is refused by name */
+	expect_error("model: llama-2-7b\nparallelism:\n  ep: 8\n", RM_UNSUPPORTED, 3, 7, "expert parallelism");
+	expect_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_UNSUPPORTED, 3, 13,
+		     "async tensor parallelism");
+	/* degree 1 is fine */
+	run a;
+	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nparallelism: {tp: 1, pp: 1, cp: 1, ep: 1}\n");
+	run_finish(&a);
+}
+
+/* The seed report's 70B job (data/scenarios/seed-llama2-70b-hsdp8x32-h100.yaml): with the four
+ * names the layers' collectives stay async at micro-batch 1 and go to the compute stream at 2,
+ * by XLA's memory rules (docs/parallelism.md); without names, at 4. */
+static rm_schedule_report seed70(const char *const *sets, int *layer_sync)
+{
+	rm_scenario sc;
+	rm_error err;
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/scenarios/seed-llama2-70b-hsdp8x32-h100.yaml", getenv("REMORA_DATA_DIR"));
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	for (int i = 0; sets[i]; i++)
+		cr_assert_eq(rm_scenario_set(&sc, sets[i], &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.train.fsdp, 8);
+	cr_assert_eq(res.train.dp_replicate, 32);
+	cr_assert_eq(res.sched.replica_nodes, 32);
+	rm_schedule_report rep;
+	rm_program *p = rm_schedule_build(&res.sched, &rep, &err);
+	cr_assert_not_null(p, "%s", err.msg);
+	*layer_sync = rep.sync_by_reason[RM_SYNC_MEMORY_PEAK_OVER_LIMIT] + rep.sync_by_reason[RM_SYNC_DECREASE_MEMORY_OVER_LIMIT];
+	rm_program_destroy(p);
+	rm_scenario_resolved_finish(&res);
+	return rep;
+}
+
+Test(parallel, the_seed_70b_job_goes_synchronous_at_micro_batch_2_with_names_and_4_without)
+{
+	static const char *const n1[] = {"training.micro_batch=1", NULL}, *const n2[] = {"training.micro_batch=2", NULL},
+				 *const e3[] = {"training.micro_batch=3", "remat.names=[]", NULL},
+				 *const e4[] = {"training.micro_batch=4", "remat.names=[]", NULL};
+	int s1, s2, s3, s4;
+	rm_schedule_report r;
+	r = seed70(n1, &s1);
+	rm_schedule_report_finish(&r);
+	r = seed70(n2, &s2);
+	rm_schedule_report_finish(&r);
+	r = seed70(e3, &s3);
+	rm_schedule_report_finish(&r);
+	r = seed70(e4, &s4);
+	cr_assert_eq(r.collectives, 325);
+	rm_schedule_report_finish(&r);
+	cr_assert_eq(s1, 0);
+	cr_assert_eq(s2, 237);
+	cr_assert_eq(s3, 0);
+	cr_assert_eq(s4, 237);
+}
+
+/*
+ * Korthikanti et al. 2022 (docs/reference/activation-memory.md), per layer, GPT-2 shapes with
+ * unfused attention and dropout (h 768, a 12): tensor parallel t, sbh(10 + 24/t + 5as/(ht));
+ * with sequence parallelism, sbh(34/t + 5as/(ht)); selective recompute of the attention core
+ * drops the 5as/(ht) term; full recompute keeps the layer input, 2sbh (2sbh/t with sequence
+ * parallelism). Exact to the byte.
+ */
+static void check_korthikanti(int64_t t, bool sp, int64_t s, int64_t b)
+{
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(rm_model_config_resolve("gpt-2", &m, &err), RM_OK, "%s", err.msg);
+	rm_train_config tc = rm_train_config_default(&m);
+	tc.seq_len = s;
+	tc.micro_batch = b;
+	tc.fused_attention = false;
+	tc.dropout = 1;
+	tc.tp = t;
+	tc.sp = sp;
+	rm_workload *wl = rm_workload_create(&m, &tc, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	int64_t h = 768, a = 12, sbh = s * b * h;
+	int64_t core = 5 * a * s * s * b / t;
+	int64_t want = sp ? 34 * sbh / t + core : 10 * sbh + 24 * sbh / t + core;
+	int64_t got = rm_graph_residual_bytes(&wl->layer);
+	cr_assert_eq(got, want, "t=%lld sp=%d s=%lld b=%lld: %lld, want %lld", (long long)t, sp, (long long)s, (long long)b,
+		     (long long)got, (long long)want);
+	/* selective: the scores, probabilities, their dropout and its mask recomputed from q, k */
+	rm_remat_policy *sel = rm_remat_policy_parse("save_anything_except_these_names('attention_scores', "
+						     "'attention_probs', 'attention_probs_dropout', "
+						     "'attention_probs_dropout_mask')",
+						     &err);
+	cr_assert_not_null(sel, "%s", err.msg);
+	rm_remat_plan plan;
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, sel, &plan, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(plan.saved_bytes + plan.carry_bytes, want - core, "selective t=%lld sp=%d: %lld", (long long)t, sp,
+		     (long long)(plan.saved_bytes + plan.carry_bytes));
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(sel);
+	/* full: only the layer input */
+	rm_remat_policy *full = rm_remat_policy_parse("nothing_saveable", &err);
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, full, &plan, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(plan.saved_bytes, 0);
+	cr_assert_eq(plan.carry_bytes, sp ? 2 * sbh / t : 2 * sbh);
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(full);
+	rm_workload_destroy(wl);
+}
+
+Test(parallel, tensor_parallel_activation_bytes_korthikanti)
+{
+	check_korthikanti(2, false, 1024, 1);
+	check_korthikanti(4, false, 512, 2);
+	check_korthikanti(2, true, 1024, 1);
+	check_korthikanti(4, true, 512, 2);
+	check_korthikanti(12, true, 960, 1);
+}
+
+Test(parallel, tensor_parallel_parameters_and_collectives)
+{
+	/* Llama-2-7B at tp 8: a layer's 4 x 4096 x 512 attention and 3 x 4096 x 1376 MLP elements
+	 * plus the two replicated norms (8,192) = 25,305,088; the embedding and head 4,000 x 4096 =
+	 * 16,384,000 rows each, the final norm 4,096: 842,534,912 per GPU before FSDP */
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(rm_model_config_resolve("llama-2-7b", &m, &err), RM_OK, "%s", err.msg);
+	rm_train_config tc = rm_train_config_default(&m);
+	tc.tp = 8;
+	rm_workload *wl = rm_workload_create(&m, &tc, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	cr_assert_eq(wl->layer.params, 25305088);
+	cr_assert_eq(rm_workload_rank_params(wl), 842534912LL);
+	rm_workload_destroy(wl);
+	/* one step at tp 2 with sequence parallelism on 8 GPUs (fsdp 4), nothing saved: per layer
+	 * the forward gathers the attention and MLP inputs ([1, 1024, 4096] x 2 B = 8 MiB each) and
+	 * reduce-scatters the two projections' outputs; the recompute gathers both again and
+	 * reduce-scatters the attention output (the MLP's output feeds no backward); the backward
+	 * runs each forward one's conjugate: 4 + 3 + 4 = 11 per layer, 4 in the embedding and head
+	 * (its reduce-scatter and the final norm's gather, and their conjugates) */
+	run a;
+	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		     "parallelism: {tp: 2, sp: true}\n");
+	cr_assert_eq(a.res.train.fsdp, 4);
+	int n_ag, n_rs, n_ar;
+	int64_t ag = coll_bytes(a.prog, 2, RM_COLL_ALL_GATHER, &n_ag);
+	int64_t rs = coll_bytes(a.prog, 2, RM_COLL_REDUCE_SCATTER, &n_rs);
+	coll_bytes(a.prog, 2, RM_COLL_ALL_REDUCE, &n_ar);
+	cr_assert_eq(n_ar, 0);
+	cr_assert_eq(n_ag, 32 * 6 + 2, "%d", n_ag);
+	cr_assert_eq(n_rs, 32 * 5 + 2, "%d", n_rs);
+	cr_assert_eq(ag + rs, (int64_t)(32 * 11 + 4) * 8388608);
+	/* each GPU counts half the tokens: 1024 / 2 per step */
+	cr_assert_eq(a.prog->tokens, 512);
+	run_finish(&a);
+	/* without sequence parallelism: all-reduces, forward and backward (Megatron's g and f) */
+	run b;
+	run_text(&b, "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"
+		     "parallelism: {tp: 2}\n");
+	int64_t ar = coll_bytes(b.prog, 2, RM_COLL_ALL_REDUCE, &n_ar);
+	coll_bytes(b.prog, 2, RM_COLL_ALL_GATHER, &n_ag);
+	cr_assert_eq(n_ag, 0);
+	/* per layer 2 forward, 1 recomputed (the attention output's), 2 backward at the norms; the
+	 * embedding's forward and the final norm's backward */
+	cr_assert_eq(n_ar, 32 * 5 + 2, "%d", n_ar);
+	cr_assert_eq(ar, (int64_t)(32 * 5 + 2) * 8388608);
+	run_finish(&b);
+}
+
+/* A pipelined step (data/scenarios/capacity-llama3-70b-tp8pp4-4x8-h100.yaml): Llama-3-70B, TP 8
+ * with SP x 4 stages of 20 layers, 1F1B over 32 micro-batches, full AC. */
+Test(parallel, a_pipelined_step_holds_p_micro_batches_on_its_first_stage)
+{
+	rm_scenario sc;
+	rm_error err;
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/scenarios/capacity-llama3-70b-tp8pp4-4x8-h100.yaml", getenv("REMORA_DATA_DIR"));
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.train.grad_accum, 32);
+	rm_pp_run r;
+	cr_assert_eq(rm_pp_run_scenario(&res, &r, &err), RM_OK, "%s", err.msg);
+	/* 1F1B: stage s holds p - s micro-batches of activations */
+	for (int s = 0; s < 4; s++)
+		cr_assert_eq(r.sched.in_flight[s], 4 - s);
+	/* full AC keeps each layer's input: [1, 4096 / 8, 8192] x 2 B = 8 MiB, 20 layers a stage */
+	cr_assert_eq(r.act_bytes_per_chunk, 20LL * 8388608);
+	cr_assert_eq(r.peak_stage, 0);
+	cr_assert(r.fits);
+	/* what goes between stages: [1, 4096, 8192] x 2 B / tp 8 */
+	cr_assert_eq(r.p2p_bytes, 8388608);
+	/* the middle stages are equal: the step is within 1% of the pipeline's closed form with the
+	 * slower last stage's backward, (m + p - 1)(t_f + t_b) + the tail */
+	double per = r.middle.fwd_s + r.last.bwd_s;
+	double closed = (32 + 4 - 1) * per + r.first.tail_s;
+	cr_assert(fabs(r.step_s - closed) <= 0.01 * closed, "step %g, closed form %g", r.step_s, closed);
+	/* tokens per GPU: 32 x 4096 tokens per step over tp 8 x pp 4 GPUs */
+	cr_assert_float_eq(r.tokens_per_s, 32.0 * 4096.0 / 32.0 / r.step_s, 1e-9);
+	/* the one program of the whole step is refused */
+	cr_assert_null(rm_schedule_build(&res.sched, NULL, &err));
+	cr_assert(strstr(err.msg, "stage by stage"), "%s", err.msg);
+	rm_scenario_resolved_finish(&res);
+}
+
+Test(parallel, bad_pipeline_combinations_name_the_key)
+{
+	expect_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  pp: 3\nremat: {scan: false}\n", RM_INVALID, 4, 7,
+		     "must divide the 32 layers");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nparallelism:\n  pp: 4\n", RM_INVALID, 4, 7, "remat.scan: false");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  virtual_stages: 2\n",
+		     RM_INVALID, 6, 19, "pp_schedule: interleaved");
+	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  pp_schedule: zero_bubble\n",
+		     RM_UNSUPPORTED, 6, 16, "zero_bubble");
+	expect_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 2f2b\n", RM_INVALID, 3, 16, "expected 1f1b");
+}
+
+Test(parallel, megatron_recompute_names)
+{
+	/* megatron:selective on a fused-attention Llama layer: only the attention kernel's output
+	 * (and its log-sum-exp) is recomputed; megatron:full keeps only the layer input */
+	rm_model_config m;
+	rm_error err;
+	cr_assert_eq(rm_model_config_resolve("llama-2-7b", &m, &err), RM_OK, "%s", err.msg);
+	rm_train_config tc = rm_train_config_default(&m);
+	tc.seq_len = 1024;
+	rm_workload *wl = rm_workload_create(&m, &tc, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	rm_remat_policy *sel = rm_remat_policy_parse("megatron:selective", &err);
+	cr_assert_not_null(sel, "%s", err.msg);
+	rm_remat_plan plan;
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, sel, &plan, &err), RM_OK, "%s", err.msg);
+	int ctx = rm_graph_find_value(&wl->layer, "attention_context");
+	int q = rm_graph_find_value(&wl->layer, "rotary_query"); /* the kernel reads q after rotary */
+	cr_assert_eq(plan.fate[ctx], RM_FATE_RECOMPUTED);
+	cr_assert_eq(plan.fate[q], RM_FATE_SAVED);
+	/* ctx [1, 1024, 4096] x 2 B and the lse [1, 32, 1024] x 4 B less than keeping everything */
+	cr_assert_eq(rm_graph_residual_bytes(&wl->layer) - (plan.saved_bytes + plan.carry_bytes), 8388608 + 131072);
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(sel);
+	rm_remat_policy *full = rm_remat_policy_parse("megatron:full", &err);
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, full, &plan, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(plan.saved_bytes, 0);
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(full);
+	cr_assert_null(rm_remat_policy_parse("megatron:partial", &err));
+	cr_assert(strstr(err.msg, "full, selective"), "%s", err.msg);
+	rm_workload_destroy(wl);
+	/* recompute_method */
+	expect_error("model: llama-2-7b\nremat:\n  scan: false\n  recompute_num_layers: 4\n  recompute_method: uniform\n",
+		     RM_UNSUPPORTED, 5, 21, "uniform groups of 4 layers");
+	expect_error("model: llama-2-7b\nremat:\n  recompute_method: stripes\n", RM_INVALID, 3, 21, "expected uniform or block");
+}
+
+Test(parallel, context_parallel_attention_gathers_the_keys_and_values)
+{
+	/* Llama-3-8B at seq 32768, cp 4 on 8 GPUs (FSDP over 2 x cp 4): each GPU runs 8,192 tokens of
+	 * a sequence; per layer the forward gathers k and v ([1, 32768, 1024] x 2 B = 64 MiB each),
+	 * the recompute gathers them again (kept as the local chunk), the backward reduce-scatters
+	 * dk and dv: 4 all-gathers and 2 reduce-scatters of 64 MiB over the 4 */
+	run a;
+	run_text(&a, "model: llama-3-8b\ntraining: {seq_len: 32768}\nremat: {scan: false, policy: nothing_saveable}\n"
+		     "parallelism: {cp: 4}\nscheduler: {mode: fsdp2}\n");
+	cr_assert_eq(a.res.train.cp, 4);
+	cr_assert_eq(a.res.train.fsdp, 8);
+	cr_assert_eq(a.res.train.dp_replicate, 1);
+	int n_ag, n_rs;
+	int64_t ag = coll_bytes(a.prog, 4, RM_COLL_ALL_GATHER, &n_ag);
+	int64_t rs = coll_bytes(a.prog, 4, RM_COLL_REDUCE_SCATTER, &n_rs);
+	cr_assert_eq(n_ag, 32 * 4, "%d", n_ag);
+	cr_assert_eq(n_rs, 32 * 2, "%d", n_rs);
+	cr_assert_eq(ag + rs, 32LL * 6 * 67108864);
+	cr_assert_eq(a.prog->tokens, 8192);
+	/* the kernel's FLOPs: a quarter of the causal pairs, 4 x 32 heads x 128 x 32768 x 32769 / 2 / 4 */
+	const rm_program_op *at = op_named(a.prog, "layer05/fwd/attention_context");
+	cr_assert_not_null(at);
+	cr_assert_float_eq(rm_cost_attention_flops(&at->cost.attention), 4.0 * 32 * 128 * 32768.0 * 32769.0 / 2 / 4,
+			   1e-3 * 4.0 * 32 * 128 * 32768.0 * 32769.0 / 2 / 4);
+	run_finish(&a);
+	expect_error("model: llama-3-8b\ntraining: {seq_len: 4098}\nparallelism:\n  cp: 2\n", RM_INVALID, 4, 7,
+		     "multiple of 2 x cp 2 x tp 1");
+}
+
+Test(parallel, megatron_runtime_overlaps_the_distributed_optimizer)
+{
+	/* Llama-2-7B on 8 GPUs, data parallel 8 with the distributed optimizer (zero 1), 2
+	 * micro-batches: the gradients reduce-scattered per layer in the last micro-batch's backward
+	 * (32 of 202,383,360 x 2 B, and the embedding, head and final norm's 262,148,096 x 2 B before
+	 * the step), the updated parameters gathered per layer ahead of its forward (32 + 1): P x 2 B
+	 * each way */
+	const char *base = "model: llama-2-7b\ntraining: {seq_len: 1024, grad_accum: 2}\nremat: {policy: nothing_saveable}\n"
+			   "parallelism: {zero: 1}\nscheduler:\n  mode: megatron\n";
+	run a;
+	run_text(&a, base);
+	cr_assert(a.res.sched.megatron);
+	cr_assert_eq(a.res.train.fsdp, 1);
+	cr_assert_eq(a.res.train.dp_replicate, 8);
+	int n;
+	cr_assert_eq(coll_bytes(a.prog, 8, RM_COLL_REDUCE_SCATTER, &n), P7B * 2);
+	cr_assert_eq(n, 33);
+	cr_assert_eq(coll_bytes(a.prog, 8, RM_COLL_ALL_GATHER, &n), P7B * 2);
+	cr_assert_eq(n, 33);
+	/* the first layer's forward waits for its gather */
+	cr_assert_not_null(op_named(a.prog, "layer00/fwd/param-all-gather-replicas"));
+	cr_assert_eq(a.res.cost.kernels.attention, RM_ATTN_CUDNN);
+	run_finish(&a);
+	/* neither overlapped: one reduce-scatter after the backward, one gather after the step */
+	char text[512];
+	snprintf(text, sizeof(text), "%s  overlap_grad_reduce: false\n  overlap_param_gather: false\n", base);
+	run b;
+	run_text(&b, text);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_REDUCE_SCATTER, &n), P7B * 2);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(coll_bytes(b.prog, 8, RM_COLL_ALL_GATHER, &n), P7B * 2);
+	cr_assert_eq(n, 1);
+	cr_assert_gt(b.m.exposed_comm, a.m.exposed_comm);
+	run_finish(&b);
+	expect_error("model: llama-2-7b\nparallelism:\n  fsdp: 8\nscheduler: {mode: megatron}\n", RM_INVALID, 3, 9,
+		     "Megatron-FSDP is not modelled");
+	expect_error("model: llama-2-7b\nscheduler:\n  mode: fsdp2\n  overlap_grad_reduce: true\n", RM_INVALID, 4, 24,
+		     "applies to scheduler.mode megatron");
+	expect_error("model: llama-2-7b\ntraining:\n  compile: true\nscheduler: {mode: megatron}\n", RM_INVALID, 3, 12,
+		     "not torch.compile");
+}

@@ -69,6 +69,14 @@ int cli_check_sets(const char *cmd, char *const *sets, int n_sets);
 /* Prints a step breakdown (rm_sim_breakdown) as text: time by class, memory by role at the peak
  * (cmd_simulate.c; simulate and run-program --breakdown). */
 void cli_print_breakdown(const rm_breakdown *bd);
+/*
+ * The usage error (exit 2) for getopt_long's '?': an unknown option, an option missing its value,
+ * or a value given to a long option that takes none, told apart with the subcommand's own
+ * shortopts and longopts (those it passed to getopt_long) and optopt/optind as getopt_long left
+ * them. main() turns getopt's own messages off (opterr), so this is the one message.
+ */
+struct option;
+int cli_option_error(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts);
 /* Parses a positive integer option value; on failure prints a usage error naming the option. */
 bool cli_parse_positive(const char *cmd, const char *option, const char *text, int64_t *out);
 /*

@@ -113,7 +113,8 @@ int cli_cmd_bench(int argc, char **argv)
 	const char *model = "llama-3-8b";
 	double min_s = 1.0;
 	int c;
-	while ((c = getopt_long(argc, argv, "n:c:M:m:jh", longopts, NULL)) != -1) {
+	const char *shortopts = "n:c:M:m:jh";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			if (!cli_parse_positive("bench", "--candidates", optarg, &candidates))
@@ -142,7 +143,7 @@ int cli_cmd_bench(int argc, char **argv)
 			bench_usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("bench", "unrecognised option");
+			return cli_option_error("bench", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind >= argc)

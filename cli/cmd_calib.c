@@ -426,7 +426,8 @@ int cli_cmd_calib(int argc, char **argv)
 	};
 	calib_opts o = {0};
 	int c;
-	while ((c = getopt_long(argc, argv, "d:p:jh", longopts, NULL)) != -1) {
+	const char *shortopts = "d:p:jh";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			o.db = optarg;
@@ -471,7 +472,7 @@ int cli_cmd_calib(int argc, char **argv)
 			calib_usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("calib", "unrecognised option");
+			return cli_option_error("calib", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind >= argc)

@@ -158,7 +158,8 @@ int cli_cmd_collective(int argc, char **argv)
 	int c;
 	rm_error err;
 	rm_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "o:b:g:n:H:a:p:tjh", longopts, NULL)) != -1) {
+	const char *shortopts = "o:b:g:n:H:a:p:tjh";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			op = optarg;
@@ -210,7 +211,7 @@ int cli_cmd_collective(int argc, char **argv)
 			collective_usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("collective", "unrecognised option");
+			return cli_option_error("collective", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind != argc)

@@ -440,7 +440,8 @@ int cli_cmd_describe(int argc, char **argv)
 	bool no_master = false, unfused = false, no_causal = false, json = false;
 	int dropout = -1;
 	int c;
-	while ((c = getopt_long(argc, argv, "s:b:f:g:jh", longopts, NULL)) != -1) {
+	const char *shortopts = "s:b:f:g:jh";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (!cli_parse_positive("describe", "--seq-len", optarg, &seq))
@@ -499,7 +500,7 @@ int cli_cmd_describe(int argc, char **argv)
 			describe_usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("describe", "unrecognised option");
+			return cli_option_error("describe", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind >= argc)

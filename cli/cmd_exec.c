@@ -204,7 +204,8 @@ int cli_cmd_exec(int argc, char **argv)
 	};
 	exec_opts o = {.hw_name = "h100-sxm", .iterations = 10, .warmup = 3, .queues = 8};
 	int c;
-	while ((c = getopt_long(argc, argv, "nH:w:i:W:t:cC:Q:jTR:h", longopts, NULL)) != -1) {
+	const char *shortopts = "nH:w:i:W:t:cC:Q:jTR:h";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			o.dry_run = true;
@@ -252,7 +253,7 @@ int cli_cmd_exec(int argc, char **argv)
 			exec_usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("exec", "unrecognised option");
+			return cli_option_error("exec", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind >= argc)

@@ -52,7 +52,8 @@ int cli_cmd_hw(int argc, char **argv)
 	};
 	bool json = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+	const char *shortopts = "jh";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -61,7 +62,7 @@ int cli_cmd_hw(int argc, char **argv)
 			hw_usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("hw", "unrecognised option");
+			return cli_option_error("hw", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind >= argc)

@@ -82,7 +82,8 @@ int cli_cmd_run_program(int argc, char **argv)
 	int64_t queues = 8;
 	bool queues_given = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "H:Q:jt:bh", longopts, NULL)) != -1) {
+	const char *shortopts = "H:Q:jt:bh";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'H':
 			hw_name = optarg;
@@ -107,7 +108,7 @@ int cli_cmd_run_program(int argc, char **argv)
 			run_program_usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("run-program", "unrecognised option");
+			return cli_option_error("run-program", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind >= argc)

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,48 @@ static int write_plots(rm_search *s, const char *dir, const rm_candidate_result 
 	return CLI_EXIT_OK;
 }
 
+/* Whether b folds into a's row of the table: candidates whose schedules are the same (a name
+ * the backward never reads, a policy spelled two ways) give the same figures. */
+static bool same_schedule(const rm_candidate_result *a, const rm_candidate_result *b)
+{
+	return a->step_time_s == b->step_time_s && a->peak_memory_bytes == b->peak_memory_bytes &&
+	       a->c.micro_batch == b->c.micro_batch && a->c.ideal == b->c.ideal;
+}
+
+/*
+ * The best rows (fastest first), as many as the table needs to show top folded rows with each
+ * row's count of same candidates complete: from 4 per row, doubled while the rows read end inside
+ * a run of same candidates and more are stored. NULL with err when the store fails; *n rows.
+ */
+static rm_candidate_result *top_rows(rm_search *s, int64_t top, int *n, rm_error *err)
+{
+	int64_t stored = rm_search_rows(s), k = top * 4;
+	for (;;) {
+		rm_candidate_result *rows = rm_new(rm_candidate_result, (size_t)k);
+		int got = rm_search_top(s, RM_SEARCH_ANY, rows, (int)k, err);
+		if (got < 0) {
+			free(rows);
+			return NULL;
+		}
+		int64_t lines = 0;
+		int i = 0;
+		while (i < got && lines < top) {
+			int j = i + 1;
+			while (j < got && same_schedule(&rows[i], &rows[j]))
+				j++;
+			lines++;
+			i = j;
+		}
+		/* complete when every row was read, or a row past the last shown one proves it ended */
+		if (got < k || k >= stored || k > INT32_MAX / 2 || (lines == top && i < got)) {
+			*n = got;
+			return rows;
+		}
+		free(rows);
+		k *= 2;
+	}
+}
+
 int cli_cmd_search(int argc, char **argv)
 {
 	enum { OPT_STOP = 256 };
@@ -279,7 +322,8 @@ int cli_cmd_search(int argc, char **argv)
 	int64_t jobs = 1, top = 10, stop_after = 0;
 	bool json = false;
 	int rc = CLI_EXIT_OK;
-	while ((c = getopt_long(argc, argv, "s:d:J:k:jt:p:h", longopts, NULL)) != -1) {
+	const char *shortopts = "s:d:J:k:jt:p:h";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sets[n_sets++] = optarg;
@@ -329,7 +373,7 @@ int cli_cmd_search(int argc, char **argv)
 			return CLI_EXIT_OK;
 		default:
 			free(sets);
-			return cli_usage_error("search", "unrecognised option");
+			return cli_option_error("search", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind >= argc || optind + 1 != argc) {
@@ -390,8 +434,8 @@ int cli_cmd_search(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	/* four times as many rows as shown, so that plans equal to the row above can be folded */
-	rm_candidate_result *best = rm_new(rm_candidate_result, (size_t)top * 4);
-	int n_best = rm_search_top(s, RM_SEARCH_ANY, best, (int)top * 4, &err);
+	int n_best = 0;
+	rm_candidate_result *best = top_rows(s, top, &n_best, &err);
 	rm_candidate_result best_xla, best_ideal;
 	bool have_xla = rm_search_top(s, RM_SEARCH_XLA_ONLY, &best_xla, 1, &err) == 1;
 	bool have_ideal = rm_search_top(s, RM_SEARCH_IDEAL_ONLY, &best_ideal, 1, &err) == 1;
@@ -402,7 +446,7 @@ int cli_cmd_search(int argc, char **argv)
 	int64_t rows = rm_search_rows(s);
 	int64_t not_fitting = 0;
 	(void)not_fitting;
-	if (n_best < 0 || n_pareto < 0) {
+	if (!best || n_pareto < 0) {
 		rc = cli_fail(&err);
 		goto out;
 	}
@@ -490,13 +534,8 @@ int cli_cmd_search(int argc, char **argv)
 	for (int i = 0; i < n_best && shown < top; i++) {
 		const rm_candidate_result *r = &best[i];
 		int same = 0;
-		while (i + same + 1 < n_best) {
-			const rm_candidate_result *q = &best[i + same + 1];
-			if (q->step_time_s != r->step_time_s || q->peak_memory_bytes != r->peak_memory_bytes ||
-			    q->c.micro_batch != r->c.micro_batch || q->c.ideal != r->c.ideal)
-				break;
+		while (i + same + 1 < n_best && same_schedule(r, &best[i + same + 1]))
 			same++;
-		}
 		char fl[16], label[64];
 		snprintf(fl, sizeof(fl), "%s", r->c.ideal ? "(ideal)" : r->c.flags[0] ? "variant" : "as given");
 		if (same)

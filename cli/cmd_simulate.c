@@ -328,26 +328,33 @@ static int run(const char *cmd, int argc, char **argv)
 	int n_sets = 0, c, rc = CLI_EXIT_OK;
 	bool json = false, breakdown = false;
 	const char *trace = NULL, *output = NULL;
-	while ((c = getopt_long(argc, argv, sim ? "s:jt:bh" : "s:o:h", longopts, NULL)) != -1) {
+	const char *shortopts = sim ? "s:jt:bh" : "s:o:h";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sets[n_sets++] = optarg;
 			break;
 		case 'j':
-			json = true;
-			break;
 		case 't':
-			trace = optarg;
-			break;
-		case 'o':
-			output = optarg;
-			break;
 		case 'b':
+			/* the long table is shared: schedule takes none of simulate's outputs */
 			if (!sim) {
 				free(sets);
-				return cli_usage_error(cmd, "--breakdown is an option of `remora simulate`");
+				return cli_usage_error(cmd, "--%s is an option of `remora simulate`",
+						       c == 'j' ? "json" : c == 't' ? "trace" : "breakdown");
 			}
-			breakdown = true;
+			json |= c == 'j';
+			breakdown |= c == 'b';
+			if (c == 't')
+				trace = optarg;
+			break;
+		case 'o':
+			if (sim) {
+				free(sets);
+				return cli_usage_error(cmd, "--output is an option of `remora schedule` (simulate writes a "
+							    "trace with --trace, its result with --json to stdout)");
+			}
+			output = optarg;
 			break;
 		case 'h':
 			simulate_usage(stdout, cmd);
@@ -355,7 +362,7 @@ static int run(const char *cmd, int argc, char **argv)
 			return CLI_EXIT_OK;
 		default:
 			free(sets);
-			return cli_usage_error(cmd, "unrecognised option");
+			return cli_option_error(cmd, argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind >= argc) {
@@ -500,7 +507,11 @@ static int run(const char *cmd, int argc, char **argv)
 			const rm_xla_version *v = rm_xla_version_at(res.flags.version);
 			printf("  XLA        defaults of JAX %s (openxla/xla %.12s, %s); LHS %s\n", v->name, v->xla_commit, v->xla_date,
 			       rm_xla_lhs_reason(&res.flags));
-		}
+		} else if (res.sched.mode == RM_SCHED_XLA)
+			/* version 0 (remora/xla_flags.h): the scenario names no xla.version */
+			printf("  XLA        remora's unversioned defaults (JAX 0.4.30's, the LHS flag true; xla.version "
+			       "names a release); LHS %s\n",
+			       rm_xla_lhs_reason(&res.flags));
 		else if (res.sched.megatron)
 			printf("  runtime    Transformer Engine kernels, gradients reduced %s on their own stream%s\n",
 			       res.sched.overlap_grad_reduce ? "per layer in the backward" : "after the backward",

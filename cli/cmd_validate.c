@@ -47,7 +47,24 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The case files of dir, sorted by name (byte order); NULL with err when dir cannot be read. */
+/* The file name without its extension: the case's id in the table. */
+static void case_id(const char *file, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", file);
+	char *dot = strrchr(buf, '.');
+	if (dot)
+		*dot = '\0';
+}
+
+static void free_names(char **names, int n)
+{
+	for (int i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The case files of dir, sorted by name (byte order); NULL with err when dir cannot be read or
+ * two files give one case id. */
 static char **list_cases(const char *dir, int *n, rm_error *err)
 {
 	*n = 0;
@@ -83,24 +100,29 @@ static char **list_cases(const char *dir, int *n, rm_error *err)
 		return NULL;
 	}
 	qsort(names, (size_t)*n, sizeof(*names), cmp_names);
+	/* a case's id is its file name without the extension: a.yaml and a.yml would be two rows "a" */
+	char **ids = rm_new(char *, (size_t)*n);
+	for (int i = 0; i < *n; i++) {
+		char id[256];
+		case_id(names[i], id, sizeof(id));
+		ids[i] = rm_xstrdup(id);
+	}
+	qsort(ids, (size_t)*n, sizeof(*ids), cmp_names);
+	for (int i = 0; i + 1 < *n; i++)
+		if (strcmp(ids[i], ids[i + 1]) == 0) {
+			rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				     "two case files in '%s' have the id '%s' (%s.yaml and %s.yml): rename one", dir,
+				     ids[i], ids[i], ids[i]);
+			free_names(ids, *n);
+			free_names(names, *n);
+			*n = 0;
+			return NULL;
+		}
+	free_names(ids, *n);
 	return names;
 }
 
-static void free_names(char **names, int n)
-{
-	for (int i = 0; names && i < n; i++)
-		free(names[i]);
-	free(names);
-}
 
-/* The file name without its extension: the case's id in the table. */
-static void case_id(const char *file, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s", file);
-	char *dot = strrchr(buf, '.');
-	if (dot)
-		*dot = '\0';
-}
 
 static json_t *real_or_null(double v)
 {
@@ -303,11 +325,20 @@ static int run_cases(const char *dir, char **files, int n, rm_validation_case **
 	for (int i = 0; i < n; i++) {
 		rm_error err;
 		rm_error_clear(&err);
-		char path[1024], id[256];
-		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		char path[sizeof(cases[i]->path)], id[256];
+		cases[i] = rm_new(rm_validation_case, 1);
+		int len = snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
 		case_id(files[i], id, sizeof(id));
 		ids[i] = rm_xstrdup(id);
-		cases[i] = rm_new(rm_validation_case, 1);
+		/* a case keeps its path (to find its scenario file and to name itself in errors) in
+		 * path's bytes: a longer one would be cut short and name another file */
+		if (len < 0 || (size_t)len >= sizeof(path)) {
+			rm_error_set(&err, RM_RANGE, NULL, 0, 0,
+				     "a case file's path is longer than %zu characters (run validate from a folder nearer "
+				     "the cases): %s/%s",
+				     sizeof(path) - 1, dir, files[i]);
+			return cli_fail(&err);
+		}
 		if (rm_validation_case_load(path, cases[i], &err) != RM_OK)
 			return cli_fail(&err);
 		if (rm_validation_run(cases[i], rm_calib_hw_resolver, &res[i], &err) != RM_OK)
@@ -335,7 +366,8 @@ static int report(const char *dir, int n, rm_validation_case **cases, const rm_v
 		json_object_set_new(doc, "summary", summary_json(&s, ids));
 		rc = cli_print_json(doc);
 	} else {
-		printf("%d validation cases in %s: predicted vs measured (error = (predicted - measured) / measured)\n\n", n, dir);
+		printf("%d validation case%s in %s: predicted vs measured (error = (predicted - measured) / measured)\n\n", n,
+		       n == 1 ? "" : "s", dir);
 		printf(ROW_FORMAT, "case", "tok/s/GPU", "measured", "error", "MFU", "measured", "GiB", "measured", "memory",
 		       "error");
 		for (int i = 0; i < n; i++)
@@ -344,8 +376,11 @@ static int report(const char *dir, int n, rm_validation_case **cases, const rm_v
 	}
 	if (rc == CLI_EXIT_OK && max_error >= 0 &&
 	    (s.tokens_median_abs_pct > max_error || s.memory_median_abs_pct > max_error)) {
-		rm_log_warn("median |error| (throughput %.1f%%, memory %.1f%%) exceeds --max-error %g%%",
-			    s.tokens_median_abs_pct, s.memory_median_abs_pct, max_error);
+		char tp[16], mp[16];
+		rm_log_warn("median |error| (throughput %s, memory %s) exceeds --max-error %g%%",
+			    abs_text(s.tokens_median_abs_pct, tp, sizeof(tp)),
+			    isnan(s.memory_median_abs_pct) ? "not measured" : abs_text(s.memory_median_abs_pct, mp, sizeof(mp)),
+			    max_error);
 		rc = VALIDATE_EXIT_OVER;
 	}
 	return rc;
@@ -362,7 +397,8 @@ int cli_cmd_validate(int argc, char **argv)
 	bool json = false;
 	double max_error = -1;
 	int c;
-	while ((c = getopt_long(argc, argv, "jm:h", longopts, NULL)) != -1) {
+	const char *shortopts = "jm:h";
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -378,7 +414,7 @@ int cli_cmd_validate(int argc, char **argv)
 			validate_usage(stdout);
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("validate", "unrecognised option");
+			return cli_option_error("validate", argc, argv, shortopts, longopts);
 		}
 	}
 	if (optind + 1 < argc)

@@ -61,6 +61,31 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
+int cli_option_error(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	/* the argument getopt_long stepped past: "--name", "--name=value", "-x" or a cluster "-bx" */
+	const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : NULL;
+	if (arg && strncmp(arg, "--", 2) == 0) {
+		for (const struct option *p = longopts; optopt != 0 && p && p->name; p++) {
+			if (p->val != optopt)
+				continue;
+			if (p->has_arg == required_argument)
+				return cli_usage_error(cmd, "option --%s needs a value", p->name);
+			if (p->has_arg == no_argument)
+				return cli_usage_error(cmd, "option --%s takes no value", p->name);
+			break;
+		}
+		/* unknown, or an ambiguous abbreviation */
+		return cli_usage_error(cmd, "unrecognised option '%s'", arg);
+	}
+	const char *known = optopt > 0 && optopt < 256 && optopt != ':' ? strchr(shortopts, optopt) : NULL;
+	if (known && known[1] == ':')
+		return cli_usage_error(cmd, "option -%c needs a value", optopt);
+	if (optopt > 0 && optopt < 256)
+		return cli_usage_error(cmd, "unrecognised option '-%c'", optopt);
+	return cli_usage_error(cmd, "unrecognised option");
+}
+
 /* The absolute path of path's folder (links resolved) joined with its last component, for paths
  * that may not exist yet; false when its folder does not exist. */
 static bool folder_real(const char *path, char *out, size_t size)
@@ -174,11 +199,14 @@ int main(int argc, char **argv)
 			int sub_argc = argc - optind;
 			char **sub_argv = argv + optind;
 			optind = 0; /* glibc: full reinitialisation for the subcommand's getopt_long */
+			opterr = 0; /* the subcommand reports a bad option itself (cli_option_error) */
 			int rc = commands[i].run(sub_argc, sub_argv);
 			/* text written to a full disk or a closed pipe is an error, not a success */
 			if (fflush(stdout) != 0 || ferror(stdout)) {
-				fprintf(stderr, "remora: error: writing the output failed\n");
-				return CLI_EXIT_FAIL;
+				/* a command that failed has said why (cli_print_json: writing JSON failed) */
+				if (rc == CLI_EXIT_OK)
+					fprintf(stderr, "remora: error: writing the output failed\n");
+				return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
 			}
 			return rc;
 		}

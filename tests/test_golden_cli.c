@@ -294,6 +294,66 @@ Test(cli_errors, bad_usage_exits_2)
 }
 
 /*
+ * A bad option is named for what is wrong with it, in one remora message (getopt's own is off):
+ * a missing value is not an "unrecognised option", and simulate and schedule, which share one
+ * table of long options, refuse each other's outputs instead of taking them and writing nothing.
+ */
+Test(cli_errors, bad_options_are_named_once)
+{
+	static const char *const cases[][2] = {
+		{"simulate x.yaml --set", "error: option --set needs a value"},
+		{"simulate x.yaml -s", "error: option -s needs a value"},
+		{"simulate x.yaml --breakdown=3", "error: option --breakdown takes no value"},
+		{"simulate x.yaml --bogus", "error: unrecognised option '--bogus'"},
+		{"simulate x.yaml -bx", "error: unrecognised option '-x'"},
+		{"simulate x.yaml --output p.json", "--output is an option of `remora schedule`"},
+		{"simulate x.yaml -o p.json", "error: unrecognised option '-o'"},
+		{"schedule x.yaml --trace t.json", "--trace is an option of `remora simulate`"},
+		{"schedule x.yaml --json", "--json is an option of `remora simulate`"},
+		{"schedule x.yaml -j", "error: unrecognised option '-j'"},
+		{"search x.yaml --top", "error: option --top needs a value"},
+		{"search x.yaml --stop-after", "error: option --stop-after needs a value"},
+		{"validate --max-error", "error: option --max-error needs a value"},
+		{"hw show --json=1", "error: option --json takes no value"},
+		{"describe gpt-2 --seq-len", "error: option --seq-len needs a value"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		run_result r = run_remora(cases[i][0], true);
+		cr_expect_eq(r.exit_code, 2, "remora %s exited %d", cases[i][0], r.exit_code);
+		cr_expect(strstr(r.out, cases[i][1]), "remora %s said: %s", cases[i][0], r.out);
+		/* one error line, then the hint to --help */
+		const char *first = strstr(r.out, "error:");
+		cr_expect(first && !strstr(first + 1, "error:"), "remora %s said: %s", cases[i][0], r.out);
+		cr_expect(strncmp(r.out, "remora: error: ", 15) == 0, "remora %s said: %s", cases[i][0], r.out);
+		free(r.out);
+	}
+}
+
+/* Output to a full disk is an error (exit 1), said once: --json's own message, or main's for text. */
+Test(cli_errors, full_disk_is_one_error)
+{
+	const char *bin = getenv("REMORA_BIN");
+	cr_assert_not_null(bin);
+	static const char *const cases[][2] = {
+		{"--json", "remora: error: writing JSON to stdout failed\n"},
+		{"", "remora: error: writing the output failed\n"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char cmd[4096], out[1024];
+		snprintf(cmd, sizeof(cmd), "'%s' -q simulate %s %s 2>&1 >/dev/full; echo \"exit $?\"", bin, seed_arg(),
+			 cases[i][0]);
+		FILE *p = popen(cmd, "r");
+		cr_assert_not_null(p);
+		size_t n = fread(out, 1, sizeof(out) - 1, p);
+		out[n] = '\0';
+		pclose(p);
+		char want[256];
+		snprintf(want, sizeof(want), "%sexit 1\n", cases[i][1]);
+		cr_expect_str_eq(out, want, "simulate %s", cases[i][0]);
+	}
+}
+
+/*
  * libfyaml 0.7.12 loops for ever on the two bytes "%\xd0" (a YAML directive line with malformed
  * UTF-8): as a scenario and as a --set value, every command refuses it with exit 1.
  */
@@ -415,4 +475,64 @@ Test(golden, schedule_then_run_program_prices_like_simulate)
 		free(sch.out);
 		free(rp.out);
 	}
+}
+
+/* The numbered rows of `remora search`'s table, up to cap of them; returns how many. */
+static int search_rows(const char *out, char rows[][200], int cap)
+{
+	const char *p = strstr(out, "\n  #   policy");
+	cr_assert_not_null(p, "%s", out);
+	p = strchr(p + 1, '\n');
+	int n = 0;
+	while (p && p[1] == ' ' && p[2] == ' ' && p[3] >= '0' && p[3] <= '9' && n < cap) {
+		const char *e = strchr(p + 1, '\n');
+		size_t len = e ? (size_t)(e - p - 1) : strlen(p + 1);
+		snprintf(rows[n++], 200, "%.*s", (int)len, p + 1);
+		p = e;
+	}
+	return n;
+}
+
+/* --top K shows K rows of the table even when runs of same candidates fold into one row, and
+ * each row's "(+N same)" counts the whole run: the rows are those of the full table. */
+Test(golden, search_top_shows_k_folded_rows, .timeout = 120)
+{
+	const char *data = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(data);
+	static char full[40][200], part[40][200];
+	char args[1200];
+	snprintf(args, sizeof(args), "search '%s/search-fold.yaml' --top 1000", data);
+	run_result all = run_remora(args, false);
+	cr_assert_eq(all.exit_code, 0, "%s", all.out);
+	int n_full = search_rows(all.out, full, 40);
+	cr_assert_geq(n_full, 7);
+	/* the fixture's 5th row folds a run of 8 (past the first 4 x 5 rows read for --top 5) */
+	cr_assert(strstr(full[4], "(+7 same)"), "%s", full[4]);
+	for (int k = 5; k <= 6; k++) {
+		snprintf(args, sizeof(args), "search '%s/search-fold.yaml' --top %d", data, k);
+		run_result r = run_remora(args, false);
+		cr_assert_eq(r.exit_code, 0, "%s", r.out);
+		int n = search_rows(r.out, part, 40);
+		cr_expect_eq(n, k, "--top %d showed %d rows:\n%s", k, n, r.out);
+		for (int i = 0; i < n && i < n_full; i++)
+			cr_expect_str_eq(part[i], full[i], "--top %d, row %d", k, i + 1);
+		free(r.out);
+	}
+	free(all.out);
+}
+
+/* An XLA scenario without xla.version says which defaults it runs on; it was described as the
+ * ideal runtime ("collectives on their own stream ... (not XLA)"). */
+Test(golden, simulate_unversioned_xla_names_its_defaults)
+{
+	const char *data = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(data);
+	char args[1200];
+	snprintf(args, sizeof(args), "simulate '%s/xla-unversioned.yaml'", data);
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "XLA schedule (unrolled)"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n  XLA        remora's unversioned defaults (JAX 0.4.30's"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "not XLA"), "%s", r.out);
+	free(r.out);
 }

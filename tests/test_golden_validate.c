@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct run_result {
 	char *out;
@@ -216,4 +217,116 @@ Test(golden_validate, max_error_sets_exit_3)
 		cr_expect_eq(r.exit_code, cases[i].exit_code, "remora %s exited %d: %s", cases[i].args, r.exit_code, r.out);
 		free(r.out);
 	}
+}
+
+/* A set with no memory figure: the --max-error warning says memory was not measured (it printed
+ * "nan%"), and the one-case header is singular. */
+Test(golden_validate, max_error_without_memory_cases)
+{
+	run_result r = run_remora_in(test_data(), "validate validation-throughput --max-error 0", true);
+	cr_assert_eq(r.exit_code, 3, "exit %d: %s", r.exit_code, r.out);
+	cr_expect(strstr(r.out, "1 validation case in validation-throughput:"), "%s", r.out);
+	cr_expect(strstr(r.out, "memory:     median |error| - over 0 cases"), "%s", r.out);
+	cr_expect(strstr(r.out, ", memory not measured) exceeds --max-error 0%"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "nan"), "%s", r.out);
+	free(r.out);
+}
+
+/* A case file whose path does not fit a case's path field is refused with the reason: cut short,
+ * it named another file (and its scenario file was looked for next to that one). */
+Test(golden_validate, case_path_too_long_is_an_error)
+{
+	char root[64], dir[1024], cmd[2400];
+	snprintf(root, sizeof(root), "/tmp/remora-longpath-%d", (int)getpid());
+	snprintf(dir, sizeof(dir), "%s/%0200d/%0200d/%0100d", root, 0, 0, 0);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s/validation-throughput/a-throughput-only.yaml' '%s/'", dir,
+		 test_data(), dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "validate '%s'", dir);
+	run_result r = run_remora_in(".", cmd, true);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	cr_expect_eq(system(cmd), 0);
+	cr_assert_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.out);
+	cr_expect(strstr(r.out, "a case file's path is longer than 511 characters"), "%s", r.out);
+	free(r.out);
+}
+
+/* The tokens/s per GPU that `remora validate DIR --json` predicts for its first case. */
+static double first_prediction(const char *dir)
+{
+	char args[1200];
+	snprintf(args, sizeof(args), "validate '%s' --json", dir);
+	run_result r = run_remora_in(".", args, false);
+	cr_assert_eq(r.exit_code, 0, "remora %s exited %d", args, r.exit_code);
+	json_error_t jerr;
+	json_t *doc = json_loads(r.out, 0, &jerr);
+	cr_assert_not_null(doc, "%s", jerr.text);
+	json_t *c = json_array_get(json_object_get(doc, "cases"), 0);
+	double tok = json_real_value(json_object_get(json_object_get(c, "predicted"), "tokens_per_s_per_gpu"));
+	json_decref(doc);
+	free(r.out);
+	return tok;
+}
+
+/* docs/validate.md's example case is the shipped v2-bucketing-nccl case shortened: it parses and
+ * predicts what that case predicts (it ran on the ideal runtime, 32% off the measured run). */
+Test(golden_validate, docs_example_is_the_shipped_case, .timeout = 60)
+{
+	const char *data = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(data);
+	char doc[1024], dir[64], path[128];
+	snprintf(doc, sizeof(doc), "%s/../docs/validate.md", data);
+	FILE *f = fopen(doc, "r");
+	cr_assert_not_null(f, "%s", doc);
+	snprintf(dir, sizeof(dir), "/tmp/remora-docex-%d", (int)getpid());
+	snprintf(path, sizeof(path), "%s/example.yaml", dir);
+	char cmd[2400];
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+	FILE *out = fopen(path, "w");
+	cr_assert_not_null(out);
+	char line[1024];
+	int state = 0; /* 0 before the block, 1 inside, 2 after */
+	while (state < 2 && fgets(line, sizeof(line), f)) {
+		if (state == 0 && strncmp(line, "```yaml", 7) == 0)
+			state = 1;
+		else if (state == 1 && strncmp(line, "```", 3) == 0)
+			state = 2;
+		else if (state == 1)
+			fputs(line, out);
+	}
+	fclose(out);
+	fclose(f);
+	cr_assert_eq(state, 2, "no yaml block in %s", doc);
+	double example = first_prediction(dir);
+	char shipped[1100];
+	snprintf(shipped, sizeof(shipped), "%s/validation/v2-bucketing-nccl.yaml", data);
+	snprintf(cmd, sizeof(cmd), "rm -f '%s' && cp '%s' '%s/' && rm -f '%s'", path, shipped, dir, path);
+	cr_assert_eq(system(cmd), 0);
+	double v2 = first_prediction(dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+	cr_assert_gt(v2, 0);
+	cr_expect_eq(example, v2, "the docs' example predicts %.1f tokens/s per GPU, the shipped case %.1f", example, v2);
+}
+
+/* A case's id is its file name less the extension: a.yaml beside a.yml would give two rows "a";
+ * the run stops (exit 1) and names both. */
+Test(golden_validate, two_files_with_one_id_are_an_error)
+{
+	char dir[64], cmd[2400];
+	snprintf(dir, sizeof(dir), "/tmp/remora-sameid-%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p '%s' && cp '%s/validation-throughput/a-throughput-only.yaml' '%s/a.yaml' && cp '%s/a.yaml' "
+		 "'%s/a.yml'",
+		 dir, test_data(), dir, dir, dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "validate '%s'", dir);
+	run_result r = run_remora_in(".", cmd, true);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+	cr_assert_eq(r.exit_code, 1, "exit %d: %s", r.exit_code, r.out);
+	cr_expect(strstr(r.out, "have the id 'a' (a.yaml and a.yml)"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "validation cases in"), "%s", r.out);
+	free(r.out);
 }

@@ -1420,7 +1420,9 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	}
 	out->wl = rm_workload_create(&out->model, &out->train, err);
 	if (!out->wl)
-		return at_key(sc, "training", err);
+		/* a size past what remora represents comes from the model when no training key set it */
+		return at_key(sc, err->status == RM_RANGE && !section_key_pos(sc, "training", err->msg) ? "model" : "training",
+			      err);
 	char expr[4096];
 	if (build_policy_text(sc, expr, sizeof(expr), err) != RM_OK) {
 		rm_scenario_resolved_finish(out);

@@ -374,6 +374,23 @@ static rm_status parse_case(const creader *r, struct fy_node *root, rm_validatio
 	return RM_OK;
 }
 
+/* Whether text is nothing but blank lines and comments (an empty YAML stream). */
+static bool blank_text(const char *text, size_t len)
+{
+	bool comment = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		if (c == '\n' || c == '\r') {
+			comment = false;
+		} else if (!comment && c == '#') {
+			comment = true;
+		} else if (!comment && c != ' ' && c != '\t') {
+			return false;
+		}
+	}
+	return true;
+}
+
 static struct fy_document *parse_yaml(const creader *r)
 {
 	int line, col;
@@ -414,6 +431,10 @@ static struct fy_document *parse_yaml(const creader *r)
 		const char *what = e && e->msg ? e->msg : "syntax error";
 		if ((!e || !e->msg) && rm__fy_find_bad_utf8(r->text, r->len, &line, &col))
 			what = "malformed UTF-8 (YAML text is Unicode)";
+		else if ((!e || !e->msg) && blank_text(r->text, r->len)) {
+			line = col = 1;
+			what = "the file holds no case, only blank lines or comments (docs/validate.md gives the format)";
+		}
 		rm_error_set(r->err, RM_PARSE, r->path, line, col, "%s: %s", r->json ? "invalid JSON" : "invalid YAML",
 			     what);
 	}

@@ -630,3 +630,11 @@ Test(parallel, moe_layers_and_expert_parallel_all_to_all)
 	expect_error("model: llama-2-7b\nparallelism:\n  ep: 2\n", RM_INVALID, 3, 7, "has no experts");
 	expect_error("model: mixtral-8x7b\nparallelism:\n  ep: 4\n", RM_UNSUPPORTED, 3, 7, "over the whole FSDP group");
 }
+
+/* A model too large to represent is reported at the model key when no training key set a size. */
+Test(parallel, too_large_a_model_points_at_the_model_key)
+{
+	char text[1200];
+	snprintf(text, sizeof(text), "model: %s/configs/max-dimensions.json\n", getenv("REMORA_TEST_DATA"));
+	expect_error(text, RM_RANGE, 1, 8, "too large to represent");
+}

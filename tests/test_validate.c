@@ -248,3 +248,18 @@ Test(validate_case, nul_byte_is_refused_before_parsing)
 	cr_assert_eq(err.column, 12);
 	cr_assert(strstr(err.msg, "control character 0x00"), "%s", err.msg);
 }
+
+/* An empty case file, or one of comments only, is refused at 1:1 with what it lacks. */
+Test(validate_case, empty_file_is_refused_at_its_start)
+{
+	static const char *const texts[] = {"", "\n\n", "# a comment\n  # another\n"};
+	for (size_t i = 0; i < 3; i++) {
+		rm_validation_case c;
+		rm_error err;
+		rm_error_clear(&err);
+		cr_assert_eq(rm_validation_case_parse(texts[i], strlen(texts[i]), "empty.yaml", &c, &err), RM_PARSE);
+		cr_assert_eq(err.line, 1);
+		cr_assert_eq(err.column, 1);
+		cr_assert(strstr(err.msg, "holds no case"), "%s", err.msg);
+	}
+}

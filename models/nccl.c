@@ -123,11 +123,13 @@ static const rm_nccl_constants k_2_18 = {
 	.range = "2.18",
 	.major = 2,
 	.minor = 18,
+	/* NVLS: 23 us in all; 2.18's hwLat table had no NVLink NVLS entry (docs/reference/
+	 * nccl-model.md "Corrections") */
 	.base_lat = {[A_RING] = {6.6f, 14.0f, 8.4f}, [A_TREE] = {6.8f, 14.0f, 0.0f},
 		     [A_NVLS] = {0, 0, 23.0f}, [A_NVLS_TREE] = {0, 0, 23.0f}},
 	.hw_lat = {
 		[LINK_NVLINK] = {[A_RING] = {0.6f, 1.9f, 3.4f}, [A_TREE] = {0.6f, 1.25f, 28.0f},
-				 [A_NVLS] = {0, 0, 25.0f}, [A_NVLS_TREE] = {0, 0, 25.0f}},
+				 [A_NVLS] = {0, 0, 0}, [A_NVLS_TREE] = {0, 0, 0}},
 		[LINK_PCI] = {[A_RING] = {1.0f, 2.5f, 5.7f}, [A_TREE] = {1.0f, 1.9f, 28.0f}},
 		[LINK_NET] = {[A_RING] = {2.7f, 4.0f, 14.0f}, [A_TREE] = {5.0f, 8.5f, 28.0f},
 			      [A_NVLS] = {0, 0, 18.0f}, [A_NVLS_TREE] = {0, 0, 19.0f}},

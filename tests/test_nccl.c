@@ -259,9 +259,9 @@ Test(nccl, versions_change_constants)
 	rm_nccl_model v221 = model_of("h100-sxm", "2.21", false);
 	cr_assert_str_eq(rm_nccl_model_version(&v221), "2.21");
 	rm_coll_estimate e;
-	/* NVLS latency: base 23 + 25 in 2.18, 0 + 25 now */
+	/* NVLS latency: 23 in all in 2.18 (hwLat 0 then), 0 + 25 now */
 	pair_time(&v218, RM_COLL_ALL_REDUCE, RM_MiB, RM_NCCL_ALGO_NVLS, RM_NCCL_PROTO_SIMPLE, &e);
-	cr_assert_float_eq(e.latency_us, 48.0, 1e-4);
+	cr_assert_float_eq(e.latency_us, 23.0, 1e-4);
 	/* ring LL all-gather busBW: min(360/3, 87.7) = 87.7 in 2.18; min(360/2, 141) = 141 now */
 	pair_time(&v218, RM_COLL_ALL_GATHER, INT64_C(1) << 33, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_LL, &e);
 	double lat = e.latency_us;

@@ -37,6 +37,8 @@ static const key_desc keys[] = {
 	{"hardware.hbm_gib", K_DOUBLE, S(hbm_gib), 0, 1, 1 << 20},
 	{"cluster.gpus_per_node", K_INT, S(gpus_per_node), 0, 1, 64},
 	{"cluster.nodes", K_INT, S(nodes), 0, 1, 100000},
+	{"cluster.nics_per_node", K_INT, S(nics_per_node), 0, 1, 64},
+	{"cluster.nic_gbps", K_DOUBLE, S(nic_gbps), 0, 1, 1 << 20},
 	{"training.seq_len", K_INT, S(seq_len), 0, 1, 1 << 24},
 	{"training.micro_batch", K_INT, S(micro_batch), 0, 1, 1 << 16},
 	{"training.grad_accum", K_INT, S(grad_accum), 0, 1, 512},
@@ -1052,6 +1054,17 @@ static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *
 					 sc->power_w, hw->tdp_W, hw->name);
 		rm_hw_profile_set(hw, RM_HW_power_W, sc->power_w, "scenario hardware.power_w");
 	}
+	if (sc->nics_per_node > 0 || sc->nic_gbps > 0) {
+		/* the scale-out fabric: NICs per node x line rate, shared by the node's GPUs, at the
+		 * effective share of line rate the profile's NDR figure has (47 of 50 GB/s:
+		 * docs/reference/hardware.md 'scale-out NIC per GPU') */
+		double gpn = sc->gpus_per_node > 0 ? (double)sc->gpus_per_node : hw->gpus_per_node;
+		double nics = sc->nics_per_node > 0 ? (double)sc->nics_per_node : gpn;
+		double line_GBps = sc->nic_gbps > 0 ? sc->nic_gbps / 8.0 : hw->nic_GBps / 0.94;
+		rm_hw_profile_set(hw, RM_HW_nic_GBps, nics * line_GBps * 0.94 / gpn,
+				  "scenario cluster.nics_per_node x cluster.nic_gbps / 8 x 0.94 (docs/reference/hardware.md "
+				  "'scale-out NIC per GPU': 47 of 50 GB/s effective) / GPUs per node");
+	}
 	if (sc->hbm_gib > 0) {
 		if (warn && sc->hbm_gib * (double)RM_GiB > hw->hbm_bytes * 1.0001)
 			rm_log_warn("hardware.hbm_gib %g is more than the %.2f GiB of %s: a what-if, not that GPU",
@@ -1370,6 +1383,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			return at_key(sc, sc->nccl_version[0] ? "scheduler.nccl_version" : hw_key, err);
 		if (apply_hardware_overrides(sc, &out->hw, false, err) != RM_OK)
 			return err ? err->status : RM_INVALID;
+		nccl.hw.nic_GBps = out->hw.nic_GBps; /* cluster.nics_per_node, cluster.nic_gbps */
 		rm_cost_nccl_init(&out->cost, &nccl);
 	}
 	if (rm_scenario_key_pos(sc, "memory_headroom_gib")) {

@@ -72,6 +72,8 @@ typedef struct rm_scenario {
 	char hardware[256];
 	int64_t gpus_per_node; /* 0: the hardware's */
 	int64_t nodes;
+	int64_t nics_per_node; /* scale-out NICs per node; 0: one per GPU */
+	double nic_gbps;       /* each NIC's line rate, Gb/s; 0: the profile's */
 	int64_t seq_len, micro_batch, grad_accum; /* 0: defaults */
 	char dtype[16], grad_dtype[16], optimizer[24], optimizer_dtype[16];
 	int master_weights, fused_attention, causal; /* -1: default */

@@ -345,7 +345,8 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 	case K_TRIBOOL: {
 		bool b;
 		if (!to_bool(n, &b))
-			return fail_at(r, n, RM_INVALID, "%s: expected true or false", k->path);
+			return fail_at(r, n, RM_INVALID, "%s: expected true or false (YAML 1.1's yes and no are read as "
+						  "such)", k->path);
 		if (k->type == K_BOOL)
 			*(bool *)(base + k->off) = b;
 		else
@@ -801,6 +802,14 @@ rm_status rm_scenario_set(rm_scenario *sc, const char *assignment, rm_error *err
 				    path, any ? "keys here" : "sections and keys", known);
 	}
 	const char *value = eq + 1;
+	{
+		/* the value is text: refuse bytes that are not UTF-8 before any parser echoes them */
+		int bl = 0, bc = 0;
+		if (rm__fy_find_bad_utf8(value, strlen(value), &bl, &bc))
+			return rm_error_set(err, RM_PARSE, NULL, 0, 0,
+					    "--set %s: malformed UTF-8 in the value at character %d (scenario text is Unicode)",
+					    path, bc);
+	}
 	/* messages quote the override, shortened so that the reason always fits */
 	char shown[112];
 	if (strlen(assignment) > 96)

@@ -379,7 +379,7 @@ Test(cli_errors, directive_line_is_refused_not_scanned, .timeout = 30)
 		snprintf(args, sizeof(args), "%s %s --set 'training.micro_batch=%%\xd0'", cmds[i], seed_arg());
 		r = run_remora(args, true);
 		cr_assert_eq(r.exit_code, 1, "%s: exit %d", args, r.exit_code);
-		cr_assert(strstr(r.out, "YAML directive line"), "%s: %s", args, r.out);
+		cr_assert(strstr(r.out, "malformed UTF-8"), "%s: %s", args, r.out);
 		free(r.out);
 	}
 	remove(path);

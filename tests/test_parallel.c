@@ -653,3 +653,14 @@ Test(parallel, nics_per_node_and_their_rate_set_the_network)
 	run_finish(&a);
 	run_finish(&b);
 }
+
+/* --set refuses bytes that are not UTF-8 before a parser can echo them. */
+Test(parallel, set_refuses_malformed_utf8)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_set(&sc, "remat.names=[\xff\xfe]", &err), RM_PARSE);
+	cr_assert(strstr(err.msg, "malformed UTF-8 in the value at character 2"), "%s", err.msg);
+	cr_assert_null(strchr(err.msg, '\xff'));
+}

@@ -630,9 +630,9 @@ Test(scenario, directive_line_is_refused_not_scanned, .timeout = 5)
 	rm_error err;
 	rm_error_clear(&err);
 	rm_scenario_init(&sc);
+	/* as a --set value the byte is refused as text before any parser reads it */
 	cr_assert_eq(rm_scenario_set(&sc, "training.micro_batch=%\xd0", &err), RM_PARSE);
-	cr_assert(strstr(err.msg, "--set training.micro_batch=%\xd0: ") && strstr(err.msg, "YAML directive"), "%s",
-		  err.msg);
+	cr_assert(strstr(err.msg, "--set training.micro_batch: malformed UTF-8"), "%s", err.msg);
 	cr_assert_eq(rm_scenario_set(&sc, "remat.names=[a,\n%\xd0]", &err), RM_PARSE);
 }
 
@@ -1023,7 +1023,7 @@ Test(scenario, directive_lines_with_invalid_utf8_are_refused, .timeout = 20)
 	cr_assert_eq(rm_scenario_parse(ok, strlen(ok), "ok.yaml", &sc, &err), RM_OK, "%s", err.msg);
 	cr_assert_str_eq(sc.model, "llama-2-7b");
 	cr_assert_eq(rm_scenario_set(&sc, "training.seq_len=%\xd0", &err), RM_PARSE);
-	cr_assert(strstr(err.msg, "--set training.seq_len=") && strstr(err.msg, "directive line"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "--set training.seq_len: malformed UTF-8"), "%s", err.msg);
 }
 
 /* Partial recompute (remat.recompute_num_layers, NeMo's block method): Llama-2-7B under fsdp2 with

@@ -97,7 +97,7 @@ static rm_status build_space(rm_search *s, rm_error *err)
 {
 	/* a name listed twice (or under two spellings) would double the space for nothing */
 	rm_scenario *sc = &s->base;
-	int kept = 0;
+	int kept = 0, dups = 0, first_dup = -1;
 	for (int i = 0; i < sc->n_search_names; i++) {
 		const char *ci = rm_checkpoint_canonical(sc->search_names[i]) ? rm_checkpoint_canonical(sc->search_names[i])
 									    : sc->search_names[i];
@@ -107,13 +107,25 @@ static rm_status build_space(rm_search *s, rm_error *err)
 										     : sc->search_names[j];
 			dup = strcmp(ci, cj) == 0;
 		}
-		if (dup)
-			rm_log_warn("search.names[%d] \"%s\" is listed already; counted once", i, sc->search_names[i]);
-		else if (kept != i)
+		if (dup) {
+			if (dups++ == 0) {
+				/* one warning, at the list's position when the file gives one */
+				char at[600] = "";
+				const rm_scenario_pos *p = rm_scenario_key_pos(sc, "search.names");
+				if (sc->path[0] && p && p->line > 0)
+					snprintf(at, sizeof(at), "%s:%d:%d: ", sc->path, p->line, p->column);
+				first_dup = i;
+				rm_log_warn("%ssearch.names[%d] \"%s\" is listed already; counted once", at, i,
+					    sc->search_names[i]);
+			}
+		} else if (kept != i)
 			memcpy(sc->search_names[kept++], sc->search_names[i], sizeof(sc->search_names[0]));
 		else
 			kept++;
 	}
+	if (dups > 1)
+		rm_log_warn("search.names: %d more names after [%d] are listed already; each counted once", dups - 1,
+			    first_dup);
 	sc->n_search_names = kept;
 	int n = sc->n_search_names;
 	if (n > 0 && n <= 12) {

@@ -60,6 +60,8 @@ static json_t *result_json(const rm_candidate_result *r, rm_sched_mode runtime)
 	json_object_set_new(o, "policy", rm_json_string(r->c.policy));
 	json_object_set_new(o, "micro_batch", json_integer(r->c.micro_batch));
 	json_object_set_new(o, "flags_variant", rm_json_string(r->c.flags));
+	if (r->c.parallelism[0])
+		json_object_set_new(o, "parallelism", rm_json_string(r->c.parallelism));
 	json_object_set_new(o, "mode", json_string(r->c.ideal ? "ideal" : rm_sched_mode_name(runtime)));
 	json_object_set_new(o, "as_written", json_boolean(r->c.as_written));
 	if (!r->ok) {
@@ -570,6 +572,8 @@ int cli_cmd_search(int argc, char **argv)
 	if (!fsdp2)
 		printf("  XLA_FLAGS=\"%s\"   (the flags that differ from XLA's defaults)\n", flags);
 	printf("  micro-batch  = %lld\n", (long long)w->c.micro_batch);
+	if (w->c.parallelism[0])
+		printf("  parallelism  = %s   (search.parallelism; --set each)\n", w->c.parallelism);
 	const rm_memory_budget *mb = rm_search_memory_budget(s);
 	int64_t pool = rm_search_jax_pool_bytes(s);
 	printf("  step %.2f ms, %.0f tokens/s per GPU, MFU %.1f%%, peak %.2f of %.2f GiB %s, %d of %d collectives "

@@ -100,6 +100,7 @@ static const key_desc keys[] = {
 	{"search.policies", K_STRLIST, L(search_policies, n_search_policies), 0, 0},
 	{"search.micro_batches", K_INTLIST, L(search_micro_batches, n_search_micro_batches), 1, 1 << 16},
 	{"search.flag_variants", K_STRLIST, L(search_flag_variants, n_search_flag_variants), 0, 0},
+	{"search.parallelism", K_STRLIST, L(search_parallelism, n_search_parallelism), 0, 0},
 	{"search.offload", K_BOOL, S(search_offload), 0, 0, 0},
 	{"search.include_ideal", K_BOOL, S(search_include_ideal), 0, 0, 0},
 	{"search.max_candidates", K_INT, S(search_max_candidates), 0, 1, 100000000},

@@ -204,17 +204,112 @@ static rm_status build_space(rm_search *s, rm_error *err)
 		return rm_error_set(err, RM_INVALID, sc->path, 0, 0,
 				    "the search space is empty: give search.names (checkpoint names whose subsets "
 				    "to try) or search.policies (e.g. [nothing_saveable, dots_saveable])");
-	int64_t per = (int64_t)s->n_policies * s->n_mbs;
+	int64_t per = (int64_t)s->n_policies * s->n_mbs * (s->n_par > 0 ? s->n_par : 1);
 	s->count = 1 + per * (s->n_variants + (s->include_ideal ? 1 : 0));
 	if (s->count > sc->search_max_candidates)
 		return rm_error_set(err, RM_RANGE, sc->path, 0, 0,
 				    "the search space has %lld candidates (%d policies x %d micro-batches x %d flag "
-				    "variants%s), over search.max_candidates=%lld: narrow search.names (%d names give "
-				    "%d subsets%s), search.micro_batches or search.flag_variants, or raise "
-				    "search.max_candidates",
+				    "variants%s x %d parallelism variants), over search.max_candidates=%lld: narrow "
+				    "search.names (%d names give %d subsets%s), search.micro_batches, search.flag_variants "
+				    "or search.parallelism, or raise search.max_candidates",
 				    (long long)s->count, s->n_policies, s->n_mbs, s->n_variants,
-				    s->include_ideal ? " + ideal" : "", (long long)sc->search_max_candidates, n,
+				    s->include_ideal ? " + ideal" : "", s->n_par > 0 ? s->n_par : 1,
+				    (long long)sc->search_max_candidates, n,
 				    n <= 12 ? 1 << n : n + 1, sc->search_offload ? ", doubled by search.offload" : "");
+	return RM_OK;
+}
+
+/* ---- parallelism variants ---- */
+
+/* Applies a variant's overrides ("KEY=VALUE KEY=VALUE", --set syntax; a value in brackets may
+ * hold spaces) to sc. */
+static rm_status apply_overrides(rm_scenario *sc, const char *list, rm_error *err)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", list);
+	char *p = buf;
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		char *q = p;
+		int depth = 0;
+		while (*q && (depth > 0 || *q != ' ')) {
+			depth += *q == '[' || *q == '{';
+			depth -= (*q == ']' || *q == '}') && depth > 0;
+			q++;
+		}
+		char end = *q;
+		*q = '\0';
+		rm_status st = rm_scenario_set(sc, p, err);
+		if (st != RM_OK)
+			return st;
+		if (!end)
+			break;
+		p = q + 1;
+	}
+	return RM_OK;
+}
+
+/* The resolved scenario of parallelism variant p. */
+static const rm_scenario_resolved *par_resolved(const rm_search *s, int p)
+{
+	return s->par_owned[p] ? &s->par_res[p] : &s->res0;
+}
+
+/*
+ * search.parallelism: each variant resolved as the scenario with its overrides. A variant that
+ * does not resolve (degrees that do not divide, a pipelined one, which the search does not run)
+ * is left out with a warning that gives the reason; none left is an error.
+ */
+static rm_status build_parallelism(rm_search *s, rm_error *err)
+{
+	const rm_scenario *sc = &s->base;
+	s->n_par = 0;
+	if (sc->n_search_parallelism == 0) {
+		s->par[0][0] = '\0';
+		s->par_owned[0] = false;
+		s->n_par = 1;
+		return RM_OK;
+	}
+	for (int i = 0; i < sc->n_search_parallelism && s->n_par < SEARCH_MAX_PAR; i++) {
+		const char *v = sc->search_parallelism[i];
+		bool dup = false;
+		for (int j = 0; j < s->n_par; j++)
+			dup |= strcmp(s->par[j], v) == 0;
+		if (dup)
+			continue;
+		int k = s->n_par;
+		snprintf(s->par[k], sizeof(s->par[k]), "%s", v);
+		if (!v[strspn(v, " ")]) {
+			s->par_owned[k] = false;
+			s->n_par++;
+			continue;
+		}
+		rm_scenario variant = s->base;
+		rm_error e;
+		rm_error_clear(&e);
+		rm_status st = apply_overrides(&variant, v, &e);
+		if (st == RM_OK)
+			st = rm_scenario_resolve(&variant, s->resolver, &s->par_res[k], &e);
+		if (st == RM_OK && s->par_res[k].train.pp > 1) {
+			rm_scenario_resolved_finish(&s->par_res[k]);
+			rm_error_set(&e, RM_UNSUPPORTED, NULL, 0, 0, "a pipelined variant: the search does not run those yet");
+			st = RM_UNSUPPORTED;
+		}
+		if (st != RM_OK) {
+			rm_log_warn("search.parallelism[%d] \"%s\" left out: %s", i, v, e.msg);
+			continue;
+		}
+		s->par_owned[k] = true;
+		s->n_par++;
+	}
+	if (s->n_par == 0)
+		return rm_error_set(err, RM_INVALID, sc->path, 0, 0,
+				    "search.parallelism: no variant resolves (the warnings above say why)");
+	if (sc->n_search_parallelism > SEARCH_MAX_PAR)
+		rm_log_warn("search.parallelism: only the first %d variants are searched", SEARCH_MAX_PAR);
 	return RM_OK;
 }
 
@@ -225,8 +320,12 @@ void rm_search_destroy(rm_search *s)
 	if (!s)
 		return;
 	search_store_close(s);
-	for (int i = 0; i < s->n_mbs; i++)
-		rm_workload_destroy(s->wl[i]);
+	for (int p = 0; p < s->n_par; p++) {
+		for (int i = 0; i < s->n_mbs; i++)
+			rm_workload_destroy(s->wl[p][i]);
+		if (s->par_owned[p])
+			rm_scenario_resolved_finish(&s->par_res[p]);
+	}
 	for (int i = 0; i < s->n_policies; i++)
 		rm_remat_policy_destroy(s->policies[i].parsed);
 	rm_scenario_resolved_finish(&s->res0);
@@ -251,18 +350,21 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 	/* the scenario's identity: the digest of what it resolves to (everything but its search
 	 * section, which only chooses candidates), cost-model revision included */
 	rm_scenario_resolved_digest(&s->res0, s->scenario_hash);
-	if (build_space(s, err) != RM_OK)
+	if (build_parallelism(s, err) != RM_OK || build_space(s, err) != RM_OK)
 		goto fail;
 	/* caches shared read-only by the workers */
-	for (int i = 0; i < s->n_mbs; i++) {
-		rm_train_config t = s->res0.train;
-		t.micro_batch = s->mbs[i];
-		s->wl[i] = rm_workload_create(&s->res0.model, &t, err);
-		if (!s->wl[i]) {
-			rm_error_prefix(err, "search.micro_batches: %lld: ", (long long)s->mbs[i]);
-			goto fail;
+	for (int p = 0; p < s->n_par; p++)
+		for (int i = 0; i < s->n_mbs; i++) {
+			const rm_scenario_resolved *res = par_resolved(s, p);
+			rm_train_config t = res->train;
+			t.micro_batch = s->mbs[i];
+			s->wl[p][i] = rm_workload_create(&res->model, &t, err);
+			if (!s->wl[p][i]) {
+				rm_error_prefix(err, "search.micro_batches: %lld%s%s: ", (long long)s->mbs[i],
+						s->par[p][0] ? " with " : "", s->par[p]);
+				goto fail;
+			}
 		}
-	}
 	for (int i = 0; i < s->n_policies; i++) {
 		s->policies[i].parsed = rm_remat_policy_parse(s->policies[i].expr, err);
 		if (!s->policies[i].parsed)
@@ -321,15 +423,17 @@ int64_t rm_search_count(const rm_search *s)
 	return s->count;
 }
 
-/* Index -> (policy, micro-batch, variant or ideal). */
-static void decode(const rm_search *s, int64_t i, int *p, int *m, int *v)
+/* Index -> (parallelism variant, policy, micro-batch, flag variant or ideal). */
+static void decode(const rm_search *s, int64_t i, int *par, int *p, int *m, int *v)
 {
 	int64_t vv = s->n_variants + (s->include_ideal ? 1 : 0);
 	int64_t k = i - 1;
 	*v = (int)(k % vv);
 	k /= vv;
 	*m = (int)(k % s->n_mbs);
-	*p = (int)(k / s->n_mbs);
+	k /= s->n_mbs;
+	*p = (int)(k % s->n_policies);
+	*par = (int)(k / s->n_policies);
 }
 
 void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
@@ -343,10 +447,24 @@ void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 		c->micro_batch = s->res0.train.micro_batch;
 		c->ideal = s->res0.sched.mode == RM_SCHED_IDEAL;
 	} else {
-		int p, m, v;
-		decode(s, i, &p, &m, &v);
+		int par, p, m, v;
+		decode(s, i, &par, &p, &m, &v);
 		snprintf(c->policy, sizeof(c->policy), "%s", s->policies[p].expr);
-		snprintf(c->label, sizeof(c->label), "%s", s->policies[p].label);
+		snprintf(c->parallelism, sizeof(c->parallelism), "%s", s->par[par]);
+		if (s->par[par][0]) {
+			/* "[tp=2 sp=true] save: q,k": the overrides without their section */
+			char shortp[160] = "";
+			size_t u = 0;
+			for (const char *q = s->par[par]; *q && u + 1 < sizeof(shortp); q++) {
+				if (strncmp(q, "parallelism.", 12) == 0 && (q == s->par[par] || q[-1] == ' '))
+					q += 12;
+				shortp[u++] = *q;
+			}
+			shortp[u] = '\0';
+			snprintf(c->label, sizeof(c->label), "[%s] %s", shortp, s->policies[p].label);
+		} else {
+			snprintf(c->label, sizeof(c->label), "%s", s->policies[p].label);
+		}
 		c->micro_batch = s->mbs[m];
 		c->ideal = v == s->n_variants;
 		if (!c->ideal)
@@ -358,6 +476,8 @@ void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 	rm_canon_str(&id, "policy", c->policy);
 	rm_canon_int(&id, "micro_batch", c->micro_batch);
 	rm_canon_str(&id, "flags", c->flags);
+	if (c->parallelism[0])
+		rm_canon_str(&id, "parallelism", c->parallelism);
 	rm_canon_int(&id, "ideal", c->ideal);
 	rm_canon_int(&id, "as_written", c->as_written);
 	uint8_t d[RM_SHA256_BYTES];
@@ -367,19 +487,19 @@ void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 }
 
 /* Evaluates with explicit workload, policy and flags. */
-static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workload *wl, const rm_remat_policy *pol,
-		     const rm_xla_flags *flags, rm_candidate_result *r)
+static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const rm_candidate *c, const rm_workload *wl,
+		     const rm_remat_policy *pol, const rm_xla_flags *flags, rm_candidate_result *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->c = *c;
 	rm_error err;
 	rm_error_clear(&err);
-	rm_schedule_config cfg = s->res0.sched;
+	rm_schedule_config cfg = res->sched;
 	cfg.wl = wl;
 	cfg.policy = pol;
 	cfg.flags = *flags;
 	/* candidates run under the scenario's runtime (xla or fsdp2); ideal rows under the bound */
-	cfg.mode = c->ideal ? RM_SCHED_IDEAL : s->res0.sched.mode == RM_SCHED_FSDP2 ? RM_SCHED_FSDP2 : RM_SCHED_XLA;
+	cfg.mode = c->ideal ? RM_SCHED_IDEAL : res->sched.mode == RM_SCHED_FSDP2 ? RM_SCHED_FSDP2 : RM_SCHED_XLA;
 	cfg.lean = true;
 	if (s->cost)
 		cfg.cost = s->cost; /* a test's own model; otherwise the resolved run's */
@@ -391,13 +511,13 @@ static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workloa
 	}
 	/* JAX's BFC pool costs nothing to model and decides what fits; the PyTorch caching
 	 * allocator's replay is left to `simulate` (rows carry allocated memory) */
-	bool jax_pool = s->res0.allocator == RM_SIM_ALLOC_JAX_PREALLOC;
-	rm_sim_options opt = {.hw_queues = s->res0.hw_queues,
+	bool jax_pool = res->allocator == RM_SIM_ALLOC_JAX_PREALLOC;
+	rm_sim_options opt = {.hw_queues = res->hw_queues,
 			      .cost = cfg.cost,
-			      .memory_headroom_bytes = s->res0.memory.headroom_bytes,
+			      .memory_headroom_bytes = res->memory.headroom_bytes,
 			      .allocator = jax_pool ? RM_SIM_ALLOC_JAX_PREALLOC : RM_SIM_ALLOC_EXACT,
-			      .alloc_fraction = s->res0.alloc_fraction};
-	rm_sim *sim = rm_sim_create(prog, &s->res0.hw, &opt, &err);
+			      .alloc_fraction = res->alloc_fraction};
+	rm_sim *sim = rm_sim_create(prog, &res->hw, &opt, &err);
 	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
 		rm_sim_destroy(sim);
@@ -436,19 +556,24 @@ static void evaluate(const rm_search *s, const rm_candidate *c, const rm_workloa
 void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_result *out)
 {
 	if (c->as_written) {
-		evaluate(s, c, s->res0.wl, s->res0.policy, &s->res0.flags, out);
+		evaluate(s, &s->res0, c, s->res0.wl, s->res0.policy, &s->res0.flags, out);
 		return;
 	}
-	int p, m, v;
-	decode(s, c->index, &p, &m, &v);
+	int par, p, m, v;
+	decode(s, c->index, &par, &p, &m, &v);
 	const rm_xla_flags *flags = v < s->n_variants ? &s->variant_flags[v] : &s->res0.flags;
-	evaluate(s, c, s->wl[m], s->policies[p].parsed, flags, out);
+	evaluate(s, par_resolved(s, par), c, s->wl[par][m], s->policies[p].parsed, flags, out);
 }
 
 rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c, rm_scenario_resolved *out,
 				      rm_error *err)
 {
 	rm_scenario sc = s->base;
+	if (c->parallelism[0]) {
+		rm_status st = apply_overrides(&sc, c->parallelism, err);
+		if (st != RM_OK)
+			return st;
+	}
 	snprintf(sc.policy, sizeof(sc.policy), "%s", c->policy);
 	sc.n_names = sc.n_offload = 0;
 	sc.micro_batch = c->micro_batch;

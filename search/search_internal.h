@@ -9,6 +9,7 @@
 
 #define SEARCH_MAX_MBS RM_SCENARIO_MAX_LIST
 #define SEARCH_MAX_VARIANTS RM_SCENARIO_MAX_LIST
+#define SEARCH_MAX_PAR 16
 
 /* The first 128 bits of a candidate's SHA-256 key, for the in-memory resume set. */
 typedef struct search_key {
@@ -31,8 +32,14 @@ struct rm_search {
 	search_policy *policies;
 	int n_policies, cap_policies;
 	int64_t mbs[SEARCH_MAX_MBS];
-	rm_workload *wl[SEARCH_MAX_MBS];
 	int n_mbs;
+	/* parallelism variants: overrides, their resolved scenarios ([0] is res0's copy when the
+	 * list is empty), and the workloads of each variant and micro-batch */
+	int n_par;
+	char par[SEARCH_MAX_PAR][256];
+	rm_scenario_resolved par_res[SEARCH_MAX_PAR];
+	bool par_owned[SEARCH_MAX_PAR];
+	rm_workload *wl[SEARCH_MAX_PAR][SEARCH_MAX_MBS];
 	char variants[SEARCH_MAX_VARIANTS][512];
 	rm_xla_flags variant_flags[SEARCH_MAX_VARIANTS];
 	int n_variants;

@@ -7,7 +7,8 @@
  * The file is marked PRAGMA application_id = RM_APP_ID_SWEEP ('RMSW'); a calibration database
  * ('RMCA') or another program's file is refused before anything is written. Schema version in
  * PRAGMA user_version: version 1 stores (64-bit FNV keys over the scenario's text) hold rows that
- * cannot be verified, so their table is dropped and rebuilt; a newer schema is refused.
+ * cannot be verified, and version 2 stores lack the parallelism variant, so their table is
+ * dropped and rebuilt; a newer schema is refused.
  * Concurrency: WAL journal, a busy timeout, and write transactions taken with BEGIN IMMEDIATE, so
  * two searches on one database both finish (the second waits for the first's batch commits).
  * Every SQLite call is checked; a damaged database is refused with SQLite's reason.
@@ -20,7 +21,7 @@
 
 #include "search_internal.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 /* How long a search waits for another one's write transaction before giving up. */
 #define STORE_BUSY_TIMEOUT_MS 60000
 
@@ -33,6 +34,7 @@ static const char *const schema_sql =
 	" policy TEXT NOT NULL,"
 	" micro_batch INTEGER NOT NULL,"
 	" flags TEXT NOT NULL,"
+	" parallelism TEXT NOT NULL,"
 	" mode TEXT NOT NULL,"
 	" as_written INTEGER NOT NULL,"
 	" ok INTEGER NOT NULL,"
@@ -46,7 +48,7 @@ static const char *const schema_sql =
 	" checksum TEXT NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS candidates_rank ON candidates(scenario, fits, tokens_per_s_per_gpu);";
 
-#define STORE_COLUMNS 32
+#define STORE_COLUMNS 33
 
 /* This search's rows: the scenario's, joined with the keys of its space (load_space); the
  * candidate's current index is the column after the stored ones. */
@@ -106,6 +108,7 @@ static void row_checksum(const char *scenario, const rm_candidate_result *r, cha
 	rm_canon_str(&c, "policy", r->c.policy);
 	rm_canon_int(&c, "micro_batch", r->c.micro_batch);
 	rm_canon_str(&c, "flags", r->c.flags);
+	rm_canon_str(&c, "parallelism", r->c.parallelism);
 	rm_canon_int(&c, "ideal", r->c.ideal);
 	rm_canon_int(&c, "as_written", r->c.as_written);
 	rm_canon_int(&c, "ok", r->ok);
@@ -158,6 +161,7 @@ static bool row_to_result(sqlite3_stmt *q, rm_candidate_result *r)
 	snprintf(r->c.policy, sizeof(r->c.policy), "%s", col_text(q, i++));
 	r->c.micro_batch = sqlite3_column_int64(q, i++);
 	snprintf(r->c.flags, sizeof(r->c.flags), "%s", col_text(q, i++));
+	snprintf(r->c.parallelism, sizeof(r->c.parallelism), "%s", col_text(q, i++));
 	r->c.ideal = strcmp(col_text(q, i++), "ideal") == 0;
 	r->c.as_written = sqlite3_column_int(q, i++);
 	r->ok = sqlite3_column_int(q, i++);
@@ -258,8 +262,8 @@ static rm_status prepare_schema(rm_search *s, const char *path, rm_error *err)
 	int64_t version = 0;
 	rm_status st = check_identity(s, path, &version, err);
 	if (st == RM_OK && version > 0 && version < STORE_SCHEMA_VERSION) {
-		rm_log_info("%s: rows of sweep schema %lld carry no checksum and an older key; they are dropped and "
-			    "recomputed",
+		rm_log_info("%s: rows of sweep schema %lld lack what this remora keys candidates by; they are dropped "
+			    "and recomputed",
 			    path, (long long)version);
 		st = exec_sql(s, "DROP TABLE IF EXISTS candidates", err);
 	}
@@ -427,7 +431,7 @@ rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
 		st = prepare_schema(s, name, err);
 	if (st == RM_OK &&
 	    sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO candidates VALUES "
-				      "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				      "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &s->put, NULL) != SQLITE_OK)
 		st = db_error(s, err, "preparing the insert");
 	if (st == RM_OK)
@@ -490,6 +494,7 @@ rm_status search_store_put(rm_search *s, const rm_candidate_result *r, rm_error 
 	BIND(sqlite3_bind_text(p, i++, r->c.policy, -1, SQLITE_TRANSIENT));
 	BIND(sqlite3_bind_int64(p, i++, r->c.micro_batch));
 	BIND(sqlite3_bind_text(p, i++, r->c.flags, -1, SQLITE_TRANSIENT));
+	BIND(sqlite3_bind_text(p, i++, r->c.parallelism, -1, SQLITE_TRANSIENT));
 	BIND(sqlite3_bind_text(p, i++, r->c.ideal ? "ideal" : "xla", -1, SQLITE_STATIC));
 	BIND(sqlite3_bind_int(p, i++, r->c.as_written));
 	BIND(sqlite3_bind_int(p, i++, r->ok));

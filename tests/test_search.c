@@ -233,3 +233,49 @@ Test(search, a_name_listed_twice_counts_once)
 	cr_assert_eq(rm_search_count(s), 1 + 8 + 7);
 	rm_search_destroy(s);
 }
+
+/* search.parallelism multiplies the space by its variants that resolve (one left out, with the
+ * reason: tp 3 does not divide 8 GPUs); each candidate carries its variant, which keys it apart,
+ * and the variant's own setup runs it. */
+Test(search, parallelism_variants_multiply_the_space)
+{
+	const char *sets[] = {"search.names=[]", "search.policies=[nothing_saveable]", "search.micro_batches=[1]",
+			      "search.flag_variants=['']", "search.include_ideal=false",
+			      "search.parallelism=['', 'parallelism.fsdp=4', 'parallelism.tp=3', 'parallelism.tp=2 "
+			      "parallelism.sp=true parallelism.fsdp=4']",
+			      "training.seq_len=1024", NULL};
+	rm_scenario sc;
+	seed(&sc, sets);
+	rm_error err;
+	rm_search *s = rm_search_create(&sc, NULL, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_search_count(s), 1 + 3, "%lld", (long long)rm_search_count(s));
+	rm_candidate c[4];
+	for (int i = 0; i < 4; i++)
+		rm_search_candidate(s, i, &c[i]);
+	cr_assert_str_eq(c[1].parallelism, "");
+	cr_assert_str_eq(c[2].parallelism, "parallelism.fsdp=4");
+	cr_assert_str_eq(c[3].parallelism, "parallelism.tp=2 parallelism.sp=true parallelism.fsdp=4");
+	cr_assert(strstr(c[3].label, "[tp=2 sp=true fsdp=4]"), "%s", c[3].label);
+	for (int i = 1; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
+			cr_assert_str_neq(c[i].key, c[j].key);
+	/* the TP variant's tensor-parallel collectives run, and count half the tokens per GPU */
+	rm_candidate_result r1, r3;
+	rm_search_evaluate(s, &c[1], &r1);
+	rm_search_evaluate(s, &c[3], &r3);
+	cr_assert(r1.ok && r3.ok, "%s %s", r1.error, r3.error);
+	cr_assert_neq(r1.step_time_s, r3.step_time_s);
+	/* resolving the candidate gives its variant's setup */
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_search_resolve_candidate(s, &c[3], &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.train.tp, 2);
+	cr_assert(res.train.sp);
+	rm_scenario_resolved_finish(&res);
+	rm_search_destroy(s);
+	/* none resolves: an error */
+	const char *bad[] = {"search.policies=[nothing_saveable]", "search.parallelism=['parallelism.tp=3']", NULL};
+	seed(&sc, bad);
+	cr_assert_null(rm_search_create(&sc, NULL, &err));
+	cr_assert(strstr(err.msg, "no variant resolves"), "%s", err.msg);
+}

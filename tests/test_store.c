@@ -348,7 +348,7 @@ Test(store, old_schema_rows_are_dropped_and_the_file_is_marked)
 	cr_assert_eq(rm_search_rows(s), 3);
 	rm_search_destroy(s);
 	cr_assert_eq(sql_int(db, "PRAGMA application_id"), (int64_t)(int32_t)RM_APP_ID_SWEEP);
-	cr_assert_eq(sql_int(db, "PRAGMA user_version"), 2);
+	cr_assert_eq(sql_int(db, "PRAGMA user_version"), 3);
 	cr_assert_eq(sql_int(db, "SELECT count(*) FROM candidates"), 3);
 }
 

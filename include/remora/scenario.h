@@ -123,6 +123,10 @@ typedef struct rm_scenario {
 	char search_policies[RM_SCENARIO_MAX_LIST][256];
 	int64_t search_micro_batches[RM_SCENARIO_MAX_LIST];
 	char search_flag_variants[RM_SCENARIO_MAX_LIST][512];
+	/* parallelism variants: each a space-separated list of KEY=VALUE overrides (--set syntax,
+	 * e.g. "parallelism.tp=2 parallelism.sp=true"); "" is the scenario's own */
+	int n_search_parallelism;
+	char search_parallelism[RM_SCENARIO_MAX_LIST][256];
 	bool search_offload, search_include_ideal;
 	int64_t search_max_candidates;
 	/* where each key was set (for messages about values) */

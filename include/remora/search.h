@@ -40,6 +40,7 @@ typedef struct rm_candidate {
 	char label[160];    /* short: "save: q,k,v" */
 	int64_t micro_batch;
 	char flags[1024];   /* the XLA_FLAGS variant appended to the scenario's flags */
+	char parallelism[256]; /* the search.parallelism variant's overrides ("" the scenario's) */
 	bool ideal;         /* the hand-tuned runtime instead of XLA */
 	bool as_written;    /* the scenario itself */
 	char key[RM_SHA256_HEX]; /* SHA-256 of the resolved scenario's digest and this configuration */

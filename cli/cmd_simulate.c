@@ -193,8 +193,8 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 {
 	if (!sim || other_outputs)
 		return cli_usage_error(cmd, "a pipelined scenario (parallelism.pp > 1) is simulated stage by stage: "
-					    "`remora simulate` prints and --json writes it; --trace, --breakdown, "
-					    "-o and `remora schedule` do not apply yet");
+					    "`remora simulate` prints and --json writes it (search and validate run it "
+					    "too); --trace, --breakdown, -o and `remora schedule` do not apply yet");
 	rm_error err;
 	rm_error_clear(&err);
 	rm_pp_run r;

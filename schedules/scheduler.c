@@ -1891,8 +1891,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	if (wl->train.pp > 1) {
 		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
 			     "a pipelined scenario (parallelism.pp %lld) is simulated stage by stage, as `remora "
-			     "simulate` does; one program of the whole step (`remora schedule`, search, validate, "
-			     "exec) is not built for it yet",
+			     "simulate`, search and validate do; one program of the whole step (`remora schedule`, "
+			     "--trace, --breakdown, exec) is not built for it yet",
 			     (long long)wl->train.pp);
 		return NULL;
 	}

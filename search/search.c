@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "remora/pipeline.h"
 #include "search_internal.h"
 
 static double now_s(void)
@@ -293,11 +294,7 @@ static rm_status build_parallelism(rm_search *s, rm_error *err)
 		rm_status st = apply_overrides(&variant, v, &e);
 		if (st == RM_OK)
 			st = rm_scenario_resolve(&variant, s->resolver, &s->par_res[k], &e);
-		if (st == RM_OK && s->par_res[k].train.pp > 1) {
-			rm_scenario_resolved_finish(&s->par_res[k]);
-			rm_error_set(&e, RM_UNSUPPORTED, NULL, 0, 0, "a pipelined variant: the search does not run those yet");
-			st = RM_UNSUPPORTED;
-		}
+
 		if (st != RM_OK) {
 			rm_log_warn("search.parallelism[%d] \"%s\" left out: %s", i, v, e.msg);
 			continue;
@@ -340,13 +337,7 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 	s->resolver = resolver;
 	if (rm_scenario_resolve(&s->base, resolver, &s->res0, err) != RM_OK)
 		goto fail;
-	if (s->res0.train.pp > 1) {
-		const rm_scenario_pos *at = rm_scenario_key_pos(sc, "parallelism.pp");
-		rm_error_set(err, RM_UNSUPPORTED, sc->path, at ? at->line : 0, at ? at->column : 0,
-			     "parallelism.pp: the search does not cover pipelined scenarios yet; `remora simulate` "
-			     "runs one");
-		goto fail;
-	}
+
 	/* the scenario's identity: the digest of what it resolves to (everything but its search
 	 * section, which only chooses candidates), cost-model revision included */
 	rm_scenario_resolved_digest(&s->res0, s->scenario_hash);
@@ -553,14 +544,52 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	rm_schedule_report_finish(&rep);
 }
 
+/* A pipelined candidate: its own resolved scenario, simulated stage by stage (remora/pipeline.h). */
+static void evaluate_pipelined(const rm_search *s, const rm_candidate *c, rm_candidate_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->c = *c;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_resolved res;
+	if (rm_search_resolve_candidate(s, c, &res, &err) != RM_OK) {
+		snprintf(r->error, sizeof(r->error), "%s", err.msg);
+		return;
+	}
+	if (s->cost)
+		res.sched.cost = s->cost;
+	rm_pp_run pr;
+	if (rm_pp_run_scenario(&res, &pr, &err) != RM_OK) {
+		snprintf(r->error, sizeof(r->error), "%s", err.msg);
+		rm_scenario_resolved_finish(&res);
+		return;
+	}
+	r->ok = true;
+	r->step_time_s = pr.step_s;
+	r->tokens_per_s_per_gpu = pr.tokens_per_s;
+	r->mfu = pr.mfu;
+	r->peak_memory_bytes = pr.peak_bytes[pr.peak_stage];
+	r->memory_capacity_bytes = pr.usable_bytes;
+	r->fits = pr.fits;
+	r->saved_bytes_step = pr.act_bytes_per_chunk;
+	rm_scenario_resolved_finish(&res);
+}
+
 void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_result *out)
 {
 	if (c->as_written) {
-		evaluate(s, &s->res0, c, s->res0.wl, s->res0.policy, &s->res0.flags, out);
+		if (s->res0.train.pp > 1)
+			evaluate_pipelined(s, c, out);
+		else
+			evaluate(s, &s->res0, c, s->res0.wl, s->res0.policy, &s->res0.flags, out);
 		return;
 	}
 	int par, p, m, v;
 	decode(s, c->index, &par, &p, &m, &v);
+	if (par_resolved(s, par)->train.pp > 1) {
+		evaluate_pipelined(s, c, out);
+		return;
+	}
 	const rm_xla_flags *flags = v < s->n_variants ? &s->variant_flags[v] : &s->res0.flags;
 	evaluate(s, par_resolved(s, par), c, s->wl[par][m], s->policies[p].parsed, flags, out);
 }

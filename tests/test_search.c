@@ -279,3 +279,34 @@ Test(search, parallelism_variants_multiply_the_space)
 	cr_assert_null(rm_search_create(&sc, NULL, &err));
 	cr_assert(strstr(err.msg, "no variant resolves"), "%s", err.msg);
 }
+
+/* A pipelined scenario is searched stage by stage: the candidate that is the scenario as
+ * written (nothing_saveable, micro-batch 1) gives the same step as the scenario itself. */
+Test(search, pipelined_candidates_run_stage_by_stage)
+{
+	const char *dir = getenv("REMORA_DATA_DIR");
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/scenarios/capacity-llama3-70b-tp8pp4-4x8-h100.yaml", dir);
+	rm_scenario sc;
+	rm_error err;
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	const char *sets[] = {"search.policies=[nothing_saveable]", "search.micro_batches=[1]", "search.include_ideal=false",
+			      NULL};
+	for (int i = 0; sets[i]; i++)
+		cr_assert_eq(rm_scenario_set(&sc, sets[i], &err), RM_OK, "%s", err.msg);
+	rm_search *s = rm_search_create(&sc, NULL, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_search_count(s), 2);
+	rm_candidate c0, c1;
+	rm_search_candidate(s, 0, &c0);
+	rm_search_candidate(s, 1, &c1);
+	rm_candidate_result r0, r1;
+	rm_search_evaluate(s, &c0, &r0);
+	rm_search_evaluate(s, &c1, &r1);
+	cr_assert(r0.ok && r1.ok, "%s %s", r0.error, r1.error);
+	cr_assert_float_eq(r0.step_time_s, r1.step_time_s, 1e-12);
+	cr_assert_gt(r1.tokens_per_s_per_gpu, 0);
+	cr_assert(r1.fits);
+	rm_search_destroy(s);
+}

@@ -43,9 +43,19 @@ rm_log_level rm_log_get_level(void)
 	return (rm_log_level)atomic_load(&log_level);
 }
 
+/* The calling thread's warnings and notes held back (rm_log_thread_quiet); errors still print. */
+static _Thread_local bool thread_quiet;
+
+bool rm_log_thread_quiet(bool quiet)
+{
+	bool was = thread_quiet;
+	thread_quiet = quiet;
+	return was;
+}
+
 void rm_log(rm_log_level level, const char *fmt, ...)
 {
-	if ((int)level > atomic_load(&log_level))
+	if ((int)level > atomic_load(&log_level) || (thread_quiet && level != RM_LOG_ERROR))
 		return;
 	char line[1024];
 	va_list ap;

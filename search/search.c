@@ -343,7 +343,9 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 	rm_scenario_resolved_digest(&s->res0, s->scenario_hash);
 	if (build_parallelism(s, err) != RM_OK || build_space(s, err) != RM_OK)
 		goto fail;
-	/* caches shared read-only by the workers */
+	/* caches shared read-only by the workers (their warnings are the scenario's, given when it
+	 * resolved) */
+	bool was_quiet = rm_log_thread_quiet(true);
 	for (int p = 0; p < s->n_par; p++)
 		for (int i = 0; i < s->n_mbs; i++) {
 			const rm_scenario_resolved *res = par_resolved(s, p);
@@ -351,11 +353,13 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 			t.micro_batch = s->mbs[i];
 			s->wl[p][i] = rm_workload_create(&res->model, &t, err);
 			if (!s->wl[p][i]) {
+				rm_log_thread_quiet(was_quiet);
 				rm_error_prefix(err, "search.micro_batches: %lld%s%s: ", (long long)s->mbs[i],
 						s->par[p][0] ? " with " : "", s->par[p]);
 				goto fail;
 			}
 		}
+	rm_log_thread_quiet(was_quiet);
 	for (int i = 0; i < s->n_policies; i++) {
 		s->policies[i].parsed = rm_remat_policy_parse(s->policies[i].expr, err);
 		if (!s->policies[i].parsed)
@@ -552,14 +556,20 @@ static void evaluate_pipelined(const rm_search *s, const rm_candidate *c, rm_can
 	rm_error err;
 	rm_error_clear(&err);
 	rm_scenario_resolved res;
-	if (rm_search_resolve_candidate(s, c, &res, &err) != RM_OK) {
+	/* the variant's warnings were given once, when the search resolved it */
+	bool was = rm_log_thread_quiet(true);
+	rm_status st = rm_search_resolve_candidate(s, c, &res, &err);
+	if (st != RM_OK) {
+		rm_log_thread_quiet(was);
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
 		return;
 	}
 	if (s->cost)
 		res.sched.cost = s->cost;
 	rm_pp_run pr;
-	if (rm_pp_run_scenario(&res, &pr, &err) != RM_OK) {
+	st = rm_pp_run_scenario(&res, &pr, &err);
+	rm_log_thread_quiet(was);
+	if (st != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
 		rm_scenario_resolved_finish(&res);
 		return;

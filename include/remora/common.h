@@ -84,6 +84,10 @@ typedef enum rm_log_level {
 
 void rm_log_set_level(rm_log_level level);
 rm_log_level rm_log_get_level(void);
+/* Holds back the calling thread's warnings and notes (errors still print) while quiet; returns
+ * the previous setting. For work that repeats what was already reported once (a search
+ * re-resolving a variant for each of its candidates). */
+bool rm_log_thread_quiet(bool quiet);
 void rm_log(rm_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rm_log_error_record(const rm_error *err);
 

@@ -463,8 +463,20 @@ int cli_cmd_search(int argc, char **argv)
 	if (have_xla && (trace || plot)) {
 		rm_candidate wc;
 		rm_search_candidate(s, best_xla.c.index, &wc);
-		if (rm_search_resolve_candidate(s, &wc, &wres, &err) == RM_OK &&
-		    (wprog = rm_schedule_build(&wres.sched, &wrep, &err)) != NULL) {
+		bool resolved = rm_search_resolve_candidate(s, &wc, &wres, &err) == RM_OK;
+		bool pipelined = resolved && wres.train.pp > 1;
+		if (pipelined) {
+			/* a pipelined step has no one program to trace yet: the rest is written */
+			rm_log_warn("the winner (%s) is pipelined: no trace or memory timeline for it (a pipelined step is "
+				    "simulated stage by stage)",
+				    wc.label);
+			if (plot) {
+				rc = write_plots(s, plot, pareto, n_pareto, NULL,
+						 (double)rm_search_memory_budget(s)->usable_bytes / (double)RM_GiB);
+				if (rc != CLI_EXIT_OK)
+					goto out_w;
+			}
+		} else if (resolved && (wprog = rm_schedule_build(&wres.sched, &wrep, &err)) != NULL) {
 			rm_sim_options so = {.hw_queues = wres.hw_queues,
 					     .memory_timeline = true,
 					     .cost = wres.sched.cost,
@@ -472,16 +484,16 @@ int cli_cmd_search(int argc, char **argv)
 			wsim = rm_sim_create(wprog, &wres.hw, &so, &err);
 			have_w = wsim && rm_sim_run(wsim, &err) == RM_OK;
 		}
-		if (!have_w) {
+		if (!have_w && !pipelined) {
 			rc = cli_fail(&err);
 			goto out_w;
 		}
 		/* atomically onto a regular file, straight through to a device or FIFO (remora/file.h) */
-		if (trace && !rm_sim_write_trace_file(wsim, trace, &err)) {
+		if (have_w && trace && !rm_sim_write_trace_file(wsim, trace, &err)) {
 			rc = cli_fail(&err);
 			goto out_w;
 		}
-		if (plot) {
+		if (have_w && plot) {
 			rc = write_plots(s, plot, pareto, n_pareto, wsim,
 					 (double)rm_search_memory_budget(s)->usable_bytes / (double)RM_GiB);
 			if (rc != CLI_EXIT_OK)

@@ -1164,6 +1164,10 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 					 "pipeline parallelism runs each stage's layers unrolled: set remat.scan: false "
 					 "under scheduler.mode xla");
 	}
+	if (pp > 1 && t.pp_schedule == RM_PP_INTERLEAVED && t.virtual_stages < 2)
+		return key_error(sc, "parallelism.pp_schedule", err, RM_INVALID,
+				 "the interleaved schedule runs several model chunks per stage: set "
+				 "parallelism.virtual_stages to 2 or more (with 1 it is 1f1b)");
 	if (t.virtual_stages > 1 && (pp <= 1 || t.pp_schedule != RM_PP_INTERLEAVED))
 		return key_error(sc, "parallelism.virtual_stages", err, RM_INVALID,
 				 "model chunks per stage need parallelism.pp > 1 and pp_schedule: interleaved");
@@ -1192,6 +1196,15 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	if (tp > 1 && t.seq_len % tp != 0)
 		return key_error(sc, "parallelism.tp", err, RM_INVALID, "tp %lld must divide seq_len %lld", (long long)tp,
 				 (long long)t.seq_len);
+	if (tp > 1 && rm_model_config_is_moe(&out->model))
+		return key_error(sc, "parallelism.tp", err, RM_UNSUPPORTED,
+				 "tensor parallelism of mixture-of-experts layers (expert tensor parallelism) is not "
+				 "modelled yet: use parallelism.ep");
+	if (out->model.mla || out->model.dense_layers > 0)
+		return key_error(sc, "model", err, RM_UNSUPPORTED, "%s: %s are not modelled yet; `remora describe` counts its "
+				 "parameters",
+				 out->model.name, out->model.mla ? "multi-head latent attention layers"
+							  : "dense layers beside mixture-of-experts ones");
 	if (sc->sp > 0 && tp == 1)
 		rm_log_warn("parallelism.sp needs parallelism.tp > 1: ignored");
 	t.tp = tp;
@@ -1217,6 +1230,10 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 "seq_len %lld must be a multiple of 2 x cp %lld x tp %lld (two chunks of the sequence per "
 				 "GPU, as the load-balanced causal split runs)",
 				 (long long)t.seq_len, (long long)cp, (long long)tp);
+	if (cp > 1 && sc->fused_attention == 0)
+		return key_error(sc, "parallelism.cp", err, RM_UNSUPPORTED,
+				 "context parallelism runs a fused attention kernel over the gathered keys: "
+				 "training.fused_attention false is not modelled with it");
 	if (cp > 1 && (out->model.heads / tp) % cp != 0)
 		return key_error(sc, "parallelism.cp", err, RM_INVALID, "cp %lld must divide the %lld attention heads per GPU",
 				 (long long)cp, (long long)(out->model.heads / tp));
@@ -1312,6 +1329,10 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	int64_t ep = sc->ep ? sc->ep : 1;
 	if (ep > 1 && !rm_model_config_is_moe(&out->model))
 		return key_error(sc, "parallelism.ep", err, RM_INVALID, "%s has no experts to split", out->model.name);
+	if (ep > 1 && strcasecmp(sc->mode, "megatron") == 0)
+		return key_error(sc, "parallelism.ep", err, RM_UNSUPPORTED,
+				 "expert parallelism under scheduler.mode megatron is not modelled yet (remora splits the "
+				 "experts over the FSDP group, which Megatron-LM does not use); use fsdp2");
 	if (ep > 1 && out->model.experts % ep != 0)
 		return key_error(sc, "parallelism.ep", err, RM_INVALID, "ep %lld must divide the %lld routed experts of %s",
 				 (long long)ep, (long long)out->model.experts, out->model.name);
@@ -1322,8 +1343,23 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 "%lld (x cp) and dp_replicate for the remaining GPUs",
 				 (long long)ep, (long long)t.fsdp, (long long)ep);
 	t.ep = ep;
-	if (sc->moe_imbalance > 0)
+	if (sc->moe_imbalance > 0 && ep <= 1 && rm_model_config_is_moe(&out->model))
+		rm_log_warn("training.moe_imbalance applies with parallelism.ep > 1 (every GPU runs every expert "
+			    "otherwise): ignored");
+	if (sc->moe_imbalance > 0) {
+		/* a token's k copies go to k distinct experts: a GPU holding E / ep of them receives at
+		 * most min(k, E / ep) copies of each of the group's tokens, ep x min(k, E / ep) / k times
+		 * its balanced share */
+		int64_t k = out->model.experts_per_tok > 0 ? out->model.experts_per_tok : 1;
+		int64_t local = ep > 0 && out->model.experts > 0 ? out->model.experts / ep : 1;
+		double most = (double)ep * (double)(k < local ? k : local) / (double)k;
+		if (ep > 1 && sc->moe_imbalance > most)
+			return key_error(sc, "training.moe_imbalance", err, RM_RANGE,
+					 "moe_imbalance %g is more than a GPU can receive: ep %lld x min(top-k %lld, %lld "
+					 "local experts) / %lld = %g times its share",
+					 sc->moe_imbalance, (long long)ep, (long long)k, (long long)local, (long long)k, most);
 		t.moe_imbalance = sc->moe_imbalance;
+	}
 	t.moe_capacity_factor = sc->moe_capacity_factor;
 	/* the FSDP group: one GPU of each of F consecutive tensor-parallel groups; a node holds
 	 * `slots` of its members */
@@ -1373,9 +1409,15 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 					 (long long)(t.fsdp / cp * t.dp_replicate), (long long)accum, (long long)sc->grad_accum);
 		t.grad_accum = accum;
 	}
+	if (pp > 1 && t.pp_schedule == RM_PP_INTERLEAVED && t.grad_accum % pp != 0)
+		return key_error(sc, sc->global_batch ? "training.global_batch" : "training.grad_accum", err, RM_INVALID,
+				 "the interleaved schedule runs micro-batches in groups of the %lld stages: %lld "
+				 "micro-batches are not a multiple",
+				 (long long)pp, (long long)t.grad_accum);
 	/* the program holds L x grad_accum copies of a layer's ops (each micro-batch has its own
-	 * tensors): bound it so a scenario cannot ask for gigabytes of schedule */
-	if (out->model.layers * t.grad_accum > RM_SCENARIO_MAX_LAYER_STEPS)
+	 * tensors): bound it so a scenario cannot ask for gigabytes of schedule (a pipelined step
+	 * simulates one micro-batch through one stage) */
+	if (t.pp <= 1 && out->model.layers * t.grad_accum > RM_SCENARIO_MAX_LAYER_STEPS)
 		return key_error(sc, sc->global_batch ? "training.global_batch" : sc->grad_accum ? "training.grad_accum" : "model", err, RM_RANGE,
 				 "%lld layers x grad_accum %lld = %lld layer passes per step, over the %d remora "
 				 "simulates in one program; lower training.grad_accum (the step time scales "

@@ -253,6 +253,41 @@ static rm_status apply_overrides(rm_scenario *sc, const char *list, rm_error *er
 	return RM_OK;
 }
 
+/* Whether every override of a variant sets a layout key: parallelism.*, cluster.*, scheduler.*,
+ * training.global_batch or grad_accum, remat.scan (what a layout needs; the policy, micro-batch
+ * and flags are the search's other axes). */
+static bool variant_keys_ok(const char *list, rm_error *err)
+{
+	static const char *const ok[] = {"parallelism.", "cluster.", "scheduler.", "training.global_batch=",
+					 "training.grad_accum=", "remat.scan="};
+	const char *p = list;
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		bool good = false;
+		for (size_t i = 0; i < RM_ARRAY_SIZE(ok) && !good; i++)
+			good = strncmp(p, ok[i], strlen(ok[i])) == 0;
+		if (!good) {
+			int n = (int)strcspn(p, " =");
+			rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				     "\"%.*s\" is not a layout key (parallelism.*, cluster.*, scheduler.*, "
+				     "training.global_batch or grad_accum, remat.scan); policies, micro-batches and "
+				     "flags are the search's other axes",
+				     n, p);
+			return false;
+		}
+		int depth = 0;
+		while (*p && (depth > 0 || *p != ' ')) {
+			depth += *p == '[' || *p == '{';
+			depth -= (*p == ']' || *p == '}') && depth > 0;
+			p++;
+		}
+	}
+	return true;
+}
+
 /* The resolved scenario of parallelism variant p. */
 static const rm_scenario_resolved *par_resolved(const rm_search *s, int p)
 {
@@ -291,7 +326,7 @@ static rm_status build_parallelism(rm_search *s, rm_error *err)
 		rm_scenario variant = s->base;
 		rm_error e;
 		rm_error_clear(&e);
-		rm_status st = apply_overrides(&variant, v, &e);
+		rm_status st = variant_keys_ok(v, &e) ? apply_overrides(&variant, v, &e) : RM_INVALID;
 		if (st == RM_OK)
 			st = rm_scenario_resolve(&variant, s->resolver, &s->par_res[k], &e);
 
@@ -450,10 +485,25 @@ void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 			/* "[tp=2 sp=true] save: q,k": the overrides without their section */
 			char shortp[160] = "";
 			size_t u = 0;
-			for (const char *q = s->par[par]; *q && u + 1 < sizeof(shortp); q++) {
-				if (strncmp(q, "parallelism.", 12) == 0 && (q == s->par[par] || q[-1] == ' '))
-					q += 12;
-				shortp[u++] = *q;
+			static const struct {
+				const char *from, *to;
+			} abbr[] = {{"parallelism.", ""}, {"pp_schedule=", ""}, {"virtual_stages=", "v"},
+				    {"dp_replicate=", "rep="}, {"loss_parallel=", "lp="}, {"tp_embedding=", "emb="},
+				    {"=true", ""}, {"training.", ""}, {"scheduler.", ""}, {"cluster.", ""}};
+			for (const char *q = s->par[par]; *q && u + 1 < sizeof(shortp);) {
+				bool hit = false;
+				for (size_t a = 0; a < RM_ARRAY_SIZE(abbr) && !hit; a++) {
+					size_t n = strlen(abbr[a].from);
+					if (strncmp(q, abbr[a].from, n) == 0) {
+						u += (size_t)snprintf(shortp + u, sizeof(shortp) - u, "%s", abbr[a].to);
+						q += n;
+						hit = true;
+					}
+				}
+				if (!hit)
+					shortp[u++] = *q++;
+				if (u >= sizeof(shortp))
+					u = sizeof(shortp) - 1;
 			}
 			shortp[u] = '\0';
 			snprintf(c->label, sizeof(c->label), "[%s] %s", shortp, s->policies[p].label);

@@ -550,8 +550,16 @@ rm_status rm_validation_run(const rm_validation_case *c, rm_hw_resolver resolver
 	rm_status st = RM_OK;
 	rm_schedule_report rep;
 	if (res.train.pp > 1) {
-		/* a pipelined run, stage by stage (remora/pipeline.h); no allocator replay: reserved
-		 * memory is read as the allocated peak of the highest stage */
+		/* a pipelined run, stage by stage (remora/pipeline.h); no allocator replay, so only
+		 * allocated memory can be compared */
+		if (c->memory_kind != RM_MEMORY_NONE && c->memory_kind != RM_MEMORY_ALLOCATED) {
+			rm_scenario_resolved_finish(&res);
+			return rm_error_set(err, RM_UNSUPPORTED, c->path, 0, 0,
+					    "a pipelined case (parallelism.pp %lld) compares allocated memory only: "
+					    "remora replays no allocator for a pipelined step; give measured.memory_kind "
+					    "allocated, or no memory",
+					    (long long)res.train.pp);
+		}
 		rm_pp_run pr;
 		st = rm_pp_run_scenario(&res, &pr, err);
 		if (st == RM_OK) {

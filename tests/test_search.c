@@ -256,7 +256,7 @@ Test(search, parallelism_variants_multiply_the_space)
 	cr_assert_str_eq(c[1].parallelism, "");
 	cr_assert_str_eq(c[2].parallelism, "parallelism.fsdp=4");
 	cr_assert_str_eq(c[3].parallelism, "parallelism.tp=2 parallelism.sp=true parallelism.fsdp=4");
-	cr_assert(strstr(c[3].label, "[tp=2 sp=true fsdp=4]"), "%s", c[3].label);
+	cr_assert(strstr(c[3].label, "[tp=2 sp fsdp=4]"), "%s", c[3].label);
 	for (int i = 1; i < 4; i++)
 		for (int j = i + 1; j < 4; j++)
 			cr_assert_str_neq(c[i].key, c[j].key);
@@ -308,5 +308,22 @@ Test(search, pipelined_candidates_run_stage_by_stage)
 	cr_assert_float_eq(r0.step_time_s, r1.step_time_s, 1e-12);
 	cr_assert_gt(r1.tokens_per_s_per_gpu, 0);
 	cr_assert(r1.fits);
+	rm_search_destroy(s);
+}
+
+/* A variant may set layout keys only: a policy or micro-batch in it is left out with the reason. */
+Test(search, parallelism_variants_set_layout_keys_only)
+{
+	const char *sets[] = {"search.names=[]", "search.policies=[nothing_saveable]", "search.micro_batches=[1]",
+			      "search.parallelism=['', 'training.micro_batch=2', 'parallelism.fsdp=4 remat.policy=dots_saveable']",
+			      NULL};
+	rm_scenario sc;
+	seed(&sc, sets);
+	rm_error err;
+	rm_search *s = rm_search_create(&sc, NULL, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	rm_candidate c;
+	rm_search_candidate(s, rm_search_count(s) - 1, &c);
+	cr_assert_str_eq(c.parallelism, "");
 	rm_search_destroy(s);
 }

@@ -528,6 +528,8 @@ int cli_cmd_describe(int argc, char **argv)
 		train.fsdp = fsdp;
 	if (tp)
 		train.tp = tp;
+	if (sp && train.tp <= 1)
+		rm_log_warn("describe: --sp needs --tp 2 or more: ignored");
 	train.sp = sp;
 	if (accum)
 		train.grad_accum = accum;

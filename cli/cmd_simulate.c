@@ -245,10 +245,18 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 		return cli_print_json(o);
 	}
 	char b1[32], b2[32], b3[32];
-	printf("%s on %d x %s, PP %d (%s%s), TP %lld%s, FSDP %lld x %lld, seq %lld, micro-batch %lld x %d\n",
+	char extra[96] = "";
+	if (t->cp > 1)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ", CP %lld", (long long)t->cp);
+	if (t->ep > 1)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ", EP %lld", (long long)t->ep);
+	if (t->zero < 3 && t->dp_replicate > 1)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ", ZeRO-%d", t->zero);
+	printf("%s on %d x %s, PP %d (%s%s), TP %lld%s%s, FSDP %lld x %lld replicas, seq %lld, micro-batch %lld x %d\n",
 	       res->model.name, res->gpus, res->hw.name, r.stages, rm_pp_schedule_name(r.schedule),
-	       r.chunks > 1 ? ", chunks per stage" : "", (long long)t->tp, t->sp ? " (SP)" : "", (long long)t->fsdp,
-	       (long long)t->dp_replicate, (long long)t->seq_len, (long long)t->micro_batch, r.micro_batches);
+	       r.chunks > 1 ? ", chunks per stage" : "", (long long)t->tp, t->sp ? " (SP)" : "", extra,
+	       (long long)t->fsdp, (long long)t->dp_replicate, (long long)t->seq_len, (long long)t->micro_batch,
+	       r.micro_batches);
 	if (r.chunks > 1)
 		printf("  chunks per stage   %d\n", r.chunks);
 	printf("\n  step time          %.3f ms\n", r.step_s * 1e3);
@@ -475,6 +483,10 @@ static int run(const char *cmd, int argc, char **argv)
 			snprintf(par, sizeof(par), "data parallel %lld (no FSDP)", (long long)res.train.dp_replicate);
 		else
 			snprintf(par, sizeof(par), "FSDP %lld", (long long)res.train.fsdp);
+		if (res.train.ep > 1) {
+			size_t n = strlen(par);
+			snprintf(par + n, sizeof(par) - n, ", EP %lld", (long long)res.train.ep);
+		}
 		if (res.train.cp > 1) {
 			char cpb[96];
 			snprintf(cpb, sizeof(cpb), "CP %lld, %s (%lld x cp)", (long long)res.train.cp, par,

@@ -1064,6 +1064,9 @@ static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *
 					 sc->power_w, hw->tdp_W, hw->name);
 		rm_hw_profile_set(hw, RM_HW_power_W, sc->power_w, "scenario hardware.power_w");
 	}
+	if (warn && (sc->nics_per_node > 0 || sc->nic_gbps > 0) && sc->nodes <= 1)
+		rm_log_warn("cluster.nics_per_node and cluster.nic_gbps set the network between nodes: one node "
+			    "uses none");
 	if (sc->nics_per_node > 0 || sc->nic_gbps > 0) {
 		/* the scale-out fabric: NICs per node x line rate, shared by the node's GPUs, at the
 		 * effective share of line rate the profile's NDR figure has (47 of 50 GB/s:

@@ -1,6 +1,7 @@
 /* libFuzzer harness: schedule program JSON (rm_program_parse, which validates the program); a
  * program that loads is simulated on H100 SXM as run-program does (cost model, engine run), with
- * the allocator model chosen by the input's length; reserved can never be below allocated. */
+ * the allocator model chosen by the input's length; reserved can never be below allocated unless
+ * the run ran out of memory. */
 #include "fuzz.h"
 #include "remora/hw.h"
 #include "remora/program.h"
@@ -29,7 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rm_status st = rm_sim_run(sim, &err);
 		fuzz_check_error(st, &err);
 		const rm_sim_metrics *m = rm_sim_get_metrics(sim);
-		if (st == RM_OK && m->peak_reserved_bytes < m->peak_memory_bytes)
+		/* a run whose live tensors pass what the allocator can hold (JAX's fixed BFC pool, a
+		 * failed cudaMalloc) ran out of memory: only then is reserved below allocated */
+		if (st == RM_OK && m->peak_reserved_bytes < m->peak_memory_bytes && m->num_ooms == 0)
 			abort();
 		rm_sim_destroy(sim);
 	} else if (err.msg[0] == '\0') {

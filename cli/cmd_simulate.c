@@ -559,6 +559,15 @@ static int run(const char *cmd, int argc, char **argv)
 				first = false;
 			}
 		printf("%s\n", first ? "" : ")");
+		{
+			/* the layer graph's own: tensor-, context- and expert-parallel collectives, on
+			 * the compute stream's path */
+			int inner = m->collectives - rep.collectives - rep.replica_collectives;
+			if (inner > 0)
+				printf("  in the layers      %d tensor-, context- or expert-parallel collectives, on the compute "
+				       "stream's path\n",
+				       inner);
+		}
 		if (rep.replica_collectives)
 			printf("  across replicas    %d collectives over %lld GPUs on %d node(s) (%d on the compute stream)\n",
 			       rep.replica_collectives, (long long)res.train.dp_replicate,

@@ -1453,33 +1453,17 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		out->memory = rm_memory_budget_with_headroom(&out->hw, (int)t.fsdp, fsdp_nodes, (int64_t)hb);
 	} else {
 		out->memory = rm_memory_budget_default(&out->hw, (int)t.fsdp, fsdp_nodes);
-		if (ep > 1) {
-			/* the expert-parallel group's all-to-all communicator */
-			rm_memory_budget eb = rm_memory_budget_default(&out->hw, (int)ep, ep_nodes);
-			out->memory.nccl_buffer_bytes += eb.nccl_buffer_bytes;
-			out->memory.headroom_bytes += eb.nccl_buffer_bytes;
-			out->memory.usable_bytes -= eb.nccl_buffer_bytes;
-		}
-		if (cp > 1) {
-			/* and the context-parallel group's */
-			rm_memory_budget cb = rm_memory_budget_default(&out->hw, (int)cp, cp_nodes);
-			out->memory.nccl_buffer_bytes += cb.nccl_buffer_bytes;
-			out->memory.headroom_bytes += cb.nccl_buffer_bytes;
-			out->memory.usable_bytes -= cb.nccl_buffer_bytes;
-		}
-		if (tp > 1) {
-			/* the tensor-parallel group's communicator holds its own buffers */
-			rm_memory_budget tb = rm_memory_budget_default(&out->hw, (int)tp, tp_nodes);
-			out->memory.nccl_buffer_bytes += tb.nccl_buffer_bytes;
-			out->memory.headroom_bytes += tb.nccl_buffer_bytes;
-			out->memory.usable_bytes -= tb.nccl_buffer_bytes;
-		}
-		if (t.dp_replicate > 1) {
-			/* the replica group's communicator holds its own buffers */
-			rm_memory_budget rb = rm_memory_budget_default(&out->hw, (int)t.dp_replicate, replica_nodes);
-			out->memory.nccl_buffer_bytes += rb.nccl_buffer_bytes;
-			out->memory.headroom_bytes += rb.nccl_buffer_bytes;
-			out->memory.usable_bytes -= rb.nccl_buffer_bytes;
+		/* each further communicator (expert, context, tensor parallel; the replicas) holds
+		 * its own NCCL buffers: a group of one holds none */
+		const struct {
+			int64_t ranks;
+			int nodes;
+		} groups[] = {{ep, ep_nodes}, {cp, cp_nodes}, {tp, tp_nodes}, {t.dp_replicate, replica_nodes}};
+		for (size_t g = 0; g < RM_ARRAY_SIZE(groups); g++) {
+			int64_t b = rm_memory_budget_default(&out->hw, (int)groups[g].ranks, groups[g].nodes).nccl_buffer_bytes;
+			out->memory.nccl_buffer_bytes += b;
+			out->memory.headroom_bytes += b;
+			out->memory.usable_bytes -= b;
 		}
 		if (out->memory.usable_bytes <= 0)
 			return key_error(sc, rm_scenario_key_pos(sc, "hardware.hbm_gib") ? "hardware.hbm_gib" : "hardware", err, RM_RANGE,

@@ -665,6 +665,7 @@ typedef struct emitter {
 } emitter;
 
 static bool param_gather_ahead(const ctx *x);
+static void emit_replica_reduce(emitter *e, const char *name, int64_t elems, int layer);
 static void emit_param_gather(emitter *e, const char *name, int64_t elems, int layer);
 
 /* Names of ops and tensors; a search (cfg->lean) skips formatting them. */
@@ -977,18 +978,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 			 * all-reduce after the accumulation) */
 			char rn[192];
 			TNAME(e, rn, "%slayer%02d/bwd/all-reduce-replicas", mbs, l);
-			rm_program_op_desc r = rm_program_op_desc_init(rn, RM_COST_COLLECTIVE, e->s_rs);
-			/* ZeRO-1/2 (Megatron-LM's distributed optimizer): reduce-scattered to the
-			 * optimizer's slices instead */
-			r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
-								 .bytes = x->layer->params * x->gsize,
-								 .group_size = x->R,
-								 .span = x->rep_nodes};
-			r.layer = l;
-			r.phase = RM_PPHASE_BWD;
-			int32_t rin[1] = {e->grad_shard};
-			emit(e, &r, rin, 1, NULL, 0, e->last_event, &e->replica_last);
-			x->rep->replica_collectives++;
+			emit_replica_reduce(e, rn, x->layer->params, l);
 		}
 		return;
 	}
@@ -1354,6 +1344,23 @@ static bool param_gather_ahead(const ctx *x)
 	return x->cfg->megatron && x->cfg->overlap_param_gather && x->R > 1 && x->rep_rs;
 }
 
+/* The reduction of `elems` gradients across the replicas, in place in the gradient shard, on the
+ * gradient stream after the last compute op: an all-reduce, or with ZeRO-1/2 (Megatron-LM's
+ * distributed optimizer) a reduce-scatter to the optimizer's slices. The optimizer waits for
+ * the last of them (e->replica_last). */
+static void emit_replica_reduce(emitter *e, const char *name, int64_t elems, int layer)
+{
+	const ctx *x = e->x;
+	rm_program_op_desc r = rm_program_op_desc_init(name, RM_COST_COLLECTIVE, e->s_rs);
+	r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
+						 .bytes = elems * x->gsize, .group_size = x->R, .span = x->rep_nodes};
+	r.layer = layer;
+	r.phase = RM_PPHASE_BWD;
+	int32_t rin[1] = {e->grad_shard};
+	emit(e, &r, rin, 1, NULL, 0, e->last_event, &e->replica_last);
+	x->rep->replica_collectives++;
+}
+
 /* The all-gather of `elems` parameters over the replicas that the next compute op waits for. */
 static void emit_param_gather(emitter *e, const char *name, int64_t elems, int layer)
 {
@@ -1376,29 +1383,15 @@ static void emit_optimizer(emitter *e)
 	if (x->R > 1 && x->wl->train.fsdp == 1) {
 		/* data parallelism without FSDP: the embedding's and head's gradients (and the final
 		 * norm's), complete with the embedding's backward, all-reduced before the step */
-		rm_program_op_desc r = rm_program_op_desc_init("optimizer/all-reduce-replicas", RM_COST_COLLECTIVE, e->s_rs);
 		int64_t elems = x->embed->params + x->head->params;
 		if (x->cfg->megatron && !x->cfg->overlap_grad_reduce)
 			elems = rm_workload_rank_params(x->wl); /* every bucket after the backward */
-		r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
-							 .bytes = elems * x->gsize,
-							 .group_size = x->R, .span = x->rep_nodes};
-		r.phase = RM_PPHASE_BWD;
-		int32_t rin[1] = {e->grad_shard};
-		emit(e, &r, rin, 1, NULL, 0, e->last_event, &e->replica_last);
-		x->rep->replica_collectives++;
+		emit_replica_reduce(e, "optimizer/all-reduce-replicas", elems, -1);
 	}
 	if (x->R > 1 && x->wl->train.ep > 1) {
 		/* the experts' gradients across the replicas of the expert-parallel group, after the
 		 * backward */
-		rm_program_op_desc r = rm_program_op_desc_init("optimizer/experts-all-reduce-replicas", RM_COST_COLLECTIVE, e->s_rs);
-		r.cost.collective = (rm_collective_cost){.op = x->rep_rs ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE,
-							 .bytes = rm_workload_rank_expert_params(x->wl) * x->gsize,
-							 .group_size = x->R, .span = x->rep_nodes};
-		r.phase = RM_PPHASE_BWD;
-		int32_t rin[1] = {e->grad_shard};
-		emit(e, &r, rin, 1, NULL, 0, e->last_event, &e->replica_last);
-		x->rep->replica_collectives++;
+		emit_replica_reduce(e, "optimizer/experts-all-reduce-replicas", rm_workload_rank_expert_params(x->wl), -1);
 	}
 	add_pending(e, e->replica_last);
 	if (x->wl->train.grad_clip) {

@@ -222,9 +222,26 @@ static rm_status build_space(rm_search *s, rm_error *err)
 
 /* ---- parallelism variants ---- */
 
+/* Whether an override sets a layout key: parallelism.*, cluster.*, scheduler.*,
+ * training.global_batch or grad_accum, remat.scan (what a layout needs; the policy, micro-batch
+ * and flags are the search's other axes). */
+static bool layout_key(const char *assignment, rm_error *err)
+{
+	static const char *const ok[] = {"parallelism.", "cluster.", "scheduler.", "training.global_batch=",
+					 "training.grad_accum=", "remat.scan="};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(ok); i++)
+		if (strncmp(assignment, ok[i], strlen(ok[i])) == 0)
+			return true;
+	rm_error_set(err, RM_INVALID, NULL, 0, 0,
+		     "\"%.*s\" is not a layout key (parallelism.*, cluster.*, scheduler.*, training.global_batch or "
+		     "grad_accum, remat.scan); policies, micro-batches and flags are the search's other axes",
+		     (int)strcspn(assignment, "="), assignment);
+	return false;
+}
+
 /* Applies a variant's overrides ("KEY=VALUE KEY=VALUE", --set syntax; a value in brackets may
- * hold spaces) to sc. */
-static rm_status apply_overrides(rm_scenario *sc, const char *list, rm_error *err)
+ * hold spaces) to sc; with layout_only, a key that is not a layout key is refused first. */
+static rm_status apply_overrides(rm_scenario *sc, const char *list, bool layout_only, rm_error *err)
 {
 	char buf[256];
 	snprintf(buf, sizeof(buf), "%s", list);
@@ -243,6 +260,8 @@ static rm_status apply_overrides(rm_scenario *sc, const char *list, rm_error *er
 		}
 		char end = *q;
 		*q = '\0';
+		if (layout_only && !layout_key(p, err))
+			return RM_INVALID;
 		rm_status st = rm_scenario_set(sc, p, err);
 		if (st != RM_OK)
 			return st;
@@ -251,41 +270,6 @@ static rm_status apply_overrides(rm_scenario *sc, const char *list, rm_error *er
 		p = q + 1;
 	}
 	return RM_OK;
-}
-
-/* Whether every override of a variant sets a layout key: parallelism.*, cluster.*, scheduler.*,
- * training.global_batch or grad_accum, remat.scan (what a layout needs; the policy, micro-batch
- * and flags are the search's other axes). */
-static bool variant_keys_ok(const char *list, rm_error *err)
-{
-	static const char *const ok[] = {"parallelism.", "cluster.", "scheduler.", "training.global_batch=",
-					 "training.grad_accum=", "remat.scan="};
-	const char *p = list;
-	while (*p) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			break;
-		bool good = false;
-		for (size_t i = 0; i < RM_ARRAY_SIZE(ok) && !good; i++)
-			good = strncmp(p, ok[i], strlen(ok[i])) == 0;
-		if (!good) {
-			int n = (int)strcspn(p, " =");
-			rm_error_set(err, RM_INVALID, NULL, 0, 0,
-				     "\"%.*s\" is not a layout key (parallelism.*, cluster.*, scheduler.*, "
-				     "training.global_batch or grad_accum, remat.scan); policies, micro-batches and "
-				     "flags are the search's other axes",
-				     n, p);
-			return false;
-		}
-		int depth = 0;
-		while (*p && (depth > 0 || *p != ' ')) {
-			depth += *p == '[' || *p == '{';
-			depth -= (*p == ']' || *p == '}') && depth > 0;
-			p++;
-		}
-	}
-	return true;
 }
 
 /* The resolved scenario of parallelism variant p. */
@@ -326,7 +310,7 @@ static rm_status build_parallelism(rm_search *s, rm_error *err)
 		rm_scenario variant = s->base;
 		rm_error e;
 		rm_error_clear(&e);
-		rm_status st = variant_keys_ok(v, &e) ? apply_overrides(&variant, v, &e) : RM_INVALID;
+		rm_status st = apply_overrides(&variant, v, true, &e);
 		if (st == RM_OK)
 			st = rm_scenario_resolve(&variant, s->resolver, &s->par_res[k], &e);
 
@@ -659,7 +643,7 @@ rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c,
 {
 	rm_scenario sc = s->base;
 	if (c->parallelism[0]) {
-		rm_status st = apply_overrides(&sc, c->parallelism, err);
+		rm_status st = apply_overrides(&sc, c->parallelism, false, err);
 		if (st != RM_OK)
 			return st;
 	}

@@ -160,12 +160,9 @@ static json_t *graph_json(const rm_graph *g)
 	return doc;
 }
 
-static json_t *describe_json(const rm_workload *wl)
+/* The model's dimensions, the "model" object of describe's JSON. */
+static json_t *model_json(const rm_model_config *m)
 {
-	const rm_model_config *m = &wl->model;
-	const rm_train_config *t = &wl->train;
-	json_t *doc = json_object();
-	json_object_set_new(doc, "schema", json_string("remora.describe/1"));
 	json_t *jm = json_object();
 	json_object_set_new(jm, "name", rm_json_string(m->name));
 	json_object_set_new(jm, "architecture", json_string(rm_arch_hf_name(m->arch)));
@@ -178,6 +175,16 @@ static json_t *describe_json(const rm_workload *wl)
 	json_object_set_new(jm, "ffn", json_integer(m->ffn));
 	json_object_set_new(jm, "max_positions", json_integer(m->max_pos));
 	json_object_set_new(jm, "tied_embeddings", json_boolean(m->tied));
+	return jm;
+}
+
+static json_t *describe_json(const rm_workload *wl)
+{
+	const rm_model_config *m = &wl->model;
+	const rm_train_config *t = &wl->train;
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("remora.describe/1"));
+	json_t *jm = model_json(m);
 	json_object_set_new(doc, "model", jm);
 	json_t *jt = json_object();
 	json_object_set_new(jt, "seq_len", json_integer(t->seq_len));
@@ -334,18 +341,7 @@ static json_t *describe_params_json(const rm_model_config *m)
 	rm_param_count p = rm_model_param_count(m);
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("remora.describe/1"));
-	json_t *jm = json_object();
-	json_object_set_new(jm, "name", rm_json_string(m->name));
-	json_object_set_new(jm, "architecture", json_string(rm_arch_hf_name(m->arch)));
-	json_object_set_new(jm, "vocab", json_integer(m->vocab));
-	json_object_set_new(jm, "hidden", json_integer(m->hidden));
-	json_object_set_new(jm, "layers", json_integer(m->layers));
-	json_object_set_new(jm, "heads", json_integer(m->heads));
-	json_object_set_new(jm, "kv_heads", json_integer(m->kv_heads));
-	json_object_set_new(jm, "head_dim", json_integer(m->head_dim));
-	json_object_set_new(jm, "ffn", json_integer(m->ffn));
-	json_object_set_new(jm, "max_positions", json_integer(m->max_pos));
-	json_object_set_new(jm, "tied_embeddings", json_boolean(m->tied));
+	json_t *jm = model_json(m);
 	json_t *je = json_object();
 	json_object_set_new(je, "experts", json_integer(m->experts));
 	json_object_set_new(je, "experts_per_tok", json_integer(m->experts_per_tok));

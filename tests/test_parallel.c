@@ -18,40 +18,12 @@
 #include "remora/pipeline.h"
 #include "remora/remat.h"
 #include "remora/workload.h"
+#include "scenario_run.h"
 
 #define P7B 6738415616LL
 
-typedef struct run {
-	rm_scenario_resolved res;
-	rm_schedule_report rep;
-	rm_program *prog;
-	rm_sim_metrics m;
-} run;
 
-static void run_text(run *r, const char *text)
-{
-	rm_scenario sc;
-	rm_error err;
-	rm_error_clear(&err);
-	rm_scenario_init(&sc);
-	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
-	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
-	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
-	cr_assert_not_null(r->prog, "%s", err.msg);
-	rm_sim_options opt = {.hw_queues = r->res.hw_queues};
-	rm_sim *s = rm_sim_create(r->prog, &r->res.hw, &opt, &err);
-	cr_assert_not_null(s, "%s", err.msg);
-	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
-	r->m = *rm_sim_get_metrics(s);
-	rm_sim_destroy(s);
-}
 
-static void run_finish(run *r)
-{
-	rm_program_destroy(r->prog);
-	rm_schedule_report_finish(&r->rep);
-	rm_scenario_resolved_finish(&r->res);
-}
 
 /* Bytes (full buffers) of the collectives of a group size and kind; count in *n. */
 static int64_t coll_bytes(const rm_program *p, int group, rm_coll kind, int *n)
@@ -220,48 +192,30 @@ Test(parallel, global_batch_sets_the_micro_batches)
 	run_finish(&a);
 }
 
-static void expect_error(const char *text, rm_status st, int line, int col, const char *needle)
-{
-	rm_scenario sc;
-	rm_error err;
-	rm_error_clear(&err);
-	rm_scenario_init(&sc);
-	rm_status got = rm_scenario_parse(text, strlen(text), "bad.yaml", &sc, &err);
-	if (got == RM_OK) {
-		rm_scenario_resolved res;
-		got = rm_scenario_resolve(&sc, NULL, &res, &err);
-		if (got == RM_OK)
-			rm_scenario_resolved_finish(&res);
-	}
-	cr_assert_eq(got, st, "%s -> %s (%s)", text, rm_status_name(got), err.msg);
-	cr_assert_eq(err.line, line, "%s: line %d (%s)", text, err.line, err.msg);
-	cr_assert_eq(err.column, col, "%s: column %d (%s)", text, err.column, err.msg);
-	cr_assert(strstr(err.msg, needle), "'%s' lacks '%s'", err.msg, needle);
-}
 
 Test(parallel, bad_combinations_name_the_key)
 {
-	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  fsdp: 8\n  dp_replicate: 4\n", RM_INVALID, 5,
+	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  fsdp: 8\n  dp_replicate: 4\n", RM_INVALID, 5,
 		     17, "fsdp 8 x dp_replicate 4 = 32 GPUs, but the cluster has 16 GPUs");
-	expect_error("model: llama-2-7b\nparallelism:\n  dp_replicate: 3\n", RM_INVALID, 3, 17, "must divide the cluster's 8 GPUs");
-	expect_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  fsdp: 3\n", RM_INVALID, 4, 9,
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  dp_replicate: 3\n", RM_INVALID, 3, 17, "must divide the cluster's 8 GPUs");
+	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  fsdp: 3\n", RM_INVALID, 4, 9,
 		     "straddle two nodes");
-	expect_error("model: llama-2-7b\nparallelism:\n  zero: 1\nscheduler: {mode: fsdp2}\n", RM_INVALID, 3, 9,
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  zero: 1\nscheduler: {mode: fsdp2}\n", RM_INVALID, 3, 9,
 		     "PyTorch FSDP2 shards the optimizer state over the FSDP group");
-	expect_error("model: llama-2-7b\nparallelism:\n  zero: 0\n", RM_RANGE, 3, 9, "outside [1, 3]");
-	expect_error("model: llama-2-7b\ntraining:\n  micro_batch: 2\n  global_batch: 20\n", RM_INVALID, 4, 17,
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  zero: 0\n", RM_RANGE, 3, 9, "outside [1, 3]");
+	expect_scenario_error("model: llama-2-7b\ntraining:\n  micro_batch: 2\n  global_batch: 20\n", RM_INVALID, 4, 17,
 		     "not a multiple of micro_batch 2 x 8 data-parallel GPUs = 16");
-	expect_error("model: llama-2-7b\ntraining:\n  grad_accum: 2\n  global_batch: 32\n", RM_INVALID, 4, 17,
+	expect_scenario_error("model: llama-2-7b\ntraining:\n  grad_accum: 2\n  global_batch: 32\n", RM_INVALID, 4, 17,
 		     "but training.grad_accum says 2");
 	/* tensor parallelism: whole heads per GPU, groups that tile the node */
-	expect_error("model: llama-2-7b\nparallelism:\n  tp: 3\n", RM_INVALID, 3, 7, "tp 3 must divide the 8 GPUs");
-	expect_error("model: llama-2-7b\ncluster: {gpus_per_node: 6, nodes: 2}\nparallelism:\n  tp: 4\n", RM_INVALID, 4, 7,
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  tp: 3\n", RM_INVALID, 3, 7, "tp 3 must divide the 8 GPUs");
+	expect_scenario_error("model: llama-2-7b\ncluster: {gpus_per_node: 6, nodes: 2}\nparallelism:\n  tp: 4\n", RM_INVALID, 4, 7,
 		     "do not tile nodes of 6 GPUs");
-	expect_error("model: qwen2-7b\nparallelism:\n  tp: 8\n", RM_INVALID, 3, 7, "must divide the 28 attention heads");
-	expect_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  tp: 2\n  fsdp: 4\n  dp_replicate: 4\n", RM_INVALID,
+	expect_scenario_error("model: qwen2-7b\nparallelism:\n  tp: 8\n", RM_INVALID, 3, 7, "must divide the 28 attention heads");
+	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  tp: 2\n  fsdp: 4\n  dp_replicate: 4\n", RM_INVALID,
 		     6, 17, "but the cluster has 8 data-parallel GPUs (16 / tp 2)");
 	/* what is not modelled yet is refused by name */
-	expect_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_UNSUPPORTED, 3, 13,
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_UNSUPPORTED, 3, 13,
 		     "async tensor parallelism");
 	/* degree 1 is fine */
 	run a;
@@ -465,14 +419,14 @@ Test(parallel, a_pipelined_step_holds_p_micro_batches_on_its_first_stage)
 
 Test(parallel, bad_pipeline_combinations_name_the_key)
 {
-	expect_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  pp: 3\nremat: {scan: false}\n", RM_INVALID, 4, 7,
+	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 3}\nparallelism:\n  pp: 3\nremat: {scan: false}\n", RM_INVALID, 4, 7,
 		     "must divide the 32 layers");
-	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nparallelism:\n  pp: 4\n", RM_INVALID, 4, 7, "remat.scan: false");
-	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  virtual_stages: 2\n",
+	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nparallelism:\n  pp: 4\n", RM_INVALID, 4, 7, "remat.scan: false");
+	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  virtual_stages: 2\n",
 		     RM_INVALID, 6, 19, "pp_schedule: interleaved");
-	expect_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  pp_schedule: zero_bubble\n",
+	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  pp_schedule: zero_bubble\n",
 		     RM_UNSUPPORTED, 6, 16, "zero_bubble");
-	expect_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 2f2b\n", RM_INVALID, 3, 16, "expected 1f1b");
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 2f2b\n", RM_INVALID, 3, 16, "expected 1f1b");
 }
 
 Test(parallel, megatron_recompute_names)
@@ -507,9 +461,9 @@ Test(parallel, megatron_recompute_names)
 	cr_assert(strstr(err.msg, "full, selective"), "%s", err.msg);
 	rm_workload_destroy(wl);
 	/* recompute_method */
-	expect_error("model: llama-2-7b\nremat:\n  scan: false\n  recompute_num_layers: 4\n  recompute_method: uniform\n",
+	expect_scenario_error("model: llama-2-7b\nremat:\n  scan: false\n  recompute_num_layers: 4\n  recompute_method: uniform\n",
 		     RM_UNSUPPORTED, 5, 21, "uniform groups of 4 layers");
-	expect_error("model: llama-2-7b\nremat:\n  recompute_method: stripes\n", RM_INVALID, 3, 21, "expected uniform or block");
+	expect_scenario_error("model: llama-2-7b\nremat:\n  recompute_method: stripes\n", RM_INVALID, 3, 21, "expected uniform or block");
 }
 
 Test(parallel, context_parallel_attention_gathers_the_keys_and_values)
@@ -537,7 +491,7 @@ Test(parallel, context_parallel_attention_gathers_the_keys_and_values)
 	cr_assert_float_eq(rm_cost_attention_flops(&at->cost.attention), 4.0 * 32 * 128 * 32768.0 * 32769.0 / 2 / 4,
 			   1e-3 * 4.0 * 32 * 128 * 32768.0 * 32769.0 / 2 / 4);
 	run_finish(&a);
-	expect_error("model: llama-3-8b\ntraining: {seq_len: 4098}\nparallelism:\n  cp: 2\n", RM_INVALID, 4, 7,
+	expect_scenario_error("model: llama-3-8b\ntraining: {seq_len: 4098}\nparallelism:\n  cp: 2\n", RM_INVALID, 4, 7,
 		     "multiple of 2 x cp 2 x tp 1");
 }
 
@@ -575,11 +529,11 @@ Test(parallel, megatron_runtime_overlaps_the_distributed_optimizer)
 	cr_assert_eq(n, 1);
 	cr_assert_gt(b.m.exposed_comm, a.m.exposed_comm);
 	run_finish(&b);
-	expect_error("model: llama-2-7b\nparallelism:\n  fsdp: 8\nscheduler: {mode: megatron}\n", RM_INVALID, 3, 9,
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  fsdp: 8\nscheduler: {mode: megatron}\n", RM_INVALID, 3, 9,
 		     "Megatron-FSDP is not modelled");
-	expect_error("model: llama-2-7b\nscheduler:\n  mode: fsdp2\n  overlap_grad_reduce: true\n", RM_INVALID, 4, 24,
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  mode: fsdp2\n  overlap_grad_reduce: true\n", RM_INVALID, 4, 24,
 		     "applies to scheduler.mode megatron");
-	expect_error("model: llama-2-7b\ntraining:\n  compile: true\nscheduler: {mode: megatron}\n", RM_INVALID, 3, 12,
+	expect_scenario_error("model: llama-2-7b\ntraining:\n  compile: true\nscheduler: {mode: megatron}\n", RM_INVALID, 3, 12,
 		     "not torch.compile");
 }
 
@@ -626,9 +580,9 @@ Test(parallel, moe_layers_and_expert_parallel_all_to_all)
 	g = op_named(b.prog, "layer05/fwd/moe_gate");
 	cr_assert_float_eq(rm_cost_gemm_flops(&g->cost.gemm), 2.0 * 3072 * 14336 * 4096, 1.0);
 	run_finish(&b);
-	expect_error("model: mixtral-8x7b\nparallelism:\n  ep: 3\n", RM_INVALID, 3, 7, "must divide the 8 routed experts");
-	expect_error("model: llama-2-7b\nparallelism:\n  ep: 2\n", RM_INVALID, 3, 7, "has no experts");
-	expect_error("model: mixtral-8x7b\nparallelism:\n  ep: 4\n", RM_UNSUPPORTED, 3, 7, "over the whole FSDP group");
+	expect_scenario_error("model: mixtral-8x7b\nparallelism:\n  ep: 3\n", RM_INVALID, 3, 7, "must divide the 8 routed experts");
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  ep: 2\n", RM_INVALID, 3, 7, "has no experts");
+	expect_scenario_error("model: mixtral-8x7b\nparallelism:\n  ep: 4\n", RM_UNSUPPORTED, 3, 7, "over the whole FSDP group");
 }
 
 /* A model too large to represent is reported at the model key when no training key set a size. */
@@ -636,7 +590,7 @@ Test(parallel, too_large_a_model_points_at_the_model_key)
 {
 	char text[1200];
 	snprintf(text, sizeof(text), "model: %s/configs/max-dimensions.json\n", getenv("REMORA_TEST_DATA"));
-	expect_error(text, RM_RANGE, 1, 8, "too large to represent");
+	expect_scenario_error(text, RM_RANGE, 1, 8, "too large to represent");
 }
 
 /* The scale-out fabric: 4 NICs of 400 Gb/s for 8 GPUs give each GPU 4 x 50 x 0.94 / 8 = 23.5 GB/s

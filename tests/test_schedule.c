@@ -11,13 +11,8 @@
 #include "remora/scenario.h"
 #include "remora/schedule.h"
 #include "remora/sim.h"
+#include "scenario_run.h"
 
-typedef struct run {
-	rm_scenario_resolved res;
-	rm_schedule_report rep;
-	rm_program *prog;
-	rm_sim_metrics m;
-} run;
 
 static const char *seed_path(void)
 {
@@ -26,22 +21,6 @@ static const char *seed_path(void)
 	cr_assert_not_null(dir);
 	snprintf(path, sizeof(path), "%s/scenarios/seed-llama2-7b-fsdp8-h100.yaml", dir);
 	return path;
-}
-
-/* Resolves sc, schedules it and simulates the program into r. */
-static void resolve_and_run(run *r, const rm_scenario *sc)
-{
-	rm_error err;
-	rm_error_clear(&err);
-	cr_assert_eq(rm_scenario_resolve(sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
-	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
-	cr_assert_not_null(r->prog, "%s", err.msg);
-	rm_sim_options opt = {.hw_queues = r->res.hw_queues};
-	rm_sim *s = rm_sim_create(r->prog, &r->res.hw, &opt, &err);
-	cr_assert_not_null(s, "%s", err.msg);
-	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
-	r->m = *rm_sim_get_metrics(s);
-	rm_sim_destroy(s);
 }
 
 /* Loads the seed scenario, applies the overrides (NULL-terminated), schedules and simulates. */
@@ -57,12 +36,6 @@ static void run_seed(run *r, const char *const *sets)
 	resolve_and_run(r, &sc);
 }
 
-static void run_finish(run *r)
-{
-	rm_program_destroy(r->prog);
-	rm_schedule_report_finish(&r->rep);
-	rm_scenario_resolved_finish(&r->res);
-}
 
 /* Collectives of the decoder layers ("layerNN/...") that run synchronously, by reason. */
 static int layer_sync(const rm_program *p, const char *reason)
@@ -377,18 +350,7 @@ Test(schedule, the_sol_estimator_prices_the_lhs_by_time)
 	run_finish(&c);
 }
 
-static void expect_scenario_error(const char *text, rm_status st, int line, int col, const char *needle);
 
-/* Parses, resolves, schedules and simulates a scenario given as text. */
-static void run_text(run *r, const char *text)
-{
-	rm_scenario sc;
-	rm_error err;
-	rm_error_clear(&err);
-	rm_scenario_init(&sc);
-	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
-	resolve_and_run(r, &sc);
-}
 
 static int ops_named(const rm_program *p, const char *prefix)
 {
@@ -549,25 +511,6 @@ Test(schedule, same_scenario_same_program)
 
 /* ---- bad scenarios ---- */
 
-static void expect_scenario_error(const char *text, rm_status st, int line, int col, const char *needle)
-{
-	rm_scenario sc;
-	rm_error err;
-	rm_error_clear(&err);
-	rm_scenario_init(&sc);
-	rm_status got = rm_scenario_parse(text, strlen(text), "bad.yaml", &sc, &err);
-	if (got == RM_OK) {
-		rm_scenario_resolved res;
-		got = rm_scenario_resolve(&sc, NULL, &res, &err);
-		if (got == RM_OK)
-			rm_scenario_resolved_finish(&res);
-	}
-	cr_assert_eq(got, st, "%s -> %s (%s)", text, rm_status_name(got), err.msg);
-	cr_assert_eq(err.line, line, "%s: line %d (%s)", text, err.line, err.msg);
-	cr_assert_eq(err.column, col, "%s: column %d (%s)", text, err.column, err.msg);
-	cr_assert(strstr(err.msg, needle), "'%s' lacks '%s'", err.msg, needle);
-	cr_assert_str_eq(err.file, "bad.yaml");
-}
 
 Test(scenario, bad_files_point_at_the_key)
 {

@@ -14,6 +14,25 @@ static double span_s(rm_time_ps a, rm_time_ps b)
 	return b > a ? rm_time_to_s(b - a) : 0.0;
 }
 
+/*
+ * Whether a program op is a weight gradient (zero_bubble's W): the scheduler names an op
+ * "[mbN/]layerNN/bwd/<graph op>" or "[mbN/]{embedding,head}/bwd/<graph op>", and the workload's
+ * weight-gradient ops (RM_PHASE_BWD_WGRAD, models/workload.c emit_backward) are a projection's
+ * "<name>.wgrad" GEMM and the embedding table's scatter-add "embedding.bwd".
+ */
+static bool is_wgrad_op(const char *name)
+{
+	const char *leaf = strrchr(name, '/');
+	leaf = leaf ? leaf + 1 : name;
+	size_t n = strlen(leaf), k = strlen(".wgrad");
+	return (n > k && strcmp(leaf + n - k, ".wgrad") == 0) || strcmp(leaf, "embedding.bwd") == 0;
+}
+
+static double clamp_s(double x, double hi)
+{
+	return x < hi ? x : hi;
+}
+
 rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm_error *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -55,30 +74,37 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 	const rm_sim_metrics *mt = rm_sim_get_metrics(sim);
 	/* the compute stream's spans in launch order: embedding forward, layers forward, head
 	 * (forward and backward), layers backward (recompute included), embedding backward, the
-	 * optimizer */
+	 * optimizer; the weight-gradient kernels' time of the layers, the head and the embedding
+	 * apart (zero_bubble's W, the rest of the backward its B) */
 	rm_time_ps t_ef = 0, t_lf = 0, t_h = 0, t_lb = 0, t_eb = 0;
+	rm_time_ps w_l = 0, w_h = 0, w_e = 0;
 	bool seen_lf = false, seen_lb = false;
 	for (int32_t i = 0; i < prog->n_ops; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		if (prog->streams[op->stream].kind != RM_STREAM_COMPUTE || op->phase == RM_PPHASE_OPTIMIZER)
 			continue;
-		rm_time_ps e = rm_sim_op_end(sim, i);
+		rm_time_ps e = rm_sim_op_end(sim, i), b = rm_sim_op_start(sim, i);
+		rm_time_ps w = is_wgrad_op(op->name) && e > b ? e - b : 0;
 		if (op->layer >= 0 && op->phase == RM_PPHASE_FWD) {
 			seen_lf = true;
 			if (e > t_lf)
 				t_lf = e;
 		} else if (op->layer >= 0) {
 			seen_lb = true;
+			w_l += w;
 			if (e > t_lb)
 				t_lb = e;
 		} else if (!seen_lf) {
 			if (e > t_ef)
 				t_ef = e;
 		} else if (!seen_lb) {
+			w_h += w;
 			if (e > t_h)
 				t_h = e;
-		} else if (e > t_eb) {
-			t_eb = e;
+		} else {
+			w_e += w;
+			if (e > t_eb)
+				t_eb = e;
 		}
 	}
 	if (t_h < t_lf)
@@ -88,9 +114,10 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 	if (t_eb < t_lb)
 		t_eb = t_lb;
 	double tail = span_s(t_eb, mt->step_time);
-	out->first = (rm_pp_stage_cost){span_s(0, t_lf), span_s(t_h, t_eb), tail};
-	out->middle = (rm_pp_stage_cost){span_s(t_ef, t_lf), span_s(t_h, t_lb), tail};
-	out->last = (rm_pp_stage_cost){span_s(t_ef, t_lf), span_s(t_lf, t_lb), tail};
+	double bf = span_s(t_h, t_eb), bm = span_s(t_h, t_lb), bl = span_s(t_lf, t_lb);
+	out->first = (rm_pp_stage_cost){span_s(0, t_lf), bf, tail, clamp_s(rm_time_to_s(w_l + w_e), bf)};
+	out->middle = (rm_pp_stage_cost){span_s(t_ef, t_lf), bm, tail, clamp_s(rm_time_to_s(w_l), bm)};
+	out->last = (rm_pp_stage_cost){span_s(t_ef, t_lf), bl, tail, clamp_s(rm_time_to_s(w_l + w_h), bl)};
 	/* the activation (or its gradient) to the neighbouring stage: [b, s, h] split over the
 	 * tensor-parallel group (Megatron-LM's scatter-gather of pipeline tensors), on NVLink
 	 * when a stage is smaller than a node, else over the network */

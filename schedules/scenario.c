@@ -1134,9 +1134,11 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		if (!rm_pp_schedule_parse(sc->pp_schedule, &ps))
 			return key_error(sc, "parallelism.pp_schedule", err, RM_INVALID,
 					 "expected 1f1b, interleaved, gpipe or zero_bubble, got \"%s\"", sc->pp_schedule);
-		if (ps == RM_PP_ZERO_BUBBLE)
-			return key_error(sc, "parallelism.pp_schedule", err, RM_UNSUPPORTED,
-					 "zero_bubble (split backward) is not modelled yet: 1f1b, interleaved or gpipe");
+		if (ps == RM_PP_ZERO_BUBBLE && t.virtual_stages > 1)
+			return key_error(sc, "parallelism.virtual_stages", err, RM_UNSUPPORTED,
+					 "zero_bubble is ZB-H1, one model chunk per stage; the V-shaped ZB-V over "
+					 "%lld chunks is not modelled: leave parallelism.virtual_stages out or set it to 1",
+					 (long long)t.virtual_stages);
 		t.pp_schedule = (int)ps;
 	}
 	if (pp > 1) {

@@ -227,8 +227,11 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 			json_object_set_new(e, "fwd_s", json_real(kinds[k]->fwd_s));
 			json_object_set_new(e, "bwd_s", json_real(kinds[k]->bwd_s));
 			json_object_set_new(e, "tail_s", json_real(kinds[k]->tail_s));
-			if (r.schedule == RM_PP_ZERO_BUBBLE)
+			if (r.schedule == RM_PP_ZERO_BUBBLE) {
+				const int64_t wb[3] = {r.wgrad_bytes_first, r.wgrad_bytes_middle, r.wgrad_bytes_last};
 				json_object_set_new(e, "wgrad_s", json_real(kinds[k]->wgrad_s));
+				json_object_set_new(e, "wgrad_bytes", json_integer(wb[k]));
+			}
 			json_object_set_new(sc, kn[k], e);
 		}
 		json_object_set_new(o, "stage_costs", sc);
@@ -270,8 +273,10 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 	       r.first.fwd_s * 1e3, r.first.bwd_s * 1e3, r.middle.fwd_s * 1e3, r.middle.bwd_s * 1e3, r.last.fwd_s * 1e3,
 	       r.last.bwd_s * 1e3, r.first.tail_s * 1e3);
 	if (r.schedule == RM_PP_ZERO_BUBBLE)
-		printf("  weight gradients   first stage %.3f ms, middle %.3f, last %.3f of the backward (W, deferred)\n",
-		       r.first.wgrad_s * 1e3, r.middle.wgrad_s * 1e3, r.last.wgrad_s * 1e3);
+		printf("  weight gradients   first stage %.3f ms, middle %.3f, last %.3f of the backward (W, deferred); "
+		       "%s held from B to W on a middle stage\n",
+		       r.first.wgrad_s * 1e3, r.middle.wgrad_s * 1e3, r.last.wgrad_s * 1e3,
+		       rm_format_bytes(r.wgrad_bytes_middle, b1, sizeof(b1)));
 	printf("  between stages     %s per transfer, %.3f ms\n", rm_format_bytes(r.p2p_bytes, b1, sizeof(b1)), r.p2p_s * 1e3);
 	printf("  peak memory        %s on stage %d (%d micro-batch chunks of %s in flight) of %s usable  %s\n",
 	       rm_format_bytes(r.peak_bytes[r.peak_stage], b1, sizeof(b1)), r.peak_stage, r.sched.in_flight[r.peak_stage],

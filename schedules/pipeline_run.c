@@ -2,6 +2,7 @@
  * A scenario's pipelined step (remora/pipeline.h): the engine prices one micro-batch through a
  * stage, the pipeline schedule orders the micro-batches over the stages.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "remora/pipeline.h"
@@ -31,6 +32,56 @@ static bool is_wgrad_op(const char *name)
 static double clamp_s(double x, double hi)
 {
 	return x < hi ? x : hi;
+}
+
+/*
+ * Bytes one micro-batch's deferred W holds on a graph between its B and its W: what each
+ * weight-gradient op reads, the forward values it keeps (a projection's input X, the token ids;
+ * a sequence-parallel gather counted as its shard, gathered again, as rm_graph_residual_bytes
+ * counts it) and the output gradient dY its B computed (the bytes of the forward op's output).
+ * dW = X^T dY needs both (Qi et al. 2024, section 2). The paper's Megatron-LM fork keeps them
+ * per linear layer until W runs (sail-sg/zero-bubble-pipeline-parallelism,
+ * megatron/core/zbpp_utils.py, WeightGradStore: a closure per weight, its pre_func gathering the
+ * input again).
+ */
+static int64_t wgrad_hold_bytes(const rm_graph *g)
+{
+	int64_t sum = 0;
+	bool *kept = rm_new(bool, (size_t)g->n_values + 1);
+	for (int i = 0; i < g->n_ops; i++) {
+		const rm_op *op = &g->ops[i];
+		if (op->phase != RM_PHASE_BWD_WGRAD || op->fwd_op < 0)
+			continue;
+		for (int r = 0; r < op->n_residuals; r++) {
+			int v = op->residuals[r], pr = g->values[v].producer;
+			if (pr >= 0 && g->ops[pr].kind == RM_OP_COLLECTIVE && g->ops[pr].coll == RM_COLL_ALL_GATHER)
+				v = g->ops[pr].inputs[0];
+			if (!kept[v])
+				sum += g->values[v].bytes;
+			kept[v] = true;
+		}
+		const rm_op *f = &g->ops[op->fwd_op];
+		if (f->n_outputs > 0)
+			sum += g->values[f->outputs[0]].bytes;
+	}
+	free(kept);
+	return sum;
+}
+
+/*
+ * zero_bubble's activations per stage beyond the one-micro-batch peak, from the stage's passes
+ * in order: a forward adds act bytes, a B frees them but keeps what its W reads (wb), the W frees
+ * that. The most held, less the one micro-batch the engine's peak already holds.
+ */
+static int64_t zb_extra_bytes(const rm_pp_pass *ps, int per, int64_t act, int64_t wb)
+{
+	int64_t cur = 0, top = 0;
+	for (int k = 0; k < per; k++) {
+		cur += ps[k].kind == RM_PP_PASS_FWD ? act : ps[k].kind == RM_PP_PASS_BWD ? wb - act : -wb;
+		if (cur > top)
+			top = cur;
+	}
+	return top > act ? top - act : 0;
 }
 
 rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm_error *err)
@@ -67,6 +118,7 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 			      .memory_headroom_bytes = res->memory.headroom_bytes,
 			      .allocator = res->allocator,
 			      .alloc_fraction = res->alloc_fraction};
+	rm_pp_pass *passes = NULL;
 	rm_sim *sim = rm_sim_create(prog, &res->hw, &opt, err);
 	rm_status status = sim ? rm_sim_run(sim, err) : (err ? err->status : RM_INVALID);
 	if (status != RM_OK)
@@ -133,7 +185,10 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 	rm_pp_stage_cost costs[RM_PP_MAX_STAGES];
 	for (int s = 0; s < p; s++)
 		costs[s] = s == 0 ? out->first : s == p - 1 ? out->last : out->middle;
-	status = rm_pp_simulate(out->schedule, p, m, v, costs, out->p2p_s, &out->sched, err);
+	bool zb = out->schedule == RM_PP_ZERO_BUBBLE;
+	int per = rm_pp_passes_per_stage(out->schedule, m, v);
+	passes = zb ? rm_new(rm_pp_pass, (size_t)p * (size_t)(per > 0 ? per : 1)) : NULL;
+	status = rm_pp_simulate_passes(out->schedule, p, m, v, costs, out->p2p_s, &out->sched, passes, err);
 	if (status != RM_OK)
 		goto done;
 	out->step_s = out->sched.step_s;
@@ -158,9 +213,18 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 		if (pool < out->usable_bytes)
 			out->usable_bytes = pool;
 	}
+	if (zb) {
+		int64_t layers = wgrad_hold_bytes(&wl->layer) * sm.layers;
+		out->wgrad_bytes_first = layers + wgrad_hold_bytes(&wl->embedding);
+		out->wgrad_bytes_middle = layers;
+		out->wgrad_bytes_last = layers + wgrad_hold_bytes(&wl->head);
+	}
 	out->fits = true;
 	for (int s = 0; s < p; s++) {
-		int64_t b = mt->peak_memory_bytes + (int64_t)(out->sched.in_flight[s] - 1) * out->act_bytes_per_chunk;
+		int64_t wb = s == 0 ? out->wgrad_bytes_first : s == p - 1 ? out->wgrad_bytes_last : out->wgrad_bytes_middle;
+		int64_t b = mt->peak_memory_bytes +
+			    (zb ? zb_extra_bytes(passes + (size_t)s * (size_t)per, per, out->act_bytes_per_chunk, wb)
+				: (int64_t)(out->sched.in_flight[s] - 1) * out->act_bytes_per_chunk);
 		if (s > 0)
 			b -= embed_state;
 		if (s < p - 1)
@@ -172,6 +236,7 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 			out->fits = false;
 	}
 done:
+	free(passes);
 	rm_sim_destroy(sim);
 	rm_program_destroy(prog);
 	rm_schedule_report_finish(&rep);

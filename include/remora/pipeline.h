@@ -115,6 +115,9 @@ typedef struct rm_pp_run {
 					   * its data-parallel rank's tokens */
 	int64_t stage_static_bytes;       /* the stage program's persistent tensors */
 	int64_t act_bytes_per_chunk;      /* activations one micro-batch leaves on a chunk */
+	int64_t wgrad_bytes_first, wgrad_bytes_middle, wgrad_bytes_last; /* zero_bubble (else 0): what
+					   * one micro-batch's deferred W holds on the stage from its B
+					   * to its W, the wgrad ops' inputs X and output gradients dY */
 	int64_t peak_bytes[RM_PP_MAX_STAGES];
 	int peak_stage;                   /* the stage with the highest peak */
 	int64_t usable_bytes;
@@ -127,9 +130,11 @@ typedef struct rm_pp_run {
  * compute-stream spans give each stage's forward, backward and tail (the embedding's to the first
  * stage, the head's to the last), the weight-gradient kernels' time within the backward gives
  * wgrad_s (the projections' ".wgrad" GEMMs and the embedding's table gradient; recompute,
- * input gradients and waits stay in B), and rm_pp_simulate orders the micro-batches. Memory per stage:
- * the one-micro-batch peak, plus (in_flight - 1) micro-batch chunks of saved activations, less
- * the embedding's (head's) share of the persistent state on the stages that do not hold it.
+ * input gradients and waits stay in B), and rm_pp_simulate orders the micro-batches. Memory per
+ * stage: the one-micro-batch peak, plus (in_flight - 1) micro-batch chunks of saved activations
+ * (zero_bubble: the most the stage's passes hold at once, a micro-batch counting its saved
+ * activations from F to B and its wgrad bytes from B to W, less one chunk), less the
+ * embedding's (head's) share of the persistent state on the stages that do not hold it.
  * RM_INVALID for a scenario without pp > 1 and the errors of rm_pp_simulate.
  */
 rm_status rm_pp_run_scenario(const struct rm_scenario_resolved *res, rm_pp_run *out, rm_error *err);

@@ -267,7 +267,8 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 	printf("\n  step time          %.3f ms\n", r.step_s * 1e3);
 	printf("  tokens/s per GPU   %.0f\n", r.tokens_per_s);
 	printf("  MFU                %.1f%%\n", 100.0 * r.mfu);
-	printf("  bubble             %.1f%% of stage 0's span\n", 100.0 * r.sched.bubble_fraction);
+	printf("  bubble             %.1f%% of %s span\n", 100.0 * r.sched.bubble_fraction,
+	       r.schedule == RM_PP_ZERO_BUBBLE && r.chunks == 2 ? "the last stage to end's" : "stage 0's");
 	printf("  one micro-batch    first stage %.3f + %.3f ms, middle %.3f + %.3f, last %.3f + %.3f (forward + "
 	       "backward); tail %.3f ms\n",
 	       r.first.fwd_s * 1e3, r.first.bwd_s * 1e3, r.middle.fwd_s * 1e3, r.middle.bwd_s * 1e3, r.last.fwd_s * 1e3,

@@ -182,9 +182,16 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 				       .span = stage_gpus >= (int)res->hw.gpus_per_node ? 2 : 1}};
 	const rm_cost_model *cm = res->sched.cost ? res->sched.cost : rm_cost_model_default();
 	out->p2p_s = cm->op_time_s(cm, &c, &res->hw);
+	/* ZB-V's V puts the last virtual stage, with the head, on stage 0 beside the embedding */
+	bool zbv = out->schedule == RM_PP_ZERO_BUBBLE && v == 2;
 	rm_pp_stage_cost costs[RM_PP_MAX_STAGES];
 	for (int s = 0; s < p; s++)
-		costs[s] = s == 0 ? out->first : s == p - 1 ? out->last : out->middle;
+		costs[s] = s == 0 ? out->first : s == p - 1 && !zbv ? out->last : out->middle;
+	if (zbv) {
+		costs[0].fwd_s += out->last.fwd_s - out->middle.fwd_s;
+		costs[0].bwd_s += out->last.bwd_s - out->middle.bwd_s;
+		costs[0].wgrad_s += out->last.wgrad_s - out->middle.wgrad_s;
+	}
 	bool zb = out->schedule == RM_PP_ZERO_BUBBLE;
 	int per = rm_pp_passes_per_stage(out->schedule, m, v);
 	passes = zb ? rm_new(rm_pp_pass, (size_t)p * (size_t)(per > 0 ? per : 1)) : NULL;
@@ -218,16 +225,20 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 		out->wgrad_bytes_first = layers + wgrad_hold_bytes(&wl->embedding);
 		out->wgrad_bytes_middle = layers;
 		out->wgrad_bytes_last = layers + wgrad_hold_bytes(&wl->head);
+		if (zbv) {
+			out->wgrad_bytes_first += out->wgrad_bytes_last - layers;
+			out->wgrad_bytes_last = layers;
+		}
 	}
 	out->fits = true;
 	for (int s = 0; s < p; s++) {
 		int64_t wb = s == 0 ? out->wgrad_bytes_first : s == p - 1 ? out->wgrad_bytes_last : out->wgrad_bytes_middle;
 		int64_t b = mt->peak_memory_bytes +
-			    (zb ? zb_extra_bytes(passes + (size_t)s * (size_t)per, per, out->act_bytes_per_chunk, wb)
+			    (zb ? zb_extra_bytes(passes + (size_t)s * (size_t)per, per, out->act_bytes_per_chunk, wb / v)
 				: (int64_t)(out->sched.in_flight[s] - 1) * out->act_bytes_per_chunk);
 		if (s > 0)
 			b -= embed_state;
-		if (s < p - 1)
+		if (zbv ? s > 0 : s < p - 1)
 			b -= head_state;
 		out->peak_bytes[s] = b;
 		if (b > out->peak_bytes[out->peak_stage])

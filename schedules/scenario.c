@@ -1134,10 +1134,9 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		if (!rm_pp_schedule_parse(sc->pp_schedule, &ps))
 			return key_error(sc, "parallelism.pp_schedule", err, RM_INVALID,
 					 "expected 1f1b, interleaved, gpipe or zero_bubble, got \"%s\"", sc->pp_schedule);
-		if (ps == RM_PP_ZERO_BUBBLE && t.virtual_stages > 1)
-			return key_error(sc, "parallelism.virtual_stages", err, RM_UNSUPPORTED,
-					 "zero_bubble is ZB-H1, one model chunk per stage; the V-shaped ZB-V over "
-					 "%lld chunks is not modelled: leave parallelism.virtual_stages out or set it to 1",
+		if (ps == RM_PP_ZERO_BUBBLE && t.virtual_stages > 2)
+			return key_error(sc, "parallelism.virtual_stages", err, RM_INVALID,
+					 "zero_bubble runs 1 model chunk per stage (ZB-H1) or 2 (ZB-V), not %lld",
 					 (long long)t.virtual_stages);
 		t.pp_schedule = (int)ps;
 	}
@@ -1164,9 +1163,11 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return key_error(sc, "parallelism.pp_schedule", err, RM_INVALID,
 				 "the interleaved schedule runs several model chunks per stage: set "
 				 "parallelism.virtual_stages to 2 or more (with 1 it is 1f1b)");
-	if (t.virtual_stages > 1 && (pp <= 1 || t.pp_schedule != RM_PP_INTERLEAVED))
+	if (t.virtual_stages > 1 &&
+	    (pp <= 1 || (t.pp_schedule != RM_PP_INTERLEAVED && t.pp_schedule != RM_PP_ZERO_BUBBLE)))
 		return key_error(sc, "parallelism.virtual_stages", err, RM_INVALID,
-				 "model chunks per stage need parallelism.pp > 1 and pp_schedule: interleaved");
+				 "model chunks per stage need parallelism.pp > 1 and pp_schedule: interleaved "
+				 "(or zero_bubble, whose 2 chunks make ZB-V)");
 	/* tensor parallelism: the innermost dimension, consecutive GPUs of a node (Megatron-LM's
 	 * rank order tp, then data parallel) */
 	int64_t tp = sc->tp ? sc->tp : 1;

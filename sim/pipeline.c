@@ -55,8 +55,8 @@ static unit plain_unit(rm_pp_pass_kind kind, int mb)
 /*
  * ZB-H1 (Qi et al. 2024, section 3.1, Figure 3 top): 1F1B's warm-up of min(p - s - 1, m)
  * forwards and its F-B steady state and B cool-down, with B the input gradient alone; stage s
- * owes its first s weight gradients, so after its j-th B (j from 1) it runs W j - 1 - s when that
- * is >= 0, and the W passes still owed close the stage. The first W on stage s comes after
+ * owes its first s weight gradients, so after B j it runs W j - s when j >= s, and the W passes
+ * still owed close the stage. The first W on stage s comes after
  * forward min(p, m) - 1: every stage holds min(p, m) micro-batches, 1F1B's stage 0 count.
  */
 static void zero_bubble_order(int p, int m, int s, unit *u)
@@ -75,12 +75,74 @@ static void zero_bubble_order(int p, int m, int s, unit *u)
 		u[n++] = plain_unit(RM_PP_PASS_WGRAD, nw++);
 }
 
+/* Appends a pass of micro-batch mb unless mb is one of ZB-V's padding micro-batches (>= m). */
+static void push_pass(unit *u, int *n, int m, rm_pp_pass_kind kind, int chunk, int mb)
+{
+	if (mb < m)
+		u[(*n)++] = (unit){kind, chunk, mb};
+}
+
+/*
+ * ZB-V (Qi et al. 2024; the order of torch.distributed.pipelining's
+ * ScheduleZBVZeroBubble, torch/distributed/pipelining/schedules.py
+ * _calculate_single_rank_operations): two chunks per stage in a V, chunk 0 of stage s the
+ * virtual stage s and chunk 1 the virtual stage 2p - 1 - s. The order is planned for
+ * n = max(2p - 1, m) micro-batches and the padding ones dropped:
+ * - 2 (p - s) - 1 forwards of chunk 0, then s pairs of chunk 1 and chunk 0 forwards;
+ * - p - s rounds of chunk 1's F, B and W;
+ * - steady rounds, while chunk 1 trails chunk 0 or chunk 0 has forwards left: chunk 0's F
+ *   (while any are left), B and W, then chunk 1's F, B and W;
+ * - cool-down: s pairs of B (chunk 0, then chunk 1), p - s rounds of chunk 0's B and its oldest
+ *   W, then the W passes still owed, chunk 1's before chunk 0's.
+ */
+static void zero_bubble_v_order(int p, int m, int s, unit *u)
+{
+	int n = 0, nm = 2 * p - 1 > m ? 2 * p - 1 : m;
+	int f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+	for (int k = 0; k < 2 * (p - s) - 1; k++)
+		push_pass(u, &n, m, RM_PP_PASS_FWD, 0, f0++);
+	for (int k = 0; k < s; k++) {
+		push_pass(u, &n, m, RM_PP_PASS_FWD, 1, f1++);
+		push_pass(u, &n, m, RM_PP_PASS_FWD, 0, f0++);
+	}
+	for (int k = 0; k < p - s; k++, b1++) {
+		push_pass(u, &n, m, RM_PP_PASS_FWD, 1, f1++);
+		push_pass(u, &n, m, RM_PP_PASS_BWD, 1, b1);
+		push_pass(u, &n, m, RM_PP_PASS_WGRAD, 1, b1);
+	}
+	while (f1 < f0 || f0 < nm) {
+		if (f0 < nm)
+			push_pass(u, &n, m, RM_PP_PASS_FWD, 0, f0++);
+		push_pass(u, &n, m, RM_PP_PASS_BWD, 0, b0);
+		push_pass(u, &n, m, RM_PP_PASS_WGRAD, 0, b0++);
+		push_pass(u, &n, m, RM_PP_PASS_FWD, 1, f1++);
+		push_pass(u, &n, m, RM_PP_PASS_BWD, 1, b1);
+		push_pass(u, &n, m, RM_PP_PASS_WGRAD, 1, b1++);
+	}
+	int w0 = b0, w1 = b1;
+	for (int k = 0; k < s; k++) {
+		push_pass(u, &n, m, RM_PP_PASS_BWD, 0, b0++);
+		push_pass(u, &n, m, RM_PP_PASS_BWD, 1, b1++);
+	}
+	for (int k = 0; k < p - s; k++) {
+		push_pass(u, &n, m, RM_PP_PASS_BWD, 0, b0++);
+		push_pass(u, &n, m, RM_PP_PASS_WGRAD, 0, w0++);
+	}
+	while (w1 < b1)
+		push_pass(u, &n, m, RM_PP_PASS_WGRAD, 1, w1++);
+	while (w0 < b0)
+		push_pass(u, &n, m, RM_PP_PASS_WGRAD, 0, w0++);
+}
+
 /* Stage s's passes in order, into u (rm_pp_passes_per_stage of them). */
 static void stage_order(rm_pp_schedule sched, int p, int m, int v, int s, unit *u)
 {
 	int n = 0;
 	if (sched == RM_PP_ZERO_BUBBLE) {
-		zero_bubble_order(p, m, s, u);
+		if (v == 2)
+			zero_bubble_v_order(p, m, s, u);
+		else
+			zero_bubble_order(p, m, s, u);
 		return;
 	}
 	if (sched == RM_PP_GPIPE) {
@@ -109,7 +171,23 @@ int rm_pp_passes_per_stage(rm_pp_schedule sched, int m, int v)
 {
 	if ((unsigned)sched >= RM_PP_COUNT || m < 1 || v < 1)
 		return 0;
-	return sched == RM_PP_ZERO_BUBBLE ? 3 * m : 2 * m * v;
+	return sched == RM_PP_ZERO_BUBBLE ? 3 * m * v : 2 * m * v;
+}
+
+/* The virtual stage of chunk c on stage s, and the stage of virtual stage vs: ZB-V's V
+ * (chunk 1 runs back from the last stage to the first), else Megatron-LM's c p + s. */
+static int virtual_stage(rm_pp_schedule sched, int p, int v, int c, int s)
+{
+	if (sched == RM_PP_ZERO_BUBBLE && v == 2)
+		return c == 0 ? s : 2 * p - 1 - s;
+	return c * p + s;
+}
+
+static int stage_of(rm_pp_schedule sched, int p, int v, int vs)
+{
+	if (sched == RM_PP_ZERO_BUBBLE && v == 2)
+		return vs < p ? vs : 2 * p - 1 - vs;
+	return vs % p;
 }
 
 rm_status rm_pp_simulate(rm_pp_schedule sched, int p, int m, int v, const rm_pp_stage_cost *stages, double p2p_s,
@@ -129,7 +207,10 @@ rm_status rm_pp_simulate_passes(rm_pp_schedule sched, int p, int m, int v, const
 				    m, v);
 	if ((unsigned)sched >= RM_PP_COUNT)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "unknown pipeline schedule %d", (int)sched);
-	if (v > 1 && sched != RM_PP_INTERLEAVED)
+	if (sched == RM_PP_ZERO_BUBBLE && v > 2)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "zero_bubble runs 1 chunk per stage (ZB-H1) or 2 (ZB-V), not %d", v);
+	if (v > 1 && sched != RM_PP_INTERLEAVED && sched != RM_PP_ZERO_BUBBLE)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "%d chunks per stage need the interleaved schedule", v);
 	if (sched == RM_PP_INTERLEAVED && m % p != 0)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
@@ -163,20 +244,20 @@ rm_status rm_pp_simulate_passes(rm_pp_schedule sched, int p, int m, int v, const
 		for (int s = 0; s < p; s++) {
 			while (next[s] < per) {
 				const unit *u = &order[(size_t)s * (size_t)per + (size_t)next[s]];
-				int vs = u->chunk * p + s;
+				int vs = virtual_stage(sched, p, v, u->chunk, s);
 				size_t at = (size_t)vs * (size_t)m + (size_t)u->mb;
 				double ready = 0, cost = stages[s].fwd_s / (double)v;
 				if (u->kind == RM_PP_PASS_FWD && vs > 0) {
 					double e = fend[at - (size_t)m];
 					if (e < 0)
 						break;
-					ready = e + (p > 1 ? p2p_s : 0);
+					ready = e + (stage_of(sched, p, v, vs - 1) != s ? p2p_s : 0);
 				} else if (u->kind == RM_PP_PASS_WGRAD) {
 					/* the weight gradient of the B this stage ran */
 					ready = bend[at];
 					if (ready < 0)
 						break;
-					cost = stages[s].wgrad_s;
+					cost = stages[s].wgrad_s / (double)v;
 				} else if (u->kind == RM_PP_PASS_BWD) {
 					if (vs == V - 1) {
 						ready = fend[at];
@@ -186,9 +267,9 @@ rm_status rm_pp_simulate_passes(rm_pp_schedule sched, int p, int m, int v, const
 						double e = bend[at + (size_t)m];
 						if (e < 0)
 							break;
-						ready = e + (p > 1 ? p2p_s : 0);
+						ready = e + (stage_of(sched, p, v, vs + 1) != s ? p2p_s : 0);
 					}
-					cost = split ? stages[s].bwd_s - stages[s].wgrad_s : stages[s].bwd_s / (double)v;
+					cost = (split ? stages[s].bwd_s - stages[s].wgrad_s : stages[s].bwd_s) / (double)v;
 				}
 				double start = ready > free_at[s] ? ready : free_at[s];
 				double end = start + cost;
@@ -224,8 +305,14 @@ rm_status rm_pp_simulate_passes(rm_pp_schedule sched, int p, int m, int v, const
 			if (out->stage_end_s[s] > out->step_s)
 				out->step_s = out->stage_end_s[s];
 		}
-		double busy = (double)m * (stages[0].fwd_s + stages[0].bwd_s);
-		out->bubble_fraction = free_at[0] > 0 ? 1.0 - busy / free_at[0] : 0;
+		/* ZB-V's stage 0 starts first and ends first: the last stage to end waits longest */
+		int b = 0;
+		if (sched == RM_PP_ZERO_BUBBLE && v == 2)
+			for (int k = 1; k < p; k++)
+				if (free_at[k] > free_at[b])
+					b = k;
+		double busy = (double)m * (stages[b].fwd_s + stages[b].bwd_s);
+		out->bubble_fraction = free_at[b] > 0 ? 1.0 - busy / free_at[b] : 0;
 	}
 	free(fend);
 	free(bend);

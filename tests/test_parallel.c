@@ -424,8 +424,8 @@ Test(parallel, bad_pipeline_combinations_name_the_key)
 	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nparallelism:\n  pp: 4\n", RM_INVALID, 4, 7, "remat.scan: false");
 	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  virtual_stages: 2\n",
 		     RM_INVALID, 6, 19, "pp_schedule: interleaved");
-	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  pp_schedule: zero_bubble\n  virtual_stages: 2\n",
-		     RM_UNSUPPORTED, 7, 19, "ZB-V");
+	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  pp_schedule: zero_bubble\n  virtual_stages: 3\n",
+		     RM_INVALID, 7, 19, "or 2 (ZB-V), not 3");
 	expect_scenario_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 2f2b\n", RM_INVALID, 3, 16, "expected 1f1b");
 }
 

@@ -93,8 +93,10 @@ Test(pipeline, bad_inputs)
 	cr_assert_eq(rm_pp_simulate(RM_PP_INTERLEAVED, 4, 6, 2, st, 0, &r, &err), RM_INVALID);
 	cr_assert(strstr(err.msg, "not a multiple"), "%s", err.msg);
 	cr_assert_eq(rm_pp_simulate(RM_PP_1F1B, 4, 4, 2, st, 0, &r, &err), RM_INVALID);
-	/* ZB-H1 is one chunk per stage */
-	cr_assert_eq(rm_pp_simulate(RM_PP_ZERO_BUBBLE, 4, 4, 2, st, 0, &r, &err), RM_INVALID);
+	/* zero_bubble is ZB-H1 or ZB-V */
+	cr_assert_eq(rm_pp_simulate(RM_PP_ZERO_BUBBLE, 4, 4, 3, st, 0, &r, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "1 chunk per stage (ZB-H1) or 2 (ZB-V), not 3"), "%s", err.msg);
+	cr_assert_eq(rm_pp_simulate(RM_PP_GPIPE, 4, 4, 2, st, 0, &r, &err), RM_INVALID);
 	cr_assert(strstr(err.msg, "interleaved"), "%s", err.msg);
 	/* the weight gradient is a share of the backward */
 	st[1].wgrad_s = 1.5;
@@ -116,7 +118,7 @@ Test(pipeline, bad_inputs)
 /*
  * ZB-H1 by hand, p 4, m 8, t_f = t_b = t_w = 1 (the backward bwd_s 2 of which wgrad_s 1), free
  * transfers. Stage s runs min(p - s - 1, m) warm-up forwards, then F B pairs, deferring its
- * first s W passes (after its j-th B it runs W j - 1 - s):
+ * first s W passes (after B j it runs W j - s, from j = s on):
  *   stage 3: F0@3 B0@4 F1@5 B1@6 F2@7 B2@8 F3@9 B3@10 W0@11 F4@12 B4@13 W1@14 ... B7@22
  *            W4@23 W5@24 W6@25 W7@26, ends 27;
  *   stage 0: F0..F3 in [0, 4); its B0 waits for F0 to climb (stage 3 ends it at 4) and B0 to
@@ -227,10 +229,10 @@ Test(pipeline, a_zero_bubble_scenario_is_faster_than_1f1b)
 				   "training: {seq_len: 4096, micro_batch: 1, global_batch: 16}\n"
 				   "remat: {scan: false}\nscheduler: {mode: fsdp2}\n"
 				   "parallelism: {tp: 2, pp: 4, pp_schedule: %s}\n";
-	rm_pp_run r[2];
-	const char *names[2] = {"1f1b", "zero_bubble"};
+	rm_pp_run r[3];
+	const char *names[3] = {"1f1b", "zero_bubble", "zero_bubble, virtual_stages: 2"};
 	double peak_flops = 0;
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		char buf[512];
 		snprintf(buf, sizeof(buf), text, names[k]);
 		rm_scenario sc;
@@ -285,4 +287,72 @@ Test(pipeline, a_zero_bubble_scenario_is_faster_than_1f1b)
 	 * stage holds its one micro-batch (the engine's peak): 4 wb - a more */
 	cr_assert_eq(r[1].act_bytes_per_chunk, r[0].act_bytes_per_chunk);
 	cr_assert_eq(r[1].peak_bytes[3] - r[0].peak_bytes[3], 4 * r[1].wgrad_bytes_last - r[1].act_bytes_per_chunk);
+	/* ZB-V: 2 chunks a stage, the head's chunk on stage 0 beside the embedding's; faster than
+	 * ZB-H1, 2p = 8 half-size chunks in flight on every stage */
+	cr_assert_eq(r[2].chunks, 2);
+	cr_assert_lt(r[2].step_s, r[1].step_s, "ZB-V %g s, ZB-H1 %g s", r[2].step_s, r[1].step_s);
+	cr_assert_eq(r[2].wgrad_bytes_first, 8LL * 336592896 + 16384 + 33554432 + 33554432 + 131072000);
+	cr_assert_eq(r[2].wgrad_bytes_last, 8LL * 336592896);
+	cr_assert_eq(r[2].act_bytes_per_chunk * 2, r[1].act_bytes_per_chunk);
+	for (int s = 0; s < 4; s++)
+		cr_assert_eq(r[2].sched.in_flight[s], 8, "stage %d", s);
+}
+
+/*
+ * ZB-V by hand, p 4, m 8, a stage's t_f 1, backward 2 of which W 1, so each of its 2 chunks
+ * takes 0.5 a pass; free transfers. Chunk 0 of stage s is virtual stage s, chunk 1 virtual
+ * stage 7 - s. Micro-batch 0 goes down the V: virtual stages 0..3 on stages 0..3 at 0, 0.5, 1,
+ * 1.5, then 4..7 on stages 3..0 at 2, 2.5, 3, 3.5 (the turn stays on stage 3). Stage 0 runs
+ * its 7 warm-up forwards of chunk 0 in [0, 3.5), chunk 1's F0 at 3.5 and from then never waits:
+ * its 48 passes fill [0, 24). Stage s first waits s x 0.5 for micro-batch 0's forward and then
+ * never waits: it ends at 24 + s / 2, stage 3 at 25.5 = m (t_f + t_b) + (p - 1) t_f / 2. The
+ * bubble is the last stage's 1.5 of 25.5, 1 / 17 (ZB-H1 over the same stages: 27, 1F1B: 33).
+ * Every stage holds 2p = 8 chunks of half a stage's activations: p micro-batches' worth.
+ */
+Test(pipeline, zero_bubble_v_runs_two_chunks_in_a_v)
+{
+	rm_pp_result z = run_w(RM_PP_ZERO_BUBBLE, 4, 8, 2, 1.0, 2.0, 1.0, 0);
+	cr_assert_float_eq(z.step_s, 25.5, 1e-9);
+	for (int s = 0; s < 4; s++) {
+		cr_assert_float_eq(z.stage_end_s[s], 24.0 + 0.5 * s, 1e-9, "stage %d", s);
+		cr_assert_eq(z.in_flight[s], 8, "stage %d", s);
+	}
+	cr_assert_float_eq(z.bubble_fraction, 1.0 / 17.0, 1e-9);
+	cr_assert_lt(z.step_s, run_w(RM_PP_ZERO_BUBBLE, 4, 8, 1, 1.0, 2.0, 1.0, 0).step_s);
+	/* with transfers: every pass after its input, none on the V's turn */
+	enum { P = 4, M = 8 };
+	rm_pp_stage_cost st[P];
+	for (int s = 0; s < P; s++)
+		st[s] = (rm_pp_stage_cost){1.0, 2.0, 0, 1.0};
+	int per = rm_pp_passes_per_stage(RM_PP_ZERO_BUBBLE, M, 2);
+	cr_assert_eq(per, 6 * M);
+	rm_pp_pass *ps = calloc((size_t)(P * per), sizeof(*ps));
+	rm_pp_result r;
+	rm_error err;
+	double p2p = 0.25;
+	cr_assert_eq(rm_pp_simulate_passes(RM_PP_ZERO_BUBBLE, P, M, 2, st, p2p, &r, ps, &err), RM_OK, "%s", err.msg);
+	double fe[2 * P][M], be[2 * P][M], fs[2 * P][M], bs[2 * P][M], ws[2 * P][M];
+	for (int i = 0; i < P * per; i++) {
+		const rm_pp_pass *x = &ps[i];
+		int vs = x->chunk == 0 ? x->stage : 2 * P - 1 - x->stage;
+		double(*start)[M] = x->kind == RM_PP_PASS_FWD ? fs : x->kind == RM_PP_PASS_BWD ? bs : ws;
+		start[vs][x->micro_batch] = x->start_s;
+		if (x->kind == RM_PP_PASS_FWD)
+			fe[vs][x->micro_batch] = x->end_s;
+		else if (x->kind == RM_PP_PASS_BWD)
+			be[vs][x->micro_batch] = x->end_s;
+		cr_assert_float_eq(x->end_s - x->start_s, 0.5, 1e-12);
+	}
+	for (int vs = 0; vs < 2 * P; vs++)
+		for (int j = 0; j < M; j++) {
+			/* virtual stages P - 1 and P are both on stage P - 1: no transfer between them */
+			if (vs > 0)
+				cr_assert_geq(fs[vs][j], fe[vs - 1][j] + (vs == P ? 0 : p2p));
+			if (vs < 2 * P - 1)
+				cr_assert_geq(bs[vs][j], be[vs + 1][j] + (vs == P - 1 ? 0 : p2p));
+			cr_assert_geq(ws[vs][j], be[vs][j], "virtual stage %d micro-batch %d: W before its B", vs, j);
+		}
+	/* stage 3 runs chunk 1's first forward as soon as chunk 0's ends */
+	cr_assert_eq(fs[P][0], fe[P - 1][0]);
+	free(ps);
 }

@@ -14,12 +14,16 @@
  *   2401.10241, section 3.1 and Figure 3 top). The backward of a micro-batch splits into B, the
  *   input gradient the previous stage waits for, and W, the weight gradient nothing waits for.
  *   Stage s runs 1F1B's warm-up and steady state with B in place of the whole backward, but
- *   defers its first s W passes: after its j-th B it runs W j - s, and the W passes still owed
+ *   defers its first s W passes: after B j it runs W j - s (from j = s on), and the W passes owed
  *   fill the cool-down. Every stage then holds min(p, m) micro-batches in flight (1F1B's stage 0
- *   holds as many). With equal stages, free transfers, m >= p and t_w <= t_f + t_b the step is
- *   m (t_f + t_b + t_w) + (p - 1)(t_f + t_b - t_w), against 1F1B's (m + p - 1)(t_f + t_b + t_w)
- *   (the paper's bubbles (p - 1)(T_F + T_B - T_W) and (p - 1)(T_F + T_B + T_W)).
- *   One chunk per stage (the V-shaped ZB-V is not modelled).
+ *   holds as many). With equal stages (t_b the B, t_w the W), free transfers, m >= p and
+ *   t_w <= t_f + t_b, the step is m (t_f + t_b + t_w) + (p - 1)(t_f + t_b - t_w), against
+ *   1F1B's (m + p - 1)(t_f + t_b + t_w) (the paper's bubbles (p - 1)(T_F + T_B - T_W) and
+ *   (p - 1)(T_F + T_B + T_W)).
+ *   With v = 2 it is the paper's ZB-V: chunk 0 of stage s is virtual stage s and chunk 1 virtual
+ *   stage 2p - 1 - s, so the last virtual stage (the head) sits on stage 0 and the turn at stage
+ *   p - 1 needs no transfer; the order is torch.distributed.pipelining's ScheduleZBVZeroBubble
+ *   (torch/distributed/pipelining/schedules.py), planned for max(2p - 1, m) micro-batches.
  *
  * The schedule is simulated as the dependency graph it is: a pass starts when its stage is free
  * and its input has arrived (the previous virtual stage's forward of the same micro-batch, or the
@@ -67,7 +71,8 @@ typedef struct rm_pp_pass {
 
 typedef struct rm_pp_result {
 	double step_s;                    /* the last stage to finish, its tail included */
-	double bubble_fraction;           /* stage 0: idle share of its first-forward-to-last-backward span */
+	double bubble_fraction;           /* stage 0: idle share of its first-forward-to-last-backward span
+					   * (ZB-V: the stage that ends last, which starts last) */
 	int in_flight[RM_PP_MAX_STAGES];  /* most micro-batch chunk passes whose forward has run and
 					   * backward has not, per stage (activations held); under
 					   * zero_bubble a micro-batch counts until its W has run,
@@ -79,14 +84,16 @@ typedef struct rm_pp_result {
 /*
  * Simulates one step's pipeline schedule. stages[p] gives each stage's costs; p2p_s is the
  * point-to-point transfer between neighbouring stages (each direction, each pass; B passes send
- * it, W passes send nothing). v: chunks per stage (1 unless interleaved). Errors (RM_INVALID):
- * p outside [1, RM_PP_MAX_STAGES], m < 1, v < 1, v > 1 without interleaved, interleaved with m
- * not a multiple of p, a negative cost, wgrad_s above bwd_s. Deterministic; O(p m v).
+ * it, W passes send nothing; none between two virtual stages on one stage). v: chunks per stage
+ * (1 unless interleaved; 1 or 2 for zero_bubble). Errors (RM_INVALID): p outside
+ * [1, RM_PP_MAX_STAGES], m < 1, v < 1, v > 1 without interleaved or zero_bubble, zero_bubble with
+ * v > 2, interleaved with m not a multiple of p, a negative cost, wgrad_s above bwd_s.
+ * Deterministic; O(p m v).
  */
 rm_status rm_pp_simulate(rm_pp_schedule sched, int p, int m, int v, const rm_pp_stage_cost *stages, double p2p_s,
 			 rm_pp_result *out, rm_error *err);
 
-/* Passes per stage of a schedule: 3 m under zero_bubble (F, B, W), else 2 m v; 0 for a bad
+/* Passes per stage of a schedule: 3 m v under zero_bubble (F, B, W), else 2 m v; 0 for a bad
  * schedule or count. */
 int rm_pp_passes_per_stage(rm_pp_schedule sched, int m, int v);
 
@@ -134,7 +141,9 @@ typedef struct rm_pp_run {
  * stage: the one-micro-batch peak, plus (in_flight - 1) micro-batch chunks of saved activations
  * (zero_bubble: the most the stage's passes hold at once, a micro-batch counting its saved
  * activations from F to B and its wgrad bytes from B to W, less one chunk), less the
- * embedding's (head's) share of the persistent state on the stages that do not hold it.
+ * embedding's (head's) share of the persistent state on the stages that do not hold it. ZB-V's
+ * stage 0 holds both, its costs the first stage's plus the head's (the last less the middle);
+ * each stage's costs are split evenly over its 2 chunks, as the interleaved schedule's are.
  * RM_INVALID for a scenario without pp > 1 and the errors of rm_pp_simulate.
  */
 rm_status rm_pp_run_scenario(const struct rm_scenario_resolved *res, rm_pp_run *out, rm_error *err);

@@ -5,7 +5,8 @@
  * (m v + p - 1)(t_f + t_b) / v and (p - 1) / (v m + p - 1). 1F1B's stage s holds min(p - s, m)
  * micro-batches of activations, GPipe's all m, the interleaved schedule's stage 0
  * 2 (p - 1) + (v - 1) p + 1 chunk passes. ZB-H1 (Qi et al. 2024, section 3.1) against its
- * hand-derived trace and the paper's bubble (p - 1)(t_f + t_b - t_w).
+ * hand-derived trace and the paper's bubble (p - 1)(t_f + t_b - t_w), and ZB-V (torch's
+ * ScheduleZBVZeroBubble order) against its hand-derived trace.
  */
 #include <criterion/criterion.h>
 #include <math.h>

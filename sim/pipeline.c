@@ -56,8 +56,8 @@ static unit plain_unit(rm_pp_pass_kind kind, int mb)
  * ZB-H1 (Qi et al. 2024, section 3.1, Figure 3 top): 1F1B's warm-up of min(p - s - 1, m)
  * forwards and its F-B steady state and B cool-down, with B the input gradient alone; stage s
  * owes its first s weight gradients, so after B j it runs W j - s when j >= s, and the W passes
- * still owed close the stage. The first W on stage s comes after
- * forward min(p, m) - 1: every stage holds min(p, m) micro-batches, 1F1B's stage 0 count.
+ * still owed close the stage. The first W on stage s comes after forward min(p, m) - 1: every
+ * stage holds min(p, m) micro-batches, 1F1B's stage 0 count.
  */
 static void zero_bubble_order(int p, int m, int s, unit *u)
 {

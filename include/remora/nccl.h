@@ -12,6 +12,10 @@
  * caps the ring, tree and PAT bandwidth by the measured fabric curve of docs/reference/hardware.md
  * (reduce-scatter busBW by node count), which NCCL's estimate overstates.
  *
+ * NCCL 2.27/2.28's symmetric-memory kernels and copy-engine collectives, which bypass the tuner
+ * when buffers sit in symmetric windows, follow rm_nccl_model.registration and .cta_policy
+ * (docs/collectives.md 'Symmetric kernels and copy engines').
+ *
  * Two flavours: the raw NCCL model (what NCCL itself believes), and the calibrated model, which
  * multiplies the bandwidth term by a measured efficiency per message size (the pipeline-fill
  * ramp NCCL's model ignores; fitted from data/reference/nccl-h100-8gpu.csv, like NCCL's own
@@ -262,7 +266,8 @@ typedef struct rm_coll_estimate {
  * all-gather, reduce-scatter and all-reduce otherwise run the symmetric kernel NCCL's own model
  * picks (RM_NCCL_ALGO_SYMMETRIC; its time, blocks as channels). After tuning, policy EFFICIENCY
  * with registered buffers turns an all-gather / reduce-scatter on one NVSwitch node into NVLS on
- * ceil(32 / 40 over the NVLS heads) CTAs when that is no more than the tuned pair's channels.
+ * ceil(32 / heads) / ceil(40 / heads) CTAs (4 / 5 with 8 heads) when that is no more than the
+ * tuned pair's channels.
  * Reductions are taken to be floating-point sums (what training reduces), which every symmetric
  * kernel supports. The NCCL_ALGO / NCCL_PROTO masks do not steer the symmetric and CE paths (NCCL
  * reads them in its tuner only) but do disable EFFICIENCY's NVLS, as NCCL's check of the

@@ -139,6 +139,21 @@ static int run_table(const rm_nccl_model *model, bool json)
 	return CLI_EXIT_OK;
 }
 
+/* Why the --cta-policy / --registration asked for did not change the path NCCL takes, or NULL. */
+static const char *buffers_note(const rm_coll_query *q, const rm_coll_estimate *e, rm_nccl_cta_policy policy,
+				rm_nccl_registration reg)
+{
+	if (e->algo == RM_NCCL_ALGO_CE || e->algo == RM_NCCL_ALGO_SYMMETRIC || e->algo == RM_NCCL_ALGO_LOCAL)
+		return NULL;
+	if (reg == RM_NCCL_REG_SYMMETRIC && q->nodes > 1)
+		return "symmetric kernels and copy engines run inside one node only: the tuner's choice runs";
+	if (policy == RM_NCCL_CTA_ZERO && reg != RM_NCCL_REG_SYMMETRIC)
+		return "the copy engines need symmetric windows (--registration symmetric): the tuner's choice runs";
+	if (policy == RM_NCCL_CTA_EFFICIENCY && reg == RM_NCCL_REG_NONE)
+		return "the efficiency policy's NVLS needs registered buffers (--registration buffer)";
+	return NULL;
+}
+
 int cli_cmd_collective(int argc, char **argv)
 {
 	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL, OPT_CPU, OPT_POLICY, OPT_REG };
@@ -293,8 +308,13 @@ int cli_cmd_collective(int argc, char **argv)
 				    json_string(rm_nccl_model_version_label(&model, label, sizeof(label))));
 		if (q.nodes > 1)
 			json_object_set_new(o, "cpu", json_string(rm_nccl_cpu_name(model.cpu)));
-		json_object_set_new(o, "cta_policy", json_string(rm_nccl_cta_policy_name(model.cta_policy)));
-		json_object_set_new(o, "registration", json_string(rm_nccl_registration_name(model.registration)));
+		if (policy != RM_NCCL_CTA_DEFAULT || reg != RM_NCCL_REG_NONE) {
+			json_object_set_new(o, "cta_policy", json_string(rm_nccl_cta_policy_name(policy)));
+			json_object_set_new(o, "registration", json_string(rm_nccl_registration_name(reg)));
+			const char *why = buffers_note(&q, &e, policy, reg);
+			if (why)
+				json_object_set_new(o, "note", json_string(why));
+		}
 		if (all) {
 			json_t *pairs = json_array();
 			for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)
@@ -328,6 +348,9 @@ int cli_cmd_collective(int argc, char **argv)
 		       rm_nccl_proto_name(e.proto), e.channels);
 	if (e.efficiency < 1.0)
 		printf("  measured size efficiency %.3f applied to the bandwidth (--raw to omit)\n", e.efficiency);
+	const char *why = buffers_note(&q, &e, policy, reg);
+	if (why)
+		printf("  note      %s\n", why);
 	if (all) {
 		printf("\n  %-9s %-7s %11s %11s %3s\n", "algorithm", "proto", "time us", "busBW", "ch");
 		for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)

@@ -7,7 +7,10 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "remora/cost.h"
 #include "remora/nccl.h"
@@ -394,4 +397,50 @@ Test(nccl_ce, scenario_keys_are_checked)
 		     "needs NCCL 2.28 or later");
 	expect_error("model: llama-2-7b\nscheduler:\n  nccl_version: \"2.26\"\n  nccl_registration: symmetric\n", 4,
 		     22, "symmetric registration");
+}
+
+/* `remora collective ARGS` with stderr merged: its exit status, and whether out holds needle. */
+static int collective_cli(const char *args, const char *needle)
+{
+	const char *bin = getenv("REMORA_BIN");
+	cr_assert_not_null(bin, "REMORA_BIN must name the remora executable");
+	char cmd[1024], out[8192];
+	snprintf(cmd, sizeof(cmd), "'%s' collective %s 2>&1", bin, args);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	int status = pclose(p);
+	cr_assert(strstr(out, needle), "`remora collective %s` printed '%s', lacking '%s'", args, out, needle);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The flags show the path: the copy engines with 0 SMs, the symmetric kernel and its CTAs, why a
+ * setting did not apply; bad values and releases without the feature are bad usage (2). */
+Test(nccl_ce, command_line)
+{
+	cr_assert_eq(collective_cli("--op all-gather --bytes 8MiB --gpus 8 --cta-policy zero --registration symmetric",
+				    "CopyEngine (cudaMemcpyBatchAsync), 0 channels (no SM held)"),
+		     0);
+	cr_assert_eq(collective_cli("--op all-gather --bytes 8MiB --gpus 8 --cta-policy zero --registration symmetric",
+				    "time      65.27 us"),
+		     0);
+	cr_assert_eq(collective_cli("--op all-reduce --bytes 64KiB --gpus 8 --registration symmetric --json",
+				    "\"kernel\": \"AllReduce_RSxLDMC_AGxSTMC\""),
+		     0);
+	cr_assert_eq(collective_cli("--op all-gather --bytes 8MiB --gpus 8 --cta-policy zero",
+				    "the copy engines need symmetric windows"),
+		     0);
+	cr_assert_eq(collective_cli("--op all-gather --bytes 64MiB --gpus 16 --nodes 2 --registration symmetric",
+				    "inside one node only"),
+		     0);
+	cr_assert_eq(collective_cli("--op all-gather --bytes 8MiB --gpus 8 --cta-policy fast",
+				    "--cta-policy: unknown policy 'fast' (default, efficiency, zero)"),
+		     2);
+	cr_assert_eq(collective_cli("--op all-gather --bytes 8MiB --gpus 8 --registration window",
+				    "unknown registration 'window'"),
+		     2);
+	cr_assert_eq(collective_cli("--op all-gather --bytes 8MiB --gpus 8 --cta-policy zero --nccl-version 2.27.7",
+				    "needs NCCL 2.28 or later, not 2.27.7"),
+		     2);
 }

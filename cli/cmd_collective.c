@@ -32,6 +32,12 @@ static void collective_usage(FILE *out)
 		"                         patch releases; 2.18 and 2.19-2.22 differ)\n"
 		"      --cpu VENDOR       host CPU across nodes: intel (default), amd, mixed, other;\n"
 		"                         sets NCCL's LL cap and network posting overhead\n"
+		"      --cta-policy P     as NCCL_CTA_POLICY: default, efficiency (2.27+), zero (2.28+:\n"
+		"                         copy-engine all-gather / all-to-all, 0 SMs, with --registration\n"
+		"                         symmetric on one node)\n"
+		"      --registration R   the buffers: none (default), buffer (ncclCommRegister),\n"
+		"                         symmetric (ncclCommWindowRegister, 2.27+: NCCL's symmetric-\n"
+		"                         memory kernels on one node)\n"
 		"      --raw              NCCL's own model, without the measured size efficiency\n"
 		"                         (and, across nodes, without the measured fabric cap)\n"
 		"      --all              also list every (algorithm, protocol) pair's time\n"
@@ -54,6 +60,8 @@ static json_t *estimate_json(const rm_coll_query *q, const rm_coll_estimate *e)
 	json_object_set_new(o, "algorithm", json_string(rm_nccl_algo_name(e->algo)));
 	json_object_set_new(o, "protocol", json_string(rm_nccl_proto_name(e->proto)));
 	json_object_set_new(o, "channels", json_integer(e->channels));
+	if (e->algo == RM_NCCL_ALGO_SYMMETRIC)
+		json_object_set_new(o, "kernel", json_string(rm_nccl_symk_name(e->symk)));
 	json_object_set_new(o, "efficiency", json_real(e->efficiency));
 	return o;
 }
@@ -131,9 +139,24 @@ static int run_table(const rm_nccl_model *model, bool json)
 	return CLI_EXIT_OK;
 }
 
+/* Why the --cta-policy / --registration asked for did not change the path NCCL takes, or NULL. */
+static const char *buffers_note(const rm_coll_query *q, const rm_coll_estimate *e, rm_nccl_cta_policy policy,
+				rm_nccl_registration reg)
+{
+	if (e->algo == RM_NCCL_ALGO_CE || e->algo == RM_NCCL_ALGO_SYMMETRIC || e->algo == RM_NCCL_ALGO_LOCAL)
+		return NULL;
+	if (reg == RM_NCCL_REG_SYMMETRIC && q->nodes > 1)
+		return "symmetric kernels and copy engines run inside one node only: the tuner's choice runs";
+	if (policy == RM_NCCL_CTA_ZERO && reg != RM_NCCL_REG_SYMMETRIC)
+		return "the copy engines need symmetric windows (--registration symmetric): the tuner's choice runs";
+	if (policy == RM_NCCL_CTA_EFFICIENCY && reg == RM_NCCL_REG_NONE)
+		return "the efficiency policy's NVLS needs registered buffers (--registration buffer)";
+	return NULL;
+}
+
 int cli_cmd_collective(int argc, char **argv)
 {
-	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL, OPT_CPU };
+	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL, OPT_CPU, OPT_POLICY, OPT_REG };
 	static const struct option longopts[] = {
 		{"op", required_argument, NULL, 'o'},
 		{"bytes", required_argument, NULL, 'b'},
@@ -145,6 +168,8 @@ int cli_cmd_collective(int argc, char **argv)
 		{"nccl-version", required_argument, NULL, OPT_VERSION},
 		{"raw", no_argument, NULL, OPT_RAW},
 		{"cpu", required_argument, NULL, OPT_CPU},
+		{"cta-policy", required_argument, NULL, OPT_POLICY},
+		{"registration", required_argument, NULL, OPT_REG},
 		{"all", no_argument, NULL, OPT_ALL},
 		{"table", no_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -155,6 +180,8 @@ int cli_cmd_collective(int argc, char **argv)
 	int64_t bytes = -1, gpus = 0, nodes = 1;
 	bool raw = false, all = false, table = false, json = false;
 	rm_nccl_cpu cpu = RM_NCCL_CPU_INTEL;
+	rm_nccl_cta_policy policy = RM_NCCL_CTA_DEFAULT;
+	rm_nccl_registration reg = RM_NCCL_REG_NONE;
 	int c;
 	rm_error err;
 	rm_error_clear(&err);
@@ -198,6 +225,17 @@ int cli_cmd_collective(int argc, char **argv)
 				return cli_usage_error("collective", "--cpu: unknown vendor '%s' (intel, amd, mixed, other)",
 						       optarg);
 			break;
+		case OPT_POLICY:
+			if (!rm_nccl_cta_policy_parse(optarg, &policy))
+				return cli_usage_error("collective",
+						       "--cta-policy: unknown policy '%s' (default, efficiency, zero)", optarg);
+			break;
+		case OPT_REG:
+			if (!rm_nccl_registration_parse(optarg, &reg))
+				return cli_usage_error("collective",
+						       "--registration: unknown registration '%s' (none, buffer, symmetric)",
+						       optarg);
+			break;
 		case OPT_ALL:
 			all = true;
 			break;
@@ -237,6 +275,8 @@ int cli_cmd_collective(int argc, char **argv)
 	const rm_hw_profile *hw = &hw_store;
 	model.calibrated = !raw;
 	model.cpu = cpu;
+	if (rm_nccl_model_set_buffers(&model, policy, reg, &err) != RM_OK)
+		return cli_usage_error("collective", "--cta-policy/--registration: %s", err.msg);
 	if (table)
 		return run_table(&model, json);
 
@@ -268,6 +308,13 @@ int cli_cmd_collective(int argc, char **argv)
 				    json_string(rm_nccl_model_version_label(&model, label, sizeof(label))));
 		if (q.nodes > 1)
 			json_object_set_new(o, "cpu", json_string(rm_nccl_cpu_name(model.cpu)));
+		if (policy != RM_NCCL_CTA_DEFAULT || reg != RM_NCCL_REG_NONE) {
+			json_object_set_new(o, "cta_policy", json_string(rm_nccl_cta_policy_name(policy)));
+			json_object_set_new(o, "registration", json_string(rm_nccl_registration_name(reg)));
+			const char *why = buffers_note(&q, &e, policy, reg);
+			if (why)
+				json_object_set_new(o, "note", json_string(why));
+		}
 		if (all) {
 			json_t *pairs = json_array();
 			for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)
@@ -289,10 +336,21 @@ int cli_cmd_collective(int argc, char **argv)
 		printf("  hosts     %s CPUs, %d GPU(s) per node\n", rm_nccl_cpu_name(model.cpu), q.ranks / q.nodes);
 	printf("  time      %.2f us (latency %.2f us)\n", e.time_us, e.latency_us);
 	printf("  algBW     %.2f GB/s\n  busBW     %.2f GB/s\n", e.algbw_GBps, e.busbw_GBps);
-	printf("  algorithm %s, protocol %s, %d channels (SMs held)\n", rm_nccl_algo_name(e.algo),
-	       rm_nccl_proto_name(e.proto), e.channels);
+	if (policy != RM_NCCL_CTA_DEFAULT || reg != RM_NCCL_REG_NONE)
+		printf("  buffers   CTA policy %s, registration %s\n", rm_nccl_cta_policy_name(policy),
+		       rm_nccl_registration_name(reg));
+	if (e.algo == RM_NCCL_ALGO_CE)
+		printf("  algorithm CopyEngine (cudaMemcpyBatchAsync), 0 channels (no SM held)\n");
+	else if (e.algo == RM_NCCL_ALGO_SYMMETRIC)
+		printf("  algorithm Symmetric kernel %s, %d CTAs (SMs held)\n", rm_nccl_symk_name(e.symk), e.channels);
+	else
+		printf("  algorithm %s, protocol %s, %d channels (SMs held)\n", rm_nccl_algo_name(e.algo),
+		       rm_nccl_proto_name(e.proto), e.channels);
 	if (e.efficiency < 1.0)
 		printf("  measured size efficiency %.3f applied to the bandwidth (--raw to omit)\n", e.efficiency);
+	const char *why = buffers_note(&q, &e, policy, reg);
+	if (why)
+		printf("  note      %s\n", why);
 	if (all) {
 		printf("\n  %-9s %-7s %11s %11s %3s\n", "algorithm", "proto", "time us", "busBW", "ch");
 		for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)

@@ -550,6 +550,10 @@ static int run(const char *cmd, int argc, char **argv)
 		else
 			printf("  runtime    collectives on their own stream, all-gathers %d layer(s) ahead (not XLA)\n",
 			       res.sched.prefetch_depth);
+		if (res.cost.nccl.cta_policy != RM_NCCL_CTA_DEFAULT || res.cost.nccl.registration != RM_NCCL_REG_NONE)
+			printf("  NCCL       CTA policy %s, buffers registered: %s (docs/collectives.md)\n",
+			       rm_nccl_cta_policy_name(res.cost.nccl.cta_policy),
+			       rm_nccl_registration_name(res.cost.nccl.registration));
 		printf("  kernels    %s attention%s%s, GPU at %.4g W%s\n\n", rm_attention_kernel_name(res.cost.kernels.attention),
 		       res.train.gemm_dtype == RM_DTYPE_FP8_E4M3 ? ", fp8 GEMMs" : "",
 		       res.train.loss != RM_LOSS_PLAIN ? (res.train.loss == RM_LOSS_CHUNKED ? ", chunked loss" : ", fused loss") : "",

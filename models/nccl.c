@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "remora/cost.h"
 #include "remora/nccl.h"
 
 enum { LINK_NVLINK, LINK_PCI, LINK_NET, LINK_COUNT };
@@ -218,6 +219,18 @@ static const eff_point eff_nvls_ar[] = {
 	{22, 0.526}, {24, 0.622}, {26, 0.819}, {28, 0.903}, {30, 0.982}, {33, 1.0},
 };
 
+static const eff_point eff_ce_ag[] = {
+	/* NCCL_CTA_POLICY_ZERO all-gather (calibrated model), 8 GPUs: github.com/pytorch/pytorch/pull/182850
+	 * measured NCCL and copy-engine all-gathers of 1 / 4 / 16 MiB shards (8 / 32 / 128 MiB
+	 * buffers) at 12.4 / 57.2 / 229.4 and 9.4 / 37.7 / 149.1 GB/s in one harness; the copy engine
+	 * took 1.319 / 1.517 / 1.539x NCCL's time. eff = (copy-engine bytes term) / (ratio x the
+	 * calibrated NCCL model's time - copy-engine latency) keeps those ratios: 0.403, 0.490, 0.553.
+	 * No copy-engine row at 512 MiB: 1.0 there, the nvbandwidth rate; pull/172714's overlapped
+	 * step (a 512 MiB copy-engine all-gather beside an 8192^3 matmul in 1.77 ms) bounds it from
+	 * below at 0.72. docs/collectives.md 'Symmetric kernels and copy engines'. */
+	{23, 0.403}, {25, 0.490}, {27, 0.553}, {29, 1.0},
+};
+
 static double interp_eff(const eff_point *pts, size_t n, double bytes)
 {
 	if (bytes <= 0)
@@ -292,7 +305,8 @@ double rm_coll_busbw_factor(rm_coll coll, int ranks)
 	}
 }
 
-static const char *const algo_names[] = {"Ring", "Tree", "NVLS", "NVLSTree", "PAT", "P2P", "Local"};
+static const char *const algo_names[] = {"Ring", "Tree", "NVLS", "NVLSTree", "PAT", "P2P", "Local", "Symmetric",
+					 "CopyEngine"};
 static const char *const proto_names[NP] = {"LL", "LL128", "Simple"};
 
 const char *rm_nccl_algo_name(rm_nccl_algo algo)
@@ -366,6 +380,46 @@ bool rm_nccl_cpu_parse(const char *name, rm_nccl_cpu *out)
 		*out = RM_NCCL_CPU_OTHER;
 		return true;
 	}
+	return false;
+}
+
+/* NCCL's names of the policies (nccl.h NCCL_CTA_POLICY_DEFAULT 0x00, _EFFICIENCY 0x01, _ZERO 0x02) */
+static const char *const cta_policy_names[RM_NCCL_CTA_COUNT] = {"default", "efficiency", "zero"};
+
+const char *rm_nccl_cta_policy_name(rm_nccl_cta_policy policy)
+{
+	return (unsigned)policy < RM_NCCL_CTA_COUNT ? cta_policy_names[policy] : "unknown";
+}
+
+bool rm_nccl_cta_policy_parse(const char *name, rm_nccl_cta_policy *out)
+{
+	static const char prefix[] = "NCCL_CTA_POLICY_";
+	if (strncasecmp(name, prefix, sizeof(prefix) - 1) == 0)
+		name += sizeof(prefix) - 1;
+	for (int i = 0; i < RM_NCCL_CTA_COUNT; i++) {
+		char digit[2] = {(char)('0' + i), '\0'};
+		if (strcasecmp(name, cta_policy_names[i]) == 0 || strcmp(name, digit) == 0) {
+			*out = (rm_nccl_cta_policy)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+static const char *const registration_names[RM_NCCL_REG_COUNT] = {"none", "buffer", "symmetric"};
+
+const char *rm_nccl_registration_name(rm_nccl_registration reg)
+{
+	return (unsigned)reg < RM_NCCL_REG_COUNT ? registration_names[reg] : "unknown";
+}
+
+bool rm_nccl_registration_parse(const char *name, rm_nccl_registration *out)
+{
+	for (int i = 0; i < RM_NCCL_REG_COUNT; i++)
+		if (strcasecmp(name, registration_names[i]) == 0) {
+			*out = (rm_nccl_registration)i;
+			return true;
+		}
 	return false;
 }
 
@@ -446,6 +500,8 @@ rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, cons
 	model->k = NULL;
 	model->calibrated = true;
 	model->cpu = RM_NCCL_CPU_INTEL;
+	model->cta_policy = RM_NCCL_CTA_DEFAULT;
+	model->registration = RM_NCCL_REG_NONE;
 	model->n_overrides = 0;
 	model->version[0] = '\0';
 	int major = 2, minor = 28;
@@ -509,6 +565,35 @@ bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov
 		return false;
 	model->overrides[model->n_overrides++] = *ov;
 	return true;
+}
+
+rm_status rm_nccl_model_set_buffers(rm_nccl_model *model, rm_nccl_cta_policy policy, rm_nccl_registration reg,
+				    rm_error *err)
+{
+	char label[96];
+	if ((unsigned)policy >= RM_NCCL_CTA_COUNT || (unsigned)reg >= RM_NCCL_REG_COUNT)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "unknown CTA policy or registration");
+	/* nccl.h: NCCL_CTA_POLICY_EFFICIENCY and ncclCommWindowRegister from 2.27.3, NCCL_CTA_POLICY_ZERO
+	 * (src/ce_coll.cc) from 2.28.3 */
+	const char *what = NULL;
+	int need = 0;
+	if (policy == RM_NCCL_CTA_ZERO) {
+		what = "CTA policy zero (copy-engine collectives)";
+		need = 28;
+	} else if (policy == RM_NCCL_CTA_EFFICIENCY) {
+		what = "CTA policy efficiency";
+		need = 27;
+	}
+	if (reg == RM_NCCL_REG_SYMMETRIC && need < 27) {
+		what = "symmetric registration (ncclCommWindowRegister)";
+		need = 27;
+	}
+	if (model->minor < need)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "%s needs NCCL 2.%d or later, not %s", what, need,
+				    rm_nccl_model_version_label(model, label, sizeof(label)));
+	model->cta_policy = policy;
+	model->registration = reg;
+	return RM_OK;
 }
 
 rm_coll_query rm_coll_query_make(rm_coll coll, int64_t bytes, int ranks, int nodes)
@@ -912,6 +997,267 @@ static void p2p_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll
 	e->busbw_GBps = e->algbw_GBps * rm_coll_busbw_factor(q->coll, q->ranks);
 }
 
+/* ---- symmetric-memory kernels and copy-engine collectives (2.27 / 2.28) ---- */
+
+static const char *const symk_names[RM_NCCL_SYMK_COUNT] = {
+	"",
+	"AllReduce_AGxLL_R",
+	"AllReduce_AGxLLMC_R",
+	"AllReduce_RSxLD_AGxST",
+	"AllReduce_RSxLDMC_AGxSTMC",
+	"AllGather_LL",
+	"AllGather_LLMC",
+	"AllGather_ST",
+	"AllGather_STMC",
+	"ReduceScatter_LL",
+	"ReduceScatter_LD",
+	"ReduceScatter_LDMC",
+};
+
+const char *rm_nccl_symk_name(rm_nccl_symk kernel)
+{
+	return (unsigned)kernel < RM_NCCL_SYMK_COUNT ? symk_names[kernel] : "unknown";
+}
+
+/*
+ * NVIDIA/nccl src/sym_kernels.cc at v2.28.9-1 (src/symmetric.cc at v2.27.3-1, the same model),
+ * sm_90 and older (every remora profile): ncclSymkMaxBlocks 64 CTAs of 512 threads; the multicast
+ * kernels at most ceil(16 / nRanks) CTAs; base latency 4.5 us (LL kernels) or 7.8 us; 65 GiB/s per
+ * CTA for all-reduce, 44 for the others; peak 480 GiB/s for AllReduce_RSxLDMC_AGxSTMC, 320 for the
+ * others; LL kernels count 9x the bytes ("2X the bytes, plus some processing, plus no unrolling").
+ */
+enum { SYMK_MAX_BLOCKS = 64, SYMK_LL_BUS_FACTOR = 9 };
+#define SYMK_GiBps_TO_B_PER_US ((double)(1 << 30) / 1.0e6)
+#define SYMK_SM_PENALTY 0.025f /* ncclSymkPickKernel: 2.5% more time per CTA held */
+
+/* sym_kernels.cc softmin / softplus: smooth min(x, ceiling) and max(0, x). */
+static double symk_softmin(double x, double ceiling, double softness)
+{
+	return ceiling - softness * log1p((exp(ceiling / softness) - 1.0) * exp(-x / softness));
+}
+
+static double symk_softplus(double x, double softness)
+{
+	double z = x / softness;
+	return z >= 100.0 ? x : softness * log1p(exp(z));
+}
+
+/* sym_kernels.cc model(): time in us of bus_bytes on n_sms CTAs. */
+static double symk_time(double bus_bytes, double base_lat, int n_sms, double sm_bw, double mult, double peak)
+{
+	double bw = symk_softmin(n_sms * sm_bw * mult, peak, sm_bw);
+	return base_lat + symk_softplus(bus_bytes / bw - 1.0, 1.0);
+}
+
+static bool symk_is_ll(rm_nccl_symk k)
+{
+	return k == RM_NCCL_SYMK_AR_AGxLL_R || k == RM_NCCL_SYMK_AR_AGxLLMC_R || k == RM_NCCL_SYMK_AG_LL ||
+	       k == RM_NCCL_SYMK_AG_LLMC || k == RM_NCCL_SYMK_RS_LL;
+}
+
+static bool symk_is_mc(rm_nccl_symk k)
+{
+	return k == RM_NCCL_SYMK_AR_AGxLLMC_R || k == RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC || k == RM_NCCL_SYMK_AG_LLMC ||
+	       k == RM_NCCL_SYMK_AG_STMC || k == RM_NCCL_SYMK_RS_LDMC;
+}
+
+/* sym_kernels.cc queryModel(): the time at the most CTAs, then the fewest CTAs within 2.5% of it
+ * (config.minCTAs 1, maxCTAs 64 by default; NCCL_SYM_CTAS unset). n_bytes: the per-rank count's
+ * bytes for all-gather / reduce-scatter, the buffer for all-reduce. */
+static void symk_query(rm_nccl_symk k, int n, double n_bytes, float *time_us, int *blocks)
+{
+	int max_blocks = SYMK_MAX_BLOCKS;
+	double bus = n_bytes, mult = 1.0;
+	switch (k) {
+	case RM_NCCL_SYMK_AR_AGxLL_R:
+	case RM_NCCL_SYMK_AG_LL:
+	case RM_NCCL_SYMK_RS_LL:
+		bus = (double)n * n_bytes * SYMK_LL_BUS_FACTOR;
+		break;
+	case RM_NCCL_SYMK_AR_AGxLLMC_R:
+	case RM_NCCL_SYMK_AG_LLMC:
+		bus = (double)n * n_bytes * SYMK_LL_BUS_FACTOR;
+		mult = 1.1; /* "To beat non-MC LL" */
+		break;
+	case RM_NCCL_SYMK_AR_RSxLD_AGxST:
+		/* size_t arithmetic: 2 nBytes (n-1) / n, truncated */
+		bus = (double)(((int64_t)n_bytes * 2 * (n - 1)) / n);
+		break;
+	case RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC:
+		bus = (double)((int64_t)n_bytes / n) + n_bytes;
+		mult = n;
+		max_blocks = (16 + n - 1) / n;
+		break;
+	case RM_NCCL_SYMK_AG_ST:
+	case RM_NCCL_SYMK_RS_LD:
+		bus = (double)(n - 1) * n_bytes;
+		break;
+	case RM_NCCL_SYMK_AG_STMC:
+	case RM_NCCL_SYMK_RS_LDMC:
+		bus = (double)(n - 1) * n_bytes; /* NCCL: "Wrong ... but we want to beat non-MC" */
+		mult = 0.55 * n;
+		max_blocks = (16 + n - 1) / n;
+		break;
+	default:
+		break;
+	}
+	bool ar = k >= RM_NCCL_SYMK_AR_AGxLL_R && k <= RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC;
+	double base = symk_is_ll(k) ? 4.5 : 7.8;
+	double sm_bw = (ar ? 65.0 : 44.0) * SYMK_GiBps_TO_B_PER_US;
+	double peak = (k == RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC ? 480.0 : 320.0) * SYMK_GiBps_TO_B_PER_US;
+	double best = symk_time(bus, base, max_blocks, sm_bw, mult, peak);
+	*blocks = max_blocks;
+	*time_us = (float)best;
+	for (int b = 1; b < max_blocks; b++) {
+		double t = symk_time(bus, base, b, sm_bw, mult, peak);
+		if (t <= 1.025 * (float)best) {
+			*blocks = b;
+			*time_us = (float)t;
+			break;
+		}
+	}
+}
+
+static bool nvls_supported(const rm_nccl_model *m, int ppn)
+{
+	/* src/transport/nvls.cc ncclNvlsInit: NVLS needs NVSwitch SHARP and more than 2 GPUs */
+	return m->hw.nccl_nvls_bw_GBps > 0 && m->hw.nccl_nvls_channels > 0 && ppn > 2;
+}
+
+/*
+ * ncclSymkPickKernel: among the kernels of the collective that the communicator can run
+ * (multicast ones need NVLS; LL ones under 2 GiB of bus bytes; nothing at 64 GiB or more), the
+ * lowest time x (1 + 2.5% per CTA). Symmetric kernels run inside one node only (ncclSymkMask:
+ * nNodes > 1 masks every one). False when none applies.
+ */
+static bool symk_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll_estimate *e)
+{
+	static const rm_nccl_symk ar[] = {RM_NCCL_SYMK_AR_AGxLL_R, RM_NCCL_SYMK_AR_AGxLLMC_R,
+					  RM_NCCL_SYMK_AR_RSxLD_AGxST, RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC};
+	static const rm_nccl_symk ag[] = {RM_NCCL_SYMK_AG_LL, RM_NCCL_SYMK_AG_LLMC, RM_NCCL_SYMK_AG_ST,
+					  RM_NCCL_SYMK_AG_STMC};
+	static const rm_nccl_symk rs[] = {RM_NCCL_SYMK_RS_LL, RM_NCCL_SYMK_RS_LD, RM_NCCL_SYMK_RS_LDMC};
+	const rm_nccl_symk *list;
+	size_t count;
+	if (m->registration != RM_NCCL_REG_SYMMETRIC || m->minor < 27 || q->nodes != 1)
+		return false;
+	switch (q->coll) {
+	case RM_COLL_ALL_REDUCE:
+		list = ar, count = RM_ARRAY_SIZE(ar);
+		break;
+	case RM_COLL_ALL_GATHER:
+		list = ag, count = RM_ARRAY_SIZE(ag);
+		break;
+	case RM_COLL_REDUCE_SCATTER:
+		list = rs, count = RM_ARRAY_SIZE(rs);
+		break;
+	default:
+		return false;
+	}
+	int n = q->ranks;
+	bool ar_coll = q->coll == RM_COLL_ALL_REDUCE;
+	/* NCCL's count: per rank for all-gather (sendcount) and reduce-scatter (recvcount); from 2.28
+	 * aligned up to whole 1 KiB cells (NCCL_SYM_KERNEL_CELL_SIZE, symmetric_sched.cc) */
+	int64_t n_bytes = ar_coll ? q->bytes : q->bytes / n;
+	if (m->minor >= 28)
+		n_bytes = (n_bytes + 1023) / 1024 * 1024;
+	int64_t bus_bytes = (ar_coll ? 1 : n) * n_bytes;
+	if (bus_bytes >= 32 * (INT64_C(2) << 30))
+		return false;
+	bool nvls = nvls_supported(m, n);
+	rm_nccl_symk best = RM_NCCL_SYMK_NONE;
+	float best_time = 1.e30f;
+	int best_blocks = 999;
+	for (size_t i = 0; i < count; i++) {
+		rm_nccl_symk k = list[i];
+		if ((symk_is_mc(k) && !nvls) || (symk_is_ll(k) && bus_bytes >= (INT64_C(2) << 30)))
+			continue;
+		float t;
+		int b;
+		symk_query(k, n, (double)n_bytes, &t, &b);
+		if (t * (1.0f + SYMK_SM_PENALTY * b) < best_time * (1.0f + SYMK_SM_PENALTY * best_blocks)) {
+			best = k;
+			best_time = t;
+			best_blocks = b;
+		}
+	}
+	if (best == RM_NCCL_SYMK_NONE)
+		return false;
+	*e = (rm_coll_estimate){.algo = RM_NCCL_ALGO_SYMMETRIC, .proto = RM_NCCL_PROTO_SIMPLE, .efficiency = 1.0,
+				.channels = best_blocks, .symk = best};
+	e->time_us = best_time;
+	e->latency_us = symk_is_ll(best) ? 4.5 : 7.8;
+	e->algbw_GBps = e->time_us > 0 ? (double)q->bytes / (e->time_us * 1e3) : 0.0;
+	e->busbw_GBps = e->algbw_GBps * rm_coll_busbw_factor(q->coll, q->ranks);
+	return true;
+}
+
+/*
+ * Stream operations of one copy-engine collective (src/ce_coll.cc ncclCeAllGather /
+ * ncclCeAlltoAll at v2.28.9-1): a ready barrier (a 4-byte flag write to the multicast window and
+ * one cuStreamBatchMemOp waiting on the n-1 peers' flags), one cudaMemcpyBatchAsync of the
+ * pushes to every peer, and a completion barrier of the same two operations.
+ */
+enum { CE_STREAM_OPS = 5, CE_FLAG_CROSSINGS = 2 };
+
+/*
+ * NCCL's copy-engine all-gather / all-to-all (ncclCeImplemented: AllGather, AlltoAll, also
+ * Scatter/Gather; CUDA driver 12.5+), taken by enqueue.cc taskAppend when the communicator is on
+ * one node, both buffers are in symmetric windows and the policy is ZERO. NCCL has no cost model
+ * for it; remora's: CE_STREAM_OPS launches (hw.launch_us each) and CE_FLAG_CROSSINGS NVLink flag
+ * hops (tuning.cc hwLat NVLink ring LL, 0.6 us), then each GPU pushes (n-1)/n of the buffer to its
+ * peers at the measured copy-engine bandwidth (RM_CE_D2D_GBPS_H100, scaled by the profile's NVLink
+ * over H100's 450 GB/s; P2P copy rate without NVLink); calibrated, that rate times the measured
+ * all-gather efficiency eff_ce_ag (0.40 at 8 MiB to 1.0 at 512 MiB). Holds no SM. Up to 8 pushes per batch:
+ * NCCL's extra barrier every 8 copies of 512 MiB or more (CE_COLL_INTRA_BATCH_SYNC_*) applies only
+ * to groups of more than 8 and is not modelled.
+ */
+static bool ce_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll_estimate *e)
+{
+	if (m->cta_policy != RM_NCCL_CTA_ZERO || m->registration != RM_NCCL_REG_SYMMETRIC || m->minor < 28 ||
+	    q->nodes != 1 || (q->coll != RM_COLL_ALL_GATHER && q->coll != RM_COLL_ALL_TO_ALL))
+		return false;
+	double n = q->ranks;
+	double bw_GBps = m->hw.nvlink_GBps > 0 ? RM_CE_D2D_GBPS_H100 * m->hw.nvlink_GBps / 450.0 : m->hw.p2p_GBps;
+	double lat = CE_STREAM_OPS * m->hw.launch_us + CE_FLAG_CROSSINGS * m->k->hw_lat[LINK_NVLINK][A_RING][P_LL];
+	/* calibrated: the measured all-gather curve (eff_ce_ag); all-to-all has no measurement */
+	double eff = m->calibrated && q->coll == RM_COLL_ALL_GATHER
+			     ? interp_eff(eff_ce_ag, RM_ARRAY_SIZE(eff_ce_ag), (double)q->bytes)
+			     : 1.0;
+	*e = (rm_coll_estimate){.algo = RM_NCCL_ALGO_CE, .proto = RM_NCCL_PROTO_SIMPLE, .efficiency = eff};
+	e->latency_us = lat;
+	e->time_us = lat + (bw_GBps > 0 ? (n - 1.0) / n * (double)q->bytes / (bw_GBps * eff * 1e3) : 0.0);
+	e->algbw_GBps = e->time_us > 0 ? (double)q->bytes / (e->time_us * 1e3) : 0.0;
+	e->busbw_GBps = e->algbw_GBps * rm_coll_busbw_factor(q->coll, q->ranks);
+	return true;
+}
+
+/*
+ * enqueue.cc ncclGetAlgoInfo under NCCL_CTA_POLICY_EFFICIENCY (2.27+, NCCL_ALGO / NCCL_PROTO
+ * unset, registered buffers): an all-gather or reduce-scatter on one NVLS node switches to NVLS
+ * Simple on ncclNvlsRegResourcesQuery's CTAs, ceil(4 x 8 / heads) for all-gather and
+ * ceil(5 x 8 / heads) for reduce-scatter on sm_90 (nvls.cc; 4 and 5 with 8 heads), when that is
+ * no more than the tuned choice's channels. Its time is NCCL's NVLS estimate (NCCL does not
+ * re-estimate). Across nodes it needs CollNet, which is not modelled.
+ */
+static void efficiency_nvls(const rm_nccl_model *m, const rm_coll_query *q, const topo *t, rm_coll_estimate *best)
+{
+	if (m->cta_policy != RM_NCCL_CTA_EFFICIENCY || m->registration == RM_NCCL_REG_NONE || m->minor < 27 ||
+	    q->algo_mask != RM_NCCL_ALL_ALGOS || q->proto_mask != RM_NCCL_ALL_PROTOS || t->nodes != 1 ||
+	    (q->coll != RM_COLL_ALL_GATHER && q->coll != RM_COLL_REDUCE_SCATTER) || !nvls_supported(m, t->ppn))
+		return;
+	int heads = t->ppn; /* one NVLS head per GPU of the node (docs/reference/nccl-model.md) */
+	int factor = q->coll == RM_COLL_REDUCE_SCATTER ? 5 * 8 : 4 * 8;
+	int rec = (factor + heads - 1) / heads;
+	if (rec > best->channels)
+		return;
+	rm_coll_estimate e;
+	if (pair_time_on(m, q, t, RM_NCCL_ALGO_NVLS, RM_NCCL_PROTO_SIMPLE, &e) < 0)
+		return;
+	e.channels = rec;
+	*best = e;
+}
+
 rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll_estimate *out,
 			   rm_error *err)
 {
@@ -943,6 +1289,10 @@ rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_co
 		out->algbw_GBps = out->time_us > 0 ? (double)q->bytes / (out->time_us * 1e3) : 0.0;
 		return RM_OK;
 	}
+	/* NCCL 2.28 enqueue: copy engines (taskAppend), then symmetric kernels (ncclPrepareTasks), both
+	 * before the tuner */
+	if (ce_estimate(m, q, out) || symk_estimate(m, q, out))
+		return RM_OK;
 	if (q->coll == RM_COLL_ALL_TO_ALL || q->coll == RM_COLL_SEND_RECV) {
 		p2p_estimate(m, q, out);
 		return RM_OK;
@@ -985,6 +1335,7 @@ rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_co
 				    rm_coll_name(q->coll), q->ranks, q->nodes, m->hw.name,
 				    algos[0] ? algos : "none", protos[0] ? protos : "none");
 	}
+	efficiency_nvls(m, q, &t, &best);
 	*out = best;
 	return RM_OK;
 }

@@ -95,6 +95,8 @@ static const key_desc keys[] = {
 	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 1 << 20},
 	{"scheduler.allocator", K_STR, S(allocator), 0, 0, 0},
 	{"scheduler.collective_engine", K_STR, S(collective_engine), 0, 0, 0},
+	{"scheduler.nccl_cta_policy", K_STR, S(nccl_cta_policy), 0, 0, 0},
+	{"scheduler.nccl_registration", K_STR, S(nccl_registration), 0, 0, 0},
 	{"memory_headroom_gib", K_DOUBLE, S(memory_headroom_gib), 0, 0, 1 << 20},
 	{"search.names", K_NAMES, L(search_names, n_search_names), 0, 0},
 	{"search.policies", K_STRLIST, L(search_policies, n_search_policies), 0, 0},
@@ -1048,6 +1050,28 @@ const char *rm_scenario_hardware_spec(const rm_scenario *sc, char *buf, size_t s
 	return buf;
 }
 
+/* scheduler.nccl_cta_policy and scheduler.nccl_registration onto the NCCL model (remora/nccl.h
+ * rm_nccl_model_set_buffers; docs/collectives.md 'Symmetric kernels and copy engines'). */
+static rm_status nccl_buffers(const rm_scenario *sc, rm_nccl_model *nccl, rm_error *err)
+{
+	rm_nccl_cta_policy policy = RM_NCCL_CTA_DEFAULT;
+	rm_nccl_registration reg = RM_NCCL_REG_NONE;
+	if (sc->nccl_cta_policy[0] && !rm_nccl_cta_policy_parse(sc->nccl_cta_policy, &policy))
+		return key_error(sc, "scheduler.nccl_cta_policy", err, RM_INVALID,
+				 "expected default, efficiency or zero, got \"%s\"", sc->nccl_cta_policy);
+	if (sc->nccl_registration[0] && !rm_nccl_registration_parse(sc->nccl_registration, &reg))
+		return key_error(sc, "scheduler.nccl_registration", err, RM_INVALID,
+				 "expected none, buffer or symmetric, got \"%s\"", sc->nccl_registration);
+	if (policy == RM_NCCL_CTA_ZERO && strcasecmp(sc->collective_engine, "copy_engine") == 0)
+		return key_error(sc, "scheduler.nccl_cta_policy", err, RM_INVALID,
+				 "zero and scheduler.collective_engine copy_engine both put the all-gathers on the "
+				 "copy engines (NCCL's path and the generic one); set one");
+	if (rm_nccl_model_set_buffers(nccl, policy, reg, err) != RM_OK)
+		return at_key(sc, policy != RM_NCCL_CTA_DEFAULT ? "scheduler.nccl_cta_policy" : "scheduler.nccl_registration",
+			      err);
+	return RM_OK;
+}
+
 /* hardware: {power_w, hbm_gib} over the resolved profile; warn: say so when hbm_gib is a what-if
  * (once per resolution: the profile is re-resolved with the NCCL model and set again). */
 static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *hw, bool warn, rm_error *err)
@@ -1451,6 +1475,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		if (apply_hardware_overrides(sc, &out->hw, false, err) != RM_OK)
 			return err ? err->status : RM_INVALID;
 		nccl.hw.nic_GBps = out->hw.nic_GBps; /* cluster.nics_per_node, cluster.nic_gbps */
+		if (nccl_buffers(sc, &nccl, err) != RM_OK)
+			return err ? err->status : RM_INVALID;
 		rm_cost_nccl_init(&out->cost, &nccl);
 	}
 	if (rm_scenario_key_pos(sc, "memory_headroom_gib")) {

@@ -21,7 +21,8 @@
  *   scheduler: {mode: xla|ideal|fsdp2, prefetch_depth: 1, cost_model: xla_default|remora,
  *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0,
  *               allocator: auto|pytorch|pytorch_expandable|jax|exact,
- *               collective_engine: sm|copy_engine}
+ *               collective_engine: sm|copy_engine,
+ *               nccl_cta_policy: default|efficiency|zero, nccl_registration: none|buffer|symmetric}
  *   memory_headroom_gib: 1.0      # HBM the job cannot use; default derived (rm_memory_budget)
  *   search: {names: [...], policies: [...], micro_batches: [...], flag_variants: [...],
  *            offload: true, include_ideal: true, max_candidates: 100000}
@@ -116,6 +117,8 @@ typedef struct rm_scenario {
 	char xla_allocator[16];  /* XLA_PYTHON_CLIENT_ALLOCATOR: "bfc" (default) or "platform" */
 	int xla_donate;          /* train state donated (donate_argnums): -1 default (yes), 0, 1 */
 	char collective_engine[16]; /* "sm" (NCCL kernels) or "copy_engine" (all-gathers) */
+	char nccl_cta_policy[24];   /* NCCL_CTA_POLICY: "default" / "", "efficiency", "zero" */
+	char nccl_registration[16]; /* "none" / "", "buffer", "symmetric" (NCCL windows) */
 	double memory_headroom_gib; /* used when set; otherwise derived (rm_memory_budget_default) */
 	/* search space */
 	int n_search_names, n_search_policies, n_search_micro_batches, n_search_flag_variants;

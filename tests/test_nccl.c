@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "remora/nccl.h"
 
@@ -1056,4 +1059,39 @@ Test(nccl, net_load_of_a_ring_across_the_spine)
 	cr_assert_lt(load.share[1], 0.92);
 	rm_coll_query one = rm_coll_query_make(RM_COLL_ALL_GATHER, INT64_C(1) << 30, 8, 1);
 	cr_assert_not(rm_nccl_net_load(&m, &one, 100.0, &load));
+}
+
+/* remora collective --topology: the fabric and the path in the JSON, the spine's taper in the
+ * bandwidth (as in spine_taper_halves_a_64_node_ring); bad tiers are usage errors (exit 2). */
+Test(nccl, collective_command_takes_a_topology)
+{
+	const char *bin = getenv("REMORA_BIN");
+	cr_assert(bin, "REMORA_BIN must be set");
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' collective -o all-gather -b 1GiB -g 512 -n 64 --topology rail_optimized --tier 32:1:0.1 "
+		 "--tier 128:2:0.5 --algo Ring --proto Simple --json",
+		 bin);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	json_error_t jerr;
+	json_t *o = json_loadf(p, 0, &jerr);
+	cr_assert_eq(pclose(p), 0);
+	cr_assert_not_null(o, "%s", jerr.text);
+	json_t *topo = json_object_get(o, "topology");
+	cr_assert_str_eq(json_string_value(json_object_get(topo, "kind")), "rail_optimized");
+	json_t *path = json_object_get(topo, "path");
+	cr_assert_eq(json_integer_value(json_object_get(path, "tier")), 1);
+	cr_assert_float_eq(json_real_value(json_object_get(path, "oversubscription")), 2.0, 1e-12);
+	cr_assert_float_eq(json_real_value(json_object_get(path, "latency_us")), 0.7, 1e-12);
+	double t = json_real_value(json_object_get(o, "time_us")), lat = json_real_value(json_object_get(o, "latency_us"));
+	cr_assert_float_eq(t - lat, 1073741824.0 / (140.0 * 512.0 / 511.0 * 0.970 * 1e3), 1e-6);
+	json_decref(o);
+	const char *bad[] = {"--topology mesh", "--topology fat_tree --tier 4:0.5", "--tier 32",
+			     "--topology rail_optimized --tier 32", "--topology fat_tree --tier 4 --tier 6"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "'%s' collective -o all-gather -b 1GiB -g 16 -n 2 %s 2>/dev/null", bin, bad[i]);
+		int rc = system(cmd);
+		cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "%s: exit %d", bad[i], WEXITSTATUS(rc));
+	}
 }

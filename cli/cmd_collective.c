@@ -321,6 +321,9 @@ int cli_cmd_collective(int argc, char **argv)
 		}
 		if (rm_fabric_validate(&fabric, &err) != RM_OK)
 			return cli_usage_error("collective", "--tier: %s", err.msg);
+		if (!table && fabric.tiers[fabric.n_tiers - 1].nodes < nodes)
+			return cli_usage_error("collective", "--tier: the top tier reaches %d nodes, the group spans %lld",
+					       fabric.tiers[fabric.n_tiers - 1].nodes, (long long)nodes);
 		model.fabric = fabric;
 	}
 	if (table)

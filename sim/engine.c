@@ -268,10 +268,13 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	 * drawn level (shares of one level add up to at most 1 at every instant) */
 	double net_work[RM_NET_LEVELS] = {0};
 	for (int32_t i = 0; i < n; i++) {
-		const uint32_t *ns = sim->net_share ? sim->net_share + (size_t)i * RM_NET_LEVELS : NULL;
 		if (sim->ops[i].res == RM_RES_NET && sim->net_share) {
-			for (int l = 0; l < RM_NET_LEVELS; l++)
-				net_work[l] += (double)sim->ops[i].solo * (ns[l] ? ns[l] : 1000000u) / 1e6 * (l == 0 || ns[l]);
+			/* an op without shares counts as filling the NIC (it is slowed by the NIC's load) */
+			const uint32_t *ns = sim->net_share + (size_t)i * RM_NET_LEVELS;
+			for (int l = 0; l < RM_NET_LEVELS; l++) {
+				uint32_t ppm = ns[l] ? ns[l] : l == 0 ? 1000000u : 0u;
+				net_work[l] += (double)sim->ops[i].solo * ppm / 1e6;
+			}
 		} else {
 			res_work[sim->ops[i].res] += sim->ops[i].solo;
 		}

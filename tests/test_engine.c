@@ -820,11 +820,21 @@ static bool fixed_net_load(const rm_cost_model *self, const rm_cost_op *op, cons
 	(void)time_s;
 	memset(out, 0, sizeof(*out));
 	switch (op->collective.span) {
-	case 2: out->share[0] = 1.0; return true;
-	case 3: out->share[0] = 0.5; out->share[1] = 1.0; return true;
-	case 4: out->share[0] = 0.1; return true;
-	case 5: out->share[0] = 0.5; return true;
-	default: return false;
+	case 2:
+		out->share[0] = 1.0;
+		return true;
+	case 3:
+		out->share[0] = 0.5;
+		out->share[1] = 1.0;
+		return true;
+	case 4:
+		out->share[0] = 0.1;
+		return true;
+	case 5:
+		out->share[0] = 0.5;
+		return true;
+	default:
+		return false;
 	}
 }
 

@@ -1088,7 +1088,8 @@ Test(nccl, collective_command_takes_a_topology)
 	cr_assert_float_eq(t - lat, 1073741824.0 / (140.0 * 512.0 / 511.0 * 0.970 * 1e3), 1e-6);
 	json_decref(o);
 	const char *bad[] = {"--topology mesh", "--topology fat_tree --tier 4:0.5", "--tier 32",
-			     "--topology rail_optimized --tier 32", "--topology fat_tree --tier 4 --tier 6"};
+			     "--topology rail_optimized --tier 32", "--topology fat_tree --tier 4 --tier 6",
+			     "--topology fat_tree --tier 1"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(cmd, sizeof(cmd), "'%s' collective -o all-gather -b 1GiB -g 16 -n 2 %s 2>/dev/null", bin, bad[i]);
 		int rc = system(cmd);

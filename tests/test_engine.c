@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "remora/cost.h"
 #include "remora/hw.h"
+#include "remora/nccl.h"
 #include "remora/sim.h"
 
 #define US UINT64_C(1000000) /* ps per microsecond */
@@ -952,6 +954,51 @@ Test(engine, leaf_group_and_spine_group_share_the_nic)
 	rm_sim *sim = net_pair(2, 100, 3, 50, &fabric_model, &p);
 	cr_assert_eq(rm_sim_op_end(sim, 1), 75 * US);
 	cr_assert_eq(rm_sim_op_end(sim, 0), 125 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/*
+ * The NCCL cost model with a fabric (rail leaves of 32 nodes, non-blocking spine): two 1 GiB
+ * all-reduces of DP groups of a TP-8 job (32 GPUs, one per node, on one rail) at once. Each alone
+ * takes its NCCL time t and draws share s = 2 x 31/32 x 2^30 B / t / (47 x 300/376 GB/s) of the
+ * NIC (the 32-node fabric curve); together the NIC's load is 2s > 1, so each runs at 1 / 2s and
+ * both end at 2 s t (t and s from the model, to the picosecond's rounding).
+ */
+Test(engine, two_dp_all_reduces_on_one_nic_with_the_nccl_model)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_nccl_model nm;
+	cr_assert_eq(rm_nccl_model_init(&nm, h100(), NULL, &err), RM_OK, "%s", err.msg);
+	nm.fabric = (rm_fabric){.kind = RM_FABRIC_RAIL_OPTIMIZED, .n_tiers = 2, .pxn = true};
+	nm.fabric.tiers[0] = (rm_fabric_tier){.nodes = 32, .oversubscription = 1.0};
+	nm.fabric.tiers[1] = (rm_fabric_tier){.nodes = 64, .oversubscription = 1.0};
+	rm_cost_nccl cn;
+	rm_cost_nccl_init(&cn, &nm);
+	cr_assert_not_null(cn.base.net_load);
+	rm_program *p = rm_program_create("dp");
+	rm_program_add_stream(p, "a", RM_STREAM_COLLECTIVE, 0);
+	rm_program_add_stream(p, "b", RM_STREAM_COLLECTIVE, 0);
+	for (int s = 0; s < 2; s++) {
+		int32_t i = op_add(p, s ? "b" : "a", RM_COST_COLLECTIVE, s, -1, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+		p->ops[i].cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_REDUCE, .bytes = INT64_C(1) << 30,
+								 .group_size = 32, .span = 32};
+	}
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, INT64_C(1) << 30, 32, 32);
+	rm_coll_estimate e;
+	cr_assert_eq(rm_nccl_estimate(&cn.nccl, &q, &e, &err), RM_OK, "%s", err.msg);
+	double share = 2.0 * 31.0 / 32.0 * 1073741824.0 / (e.time_us * 1e3) / (47.0 * 300.0 / 376.0);
+	cr_assert_gt(share, 0.5);
+	cr_assert_leq(share, 1.0);
+	rm_sim_options opt = {.hw_queues = 8, .cost = &cn.base};
+	rm_sim *sim = rm_sim_create(p, h100(), &opt, &err);
+	cr_assert_not_null(sim, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+	double solo_ps = e.time_us * 1e6, want = solo_ps * 2.0 * share;
+	for (int32_t i = 0; i < 2; i++)
+		cr_assert_float_eq((double)rm_sim_op_end(sim, i), want, solo_ps * 2e-6, "op %d: %llu ps, want %.0f", i,
+				   (unsigned long long)rm_sim_op_end(sim, i), want);
 	rm_sim_destroy(sim);
 	rm_program_destroy(p);
 }

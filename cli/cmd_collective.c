@@ -311,8 +311,9 @@ int cli_cmd_collective(int argc, char **argv)
 		return cli_usage_error("collective", "--tier and --no-pxn describe a fabric: give --topology too");
 	if (fabric.kind != RM_FABRIC_NONE) {
 		if (fabric.n_tiers == 0) {
-			/* the scenario's defaults: a DGX SuperPOD H100 scalable unit (rail leaves of 32
-			 * nodes under a spine) or a 64-port leaf, 32 ports down, of 8-NIC nodes */
+			/* the scenario's defaults (docs/reference/hardware.md "Scale-out switches"): a
+			 * DGX SuperPOD H100 scalable unit (rail leaves of 32 nodes under a spine) or a
+			 * 64-port QM9700 leaf, 32 ports down, of 8-NIC nodes */
 			int leaf = fabric.kind == RM_FABRIC_RAIL_OPTIMIZED ? 32 : 4;
 			int top = nodes > 2 * leaf ? (int)((nodes + leaf - 1) / leaf * leaf) : 2 * leaf;
 			fabric.n_tiers = 2;

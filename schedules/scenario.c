@@ -1176,10 +1176,10 @@ static int tier_cover(int below, int64_t want)
 }
 
 /*
- * cluster.topology into the NCCL model's fabric. Defaults: rail_optimized is a DGX SuperPOD H100
- * scalable unit (a rail leaf of 32 nodes, non-blocking, under a spine that joins the rails);
- * fat_tree a 64-port NDR leaf (QM9700) non-blocking, 32 ports down, holding 32 / NICs per node
- * nodes; the top tier, when its nodes are not given, reaches the whole cluster. A leaf given in
+ * cluster.topology into the NCCL model's fabric. Defaults (docs/reference/hardware.md "Scale-out
+ * switches"): rail_optimized is a DGX SuperPOD H100 scalable unit (a rail leaf of 32 nodes,
+ * non-blocking, under a spine that joins the rails); fat_tree a 64-port NDR leaf (QM9700)
+ * non-blocking, 32 ports down, holding 32 / NICs per node nodes; the top tier, when its nodes are not given, reaches the whole cluster. A leaf given in
  * ports holds ports x r / (r + 1) NICs down (r the taper of the tier above), of one rail per node
  * (rail_optimized) or of all the node's NICs (fat_tree). Hop latencies default to 0: no
  * published figure is sourced (docs/reference/hardware.md "Switch latency").

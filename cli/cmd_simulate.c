@@ -292,6 +292,8 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "dp_replicate", json_integer(res->train.dp_replicate));
 	json_object_set_new(o, "zero", json_integer(res->train.zero));
 	json_object_set_new(o, "replica_collectives", json_integer(rep->replica_collectives));
+	if (rep->async_tp_collectives)
+		json_object_set_new(o, "async_tp_collectives", json_integer(rep->async_tp_collectives));
 	json_object_set_new(o, "replica_sync_collectives", json_integer(rep->replica_sync));
 	json_object_set_new(o, "seq_len", json_integer(res->train.seq_len));
 	json_object_set_new(o, "micro_batch", json_integer(res->train.micro_batch));
@@ -587,6 +589,10 @@ static int run(const char *cmd, int argc, char **argv)
 				       "stream's path\n",
 				       inner);
 		}
+		if (rep.async_tp_collectives)
+			printf("  async TP           %d all-gathers and reduce-scatters micro-pipelined with their projections: "
+			       "%lld steps of copy-engine peer copies each\n",
+			       rep.async_tp_collectives, (long long)res.train.tp);
 		if (rep.replica_collectives)
 			printf("  across replicas    %d collectives over %lld GPUs on %d node(s) (%d on the compute stream)\n",
 			       rep.replica_collectives, (long long)res.train.dp_replicate,

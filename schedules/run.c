@@ -63,6 +63,8 @@ static void canon_train(rm_canon *c, const rm_train_config *t)
 	rm_canon_int(c, "train.zero", t->zero);
 	rm_canon_int(c, "train.tp", t->tp);
 	rm_canon_int(c, "train.sp", t->sp);
+	if (t->async_tp)
+		rm_canon_int(c, "train.async_tp", t->async_tp);
 	rm_canon_int(c, "train.cp", t->cp);
 	rm_canon_int(c, "train.ep", t->ep);
 	rm_canon_real(c, "train.moe_imbalance", t->moe_imbalance);

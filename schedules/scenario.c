@@ -1287,15 +1287,6 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		t.micro_batch = sc->micro_batch;
 	if (sc->grad_accum)
 		t.grad_accum = sc->grad_accum;
-	/* what remora does not model yet: refused by name, so that a scenario written for another
-	 * tool never runs as something it is not */
-	{
-		if (sc->async_tp > 0)
-			return key_error(sc, "parallelism.async_tp", err, RM_UNSUPPORTED,
-					 "async tensor parallelism (collective matmul) is not modelled yet: the "
-					 "tensor-parallel collectives run between the projections; set it to false "
-					 "or leave it out");
-	}
 	/* pipeline parallelism: the outermost dimension (Megatron-LM's rank order) */
 	int64_t pp = sc->pp ? sc->pp : 1;
 	t.pp = pp;
@@ -1375,6 +1366,19 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		rm_log_warn("parallelism.sp needs parallelism.tp > 1: ignored");
 	t.tp = tp;
 	t.sp = sc->sp > 0 && tp > 1;
+	if (sc->async_tp > 0) {
+		/* the micro-pipeline pass matches all-gather -> matmul and matmul -> reduce-scatter:
+		 * sequence parallelism's collectives (torchtitan applies async TP to its
+		 * SequenceParallel plans only) */
+		if (tp == 1)
+			return key_error(sc, "parallelism.async_tp", err, RM_INVALID,
+					 "async tensor parallelism needs parallelism.tp > 1");
+		if (!t.sp)
+			return key_error(sc, "parallelism.async_tp", err, RM_INVALID,
+					 "async tensor parallelism overlaps sequence parallelism's all-gathers and "
+					 "reduce-scatters with the projections: set parallelism.sp: true");
+		t.async_tp = true;
+	}
 	if (sc->loss_parallel >= 0)
 		t.loss_parallel = sc->loss_parallel;
 	if (sc->tp_embedding[0]) {
@@ -1531,6 +1535,11 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	 * `slots` of its members */
 	int64_t slots = tp < gpn ? gpn / tp : 1;
 	int tp_nodes = tp > gpn ? (int)(tp / gpn) : 1;
+	if (t.async_tp && tp_nodes > 1)
+		return key_error(sc, "parallelism.async_tp", err, RM_INVALID,
+				 "async tensor parallelism copies between the GPUs' memories over NVLink (symmetric "
+				 "memory): the tensor-parallel group of %lld must fit in one node of %lld GPUs",
+				 (long long)tp, (long long)gpn);
 	int fsdp_nodes = t.fsdp <= slots ? 1 : (int)(t.fsdp / slots);
 	if (t.fsdp > slots && t.fsdp % slots != 0)
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,

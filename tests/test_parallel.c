@@ -214,9 +214,9 @@ Test(parallel, bad_combinations_name_the_key)
 	expect_scenario_error("model: qwen2-7b\nparallelism:\n  tp: 8\n", RM_INVALID, 3, 7, "must divide the 28 attention heads");
 	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  tp: 2\n  fsdp: 4\n  dp_replicate: 4\n", RM_INVALID,
 		     6, 17, "but the cluster has 8 data-parallel GPUs (16 / tp 2)");
-	/* what is not modelled yet is refused by name */
-	expect_scenario_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_UNSUPPORTED, 3, 13,
-		     "async tensor parallelism");
+	/* async TP without a tensor-parallel group (tests/test_async_tp.c has the others) */
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_INVALID, 3, 13,
+		     "needs parallelism.tp > 1");
 	/* degree 1 is fine */
 	run a;
 	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nparallelism: {tp: 1, pp: 1, cp: 1, ep: 1}\n");

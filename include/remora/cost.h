@@ -48,6 +48,8 @@ typedef enum rm_copy_dir {
 	RM_COPY_H2D,
 	RM_COPY_D2H,
 	RM_COPY_D2D,
+	RM_COPY_P2P, /* to a peer GPU of the node over NVLink on the copy engines (async TP's
+		      * micro-pipelined all-gather and reduce-scatter steps) */
 	RM_COPY_DIR_COUNT
 } rm_copy_dir;
 
@@ -255,7 +257,12 @@ double rm_cost_membound_efficiency(rm_membound_class c, bool fused);
 /* Memory-bound seconds: max((read + written) / (hbm_peak x efficiency), flops / fp32 peak,
  * kernels x the kernel floor of k (host_us, or hw->launch_us)). k NULL: rm_kernel_config_default(). */
 double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *hw, const rm_kernel_config *k);
-/* Copy seconds: bytes / h2d_GBps or d2h_GBps; d2d 2 * bytes / hbm_achievable_GBps. */
+/*
+ * Copy seconds: bytes / h2d_GBps or d2h_GBps; d2d 2 * bytes / hbm_achievable_GBps; p2p (one
+ * copy-engine copy to or from one peer over NVLink) bytes / RM_CE_D2D_GBPS_H100, scaled by
+ * hw->nvlink_GBps / 450 for another NVLink generation, after one launch (hw->launch_us), as
+ * rm_cost_ce_all_gather_s; 0 for no bytes.
+ */
 double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw);
 /*
  * Collective seconds from NCCL's cost model (remora/nccl.h: NCCL 2.28 constants, calibrated with

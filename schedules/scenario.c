@@ -1187,7 +1187,15 @@ static int tier_cover(int below, int64_t want)
 static rm_status build_fabric(const rm_scenario *sc, const rm_hw_profile *hw, rm_fabric *f, rm_error *err)
 {
 	*f = (rm_fabric){.kind = RM_FABRIC_NONE, .pxn = sc->topology_pxn != 0};
-	bool any = sc->topology_kind[0] || sc->n_topology_tiers > 0 || sc->topology_pxn >= 0;
+	/* the shorthands and the topology's keys are one value each: refuse both spellings */
+	static const char *const same[][2] = {{"cluster.nics_per_node", "cluster.topology.nics_per_node"},
+					      {"cluster.nic_gbps", "cluster.topology.nic_gbps"}};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(same); i++)
+		if (rm_scenario_key_pos(sc, same[i][0]) && rm_scenario_key_pos(sc, same[i][1]))
+			return key_error(sc, same[i][1], err, RM_INVALID,
+					 "the same key as %s, written inside the topology: give it once", same[i][0]);
+	bool any = sc->topology_kind[0] || sc->n_topology_tiers > 0 || sc->topology_pxn >= 0 ||
+		   rm_scenario_key_pos(sc, "cluster.topology");
 	if (!any)
 		return RM_OK;
 	if (!sc->topology_kind[0])

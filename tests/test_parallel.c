@@ -715,4 +715,7 @@ Test(parallel, bad_topology_fails_at_its_key)
 	expect_scenario_error(TOPO_HEAD "    kind: fat_tree\n    tiers: [{nodes: 1}, {ports: 64}]\n", RM_INVALID, 10, 26,
 			      "only the leaf");
 	expect_scenario_error(TOPO_BASE "cluster: {topology: fat_tree}\n", RM_INVALID, 5, 21, "expected a mapping");
+	expect_scenario_error(TOPO_BASE "cluster: {nodes: 2, topology: {}}\n", RM_INVALID, 5, 31, "kind is missing");
+	expect_scenario_error(TOPO_BASE "cluster: {nodes: 2, nics_per_node: 4, topology: {nics_per_node: 8}}\n",
+			      RM_INVALID, 5, 65, "give it once");
 }

@@ -318,6 +318,16 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	}
 	json_object_set_new(o, "mode", json_string(rm_sched_mode_name(res->sched.mode)));
 	json_object_set_new(o, "attention_kernel", json_string(rm_attention_kernel_name(res->cost.kernels.attention)));
+	if (res->cost.nccl.fabric.kind != RM_FABRIC_NONE) {
+		const rm_fabric *f = &res->cost.nccl.fabric;
+		json_t *tiers = json_array();
+		for (int i = 0; i < f->n_tiers; i++)
+			json_array_append_new(tiers, json_pack("{s:i, s:f, s:f}", "nodes", f->tiers[i].nodes,
+								 "oversubscription", f->tiers[i].oversubscription,
+								 "latency_us", f->tiers[i].hop_latency_us));
+		json_object_set_new(o, "topology", json_pack("{s:s, s:b, s:o}", "kind", rm_fabric_kind_name(f->kind),
+							     "pxn", f->pxn, "tiers", tiers));
+	}
 	json_object_set_new(o, "compile", json_boolean(res->compile));
 	json_object_set_new(o, "power_w", json_real(res->hw.power_W));
 	json_object_set_new(o, "scan", json_boolean(res->sched.scan));
@@ -554,6 +564,15 @@ static int run(const char *cmd, int argc, char **argv)
 			printf("  NCCL       CTA policy %s, buffers registered: %s (docs/collectives.md)\n",
 			       rm_nccl_cta_policy_name(res.cost.nccl.cta_policy),
 			       rm_nccl_registration_name(res.cost.nccl.registration));
+		const rm_fabric *fab = &res.cost.nccl.fabric;
+		if (fab->kind != RM_FABRIC_NONE) {
+			/* cluster.topology: the switch tiers, leaf first (docs/collectives.md "Topology") */
+			printf("  fabric     %s, PXN %s, tiers", rm_fabric_kind_name(fab->kind), fab->pxn ? "on" : "off");
+			for (int i = 0; i < fab->n_tiers; i++)
+				printf("%s %d nodes (taper %g, %g us a hop)", i ? "," : "", fab->tiers[i].nodes,
+				       fab->tiers[i].oversubscription, fab->tiers[i].hop_latency_us);
+			printf("\n");
+		}
 		printf("  kernels    %s attention%s%s, GPU at %.4g W%s\n\n", rm_attention_kernel_name(res.cost.kernels.attention),
 		       res.train.gemm_dtype == RM_DTYPE_FP8_E4M3 ? ", fp8 GEMMs" : "",
 		       res.train.loss != RM_LOSS_PLAIN ? (res.train.loss == RM_LOSS_CHUNKED ? ", chunked loss" : ", fused loss") : "",

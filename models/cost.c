@@ -537,9 +537,21 @@ static int nccl_sms_held(const rm_cost_model *self, const rm_cost_op *op, const 
 	return nccl_estimate(self, &op->collective, hw, &e) ? e.channels : 0;
 }
 
+static bool nccl_net_load(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw, double time_s,
+			  rm_net_load *out)
+{
+	const rm_cost_nccl *cn = self->data;
+	if (op->kind != RM_COST_COLLECTIVE || on_copy_engines(cn, op) || op->collective.group_size <= 1 ||
+	    op->collective.bytes <= 0)
+		return false;
+	rm_coll_query q = collective_query(&op->collective, hw);
+	return rm_nccl_net_load(&cn->nccl, &q, time_s * 1e6, out);
+}
+
 void rm_cost_nccl_init(rm_cost_nccl *c, const rm_nccl_model *nccl)
 {
-	c->base = (rm_cost_model){.name = "nccl", .op_time_s = nccl_op_time_s, .sms_held = nccl_sms_held, .data = c};
+	c->base = (rm_cost_model){.name = "nccl", .op_time_s = nccl_op_time_s, .sms_held = nccl_sms_held, .data = c,
+				  .net_load = nccl->fabric.kind != RM_FABRIC_NONE ? nccl_net_load : NULL};
 	c->nccl = *nccl;
 	c->kernels = rm_kernel_config_default();
 }

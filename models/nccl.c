@@ -502,6 +502,7 @@ rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, cons
 	model->cpu = RM_NCCL_CPU_INTEL;
 	model->cta_policy = RM_NCCL_CTA_DEFAULT;
 	model->registration = RM_NCCL_REG_NONE;
+	model->fabric = (rm_fabric){.kind = RM_FABRIC_NONE, .pxn = true};
 	model->n_overrides = 0;
 	model->version[0] = '\0';
 	int major = 2, minor = 28;
@@ -678,6 +679,7 @@ typedef struct topo {
 	double net_speed;   /* search speed per channel before duplication (NVLS-tree's bwInter) */
 	int graph_channels; /* ring/tree graph channels: the "channels" of the LL128 and tree caps */
 	int channels;       /* ring/tree channels launched (comm->nChannels) */
+	double fabric_lat;  /* switch latency per network step of the path (cluster.topology), us */
 } topo;
 
 /* The NIC's line rate as NCCL's topology reads it (port speed / 8): the profiles give the effective
@@ -725,6 +727,14 @@ static topo topo_of(const rm_nccl_model *m, const rm_coll_query *q)
 		double fabric = t.ppn * m->hw.nic_GBps * fabric_efficiency(t.nodes);
 		if (fabric < t.graph_busbw)
 			t.graph_busbw = fabric;
+		if (m->fabric.kind != RM_FABRIC_NONE) {
+			/* rings and trees stay on their rails: the path of the group's node count */
+			rm_fabric_path path = rm_fabric_path_of(&m->fabric, t.nodes, false);
+			t.graph_busbw /= path.oversubscription;
+			t.graph_bw /= path.oversubscription;
+			t.net_speed /= path.oversubscription;
+			t.fabric_lat = path.latency_us;
+		}
 	}
 	return t;
 }
@@ -798,7 +808,9 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 	double intra_lat = k->hw_lat[t->intra_link][a][p];
 	/* with one GPU per node every step is exposed: the Tree network latency stands for all (2.23+) */
 	int net_algo = t->ppn == 1 && k->ppn1_tree_net_lat ? A_TREE : a;
-	double inter_lat = k->hw_lat[LINK_NET][net_algo][p]; /* + the NIC's latency: 0 for IB */
+	/* + graphs[a]->latencyInter, the NIC's latency (0 for IB verbs), where the fabric's switch
+	 * latency per step goes too (tuning.cc: interLat += graphs[a]->latencyInter) */
+	double inter_lat = k->hw_lat[LINK_NET][net_algo][p] + t->fabric_lat;
 	int bucket = node_bucket(t->nodes);
 	double ll_max = k->ll_max_bw_node;
 	if (multi && p == P_LL) {
@@ -868,7 +880,7 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 			alg = h * per_ch * t->n / nsteps;
 		} else if (style == 1) {
 			/* 2.19-2.27: 14 us network hop (the 2.23+ table holds 2.28's 20.9) */
-			lat += intra_lat + 2.0 * t->log2_nodes * 14.0;
+			lat += intra_lat + 2.0 * t->log2_nodes * (14.0 + t->fabric_lat);
 			double inter = t->nodes <= 2 ? t->net_speed : t->net_speed / 2.0;
 			alg = h * fmin(NVLS_HEAD_GBps, inter) * 5.0 / 6.0;
 		} else {
@@ -881,7 +893,10 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 		if (m->calibrated) {
 			/* each GPU moves 1/ppn of the buffer through its own NIC, up and down the tree,
 			 * which caps the algBW at ppn NICs of the measured fabric */
-			alg = fmin(alg, t->ppn * m->hw.nic_GBps * fabric_efficiency(t->nodes));
+			alg = fmin(alg, t->ppn * m->hw.nic_GBps * fabric_efficiency(t->nodes) /
+					       (m->fabric.kind != RM_FABRIC_NONE
+							? rm_fabric_path_of(&m->fabric, t->nodes, false).oversubscription
+							: 1.0));
 		}
 		*lat_us = lat;
 		*algbw = alg;
@@ -978,15 +993,32 @@ static void p2p_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll
 	double lat = k->base_lat[A_RING][P_SIMPLE] + k->hw_lat[t.intra_link][A_RING][P_SIMPLE];
 	double nic = m->hw.nic_GBps * fabric_efficiency(t.nodes);
 	double time_bw;
+	/* the fabric (calibrated model): the rail-local path, and for a peer on another rail without
+	 * PXN the path between rails (rail-optimised fabrics join rails above the leaves) */
+	bool fab = m->calibrated && m->fabric.kind != RM_FABRIC_NONE && t.nodes > 1;
+	bool cross = fab && m->fabric.kind == RM_FABRIC_RAIL_OPTIMIZED && !m->fabric.pxn && t.ppn > 1 &&
+		     q->coll == RM_COLL_ALL_TO_ALL;
+	rm_fabric_path rail = fab ? rm_fabric_path_of(&m->fabric, t.nodes, false) : (rm_fabric_path){0, 1.0, 0.0};
+	rm_fabric_path other = cross ? rm_fabric_path_of(&m->fabric, t.nodes, true) : rail;
 	if (t.nodes > 1)
-		lat += k->hw_lat[LINK_NET][A_RING][P_SIMPLE] + 3.0 * net_overhead_us(m->cpu);
+		lat += k->hw_lat[LINK_NET][A_RING][P_SIMPLE] + 3.0 * net_overhead_us(m->cpu) + other.latency_us;
 	if (q->coll == RM_COLL_SEND_RECV) {
-		time_bw = (double)q->bytes / ((t.nodes > 1 ? nic : m->hw.p2p_GBps) * 1e3);
+		time_bw = (double)q->bytes / ((t.nodes > 1 ? nic / rail.oversubscription : m->hw.p2p_GBps) * 1e3);
 	} else {
 		/* each rank sends bytes/n to every peer: (ppn-1) peers over NVLink, the rest over its NIC */
 		double per_peer = (double)q->bytes / t.n;
 		double intra = per_peer * (t.ppn - 1) / (m->hw.nccl_ring_busbw_GBps * 1e3);
-		double inter = t.nodes > 1 ? per_peer * (t.n - t.ppn) / (nic * 1e3) : 0.0;
+		double inter = t.nodes > 1 ? per_peer * (t.n - t.ppn) / (nic / rail.oversubscription * 1e3) : 0.0;
+		if (cross) {
+			/* of each remote node's ppn peers one shares this GPU's rail; the other
+			 * (ppn-1)/ppn of the bytes climb to the tier joining the rails, whose uplink
+			 * share is nic / its oversubscription: the NIC and that uplink bound the time */
+			double up = per_peer * (t.n - t.ppn) * (t.ppn - 1) / t.ppn /
+				    (nic / other.oversubscription * 1e3);
+			inter = fmax(per_peer * (t.n - t.ppn) / (nic * 1e3), up);
+			if (rail.oversubscription > 1.0)
+				inter = fmax(inter, per_peer * (t.n - t.ppn) / t.ppn / (nic / rail.oversubscription * 1e3));
+		}
 		time_bw = fmax(intra, inter);
 	}
 	*e = (rm_coll_estimate){.algo = RM_NCCL_ALGO_P2P, .proto = RM_NCCL_PROTO_SIMPLE,
@@ -1338,4 +1370,117 @@ rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_co
 	efficiency_nvls(m, q, &t, &best);
 	*out = best;
 	return RM_OK;
+}
+
+/* ---- fabric (cluster.topology) ---- */
+
+static const char *const fabric_names[RM_FABRIC_KIND_COUNT] = {"none", "rail_optimized", "fat_tree"};
+
+const char *rm_fabric_kind_name(rm_fabric_kind kind)
+{
+	return (unsigned)kind < RM_FABRIC_KIND_COUNT ? fabric_names[kind] : "unknown";
+}
+
+bool rm_fabric_kind_parse(const char *name, rm_fabric_kind *out)
+{
+	for (int i = 0; i < RM_FABRIC_KIND_COUNT; i++)
+		if (strcasecmp(name, fabric_names[i]) == 0) {
+			*out = (rm_fabric_kind)i;
+			return true;
+		}
+	return false;
+}
+
+rm_status rm_fabric_validate(const rm_fabric *f, rm_error *err)
+{
+	if (f->kind == RM_FABRIC_NONE)
+		return RM_OK;
+	if ((unsigned)f->kind >= RM_FABRIC_KIND_COUNT)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "kind: %d is not a fabric", (int)f->kind);
+	if (f->n_tiers < 1 || f->n_tiers > RM_FABRIC_MAX_TIERS)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tiers: %d tiers, expected 1 to %d", f->n_tiers,
+				    RM_FABRIC_MAX_TIERS);
+	if (f->kind == RM_FABRIC_RAIL_OPTIMIZED && f->n_tiers < 2)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "tiers: a rail_optimized fabric has one leaf per rail and needs a tier above "
+				    "them that joins the rails (the spine of a DGX SuperPOD)");
+	for (int k = 0; k < f->n_tiers; k++) {
+		const rm_fabric_tier *t = &f->tiers[k];
+		if (t->nodes < 1)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tiers[%d].nodes: %d, expected at least 1", k,
+					    t->nodes);
+		if (k > 0 && (t->nodes <= f->tiers[k - 1].nodes || t->nodes % f->tiers[k - 1].nodes != 0))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tiers[%d].nodes: %d, expected a multiple of tier %d's %d greater than it "
+					    "(a switch of a higher tier reaches whole switches of the tier below)",
+					    k, t->nodes, k - 1, f->tiers[k - 1].nodes);
+		if (k == 0 && t->oversubscription != 1.0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tiers[0].oversubscription: %g, but the leaf is where the NICs plug in: a "
+					    "taper belongs to the tier above it (its uplink bandwidth from the tier "
+					    "below over that tier's downlink bandwidth)",
+					    t->oversubscription);
+		if (!(t->oversubscription >= 1.0) || !isfinite(t->oversubscription))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tiers[%d].oversubscription: %g, expected a ratio of at least 1 (1: "
+					    "non-blocking)",
+					    k, t->oversubscription);
+		if (!(t->hop_latency_us >= 0.0) || !isfinite(t->hop_latency_us))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tiers[%d].latency_us: %g, expected >= 0", k,
+					    t->hop_latency_us);
+	}
+	return RM_OK;
+}
+
+rm_fabric_path rm_fabric_path_of(const rm_fabric *f, int nodes, bool cross_rail)
+{
+	rm_fabric_path p = {.tier = 0, .oversubscription = 1.0, .latency_us = 0.0};
+	if (f->kind == RM_FABRIC_NONE || f->n_tiers < 1 || nodes <= 1)
+		return p;
+	int k = 0;
+	while (k + 1 < f->n_tiers && f->tiers[k].nodes < nodes)
+		k++;
+	if (cross_rail && f->kind == RM_FABRIC_RAIL_OPTIMIZED && k < 1 && f->n_tiers > 1)
+		k = 1;
+	p.tier = k;
+	p.latency_us = f->tiers[k].hop_latency_us;
+	for (int j = 0; j < k; j++) {
+		p.oversubscription *= f->tiers[j + 1].oversubscription;
+		p.latency_us += 2.0 * f->tiers[j].hop_latency_us;
+	}
+	return p;
+}
+
+bool rm_nccl_net_load(const rm_nccl_model *m, const rm_coll_query *q, double time_us, rm_net_load *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (m->fabric.kind == RM_FABRIC_NONE || q->nodes <= 1 || q->ranks <= 1 || q->bytes <= 0 || !(time_us > 0) ||
+	    q->ranks % q->nodes != 0)
+		return false;
+	int ppn = q->ranks / q->nodes;
+	double n = q->ranks, bytes = (double)q->bytes, nic_bytes;
+	bool cross = false;
+	if (q->coll == RM_COLL_SEND_RECV) {
+		nic_bytes = bytes;
+	} else if (q->coll == RM_COLL_ALL_TO_ALL) {
+		nic_bytes = bytes * (n - ppn) / n;
+		cross = m->fabric.kind == RM_FABRIC_RAIL_OPTIMIZED && !m->fabric.pxn && ppn > 1;
+	} else {
+		nic_bytes = bytes * rm_coll_busbw_factor(q->coll, q->ranks) / ppn;
+	}
+	double cap_GBps = m->hw.nic_GBps * (m->calibrated ? fabric_efficiency(q->nodes) : 1.0);
+	if (!(cap_GBps > 0))
+		return false;
+	double rate_GBps = nic_bytes / (time_us * 1e3);
+	double nic = rate_GBps / cap_GBps;
+	out->share[0] = fmin(1.0, fmax(1e-6, nic));
+	rm_fabric_path path = rm_fabric_path_of(&m->fabric, q->nodes, cross);
+	/* cross-rail all-to-all: (ppn-1)/ppn of its remote bytes climb (rm_nccl_estimate's p2p) */
+	double climbing = cross ? (double)(ppn - 1) / ppn : 1.0;
+	double over = 1.0;
+	for (int j = 0; j < path.tier && j + 1 < RM_NET_LEVELS; j++) {
+		over *= m->fabric.tiers[j + 1].oversubscription;
+		out->share[1 + j] = fmin(1.0, fmax(1e-6, nic * climbing * over));
+	}
+	return true;
 }

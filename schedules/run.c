@@ -100,6 +100,18 @@ static void canon_nccl(rm_canon *c, const rm_nccl_model *n)
 		snprintf(key, sizeof(key), "nccl.override[%d]", i);
 		rm_canon_str(c, key, v);
 	}
+	/* the fabric only when one is set, so that runs without cluster.topology keep their digest */
+	if (n->fabric.kind != RM_FABRIC_NONE) {
+		rm_canon_str(c, "nccl.fabric", rm_fabric_kind_name(n->fabric.kind));
+		rm_canon_int(c, "nccl.fabric.pxn", n->fabric.pxn);
+		for (int i = 0; i < n->fabric.n_tiers; i++) {
+			const rm_fabric_tier *t = &n->fabric.tiers[i];
+			char v[128];
+			snprintf(v, sizeof(v), "%d %a %a", t->nodes, t->oversubscription, t->hop_latency_us);
+			snprintf(key, sizeof(key), "nccl.fabric.tier[%d]", i);
+			rm_canon_str(c, key, v);
+		}
+	}
 }
 
 static void canon_flags(rm_canon *c, const rm_xla_flags *f)

@@ -179,6 +179,14 @@ struct rm_cost_model {
 	/* SMs the op holds exclusively while it runs (NCCL channels); 0 for compute kernels. */
 	int (*sms_held)(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw);
 	void *data; /* the implementation's own; NULL for the default model */
+	/*
+	 * Optional (NULL: the engine shares RM_RES_NET equally among the running network
+	 * collectives): what a collective of time_s seconds across nodes draws from the NIC and the
+	 * uplinks (rm_nccl_net_load); false when it draws nothing. Set by rm_cost_nccl_init when its
+	 * NCCL model has a fabric (cluster.topology).
+	 */
+	bool (*net_load)(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw, double time_s,
+			 rm_net_load *out);
 };
 
 /* The default model described above; a static const table, never freed. */

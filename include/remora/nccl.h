@@ -186,6 +186,74 @@ typedef enum rm_nccl_symk {
 /* "AllReduce_AGxLL_R", ..., "ReduceScatter_LDMC" as NCCL logs them; "" for NONE. */
 const char *rm_nccl_symk_name(rm_nccl_symk kernel);
 
+/*
+ * The scale-out fabric between nodes (cluster.topology; docs/collectives.md "Topology").
+ * kind RM_FABRIC_NONE (the default) leaves every estimate as without a fabric. Tiers go from the
+ * leaf up: tiers[k].nodes is how many nodes one switch of tier k reaches (for the leaf of a
+ * rail-optimised fabric, the nodes whose NIC of one rail it holds: 32 in a DGX SuperPOD H100
+ * scalable unit; for a fat tree, the nodes whose every NIC it holds), strictly increasing, each
+ * a multiple of the one below; oversubscription is the taper into the tier: the downlink
+ * bandwidth of the tier below over its uplink bandwidth to this one (>= 1; 1: non-blocking; a
+ * "2:1 oversubscribed spine" is 2 on the spine; always 1 on the leaf, where the NICs plug in);
+ * hop_latency_us what one pass through such a switch adds (0: not known).
+ * pxn: NCCL's PXN (the default; NCCL_PXN_DISABLE=1 turns it off): point-to-point traffic to a
+ * GPU on another rail goes over NVLink to the local GPU on that rail and leaves by its NIC.
+ *
+ * A group's nodes are taken as consecutive in the placement, so a group of G nodes stays under
+ * the lowest tier whose switch reaches G nodes. Rings and trees keep each channel on one rail
+ * (NCCL's graph search gives channel c NIC c on every node), so only point-to-point traffic
+ * without PXN crosses rails.
+ */
+typedef enum rm_fabric_kind {
+	RM_FABRIC_NONE,
+	RM_FABRIC_RAIL_OPTIMIZED,
+	RM_FABRIC_FAT_TREE,
+	RM_FABRIC_KIND_COUNT
+} rm_fabric_kind;
+
+/* "none", "rail_optimized", "fat_tree"; the parser accepts these case-insensitively. */
+const char *rm_fabric_kind_name(rm_fabric_kind kind);
+bool rm_fabric_kind_parse(const char *name, rm_fabric_kind *out);
+
+#define RM_FABRIC_MAX_TIERS 4
+
+typedef struct rm_fabric_tier {
+	int nodes;               /* nodes one switch of this tier reaches */
+	double oversubscription; /* down:up bandwidth of the switch, >= 1 */
+	double hop_latency_us;   /* one pass through the switch, us */
+} rm_fabric_tier;
+
+typedef struct rm_fabric {
+	rm_fabric_kind kind;
+	int n_tiers;
+	rm_fabric_tier tiers[RM_FABRIC_MAX_TIERS];
+	bool pxn;
+} rm_fabric;
+
+/*
+ * Checks a fabric: tiers present (1 to RM_FABRIC_MAX_TIERS; a rail-optimised fabric needs a tier
+ * above its rail leaves, which joins the rails), nodes >= 1 strictly increasing and each a
+ * multiple of the tier below, oversubscription >= 1 and finite, latency >= 0 and finite. RM_INVALID
+ * naming "tiers[k].field" otherwise. A fabric of kind NONE is valid.
+ */
+rm_status rm_fabric_validate(const rm_fabric *f, rm_error *err);
+
+/*
+ * The path a group's network traffic takes: the highest tier it crosses (0: it stays under one
+ * leaf switch), the oversubscription its bandwidth is divided by (the product of the tapers of
+ * tiers 1 to the highest: its traffic climbs every uplink up to there), and the
+ * switch latency per network step: a path up to tier k passes one switch of tier k and two of
+ * every tier below (up and down), sum = tiers[k].lat + 2 x sum_{j<k} tiers[j].lat.
+ * nodes: the group's; cross_rail: traffic between different rails (rail-optimised fabrics reach
+ * another rail only above the leaves, so at least tier 1). A group of one node crosses nothing.
+ */
+typedef struct rm_fabric_path {
+	int tier;
+	double oversubscription;
+	double latency_us;
+} rm_fabric_path;
+rm_fabric_path rm_fabric_path_of(const rm_fabric *f, int nodes, bool cross_rail);
+
 typedef struct rm_nccl_model {
 	rm_hw_profile hw;
 	const rm_nccl_constants *k;
@@ -196,6 +264,7 @@ typedef struct rm_nccl_model {
 			   * rules that changed inside one table's range (NVLS-tree, PAT) */
 	rm_nccl_cta_policy cta_policy;     /* init: DEFAULT; set with rm_nccl_model_set_buffers */
 	rm_nccl_registration registration; /* init: NONE */
+	rm_fabric fabric; /* the fabric between nodes; init: kind NONE, pxn true (calibrated model only) */
 	int n_overrides;
 	rm_nccl_override overrides[RM_NCCL_MAX_OVERRIDES];
 } rm_nccl_model;
@@ -287,6 +356,25 @@ rm_status rm_nccl_estimate(const rm_nccl_model *model, const rm_coll_query *q, r
 double rm_nccl_pair_time(const rm_nccl_model *model, const rm_coll_query *q, rm_nccl_algo algo,
 			 rm_nccl_proto proto, rm_coll_estimate *est);
 
+
+/*
+ * What a collective across nodes draws from the network while it runs, for the engine's sharing
+ * (docs/sim.md "Network sharing"): share[0] is the fraction of each GPU's NIC it uses, share[1 + j]
+ * the fraction of its share of the uplinks from tier j to tier j + 1 (0 when it does not climb
+ * them), each in
+ * [1e-6, 1]: bytes through the NIC per GPU / time_us / the NIC's rate at this scale (the
+ * profile's effective rate x the measured fabric curve), and on an uplink that rate divided by the
+ * tapers of the tiers up to it. Bytes through one GPU's NIC: rings, trees and PAT
+ * bytes x busBW factor / GPUs per node (channel c of every node uses NIC c); all-to-all
+ * bytes x (ranks - per node) / ranks (its remote share, spread over the node's NICs); send-recv
+ * bytes. False (nothing drawn) for a group inside one node, a query without bytes or time, or a
+ * model without a fabric: the engine then shares the network equally among its collectives.
+ */
+#define RM_NET_LEVELS (RM_FABRIC_MAX_TIERS)
+typedef struct rm_net_load {
+	double share[RM_NET_LEVELS];
+} rm_net_load;
+bool rm_nccl_net_load(const rm_nccl_model *model, const rm_coll_query *q, double time_us, rm_net_load *out);
 
 /* ---- reference measurements (data/reference/nccl-h100-8gpu.csv format) ---- */
 

@@ -75,6 +75,15 @@ typedef struct rm_scenario {
 	int64_t nodes;
 	int64_t nics_per_node; /* scale-out NICs per node; 0: one per GPU */
 	double nic_gbps;       /* each NIC's line rate, Gb/s; 0: the profile's */
+	/* cluster.topology (docs/collectives.md "Topology"); kind "": none */
+	char topology_kind[24];
+	int topology_pxn; /* -1: default (true) */
+	int n_topology_tiers;
+	struct rm_scenario_tier {
+		int64_t nodes, ports;    /* 0: unset (ports: the leaf only) */
+		double oversubscription; /* 0: unset (1) */
+		double latency_us;
+	} topology_tiers[RM_FABRIC_MAX_TIERS];
 	int64_t seq_len, micro_batch, grad_accum; /* 0: defaults */
 	char dtype[16], grad_dtype[16], optimizer[24], optimizer_dtype[16];
 	int master_weights, fused_attention, causal; /* -1: default */

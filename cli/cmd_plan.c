@@ -188,6 +188,14 @@ static json_t *row_json(const rm_plan_request *req, const rm_plan_row *r, bool a
 /* The order plans are listed in: by the request's objective. */
 static const rm_plan_request *g_req;
 
+static bool all_priced(const rm_plan_request *req)
+{
+	for (int h = 0; h < req->n_hardware; h++)
+		if (req->price[h] < 0)
+			return false;
+	return true;
+}
+
 static double objective(const rm_plan_row *r)
 {
 	if (g_req->budget > 0)
@@ -195,7 +203,7 @@ static double objective(const rm_plan_row *r)
 	if (g_req->deadline_s > 0)
 		return (r->time_to_train_s <= g_req->deadline_s ? 0 : 1e30) + r->gpu_hours;
 	if (g_req->tokens > 0)
-		return r->gpu_hours;
+		return r->cost >= 0 && all_priced(g_req) ? r->cost : r->gpu_hours;
 	return -r->r.tokens_per_s_per_gpu * (double)r->gpus;
 }
 
@@ -439,7 +447,8 @@ int cli_cmd_plan(int argc, char **argv)
 	else if (req.budget > 0)
 		printf("  budget      %.0f: the fastest plan within it\n", req.budget);
 	else if (req.tokens > 0)
-		printf("  objective   the fewest GPU-hours (add --deadline or --budget for another answer)\n");
+		printf("  objective   %s (add --deadline or --budget for another answer)\n",
+		       all_priced(&req) ? "the lowest cost" : "the fewest GPU-hours");
 	printf("  global batch is a convergence choice (--global-batch): remora keeps it fixed\n");
 	for (int h = 0; h < nh; h++) {
 		printf("\n%s%s\n", req.hardware[h], req.price[h] >= 0 ? "" : "  (no --price: costs not shown)");

@@ -80,11 +80,9 @@ int rm_plan_default_policies(const char *runtime, char (*out)[256], int cap)
 	/* fsdp2: full AC, torchtitan's op-level SAC (every second matmul and SDPA's output saved:
 	 * torchtitan/models/llama3/parallelize_llama.py _save_list), no AC; xla: JAX's built-ins
 	 * MaxText users pick from; megatron: its two recompute granularities, and none */
-	static const char *const fsdp2[] = {
-		"nothing_saveable",
-		"save_only_these_names('dot_attention_query', 'dot_attention_value', 'dot_mlp_gate', 'dot_mlp_out', "
-		"'attention_context')",
-		"everything_saveable"};
+	static const char torchtitan_sac[] = "save_only_these_names('dot_attention_query', 'dot_attention_value', "
+					     "'dot_mlp_gate', 'dot_mlp_out', 'attention_context')";
+	static const char *const fsdp2[] = {"nothing_saveable", torchtitan_sac, "everything_saveable"};
 	static const char *const xla[] = {"nothing_saveable", "dots_with_no_batch_dims_saveable", "everything_saveable"};
 	static const char *const megatron[] = {"megatron:full", "megatron:selective", "everything_saveable"};
 	const char *const *list = fsdp2;

@@ -463,6 +463,8 @@ static rm_status read_moe(cfg_reader *r, rm_model_config *m)
 		m->dense_layers = 0;
 		for (int64_t i = 0; i < m->layers; i++)
 			m->dense_layers += i < first_dense || i % freq != 0;
+		/* with moe_layer_freq 1 the dense layers are the first ones */
+		m->dense_first = freq == 1 || m->dense_layers == m->layers;
 		const char *topk = NULL;
 		RM_CHECK(read_string(r, "topk_method", &topk));
 		m->router_bias = !topk || strcmp(topk, "noaux_tc") == 0;

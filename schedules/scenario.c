@@ -1156,6 +1156,12 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			return key_error(sc, "parallelism.pp", err, RM_INVALID,
 					 "pp %lld x %lld chunks per stage must divide the %lld layers of %s", (long long)pp,
 					 (long long)t.virtual_stages, (long long)out->model.layers, out->model.name);
+		if (rm_model_config_is_moe(&out->model) && out->model.dense_layers > 0)
+			return key_error(sc, "parallelism.pp", err, RM_UNSUPPORTED,
+					 "%s runs %lld dense layers before its mixture-of-experts ones: its pipeline "
+					 "stages differ (the first holds the dense layers), and remora prices one stage "
+					 "for all of them; pipelining it is not modelled yet",
+					 out->model.name, (long long)out->model.dense_layers);
 		int64_t stage = out->gpus / pp;
 		if (stage < gpn ? gpn % stage != 0 : stage % gpn != 0)
 			return key_error(sc, "parallelism.pp", err, RM_INVALID,
@@ -1203,11 +1209,13 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return key_error(sc, "parallelism.tp", err, RM_UNSUPPORTED,
 				 "tensor parallelism of mixture-of-experts layers (expert tensor parallelism) is not "
 				 "modelled yet: use parallelism.ep");
-	if (out->model.mla || out->model.dense_layers > 0)
-		return key_error(sc, "model", err, RM_UNSUPPORTED, "%s: %s are not modelled yet; `remora describe` counts its "
-				 "parameters",
-				 out->model.name, out->model.mla ? "multi-head latent attention layers"
-							  : "dense layers beside mixture-of-experts ones");
+	if (rm_model_config_is_moe(&out->model) && out->model.dense_layers > 0 &&
+	    out->model.dense_layers < out->model.layers && !out->model.dense_first)
+		return key_error(sc, "model", err, RM_UNSUPPORTED,
+				 "%s: dense layers between the mixture-of-experts ones (Qwen's mlp_only_layers or "
+				 "decoder_sparse_step, DeepSeek's moe_layer_freq > 1) are not modelled yet; `remora "
+				 "describe` counts its parameters",
+				 out->model.name);
 	if (sc->sp > 0 && tp == 1)
 		rm_log_warn("parallelism.sp needs parallelism.tp > 1: ignored");
 	t.tp = tp;
@@ -1620,6 +1628,16 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 "recompute_num_layers %lld of %lld layers needs remat.scan: false (a scan runs one "
 				 "body, with one policy, for every layer)",
 				 (long long)sc->recompute_num_layers, (long long)layers);
+	}
+	if (c->scan && rm_model_config_is_moe(&out->model) && out->model.dense_layers > 0) {
+		int64_t dense = out->model.dense_layers;
+		char name[64];
+		snprintf(name, sizeof(name), "%s", out->model.name);
+		rm_scenario_resolved_finish(out);
+		return key_error(sc, "remat.scan", err, RM_INVALID,
+				 "%s runs %lld dense layers before its mixture-of-experts ones: two different layer "
+				 "bodies, which remora runs unrolled (set remat.scan: false)",
+				 name, (long long)dense);
 	}
 	/* the kernels the runtime launches (docs/sim.md "Kernel model") */
 	rm_kernel_config *kc = &out->cost.kernels;

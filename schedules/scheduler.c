@@ -205,7 +205,21 @@ typedef struct ctx {
 	 * backward and its recompute pass under plan [0] and plan_keep [1]; embedding and head */
 	bool fuse;
 	sched_fusion fu_layer[2], fu_rec[2], fu_embed, fu_head;
+	/* a mixture of experts whose first n_dense layers are dense (DeepSeek-V3's
+	 * first_k_dense_replace): those run the workload's dense_layer graph, whose own fields above
+	 * (layer, plan, plan_keep, ag, rs, norm_elems, last_wgrad, the fusions) live in a copy of this
+	 * context; kinds[0] is the MoE layers' context, kinds[1] the dense layers' (layer_ctx) */
+	int n_dense;
+	const struct ctx *kinds[2];
 } ctx;
+
+/* The context whose layer graph layer l runs (x itself when every layer is alike). */
+static const ctx *layer_ctx(const ctx *x, int l)
+{
+	if (x->n_dense <= 0)
+		return x;
+	return x->kinds[l >= 0 && l < x->n_dense ? 1 : 0];
+}
 
 /* The remat plan of layer l: the policy's, or keep-everything past recompute_layers (NeMo's
  * recompute_num_layers with the block method). */
@@ -369,6 +383,7 @@ static int find_slot(comp *c, int op, int bl, int mb, rm_program_phase phase)
  * the backward likewise; gradients as a rolling pair of the largest values. */
 static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta)
 {
+	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
 	int nl;
 	const int *ls = comp_layer_slots(c, bl, mb, &nl);
@@ -463,6 +478,7 @@ static int layer_first_slot(comp *c, int bl, int mb)
 static void add_gathered_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int grp, int64_t bytes,
 			       int64_t *delta, int *first_user, int live_from)
 {
+	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
 	int first = -1, last = -1, nl;
 	const int *ls = comp_layer_slots(c, bl, mb, &nl);
@@ -501,6 +517,7 @@ static void finish_temps(comp *c, int64_t *delta)
 /* Layer slots of one pass of body layer bl (fwd, or recompute + bwd). */
 static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 {
+	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
 	if (!bwd) {
 		for (int i = 0; i < g->n_fwd_ops; i++)
@@ -532,6 +549,7 @@ static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta,
 			    bool pipelined_ag, int ag_off, bool pipelined_rs, int rs_off)
 {
+	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
 	/* FSDP2 with reshard_after_forward false (and torchtitan's last block, which is never
 	 * resharded): the forward's gather stays for the backward, nothing is gathered again */
@@ -793,6 +811,7 @@ static const sched_fusion *fusion_of(const ctx *x, const rm_op *op, int l, rm_pr
 {
 	if (!x->fuse)
 		return NULL;
+	x = layer_ctx(x, l);
 	const rm_graph *gs[3] = {x->layer, x->embed, x->head};
 	for (int k = 0; k < 3; k++) {
 		if (op < gs[k]->ops || op >= gs[k]->ops + gs[k]->n_ops)
@@ -860,7 +879,7 @@ static layer_tensors *grads_lt(emitter *e, int mb, int l)
 /* The tensor holding forward value v of layer l as the backward (or recompute) reads it. */
 static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 {
-	const ctx *x = e->x;
+	const ctx *x = layer_ctx(e->x, l);
 	layer_tensors *t = lt_of(e, mb, l);
 	switch (plan_of(x, l)->fate[v]) {
 	case RM_FATE_RECOMPUTED:
@@ -874,7 +893,7 @@ static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 
 static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 {
-	const ctx *x = e->x;
+	const ctx *x = layer_ctx(e->x, l);
 	const rm_graph *g = x->layer;
 	const rm_op *op = &g->ops[s->op];
 	layer_tensors *t = lt_of(e, mb, l);
@@ -1199,7 +1218,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 
 static int32_t layer_output_tensor(emitter *e, int mb, int l)
 {
-	const rm_graph *g = e->x->layer;
+	const rm_graph *g = layer_ctx(e->x, l)->layer;
 	int out_v = g->ops[g->n_fwd_ops - 1].outputs[0];
 	return lt_of(e, mb, l)->fwd[out_v];
 }
@@ -1215,7 +1234,7 @@ static int32_t embed_output_tensor(emitter *e)
  * is there). */
 static void emit_reloads(emitter *e, int mb, int l, int32_t wait)
 {
-	const ctx *x = e->x;
+	const ctx *x = layer_ctx(e->x, l);
 	const rm_graph *g = x->layer;
 	if (l < 0 || l >= x->L)
 		return;
@@ -1319,7 +1338,7 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 			continue;
 		layer_tensors *t = lt_of(e, mb, l);
 		if (!bwd && s->op == 0) {
-			int in_v = x->layer->input;
+			int in_v = layer_ctx(x, l)->layer->input;
 			t->fwd[in_v] = l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, mb, l - 1);
 		}
 		emit_layer_op(e, s, l, mb);
@@ -1450,7 +1469,8 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 				int l = s->body_layer;
 				layer_tensors *t = lt_of(e, s->mb, l);
 				if (s->phase == RM_PPHASE_FWD && s->op == 0)
-					t->fwd[x->layer->input] = l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, s->mb, l - 1);
+					t->fwd[layer_ctx(x, l)->layer->input] =
+						l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, s->mb, l - 1);
 				if (s->phase != RM_PPHASE_FWD && l != last_bwd_layer) {
 					/* this layer's (the first one's: none issued them), then the next one
 					 * down's, one layer ahead */
@@ -1592,10 +1612,12 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		emb_op[mb] = mb_start[mb];
 		fwd_loop[mb] = c->n;
 		if (unrolled) {
-			for (int l = 0; l < x->L; l++)
-				for (int i = 0; i < x->layer->n_fwd_ops; i++)
+			for (int l = 0; l < x->L; l++) {
+				const rm_graph *lg = layer_ctx(x, l)->layer;
+				for (int i = 0; i < lg->n_fwd_ops; i++)
 					comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, l, mb, RM_PPHASE_FWD,
-								slot_units_at(x, &x->layer->ops[i], l, RM_PPHASE_FWD), false});
+								slot_units_at(x, &lg->ops[i], l, RM_PPHASE_FWD), false});
+			}
 		} else {
 			comp_add_slot(c, (slot){SLOT_FWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_FWD,
 						loop_units(x, fwd), colls});
@@ -1871,6 +1893,56 @@ static void schedule_comp(const ctx *x, comp *c)
 		x->rep->tracked_peak_bytes = c->tracked_peak;
 }
 
+/* The fields of x that follow from its layer graph: the weight groups of its gathers and
+ * reductions, its replicated norm weights and its last weight gradient. */
+static void init_layer_groups(ctx *x, int64_t ag_threshold, int64_t rs_threshold)
+{
+	const rm_schedule_config *cfg = x->cfg;
+	bool xla = cfg->mode == RM_SCHED_XLA, local_experts = x->wl->train.ep > 1;
+	group_weights(x->layer, ag_threshold, x->lpsize, 1, xla && cfg->flags.all_gather_combine_by_dim, false,
+		      local_experts, &x->ag);
+	group_weights(x->layer, rs_threshold, x->gsize, x->wl->train.fsdp, xla && cfg->flags.reduce_scatter_combine_by_dim,
+		      true, local_experts, &x->rs);
+	x->norm_elems = 0;
+	for (int i = 0; i < x->layer->n_fwd_ops; i++)
+		if (is_norm_op(&x->layer->ops[i]))
+			x->norm_elems += x->layer->ops[i].weight_elems;
+	x->last_wgrad = -1;
+	for (int i = 0; i < x->layer->n_ops; i++)
+		if (x->layer->ops[i].phase == RM_PHASE_BWD_WGRAD)
+			x->last_wgrad = i;
+}
+
+/*
+ * The context of the dense first layers of a mixture of experts (x->n_dense > 0): a copy of x
+ * with the workload's dense_layer graph, its own remat plans under the same policy, weight groups
+ * and norms. Both contexts then fence the backward's gathers if either plan recomputes.
+ */
+static rm_status init_dense_kind(ctx *x, ctx *d, int64_t ag_threshold, int64_t rs_threshold, rm_error *err)
+{
+	const rm_schedule_config *cfg = x->cfg;
+	*d = *x;
+	d->layer = &x->wl->dense_layer;
+	memset(&d->plan, 0, sizeof(d->plan));
+	memset(&d->plan_keep, 0, sizeof(d->plan_keep));
+	RM_CHECK(rm_remat_plan_build_compiled(d->layer, cfg->policy, cfg->compile_partitioner, &d->plan, err));
+	if (x->recompute_layers > 0) {
+		rm_remat_policy *keep = rm_remat_policy_parse("everything_saveable", err);
+		rm_status kst = keep ? rm_remat_plan_build(d->layer, keep, &d->plan_keep, err) : RM_INVALID;
+		rm_remat_policy_destroy(keep);
+		if (kst != RM_OK) {
+			rm_remat_plan_finish(&d->plan);
+			return kst;
+		}
+	}
+	init_layer_groups(d, ag_threshold, rs_threshold);
+	if (cfg->mode == RM_SCHED_XLA && cfg->prevent_cse)
+		for (int v = 0; v < d->plan.n_values && !d->barrier; v++)
+			d->barrier = d->plan.fate[v] == RM_FATE_RECOMPUTED;
+	x->barrier = d->barrier = x->barrier || d->barrier;
+	return RM_OK;
+}
+
 rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report *rep_out, rm_error *err)
 {
 	rm_schedule_report local;
@@ -1918,18 +1990,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	rep->backward_gathers_fenced = x.barrier && cfg->wl->train.fsdp > 1;
 	int64_t ag_threshold = xla ? cfg->flags.all_gather_combine_threshold_bytes : INT64_MAX / 4;
 	int64_t rs_threshold = xla ? cfg->flags.reduce_scatter_combine_threshold_bytes : INT64_MAX / 4;
-	bool local_experts = wl->train.ep > 1;
-	group_weights(x.layer, ag_threshold, x.lpsize, 1, xla && cfg->flags.all_gather_combine_by_dim, false, local_experts,
-		      &x.ag);
-	group_weights(x.layer, rs_threshold, x.gsize, wl->train.fsdp, xla && cfg->flags.reduce_scatter_combine_by_dim, true,
-		      local_experts, &x.rs);
-	for (int i = 0; i < x.layer->n_fwd_ops; i++)
-		if (is_norm_op(&x.layer->ops[i]))
-			x.norm_elems += x.layer->ops[i].weight_elems;
-	x.last_wgrad = -1;
-	for (int i = 0; i < x.layer->n_ops; i++)
-		if (x.layer->ops[i].phase == RM_PHASE_BWD_WGRAD)
-			x.last_wgrad = i;
+	init_layer_groups(&x, ag_threshold, rs_threshold);
 	x.R = wl->train.dp_replicate > 1 ? (int)wl->train.dp_replicate : 1;
 	x.rep_nodes = cfg->replica_nodes > 0 ? cfg->replica_nodes : 1;
 	x.rep_rs = wl->train.zero < 3;
@@ -1970,14 +2031,46 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 			return NULL;
 		}
 	}
-	{
-		int nr = x.recompute_layers > 0 ? x.recompute_layers : x.L;
-		x.stacks = (int64_t)nr * (x.plan.saved_bytes + x.plan.carry_bytes) +
-			   (int64_t)(x.L - nr) * (x.plan_keep.saved_bytes + x.plan_keep.carry_bytes);
-		rep->offloaded_bytes_step = (int64_t)nr * x.plan.offloaded_bytes;
+	ctx dense;
+	x.n_dense = (int)rm_workload_dense_layers(wl);
+	if (x.n_dense > 0) {
+		if (cfg->scan) {
+			rm_remat_plan_finish(&x.plan);
+			if (x.recompute_layers > 0)
+				rm_remat_plan_finish(&x.plan_keep);
+			rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				     "%s runs %d dense layers before its mixture-of-experts ones: two different layer "
+				     "bodies, which need the layers unrolled (remat.scan: false)",
+				     wl->model.name, x.n_dense);
+			return NULL;
+		}
+		if (init_dense_kind(&x, &dense, ag_threshold, rs_threshold, err) != RM_OK) {
+			rm_remat_plan_finish(&x.plan);
+			if (x.recompute_layers > 0)
+				rm_remat_plan_finish(&x.plan_keep);
+			return NULL;
+		}
+		rep->backward_gathers_fenced = x.barrier && cfg->wl->train.fsdp > 1;
+		x.kinds[0] = dense.kinds[0] = &x;
+		x.kinds[1] = dense.kinds[1] = &dense;
+	}
+	x.stacks = 0;
+	rep->offloaded_bytes_step = 0;
+	for (int l = 0; l < x.L; l++) {
+		/* what each layer keeps under its kind's plan: the policy's, or everything past
+		 * recompute_layers */
+		const ctx *xl = layer_ctx(&x, l);
+		const rm_remat_plan *pl = plan_of(xl, l);
+		x.stacks += pl->saved_bytes + pl->carry_bytes;
+		if (pl == &xl->plan)
+			rep->offloaded_bytes_step += pl->offloaded_bytes;
 	}
 	rep->saved_bytes_step = x.stacks;
 	build_fusions(&x);
+	if (x.n_dense > 0) {
+		dense.stacks = x.stacks;
+		build_fusions(&dense);
+	}
 
 	comp fwd = {0}, bwd = {0}, entry = {0};
 	if (cfg->scan) {
@@ -2022,6 +2115,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	size_t nlt = (size_t)x.A * (size_t)x.L;
 	e.lt = rm_new(layer_tensors, nlt);
 	int nv = x.layer->n_values;
+	if (x.n_dense > 0 && dense.layer->n_values > nv)
+		nv = dense.layer->n_values;
 	int32_t *pool = rm_new(int32_t, nlt * 4 * (size_t)nv);
 	for (size_t i = 0; i < nlt * 4 * (size_t)nv; i++)
 		pool[i] = -1;
@@ -2060,6 +2155,12 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	comp_finish(&bwd);
 	comp_finish(&entry);
 	finish_fusions(&x);
+	if (x.n_dense > 0) {
+		finish_fusions(&dense);
+		rm_remat_plan_finish(&dense.plan);
+		if (x.recompute_layers > 0)
+			rm_remat_plan_finish(&dense.plan_keep);
+	}
 	rep->plan = x.plan;
 	if (x.recompute_layers > 0)
 		rm_remat_plan_finish(&x.plan_keep);

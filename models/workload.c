@@ -36,7 +36,11 @@
 #define FLOPS_DROPOUT 2.0
 #define FLOPS_LOSS 4.0 /* max, exp, accumulate, log per logit */
 
-#define GRAPH_CAP 96
+/* Ops a graph may hold (forward and backward: DeepSeek-V3's MoE layer with fp8 GEMMs, context
+ * and expert parallelism has 98), and values (forward outputs, about 50 at most): the size
+ * bounds below multiply one tensor by the value count. */
+#define GRAPH_CAP 128
+#define GRAPH_VALUES 96
 
 static const struct {
 	rm_dtype dtype;
@@ -366,7 +370,7 @@ static double layer_params_bound(const rm_model_config *m)
 }
 
 /* Checks in double, before any int64 product is formed, that the setup stays within BYTES_LIMIT:
- * one tensor (times the GRAPH_CAP values a graph may hold), the training state of all parameters. */
+ * one tensor (times the GRAPH_VALUES values a graph may hold), the training state of all parameters. */
 static rm_status check_size_bounds(const rm_model_config *m, const rm_train_config *t, rm_error *err)
 {
 	double h = (double)m->hidden;
@@ -376,7 +380,7 @@ static rm_status check_size_bounds(const rm_model_config *m, const rm_train_conf
 	double act = tokens * width * 4.0;                                   /* [b, s, width] fp32 */
 	double scores = tokens * (double)m->heads * (double)t->seq_len * 4.0; /* [b, heads, s, s] fp32 */
 	double weight = h * width * 4.0;                                     /* [hidden, width] fp32 */
-	if (max_d(act, scores) * GRAPH_CAP > BYTES_LIMIT)
+	if (max_d(act, scores) * GRAPH_VALUES > BYTES_LIMIT)
 		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
 				    "seq_len %lld x micro_batch %lld is too large to represent: one activation "
 				    "of %s would take %.3g B (remora counts bytes up to 2^62 per graph)",
@@ -384,7 +388,7 @@ static rm_status check_size_bounds(const rm_model_config *m, const rm_train_conf
 				    max_d(act, scores));
 	double params = (double)m->layers * layer_params_bound(m) +
 			(double)m->vocab * h * 2.0 + (double)m->max_pos * h + 2.0 * h;
-	if (weight * GRAPH_CAP > BYTES_LIMIT || params * MAX_STATE_BYTES_PER_PARAM > BYTES_LIMIT)
+	if (weight * GRAPH_VALUES > BYTES_LIMIT || params * MAX_STATE_BYTES_PER_PARAM > BYTES_LIMIT)
 		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
 				    "%s is too large to represent: about %.3g parameters, whose training state "
 				    "takes up to %.3g B (remora counts bytes up to 2^62 = 4 EiB)",
@@ -516,7 +520,7 @@ static void graph_init(rm_graph *g, const char *name)
 {
 	memset(g, 0, sizeof(*g));
 	snprintf(g->name, sizeof(g->name), "%s", name);
-	g->values = rm_new(rm_value, GRAPH_CAP);
+	g->values = rm_new(rm_value, GRAPH_VALUES);
 	g->ops = rm_new(rm_op, GRAPH_CAP);
 	g->input = -1;
 }
@@ -531,7 +535,7 @@ static void graph_finish(rm_graph *g)
 static int add_value(graph_builder *gb, const char *name, rm_dtype dt, int rank, const int64_t *shape)
 {
 	rm_graph *g = gb->g;
-	assert(g->n_values < GRAPH_CAP && rank <= RM_MAX_RANK);
+	assert(g->n_values < GRAPH_VALUES && rank <= RM_MAX_RANK);
 	assert(rm_graph_find_value(g, name) < 0);
 	rm_value *v = &g->values[g->n_values];
 	snprintf(v->name, sizeof(v->name), "%s", name);

@@ -735,3 +735,22 @@ Test(workload, deepseek_v3_graphs_hold_the_parameters)
 		     671026419200LL);
 	rm_workload_destroy(wl);
 }
+
+/* The largest layer graph: latent attention, a MoE block with the all-to-alls of ep, the key and
+ * value gathers of cp and fp8 GEMMs (a quantization per projection gradient) - 98 ops, more than
+ * the 96 a graph held before. */
+Test(workload, deepseek_fp8_context_and_expert_parallel_graph_fits)
+{
+	rm_model_config m = deepseek_small();
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 128;
+	t.gemm_dtype = RM_DTYPE_FP8_E4M3;
+	t.cp = 2;
+	t.ep = 2;
+	t.fsdp = 2;
+	rm_workload *wl = build(&m, t);
+	cr_assert_eq(wl->layer.n_ops, 98, "%d ops", wl->layer.n_ops);
+	cr_assert_geq(rm_graph_find_op(&wl->layer, "attention_key_gathered"), 0);
+	cr_assert_geq(rm_graph_find_op(&wl->layer, "moe_combined_a2a"), 0);
+	rm_workload_destroy(wl);
+}

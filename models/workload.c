@@ -172,6 +172,9 @@ static const char *const canonical_names[] = {
 	"mlp_out_dropout_mask", "layer_output",
 	/* tensor parallelism's collectives (docs/parallelism.md) */
 	"attention_input_gathered", "attention_out_reduced", "mlp_input_gathered", "mlp_out_reduced",
+	/* multi-head latent attention's down-projections and latent norms (DeepSeek-V3; its up-
+	 * projections are dot_attention_query, _key, _value) */
+	"dot_attention_query_a", "attention_query_a_norm", "dot_attention_kv_a", "attention_kv_a_norm",
 };
 
 static const struct {

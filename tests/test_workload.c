@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "remora/cost.h"
+#include "remora/remat.h"
 #include "remora/workload.h"
 
 static rm_model_config preset(const char *name)
@@ -677,6 +678,29 @@ Test(workload, latent_attention_flops_by_hand)
 		cr_assert(rm_graph_value_is_residual(g, rm_graph_find_value(g, "dot_attention_kv_a")));
 		cr_assert(rm_graph_value_is_residual(g, rm_graph_find_value(g, "attention_kv_a_norm")));
 	}
+	/* what the dense layer keeps, nothing recomputed (bf16, 128 tokens): the layer input, the
+	 * normed input, the attention residual and the normed residual 4 x 128 x 256 x 2 = 262,144;
+	 * q_a and its norm 2 x 128 x 64 x 2 = 32,768; kv_a 128 x 40 x 2 = 10,240 and its norm 128 x
+	 * 32 x 2 = 8192; query and key 2 x 128 x 96 x 2 = 49,152; value and the attention's output
+	 * 2 x 128 x 64 x 2 = 32,768; the fp32 log-sum-exp 4 x 128 x 4 = 2048; gate, up, activation
+	 * and hidden 4 x 128 x 512 x 2 = 524,288: 921,600 B */
+	cr_assert_eq(rm_graph_residual_bytes(&wl->dense_layer), 921600, "%lld",
+		     (long long)rm_graph_residual_bytes(&wl->dense_layer));
+	/* the latent attention's names are checkpoint names remat policies take */
+	static const char *const names[] = {"dot_attention_query_a", "attention_query_a_norm", "dot_attention_kv_a",
+					    "attention_kv_a_norm"};
+	for (int i = 0; i < 4; i++)
+		cr_assert_str_eq(rm_checkpoint_canonical(names[i]), names[i]);
+	rm_error err;
+	rm_remat_policy *pol = rm_remat_policy_parse("save_only_these_names('dot_attention_kv_a', 'attention_kv_a_norm')", &err);
+	cr_assert_not_null(pol, "%s", err.msg);
+	rm_remat_plan plan;
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, pol, &plan, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(plan.fate[rm_graph_find_value(&wl->layer, "dot_attention_kv_a")], RM_FATE_SAVED);
+	cr_assert_eq(plan.fate[rm_graph_find_value(&wl->layer, "attention_kv_a_norm")], RM_FATE_SAVED);
+	cr_assert_eq(plan.fate[rm_graph_find_value(&wl->layer, "dot_attention_query_a")], RM_FATE_RECOMPUTED);
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(pol);
 	rm_workload_destroy(wl);
 }
 

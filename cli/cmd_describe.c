@@ -315,8 +315,8 @@ static void describe_text(const rm_workload *wl)
 		rm_graph_flops(&wl->layer, RM_PHASE_BWD_WGRAD)) / 1e9);
 	printf("  step TFLOPs per GPU    %.3f executed per micro-batch (no recompute)\n",
 	       rm_workload_executed_flops(wl) / 1e12);
-	printf("  FLOPs per token        %.4g model (6N + 12Lhs, PaLM), %.4g executed\n",
-	       rm_workload_model_flops_per_token(wl), rm_workload_executed_flops(wl) / tokens);
+	printf("  FLOPs per token        %.4g model (%s, PaLM), %.4g executed\n", rm_workload_model_flops_per_token(wl),
+	       m->mla ? "6N + 6La(d_qk+d_v)s" : "6N + 12Lhs", rm_workload_executed_flops(wl) / tokens);
 	int64_t act = rm_graph_residual_bytes(&wl->layer);
 	int64_t dact = nd > 0 ? rm_graph_residual_bytes(&wl->dense_layer) : 0;
 	printf("  activations kept       %s per layer, %s for %lld layers (nothing recomputed)\n",

@@ -5,7 +5,9 @@
  * exactly, and builds the op graph of one training step per GPU: the embedding, one decoder layer
  * (forward ops in order, then backward ops split into data-gradient and weight-gradient ops), and
  * the head (final norm, LM head, loss). Every decoder layer is identical, so one layer's graph
- * stands for all L; the schedulers instantiate it L times.
+ * stands for all L; the schedulers instantiate it L times. The exception is a mixture of experts
+ * whose first layers are dense (DeepSeek-V3's first_k_dense_replace): those run a second graph,
+ * dense_layer (rm_workload_layer_graph gives each layer's).
  *
  * Invariants
  * - Forward ops produce values; every value has one producer and a canonical checkpoint name

@@ -660,6 +660,14 @@ Test(parallel, deepseek_dense_and_moe_layers_gather_their_own_weights)
 	cr_assert_not_null(op_named(a.prog, "layer02/bwd/moe_gate.wgrad"));
 	cr_assert_not_null(op_named(a.prog, "layer00/fwd/dot_attention_kv_a"));
 	cr_assert(a.m.step_time > 0);
+	/* the scheduler itself refuses one scan body for both kinds */
+	rm_schedule_config sc = a.res.sched;
+	sc.scan = true;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_schedule_report rep;
+	cr_assert_null(rm_schedule_build(&sc, &rep, &err));
+	cr_assert(strstr(err.msg, "remat.scan: false"), "%s", err.msg);
 	run_finish(&a);
 	/* a scan runs one body for every layer; pipeline stages would differ: both refused at their key */
 	deepseek_small_scenario(text, sizeof(text), "remat:\n  scan: true\n");

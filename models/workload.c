@@ -175,6 +175,12 @@ static const char *const canonical_names[] = {
 	/* multi-head latent attention's down-projections and latent norms (DeepSeek-V3; its up-
 	 * projections are dot_attention_query, _key, _value) */
 	"dot_attention_query_a", "attention_query_a_norm", "dot_attention_kv_a", "attention_kv_a_norm",
+	/* mixture-of-experts blocks (build_moe): the router, the dispatched tokens, the experts'
+	 * grouped GEMMs, the combine and the shared expert */
+	"moe_router", "moe_routing", "moe_dispatched", "moe_dispatched_a2a", "moe_gate", "moe_up",
+	"moe_activation", "moe_hidden", "moe_down", "moe_combined_a2a", "moe_combined", "dot_shared_gate",
+	"dot_shared_up", "shared_activation", "shared_hidden", "dot_shared_out", "dot_shared_expert_gate",
+	"shared_gated", "moe_output",
 };
 
 static const struct {

@@ -1629,16 +1629,6 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				 "body, with one policy, for every layer)",
 				 (long long)sc->recompute_num_layers, (long long)layers);
 	}
-	if (c->scan && rm_model_config_is_moe(&out->model) && out->model.dense_layers > 0) {
-		int64_t dense = out->model.dense_layers;
-		char name[64];
-		snprintf(name, sizeof(name), "%s", out->model.name);
-		rm_scenario_resolved_finish(out);
-		return key_error(sc, "remat.scan", err, RM_INVALID,
-				 "%s runs %lld dense layers before its mixture-of-experts ones: two different layer "
-				 "bodies, which remora runs unrolled (set remat.scan: false)",
-				 name, (long long)dense);
-	}
 	/* the kernels the runtime launches (docs/sim.md "Kernel model") */
 	rm_kernel_config *kc = &out->cost.kernels;
 	*kc = rm_kernel_config_default();

@@ -213,12 +213,20 @@ typedef struct ctx {
 	const struct ctx *kinds[2];
 } ctx;
 
-/* The context whose layer graph layer l runs (x itself when every layer is alike). */
+/* The context whose layer graph layer l runs (x itself when every layer is alike). A scan body's
+ * layers are the MoE ones: build_body works on a view of x with n_dense 0. */
 static const ctx *layer_ctx(const ctx *x, int l)
 {
 	if (x->n_dense <= 0)
 		return x;
 	return x->kinds[l >= 0 && l < x->n_dense ? 1 : 0];
+}
+
+/* The first layer a scan runs: with dense first layers they run unrolled before the scan over
+ * the MoE layers (MaxText scans the two kinds apart); 0 when unrolled or all alike. */
+static int first_scanned(const ctx *x)
+{
+	return x->cfg->scan ? x->n_dense : 0;
 }
 
 /* The remat plan of layer l: the policy's, or keep-everything past recompute_layers (NeMo's
@@ -551,12 +559,15 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 {
 	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
+	/* in a scan body (not a dense first layer, which runs unrolled in the entry before it) */
+	bool body = x->cfg->scan && !(x->n_dense > 0 && bl < x->n_dense);
+	bool pipe_ar = body && x->pipe_ar;
 	/* FSDP2 with reshard_after_forward false (and torchtitan's last block, which is never
 	 * resharded): the forward's gather stays for the backward, nothing is gathered again */
-	bool keep = x->cfg->mode == RM_SCHED_FSDP2 && !x->cfg->scan &&
+	bool keep = x->cfg->mode == RM_SCHED_FSDP2 && !body &&
 		    (!x->cfg->reshard_after_forward || bl == x->L - 1);
 	/* in a body, the first slot of the next copy: where this copy's results are due */
-	int next_copy = x->cfg->scan && bl + 1 < x->k ? layer_first_slot(c, bl + 1, mb) : -1;
+	int next_copy = body && bl + 1 < x->k ? layer_first_slot(c, bl + 1, mb) : -1;
 	int copy_due = next_copy >= 0 ? next_copy : c->n;
 	/* the backward's gathers read the optimization barrier's output (jax.checkpoint's
 	 * prevent_cse): not pipelined, and not before the barrier at the start of the pass */
@@ -633,7 +644,7 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 	}
 	if (x->norm_elems > 0) {
 		int last = -1, nl;
-		int from = x->pipe_ar ? src : bl;
+		int from = pipe_ar ? src : bl;
 		const int *ls = from >= 0 ? comp_layer_slots(c, from, mb, &nl) : NULL;
 		for (int q = 0; ls && q < nl; q++) {
 			const slot *s = &c->slots[ls[q]];
@@ -646,9 +657,9 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		k->body_layer = bl;
 		k->mb = mb;
 		k->bytes = x->norm_elems * x->gsize;
-		k->layer_off = x->pipe_ar ? rs_off : 0;
-		k->s_min = x->pipe_ar ? (last >= 0 ? last + 1 : 0) : (last >= 0 ? last + 1 : c->n);
-		k->deadline = x->pipe_ar ? copy_due : c->n;
+		k->layer_off = pipe_ar ? rs_off : 0;
+		k->s_min = pipe_ar ? (last >= 0 ? last + 1 : 0) : (last >= 0 ? last + 1 : c->n);
+		k->deadline = pipe_ar ? copy_due : c->n;
 		k->latency = coll_latency(x, CK_AR, k->bytes);
 	}
 }
@@ -1294,8 +1305,8 @@ static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base
 		int l = -1, kmb = entry ? k->mb : mb;
 		if (k->what == WHAT_LAYER) {
 			l = entry ? k->body_layer : target_layer(k, base, dir);
-			if (l < 0 || l >= x->L)
-				continue; /* the pipeliner's peeled iterations */
+			if (l < (entry ? 0 : first_scanned(x)) || l >= x->L)
+				continue; /* the pipeliner's peeled iterations (or a dense layer: its own) */
 			if (k->kind == CK_RS && grads_lt(e, kmb, l)->grads[k->group] < 0)
 				continue;
 		}
@@ -1324,9 +1335,11 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 		 * first iteration's are the prologue; each iteration starts the next one's, once the
 		 * compute before it is done, so at most two iterations' reloads are resident */
 		for (int bl = 0; bl < x->k; bl++)
-			emit_reloads(e, mb, base + dir * bl, -1);
+			if (base + dir * bl >= first_scanned(x))
+				emit_reloads(e, mb, base + dir * bl, -1);
 		for (int bl = 0; bl < x->k; bl++)
-			emit_reloads(e, mb, base + dir * (x->k + bl), e->last_event);
+			if (base + dir * (x->k + bl) >= first_scanned(x))
+				emit_reloads(e, mb, base + dir * (x->k + bl), e->last_event);
 	}
 	for (int j = 0; j <= c->n; j++) {
 		emit_colls_at(e, c, j, false, base, dir, mb, ev);
@@ -1334,8 +1347,8 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 			break;
 		const slot *s = &c->slots[j];
 		int l = base + dir * s->body_layer;
-		if (l < 0 || l >= x->L)
-			continue;
+		if (l < first_scanned(x) || l >= x->L)
+			continue; /* the pipeliner's peeled iterations, or a dense layer before the scan */
 		layer_tensors *t = lt_of(e, mb, l);
 		if (!bwd && s->op == 0) {
 			int in_v = layer_ctx(x, l)->layer->input;
@@ -1457,7 +1470,7 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 	int32_t *ev = rm_new(int32_t, (size_t)c->nc + 1);
 	for (int i = 0; i < c->nc; i++)
 		ev[i] = -1;
-	int last_bwd_layer = -1;
+	int last_bwd_layer = -1, last_bwd_mb = -1; /* a layer's backward starts at a new (layer, micro-batch) */
 	for (int j = 0; j <= c->n; j++) {
 		emit_colls_at(e, c, j, true, 0, +1, 0, ev);
 		if (j == c->n)
@@ -1471,12 +1484,13 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 				if (s->phase == RM_PPHASE_FWD && s->op == 0)
 					t->fwd[layer_ctx(x, l)->layer->input] =
 						l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, s->mb, l - 1);
-				if (s->phase != RM_PPHASE_FWD && l != last_bwd_layer) {
+				if (s->phase != RM_PPHASE_FWD && (l != last_bwd_layer || s->mb != last_bwd_mb)) {
 					/* this layer's (the first one's: none issued them), then the next one
 					 * down's, one layer ahead */
 					emit_reloads(e, s->mb, l, -1);
 					emit_reloads(e, s->mb, l - 1, e->last_event);
 					last_bwd_layer = l;
+					last_bwd_mb = s->mb;
 				}
 				emit_layer_op(e, s, l, s->mb);
 			} else {
@@ -1489,11 +1503,11 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 			}
 			break;
 		case SLOT_FWD_LOOP:
-			for (int base = 0; base < x->L; base += x->k)
+			for (int base = first_scanned(x); base < x->L; base += x->k)
 				emit_body(e, fwd, base, +1, s->mb, false);
 			break;
 		case SLOT_BWD_LOOP:
-			for (int base = x->L - 1; base >= 0; base -= x->k)
+			for (int base = x->L - 1; base >= first_scanned(x); base -= x->k)
 				emit_body(e, bwd, base, -1, s->mb, true);
 			break;
 		case SLOT_OPTIMIZER:
@@ -1514,8 +1528,12 @@ static double comp_units(const comp *c)
 	return u;
 }
 
-static void build_body(const ctx *x, comp *c, bool bwd)
+static void build_body(const ctx *xs, comp *c, bool bwd)
 {
+	/* the body's layers are MoE ones whatever their copy index */
+	ctx view = *xs;
+	view.n_dense = 0;
+	const ctx *x = &view;
 	for (int bl = 0; bl < x->k; bl++)
 		add_layer_slots(x, c, bl, 0, bwd);
 	int64_t *delta = rm_new(int64_t, (size_t)c->n + 2);
@@ -1571,7 +1589,7 @@ static int64_t graph_weight_elems(const rm_graph *g, bool gemm_only)
 static double loop_units(const ctx *x, const comp *body)
 {
 	if (timed_costs(x))
-		return comp_units(body) * x->L / x->k;
+		return comp_units(body) * (x->L - first_scanned(x)) / x->k;
 	return UNITS_LOW;
 }
 
@@ -1604,12 +1622,23 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 	int *emb_op = rm_new(int, (size_t)x->A + 1), *logits_op = rm_new(int, (size_t)x->A + 1);
 	int *head_wgrad = rm_new(int, (size_t)x->A + 1), *head_norm = rm_new(int, (size_t)x->A + 1);
 	int *emb_bwd = rm_new(int, (size_t)x->A + 1);
+	/* a scan with dense first layers: those run unrolled around the loops, from dense_start
+	 * (forward) to dense_end (the end of their backward) */
+	int l0 = first_scanned(x);
+	int *dense_start = rm_new(int, (size_t)x->A + 1), *dense_end = rm_new(int, (size_t)x->A + 1);
 	int grads_from = -1; /* the first backward slot: the gradient shards are live from there */
 	for (int mb = 0; mb < x->A; mb++) {
 		mb_start[mb] = c->n;
 		for (int i = 0; i < x->embed->n_fwd_ops; i++)
 			comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_FWD, slot_units(x, &x->embed->ops[i]), false});
 		emb_op[mb] = mb_start[mb];
+		dense_start[mb] = c->n;
+		for (int l = 0; l < l0; l++) {
+			const rm_graph *lg = layer_ctx(x, l)->layer;
+			for (int i = 0; i < lg->n_fwd_ops; i++)
+				comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, l, mb, RM_PPHASE_FWD,
+							slot_units_at(x, &lg->ops[i], l, RM_PPHASE_FWD), false});
+		}
 		fwd_loop[mb] = c->n;
 		if (unrolled) {
 			for (int l = 0; l < x->L; l++) {
@@ -1643,7 +1672,10 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		} else {
 			comp_add_slot(c, (slot){SLOT_BWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_BWD,
 						loop_units(x, bwd), colls});
+			for (int l = l0 - 1; l >= 0; l--)
+				add_layer_slots(x, c, l, mb, true);
 		}
+		dense_end[mb] = c->n;
 		emb_bwd[mb] = -1;
 		for (int i = x->embed->n_fwd_ops; i < x->embed->n_ops; i++) {
 			int j = comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_BWD,
@@ -1663,6 +1695,21 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		if (!unrolled) {
 			delta[fwd_loop[mb] + 1] += x->stacks;
 			delta[bwd_loop[mb]] -= x->stacks;
+		}
+		if (l0 > 0) {
+			/* the dense layers' own temporaries, and what they keep from their forward to
+			 * their backward (the stacks cover the loops) */
+			int64_t kept = 0;
+			for (int l = 0; l < l0; l++) {
+				const rm_remat_plan *pl = plan_of(layer_ctx(x, l), l);
+				kept += pl->saved_bytes + pl->carry_bytes;
+				add_layer_temps(x, c, l, mb, false, delta);
+				add_layer_temps(x, c, l, mb, true, delta);
+			}
+			delta[dense_start[mb]] += kept;
+			delta[fwd_loop[mb] + 1] -= kept;
+			delta[bwd_loop[mb] + 1] += kept;
+			delta[dense_end[mb]] -= kept;
 		}
 		if (unrolled) {
 			for (int l = 0; l < x->L; l++) {
@@ -1696,6 +1743,26 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 			entry_coll(x, c, CK_AR, WHAT_FINAL_NORM, mb, fnorm, head_norm[mb] + 1, mb_end);
 		if (emb_bwd[mb] >= 0)
 			entry_coll(x, c, CK_RS, WHAT_EMBED, mb, emb_elems, emb_bwd[mb] + 1, mb_end);
+		for (int l = 0; l < l0; l++) {
+			/* a dense layer beside the scan: its gathers from the micro-batch's start, its
+			 * reductions due by its end (their full gradients live until then) */
+			int n_before = c->nc;
+			add_layer_colls(x, c, l, mb, false, delta, false, 0, false, 0);
+			add_layer_colls(x, c, l, mb, true, delta, false, 0, false, 0);
+			for (int i = n_before; i < c->nc; i++) {
+				coll *k = &c->colls[i];
+				if (k->kind == CK_AG) {
+					if (!(k->bwd_pass && x->barrier))
+						k->s_min = mb_start[mb];
+					continue;
+				}
+				if (k->kind == CK_RS) {
+					delta[c->n] += k->bytes;
+					delta[mb_end] -= k->bytes;
+				}
+				k->deadline = mb_end;
+			}
+		}
 		if (unrolled) {
 			int first_coll = c->nc;
 			for (int l = 0; l < x->L; l++) {
@@ -1754,12 +1821,12 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		}
 		/* pipelining's prologue (the first iteration's gathers) and epilogue (the last
 		 * iteration's reduce-scatters) live in the entry computation */
-		for (int bl = 0; bl < x->ag_ahead && bl < x->L; bl++) {
+		for (int bl = 0; bl < x->ag_ahead && l0 + bl < x->L; bl++) {
 			if (x->pipe_ag) {
 				for (int g = 0; g < x->ag.n; g++) {
 					coll *k = entry_coll(x, c, CK_AG, WHAT_LAYER, mb, x->ag.elems[g], mb_start[mb], fwd_loop[mb]);
 					k->group = g;
-					k->body_layer = bl;
+					k->body_layer = l0 + bl;
 					if (x->barrier)
 						continue; /* the backward's gathers stay in their iteration */
 					k = entry_coll(x, c, CK_AG, WHAT_LAYER, mb, x->ag.elems[g], fwd_loop[mb] + 1, bwd_loop[mb]);
@@ -1772,8 +1839,8 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		/* the reductions issued one layer behind leave the last layer of the backward (layer
 		 * 0) to the epilogue */
 		for (int bl = 0; bl < 1; bl++) {
-			if (x->pipe_rs) {
-				int l = 0;
+			if (x->pipe_rs && l0 < x->L) {
+				int l = l0; /* the scan's last backward layer */
 				for (int g = 0; g < x->rs.n; g++) {
 					coll *k = entry_coll(x, c, CK_RS, WHAT_LAYER, mb, x->rs.elems[g], bwd_loop[mb] + 1, mb_end);
 					k->group = g;
@@ -1796,6 +1863,8 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 	free(head_wgrad);
 	free(head_norm);
 	free(emb_bwd);
+	free(dense_start);
+	free(dense_end);
 }
 
 /* Indexes the collectives by the positions where they start or end (for the emission). */
@@ -1974,8 +2043,10 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		return NULL;
 	x.L = (int)wl->model.layers;
 	x.A = (int)wl->train.grad_accum;
+	x.n_dense = (int)rm_workload_dense_layers(wl);
 	bool xla = cfg->mode == RM_SCHED_XLA;
-	x.k = xla && cfg->scan && cfg->flags.while_loop_double_buffering && x.L >= 2 ? 2 : 1;
+	/* double buffering unrolls the loop body twice when the loop runs at least two layers */
+	x.k = xla && cfg->scan && cfg->flags.while_loop_double_buffering && x.L - first_scanned(&x) >= 2 ? 2 : 1;
 	/* XLA's pipeliner fetches one iteration ahead (before double buffering unrolls the body) */
 	x.ag_ahead = xla ? 1 : (cfg->prefetch_depth > 0 ? cfg->prefetch_depth : 1);
 	x.psize = rm_dtype_size(wl->train.param_dtype);
@@ -2032,18 +2103,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		}
 	}
 	ctx dense;
-	x.n_dense = (int)rm_workload_dense_layers(wl);
 	if (x.n_dense > 0) {
-		if (cfg->scan) {
-			rm_remat_plan_finish(&x.plan);
-			if (x.recompute_layers > 0)
-				rm_remat_plan_finish(&x.plan_keep);
-			rm_error_set(err, RM_INVALID, NULL, 0, 0,
-				     "%s runs %d dense layers before its mixture-of-experts ones: two different layer "
-				     "bodies, which need the layers unrolled (remat.scan: false)",
-				     wl->model.name, x.n_dense);
-			return NULL;
-		}
 		if (init_dense_kind(&x, &dense, ag_threshold, rs_threshold, err) != RM_OK) {
 			rm_remat_plan_finish(&x.plan);
 			if (x.recompute_layers > 0)

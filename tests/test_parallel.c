@@ -7,6 +7,7 @@
  * embedding and the untied head 32,000 x 4096 = 131,072,000 each; the final norm 4,096.
  */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -660,18 +661,58 @@ Test(parallel, deepseek_dense_and_moe_layers_gather_their_own_weights)
 	cr_assert_not_null(op_named(a.prog, "layer02/bwd/moe_gate.wgrad"));
 	cr_assert_not_null(op_named(a.prog, "layer00/fwd/dot_attention_kv_a"));
 	cr_assert(a.m.step_time > 0);
-	/* the scheduler itself refuses one scan body for both kinds */
-	rm_schedule_config sc = a.res.sched;
-	sc.scan = true;
-	rm_error err;
-	rm_error_clear(&err);
-	rm_schedule_report rep;
-	cr_assert_null(rm_schedule_build(&sc, &rep, &err));
-	cr_assert(strstr(err.msg, "remat.scan: false"), "%s", err.msg);
 	run_finish(&a);
-	/* a scan runs one body for every layer; pipeline stages would differ: both refused at their key */
-	deepseek_small_scenario(text, sizeof(text), "remat:\n  scan: true\n");
-	expect_scenario_error(text, RM_INVALID, 3, 9, "two different layer bodies");
+	/* XLA with a scan: the dense layer runs unrolled before the loop over the MoE layers (and after
+	 * it in the backward), each layer with its own gathers, two micro-batches */
+	deepseek_small_scenario(text, sizeof(text),
+				"training: {seq_len: 128, global_batch: 16}\nremat: {scan: true, policy: nothing_saveable}\n"
+				"parallelism: {fsdp: 8}\nscheduler: {mode: xla}\n");
+	run_text(&a, text);
+	static const struct {
+		const char *prefix;
+		int64_t bytes;
+	} gathered[] = {{"mb0/layer00/fwd/all-gather", 892928}, {"mb1/layer00/bwd/all-gather", 892928},
+			{"mb0/layer01/fwd/all-gather", 600064}, {"mb1/layer02/bwd/all-gather", 600064},
+			{"mb1/layer00/bwd/reduce-scatter", 892928}, {"mb1/layer01/bwd/reduce-scatter", 600064}};
+	for (size_t i = 0; i < sizeof(gathered) / sizeof(gathered[0]); i++) {
+		int64_t sum = 0;
+		size_t n = strlen(gathered[i].prefix);
+		for (int32_t j = 0; j < a.prog->n_ops; j++)
+			if (strncmp(a.prog->ops[j].name, gathered[i].prefix, n) == 0 && isdigit((unsigned char)a.prog->ops[j].name[n]) &&
+			    !strstr(a.prog->ops[j].name, "/replicas"))
+				sum += a.prog->ops[j].cost.collective.bytes;
+		cr_assert_eq(sum, gathered[i].bytes, "%s: %lld", gathered[i].prefix, (long long)sum);
+	}
+	int dense_gates = 0, routers = 0;
+	for (int32_t j = 0; j < a.prog->n_ops; j++) {
+		dense_gates += strcmp(a.prog->ops[j].name, "mb1/layer00/fwd/dot_mlp_gate") == 0;
+		routers += strncmp(a.prog->ops[j].name, "mb1/layer0", 10) == 0 && strstr(a.prog->ops[j].name, "/fwd/moe_router") != NULL;
+	}
+	cr_assert_eq(dense_gates, 1);
+	cr_assert_eq(routers, 2); /* layers 1 and 2 */
+	cr_assert_null(op_named(a.prog, "mb0/layer00/fwd/moe_router"));
+	run_finish(&a);
+	/* offloaded values come back before each micro-batch's backward of each layer: the dense
+	 * layer's too, whose backward runs alone in the entry after the loop (6 offloads and 6
+	 * reloads per micro-batch; the MoE names are checkpoint names) */
+	deepseek_small_scenario(text, sizeof(text),
+				"training: {seq_len: 128, global_batch: 16}\nremat: {scan: true, policy: "
+				"\"save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded="
+				"['dot_attention_kv_a', 'dot_mlp_gate', 'moe_router'], offload_src='device', "
+				"offload_dst='pinned_host')\"}\nparallelism: {fsdp: 8}\nscheduler: {mode: xla}\n");
+	run_text(&a, text);
+	int offloads = 0, reloads = 0, dense_reloads = 0;
+	for (int32_t j = 0; j < a.prog->n_ops; j++) {
+		const char *n = a.prog->ops[j].name;
+		offloads += strstr(n, "/offload/") != NULL;
+		reloads += strstr(n, "/reload/") != NULL;
+		dense_reloads += strstr(n, "layer00/reload/dot_attention_kv_a") != NULL;
+	}
+	cr_assert_eq(offloads, 12);
+	cr_assert_eq(reloads, 12);
+	cr_assert_eq(dense_reloads, 2);
+	run_finish(&a);
+	/* pipeline stages would differ: refused at the key */
 	deepseek_small_scenario(text, sizeof(text),
 				"remat: {scan: false}\ncluster: {gpus_per_node: 6, nodes: 1}\nparallelism:\n  pp: 3\n");
 	expect_scenario_error(text, RM_UNSUPPORTED, 5, 7, "pipelining it is not modelled yet");

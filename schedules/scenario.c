@@ -1156,11 +1156,11 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			return key_error(sc, "parallelism.pp", err, RM_INVALID,
 					 "pp %lld x %lld chunks per stage must divide the %lld layers of %s", (long long)pp,
 					 (long long)t.virtual_stages, (long long)out->model.layers, out->model.name);
-		if (rm_model_config_is_moe(&out->model) && out->model.dense_layers > 0)
-			return key_error(sc, "parallelism.pp", err, RM_UNSUPPORTED,
-					 "%s runs %lld dense layers before its mixture-of-experts ones: its pipeline "
-					 "stages differ (the first holds the dense layers), and remora prices one stage "
-					 "for all of them; pipelining it is not modelled yet",
+		if (rm_model_config_is_moe(&out->model) && out->model.dense_layers > 0 && t.virtual_stages > 1)
+			return key_error(sc, "parallelism.virtual_stages", err, RM_UNSUPPORTED,
+					 "%s runs %lld dense layers before its mixture-of-experts ones: interleaved "
+					 "stages would mix the two kinds chunk by chunk, which is not modelled yet "
+					 "(1f1b and gpipe stages are priced by their own layers)",
 					 out->model.name, (long long)out->model.dense_layers);
 		int64_t stage = out->gpus / pp;
 		if (stage < gpn ? gpn % stage != 0 : stage % gpn != 0)

@@ -712,10 +712,40 @@ Test(parallel, deepseek_dense_and_moe_layers_gather_their_own_weights)
 	cr_assert_eq(reloads, 12);
 	cr_assert_eq(dense_reloads, 2);
 	run_finish(&a);
-	/* pipeline stages would differ: refused at the key */
+}
+
+/* Pipelined, each stage is priced by its own layers: 3 stages of one layer, the first dense. The
+ * middle and last stages hold a MoE layer each, so they cost what they cost when every layer is
+ * MoE (the same programs); the first stage differs (a dense layer and the embedding). Interleaved
+ * stages, whose chunks would mix the kinds, are refused. */
+Test(parallel, deepseek_pipeline_stages_are_priced_by_their_own_layers)
+{
+	char text[2048];
 	deepseek_small_scenario(text, sizeof(text),
-				"remat: {scan: false}\ncluster: {gpus_per_node: 6, nodes: 1}\nparallelism:\n  pp: 3\n");
-	expect_scenario_error(text, RM_UNSUPPORTED, 5, 7, "pipelining it is not modelled yet");
+				"remat: {scan: false}\ncluster: {gpus_per_node: 3, nodes: 1}\n"
+				"training: {seq_len: 128, global_batch: 4}\nparallelism: {pp: 3}\nscheduler: {mode: fsdp2}\n");
+	rm_scenario sc;
+	rm_error err;
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	rm_pp_run a, b;
+	cr_assert_eq(rm_pp_run_scenario(&res, &a, &err), RM_OK, "%s", err.msg);
+	res.model.dense_layers = 0; /* every layer MoE */
+	cr_assert_eq(rm_pp_run_scenario(&res, &b, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(a.middle.fwd_s, b.middle.fwd_s);
+	cr_assert_eq(a.last.bwd_s, b.last.bwd_s);
+	cr_assert_neq(a.first.fwd_s, b.first.fwd_s);
+	/* stage 0's state: the dense layer (447,072 parameters) instead of a MoE one (300,644) */
+	cr_assert_gt(a.peak_bytes[0], b.peak_bytes[0]);
+	cr_assert_eq(a.peak_bytes[2], b.peak_bytes[2]);
+	res.model.dense_layers = 1;
+	res.train.pp_schedule = RM_PP_INTERLEAVED;
+	res.train.virtual_stages = 2;
+	cr_assert_eq(rm_pp_run_scenario(&res, &a, &err), RM_UNSUPPORTED);
+	cr_assert(strstr(err.msg, "interleaved"), "%s", err.msg);
+	rm_scenario_resolved_finish(&res);
 }
 
 /* The preset at ep 64 over 8 nodes x 8 H100 does not fit: each GPU holds 4 of the 256 experts of

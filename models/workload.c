@@ -1447,7 +1447,7 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 	if (model->dense_layers > 0 && model->dense_layers < model->layers && !model->dense_first) {
 		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
 			     "%s: dense layers between the mixture-of-experts ones (Qwen's mlp_only_layers or "
-			     "decoder_sparse_step, DeepSeek's moe_layer_freq > 1) are not modelled yet: the op graphs "
+			     "decoder_sparse_step, a DeepSeek moe_layer_freq past the dense first layers) are not modelled yet: the op graphs "
 			     "run the dense layers first; `remora describe` counts its parameters",
 			     model->name[0] ? model->name : rm_arch_hf_name(model->arch));
 		return NULL;

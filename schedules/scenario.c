@@ -1213,7 +1213,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	    out->model.dense_layers < out->model.layers && !out->model.dense_first)
 		return key_error(sc, "model", err, RM_UNSUPPORTED,
 				 "%s: dense layers between the mixture-of-experts ones (Qwen's mlp_only_layers or "
-				 "decoder_sparse_step, DeepSeek's moe_layer_freq > 1) are not modelled yet; `remora "
+				 "decoder_sparse_step, a DeepSeek moe_layer_freq past the dense first layers) are not modelled yet; `remora "
 				 "describe` counts its parameters",
 				 out->model.name);
 	if (sc->sp > 0 && tp == 1)

@@ -108,8 +108,8 @@ typedef struct rm_model_config {
 	int64_t dense_layers;    /* layers whose MLP is dense (ffn wide) instead of MoE: DeepSeek's
 				  * first_k_dense_replace (the first layers), Qwen's mlp_only_layers and
 				  * decoder_sparse_step; the other layers - dense_layers are MoE */
-	bool dense_first;        /* the dense layers are layers 0 .. dense_layers - 1 (DeepSeek with
-				  * moe_layer_freq 1); the op graphs model only this placement */
+	bool dense_first;        /* the dense layers are layers 0 .. dense_layers - 1 (always DeepSeek's
+				  * with moe_layer_freq 1); the op graphs model only this placement */
 	int64_t mtp_layers;      /* DeepSeek-V3 multi-token-prediction modules
 				  * (num_nextn_predict_layers): counted apart, not part of the model */
 

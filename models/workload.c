@@ -1157,7 +1157,15 @@ static void build_layer(graph_builder *gb)
 		/* the gathered 16-bit weights quantized once per micro-batch (and transposed for
 		 * the dgrad); latent attention: its projections without the two latent norms */
 		int64_t attn_w = m->mla ? attention_params(m) - m->q_lora_rank - m->kv_lora_rank : h * (qd + 2 * kvd) + qd * h;
-		int64_t w = attn_w + (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * ffn;
+		int64_t mlp_w = (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * ffn;
+		if (rm_model_config_is_moe(m) && !gb->dense_mlp) {
+			/* a MoE block: the router, this GPU's experts and the shared experts (and
+			 * Qwen2-MoE's shared-expert gate) */
+			int64_t local = m->experts / (t->ep > 1 ? t->ep : 1);
+			mlp_w = h * m->experts + local * expert_params(m) + m->shared_experts * 3 * h * m->shared_ffn +
+				(m->shared_gate ? h : 0);
+		}
+		int64_t w = attn_w + mlp_w;
 		rm_op *op = new_op(gb, "weights_fp8", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
 		op_in(gb, op, x);
 		int64_t shape[1] = {w};
@@ -1179,9 +1187,9 @@ static void build_layer(graph_builder *gb)
 	if (m->mla) {
 		build_mla_qkv(gb, xn, heads, &q, &k, &v);
 	} else {
-	q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
-	k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
-	v = fwd_projection(gb, "dot_attention_value", xn, h, kvd, m->qkv_bias);
+		q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
+		k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
+		v = fwd_projection(gb, "dot_attention_value", xn, h, kvd, m->qkv_bias);
 	}
 	if (m->qk_norm) {
 		/* Qwen3: RMSNorm over each head's head_dim on the queries and keys, one weight of
@@ -1447,8 +1455,9 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 	if (model->dense_layers > 0 && model->dense_layers < model->layers && !model->dense_first) {
 		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
 			     "%s: dense layers between the mixture-of-experts ones (Qwen's mlp_only_layers or "
-			     "decoder_sparse_step, a DeepSeek moe_layer_freq past the dense first layers) are not modelled yet: the op graphs "
-			     "run the dense layers first; `remora describe` counts its parameters",
+			     "decoder_sparse_step, a DeepSeek moe_layer_freq past the dense first layers) are "
+			     "not modelled yet: the op graphs run the dense layers first; `remora describe` "
+			     "counts its parameters",
 			     model->name[0] ? model->name : rm_arch_hf_name(model->arch));
 		return NULL;
 	}

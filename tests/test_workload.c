@@ -778,3 +778,23 @@ Test(workload, deepseek_fp8_context_and_expert_parallel_graph_fits)
 	cr_assert_geq(rm_graph_find_op(&wl->layer, "moe_combined_a2a"), 0);
 	rm_workload_destroy(wl);
 }
+
+/* FP8 GEMMs quantize the layer's gathered 16-bit weights once per micro-batch: in a MoE layer the
+ * router 256 x 4, the GPU's 2 of 4 experts 2 x 49,152 and the shared expert 49,152 beside the
+ * 53,248 latent-attention weights = 201,728 (not one dense MLP's 3 x 256 x 512); in the dense
+ * layer 53,248 + 393,216 = 446,464. */
+Test(workload, fp8_weight_cast_covers_each_kind_of_layer)
+{
+	rm_model_config m = deepseek_small();
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 128;
+	t.gemm_dtype = RM_DTYPE_FP8_E4M3;
+	t.ep = 2;
+	t.fsdp = 2;
+	rm_workload *wl = build(&m, t);
+	int v = rm_graph_find_value(&wl->layer, "weights_fp8");
+	cr_assert_eq(wl->layer.values[v].shape[0], 201728, "%lld", (long long)wl->layer.values[v].shape[0]);
+	v = rm_graph_find_value(&wl->dense_layer, "weights_fp8");
+	cr_assert_eq(wl->dense_layer.values[v].shape[0], 446464, "%lld", (long long)wl->dense_layer.values[v].shape[0]);
+	rm_workload_destroy(wl);
+}

@@ -32,6 +32,20 @@ static void collective_usage(FILE *out)
 		"                         patch releases; 2.18 and 2.19-2.22 differ)\n"
 		"      --cpu VENDOR       host CPU across nodes: intel (default), amd, mixed, other;\n"
 		"                         sets NCCL's LL cap and network posting overhead\n"
+		"      --cta-policy P     as NCCL_CTA_POLICY: default, efficiency (2.27+), zero (2.28+:\n"
+		"                         copy-engine all-gather / all-to-all, 0 SMs, with --registration\n"
+		"                         symmetric on one node)\n"
+		"      --registration R   the buffers: none (default), buffer (ncclCommRegister),\n"
+		"                         symmetric (ncclCommWindowRegister, 2.27+: NCCL's symmetric-\n"
+		"                         memory kernels on one node)\n"
+		"      --topology KIND    the fabric between nodes: rail_optimized or fat_tree\n"
+		"                         (docs/collectives.md 'Topology'; calibrated model only)\n"
+		"      --tier N[:R[:US]]  a switch tier, leaf first, repeatable: the nodes one switch\n"
+		"                         reaches, the taper R into it (default 1: non-blocking) and\n"
+		"                         its hop latency in us (default 0); default tiers: a DGX\n"
+		"                         SuperPOD unit (rail leaf of 32 nodes) or a 64-port leaf\n"
+		"      --no-pxn           as NCCL_PXN_DISABLE=1: all-to-all to another rail leaves\n"
+		"                         by the GPU's own NIC and crosses the spine\n"
 		"      --raw              NCCL's own model, without the measured size efficiency\n"
 		"                         (and, across nodes, without the measured fabric cap)\n"
 		"      --all              also list every (algorithm, protocol) pair's time\n"
@@ -54,6 +68,8 @@ static json_t *estimate_json(const rm_coll_query *q, const rm_coll_estimate *e)
 	json_object_set_new(o, "algorithm", json_string(rm_nccl_algo_name(e->algo)));
 	json_object_set_new(o, "protocol", json_string(rm_nccl_proto_name(e->proto)));
 	json_object_set_new(o, "channels", json_integer(e->channels));
+	if (e->algo == RM_NCCL_ALGO_SYMMETRIC)
+		json_object_set_new(o, "kernel", json_string(rm_nccl_symk_name(e->symk)));
 	json_object_set_new(o, "efficiency", json_real(e->efficiency));
 	return o;
 }
@@ -131,9 +147,66 @@ static int run_table(const rm_nccl_model *model, bool json)
 	return CLI_EXIT_OK;
 }
 
+/* Why the --cta-policy / --registration asked for did not change the path NCCL takes, or NULL. */
+static const char *buffers_note(const rm_coll_query *q, const rm_coll_estimate *e, rm_nccl_cta_policy policy,
+				rm_nccl_registration reg)
+{
+	if (e->algo == RM_NCCL_ALGO_CE || e->algo == RM_NCCL_ALGO_SYMMETRIC || e->algo == RM_NCCL_ALGO_LOCAL)
+		return NULL;
+	if (reg == RM_NCCL_REG_SYMMETRIC && q->nodes > 1)
+		return "symmetric kernels and copy engines run inside one node only: the tuner's choice runs";
+	if (policy == RM_NCCL_CTA_ZERO && reg != RM_NCCL_REG_SYMMETRIC)
+		return "the copy engines need symmetric windows (--registration symmetric): the tuner's choice runs";
+	if (policy == RM_NCCL_CTA_EFFICIENCY && reg == RM_NCCL_REG_NONE)
+		return "the efficiency policy's NVLS needs registered buffers (--registration buffer)";
+	return NULL;
+}
+
+/* NODES[:TAPER[:LATENCY_US]] into a tier. */
+static bool parse_tier(const char *text, rm_fabric_tier *t)
+{
+	char *end = NULL;
+	long nodes = strtol(text, &end, 10);
+	if (end == text || nodes < 1 || nodes > 1000000)
+		return false;
+	*t = (rm_fabric_tier){.nodes = (int)nodes, .oversubscription = 1.0};
+	if (*end == '\0')
+		return true;
+	if (*end != ':')
+		return false;
+	const char *p = end + 1;
+	t->oversubscription = strtod(p, &end);
+	if (end == p || !(t->oversubscription >= 1.0) || !isfinite(t->oversubscription))
+		return false;
+	if (*end == '\0')
+		return true;
+	if (*end != ':')
+		return false;
+	p = end + 1;
+	t->hop_latency_us = strtod(p, &end);
+	return end != p && *end == '\0' && t->hop_latency_us >= 0.0 && isfinite(t->hop_latency_us);
+}
+
+static json_t *fabric_json(const rm_fabric *f, const rm_coll_query *q)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "kind", json_string(rm_fabric_kind_name(f->kind)));
+	json_object_set_new(o, "pxn", json_boolean(f->pxn));
+	json_t *tiers = json_array();
+	for (int i = 0; i < f->n_tiers; i++)
+		json_array_append_new(tiers, json_pack("{s:i, s:f, s:f}", "nodes", f->tiers[i].nodes, "oversubscription",
+							 f->tiers[i].oversubscription, "latency_us",
+							 f->tiers[i].hop_latency_us));
+	json_object_set_new(o, "tiers", tiers);
+	rm_fabric_path p = rm_fabric_path_of(f, q->nodes, false);
+	json_object_set_new(o, "path", json_pack("{s:i, s:f, s:f}", "tier", p.tier, "oversubscription", p.oversubscription,
+						 "latency_us", p.latency_us));
+	return o;
+}
+
 int cli_cmd_collective(int argc, char **argv)
 {
-	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL, OPT_CPU };
+	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL, OPT_CPU, OPT_POLICY, OPT_REG, OPT_TOPOLOGY, OPT_TIER, OPT_NO_PXN };
 	static const struct option longopts[] = {
 		{"op", required_argument, NULL, 'o'},
 		{"bytes", required_argument, NULL, 'b'},
@@ -145,7 +218,12 @@ int cli_cmd_collective(int argc, char **argv)
 		{"nccl-version", required_argument, NULL, OPT_VERSION},
 		{"raw", no_argument, NULL, OPT_RAW},
 		{"cpu", required_argument, NULL, OPT_CPU},
+		{"cta-policy", required_argument, NULL, OPT_POLICY},
+		{"registration", required_argument, NULL, OPT_REG},
 		{"all", no_argument, NULL, OPT_ALL},
+		{"topology", required_argument, NULL, OPT_TOPOLOGY},
+		{"tier", required_argument, NULL, OPT_TIER},
+		{"no-pxn", no_argument, NULL, OPT_NO_PXN},
 		{"table", no_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
@@ -155,6 +233,9 @@ int cli_cmd_collective(int argc, char **argv)
 	int64_t bytes = -1, gpus = 0, nodes = 1;
 	bool raw = false, all = false, table = false, json = false;
 	rm_nccl_cpu cpu = RM_NCCL_CPU_INTEL;
+	rm_nccl_cta_policy policy = RM_NCCL_CTA_DEFAULT;
+	rm_nccl_registration reg = RM_NCCL_REG_NONE;
+	rm_fabric fabric = {.kind = RM_FABRIC_NONE, .pxn = true};
 	int c;
 	rm_error err;
 	rm_error_clear(&err);
@@ -198,8 +279,35 @@ int cli_cmd_collective(int argc, char **argv)
 				return cli_usage_error("collective", "--cpu: unknown vendor '%s' (intel, amd, mixed, other)",
 						       optarg);
 			break;
+		case OPT_POLICY:
+			if (!rm_nccl_cta_policy_parse(optarg, &policy))
+				return cli_usage_error("collective",
+						       "--cta-policy: unknown policy '%s' (default, efficiency, zero)", optarg);
+			break;
+		case OPT_REG:
+			if (!rm_nccl_registration_parse(optarg, &reg))
+				return cli_usage_error("collective",
+						       "--registration: unknown registration '%s' (none, buffer, symmetric)",
+						       optarg);
+			break;
 		case OPT_ALL:
 			all = true;
+			break;
+		case OPT_TOPOLOGY:
+			if (!rm_fabric_kind_parse(optarg, &fabric.kind) || fabric.kind == RM_FABRIC_NONE)
+				return cli_usage_error("collective", "--topology: unknown fabric '%s' (rail_optimized, fat_tree)",
+						       optarg);
+			break;
+		case OPT_TIER:
+			if (fabric.n_tiers >= RM_FABRIC_MAX_TIERS || !parse_tier(optarg, &fabric.tiers[fabric.n_tiers]))
+				return cli_usage_error("collective",
+						       "--tier expects NODES[:TAPER[:LATENCY_US]] (at most %d tiers), e.g. "
+						       "32 or 128:2:0.5, got '%s'",
+						       RM_FABRIC_MAX_TIERS, optarg);
+			fabric.n_tiers++;
+			break;
+		case OPT_NO_PXN:
+			fabric.pxn = false;
 			break;
 		case 't':
 			table = true;
@@ -237,6 +345,28 @@ int cli_cmd_collective(int argc, char **argv)
 	const rm_hw_profile *hw = &hw_store;
 	model.calibrated = !raw;
 	model.cpu = cpu;
+	if (rm_nccl_model_set_buffers(&model, policy, reg, &err) != RM_OK)
+		return cli_usage_error("collective", "--cta-policy/--registration: %s", err.msg);
+	if ((fabric.n_tiers > 0 || !fabric.pxn) && fabric.kind == RM_FABRIC_NONE)
+		return cli_usage_error("collective", "--tier and --no-pxn describe a fabric: give --topology too");
+	if (fabric.kind != RM_FABRIC_NONE) {
+		if (fabric.n_tiers == 0) {
+			/* the scenario's defaults (docs/reference/hardware.md "Scale-out switches"): a
+			 * DGX SuperPOD H100 scalable unit (rail leaves of 32 nodes under a spine) or a
+			 * 64-port QM9700 leaf, 32 ports down, of 8-NIC nodes */
+			int leaf = fabric.kind == RM_FABRIC_RAIL_OPTIMIZED ? 32 : 4;
+			int top = nodes > 2 * leaf ? (int)((nodes + leaf - 1) / leaf * leaf) : 2 * leaf;
+			fabric.n_tiers = 2;
+			fabric.tiers[0] = (rm_fabric_tier){.nodes = leaf, .oversubscription = 1.0};
+			fabric.tiers[1] = (rm_fabric_tier){.nodes = top, .oversubscription = 1.0};
+		}
+		if (rm_fabric_validate(&fabric, &err) != RM_OK)
+			return cli_usage_error("collective", "--tier: %s", err.msg);
+		if (!table && fabric.tiers[fabric.n_tiers - 1].nodes < nodes)
+			return cli_usage_error("collective", "--tier: the top tier reaches %d nodes, the group spans %lld",
+					       fabric.tiers[fabric.n_tiers - 1].nodes, (long long)nodes);
+		model.fabric = fabric;
+	}
 	if (table)
 		return run_table(&model, json);
 
@@ -268,6 +398,15 @@ int cli_cmd_collective(int argc, char **argv)
 				    json_string(rm_nccl_model_version_label(&model, label, sizeof(label))));
 		if (q.nodes > 1)
 			json_object_set_new(o, "cpu", json_string(rm_nccl_cpu_name(model.cpu)));
+		if (policy != RM_NCCL_CTA_DEFAULT || reg != RM_NCCL_REG_NONE) {
+			json_object_set_new(o, "cta_policy", json_string(rm_nccl_cta_policy_name(policy)));
+			json_object_set_new(o, "registration", json_string(rm_nccl_registration_name(reg)));
+			const char *why = buffers_note(&q, &e, policy, reg);
+			if (why)
+				json_object_set_new(o, "note", json_string(why));
+		}
+		if (model.fabric.kind != RM_FABRIC_NONE)
+			json_object_set_new(o, "topology", fabric_json(&model.fabric, &q));
 		if (all) {
 			json_t *pairs = json_array();
 			for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)
@@ -287,12 +426,32 @@ int cli_cmd_collective(int argc, char **argv)
 	       rm_nccl_model_version_label(&model, label, sizeof(label)), raw ? " (raw model)" : "");
 	if (q.nodes > 1)
 		printf("  hosts     %s CPUs, %d GPU(s) per node\n", rm_nccl_cpu_name(model.cpu), q.ranks / q.nodes);
+	if (model.fabric.kind != RM_FABRIC_NONE && q.nodes > 1) {
+		rm_fabric_path p = rm_fabric_path_of(&model.fabric, q.nodes, false);
+		printf("  fabric    %s%s, %d nodes: %s, bandwidth / %g, +%.3f us switch latency per network step%s\n",
+		       rm_fabric_kind_name(model.fabric.kind), model.fabric.pxn ? "" : " without PXN", q.nodes,
+		       p.tier == 0 ? "inside one leaf" : p.tier == 1 ? "across the spine (tier 1)" : "up to a higher tier",
+		       p.oversubscription, p.latency_us, raw ? " (not applied: --raw)" : "");
+		if (p.tier > 1)
+			printf("            highest tier crossed: %d\n", p.tier);
+	}
 	printf("  time      %.2f us (latency %.2f us)\n", e.time_us, e.latency_us);
 	printf("  algBW     %.2f GB/s\n  busBW     %.2f GB/s\n", e.algbw_GBps, e.busbw_GBps);
-	printf("  algorithm %s, protocol %s, %d channels (SMs held)\n", rm_nccl_algo_name(e.algo),
-	       rm_nccl_proto_name(e.proto), e.channels);
+	if (policy != RM_NCCL_CTA_DEFAULT || reg != RM_NCCL_REG_NONE)
+		printf("  buffers   CTA policy %s, registration %s\n", rm_nccl_cta_policy_name(policy),
+		       rm_nccl_registration_name(reg));
+	if (e.algo == RM_NCCL_ALGO_CE)
+		printf("  algorithm CopyEngine (cudaMemcpyBatchAsync), 0 channels (no SM held)\n");
+	else if (e.algo == RM_NCCL_ALGO_SYMMETRIC)
+		printf("  algorithm Symmetric kernel %s, %d CTAs (SMs held)\n", rm_nccl_symk_name(e.symk), e.channels);
+	else
+		printf("  algorithm %s, protocol %s, %d channels (SMs held)\n", rm_nccl_algo_name(e.algo),
+		       rm_nccl_proto_name(e.proto), e.channels);
 	if (e.efficiency < 1.0)
 		printf("  measured size efficiency %.3f applied to the bandwidth (--raw to omit)\n", e.efficiency);
+	const char *why = buffers_note(&q, &e, policy, reg);
+	if (why)
+		printf("  note      %s\n", why);
 	if (all) {
 		printf("\n  %-9s %-7s %11s %11s %3s\n", "algorithm", "proto", "time us", "busBW", "ch");
 		for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)

@@ -227,6 +227,11 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 			json_object_set_new(e, "fwd_s", json_real(kinds[k]->fwd_s));
 			json_object_set_new(e, "bwd_s", json_real(kinds[k]->bwd_s));
 			json_object_set_new(e, "tail_s", json_real(kinds[k]->tail_s));
+			if (r.schedule == RM_PP_ZERO_BUBBLE) {
+				const int64_t wb[3] = {r.wgrad_bytes_first, r.wgrad_bytes_middle, r.wgrad_bytes_last};
+				json_object_set_new(e, "wgrad_s", json_real(kinds[k]->wgrad_s));
+				json_object_set_new(e, "wgrad_bytes", json_integer(wb[k]));
+			}
 			json_object_set_new(sc, kn[k], e);
 		}
 		json_object_set_new(o, "stage_costs", sc);
@@ -262,11 +267,17 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 	printf("\n  step time          %.3f ms\n", r.step_s * 1e3);
 	printf("  tokens/s per GPU   %.0f\n", r.tokens_per_s);
 	printf("  MFU                %.1f%%\n", 100.0 * r.mfu);
-	printf("  bubble             %.1f%% of stage 0's span\n", 100.0 * r.sched.bubble_fraction);
+	printf("  bubble             %.1f%% of %s span\n", 100.0 * r.sched.bubble_fraction,
+	       r.schedule == RM_PP_ZERO_BUBBLE && r.chunks == 2 ? "the last stage to end's" : "stage 0's");
 	printf("  one micro-batch    first stage %.3f + %.3f ms, middle %.3f + %.3f, last %.3f + %.3f (forward + "
 	       "backward); tail %.3f ms\n",
 	       r.first.fwd_s * 1e3, r.first.bwd_s * 1e3, r.middle.fwd_s * 1e3, r.middle.bwd_s * 1e3, r.last.fwd_s * 1e3,
 	       r.last.bwd_s * 1e3, r.first.tail_s * 1e3);
+	if (r.schedule == RM_PP_ZERO_BUBBLE)
+		printf("  weight gradients   first stage %.3f ms, middle %.3f, last %.3f of the backward (W, deferred); "
+		       "%s held from B to W on a middle stage\n",
+		       r.first.wgrad_s * 1e3, r.middle.wgrad_s * 1e3, r.last.wgrad_s * 1e3,
+		       rm_format_bytes(r.wgrad_bytes_middle, b1, sizeof(b1)));
 	printf("  between stages     %s per transfer, %.3f ms\n", rm_format_bytes(r.p2p_bytes, b1, sizeof(b1)), r.p2p_s * 1e3);
 	printf("  peak memory        %s on stage %d (%d micro-batch chunks of %s in flight) of %s usable  %s\n",
 	       rm_format_bytes(r.peak_bytes[r.peak_stage], b1, sizeof(b1)), r.peak_stage, r.sched.in_flight[r.peak_stage],
@@ -292,6 +303,8 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "dp_replicate", json_integer(res->train.dp_replicate));
 	json_object_set_new(o, "zero", json_integer(res->train.zero));
 	json_object_set_new(o, "replica_collectives", json_integer(rep->replica_collectives));
+	if (rep->async_tp_collectives)
+		json_object_set_new(o, "async_tp_collectives", json_integer(rep->async_tp_collectives));
 	json_object_set_new(o, "replica_sync_collectives", json_integer(rep->replica_sync));
 	json_object_set_new(o, "seq_len", json_integer(res->train.seq_len));
 	json_object_set_new(o, "micro_batch", json_integer(res->train.micro_batch));
@@ -305,6 +318,16 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	}
 	json_object_set_new(o, "mode", json_string(rm_sched_mode_name(res->sched.mode)));
 	json_object_set_new(o, "attention_kernel", json_string(rm_attention_kernel_name(res->cost.kernels.attention)));
+	if (res->cost.nccl.fabric.kind != RM_FABRIC_NONE) {
+		const rm_fabric *f = &res->cost.nccl.fabric;
+		json_t *tiers = json_array();
+		for (int i = 0; i < f->n_tiers; i++)
+			json_array_append_new(tiers, json_pack("{s:i, s:f, s:f}", "nodes", f->tiers[i].nodes,
+								 "oversubscription", f->tiers[i].oversubscription,
+								 "latency_us", f->tiers[i].hop_latency_us));
+		json_object_set_new(o, "topology", json_pack("{s:s, s:b, s:o}", "kind", rm_fabric_kind_name(f->kind),
+							     "pxn", f->pxn, "tiers", tiers));
+	}
 	json_object_set_new(o, "compile", json_boolean(res->compile));
 	json_object_set_new(o, "power_w", json_real(res->hw.power_W));
 	json_object_set_new(o, "scan", json_boolean(res->sched.scan));
@@ -537,6 +560,19 @@ static int run(const char *cmd, int argc, char **argv)
 		else
 			printf("  runtime    collectives on their own stream, all-gathers %d layer(s) ahead (not XLA)\n",
 			       res.sched.prefetch_depth);
+		if (res.cost.nccl.cta_policy != RM_NCCL_CTA_DEFAULT || res.cost.nccl.registration != RM_NCCL_REG_NONE)
+			printf("  NCCL       CTA policy %s, buffers registered: %s (docs/collectives.md)\n",
+			       rm_nccl_cta_policy_name(res.cost.nccl.cta_policy),
+			       rm_nccl_registration_name(res.cost.nccl.registration));
+		const rm_fabric *fab = &res.cost.nccl.fabric;
+		if (fab->kind != RM_FABRIC_NONE) {
+			/* cluster.topology: the switch tiers, leaf first (docs/collectives.md "Topology") */
+			printf("  fabric     %s, PXN %s, tiers", rm_fabric_kind_name(fab->kind), fab->pxn ? "on" : "off");
+			for (int i = 0; i < fab->n_tiers; i++)
+				printf("%s %d nodes (taper %g, %g us a hop)", i ? "," : "", fab->tiers[i].nodes,
+				       fab->tiers[i].oversubscription, fab->tiers[i].hop_latency_us);
+			printf("\n");
+		}
 		printf("  kernels    %s attention%s%s, GPU at %.4g W%s\n\n", rm_attention_kernel_name(res.cost.kernels.attention),
 		       res.train.gemm_dtype == RM_DTYPE_FP8_E4M3 ? ", fp8 GEMMs" : "",
 		       res.train.loss != RM_LOSS_PLAIN ? (res.train.loss == RM_LOSS_CHUNKED ? ", chunked loss" : ", fused loss") : "",
@@ -568,6 +604,10 @@ static int run(const char *cmd, int argc, char **argv)
 				       "stream's path\n",
 				       inner);
 		}
+		if (rep.async_tp_collectives)
+			printf("  async TP           %d all-gathers and reduce-scatters micro-pipelined with their projections: "
+			       "%lld steps of copy-engine peer copies each\n",
+			       rep.async_tp_collectives, (long long)res.train.tp);
 		if (rep.replica_collectives)
 			printf("  across replicas    %d collectives over %lld GPUs on %d node(s) (%d on the compute stream)\n",
 			       rep.replica_collectives, (long long)res.train.dp_replicate,

@@ -249,7 +249,7 @@ static bool reserved_stand_in(const rm_validation_case *c, const rm_validation_r
 
 /* case | tokens/s per GPU: predicted, measured, error | MFU: predicted, measured | memory in GiB:
  * predicted, measured, kind, error */
-#define ROW_FORMAT "%-24s %9s %13s %8s  %6s %11s  %7s %8s  %-13s %8s\n"
+#define ROW_FORMAT "%-26s %9s %13s %8s  %6s %11s  %7s %8s  %-13s %8s\n"
 
 static void print_row(const char *id, const rm_validation_case *c, const rm_validation_result *r)
 {

@@ -300,7 +300,7 @@ static const char *row_params(const rm_program_op *op, json_t *params)
 				    json_integer(op->cost.elementwise.bytes_read + op->cost.elementwise.bytes_written));
 		return "hbm_copy";
 	case RM_COST_COPY:
-		if (op->cost.copy.dir == RM_COPY_D2D)
+		if (op->cost.copy.dir == RM_COPY_D2D || op->cost.copy.dir == RM_COPY_P2P)
 			return NULL;
 		json_object_set_new(params, "bytes", json_integer(op->cost.copy.bytes));
 		return op->cost.copy.dir == RM_COPY_H2D ? "h2d" : "d2h";

@@ -23,6 +23,7 @@ static const char *const copy_names[RM_COPY_DIR_COUNT] = {
 	[RM_COPY_H2D] = "h2d",
 	[RM_COPY_D2H] = "d2h",
 	[RM_COPY_D2D] = "d2d",
+	[RM_COPY_P2P] = "p2p",
 };
 
 static int find_name(const char *const *names, int count, const char *name)
@@ -82,6 +83,7 @@ rm_cost_resource rm_cost_op_resource(const rm_cost_op *op)
 	case RM_COST_COPY:
 		return op->copy.dir == RM_COPY_H2D   ? RM_RES_PCIE_H2D
 		       : op->copy.dir == RM_COPY_D2H ? RM_RES_PCIE_D2H
+		       : op->copy.dir == RM_COPY_P2P ? RM_RES_NVLINK
 						     : RM_RES_HBM;
 	default:
 		return RM_RES_SM;
@@ -375,6 +377,13 @@ double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *
 	return t > floor_s ? t : floor_s;
 }
 
+/* One copy engine's device-to-device rate to a peer over NVLink, GB/s (RM_CE_D2D_GBPS_H100 on
+ * NVLink 4's 450 GB/s per direction, hardware.md; scaled by the profile's NVLink bandwidth). */
+static double ce_peer_GBps(const rm_hw_profile *hw)
+{
+	return RM_CE_D2D_GBPS_H100 * (hw->nvlink_GBps > 0 ? hw->nvlink_GBps / 450.0 : 1.0);
+}
+
 double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw)
 {
 	switch (c->dir) {
@@ -382,6 +391,8 @@ double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw)
 		return (double)c->bytes / (hw->h2d_GBps * RM_GB);
 	case RM_COPY_D2H:
 		return (double)c->bytes / (hw->d2h_GBps * RM_GB);
+	case RM_COPY_P2P:
+		return c->bytes > 0 ? hw->launch_us * 1e-6 + (double)c->bytes / (ce_peer_GBps(hw) * RM_GB) : 0.0;
 	default:
 		/* A copy reads and writes every byte; BabelStream's copy figure counts both. */
 		return 2.0 * (double)c->bytes / (hw->hbm_achievable_GBps * RM_GB);
@@ -497,8 +508,7 @@ double rm_cost_ce_all_gather_s(const rm_collective_cost *c, const rm_hw_profile 
 		return -1;
 	if (c->group_size <= 1 || c->bytes <= 0)
 		return 0;
-	/* H100's NVLink 4: 18 links x 25 GB/s = 450 GB/s per direction (hardware.md) */
-	double bw_GBps = RM_CE_D2D_GBPS_H100 * (hw->nvlink_GBps > 0 ? hw->nvlink_GBps / 450.0 : 1.0);
+	double bw_GBps = ce_peer_GBps(hw);
 	double n = c->group_size;
 	return hw->launch_us * 1e-6 + (n - 1) / n * (double)c->bytes / (bw_GBps * 1e9);
 }
@@ -533,9 +543,21 @@ static int nccl_sms_held(const rm_cost_model *self, const rm_cost_op *op, const 
 	return nccl_estimate(self, &op->collective, hw, &e) ? e.channels : 0;
 }
 
+static bool nccl_net_load(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw, double time_s,
+			  rm_net_load *out)
+{
+	const rm_cost_nccl *cn = self->data;
+	if (op->kind != RM_COST_COLLECTIVE || on_copy_engines(cn, op) || op->collective.group_size <= 1 ||
+	    op->collective.bytes <= 0)
+		return false;
+	rm_coll_query q = collective_query(&op->collective, hw);
+	return rm_nccl_net_load(&cn->nccl, &q, time_s * 1e6, out);
+}
+
 void rm_cost_nccl_init(rm_cost_nccl *c, const rm_nccl_model *nccl)
 {
-	c->base = (rm_cost_model){.name = "nccl", .op_time_s = nccl_op_time_s, .sms_held = nccl_sms_held, .data = c};
+	c->base = (rm_cost_model){.name = "nccl", .op_time_s = nccl_op_time_s, .sms_held = nccl_sms_held, .data = c,
+				  .net_load = nccl->fabric.kind != RM_FABRIC_NONE ? nccl_net_load : NULL};
 	c->nccl = *nccl;
 	c->kernels = rm_kernel_config_default();
 }

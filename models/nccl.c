@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "remora/cost.h"
 #include "remora/nccl.h"
 
 enum { LINK_NVLINK, LINK_PCI, LINK_NET, LINK_COUNT };
@@ -218,6 +219,18 @@ static const eff_point eff_nvls_ar[] = {
 	{22, 0.526}, {24, 0.622}, {26, 0.819}, {28, 0.903}, {30, 0.982}, {33, 1.0},
 };
 
+static const eff_point eff_ce_ag[] = {
+	/* NCCL_CTA_POLICY_ZERO all-gather (calibrated model), 8 GPUs: github.com/pytorch/pytorch/pull/182850
+	 * measured NCCL and copy-engine all-gathers of 1 / 4 / 16 MiB shards (8 / 32 / 128 MiB
+	 * buffers) at 12.4 / 57.2 / 229.4 and 9.4 / 37.7 / 149.1 GB/s in one harness; the copy engine
+	 * took 1.319 / 1.517 / 1.539x NCCL's time. eff = (copy-engine bytes term) / (ratio x the
+	 * calibrated NCCL model's time - copy-engine latency) keeps those ratios: 0.403, 0.490, 0.553.
+	 * No copy-engine row at 512 MiB: 1.0 there, the nvbandwidth rate; pull/172714's overlapped
+	 * step (a 512 MiB copy-engine all-gather beside an 8192^3 matmul in 1.77 ms) bounds it from
+	 * below at 0.72. docs/collectives.md 'Symmetric kernels and copy engines'. */
+	{23, 0.403}, {25, 0.490}, {27, 0.553}, {29, 1.0},
+};
+
 static double interp_eff(const eff_point *pts, size_t n, double bytes)
 {
 	if (bytes <= 0)
@@ -292,7 +305,8 @@ double rm_coll_busbw_factor(rm_coll coll, int ranks)
 	}
 }
 
-static const char *const algo_names[] = {"Ring", "Tree", "NVLS", "NVLSTree", "PAT", "P2P", "Local"};
+static const char *const algo_names[] = {"Ring", "Tree", "NVLS", "NVLSTree", "PAT", "P2P", "Local", "Symmetric",
+					 "CopyEngine"};
 static const char *const proto_names[NP] = {"LL", "LL128", "Simple"};
 
 const char *rm_nccl_algo_name(rm_nccl_algo algo)
@@ -366,6 +380,46 @@ bool rm_nccl_cpu_parse(const char *name, rm_nccl_cpu *out)
 		*out = RM_NCCL_CPU_OTHER;
 		return true;
 	}
+	return false;
+}
+
+/* NCCL's names of the policies (nccl.h NCCL_CTA_POLICY_DEFAULT 0x00, _EFFICIENCY 0x01, _ZERO 0x02) */
+static const char *const cta_policy_names[RM_NCCL_CTA_COUNT] = {"default", "efficiency", "zero"};
+
+const char *rm_nccl_cta_policy_name(rm_nccl_cta_policy policy)
+{
+	return (unsigned)policy < RM_NCCL_CTA_COUNT ? cta_policy_names[policy] : "unknown";
+}
+
+bool rm_nccl_cta_policy_parse(const char *name, rm_nccl_cta_policy *out)
+{
+	static const char prefix[] = "NCCL_CTA_POLICY_";
+	if (strncasecmp(name, prefix, sizeof(prefix) - 1) == 0)
+		name += sizeof(prefix) - 1;
+	for (int i = 0; i < RM_NCCL_CTA_COUNT; i++) {
+		char digit[2] = {(char)('0' + i), '\0'};
+		if (strcasecmp(name, cta_policy_names[i]) == 0 || strcmp(name, digit) == 0) {
+			*out = (rm_nccl_cta_policy)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+static const char *const registration_names[RM_NCCL_REG_COUNT] = {"none", "buffer", "symmetric"};
+
+const char *rm_nccl_registration_name(rm_nccl_registration reg)
+{
+	return (unsigned)reg < RM_NCCL_REG_COUNT ? registration_names[reg] : "unknown";
+}
+
+bool rm_nccl_registration_parse(const char *name, rm_nccl_registration *out)
+{
+	for (int i = 0; i < RM_NCCL_REG_COUNT; i++)
+		if (strcasecmp(name, registration_names[i]) == 0) {
+			*out = (rm_nccl_registration)i;
+			return true;
+		}
 	return false;
 }
 
@@ -446,6 +500,9 @@ rm_status rm_nccl_model_init(rm_nccl_model *model, const rm_hw_profile *hw, cons
 	model->k = NULL;
 	model->calibrated = true;
 	model->cpu = RM_NCCL_CPU_INTEL;
+	model->cta_policy = RM_NCCL_CTA_DEFAULT;
+	model->registration = RM_NCCL_REG_NONE;
+	model->fabric = (rm_fabric){.kind = RM_FABRIC_NONE, .pxn = true};
 	model->n_overrides = 0;
 	model->version[0] = '\0';
 	int major = 2, minor = 28;
@@ -509,6 +566,35 @@ bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov
 		return false;
 	model->overrides[model->n_overrides++] = *ov;
 	return true;
+}
+
+rm_status rm_nccl_model_set_buffers(rm_nccl_model *model, rm_nccl_cta_policy policy, rm_nccl_registration reg,
+				    rm_error *err)
+{
+	char label[96];
+	if ((unsigned)policy >= RM_NCCL_CTA_COUNT || (unsigned)reg >= RM_NCCL_REG_COUNT)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "unknown CTA policy or registration");
+	/* nccl.h: NCCL_CTA_POLICY_EFFICIENCY and ncclCommWindowRegister from 2.27.3, NCCL_CTA_POLICY_ZERO
+	 * (src/ce_coll.cc) from 2.28.3 */
+	const char *what = NULL;
+	int need = 0;
+	if (policy == RM_NCCL_CTA_ZERO) {
+		what = "CTA policy zero (copy-engine collectives)";
+		need = 28;
+	} else if (policy == RM_NCCL_CTA_EFFICIENCY) {
+		what = "CTA policy efficiency";
+		need = 27;
+	}
+	if (reg == RM_NCCL_REG_SYMMETRIC && need < 27) {
+		what = "symmetric registration (ncclCommWindowRegister)";
+		need = 27;
+	}
+	if (model->minor < need)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "%s needs NCCL 2.%d or later, not %s", what, need,
+				    rm_nccl_model_version_label(model, label, sizeof(label)));
+	model->cta_policy = policy;
+	model->registration = reg;
+	return RM_OK;
 }
 
 rm_coll_query rm_coll_query_make(rm_coll coll, int64_t bytes, int ranks, int nodes)
@@ -593,6 +679,7 @@ typedef struct topo {
 	double net_speed;   /* search speed per channel before duplication (NVLS-tree's bwInter) */
 	int graph_channels; /* ring/tree graph channels: the "channels" of the LL128 and tree caps */
 	int channels;       /* ring/tree channels launched (comm->nChannels) */
+	double fabric_lat;  /* switch latency per network step of the path (cluster.topology), us */
 } topo;
 
 /* The NIC's line rate as NCCL's topology reads it (port speed / 8): the profiles give the effective
@@ -640,6 +727,14 @@ static topo topo_of(const rm_nccl_model *m, const rm_coll_query *q)
 		double fabric = t.ppn * m->hw.nic_GBps * fabric_efficiency(t.nodes);
 		if (fabric < t.graph_busbw)
 			t.graph_busbw = fabric;
+		if (m->fabric.kind != RM_FABRIC_NONE) {
+			/* rings and trees stay on their rails: the path of the group's node count */
+			rm_fabric_path path = rm_fabric_path_of(&m->fabric, t.nodes, false);
+			t.graph_busbw /= path.oversubscription;
+			t.graph_bw /= path.oversubscription;
+			t.net_speed /= path.oversubscription;
+			t.fabric_lat = path.latency_us;
+		}
 	}
 	return t;
 }
@@ -713,7 +808,9 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 	double intra_lat = k->hw_lat[t->intra_link][a][p];
 	/* with one GPU per node every step is exposed: the Tree network latency stands for all (2.23+) */
 	int net_algo = t->ppn == 1 && k->ppn1_tree_net_lat ? A_TREE : a;
-	double inter_lat = k->hw_lat[LINK_NET][net_algo][p]; /* + the NIC's latency: 0 for IB */
+	/* + graphs[a]->latencyInter, the NIC's latency (0 for IB verbs), where the fabric's switch
+	 * latency per step goes too (tuning.cc: interLat += graphs[a]->latencyInter) */
+	double inter_lat = k->hw_lat[LINK_NET][net_algo][p] + t->fabric_lat;
 	int bucket = node_bucket(t->nodes);
 	double ll_max = k->ll_max_bw_node;
 	if (multi && p == P_LL) {
@@ -783,7 +880,7 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 			alg = h * per_ch * t->n / nsteps;
 		} else if (style == 1) {
 			/* 2.19-2.27: 14 us network hop (the 2.23+ table holds 2.28's 20.9) */
-			lat += intra_lat + 2.0 * t->log2_nodes * 14.0;
+			lat += intra_lat + 2.0 * t->log2_nodes * (14.0 + t->fabric_lat);
 			double inter = t->nodes <= 2 ? t->net_speed : t->net_speed / 2.0;
 			alg = h * fmin(NVLS_HEAD_GBps, inter) * 5.0 / 6.0;
 		} else {
@@ -796,7 +893,10 @@ static void pair_model(const rm_nccl_model *m, const rm_coll_query *q, const top
 		if (m->calibrated) {
 			/* each GPU moves 1/ppn of the buffer through its own NIC, up and down the tree,
 			 * which caps the algBW at ppn NICs of the measured fabric */
-			alg = fmin(alg, t->ppn * m->hw.nic_GBps * fabric_efficiency(t->nodes));
+			alg = fmin(alg, t->ppn * m->hw.nic_GBps * fabric_efficiency(t->nodes) /
+					       (m->fabric.kind != RM_FABRIC_NONE
+							? rm_fabric_path_of(&m->fabric, t->nodes, false).oversubscription
+							: 1.0));
 		}
 		*lat_us = lat;
 		*algbw = alg;
@@ -893,15 +993,32 @@ static void p2p_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll
 	double lat = k->base_lat[A_RING][P_SIMPLE] + k->hw_lat[t.intra_link][A_RING][P_SIMPLE];
 	double nic = m->hw.nic_GBps * fabric_efficiency(t.nodes);
 	double time_bw;
+	/* the fabric (calibrated model): the rail-local path, and for a peer on another rail without
+	 * PXN the path between rails (rail-optimised fabrics join rails above the leaves) */
+	bool fab = m->calibrated && m->fabric.kind != RM_FABRIC_NONE && t.nodes > 1;
+	bool cross = fab && m->fabric.kind == RM_FABRIC_RAIL_OPTIMIZED && !m->fabric.pxn && t.ppn > 1 &&
+		     q->coll == RM_COLL_ALL_TO_ALL;
+	rm_fabric_path rail = fab ? rm_fabric_path_of(&m->fabric, t.nodes, false) : (rm_fabric_path){0, 1.0, 0.0};
+	rm_fabric_path other = cross ? rm_fabric_path_of(&m->fabric, t.nodes, true) : rail;
 	if (t.nodes > 1)
-		lat += k->hw_lat[LINK_NET][A_RING][P_SIMPLE] + 3.0 * net_overhead_us(m->cpu);
+		lat += k->hw_lat[LINK_NET][A_RING][P_SIMPLE] + 3.0 * net_overhead_us(m->cpu) + other.latency_us;
 	if (q->coll == RM_COLL_SEND_RECV) {
-		time_bw = (double)q->bytes / ((t.nodes > 1 ? nic : m->hw.p2p_GBps) * 1e3);
+		time_bw = (double)q->bytes / ((t.nodes > 1 ? nic / rail.oversubscription : m->hw.p2p_GBps) * 1e3);
 	} else {
 		/* each rank sends bytes/n to every peer: (ppn-1) peers over NVLink, the rest over its NIC */
 		double per_peer = (double)q->bytes / t.n;
 		double intra = per_peer * (t.ppn - 1) / (m->hw.nccl_ring_busbw_GBps * 1e3);
-		double inter = t.nodes > 1 ? per_peer * (t.n - t.ppn) / (nic * 1e3) : 0.0;
+		double inter = t.nodes > 1 ? per_peer * (t.n - t.ppn) / (nic / rail.oversubscription * 1e3) : 0.0;
+		if (cross) {
+			/* of each remote node's ppn peers one shares this GPU's rail; the other
+			 * (ppn-1)/ppn of the bytes climb to the tier joining the rails, whose uplink
+			 * share is nic / its oversubscription: the NIC and that uplink bound the time */
+			double up = per_peer * (t.n - t.ppn) * (t.ppn - 1) / t.ppn /
+				    (nic / other.oversubscription * 1e3);
+			inter = fmax(per_peer * (t.n - t.ppn) / (nic * 1e3), up);
+			if (rail.oversubscription > 1.0)
+				inter = fmax(inter, per_peer * (t.n - t.ppn) / t.ppn / (nic / rail.oversubscription * 1e3));
+		}
 		time_bw = fmax(intra, inter);
 	}
 	*e = (rm_coll_estimate){.algo = RM_NCCL_ALGO_P2P, .proto = RM_NCCL_PROTO_SIMPLE,
@@ -910,6 +1027,267 @@ static void p2p_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll
 	e->time_us = lat + time_bw;
 	e->algbw_GBps = e->time_us > 0 ? (double)q->bytes / (e->time_us * 1e3) : 0.0;
 	e->busbw_GBps = e->algbw_GBps * rm_coll_busbw_factor(q->coll, q->ranks);
+}
+
+/* ---- symmetric-memory kernels and copy-engine collectives (2.27 / 2.28) ---- */
+
+static const char *const symk_names[RM_NCCL_SYMK_COUNT] = {
+	"",
+	"AllReduce_AGxLL_R",
+	"AllReduce_AGxLLMC_R",
+	"AllReduce_RSxLD_AGxST",
+	"AllReduce_RSxLDMC_AGxSTMC",
+	"AllGather_LL",
+	"AllGather_LLMC",
+	"AllGather_ST",
+	"AllGather_STMC",
+	"ReduceScatter_LL",
+	"ReduceScatter_LD",
+	"ReduceScatter_LDMC",
+};
+
+const char *rm_nccl_symk_name(rm_nccl_symk kernel)
+{
+	return (unsigned)kernel < RM_NCCL_SYMK_COUNT ? symk_names[kernel] : "unknown";
+}
+
+/*
+ * NVIDIA/nccl src/sym_kernels.cc at v2.28.9-1 (src/symmetric.cc at v2.27.3-1, the same model),
+ * sm_90 and older (every remora profile): ncclSymkMaxBlocks 64 CTAs of 512 threads; the multicast
+ * kernels at most ceil(16 / nRanks) CTAs; base latency 4.5 us (LL kernels) or 7.8 us; 65 GiB/s per
+ * CTA for all-reduce, 44 for the others; peak 480 GiB/s for AllReduce_RSxLDMC_AGxSTMC, 320 for the
+ * others; LL kernels count 9x the bytes ("2X the bytes, plus some processing, plus no unrolling").
+ */
+enum { SYMK_MAX_BLOCKS = 64, SYMK_LL_BUS_FACTOR = 9 };
+#define SYMK_GiBps_TO_B_PER_US ((double)(1 << 30) / 1.0e6)
+#define SYMK_SM_PENALTY 0.025f /* ncclSymkPickKernel: 2.5% more time per CTA held */
+
+/* sym_kernels.cc softmin / softplus: smooth min(x, ceiling) and max(0, x). */
+static double symk_softmin(double x, double ceiling, double softness)
+{
+	return ceiling - softness * log1p((exp(ceiling / softness) - 1.0) * exp(-x / softness));
+}
+
+static double symk_softplus(double x, double softness)
+{
+	double z = x / softness;
+	return z >= 100.0 ? x : softness * log1p(exp(z));
+}
+
+/* sym_kernels.cc model(): time in us of bus_bytes on n_sms CTAs. */
+static double symk_time(double bus_bytes, double base_lat, int n_sms, double sm_bw, double mult, double peak)
+{
+	double bw = symk_softmin(n_sms * sm_bw * mult, peak, sm_bw);
+	return base_lat + symk_softplus(bus_bytes / bw - 1.0, 1.0);
+}
+
+static bool symk_is_ll(rm_nccl_symk k)
+{
+	return k == RM_NCCL_SYMK_AR_AGxLL_R || k == RM_NCCL_SYMK_AR_AGxLLMC_R || k == RM_NCCL_SYMK_AG_LL ||
+	       k == RM_NCCL_SYMK_AG_LLMC || k == RM_NCCL_SYMK_RS_LL;
+}
+
+static bool symk_is_mc(rm_nccl_symk k)
+{
+	return k == RM_NCCL_SYMK_AR_AGxLLMC_R || k == RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC || k == RM_NCCL_SYMK_AG_LLMC ||
+	       k == RM_NCCL_SYMK_AG_STMC || k == RM_NCCL_SYMK_RS_LDMC;
+}
+
+/* sym_kernels.cc queryModel(): the time at the most CTAs, then the fewest CTAs within 2.5% of it
+ * (config.minCTAs 1, maxCTAs 64 by default; NCCL_SYM_CTAS unset). n_bytes: the per-rank count's
+ * bytes for all-gather / reduce-scatter, the buffer for all-reduce. */
+static void symk_query(rm_nccl_symk k, int n, double n_bytes, float *time_us, int *blocks)
+{
+	int max_blocks = SYMK_MAX_BLOCKS;
+	double bus = n_bytes, mult = 1.0;
+	switch (k) {
+	case RM_NCCL_SYMK_AR_AGxLL_R:
+	case RM_NCCL_SYMK_AG_LL:
+	case RM_NCCL_SYMK_RS_LL:
+		bus = (double)n * n_bytes * SYMK_LL_BUS_FACTOR;
+		break;
+	case RM_NCCL_SYMK_AR_AGxLLMC_R:
+	case RM_NCCL_SYMK_AG_LLMC:
+		bus = (double)n * n_bytes * SYMK_LL_BUS_FACTOR;
+		mult = 1.1; /* "To beat non-MC LL" */
+		break;
+	case RM_NCCL_SYMK_AR_RSxLD_AGxST:
+		/* size_t arithmetic: 2 nBytes (n-1) / n, truncated */
+		bus = (double)(((int64_t)n_bytes * 2 * (n - 1)) / n);
+		break;
+	case RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC:
+		bus = (double)((int64_t)n_bytes / n) + n_bytes;
+		mult = n;
+		max_blocks = (16 + n - 1) / n;
+		break;
+	case RM_NCCL_SYMK_AG_ST:
+	case RM_NCCL_SYMK_RS_LD:
+		bus = (double)(n - 1) * n_bytes;
+		break;
+	case RM_NCCL_SYMK_AG_STMC:
+	case RM_NCCL_SYMK_RS_LDMC:
+		bus = (double)(n - 1) * n_bytes; /* NCCL: "Wrong ... but we want to beat non-MC" */
+		mult = 0.55 * n;
+		max_blocks = (16 + n - 1) / n;
+		break;
+	default:
+		break;
+	}
+	bool ar = k >= RM_NCCL_SYMK_AR_AGxLL_R && k <= RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC;
+	double base = symk_is_ll(k) ? 4.5 : 7.8;
+	double sm_bw = (ar ? 65.0 : 44.0) * SYMK_GiBps_TO_B_PER_US;
+	double peak = (k == RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC ? 480.0 : 320.0) * SYMK_GiBps_TO_B_PER_US;
+	double best = symk_time(bus, base, max_blocks, sm_bw, mult, peak);
+	*blocks = max_blocks;
+	*time_us = (float)best;
+	for (int b = 1; b < max_blocks; b++) {
+		double t = symk_time(bus, base, b, sm_bw, mult, peak);
+		if (t <= 1.025 * (float)best) {
+			*blocks = b;
+			*time_us = (float)t;
+			break;
+		}
+	}
+}
+
+static bool nvls_supported(const rm_nccl_model *m, int ppn)
+{
+	/* src/transport/nvls.cc ncclNvlsInit: NVLS needs NVSwitch SHARP and more than 2 GPUs */
+	return m->hw.nccl_nvls_bw_GBps > 0 && m->hw.nccl_nvls_channels > 0 && ppn > 2;
+}
+
+/*
+ * ncclSymkPickKernel: among the kernels of the collective that the communicator can run
+ * (multicast ones need NVLS; LL ones under 2 GiB of bus bytes; nothing at 64 GiB or more), the
+ * lowest time x (1 + 2.5% per CTA). Symmetric kernels run inside one node only (ncclSymkMask:
+ * nNodes > 1 masks every one). False when none applies.
+ */
+static bool symk_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll_estimate *e)
+{
+	static const rm_nccl_symk ar[] = {RM_NCCL_SYMK_AR_AGxLL_R, RM_NCCL_SYMK_AR_AGxLLMC_R,
+					  RM_NCCL_SYMK_AR_RSxLD_AGxST, RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC};
+	static const rm_nccl_symk ag[] = {RM_NCCL_SYMK_AG_LL, RM_NCCL_SYMK_AG_LLMC, RM_NCCL_SYMK_AG_ST,
+					  RM_NCCL_SYMK_AG_STMC};
+	static const rm_nccl_symk rs[] = {RM_NCCL_SYMK_RS_LL, RM_NCCL_SYMK_RS_LD, RM_NCCL_SYMK_RS_LDMC};
+	const rm_nccl_symk *list;
+	size_t count;
+	if (m->registration != RM_NCCL_REG_SYMMETRIC || m->minor < 27 || q->nodes != 1)
+		return false;
+	switch (q->coll) {
+	case RM_COLL_ALL_REDUCE:
+		list = ar, count = RM_ARRAY_SIZE(ar);
+		break;
+	case RM_COLL_ALL_GATHER:
+		list = ag, count = RM_ARRAY_SIZE(ag);
+		break;
+	case RM_COLL_REDUCE_SCATTER:
+		list = rs, count = RM_ARRAY_SIZE(rs);
+		break;
+	default:
+		return false;
+	}
+	int n = q->ranks;
+	bool ar_coll = q->coll == RM_COLL_ALL_REDUCE;
+	/* NCCL's count: per rank for all-gather (sendcount) and reduce-scatter (recvcount); from 2.28
+	 * aligned up to whole 1 KiB cells (NCCL_SYM_KERNEL_CELL_SIZE, symmetric_sched.cc) */
+	int64_t n_bytes = ar_coll ? q->bytes : q->bytes / n;
+	if (m->minor >= 28)
+		n_bytes = (n_bytes + 1023) / 1024 * 1024;
+	int64_t bus_bytes = (ar_coll ? 1 : n) * n_bytes;
+	if (bus_bytes >= 32 * (INT64_C(2) << 30))
+		return false;
+	bool nvls = nvls_supported(m, n);
+	rm_nccl_symk best = RM_NCCL_SYMK_NONE;
+	float best_time = 1.e30f;
+	int best_blocks = 999;
+	for (size_t i = 0; i < count; i++) {
+		rm_nccl_symk k = list[i];
+		if ((symk_is_mc(k) && !nvls) || (symk_is_ll(k) && bus_bytes >= (INT64_C(2) << 30)))
+			continue;
+		float t;
+		int b;
+		symk_query(k, n, (double)n_bytes, &t, &b);
+		if (t * (1.0f + SYMK_SM_PENALTY * b) < best_time * (1.0f + SYMK_SM_PENALTY * best_blocks)) {
+			best = k;
+			best_time = t;
+			best_blocks = b;
+		}
+	}
+	if (best == RM_NCCL_SYMK_NONE)
+		return false;
+	*e = (rm_coll_estimate){.algo = RM_NCCL_ALGO_SYMMETRIC, .proto = RM_NCCL_PROTO_SIMPLE, .efficiency = 1.0,
+				.channels = best_blocks, .symk = best};
+	e->time_us = best_time;
+	e->latency_us = symk_is_ll(best) ? 4.5 : 7.8;
+	e->algbw_GBps = e->time_us > 0 ? (double)q->bytes / (e->time_us * 1e3) : 0.0;
+	e->busbw_GBps = e->algbw_GBps * rm_coll_busbw_factor(q->coll, q->ranks);
+	return true;
+}
+
+/*
+ * Stream operations of one copy-engine collective (src/ce_coll.cc ncclCeAllGather /
+ * ncclCeAlltoAll at v2.28.9-1): a ready barrier (a 4-byte flag write to the multicast window and
+ * one cuStreamBatchMemOp waiting on the n-1 peers' flags), one cudaMemcpyBatchAsync of the
+ * pushes to every peer, and a completion barrier of the same two operations.
+ */
+enum { CE_STREAM_OPS = 5, CE_FLAG_CROSSINGS = 2 };
+
+/*
+ * NCCL's copy-engine all-gather / all-to-all (ncclCeImplemented: AllGather, AlltoAll, also
+ * Scatter/Gather; CUDA driver 12.5+), taken by enqueue.cc taskAppend when the communicator is on
+ * one node, both buffers are in symmetric windows and the policy is ZERO. NCCL has no cost model
+ * for it; remora's: CE_STREAM_OPS launches (hw.launch_us each) and CE_FLAG_CROSSINGS NVLink flag
+ * hops (tuning.cc hwLat NVLink ring LL, 0.6 us), then each GPU pushes (n-1)/n of the buffer to its
+ * peers at the measured copy-engine bandwidth (RM_CE_D2D_GBPS_H100, scaled by the profile's NVLink
+ * over H100's 450 GB/s; P2P copy rate without NVLink); calibrated, that rate times the measured
+ * all-gather efficiency eff_ce_ag (0.40 at 8 MiB to 1.0 at 512 MiB). Holds no SM. Up to 8 pushes per batch:
+ * NCCL's extra barrier every 8 copies of 512 MiB or more (CE_COLL_INTRA_BATCH_SYNC_*) applies only
+ * to groups of more than 8 and is not modelled.
+ */
+static bool ce_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll_estimate *e)
+{
+	if (m->cta_policy != RM_NCCL_CTA_ZERO || m->registration != RM_NCCL_REG_SYMMETRIC || m->minor < 28 ||
+	    q->nodes != 1 || (q->coll != RM_COLL_ALL_GATHER && q->coll != RM_COLL_ALL_TO_ALL))
+		return false;
+	double n = q->ranks;
+	double bw_GBps = m->hw.nvlink_GBps > 0 ? RM_CE_D2D_GBPS_H100 * m->hw.nvlink_GBps / 450.0 : m->hw.p2p_GBps;
+	double lat = CE_STREAM_OPS * m->hw.launch_us + CE_FLAG_CROSSINGS * m->k->hw_lat[LINK_NVLINK][A_RING][P_LL];
+	/* calibrated: the measured all-gather curve (eff_ce_ag); all-to-all has no measurement */
+	double eff = m->calibrated && q->coll == RM_COLL_ALL_GATHER
+			     ? interp_eff(eff_ce_ag, RM_ARRAY_SIZE(eff_ce_ag), (double)q->bytes)
+			     : 1.0;
+	*e = (rm_coll_estimate){.algo = RM_NCCL_ALGO_CE, .proto = RM_NCCL_PROTO_SIMPLE, .efficiency = eff};
+	e->latency_us = lat;
+	e->time_us = lat + (bw_GBps > 0 ? (n - 1.0) / n * (double)q->bytes / (bw_GBps * eff * 1e3) : 0.0);
+	e->algbw_GBps = e->time_us > 0 ? (double)q->bytes / (e->time_us * 1e3) : 0.0;
+	e->busbw_GBps = e->algbw_GBps * rm_coll_busbw_factor(q->coll, q->ranks);
+	return true;
+}
+
+/*
+ * enqueue.cc ncclGetAlgoInfo under NCCL_CTA_POLICY_EFFICIENCY (2.27+, NCCL_ALGO / NCCL_PROTO
+ * unset, registered buffers): an all-gather or reduce-scatter on one NVLS node switches to NVLS
+ * Simple on ncclNvlsRegResourcesQuery's CTAs, ceil(4 x 8 / heads) for all-gather and
+ * ceil(5 x 8 / heads) for reduce-scatter on sm_90 (nvls.cc; 4 and 5 with 8 heads), when that is
+ * no more than the tuned choice's channels. Its time is NCCL's NVLS estimate (NCCL does not
+ * re-estimate). Across nodes it needs CollNet, which is not modelled.
+ */
+static void efficiency_nvls(const rm_nccl_model *m, const rm_coll_query *q, const topo *t, rm_coll_estimate *best)
+{
+	if (m->cta_policy != RM_NCCL_CTA_EFFICIENCY || m->registration == RM_NCCL_REG_NONE || m->minor < 27 ||
+	    q->algo_mask != RM_NCCL_ALL_ALGOS || q->proto_mask != RM_NCCL_ALL_PROTOS || t->nodes != 1 ||
+	    (q->coll != RM_COLL_ALL_GATHER && q->coll != RM_COLL_REDUCE_SCATTER) || !nvls_supported(m, t->ppn))
+		return;
+	int heads = t->ppn; /* one NVLS head per GPU of the node (docs/reference/nccl-model.md) */
+	int factor = q->coll == RM_COLL_REDUCE_SCATTER ? 5 * 8 : 4 * 8;
+	int rec = (factor + heads - 1) / heads;
+	if (rec > best->channels)
+		return;
+	rm_coll_estimate e;
+	if (pair_time_on(m, q, t, RM_NCCL_ALGO_NVLS, RM_NCCL_PROTO_SIMPLE, &e) < 0)
+		return;
+	e.channels = rec;
+	*best = e;
 }
 
 rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll_estimate *out,
@@ -943,6 +1321,10 @@ rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_co
 		out->algbw_GBps = out->time_us > 0 ? (double)q->bytes / (out->time_us * 1e3) : 0.0;
 		return RM_OK;
 	}
+	/* NCCL 2.28 enqueue: copy engines (taskAppend), then symmetric kernels (ncclPrepareTasks), both
+	 * before the tuner */
+	if (ce_estimate(m, q, out) || symk_estimate(m, q, out))
+		return RM_OK;
 	if (q->coll == RM_COLL_ALL_TO_ALL || q->coll == RM_COLL_SEND_RECV) {
 		p2p_estimate(m, q, out);
 		return RM_OK;
@@ -985,6 +1367,120 @@ rm_status rm_nccl_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_co
 				    rm_coll_name(q->coll), q->ranks, q->nodes, m->hw.name,
 				    algos[0] ? algos : "none", protos[0] ? protos : "none");
 	}
+	efficiency_nvls(m, q, &t, &best);
 	*out = best;
 	return RM_OK;
+}
+
+/* ---- fabric (cluster.topology) ---- */
+
+static const char *const fabric_names[RM_FABRIC_KIND_COUNT] = {"none", "rail_optimized", "fat_tree"};
+
+const char *rm_fabric_kind_name(rm_fabric_kind kind)
+{
+	return (unsigned)kind < RM_FABRIC_KIND_COUNT ? fabric_names[kind] : "unknown";
+}
+
+bool rm_fabric_kind_parse(const char *name, rm_fabric_kind *out)
+{
+	for (int i = 0; i < RM_FABRIC_KIND_COUNT; i++)
+		if (strcasecmp(name, fabric_names[i]) == 0) {
+			*out = (rm_fabric_kind)i;
+			return true;
+		}
+	return false;
+}
+
+rm_status rm_fabric_validate(const rm_fabric *f, rm_error *err)
+{
+	if (f->kind == RM_FABRIC_NONE)
+		return RM_OK;
+	if ((unsigned)f->kind >= RM_FABRIC_KIND_COUNT)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "kind: %d is not a fabric", (int)f->kind);
+	if (f->n_tiers < 1 || f->n_tiers > RM_FABRIC_MAX_TIERS)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tiers: %d tiers, expected 1 to %d", f->n_tiers,
+				    RM_FABRIC_MAX_TIERS);
+	if (f->kind == RM_FABRIC_RAIL_OPTIMIZED && f->n_tiers < 2)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "tiers: a rail_optimized fabric has one leaf per rail and needs a tier above "
+				    "them that joins the rails (the spine of a DGX SuperPOD)");
+	for (int k = 0; k < f->n_tiers; k++) {
+		const rm_fabric_tier *t = &f->tiers[k];
+		if (t->nodes < 1)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tiers[%d].nodes: %d, expected at least 1", k,
+					    t->nodes);
+		if (k > 0 && (t->nodes <= f->tiers[k - 1].nodes || t->nodes % f->tiers[k - 1].nodes != 0))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tiers[%d].nodes: %d, expected a multiple of tier %d's %d greater than it "
+					    "(a switch of a higher tier reaches whole switches of the tier below)",
+					    k, t->nodes, k - 1, f->tiers[k - 1].nodes);
+		if (k == 0 && t->oversubscription != 1.0)
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tiers[0].oversubscription: %g, but the leaf is where the NICs plug in: a "
+					    "taper belongs to the tier above it (its uplink bandwidth from the tier "
+					    "below over that tier's downlink bandwidth)",
+					    t->oversubscription);
+		if (!(t->oversubscription >= 1.0) || !isfinite(t->oversubscription))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tiers[%d].oversubscription: %g, expected a ratio of at least 1 (1: "
+					    "non-blocking)",
+					    k, t->oversubscription);
+		if (!(t->hop_latency_us >= 0.0) || !isfinite(t->hop_latency_us))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tiers[%d].latency_us: %g, expected >= 0", k,
+					    t->hop_latency_us);
+	}
+	return RM_OK;
+}
+
+rm_fabric_path rm_fabric_path_of(const rm_fabric *f, int nodes, bool cross_rail)
+{
+	rm_fabric_path p = {.tier = 0, .oversubscription = 1.0, .latency_us = 0.0};
+	if (f->kind == RM_FABRIC_NONE || f->n_tiers < 1 || nodes <= 1)
+		return p;
+	int k = 0;
+	while (k + 1 < f->n_tiers && f->tiers[k].nodes < nodes)
+		k++;
+	if (cross_rail && f->kind == RM_FABRIC_RAIL_OPTIMIZED && k < 1 && f->n_tiers > 1)
+		k = 1;
+	p.tier = k;
+	p.latency_us = f->tiers[k].hop_latency_us;
+	for (int j = 0; j < k; j++) {
+		p.oversubscription *= f->tiers[j + 1].oversubscription;
+		p.latency_us += 2.0 * f->tiers[j].hop_latency_us;
+	}
+	return p;
+}
+
+bool rm_nccl_net_load(const rm_nccl_model *m, const rm_coll_query *q, double time_us, rm_net_load *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (m->fabric.kind == RM_FABRIC_NONE || q->nodes <= 1 || q->ranks <= 1 || q->bytes <= 0 || !(time_us > 0) ||
+	    q->ranks % q->nodes != 0)
+		return false;
+	int ppn = q->ranks / q->nodes;
+	double n = q->ranks, bytes = (double)q->bytes, nic_bytes;
+	bool cross = false;
+	if (q->coll == RM_COLL_SEND_RECV) {
+		nic_bytes = bytes;
+	} else if (q->coll == RM_COLL_ALL_TO_ALL) {
+		nic_bytes = bytes * (n - ppn) / n;
+		cross = m->fabric.kind == RM_FABRIC_RAIL_OPTIMIZED && !m->fabric.pxn && ppn > 1;
+	} else {
+		nic_bytes = bytes * rm_coll_busbw_factor(q->coll, q->ranks) / ppn;
+	}
+	double cap_GBps = m->hw.nic_GBps * (m->calibrated ? fabric_efficiency(q->nodes) : 1.0);
+	if (!(cap_GBps > 0))
+		return false;
+	double rate_GBps = nic_bytes / (time_us * 1e3);
+	double nic = rate_GBps / cap_GBps;
+	out->share[0] = fmin(1.0, fmax(1e-6, nic));
+	rm_fabric_path path = rm_fabric_path_of(&m->fabric, q->nodes, cross);
+	/* cross-rail all-to-all: (ppn-1)/ppn of its remote bytes climb (rm_nccl_estimate's p2p) */
+	double climbing = cross ? (double)(ppn - 1) / ppn : 1.0;
+	double over = 1.0;
+	for (int j = 0; j < path.tier && j + 1 < RM_NET_LEVELS; j++) {
+		over *= m->fabric.tiers[j + 1].oversubscription;
+		out->share[1 + j] = fmin(1.0, fmax(1e-6, nic * climbing * over));
+	}
+	return true;
 }

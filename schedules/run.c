@@ -63,6 +63,8 @@ static void canon_train(rm_canon *c, const rm_train_config *t)
 	rm_canon_int(c, "train.zero", t->zero);
 	rm_canon_int(c, "train.tp", t->tp);
 	rm_canon_int(c, "train.sp", t->sp);
+	if (t->async_tp)
+		rm_canon_int(c, "train.async_tp", t->async_tp);
 	rm_canon_int(c, "train.cp", t->cp);
 	rm_canon_int(c, "train.ep", t->ep);
 	rm_canon_real(c, "train.moe_imbalance", t->moe_imbalance);
@@ -97,6 +99,18 @@ static void canon_nccl(rm_canon *c, const rm_nccl_model *n)
 			 o->latency_us, o->algbw_GBps);
 		snprintf(key, sizeof(key), "nccl.override[%d]", i);
 		rm_canon_str(c, key, v);
+	}
+	/* the fabric only when one is set, so that runs without cluster.topology keep their digest */
+	if (n->fabric.kind != RM_FABRIC_NONE) {
+		rm_canon_str(c, "nccl.fabric", rm_fabric_kind_name(n->fabric.kind));
+		rm_canon_int(c, "nccl.fabric.pxn", n->fabric.pxn);
+		for (int i = 0; i < n->fabric.n_tiers; i++) {
+			const rm_fabric_tier *t = &n->fabric.tiers[i];
+			char v[128];
+			snprintf(v, sizeof(v), "%d %a %a", t->nodes, t->oversubscription, t->hop_latency_us);
+			snprintf(key, sizeof(key), "nccl.fabric.tier[%d]", i);
+			rm_canon_str(c, key, v);
+		}
 	}
 }
 

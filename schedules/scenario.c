@@ -15,7 +15,7 @@
 #include "remora/scenario.h"
 #include "remora/pipeline.h"
 
-typedef enum { K_STR, K_INT, K_BOOL, K_TRIBOOL, K_DOUBLE, K_NAMES, K_STRLIST, K_INTLIST, K_FLAGS } ktype;
+typedef enum { K_STR, K_INT, K_BOOL, K_TRIBOOL, K_DOUBLE, K_NAMES, K_STRLIST, K_INTLIST, K_FLAGS, K_TIERS } ktype;
 
 typedef struct key_desc {
 	const char *path;
@@ -39,6 +39,11 @@ static const key_desc keys[] = {
 	{"cluster.nodes", K_INT, S(nodes), 0, 1, 100000},
 	{"cluster.nics_per_node", K_INT, S(nics_per_node), 0, 1, 64},
 	{"cluster.nic_gbps", K_DOUBLE, S(nic_gbps), 0, 1, 1 << 20},
+	{"cluster.topology.kind", K_STR, S(topology_kind), 0, 0, 0},
+	{"cluster.topology.nics_per_node", K_INT, S(nics_per_node), 0, 1, 64},
+	{"cluster.topology.nic_gbps", K_DOUBLE, S(nic_gbps), 0, 1, 1 << 20},
+	{"cluster.topology.pxn", K_TRIBOOL, S(topology_pxn), 0, 0, 0},
+	{"cluster.topology.tiers", K_TIERS, L(topology_tiers, n_topology_tiers), 0, 0},
 	{"training.seq_len", K_INT, S(seq_len), 0, 1, 1 << 24},
 	{"training.micro_batch", K_INT, S(micro_batch), 0, 1, 1 << 16},
 	{"training.grad_accum", K_INT, S(grad_accum), 0, 1, 512},
@@ -95,6 +100,8 @@ static const key_desc keys[] = {
 	{"scheduler.device_memory_gib", K_DOUBLE, S(device_memory_gib), 0, 0, 1 << 20},
 	{"scheduler.allocator", K_STR, S(allocator), 0, 0, 0},
 	{"scheduler.collective_engine", K_STR, S(collective_engine), 0, 0, 0},
+	{"scheduler.nccl_cta_policy", K_STR, S(nccl_cta_policy), 0, 0, 0},
+	{"scheduler.nccl_registration", K_STR, S(nccl_registration), 0, 0, 0},
 	{"memory_headroom_gib", K_DOUBLE, S(memory_headroom_gib), 0, 0, 1 << 20},
 	{"search.names", K_NAMES, L(search_names, n_search_names), 0, 0},
 	{"search.policies", K_STRLIST, L(search_policies, n_search_policies), 0, 0},
@@ -117,6 +124,7 @@ void rm_scenario_init(rm_scenario *sc)
 	sc->compile = sc->grad_clip = sc->fp8_all_gather = sc->reshard_after_forward = -1;
 	sc->sp = sc->async_tp = sc->loss_parallel = -1;
 	sc->overlap_grad_reduce = sc->overlap_param_gather = -1;
+	sc->topology_pxn = -1;
 	sc->scan = true;
 	snprintf(sc->policy, sizeof(sc->policy), "nothing_saveable");
 	snprintf(sc->mode, sizeof(sc->mode), "xla");
@@ -323,6 +331,68 @@ static rm_status check_flags_item(reader *r, struct fy_node *item, const char *t
 	return rm_error_set(r->err, st, r->path, line, col, "%s: at column %d of the item: %s", what, in, ferr.msg);
 }
 
+/* cluster.topology.tiers: a list of mappings {nodes | ports, oversubscription, latency_us}, leaf first. */
+static rm_status apply_tiers(reader *r, rm_scenario *sc, const key_desc *k, struct fy_node *n)
+{
+	if (!fy_node_is_sequence(n))
+		return fail_at(r, n, RM_INVALID,
+			       "%s: expected a list of tiers, leaf first, e.g. [{nodes: 32}, {nodes: 128, "
+			       "oversubscription: 2}]",
+			       k->path);
+	int count = fy_node_sequence_item_count(n);
+	if (count < 1 || count > RM_FABRIC_MAX_TIERS)
+		return fail_at(r, n, RM_RANGE, "%s: %d tiers, expected 1 to %d", k->path, count, RM_FABRIC_MAX_TIERS);
+	sc->n_topology_tiers = 0;
+	for (int i = 0; i < count; i++) {
+		struct fy_node *item = fy_node_sequence_get_by_index(n, i);
+		if (!item || !fy_node_is_mapping(item))
+			return fail_at(r, item ? item : n, RM_INVALID,
+				       "%s[%d]: expected a mapping {nodes | ports, oversubscription, latency_us}", k->path, i);
+		struct rm_scenario_tier t = {0};
+		void *iter = NULL;
+		struct fy_node_pair *pair;
+		while ((pair = fy_node_mapping_iterate(item, &iter)) != NULL) {
+			struct fy_node *kn = fy_node_pair_key(pair), *vn = fy_node_pair_value(pair);
+			const char *name = scalar(kn);
+			if (!name)
+				return fail_at(r, kn ? kn : item, RM_PARSE, "%s[%d]: keys must be plain names", k->path, i);
+			bool is_int = strcmp(name, "nodes") == 0 || strcmp(name, "ports") == 0;
+			bool is_num = strcmp(name, "oversubscription") == 0 || strcmp(name, "latency_us") == 0;
+			if (!is_int && !is_num)
+				return fail_at(r, kn, RM_UNKNOWN_KEY,
+					       "%s[%d]: unknown key \"%s\" (known here: nodes, ports, oversubscription, "
+					       "latency_us)",
+					       k->path, i, name);
+			if (is_int) {
+				int64_t v;
+				if (!to_int(vn, &v) || v < 1 || v > 1000000)
+					return fail_at(r, vn ? vn : kn, RM_INVALID, "%s[%d].%s: expected an integer in [1, 1000000]",
+						       k->path, i, name);
+				if (strcmp(name, "ports") == 0 && i > 0)
+					return fail_at(r, kn, RM_INVALID,
+						       "%s[%d].ports: only the leaf (the first tier) takes ports; give the "
+						       "nodes a switch of this tier reaches",
+						       k->path, i);
+				*(strcmp(name, "nodes") == 0 ? &t.nodes : &t.ports) = v;
+			} else {
+				const char *txt = plain(vn) ? scalar(vn) : NULL;
+				char *end = NULL;
+				double v = txt ? strtod(txt, &end) : NAN;
+				bool over = strcmp(name, "oversubscription") == 0;
+				if (!txt || end == txt || *end || !isfinite(v) || v < (over ? 1.0 : 0.0) || v > 1e6)
+					return fail_at(r, vn ? vn : kn, RM_INVALID, "%s[%d].%s: expected a number %s", k->path, i,
+						       name, over ? "of at least 1 (down:up bandwidth; 1: non-blocking)" : ">= 0");
+				*(over ? &t.oversubscription : &t.latency_us) = v;
+			}
+		}
+		if (t.nodes && t.ports)
+			return fail_at(r, item, RM_INVALID, "%s[%d]: give nodes or ports, not both", k->path, i);
+		sc->topology_tiers[i] = t;
+		sc->n_topology_tiers++;
+	}
+	return RM_OK;
+}
+
 static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_node *n)
 {
 	char *base = (char *)sc;
@@ -403,6 +473,8 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 		}
 		return RM_OK;
 	}
+	case K_TIERS:
+		return apply_tiers(r, sc, k, n);
 	case K_FLAGS: {
 		char *dst = base + k->off;
 		if (fy_node_is_scalar(n))
@@ -466,6 +538,15 @@ static rm_status walk(reader *r, rm_scenario *sc, struct fy_node *map, const cha
 		/* hardware is a profile name or a mapping {profile, power_w, hbm_gib} */
 		if (!prefix[0] && strcmp(kname, "hardware") == 0 && vn && fy_node_is_mapping(vn)) {
 			RM_CHECK(walk(r, sc, vn, path));
+			continue;
+		}
+		/* cluster.topology is a mapping {kind, nics_per_node, nic_gbps, pxn, tiers} */
+		if (strcmp(path, "cluster.topology") == 0) {
+			if (!vn || !fy_node_is_mapping(vn))
+				return fail_at(r, vn ? vn : kn, RM_INVALID,
+					       "%s: expected a mapping {kind, nics_per_node, nic_gbps, pxn, tiers}", path);
+			RM_CHECK(walk(r, sc, vn, path));
+			record_pos(r, sc, path, vn, false);
 			continue;
 		}
 		if (is_section) {
@@ -1048,6 +1129,28 @@ const char *rm_scenario_hardware_spec(const rm_scenario *sc, char *buf, size_t s
 	return buf;
 }
 
+/* scheduler.nccl_cta_policy and scheduler.nccl_registration onto the NCCL model (remora/nccl.h
+ * rm_nccl_model_set_buffers; docs/collectives.md 'Symmetric kernels and copy engines'). */
+static rm_status nccl_buffers(const rm_scenario *sc, rm_nccl_model *nccl, rm_error *err)
+{
+	rm_nccl_cta_policy policy = RM_NCCL_CTA_DEFAULT;
+	rm_nccl_registration reg = RM_NCCL_REG_NONE;
+	if (sc->nccl_cta_policy[0] && !rm_nccl_cta_policy_parse(sc->nccl_cta_policy, &policy))
+		return key_error(sc, "scheduler.nccl_cta_policy", err, RM_INVALID,
+				 "expected default, efficiency or zero, got \"%s\"", sc->nccl_cta_policy);
+	if (sc->nccl_registration[0] && !rm_nccl_registration_parse(sc->nccl_registration, &reg))
+		return key_error(sc, "scheduler.nccl_registration", err, RM_INVALID,
+				 "expected none, buffer or symmetric, got \"%s\"", sc->nccl_registration);
+	if (policy == RM_NCCL_CTA_ZERO && strcasecmp(sc->collective_engine, "copy_engine") == 0)
+		return key_error(sc, "scheduler.nccl_cta_policy", err, RM_INVALID,
+				 "zero and scheduler.collective_engine copy_engine both put the all-gathers on the "
+				 "copy engines (NCCL's path and the generic one); set one");
+	if (rm_nccl_model_set_buffers(nccl, policy, reg, err) != RM_OK)
+		return at_key(sc, policy != RM_NCCL_CTA_DEFAULT ? "scheduler.nccl_cta_policy" : "scheduler.nccl_registration",
+			      err);
+	return RM_OK;
+}
+
 /* hardware: {power_w, hbm_gib} over the resolved profile; warn: say so when hbm_gib is a what-if
  * (once per resolution: the profile is re-resolved with the NCCL model and set again). */
 static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *hw, bool warn, rm_error *err)
@@ -1084,6 +1187,98 @@ static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *
 				    sc->hbm_gib, hw->hbm_bytes / (double)RM_GiB, hw->name);
 		rm_hw_profile_set(hw, RM_HW_hbm_bytes, sc->hbm_gib * (double)RM_GiB, "scenario hardware.hbm_gib");
 	}
+	return RM_OK;
+}
+
+/* The smallest multiple of below that reaches at least want nodes and is above below. */
+static int tier_cover(int below, int64_t want)
+{
+	int64_t m = (want + below - 1) / below;
+	if (m < 2)
+		m = 2;
+	return m * below > 1000000 ? 1000000 / below * below : (int)(m * below);
+}
+
+/*
+ * cluster.topology into the NCCL model's fabric. Defaults (docs/reference/hardware.md "Scale-out
+ * switches"): rail_optimized is a DGX SuperPOD H100 scalable unit (a rail leaf of 32 nodes,
+ * non-blocking, under a spine that joins the rails); fat_tree a 64-port NDR leaf (QM9700)
+ * non-blocking, 32 ports down, holding 32 / NICs per node nodes; the top tier, when its nodes are not given, reaches the whole cluster. A leaf given in
+ * ports holds ports x r / (r + 1) NICs down (r the taper of the tier above), of one rail per node
+ * (rail_optimized) or of all the node's NICs (fat_tree). Hop latencies default to 0: no
+ * published figure is sourced (docs/reference/hardware.md "Switch latency").
+ */
+static rm_status build_fabric(const rm_scenario *sc, const rm_hw_profile *hw, rm_fabric *f, rm_error *err)
+{
+	*f = (rm_fabric){.kind = RM_FABRIC_NONE, .pxn = sc->topology_pxn != 0};
+	/* the shorthands and the topology's keys are one value each: refuse both spellings */
+	static const char *const same[][2] = {{"cluster.nics_per_node", "cluster.topology.nics_per_node"},
+					      {"cluster.nic_gbps", "cluster.topology.nic_gbps"}};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(same); i++)
+		if (rm_scenario_key_pos(sc, same[i][0]) && rm_scenario_key_pos(sc, same[i][1]))
+			return key_error(sc, same[i][1], err, RM_INVALID,
+					 "the same key as %s, written inside the topology: give it once", same[i][0]);
+	bool any = sc->topology_kind[0] || sc->n_topology_tiers > 0 || sc->topology_pxn >= 0 ||
+		   rm_scenario_key_pos(sc, "cluster.topology");
+	if (!any)
+		return RM_OK;
+	if (!sc->topology_kind[0])
+		return key_error(sc, "cluster.topology", err, RM_INVALID,
+				 "cluster.topology: kind is missing (rail_optimized or fat_tree)");
+	if (!rm_fabric_kind_parse(sc->topology_kind, &f->kind) || f->kind == RM_FABRIC_NONE)
+		return key_error(sc, "cluster.topology.kind", err, RM_INVALID,
+				 "cluster.topology.kind: unknown fabric \"%s\" (rail_optimized, fat_tree)", sc->topology_kind);
+	bool rail = f->kind == RM_FABRIC_RAIL_OPTIMIZED;
+	int64_t gpn = sc->gpus_per_node > 0 ? sc->gpus_per_node : (int64_t)hw->gpus_per_node;
+	int64_t nics = sc->nics_per_node > 0 ? sc->nics_per_node : gpn;
+	int64_t nodes = sc->nodes > 0 ? sc->nodes : 1;
+	const char *tkey = "cluster.topology.tiers";
+	if (sc->n_topology_tiers == 0) {
+		/* DGX SuperPOD H100 reference architecture: 32 nodes per scalable unit, one leaf per
+		 * rail; a 64-port QM9700 leaf, 32 ports down, for a fat tree */
+		int leaf = rail ? 32 : (int)(32 / nics > 0 ? 32 / nics : 1);
+		f->n_tiers = 2;
+		f->tiers[0] = (rm_fabric_tier){.nodes = leaf, .oversubscription = 1.0};
+		f->tiers[1] = (rm_fabric_tier){.nodes = tier_cover(leaf, nodes), .oversubscription = 1.0};
+	} else {
+		f->n_tiers = sc->n_topology_tiers;
+		for (int i = 0; i < f->n_tiers; i++) {
+			const struct rm_scenario_tier *t = &sc->topology_tiers[i];
+			rm_fabric_tier *ft = &f->tiers[i];
+			ft->oversubscription = t->oversubscription > 0 ? t->oversubscription : 1.0;
+			ft->hop_latency_us = t->latency_us;
+			if (t->ports) {
+				/* the taper above the leaf splits its ports: r down for 1 up */
+				double r = f->n_tiers > 1 && sc->topology_tiers[1].oversubscription > 0
+						   ? sc->topology_tiers[1].oversubscription
+						   : 1.0;
+				int64_t down = (int64_t)floor((double)t->ports * r / (r + 1.0));
+				int64_t held = rail ? down : down / nics;
+				if (held < 1)
+					return key_error(sc, tkey, err, RM_INVALID,
+							 "%s[0].ports: %lld ports, %lld of them down, hold no node of %lld NICs",
+							 tkey, (long long)t->ports, (long long)down, (long long)nics);
+				ft->nodes = (int)held;
+			} else if (t->nodes) {
+				ft->nodes = (int)t->nodes;
+			} else if (i + 1 == f->n_tiers && i > 0) {
+				ft->nodes = tier_cover(f->tiers[i - 1].nodes, nodes);
+			} else {
+				return key_error(sc, tkey, err, RM_INVALID,
+						 "%s[%d]: give the nodes one switch of this tier reaches%s", tkey, i,
+						 i == 0 ? " (or its ports)" : "");
+			}
+		}
+	}
+	if (rm_fabric_validate(f, err) != RM_OK) {
+		char msg[sizeof(err->msg)];
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		return key_error(sc, tkey, err, RM_INVALID, "%s", msg);
+	}
+	if (f->tiers[f->n_tiers - 1].nodes < nodes)
+		return key_error(sc, tkey, err, RM_INVALID,
+				 "%s: the top tier reaches %d nodes, the cluster has %lld (add a tier or raise its nodes)",
+				 tkey, f->tiers[f->n_tiers - 1].nodes, (long long)nodes);
 	return RM_OK;
 }
 
@@ -1124,15 +1319,6 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		t.micro_batch = sc->micro_batch;
 	if (sc->grad_accum)
 		t.grad_accum = sc->grad_accum;
-	/* what remora does not model yet: refused by name, so that a scenario written for another
-	 * tool never runs as something it is not */
-	{
-		if (sc->async_tp > 0)
-			return key_error(sc, "parallelism.async_tp", err, RM_UNSUPPORTED,
-					 "async tensor parallelism (collective matmul) is not modelled yet: the "
-					 "tensor-parallel collectives run between the projections; set it to false "
-					 "or leave it out");
-	}
 	/* pipeline parallelism: the outermost dimension (Megatron-LM's rank order) */
 	int64_t pp = sc->pp ? sc->pp : 1;
 	t.pp = pp;
@@ -1143,9 +1329,10 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		if (!rm_pp_schedule_parse(sc->pp_schedule, &ps))
 			return key_error(sc, "parallelism.pp_schedule", err, RM_INVALID,
 					 "expected 1f1b, interleaved, gpipe or zero_bubble, got \"%s\"", sc->pp_schedule);
-		if (ps == RM_PP_ZERO_BUBBLE)
-			return key_error(sc, "parallelism.pp_schedule", err, RM_UNSUPPORTED,
-					 "zero_bubble (split backward) is not modelled yet: 1f1b, interleaved or gpipe");
+		if (ps == RM_PP_ZERO_BUBBLE && t.virtual_stages > 2)
+			return key_error(sc, "parallelism.virtual_stages", err, RM_INVALID,
+					 "zero_bubble runs 1 model chunk per stage (ZB-H1) or 2 (ZB-V), not %lld",
+					 (long long)t.virtual_stages);
 		t.pp_schedule = (int)ps;
 	}
 	if (pp > 1) {
@@ -1177,9 +1364,11 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return key_error(sc, "parallelism.pp_schedule", err, RM_INVALID,
 				 "the interleaved schedule runs several model chunks per stage: set "
 				 "parallelism.virtual_stages to 2 or more (with 1 it is 1f1b)");
-	if (t.virtual_stages > 1 && (pp <= 1 || t.pp_schedule != RM_PP_INTERLEAVED))
+	if (t.virtual_stages > 1 &&
+	    (pp <= 1 || (t.pp_schedule != RM_PP_INTERLEAVED && t.pp_schedule != RM_PP_ZERO_BUBBLE)))
 		return key_error(sc, "parallelism.virtual_stages", err, RM_INVALID,
-				 "model chunks per stage need parallelism.pp > 1 and pp_schedule: interleaved");
+				 "model chunks per stage need parallelism.pp > 1 and pp_schedule: interleaved "
+				 "(or zero_bubble, whose 2 chunks make ZB-V)");
 	/* tensor parallelism: the innermost dimension, consecutive GPUs of a node (Megatron-LM's
 	 * rank order tp, then data parallel) */
 	int64_t tp = sc->tp ? sc->tp : 1;
@@ -1220,6 +1409,19 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		rm_log_warn("parallelism.sp needs parallelism.tp > 1: ignored");
 	t.tp = tp;
 	t.sp = sc->sp > 0 && tp > 1;
+	if (sc->async_tp > 0) {
+		/* the micro-pipeline pass matches all-gather -> matmul and matmul -> reduce-scatter:
+		 * sequence parallelism's collectives (torchtitan applies async TP to its
+		 * SequenceParallel plans only) */
+		if (tp == 1)
+			return key_error(sc, "parallelism.async_tp", err, RM_INVALID,
+					 "async tensor parallelism needs parallelism.tp > 1");
+		if (!t.sp)
+			return key_error(sc, "parallelism.async_tp", err, RM_INVALID,
+					 "async tensor parallelism overlaps sequence parallelism's all-gathers and "
+					 "reduce-scatters with the projections: set parallelism.sp: true");
+		t.async_tp = true;
+	}
 	if (sc->loss_parallel >= 0)
 		t.loss_parallel = sc->loss_parallel;
 	if (sc->tp_embedding[0]) {
@@ -1376,6 +1578,11 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	 * `slots` of its members */
 	int64_t slots = tp < gpn ? gpn / tp : 1;
 	int tp_nodes = tp > gpn ? (int)(tp / gpn) : 1;
+	if (t.async_tp && tp_nodes > 1)
+		return key_error(sc, "parallelism.async_tp", err, RM_INVALID,
+				 "async tensor parallelism copies between the GPUs' memories over NVLink (symmetric "
+				 "memory): the tensor-parallel group of %lld must fit in one node of %lld GPUs",
+				 (long long)tp, (long long)gpn);
 	int fsdp_nodes = t.fsdp <= slots ? 1 : (int)(t.fsdp / slots);
 	if (t.fsdp > slots && t.fsdp % slots != 0)
 		return key_error(sc, "parallelism.fsdp", err, RM_INVALID,
@@ -1447,6 +1654,10 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		if (apply_hardware_overrides(sc, &out->hw, false, err) != RM_OK)
 			return err ? err->status : RM_INVALID;
 		nccl.hw.nic_GBps = out->hw.nic_GBps; /* cluster.nics_per_node, cluster.nic_gbps */
+		if (nccl_buffers(sc, &nccl, err) != RM_OK)
+			return err ? err->status : RM_INVALID;
+		if (build_fabric(sc, &out->hw, &nccl.fabric, err) != RM_OK)
+			return err ? err->status : RM_INVALID;
 		rm_cost_nccl_init(&out->cost, &nccl);
 	}
 	if (rm_scenario_key_pos(sc, "memory_headroom_gib")) {

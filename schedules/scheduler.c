@@ -205,6 +205,11 @@ typedef struct ctx {
 	 * backward and its recompute pass under plan [0] and plan_keep [1]; embedding and head */
 	bool fuse;
 	sched_fusion fu_layer[2], fu_rec[2], fu_embed, fu_head;
+	/* async tensor parallelism (train.async_tp): each layer-graph op's part in a
+	 * micro-pipelined collective (ATP_*), and for a user of a fused all-gather the gather */
+	int atp_n;      /* steps: the tensor-parallel degree; 0: off */
+	int *atp_role;  /* [layer->n_ops] ATP_*, NULL when off */
+	int *atp_src;   /* [layer->n_ops] ATP_AG_USER: its all-gather op; else -1 */
 	/* a mixture of experts whose first n_dense layers are dense (DeepSeek-V3's
 	 * first_k_dense_replace): those run the workload's dense_layer graph, whose own fields above
 	 * (layer, plan, plan_keep, ag, rs, norm_elems, last_wgrad, the fusions) live in a copy of this
@@ -228,6 +233,26 @@ static int first_scanned(const ctx *x)
 {
 	return x->cfg->scan ? x->n_dense : 0;
 }
+
+/*
+ * Parts of async TP (PyTorch's micro-pipelined TP: torch/distributed/_symmetric_memory
+ * fused_all_gather_matmul and fused_matmul_reduce_scatter, which torch._inductor's
+ * micro_pipeline_tp pass substitutes for all-gather -> matmul and matmul -> reduce-scatter):
+ * - ATP_AG: a forward sequence-parallel all-gather feeding projections: tp - 1 copy-engine
+ *   copies of one peer's shard each, in turn, on their own stream;
+ * - ATP_AG_USER: a projection reading it: tp chunk GEMMs of tokens / tp rows, chunk i after copy
+ *   i (chunk 0 is the local shard); consecutive users run chunk by chunk together, as the fused
+ *   op takes them as one list of weights;
+ * - ATP_RS_SRC: a projection whose output is reduce-scattered: tp chunk GEMMs, one per
+ *   destination's tokens, each remote chunk copied to its owner as soon as it is done, the
+ *   local chunk last;
+ * - ATP_RS: that reduce-scatter: the sum of the local chunk and the tp - 1 received ones;
+ * - ATP_BAG, ATP_BAG_USER: in the backward, the all-gather of the output gradient of an
+ *   ATP_RS_SRC projection (the reduce-scatter's conjugate) and the projection's dgrad reading it.
+ * The other tensor-parallel collectives (the backward's reduce-scatters of summed dgrads, the
+ * regathers the weight gradients read, recomputed passes) stay NCCL calls.
+ */
+enum { ATP_NONE, ATP_AG, ATP_AG_USER, ATP_RS_SRC, ATP_RS, ATP_BAG, ATP_BAG_USER };
 
 /* The remat plan of layer l: the policy's, or keep-everything past recompute_layers (NeMo's
  * recompute_num_layers with the block method). */
@@ -666,6 +691,8 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 
 /* ---- emission ---------------------------------------------------------------------------- */
 
+#define RM_ATP_MAX 64 /* tensor-parallel steps async TP emits at most (tp <= gpus per node) */
+
 typedef struct layer_tensors {
 	int32_t *fwd, *rec, *reload, *host;
 	int32_t ag_fwd[MAX_GROUPS], ag_bwd[MAX_GROUPS], grads[MAX_GROUPS], norm_grads;
@@ -690,6 +717,9 @@ typedef struct emitter {
 				      * optimizer waits for it (they run in order on one stream) */
 	int32_t *pending;            /* waits for the next compute op */
 	int n_pending, cap_pending;
+	int32_t s_tpce;              /* async TP: the copy-engine stream of its peer copies, -1 */
+	int32_t atp_ev[RM_ATP_MAX + 1]; /* async TP: event of the copy bringing shard i (i >= 1) */
+	int32_t atp_recv;            /* async TP: the received reduce-scatter chunks, -1 */
 	char name[160];
 } emitter;
 
@@ -902,7 +932,215 @@ static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 	}
 }
 
-static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
+/* ---- async tensor parallelism (ATP_*) ---- */
+
+/* A layer op as built for emission, kept to be emitted in chunks. */
+typedef struct atp_op {
+	rm_program_op_desc d;
+	char name[160];
+	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
+	uint32_t ni, no;
+} atp_op;
+
+/* Slot s's part in async TP: the op's role in the forward or backward it runs in; recomputed
+ * passes run plain. */
+static int atp_role_of(const ctx *x, const slot *s)
+{
+	if (!x->atp_n || s->phase == RM_PPHASE_RECOMPUTE || s->op < 0 || s->op >= x->layer->n_ops)
+		return ATP_NONE;
+	return x->atp_role[s->op];
+}
+
+static void atp_keep(atp_op *k, const rm_program_op_desc *d, const char *name, const int32_t *in, uint32_t ni,
+		     const int32_t *out, uint32_t no)
+{
+	k->d = *d;
+	snprintf(k->name, sizeof(k->name), "%s", name);
+	k->d.name = k->name;
+	memcpy(k->in, in, ni * sizeof(int32_t));
+	memcpy(k->out, out, no * sizeof(int32_t));
+	k->ni = ni;
+	k->no = no;
+}
+
+/*
+ * A micro-pipelined all-gather (op d: input the local shard, output the gathered tensor): tp - 1
+ * copy-engine copies of one peer's shard of coll_bytes / tp each, one after the other on the
+ * copy stream (fused_all_gather_matmul pulls the peers' shards from symmetric memory in turn);
+ * e->atp_ev[i] is the event of shard i's arrival. The gathered tensor counts as written by the
+ * last copy.
+ */
+static void emit_atp_gather(emitter *e, const rm_program_op_desc *d, const int32_t *in, uint32_t ni,
+			    const int32_t *out, uint32_t no, int64_t coll_bytes)
+{
+	int n = e->x->atp_n;
+	e->x->rep->async_tp_collectives++;
+	int32_t ins[RM_OP_MAX_INPUTS + 8];
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < ni && k + 2 < RM_ARRAY_SIZE(ins); i++)
+		ins[k++] = in[i];
+	e->atp_ev[0] = -1;
+	for (int i = 1; i < n; i++) {
+		char cn[192];
+		TNAME(e, cn, "%s/p2p%d", d->name, i);
+		rm_program_op_desc c = rm_program_op_desc_init(cn, RM_COST_COPY, e->s_tpce);
+		c.cost.copy = (rm_copy_cost){.dir = RM_COPY_P2P, .bytes = coll_bytes / n};
+		c.layer = d->layer;
+		c.phase = d->phase;
+		if (i == 1) {
+			emit(e, &c, ins, k, out, no, -1, &e->atp_ev[i]);
+			for (uint32_t o = 0; o < no && k < RM_ARRAY_SIZE(ins); o++)
+				ins[k++] = out[o]; /* the later copies write into the same buffer */
+		} else {
+			emit(e, &c, ins, k, NULL, 0, -1, &e->atp_ev[i]);
+		}
+	}
+	for (uint32_t o = 0; o < no; o++)
+		if (out[o] >= 0)
+			e->tensor_event[out[o]] = e->atp_ev[n - 1];
+}
+
+/*
+ * The projections reading a micro-pipelined all-gather, as the fused op runs them: for each of
+ * the tp shards in turn, every projection's GEMM over that shard's tokens (m / tp rows), shard 0
+ * the local one, shard i after its copy (e->atp_ev[i]). `gathered` (the all-gather's output) is
+ * an input of the last chunks only: the earlier ones wait for their own shard, not the whole.
+ */
+static void emit_atp_users(emitter *e, atp_op *ops, int n_ops, int32_t gathered)
+{
+	int n = e->x->atp_n;
+	for (int i = 0; i < n; i++)
+		for (int u = 0; u < n_ops; u++) {
+			atp_op *k = &ops[u];
+			rm_program_op_desc d = k->d;
+			char cn[192];
+			TNAME(e, cn, "%s/chunk%d", k->name, i);
+			d.name = cn;
+			d.cost.gemm.m = (d.cost.gemm.m + n - 1) / n;
+			int32_t ins[RM_OP_MAX_INPUTS + 8];
+			uint32_t ni = 0;
+			for (uint32_t j = 0; j < k->ni && ni < RM_ARRAY_SIZE(ins); j++)
+				if (k->in[j] != gathered || i == n - 1)
+					ins[ni++] = k->in[j];
+			if (i > 0)
+				for (uint32_t o = 0; o < k->no && ni < RM_ARRAY_SIZE(ins); o++)
+					if (k->out[o] >= 0)
+						ins[ni++] = k->out[o];
+			emit(e, &d, ins, ni, i == 0 ? k->out : NULL, i == 0 ? k->no : 0, i > 0 && u == 0 ? e->atp_ev[i] : -1,
+			     NULL);
+		}
+	for (int u = 0; u < n_ops; u++)
+		for (uint32_t o = 0; o < ops[u].no; o++)
+			if (ops[u].out[o] >= 0)
+				e->tensor_event[ops[u].out[o]] = e->last_event;
+}
+
+/*
+ * A projection whose output is reduce-scattered, micro-pipelined (fused_matmul_reduce_scatter):
+ * tp chunk GEMMs of m / tp rows, one per destination's tokens, the remote ones first, each copied
+ * to its owner on the copy stream (out_bytes / tp) as soon as it is done; the local chunk last.
+ * The received chunks land in e->atp_recv ((tp - 1) / tp of out_bytes), which the reduction
+ * (emit_atp_reduce) reads.
+ */
+static void emit_atp_scatter_chunks(emitter *e, const rm_program_op_desc *d0, const int32_t *in, uint32_t ni0,
+				    const int32_t *out, uint32_t no, int64_t out_bytes)
+{
+	int n = e->x->atp_n;
+	int32_t res = no > 0 ? out[0] : -1;
+	int32_t recv_ev = -1;
+	e->atp_recv = -1;
+	for (int i = 0; i < n; i++) {
+		rm_program_op_desc d = *d0;
+		char cn[192];
+		TNAME(e, cn, "%s/chunk%d", d0->name, i);
+		d.name = cn;
+		d.cost.gemm.m = (d.cost.gemm.m + n - 1) / n;
+		int32_t ins[RM_OP_MAX_INPUTS + 8];
+		uint32_t ni = 0;
+		for (uint32_t j = 0; j < ni0 && ni < RM_ARRAY_SIZE(ins) - 1; j++)
+			ins[ni++] = in[j];
+		if (i > 0 && res >= 0)
+			ins[ni++] = res;
+		int32_t ev = -1;
+		emit(e, &d, ins, ni, i == 0 ? out : NULL, i == 0 ? no : 0, -1, &ev);
+		if (res >= 0)
+			e->tensor_event[res] = ev;
+		if (i == n - 1 || res < 0)
+			continue;
+		char tn[192];
+		TNAME(e, tn, "%s/p2p%d", d0->name, i + 1);
+		rm_program_op_desc c = rm_program_op_desc_init(tn, RM_COST_COPY, e->s_tpce);
+		c.cost.copy = (rm_copy_cost){.dir = RM_COPY_P2P, .bytes = out_bytes / n};
+		c.layer = d0->layer;
+		c.phase = d0->phase;
+		int32_t cin[2] = {res, e->atp_recv};
+		if (e->atp_recv < 0) {
+			char rn[192];
+			TNAME(e, rn, "%s/received", d0->name);
+			e->atp_recv = new_tensor(e, rn, out_bytes / n * (n - 1), RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+			emit(e, &c, cin, 1, &e->atp_recv, 1, -1, &recv_ev);
+		} else {
+			emit(e, &c, cin, 2, NULL, 0, -1, &recv_ev);
+		}
+	}
+	if (e->atp_recv >= 0)
+		e->tensor_event[e->atp_recv] = recv_ev;
+}
+
+/*
+ * The reduce-scatter of a micro-pipelined projection: the local chunk plus the tp - 1 received
+ * ones summed into the shard (one memory-bound kernel reading coll_bytes, writing coll_bytes /
+ * tp, tp - 1 additions a shard element), once the last copy has landed.
+ */
+static void emit_atp_reduce(emitter *e, const rm_program_op_desc *d0, const int32_t *in, uint32_t ni0,
+			    const int32_t *out, uint32_t no, int64_t coll_bytes)
+{
+	int n = e->x->atp_n;
+	e->x->rep->async_tp_collectives++;
+	rm_program_op_desc d = *d0;
+	d.stream = e->s_compute;
+	d.cost = (rm_cost_op){.kind = RM_COST_ELEMENTWISE};
+	int64_t es = rm_dtype_size(e->x->wl->train.param_dtype);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = coll_bytes,
+						   .bytes_written = coll_bytes / n,
+						   .flops = (double)(n - 1) * (double)(coll_bytes / n / (es > 0 ? es : 2)),
+						   .kernels = 1};
+	int32_t ins[RM_OP_MAX_INPUTS + 8];
+	uint32_t ni = 0;
+	for (uint32_t j = 0; j < ni0 && ni < RM_ARRAY_SIZE(ins) - 1; j++)
+		ins[ni++] = in[j];
+	if (e->atp_recv >= 0)
+		ins[ni++] = e->atp_recv;
+	emit(e, &d, ins, ni, out, no, -1, NULL);
+	e->atp_recv = -1;
+}
+
+/* Offloads of slot s's outputs (RM_FATE_OFFLOADED), right after their producer. */
+static void emit_offloads(emitter *e, const slot *s, int l, int mb)
+{
+	const ctx *x = layer_ctx(e->x, l);
+	const rm_graph *g = x->layer;
+	const rm_op *op = &g->ops[s->op];
+	layer_tensors *t = lt_of(e, mb, l);
+	char mbs[16] = "";
+	if (x->A > 1)
+		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
+	for (int i = 0; i < op->n_outputs; i++) {
+		int v = op->outputs[i];
+		if (plan_of(x, l)->fate[v] != RM_FATE_OFFLOADED)
+			continue;
+		char tn[160];
+		TNAME(e, tn, "%slayer%02d/offload/%s", mbs, l, g->values[v].name);
+		t->host[v] = new_tensor(e, tn, g->values[v].bytes, RM_ROLE_RESIDUAL, RM_LOC_HOST, false);
+		rm_program_op_desc c = rm_program_op_desc_init(tn, RM_COST_COPY, e->s_d2h);
+		c.cost.copy = (rm_copy_cost){.dir = RM_COPY_D2H, .bytes = g->values[v].bytes};
+		c.layer = l;
+		int32_t cin = t->fwd[v];
+		emit(e, &c, &cin, 1, &t->host[v], 1, -1, NULL);
+	}
+}
+
+static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *collect)
 {
 	const ctx *x = layer_ctx(e->x, l);
 	const rm_graph *g = x->layer;
@@ -954,22 +1192,21 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 			TNAME(e, gn, "layer%02d/fwd/param-all-gather-replicas", l);
 			emit_param_gather(e, gn, x->layer->params, l);
 		}
-		emit(e, &d, in, ni, out, no, -1, NULL);
-		/* offload right after the producer */
+		int role = rec ? ATP_NONE : atp_role_of(x, s);
+		if (collect) {
+			atp_keep(collect, &d, e->name, in, ni, out, no);
+			return;
+		}
+		if (role == ATP_AG)
+			emit_atp_gather(e, &d, in, ni, out, no, op->coll_bytes);
+		else if (role == ATP_RS_SRC)
+			emit_atp_scatter_chunks(e, &d, in, ni, out, no, g->values[op->outputs[0]].bytes);
+		else if (role == ATP_RS)
+			emit_atp_reduce(e, &d, in, ni, out, no, op->coll_bytes);
+		else
+			emit(e, &d, in, ni, out, no, -1, NULL);
 		if (!rec)
-			for (int i = 0; i < op->n_outputs; i++) {
-				int v = op->outputs[i];
-				if (plan_of(x, l)->fate[v] != RM_FATE_OFFLOADED)
-					continue;
-				char tn[160];
-				TNAME(e, tn, "%slayer%02d/offload/%s", mbs, l, g->values[v].name);
-				t->host[v] = new_tensor(e, tn, g->values[v].bytes, RM_ROLE_RESIDUAL, RM_LOC_HOST, false);
-				rm_program_op_desc c = rm_program_op_desc_init(tn, RM_COST_COPY, e->s_d2h);
-				c.cost.copy = (rm_copy_cost){.dir = RM_COPY_D2H, .bytes = g->values[v].bytes};
-				c.layer = l;
-				int32_t cin = t->fwd[v];
-				emit(e, &c, &cin, 1, &t->host[v], 1, -1, NULL);
-			}
+			emit_offloads(e, s, l, mb);
 		return;
 	}
 	/* backward */
@@ -1027,7 +1264,16 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb)
 	int32_t gout = new_tensor(e, tn, grad_tensor_bytes(x, g, op, l, op->bytes_written > 0 ? op->bytes_written : 1),
 				  RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
 	out[no++] = gout;
-	emit(e, &d, in, ni, out, no, -1, NULL);
+	int role = atp_role_of(x, s);
+	if (role == ATP_BAG) {
+		emit_atp_gather(e, &d, in, ni, out, no, op->coll_bytes);
+	} else if (role == ATP_BAG_USER) {
+		atp_op u;
+		atp_keep(&u, &d, e->name, in, ni, out, no);
+		emit_atp_users(e, &u, 1, e->chain);
+	} else {
+		emit(e, &d, in, ni, out, no, -1, NULL);
+	}
 	e->chain = gout;
 }
 
@@ -1322,6 +1568,37 @@ static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base
 	}
 }
 
+/*
+ * Emits layer slot j of computation c (layer l, micro-batch mb); returns the slots it emitted:
+ * 1, or with async TP the run of consecutive slots that read the same micro-pipelined
+ * all-gather (emit_atp_users runs them chunk by chunk together).
+ */
+static int emit_layer_slots(emitter *e, const comp *c, int j, int l, int mb)
+{
+	const ctx *x = layer_ctx(e->x, l);
+	const slot *s = &c->slots[j];
+	if (atp_role_of(x, s) != ATP_AG_USER) {
+		emit_layer_op(e, s, l, mb, NULL);
+		return 1;
+	}
+	enum { MAX_USERS = 8 };
+	atp_op users[MAX_USERS];
+	int n = 0;
+	while (n < MAX_USERS && j + n < c->n) {
+		const slot *u = &c->slots[j + n];
+		if (u->kind != s->kind || u->part != s->part || u->body_layer != s->body_layer || u->mb != s->mb ||
+		    u->phase != s->phase || atp_role_of(x, u) != ATP_AG_USER || x->atp_src[u->op] != x->atp_src[s->op])
+			break;
+		emit_layer_op(e, u, l, mb, &users[n]);
+		n++;
+	}
+	int gathered = x->layer->ops[x->atp_src[s->op]].outputs[0];
+	emit_atp_users(e, users, n, lt_of(e, mb, l)->fwd[gathered]);
+	for (int u = 0; u < n; u++)
+		emit_offloads(e, &c->slots[j + u], l, mb);
+	return n;
+}
+
 /* Emits one instance of a body (base: layer of body layer 0; dir: +1 forward, -1 backward). */
 static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool bwd)
 {
@@ -1341,6 +1618,7 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 			if (base + dir * (x->k + bl) >= first_scanned(x))
 				emit_reloads(e, mb, base + dir * (x->k + bl), e->last_event);
 	}
+	int skip_to = 0;
 	for (int j = 0; j <= c->n; j++) {
 		emit_colls_at(e, c, j, false, base, dir, mb, ev);
 		if (j == c->n)
@@ -1354,7 +1632,9 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 			int in_v = layer_ctx(x, l)->layer->input;
 			t->fwd[in_v] = l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, mb, l - 1);
 		}
-		emit_layer_op(e, s, l, mb);
+		if (j < skip_to)
+			continue; /* emitted with the async-TP group before it */
+		skip_to = j + emit_layer_slots(e, c, j, l, mb);
 	}
 	free(ev);
 }
@@ -1470,7 +1750,8 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 	int32_t *ev = rm_new(int32_t, (size_t)c->nc + 1);
 	for (int i = 0; i < c->nc; i++)
 		ev[i] = -1;
-	int last_bwd_layer = -1, last_bwd_mb = -1; /* a layer's backward starts at a new (layer, micro-batch) */
+	/* a layer's backward starts at a new (layer, micro-batch) */
+	int last_bwd_layer = -1, last_bwd_mb = -1, skip_to = 0;
 	for (int j = 0; j <= c->n; j++) {
 		emit_colls_at(e, c, j, true, 0, +1, 0, ev);
 		if (j == c->n)
@@ -1492,7 +1773,8 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 					last_bwd_layer = l;
 					last_bwd_mb = s->mb;
 				}
-				emit_layer_op(e, s, l, s->mb);
+				if (j >= skip_to)
+					skip_to = j + emit_layer_slots(e, c, j, l, s->mb);
 			} else {
 				const rm_graph *g = s->part == PART_EMBED ? x->embed : x->head;
 				if (s->part == PART_EMBED && s->op == 0)
@@ -2012,6 +2294,68 @@ static rm_status init_dense_kind(ctx *x, ctx *d, int64_t ag_threshold, int64_t r
 	return RM_OK;
 }
 
+/* A projection as async TP chunks it: a plain GEMM over the tokens (not attention's batched
+ * matmuls, not a routed expert's grouped GEMM). */
+static bool atp_projection(const rm_op *op)
+{
+	return op->kind == RM_OP_GEMM && !op->gemm.has_batch_dims && op->gemm.batch == 1 && !op->expert;
+}
+
+static bool op_reads(const rm_op *op, int v)
+{
+	for (int i = 0; i < op->n_inputs; i++)
+		if (op->inputs[i] == v)
+			return true;
+	return false;
+}
+
+/* The ATP_* role of every layer-graph op under train.async_tp (see ATP_AG). */
+static void build_async_tp(ctx *x)
+{
+	const rm_train_config *t = &x->wl->train;
+	if (!t->async_tp || t->tp < 2 || !t->sp || t->tp > RM_ATP_MAX)
+		return;
+	const rm_graph *g = x->layer;
+	x->atp_n = (int)t->tp;
+	x->atp_role = rm_new(int, (size_t)g->n_ops);
+	x->atp_src = rm_new(int, (size_t)g->n_ops);
+	for (int i = 0; i < g->n_ops; i++) {
+		x->atp_role[i] = ATP_NONE;
+		x->atp_src[i] = -1;
+	}
+	for (int i = 0; i < g->n_fwd_ops; i++) {
+		const rm_op *op = &g->ops[i];
+		if (op->kind != RM_OP_COLLECTIVE || op->coll_group != RM_GROUP_TP)
+			continue;
+		if (op->coll == RM_COLL_ALL_GATHER) {
+			int v = op->outputs[0];
+			for (int j = i + 1; j < g->n_fwd_ops; j++)
+				if (atp_projection(&g->ops[j]) && op_reads(&g->ops[j], v)) {
+					x->atp_role[j] = ATP_AG_USER;
+					x->atp_src[j] = i;
+					x->atp_role[i] = ATP_AG;
+				}
+		} else if (op->coll == RM_COLL_REDUCE_SCATTER) {
+			int v = op->inputs[0], p = g->values[v].producer, readers = 0;
+			for (int j = 0; j < g->n_fwd_ops; j++)
+				readers += op_reads(&g->ops[j], v);
+			if (p < 0 || !atp_projection(&g->ops[p]) || readers != 1)
+				continue;
+			x->atp_role[p] = ATP_RS_SRC;
+			x->atp_role[i] = ATP_RS;
+			/* the backward: the conjugate all-gather of the output gradient, and the
+			 * projection's dgrad that reads it */
+			for (int j = g->n_fwd_ops; j < g->n_ops; j++) {
+				const rm_op *b = &g->ops[j];
+				if (b->fwd_op == i && b->kind == RM_OP_COLLECTIVE && b->coll == RM_COLL_ALL_GATHER)
+					x->atp_role[j] = ATP_BAG;
+				else if (b->fwd_op == p && b->kind == RM_OP_GEMM && b->phase == RM_PHASE_BWD_DGRAD)
+					x->atp_role[j] = ATP_BAG_USER;
+			}
+		}
+	}
+}
+
 rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report *rep_out, rm_error *err)
 {
 	rm_schedule_report local;
@@ -2131,6 +2475,9 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		dense.stacks = x.stacks;
 		build_fusions(&dense);
 	}
+	/* async TP needs tensor parallelism, which mixtures of experts do not run: the dense
+	 * layers' context keeps it off */
+	build_async_tp(&x);
 
 	comp fwd = {0}, bwd = {0}, entry = {0};
 	if (cfg->scan) {
@@ -2159,6 +2506,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 					     : e.s_coll;
 	e.s_d2h = rm_program_add_stream(e.p, "offload-d2h", RM_STREAM_COPY, 0);
 	e.s_h2d = rm_program_add_stream(e.p, "reload-h2d", RM_STREAM_COPY, 0);
+	e.s_tpce = x.atp_n ? rm_program_add_stream(e.p, "tp-copy-engine", RM_STREAM_COPY, 0) : -1;
+	e.atp_recv = -1;
 	if (sm.params > 0) {
 		e.param_shard = new_tensor(&e, "params/shard", sm.params, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
 		e.master = new_tensor(&e, "params/master", sm.master > 0 ? sm.master : 1, RM_ROLE_OPTIMIZER_STATE,
@@ -2221,6 +2570,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		if (x.recompute_layers > 0)
 			rm_remat_plan_finish(&dense.plan_keep);
 	}
+	free(x.atp_role);
+	free(x.atp_src);
 	rep->plan = x.plan;
 	if (x.recompute_layers > 0)
 		rm_remat_plan_finish(&x.plan_keep);

@@ -329,6 +329,14 @@ static rm_status build_parallelism(rm_search *s, rm_error *err)
 	return RM_OK;
 }
 
+/* Sequences one micro-batch step takes over the data-parallel GPUs (the scenario's rule:
+ * micro_batch x fsdp / cp x dp_replicate). */
+static int64_t search_sequences_per_micro_step(const rm_train_config *t)
+{
+	int64_t cp = t->cp > 0 ? t->cp : 1, rep = t->dp_replicate > 0 ? t->dp_replicate : 1;
+	return t->micro_batch * (t->fsdp / cp) * rep;
+}
+
 /* ---- lifecycle ---- */
 
 void rm_search_destroy(rm_search *s)
@@ -370,6 +378,15 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 			const rm_scenario_resolved *res = par_resolved(s, p);
 			rm_train_config t = res->train;
 			t.micro_batch = s->mbs[i];
+			if (s->base.global_batch > 0) {
+				/* training.global_batch fixes the sequences per step: the micro-batch
+				 * sets the accumulation, and one that does not divide it is no
+				 * candidate (search_global_batch_error) */
+				int64_t per_step = search_sequences_per_micro_step(&t);
+				if (s->base.global_batch % per_step != 0)
+					continue;
+				t.grad_accum = s->base.global_batch / per_step;
+			}
 			s->wl[p][i] = rm_workload_create(&res->model, &t, err);
 			if (!s->wl[p][i]) {
 				rm_log_thread_quiet(was_quiet);
@@ -632,6 +649,17 @@ void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_
 	decode(s, c->index, &par, &p, &m, &v);
 	if (par_resolved(s, par)->train.pp > 1) {
 		evaluate_pipelined(s, c, out);
+		return;
+	}
+	if (!s->wl[par][m]) {
+		memset(out, 0, sizeof(*out));
+		out->c = *c;
+		rm_train_config t = par_resolved(s, par)->train;
+		t.micro_batch = s->mbs[m];
+		snprintf(out->error, sizeof(out->error),
+			 "training.global_batch %lld is not a multiple of micro_batch %lld x %lld data-parallel GPUs",
+			 (long long)s->base.global_batch, (long long)t.micro_batch,
+			 (long long)(search_sequences_per_micro_step(&t) / t.micro_batch));
 		return;
 	}
 	const rm_xla_flags *flags = v < s->n_variants ? &s->variant_flags[v] : &s->res0.flags;

@@ -9,7 +9,7 @@
 
 #define SEARCH_MAX_MBS RM_SCENARIO_MAX_LIST
 #define SEARCH_MAX_VARIANTS RM_SCENARIO_MAX_LIST
-#define SEARCH_MAX_PAR 16
+#define SEARCH_MAX_PAR RM_SCENARIO_MAX_LIST
 
 /* The first 128 bits of a candidate's SHA-256 key, for the in-memory resume set. */
 typedef struct search_key {

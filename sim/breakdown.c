@@ -144,7 +144,9 @@ static void op_work(const rm_program_op *op, const rm_hw_profile *hw, double *fl
 	case RM_COST_COPY: {
 		const rm_copy_cost *c = &op->cost.copy;
 		*bytes = (double)c->bytes;
-		*roof_s = c->dir == RM_COPY_D2D ? ratio(2.0 * *bytes, hbm) : ratio(*bytes, hw->pcie_GBps * RM_GB);
+		*roof_s = c->dir == RM_COPY_D2D   ? ratio(2.0 * *bytes, hbm)
+			  : c->dir == RM_COPY_P2P ? ratio(*bytes, hw->nvlink_GBps * RM_GB)
+						  : ratio(*bytes, hw->pcie_GBps * RM_GB);
 		break;
 	}
 	default:

@@ -150,6 +150,16 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			double gbps = rm_cost_collective_hbm_GBps(&op->cost.collective, t_s);
 			so->hbm_GBps = gbps < 4e9 ? (uint32_t)llround(gbps) : UINT32_MAX;
 		}
+		rm_net_load load;
+		if (so->res == RM_RES_NET && cm->net_load && t_s > 0 && cm->net_load(cm, &op->cost, hw, t_s, &load)) {
+			if (!sim->net_share)
+				sim->net_share = rm_xcalloc(nn * RM_NET_LEVELS, sizeof(uint32_t));
+			for (int l = 0; l < RM_NET_LEVELS; l++) {
+				double ppm = load.share[l] * 1e6;
+				sim->net_share[(size_t)i * RM_NET_LEVELS + l] =
+					ppm > 0 ? (uint32_t)llround(fmin(fmax(ppm, 1.0), 1e6)) : 0;
+			}
+		}
 		so->stream = op->stream;
 		so->prio = stream_rank[op->stream];
 		so->qnext = -1;
@@ -254,10 +264,26 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	int32_t *pend = rm_xmalloc(nn * sizeof(int32_t));
 	int32_t *queue = rm_xmalloc(nn * sizeof(int32_t));
 	int32_t head = 0, tail = 0;
+	/* with a fabric the network's work is weighted by each collective's share of the most
+	 * drawn level (shares of one level add up to at most 1 at every instant) */
+	double net_work[RM_NET_LEVELS] = {0};
 	for (int32_t i = 0; i < n; i++) {
-		res_work[sim->ops[i].res] += sim->ops[i].solo;
+		if (sim->ops[i].res == RM_RES_NET && sim->net_share) {
+			/* an op without shares counts as filling the NIC (it is slowed by the NIC's load) */
+			const uint32_t *ns = sim->net_share + (size_t)i * RM_NET_LEVELS;
+			for (int l = 0; l < RM_NET_LEVELS; l++) {
+				uint32_t ppm = ns[l] ? ns[l] : l == 0 ? 1000000u : 0u;
+				net_work[l] += (double)sim->ops[i].solo * ppm / 1e6;
+			}
+		} else {
+			res_work[sim->ops[i].res] += sim->ops[i].solo;
+		}
 		pend[i] = 0;
 	}
+	if (sim->net_share)
+		for (int l = 0; l < RM_NET_LEVELS; l++)
+			if ((rm_time_ps)net_work[l] > res_work[RM_RES_NET])
+				res_work[RM_RES_NET] = (rm_time_ps)net_work[l];
 	/* In-degree over stream and event edges: how often an op appears in successor lists. */
 	for (uint32_t k = 0; k < n_succ; k++)
 		pend[sim->succ[k]]++;
@@ -337,6 +363,7 @@ void rm_sim_destroy(rm_sim *sim)
 	free(sim->timeline);
 	sim_alloc_destroy(sim->alloc);
 	free(sim->tensor_block);
+	free(sim->net_share);
 	free(sim);
 }
 
@@ -751,6 +778,15 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 		}
 	}
 	uint32_t avail = free_sms(sim);
+	/* network loads (with a fabric): the running collectives' shares of each level */
+	uint64_t net_load[RM_NET_LEVELS] = {0};
+	if (sim->net_share && sim->run_count[RM_RES_NET] > 0)
+		for (int32_t k = 0; k < sim->n_running; k++) {
+			int32_t i = sim->running[k];
+			if (sim->ops[i].res == RM_RES_NET)
+				for (int l = 0; l < RM_NET_LEVELS; l++)
+					net_load[l] += sim->net_share[(size_t)i * RM_NET_LEVELS + l];
+		}
 	for (int32_t k = 0; k < sim->n_running; k++) {
 		int32_t i = sim->running[k];
 		const sim_op *so = &sim->ops[i];
@@ -777,6 +813,17 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 			uint32_t drawn = sim->drawn_hbm < sim->hbm_GBps / 2 ? sim->drawn_hbm : sim->hbm_GBps / 2;
 			num = sim->hbm_GBps - drawn;
 			den = sim->hbm_GBps * sim->run_count[so->res];
+		} else if (so->res == RM_RES_NET && sim->net_share) {
+			/* proportional sharing (docs/sim.md "Network sharing"): a level whose running
+			 * shares add up to L > 1 slows every collective on it by 1 / L; a collective
+			 * runs at the slowest of the levels it draws on */
+			const uint32_t *ns = sim->net_share + (size_t)i * RM_NET_LEVELS;
+			uint64_t worst = 1000000u;
+			for (int l = 0; l < RM_NET_LEVELS; l++)
+				if ((ns[l] || l == 0) && net_load[l] > worst)
+					worst = net_load[l];
+			num = 1000000u;
+			den = worst < UINT32_MAX ? (uint32_t)worst : UINT32_MAX;
 		} else {
 			num = 1;
 			den = sim->run_count[so->res];

@@ -109,6 +109,9 @@ struct rm_sim {
 	uint32_t hbm_GBps;   /* HBM peak, GB/s (whole) */
 	uint32_t drawn_hbm;  /* HBM GB/s the running collectives draw */
 	uint32_t slow_ppm;   /* calibrated GEMM slowdown per SM held, x 1e6; 0: count waves */
+	/* with a fabric (rm_cost_model.net_load): per op RM_NET_LEVELS shares of the NIC and the
+	 * uplinks in parts per million (0: not drawn), else NULL and the network is shared equally */
+	uint32_t *net_share;
 	uint64_t seq;
 	int64_t mem_device, mem_host;
 	rm_time_ps *stream_busy;

@@ -20,7 +20,7 @@ typedef struct run {
 } run;
 
 /* Resolves sc, schedules it and simulates the program into r. */
-static void resolve_and_run(run *r, const rm_scenario *sc)
+static inline void resolve_and_run(run *r, const rm_scenario *sc)
 {
 	rm_error err;
 	rm_error_clear(&err);
@@ -35,7 +35,7 @@ static void resolve_and_run(run *r, const rm_scenario *sc)
 	rm_sim_destroy(s);
 }
 
-static void run_finish(run *r)
+static inline void run_finish(run *r)
 {
 	rm_program_destroy(r->prog);
 	rm_schedule_report_finish(&r->rep);
@@ -43,7 +43,7 @@ static void run_finish(run *r)
 }
 
 /* Parses, resolves, schedules and simulates a scenario given as text. */
-static void run_text(run *r, const char *text)
+static inline void run_text(run *r, const char *text)
 {
 	rm_scenario sc;
 	rm_error err;
@@ -55,7 +55,7 @@ static void run_text(run *r, const char *text)
 
 /* Parses and resolves text as "bad.yaml"; it must fail with status st at line:col, its message
  * holding needle. */
-static void expect_scenario_error(const char *text, rm_status st, int line, int col, const char *needle)
+static inline void expect_scenario_error(const char *text, rm_status st, int line, int col, const char *needle)
 {
 	rm_scenario sc;
 	rm_error err;

@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "remora/cost.h"
 #include "remora/hw.h"
+#include "remora/nccl.h"
 #include "remora/sim.h"
 
 #define US UINT64_C(1000000) /* ps per microsecond */
@@ -804,4 +806,199 @@ Test(engine, time_conversion_is_defined_over_the_whole_range)
 	cr_assert_eq(rm_time_from_s(1.7e7), UINT64_C(17000000000000000000));
 	cr_assert_eq(rm_time_from_s(1e8), UINT64_MAX);
 	cr_assert_eq(rm_time_from_s(-1.0), 0);
+}
+
+/* ---- network sharing with a fabric (rm_cost_model.net_load) ---------------------------- */
+
+/* A cost model whose collectives draw fixed network shares, chosen by their span (the times are
+ * the ops' own): span 2 the whole NIC; 3 half the NIC and its whole uplink share (a group across
+ * the spine: its bandwidth already divided by the spine's taper); 4 a tenth of the NIC (a
+ * latency-bound message); 5 half the NIC. */
+static bool fixed_net_load(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw, double time_s,
+			   rm_net_load *out)
+{
+	(void)self;
+	(void)hw;
+	(void)time_s;
+	memset(out, 0, sizeof(*out));
+	switch (op->collective.span) {
+	case 2:
+		out->share[0] = 1.0;
+		return true;
+	case 3:
+		out->share[0] = 0.5;
+		out->share[1] = 1.0;
+		return true;
+	case 4:
+		out->share[0] = 0.1;
+		return true;
+	case 5:
+		out->share[0] = 0.5;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static double fixed_time_s(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	(void)self;
+	(void)op;
+	(void)hw;
+	return 0;
+}
+
+static int no_sms(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	(void)self;
+	(void)op;
+	(void)hw;
+	return 0;
+}
+
+static const rm_cost_model fabric_model = {
+	.name = "fabric-test", .op_time_s = fixed_time_s, .sms_held = no_sms, .net_load = fixed_net_load};
+
+/* Two network collectives of the given spans and solo times (us) on two streams. */
+static rm_sim *net_pair(int span_a, double us_a, int span_b, double us_b, const rm_cost_model *cm,
+			rm_program **out)
+{
+	rm_program *p = rm_program_create("fabric");
+	rm_program_add_stream(p, "a", RM_STREAM_COLLECTIVE, 0);
+	rm_program_add_stream(p, "b", RM_STREAM_COLLECTIVE, 0);
+	int32_t a = op_add(p, "a", RM_COST_COLLECTIVE, 0, us_a, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	int32_t b = op_add(p, "b", RM_COST_COLLECTIVE, 1, us_b, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	p->ops[a].cost.collective.span = span_a;
+	p->ops[a].cost.collective.group_size = 8 * span_a;
+	p->ops[b].cost.collective.span = span_b;
+	p->ops[b].cost.collective.group_size = 8 * span_b;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_sim_options opt = {.hw_queues = 8, .cost = cm};
+	rm_sim *sim = rm_sim_create(p, h100(), &opt, &err);
+	cr_assert_not_null(sim, "create: %s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "run: %s", err.msg);
+	*out = p;
+	return sim;
+}
+
+/* Two collectives that each fill the NIC: the NIC's load is 2, each runs at 1/2 and takes twice
+ * its solo time (100 us -> 200 us), as under equal sharing. */
+Test(engine, two_collectives_filling_one_nic_take_twice_as_long)
+{
+	rm_program *p;
+	rm_sim *sim = net_pair(2, 100, 2, 100, &fabric_model, &p);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 200 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 200 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/* Two halves of the NIC fit beside each other: both at full rate. */
+Test(engine, collectives_whose_shares_fit_the_nic_run_at_full_rate)
+{
+	rm_program *p;
+	rm_sim *sim = net_pair(5, 100, 5, 100, &fabric_model, &p);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 100 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 100 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/*
+ * The defect of equal sharing: a latency-bound collective (a tenth of the NIC) halved a
+ * bandwidth-bound one beside it. Proportionally the load is 1.1: both run at 1/1.1; the small
+ * one (10 us) ends at 11 us, when the large one has done 10 of its 100 us; the remaining 90 at
+ * full rate end it at 101 us. Equal sharing (no net_load) gives 20 and 110 us.
+ */
+Test(engine, latency_bound_collective_barely_slows_a_large_one)
+{
+	rm_program *p;
+	rm_sim *sim = net_pair(2, 100, 4, 10, &fabric_model, &p);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 11 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 101 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+	rm_cost_model equal = fabric_model;
+	equal.net_load = NULL;
+	sim = net_pair(2, 100, 4, 10, &equal, &p);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 20 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 110 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/* Two groups across the same oversubscribed spine: half the NIC each (load 1) but the whole
+ * uplink share each (load 2): both at 1/2, 100 -> 200 us. */
+Test(engine, two_groups_across_one_spine_share_its_uplinks)
+{
+	rm_program *p;
+	rm_sim *sim = net_pair(3, 100, 3, 100, &fabric_model, &p);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 200 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 200 * US);
+	const rm_sim_metrics *m = rm_sim_get_metrics(sim);
+	/* the uplink level holds 2 x 100 us of work: the lower bound sees it */
+	cr_assert_eq(m->lower_bound, 200 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/*
+ * A group inside its leaf (the whole NIC) beside one across the spine (half the NIC, the whole
+ * uplink share): the NIC's load is 1.5, the uplink's 1; both run at 2/3. The 50 us one ends at
+ * 75 us; the 100 us one has done 50 by then and ends at 125 us alone.
+ */
+Test(engine, leaf_group_and_spine_group_share_the_nic)
+{
+	rm_program *p;
+	rm_sim *sim = net_pair(2, 100, 3, 50, &fabric_model, &p);
+	cr_assert_eq(rm_sim_op_end(sim, 1), 75 * US);
+	cr_assert_eq(rm_sim_op_end(sim, 0), 125 * US);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}
+
+/*
+ * The NCCL cost model with a fabric (rail leaves of 32 nodes, non-blocking spine): two 1 GiB
+ * all-reduces of DP groups of a TP-8 job (32 GPUs, one per node, on one rail) at once. Each alone
+ * takes its NCCL time t and draws share s = 2 x 31/32 x 2^30 B / t / (47 x 300/376 GB/s) of the
+ * NIC (the 32-node fabric curve); together the NIC's load is 2s > 1, so each runs at 1 / 2s and
+ * both end at 2 s t (t and s from the model, to the picosecond's rounding).
+ */
+Test(engine, two_dp_all_reduces_on_one_nic_with_the_nccl_model)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_nccl_model nm;
+	cr_assert_eq(rm_nccl_model_init(&nm, h100(), NULL, &err), RM_OK, "%s", err.msg);
+	nm.fabric = (rm_fabric){.kind = RM_FABRIC_RAIL_OPTIMIZED, .n_tiers = 2, .pxn = true};
+	nm.fabric.tiers[0] = (rm_fabric_tier){.nodes = 32, .oversubscription = 1.0};
+	nm.fabric.tiers[1] = (rm_fabric_tier){.nodes = 64, .oversubscription = 1.0};
+	rm_cost_nccl cn;
+	rm_cost_nccl_init(&cn, &nm);
+	cr_assert_not_null(cn.base.net_load);
+	rm_program *p = rm_program_create("dp");
+	rm_program_add_stream(p, "a", RM_STREAM_COLLECTIVE, 0);
+	rm_program_add_stream(p, "b", RM_STREAM_COLLECTIVE, 0);
+	for (int s = 0; s < 2; s++) {
+		int32_t i = op_add(p, s ? "b" : "a", RM_COST_COLLECTIVE, s, -1, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+		p->ops[i].cost.collective = (rm_collective_cost){.op = RM_COLL_ALL_REDUCE, .bytes = INT64_C(1) << 30,
+								 .group_size = 32, .span = 32};
+	}
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, INT64_C(1) << 30, 32, 32);
+	rm_coll_estimate e;
+	cr_assert_eq(rm_nccl_estimate(&cn.nccl, &q, &e, &err), RM_OK, "%s", err.msg);
+	double share = 2.0 * 31.0 / 32.0 * 1073741824.0 / (e.time_us * 1e3) / (47.0 * 300.0 / 376.0);
+	cr_assert_gt(share, 0.5);
+	cr_assert_leq(share, 1.0);
+	rm_sim_options opt = {.hw_queues = 8, .cost = &cn.base};
+	rm_sim *sim = rm_sim_create(p, h100(), &opt, &err);
+	cr_assert_not_null(sim, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+	double solo_ps = e.time_us * 1e6, want = solo_ps * 2.0 * share;
+	for (int32_t i = 0; i < 2; i++)
+		cr_assert_float_eq((double)rm_sim_op_end(sim, i), want, solo_ps * 2e-6, "op %d: %llu ps, want %.0f", i,
+				   (unsigned long long)rm_sim_op_end(sim, i), want);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
 }

@@ -536,3 +536,17 @@ Test(golden, simulate_unversioned_xla_names_its_defaults)
 	cr_expect_null(strstr(r.out, "not XLA"), "%s", r.out);
 	free(r.out);
 }
+
+/* Capacity planning, narrowed to a few layouts so that it runs in about a second: Llama-3-8B on
+ * 1T tokens and Llama-3-70B on 15T tokens, H100 against H200 at given prices. */
+Test(golden, plan_llama3_8b_1t_text)
+{
+	golden("plan-llama-3-8b-1T.txt", "plan llama-3-8b --tokens 1T --hardware h100-sxm,h200-sxm --gpus 64 --tp 1,2 "
+					 "--pp 1,2 --price h100-sxm=2.5,h200-sxm=3.4");
+}
+
+Test(golden, plan_llama3_70b_15t_json)
+{
+	golden("plan-llama-3-70b-15T.json", "plan llama-3-70b --tokens 15T --hardware h100-sxm,h200-sxm --gpus 1024 "
+					    "--tp 4,8 --pp 1,2 --price h100-sxm=2.5,h200-sxm=3.4 --json");
+}

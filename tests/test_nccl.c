@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "remora/nccl.h"
 
@@ -885,4 +888,211 @@ Test(nccl, nvls_tree_and_pat_follow_the_release)
 	cr_assert_lt(rel((double)q.bytes / ((e.time_us - e.latency_us) * 1e3), 36.0), 1e-6);
 	/* latency 8 + log2(16) x 14/3.5 + 16 x 2.8 = 68.8 us in both */
 	cr_assert_float_eq(e.latency_us, 68.8, 1e-4);
+}
+
+/* ---- the fabric between nodes (cluster.topology) --------------------------------------------- */
+
+/* A rail-optimised fabric: rail leaves of 32 nodes (0.1 us a hop) under a spine reaching 128 with
+ * a 2:1 taper (0.5 us a hop). */
+static rm_fabric rail_fabric(double leaf_us, double spine_us)
+{
+	rm_fabric f = {.kind = RM_FABRIC_RAIL_OPTIMIZED, .n_tiers = 2, .pxn = true};
+	f.tiers[0] = (rm_fabric_tier){.nodes = 32, .oversubscription = 1.0, .hop_latency_us = leaf_us};
+	f.tiers[1] = (rm_fabric_tier){.nodes = 128, .oversubscription = 2.0, .hop_latency_us = spine_us};
+	return f;
+}
+
+/* The path: inside a leaf one hop and no taper; across the spine the taper and one spine hop plus
+ * two leaf hops (up and down): 0.5 + 2 x 0.1 = 0.7 us; another rail needs the spine even on 2
+ * nodes; one node crosses nothing. */
+Test(nccl, fabric_path_by_group_size_and_rail)
+{
+	rm_fabric f = rail_fabric(0.1, 0.5);
+	rm_error err;
+	cr_assert_eq(rm_fabric_validate(&f, &err), RM_OK, "%s", err.msg);
+	rm_fabric_path p = rm_fabric_path_of(&f, 16, false);
+	cr_assert_eq(p.tier, 0);
+	cr_assert_float_eq(p.oversubscription, 1.0, 1e-12);
+	cr_assert_float_eq(p.latency_us, 0.1, 1e-12);
+	p = rm_fabric_path_of(&f, 64, false);
+	cr_assert_eq(p.tier, 1);
+	cr_assert_float_eq(p.oversubscription, 2.0, 1e-12);
+	cr_assert_float_eq(p.latency_us, 0.7, 1e-12);
+	p = rm_fabric_path_of(&f, 2, true);
+	cr_assert_eq(p.tier, 1);
+	cr_assert_float_eq(p.latency_us, 0.7, 1e-12);
+	p = rm_fabric_path_of(&f, 1, true);
+	cr_assert_eq(p.tier, 0);
+	cr_assert_float_eq(p.latency_us, 0.0, 1e-12);
+	/* a fat tree has no rails: 2 nodes of one 4-node leaf stay there */
+	f.kind = RM_FABRIC_FAT_TREE;
+	f.tiers[0].nodes = 4;
+	cr_assert_eq(rm_fabric_path_of(&f, 2, true).tier, 0);
+	cr_assert_eq(rm_fabric_path_of(&f, 8, false).tier, 1);
+}
+
+Test(nccl, fabric_validation_names_the_tier)
+{
+	rm_error err;
+	rm_fabric f = rail_fabric(0, 0);
+	f.n_tiers = 1;
+	cr_assert_eq(rm_fabric_validate(&f, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "needs a tier above them"), "%s", err.msg);
+	f = rail_fabric(0, 0);
+	f.tiers[1].nodes = 48;
+	cr_assert_eq(rm_fabric_validate(&f, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "tiers[1].nodes: 48"), "%s", err.msg);
+	f = rail_fabric(0, 0);
+	f.tiers[0].oversubscription = 2;
+	cr_assert_eq(rm_fabric_validate(&f, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "tiers[0].oversubscription"), "%s", err.msg);
+	f = rail_fabric(0, 0);
+	f.tiers[1].oversubscription = 0.5;
+	cr_assert_eq(rm_fabric_validate(&f, &err), RM_INVALID);
+	f = rail_fabric(0, 0);
+	f.tiers[1].hop_latency_us = -1;
+	cr_assert_eq(rm_fabric_validate(&f, &err), RM_INVALID);
+	f.kind = RM_FABRIC_NONE;
+	cr_assert_eq(rm_fabric_validate(&f, &err), RM_OK);
+}
+
+/*
+ * A ring of 64 nodes x 8 GPUs crosses the 2:1 spine: its graph busBW (8 NICs x 47 GB/s x the
+ * 64-node fabric curve 280/376 = 280 GB/s) halves to 140, so the bandwidth term doubles; each of
+ * its 63 network steps adds the 0.7 us path. 1 GiB ring Simple all-gather: time - latency =
+ * 2^30 / (140 x 512/511 x 0.970 (the measured size efficiency at 1 GiB) x 1e3) us.
+ */
+Test(nccl, spine_taper_halves_a_64_node_ring)
+{
+	rm_nccl_model none = model_of("h100-sxm", NULL, true), fab = none;
+	fab.fabric = rail_fabric(0.1, 0.5);
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, INT64_C(1) << 30, 512, 64);
+	rm_coll_estimate a, b;
+	cr_assert_geq(rm_nccl_pair_time(&none, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &a), 0);
+	cr_assert_geq(rm_nccl_pair_time(&fab, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &b), 0);
+	double bw_a = a.time_us - a.latency_us, bw_b = b.time_us - b.latency_us;
+	cr_assert_float_eq(bw_b / bw_a, 2.0, 1e-9);
+	cr_assert_float_eq(bw_b, 1073741824.0 / (140.0 * 512.0 / 511.0 * 0.970 * 1e3), 1e-6);
+	cr_assert_float_eq(b.latency_us - a.latency_us, 63 * 0.7, 1e-9);
+	cr_assert_float_eq(b.busbw_GBps / a.busbw_GBps, a.time_us / b.time_us, 1e-12);
+	/* NCCL's own choice is a ring (LL128: min(140 x 0.92, 16 graph channels x 36.7) = 128.8 GB/s
+	 * of busBW at a lower latency than Simple's) */
+	rm_coll_estimate eb;
+	cr_assert_eq(rm_nccl_estimate(&fab, &q, &eb, NULL), RM_OK);
+	cr_assert_eq(eb.algo, RM_NCCL_ALGO_RING);
+	cr_assert_eq(eb.proto, RM_NCCL_PROTO_LL128);
+	/* the raw model is tuning.cc's arithmetic, which knows no switches: unchanged */
+	none.calibrated = fab.calibrated = false;
+	cr_assert_eq(rm_nccl_pair_time(&none, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, NULL),
+		     rm_nccl_pair_time(&fab, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, NULL));
+}
+
+/* 16 nodes stay inside one 32-node rail leaf: no taper; with the leaf's hop at 0 the estimate is
+ * the fabric-less one bit for bit, with 0.1 us each of the 15 network steps adds 0.1. */
+Test(nccl, ring_inside_one_leaf_keeps_its_bandwidth)
+{
+	rm_nccl_model none = model_of("h100-sxm", NULL, true), fab = none;
+	fab.fabric = rail_fabric(0.0, 0.5);
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, INT64_C(1) << 30, 128, 16);
+	rm_coll_estimate a, b;
+	cr_assert_eq(rm_nccl_estimate(&none, &q, &a, NULL), RM_OK);
+	cr_assert_eq(rm_nccl_estimate(&fab, &q, &b, NULL), RM_OK);
+	cr_assert_eq(a.time_us, b.time_us);
+	fab.fabric = rail_fabric(0.1, 0.5);
+	cr_assert_geq(rm_nccl_pair_time(&none, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &a), 0);
+	cr_assert_geq(rm_nccl_pair_time(&fab, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &b), 0);
+	cr_assert_float_eq(b.latency_us - a.latency_us, 15 * 0.1, 1e-9);
+	cr_assert_float_eq(b.time_us - b.latency_us, a.time_us - a.latency_us, 1e-9);
+}
+
+/*
+ * All-to-all on 2 nodes x 8 GPUs of a rail-optimised fabric (leaf hop 0.2 us, spine 0.6 us, 2:1):
+ * each GPU sends B/16 to each of its 8 remote peers, R = B/2 through its NIC at 47 x 360/376 =
+ * 45 GB/s. With PXN (NCCL's default) every remote byte leaves on the peer's rail: the leaf's
+ * hop adds 0.2 us, the bandwidth is the fabric-less one. Without PXN (NCCL_PXN_DISABLE=1) 7/8 of
+ * R go to other rails, over the spine's uplink share 45 / 2: max(R / 45, 7/8 R / 22.5) = 1.75 R /
+ * 45, and the path is 0.6 + 2 x 0.2 = 1.0 us.
+ */
+Test(nccl, cross_rail_all_to_all_without_pxn_climbs_the_spine)
+{
+	rm_nccl_model none = model_of("h100-sxm", NULL, true), fab = none;
+	fab.fabric = rail_fabric(0.2, 0.6);
+	int64_t bytes = INT64_C(1) << 30;
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_TO_ALL, bytes, 16, 2);
+	rm_coll_estimate a, b, c;
+	cr_assert_eq(rm_nccl_estimate(&none, &q, &a, NULL), RM_OK);
+	cr_assert_eq(rm_nccl_estimate(&fab, &q, &b, NULL), RM_OK);
+	fab.fabric.pxn = false;
+	cr_assert_eq(rm_nccl_estimate(&fab, &q, &c, NULL), RM_OK);
+	double r_us = (double)bytes / 2.0 / (47.0 * 360.0 / 376.0 * 1e3);
+	cr_assert_float_eq(a.time_us - a.latency_us, r_us, 1e-6);
+	cr_assert_float_eq(b.time_us - b.latency_us, r_us, 1e-6);
+	cr_assert_float_eq(b.latency_us - a.latency_us, 0.2, 1e-9);
+	cr_assert_float_eq(c.time_us - c.latency_us, 1.75 * r_us, 1e-6);
+	cr_assert_float_eq(c.latency_us - a.latency_us, 1.0, 1e-9);
+}
+
+/*
+ * The network load the engine shares: the 64-node ring all-gather through the spine moves
+ * B x 511/512 / 8 through each GPU's NIC, whose rate at 64 nodes is 47 x 280/376 = 35 GB/s;
+ * its uplink share is 35 / 2. Without a fabric, or inside a node, nothing is reported.
+ */
+Test(nccl, net_load_of_a_ring_across_the_spine)
+{
+	rm_nccl_model m = model_of("h100-sxm", NULL, true);
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, INT64_C(1) << 30, 512, 64);
+	rm_coll_estimate e;
+	rm_net_load load;
+	cr_assert_eq(rm_nccl_estimate(&m, &q, &e, NULL), RM_OK);
+	cr_assert_not(rm_nccl_net_load(&m, &q, e.time_us, &load));
+	m.fabric = rail_fabric(0.1, 0.5);
+	cr_assert_eq(rm_nccl_estimate(&m, &q, &e, NULL), RM_OK);
+	cr_assert(rm_nccl_net_load(&m, &q, e.time_us, &load));
+	double nic = (double)(INT64_C(1) << 30) * 511.0 / 512.0 / 8.0 / (e.time_us * 1e3) / 35.0;
+	cr_assert_float_eq(load.share[0], nic, 1e-9);
+	cr_assert_float_eq(load.share[1], fmin(1.0, 2.0 * nic), 1e-9);
+	cr_assert_float_eq(load.share[2], 0.0, 1e-12);
+	/* NCCL runs it as ring LL128 at 128.8 of the 140 GB/s the spine leaves (0.92), and its
+	 * latency (63 network steps, about a ninth of the time) moves no bytes */
+	cr_assert_eq(e.proto, RM_NCCL_PROTO_LL128);
+	cr_assert_gt(load.share[1], 0.75);
+	cr_assert_lt(load.share[1], 0.92);
+	rm_coll_query one = rm_coll_query_make(RM_COLL_ALL_GATHER, INT64_C(1) << 30, 8, 1);
+	cr_assert_not(rm_nccl_net_load(&m, &one, 100.0, &load));
+}
+
+/* remora collective --topology: the fabric and the path in the JSON, the spine's taper in the
+ * bandwidth (as in spine_taper_halves_a_64_node_ring); bad tiers are usage errors (exit 2). */
+Test(nccl, collective_command_takes_a_topology)
+{
+	const char *bin = getenv("REMORA_BIN");
+	cr_assert(bin, "REMORA_BIN must be set");
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' collective -o all-gather -b 1GiB -g 512 -n 64 --topology rail_optimized --tier 32:1:0.1 "
+		 "--tier 128:2:0.5 --algo Ring --proto Simple --json",
+		 bin);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	json_error_t jerr;
+	json_t *o = json_loadf(p, 0, &jerr);
+	cr_assert_eq(pclose(p), 0);
+	cr_assert_not_null(o, "%s", jerr.text);
+	json_t *topo = json_object_get(o, "topology");
+	cr_assert_str_eq(json_string_value(json_object_get(topo, "kind")), "rail_optimized");
+	json_t *path = json_object_get(topo, "path");
+	cr_assert_eq(json_integer_value(json_object_get(path, "tier")), 1);
+	cr_assert_float_eq(json_real_value(json_object_get(path, "oversubscription")), 2.0, 1e-12);
+	cr_assert_float_eq(json_real_value(json_object_get(path, "latency_us")), 0.7, 1e-12);
+	double t = json_real_value(json_object_get(o, "time_us")), lat = json_real_value(json_object_get(o, "latency_us"));
+	cr_assert_float_eq(t - lat, 1073741824.0 / (140.0 * 512.0 / 511.0 * 0.970 * 1e3), 1e-6);
+	json_decref(o);
+	const char *bad[] = {"--topology mesh", "--topology fat_tree --tier 4:0.5", "--tier 32",
+			     "--topology rail_optimized --tier 32", "--topology fat_tree --tier 4 --tier 6",
+			     "--topology fat_tree --tier 1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "'%s' collective -o all-gather -b 1GiB -g 16 -n 2 %s 2>/dev/null", bin, bad[i]);
+		int rc = system(cmd);
+		cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "%s: exit %d", bad[i], WEXITSTATUS(rc));
+	}
 }

@@ -215,9 +215,9 @@ Test(parallel, bad_combinations_name_the_key)
 	expect_scenario_error("model: qwen2-7b\nparallelism:\n  tp: 8\n", RM_INVALID, 3, 7, "must divide the 28 attention heads");
 	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 2}\nparallelism:\n  tp: 2\n  fsdp: 4\n  dp_replicate: 4\n", RM_INVALID,
 		     6, 17, "but the cluster has 8 data-parallel GPUs (16 / tp 2)");
-	/* what is not modelled yet is refused by name */
-	expect_scenario_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_UNSUPPORTED, 3, 13,
-		     "async tensor parallelism");
+	/* async TP without a tensor-parallel group (tests/test_async_tp.c has the others) */
+	expect_scenario_error("model: llama-2-7b\nparallelism:\n  async_tp: true\n", RM_INVALID, 3, 13,
+		     "needs parallelism.tp > 1");
 	/* degree 1 is fine */
 	run a;
 	run_text(&a, "model: llama-2-7b\ntraining: {seq_len: 1024}\nparallelism: {tp: 1, pp: 1, cp: 1, ep: 1}\n");
@@ -425,8 +425,8 @@ Test(parallel, bad_pipeline_combinations_name_the_key)
 	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nparallelism:\n  pp: 4\n", RM_INVALID, 4, 7, "remat.scan: false");
 	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  virtual_stages: 2\n",
 		     RM_INVALID, 6, 19, "pp_schedule: interleaved");
-	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  pp_schedule: zero_bubble\n",
-		     RM_UNSUPPORTED, 6, 16, "zero_bubble");
+	expect_scenario_error("model: llama-2-7b\ncluster: {nodes: 4}\nremat: {scan: false}\nparallelism:\n  pp: 4\n  pp_schedule: zero_bubble\n  virtual_stages: 3\n",
+		     RM_INVALID, 7, 19, "or 2 (ZB-V), not 3");
 	expect_scenario_error("model: llama-2-7b\nparallelism:\n  pp_schedule: 2f2b\n", RM_INVALID, 3, 16, "expected 1f1b");
 }
 
@@ -768,4 +768,105 @@ Test(parallel, deepseek_v3_fits_at_ep256_not_ep64)
 	cr_assert_eq(rm_workload_rank_expert_params(a.res.wl), 2554331136LL);
 	cr_assert(a.m.fits, "peak %lld of %lld", (long long)a.m.peak_memory_bytes, (long long)a.m.memory_usable_bytes);
 	run_finish(&a);
+}
+
+/* ---- cluster.topology ------------------------------------------------------------------------ */
+
+/* Resolves text and simulates it with the scenario's own cost model (its NCCL model and fabric),
+ * as remora simulate does. */
+static void run_with_cost(run *r, const char *text)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &r->res, &err), RM_OK, "%s", err.msg);
+	r->prog = rm_schedule_build(&r->res.sched, &r->rep, &err);
+	cr_assert_not_null(r->prog, "%s", err.msg);
+	rm_sim_options opt = {.hw_queues = r->res.hw_queues, .cost = r->res.sched.cost};
+	rm_sim *s = rm_sim_create(r->prog, &r->res.hw, &opt, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(s, &err), RM_OK, "%s", err.msg);
+	r->m = *rm_sim_get_metrics(s);
+	rm_sim_destroy(s);
+}
+
+#define TOPO_BASE "model: llama-2-7b\ntraining: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n" \
+		  "parallelism: {fsdp: 8, dp_replicate: 2}\n"
+
+/* The tiers as written reach the NCCL model: a rail leaf of one node under a 2:1 spine (its nodes
+ * default to the cluster's 2) makes the replicas' reduction cross the spine at half bandwidth. */
+Test(parallel, topology_tiers_reach_the_nccl_model)
+{
+	run a, b;
+	run_with_cost(&a, TOPO_BASE "cluster: {gpus_per_node: 8, nodes: 2}\n");
+	run_with_cost(&b, TOPO_BASE "cluster:\n  gpus_per_node: 8\n  nodes: 2\n  topology:\n    kind: rail_optimized\n"
+				    "    tiers:\n      - {nodes: 1, latency_us: 0.1}\n"
+				    "      - {oversubscription: 2, latency_us: 0.5}\n");
+	const rm_fabric *f = &b.res.cost.nccl.fabric;
+	cr_assert_eq(a.res.cost.nccl.fabric.kind, RM_FABRIC_NONE);
+	cr_assert_eq(f->kind, RM_FABRIC_RAIL_OPTIMIZED);
+	cr_assert_eq(f->n_tiers, 2);
+	cr_assert_eq(f->tiers[0].nodes, 1);
+	cr_assert_eq(f->tiers[1].nodes, 2);
+	cr_assert_float_eq(f->tiers[1].oversubscription, 2.0, 1e-12);
+	cr_assert_float_eq(f->tiers[1].hop_latency_us, 0.5, 1e-12);
+	cr_assert(f->pxn);
+	cr_assert_gt(b.m.comm_total, a.m.comm_total);
+	run_finish(&a);
+	run_finish(&b);
+}
+
+/* Defaults: a fat tree's leaf is a 64-port switch with 32 ports down, 32 / 8 NICs = 4 nodes, under
+ * a spine reaching the cluster (at least two leaves: 8); a leaf given in ports under a 3:1 taper
+ * keeps 64 x 3/4 = 48 ports down, 6 nodes of 8 NICs; nics_per_node as a topology key is the
+ * cluster's; pxn: false is NCCL_PXN_DISABLE=1. */
+Test(parallel, topology_defaults_and_ports)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_scenario_resolved res;
+	rm_scenario_init(&sc);
+	const char *t1 = TOPO_BASE "cluster: {gpus_per_node: 8, nodes: 2, topology: {kind: fat_tree}}\n";
+	cr_assert_eq(rm_scenario_parse(t1, strlen(t1), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.cost.nccl.fabric.tiers[0].nodes, 4);
+	cr_assert_eq(res.cost.nccl.fabric.tiers[1].nodes, 8);
+	rm_scenario_resolved_finish(&res);
+	rm_scenario_init(&sc);
+	const char *t2 = TOPO_BASE "cluster:\n  gpus_per_node: 8\n  nodes: 2\n  topology:\n    kind: fat_tree\n"
+				   "    nics_per_node: 8\n    pxn: false\n    tiers: [{ports: 64}, {oversubscription: 3}]\n";
+	cr_assert_eq(rm_scenario_parse(t2, strlen(t2), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(sc.nics_per_node, 8);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.cost.nccl.fabric.tiers[0].nodes, 6);
+	cr_assert_eq(res.cost.nccl.fabric.tiers[1].nodes, 12);
+	cr_assert_not(res.cost.nccl.fabric.pxn);
+	rm_scenario_resolved_finish(&res);
+}
+
+#define TOPO_HEAD TOPO_BASE "cluster:\n  gpus_per_node: 8\n  nodes: 2\n  topology:\n"
+
+Test(parallel, bad_topology_fails_at_its_key)
+{
+	/* line 5 is "cluster:"; the topology's keys start on line 9 */
+	expect_scenario_error(TOPO_HEAD "    kind: mesh\n", RM_INVALID, 9, 11, "unknown fabric \"mesh\"");
+	expect_scenario_error(TOPO_HEAD "    kind: rail_optimized\n    tiers:\n      - {nodes: 32, taper: 2}\n",
+			      RM_UNKNOWN_KEY, 11, 21, "unknown key \"taper\"");
+	expect_scenario_error(TOPO_HEAD "    kind: rail_optimized\n    tiers: [{nodes: 1}]\n", RM_INVALID, 10, 12,
+			      "needs a tier above them");
+	expect_scenario_error(TOPO_HEAD "    kind: fat_tree\n    tiers: [{nodes: 1, oversubscription: 2}, {nodes: 2}]\n",
+			      RM_INVALID, 10, 12, "tiers[0].oversubscription");
+	expect_scenario_error(TOPO_HEAD "    kind: fat_tree\n    tiers: [{nodes: 1}, {nodes: 1}]\n", RM_INVALID, 10, 12,
+			      "tiers[1].nodes: 1");
+	expect_scenario_error(TOPO_HEAD "    kind: fat_tree\n    tiers: [{nodes: 1}]\n", RM_INVALID, 10, 12,
+			      "the top tier reaches 1 nodes, the cluster has 2");
+	expect_scenario_error(TOPO_HEAD "    tiers: [{nodes: 1}, {nodes: 2}]\n", RM_INVALID, 9, 5, "kind is missing");
+	expect_scenario_error(TOPO_HEAD "    kind: fat_tree\n    tiers: [{nodes: 1}, {ports: 64}]\n", RM_INVALID, 10, 26,
+			      "only the leaf");
+	expect_scenario_error(TOPO_BASE "cluster: {topology: fat_tree}\n", RM_INVALID, 5, 21, "expected a mapping");
+	expect_scenario_error(TOPO_BASE "cluster: {nodes: 2, topology: {}}\n", RM_INVALID, 5, 31, "kind is missing");
+	expect_scenario_error(TOPO_BASE "cluster: {nodes: 2, nics_per_node: 4, topology: {nics_per_node: 8}}\n",
+			      RM_INVALID, 5, 65, "give it once");
 }

@@ -48,6 +48,8 @@ typedef enum rm_copy_dir {
 	RM_COPY_H2D,
 	RM_COPY_D2H,
 	RM_COPY_D2D,
+	RM_COPY_P2P, /* to a peer GPU of the node over NVLink on the copy engines (async TP's
+		      * micro-pipelined all-gather and reduce-scatter steps) */
 	RM_COPY_DIR_COUNT
 } rm_copy_dir;
 
@@ -177,6 +179,14 @@ struct rm_cost_model {
 	/* SMs the op holds exclusively while it runs (NCCL channels); 0 for compute kernels. */
 	int (*sms_held)(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw);
 	void *data; /* the implementation's own; NULL for the default model */
+	/*
+	 * Optional (NULL: the engine shares RM_RES_NET equally among the running network
+	 * collectives): what a collective of time_s seconds across nodes draws from the NIC and the
+	 * uplinks (rm_nccl_net_load); false when it draws nothing. Set by rm_cost_nccl_init when its
+	 * NCCL model has a fabric (cluster.topology).
+	 */
+	bool (*net_load)(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw, double time_s,
+			 rm_net_load *out);
 };
 
 /* The default model described above; a static const table, never freed. */
@@ -250,7 +260,12 @@ double rm_cost_membound_efficiency(rm_membound_class c, bool fused);
 /* Memory-bound seconds: max((read + written) / (hbm_peak x efficiency), flops / fp32 peak,
  * kernels x the kernel floor of k (host_us, or hw->launch_us)). k NULL: rm_kernel_config_default(). */
 double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *hw, const rm_kernel_config *k);
-/* Copy seconds: bytes / h2d_GBps or d2h_GBps; d2d 2 * bytes / hbm_achievable_GBps. */
+/*
+ * Copy seconds: bytes / h2d_GBps or d2h_GBps; d2d 2 * bytes / hbm_achievable_GBps; p2p (one
+ * copy-engine copy to or from one peer over NVLink) bytes / RM_CE_D2D_GBPS_H100, scaled by
+ * hw->nvlink_GBps / 450 for another NVLink generation, after one launch (hw->launch_us), as
+ * rm_cost_ce_all_gather_s; 0 for no bytes.
+ */
 double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw);
 /*
  * Collective seconds from NCCL's cost model (remora/nccl.h: NCCL 2.28 constants, calibrated with

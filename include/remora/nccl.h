@@ -12,6 +12,10 @@
  * caps the ring, tree and PAT bandwidth by the measured fabric curve of docs/reference/hardware.md
  * (reduce-scatter busBW by node count), which NCCL's estimate overstates.
  *
+ * NCCL 2.27/2.28's symmetric-memory kernels and copy-engine collectives, which bypass the tuner
+ * when buffers sit in symmetric windows, follow rm_nccl_model.registration and .cta_policy
+ * (docs/collectives.md 'Symmetric kernels and copy engines').
+ *
  * Two flavours: the raw NCCL model (what NCCL itself believes), and the calibrated model, which
  * multiplies the bandwidth term by a measured efficiency per message size (the pipeline-fill
  * ramp NCCL's model ignores; fitted from data/reference/nccl-h100-8gpu.csv, like NCCL's own
@@ -58,6 +62,10 @@ typedef enum rm_nccl_algo {
 	/* Not tuned: point-to-point (all-to-all, send/recv) and a one-rank local copy. */
 	RM_NCCL_ALGO_P2P = RM_NCCL_ALGO_COUNT,
 	RM_NCCL_ALGO_LOCAL,
+	/* Not tuned either, taken whenever eligible (rm_nccl_model.registration, .cta_policy): a
+	 * symmetric-memory kernel (2.27+) and a copy-engine collective (2.28+, zero SMs). */
+	RM_NCCL_ALGO_SYMMETRIC,
+	RM_NCCL_ALGO_CE,
 } rm_nccl_algo;
 
 typedef enum rm_nccl_proto {
@@ -67,7 +75,8 @@ typedef enum rm_nccl_proto {
 	RM_NCCL_PROTO_COUNT
 } rm_nccl_proto;
 
-/* NCCL's spellings: "Ring", "Tree", "NVLS", "NVLSTree", "PAT" (and "P2P", "Local"); "LL", "LL128", "Simple". */
+/* NCCL's spellings: "Ring", "Tree", "NVLS", "NVLSTree", "PAT" (and "P2P", "Local", "Symmetric",
+ * "CopyEngine"); "LL", "LL128", "Simple". */
 const char *rm_nccl_algo_name(rm_nccl_algo algo);
 const char *rm_nccl_proto_name(rm_nccl_proto proto);
 
@@ -120,6 +129,131 @@ typedef enum rm_nccl_cpu {
 const char *rm_nccl_cpu_name(rm_nccl_cpu cpu);
 bool rm_nccl_cpu_parse(const char *name, rm_nccl_cpu *out);
 
+/*
+ * The communicator's CTA policy (ncclConfig_t.CTAPolicy, NCCL_CTA_POLICY; PyTorch
+ * ProcessGroupNCCL.Options().config.cta_policy): DEFAULT (0), EFFICIENCY (1, 2.27+: with registered
+ * buffers on one NVSwitch node, all-gather and reduce-scatter run NVLS on a handful of CTAs),
+ * ZERO (2, 2.28+: with symmetric windows on one node, all-gather and all-to-all run on the copy
+ * engines and hold no SM). NVIDIA/nccl src/enqueue.cc at v2.28.9-1; docs/collectives.md.
+ */
+typedef enum rm_nccl_cta_policy {
+	RM_NCCL_CTA_DEFAULT,
+	RM_NCCL_CTA_EFFICIENCY,
+	RM_NCCL_CTA_ZERO,
+	RM_NCCL_CTA_COUNT
+} rm_nccl_cta_policy;
+
+/* "default", "efficiency", "zero"; the parser also takes 0/1/2 and NCCL_CTA_POLICY_<NAME>. */
+const char *rm_nccl_cta_policy_name(rm_nccl_cta_policy policy);
+bool rm_nccl_cta_policy_parse(const char *name, rm_nccl_cta_policy *out);
+
+/*
+ * How the collective's buffers are registered with NCCL: NONE (plain cudaMalloc / caching
+ * allocator), BUFFER (ncclCommRegister or CUDA-graph registration; PyTorch
+ * TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK=1), SYMMETRIC (ncclCommWindowRegister with
+ * NCCL_WIN_COLL_SYMMETRIC, 2.27+; PyTorch symm_mem with the NCCL backend). With SYMMETRIC on one
+ * node NCCL runs its symmetric-memory kernels for all-gather, reduce-scatter and all-reduce
+ * instead of the tuned ones (src/scheduler/symmetric_sched.cc, src/sym_kernels.cc).
+ */
+typedef enum rm_nccl_registration {
+	RM_NCCL_REG_NONE,
+	RM_NCCL_REG_BUFFER,
+	RM_NCCL_REG_SYMMETRIC,
+	RM_NCCL_REG_COUNT
+} rm_nccl_registration;
+
+/* "none", "buffer", "symmetric" (case-insensitive). */
+const char *rm_nccl_registration_name(rm_nccl_registration reg);
+bool rm_nccl_registration_parse(const char *name, rm_nccl_registration *out);
+
+/* NCCL's symmetric-memory kernels (src/include/sym_kernels.h ncclSymkKernelId), by its names. */
+typedef enum rm_nccl_symk {
+	RM_NCCL_SYMK_NONE,
+	RM_NCCL_SYMK_AR_AGxLL_R,
+	RM_NCCL_SYMK_AR_AGxLLMC_R,
+	RM_NCCL_SYMK_AR_RSxLD_AGxST,
+	RM_NCCL_SYMK_AR_RSxLDMC_AGxSTMC,
+	RM_NCCL_SYMK_AG_LL,
+	RM_NCCL_SYMK_AG_LLMC,
+	RM_NCCL_SYMK_AG_ST,
+	RM_NCCL_SYMK_AG_STMC,
+	RM_NCCL_SYMK_RS_LL,
+	RM_NCCL_SYMK_RS_LD,
+	RM_NCCL_SYMK_RS_LDMC,
+	RM_NCCL_SYMK_COUNT
+} rm_nccl_symk;
+
+/* "AllReduce_AGxLL_R", ..., "ReduceScatter_LDMC" as NCCL logs them; "" for NONE. */
+const char *rm_nccl_symk_name(rm_nccl_symk kernel);
+
+/*
+ * The scale-out fabric between nodes (cluster.topology; docs/collectives.md "Topology").
+ * kind RM_FABRIC_NONE (the default) leaves every estimate as without a fabric. Tiers go from the
+ * leaf up: tiers[k].nodes is how many nodes one switch of tier k reaches (for the leaf of a
+ * rail-optimised fabric, the nodes whose NIC of one rail it holds: 32 in a DGX SuperPOD H100
+ * scalable unit; for a fat tree, the nodes whose every NIC it holds), strictly increasing, each
+ * a multiple of the one below; oversubscription is the taper into the tier: the downlink
+ * bandwidth of the tier below over its uplink bandwidth to this one (>= 1; 1: non-blocking; a
+ * "2:1 oversubscribed spine" is 2 on the spine; always 1 on the leaf, where the NICs plug in);
+ * hop_latency_us what one pass through such a switch adds (0: not known).
+ * pxn: NCCL's PXN (the default; NCCL_PXN_DISABLE=1 turns it off): point-to-point traffic to a
+ * GPU on another rail goes over NVLink to the local GPU on that rail and leaves by its NIC.
+ *
+ * A group's nodes are taken as consecutive in the placement, so a group of G nodes stays under
+ * the lowest tier whose switch reaches G nodes. Rings and trees keep each channel on one rail
+ * (NCCL's graph search gives channel c NIC c on every node), so only point-to-point traffic
+ * without PXN crosses rails.
+ */
+typedef enum rm_fabric_kind {
+	RM_FABRIC_NONE,
+	RM_FABRIC_RAIL_OPTIMIZED,
+	RM_FABRIC_FAT_TREE,
+	RM_FABRIC_KIND_COUNT
+} rm_fabric_kind;
+
+/* "none", "rail_optimized", "fat_tree"; the parser accepts these case-insensitively. */
+const char *rm_fabric_kind_name(rm_fabric_kind kind);
+bool rm_fabric_kind_parse(const char *name, rm_fabric_kind *out);
+
+#define RM_FABRIC_MAX_TIERS 4
+
+typedef struct rm_fabric_tier {
+	int nodes;               /* nodes one switch of this tier reaches */
+	double oversubscription; /* down:up bandwidth of the switch, >= 1 */
+	double hop_latency_us;   /* one pass through the switch, us */
+} rm_fabric_tier;
+
+typedef struct rm_fabric {
+	rm_fabric_kind kind;
+	int n_tiers;
+	rm_fabric_tier tiers[RM_FABRIC_MAX_TIERS];
+	bool pxn;
+} rm_fabric;
+
+/*
+ * Checks a fabric: tiers present (1 to RM_FABRIC_MAX_TIERS; a rail-optimised fabric needs a tier
+ * above its rail leaves, which joins the rails), nodes >= 1 strictly increasing and each a
+ * multiple of the tier below, oversubscription >= 1 and finite, latency >= 0 and finite. RM_INVALID
+ * naming "tiers[k].field" otherwise. A fabric of kind NONE is valid.
+ */
+rm_status rm_fabric_validate(const rm_fabric *f, rm_error *err);
+
+/*
+ * The path a group's network traffic takes: the highest tier it crosses (0: it stays under one
+ * leaf switch), the oversubscription its bandwidth is divided by (the product of the tapers of
+ * tiers 1 to the highest: its traffic climbs every uplink up to there), and the
+ * switch latency per network step: a path up to tier k passes one switch of tier k and two of
+ * every tier below (up and down), sum = tiers[k].lat + 2 x sum_{j<k} tiers[j].lat.
+ * nodes: the group's; cross_rail: traffic between different rails (rail-optimised fabrics reach
+ * another rail only above the leaves, so at least tier 1). A group of one node crosses nothing.
+ */
+typedef struct rm_fabric_path {
+	int tier;
+	double oversubscription;
+	double latency_us;
+} rm_fabric_path;
+rm_fabric_path rm_fabric_path_of(const rm_fabric *f, int nodes, bool cross_rail);
+
 typedef struct rm_nccl_model {
 	rm_hw_profile hw;
 	const rm_nccl_constants *k;
@@ -128,6 +262,9 @@ typedef struct rm_nccl_model {
 	rm_nccl_cpu cpu;  /* host CPU vendor; init sets RM_NCCL_CPU_INTEL, callers may change it */
 	int minor;        /* MINOR of the release modelled (28 by default): picks the few multi-node
 			   * rules that changed inside one table's range (NVLS-tree, PAT) */
+	rm_nccl_cta_policy cta_policy;     /* init: DEFAULT; set with rm_nccl_model_set_buffers */
+	rm_nccl_registration registration; /* init: NONE */
+	rm_fabric fabric; /* the fabric between nodes; init: kind NONE, pxn true (calibrated model only) */
 	int n_overrides;
 	rm_nccl_override overrides[RM_NCCL_MAX_OVERRIDES];
 } rm_nccl_model;
@@ -151,6 +288,14 @@ const char *rm_nccl_model_version(const rm_nccl_model *model);
  * the resolver in model->version) "2.31.1 (newer than modelled; 2.23+ tables)". Returns buf.
  */
 const char *rm_nccl_model_version_label(const rm_nccl_model *model, char *buf, size_t size);
+/*
+ * Sets the CTA policy and buffer registration after init. RM_INVALID, naming the release, when the
+ * modelled release lacks them: EFFICIENCY and SYMMETRIC need 2.27+, ZERO 2.28+ (NCCL before that
+ * resets an unknown policy to DEFAULT; remora refuses instead of pricing something else).
+ */
+rm_status rm_nccl_model_set_buffers(rm_nccl_model *model, rm_nccl_cta_policy policy, rm_nccl_registration reg,
+				    rm_error *err);
+
 /* Adds a fitted override (the calibration database's); false when the table is full or the
  * override's topology is unset or inconsistent (ranks != ranks_per_node * nodes). */
 bool rm_nccl_model_add_override(rm_nccl_model *model, const rm_nccl_override *ov);
@@ -176,13 +321,26 @@ typedef struct rm_coll_estimate {
 	rm_nccl_proto proto;
 	int channels;      /* CTAs launched = SMs held for the whole collective: NCCL's comm->nChannels
 			    * (24 on one 8x H100 node, 16 across DGX H100 nodes, 4 with one GPU per
-			    * node; 16 for NVLS), fewer for small messages */
+			    * node; 16 for NVLS), fewer for small messages; a symmetric kernel's
+			    * blocks (1-64); 0 on the copy engines */
+	rm_nccl_symk symk; /* the symmetric-memory kernel when algo is RM_NCCL_ALGO_SYMMETRIC */
 	double efficiency; /* calibrated bandwidth factor applied (1 = raw NCCL model) */
 	bool overridden;   /* a fitted override supplied latency and bandwidth */
 } rm_coll_estimate;
 
 /*
- * Estimates one collective: the fastest enabled (algorithm, protocol), as NCCL picks it.
+ * Estimates one collective: the fastest enabled (algorithm, protocol), as NCCL picks it. Before
+ * tuning, as NCCL 2.28's enqueue does: with SYMMETRIC registration on one node, policy ZERO
+ * sends all-gather and all-to-all to the copy engines (RM_NCCL_ALGO_CE, 0 channels), and
+ * all-gather, reduce-scatter and all-reduce otherwise run the symmetric kernel NCCL's own model
+ * picks (RM_NCCL_ALGO_SYMMETRIC; its time, blocks as channels). After tuning, policy EFFICIENCY
+ * with registered buffers turns an all-gather / reduce-scatter on one NVSwitch node into NVLS on
+ * ceil(32 / heads) / ceil(40 / heads) CTAs (4 / 5 with 8 heads) when that is no more than the
+ * tuned pair's channels.
+ * Reductions are taken to be floating-point sums (what training reduces), which every symmetric
+ * kernel supports. The NCCL_ALGO / NCCL_PROTO masks do not steer the symmetric and CE paths (NCCL
+ * reads them in its tuner only) but do disable EFFICIENCY's NVLS, as NCCL's check of the
+ * environment does.
  * Errors (RM_INVALID, message naming the value): bytes < 0, ranks < 1, nodes < 1, ranks not a
  * multiple of nodes, more GPUs per node than the profile has, send-recv with ranks != 2, a mask
  * that leaves no pair available for this collective and topology (the message lists why).
@@ -198,6 +356,25 @@ rm_status rm_nccl_estimate(const rm_nccl_model *model, const rm_coll_query *q, r
 double rm_nccl_pair_time(const rm_nccl_model *model, const rm_coll_query *q, rm_nccl_algo algo,
 			 rm_nccl_proto proto, rm_coll_estimate *est);
 
+
+/*
+ * What a collective across nodes draws from the network while it runs, for the engine's sharing
+ * (docs/sim.md "Network sharing"): share[0] is the fraction of each GPU's NIC it uses, share[1 + j]
+ * the fraction of its share of the uplinks from tier j to tier j + 1 (0 when it does not climb
+ * them), each in
+ * [1e-6, 1]: bytes through the NIC per GPU / time_us / the NIC's rate at this scale (the
+ * profile's effective rate x the measured fabric curve), and on an uplink that rate divided by the
+ * tapers of the tiers up to it. Bytes through one GPU's NIC: rings, trees and PAT
+ * bytes x busBW factor / GPUs per node (channel c of every node uses NIC c); all-to-all
+ * bytes x (ranks - per node) / ranks (its remote share, spread over the node's NICs); send-recv
+ * bytes. False (nothing drawn) for a group inside one node, a query without bytes or time, or a
+ * model without a fabric: the engine then shares the network equally among its collectives.
+ */
+#define RM_NET_LEVELS (RM_FABRIC_MAX_TIERS)
+typedef struct rm_net_load {
+	double share[RM_NET_LEVELS];
+} rm_net_load;
+bool rm_nccl_net_load(const rm_nccl_model *model, const rm_coll_query *q, double time_us, rm_net_load *out);
 
 /* ---- reference measurements (data/reference/nccl-h100-8gpu.csv format) ---- */
 

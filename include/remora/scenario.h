@@ -21,7 +21,8 @@
  *   scheduler: {mode: xla|ideal|fsdp2, prefetch_depth: 1, cost_model: xla_default|remora,
  *               hw_queues: 8, nccl_version: "2.28", device_memory_gib: 0,
  *               allocator: auto|pytorch|pytorch_expandable|jax|exact,
- *               collective_engine: sm|copy_engine}
+ *               collective_engine: sm|copy_engine,
+ *               nccl_cta_policy: default|efficiency|zero, nccl_registration: none|buffer|symmetric}
  *   memory_headroom_gib: 1.0      # HBM the job cannot use; default derived (rm_memory_budget)
  *   search: {names: [...], policies: [...], micro_batches: [...], flag_variants: [...],
  *            offload: true, include_ideal: true, max_candidates: 100000}
@@ -74,6 +75,15 @@ typedef struct rm_scenario {
 	int64_t nodes;
 	int64_t nics_per_node; /* scale-out NICs per node; 0: one per GPU */
 	double nic_gbps;       /* each NIC's line rate, Gb/s; 0: the profile's */
+	/* cluster.topology (docs/collectives.md "Topology"); kind "": none */
+	char topology_kind[24];
+	int topology_pxn; /* -1: default (true) */
+	int n_topology_tiers;
+	struct rm_scenario_tier {
+		int64_t nodes, ports;    /* 0: unset (ports: the leaf only) */
+		double oversubscription; /* 0: unset (1) */
+		double latency_us;
+	} topology_tiers[RM_FABRIC_MAX_TIERS];
 	int64_t seq_len, micro_batch, grad_accum; /* 0: defaults */
 	char dtype[16], grad_dtype[16], optimizer[24], optimizer_dtype[16];
 	int master_weights, fused_attention, causal; /* -1: default */
@@ -116,6 +126,8 @@ typedef struct rm_scenario {
 	char xla_allocator[16];  /* XLA_PYTHON_CLIENT_ALLOCATOR: "bfc" (default) or "platform" */
 	int xla_donate;          /* train state donated (donate_argnums): -1 default (yes), 0, 1 */
 	char collective_engine[16]; /* "sm" (NCCL kernels) or "copy_engine" (all-gathers) */
+	char nccl_cta_policy[24];   /* NCCL_CTA_POLICY: "default" / "", "efficiency", "zero" */
+	char nccl_registration[16]; /* "none" / "", "buffer", "symmetric" (NCCL windows) */
 	double memory_headroom_gib; /* used when set; otherwise derived (rm_memory_budget_default) */
 	/* search space */
 	int n_search_names, n_search_policies, n_search_micro_batches, n_search_flag_variants;

@@ -155,6 +155,8 @@ typedef struct rm_schedule_report {
 	 * per-layer all-reduces of data parallelism without FSDP, and the all-gather of the updated
 	 * parameters after a ZeRO-1/2 optimizer step */
 	int replica_collectives, replica_sync;
+	int async_tp_collectives; /* tensor-parallel collectives run micro-pipelined with their
+				   * projections (train.async_tp), the step's */
 	rm_remat_plan plan;          /* the per-layer remat plan (owned; rm_schedule_report_finish) */
 	int64_t saved_bytes_step;    /* L x per-layer saved bytes (+ the scan carry), per micro-batch */
 	int64_t offloaded_bytes_step;

@@ -227,6 +227,11 @@ typedef struct rm_train_config {
 	bool sp;               /* sequence parallelism with tp: the norms, dropouts and residual
 				* adds run on seq_len / tp tokens, all-gather / reduce-scatter of
 				* the activations instead of all-reduce (Korthikanti et al. 2022) */
+	bool async_tp;         /* with sp: async tensor parallelism (PyTorch's micro-pipelined TP,
+				* torch._inductor micro_pipeline_tp; torchtitan's
+				* enable_async_tensor_parallel): an all-gather feeding projections and
+				* a reduce-scatter of one projection's output run as tp steps of
+				* copy-engine peer copies overlapped with the projection's chunks */
 	int64_t pp;            /* pipeline stages (1: none); each holds layers / pp decoder layers, the
 				* first the embedding, the last the head; grad_accum is the number of
 				* micro-batches the schedule pipelines */

@@ -1,0 +1,579 @@
+/*
+ * `remora plan MODEL --tokens N --hardware A,B [--gpus N,M | --deadline D | --budget X --price
+ * A=P,B=Q] [...]`: capacity planning. For each hardware and GPU count, every layout x remat policy
+ * x micro-batch is simulated (remora/plan.h); prints the answer per hardware with its time to
+ * train, GPU-hours and cost, what to paste, why the leading alternatives lose, and the front of
+ * time to train against GPUs.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "remora/calib.h"
+#include "remora/json.h"
+#include "remora/plan.h"
+
+static void plan_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: remora plan MODEL [options]\n\n"
+		"Plans the GPUs to train MODEL (a preset or a config.json) on a token budget: for each\n"
+		"hardware and GPU count it simulates every layout (TP with SP inside a node, PP, CP for\n"
+		"long sequences, FSDP or HSDP, EP for MoE) with each remat policy and micro-batch, and\n"
+		"prints the fastest plan that fits, its time to train, GPU-hours and cost.\n\n"
+		"options:\n"
+		"  -t, --tokens N          tokens to train on, SI suffixes: 1T = 10^12 (omit: what fits)\n"
+		"  -H, --hardware A,B      hardware profiles or CALIB.db:NAME (default h100-sxm)\n"
+		"  -g, --gpus N,M          GPU counts to plan (default: 1 node, 2, 4, ... nodes)\n"
+		"  -D, --deadline D        the fewest GPUs that train within D (30d, 36h)\n"
+		"  -B, --budget X          the fastest plan that costs at most X (needs --price)\n"
+		"  -P, --price A=P,B=Q     price per GPU-hour of each hardware\n"
+		"  -S, --seq-len N         sequence length (default 8192)\n"
+		"  -b, --global-batch N    sequences per step (default 4 Mi tokens' worth); a convergence\n"
+		"                          choice, not a speed knob: keep the one your recipe trains with\n"
+		"  -r, --runtime R         fsdp2 (default), xla or megatron\n"
+		"  -p, --policy P          a remat policy to try (repeatable; default: the runtime's three)\n"
+		"      --tp LIST           only these tensor-parallel degrees (default 1,2,4,8)\n"
+		"      --pp LIST           only these pipeline degrees (default: divisors of the layers to 16)\n"
+		"      --max-gpus N        the top of the GPU-count ladder (default 4096; 16384 with a\n"
+		"                          deadline or budget)\n"
+		"  -d, --db FILE           keep the sweeps in this SQLite file; a killed plan resumes\n"
+		"  -J, --jobs N            simulate on N threads (same results for any N)\n"
+		"  -k, --top K             alternatives shown per hardware (default 5)\n"
+		"  -j, --json              machine-readable output\n"
+		"  -h, --help              this help\n");
+}
+
+static int split_list(const char *text, char (*out)[256], int cap)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", text);
+	int n = 0;
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (n >= cap)
+			return -1;
+		snprintf(out[n++], 256, "%s", t);
+	}
+	return n;
+}
+
+static void progress(const char *what, void *user)
+{
+	(void)user;
+	fprintf(stderr, "remora: plan %s\n", what);
+}
+
+/* "TP 8 (SP) x PP 4 x FSDP 16 x 2 replicas" */
+static void layout_text(const rm_plan_row *r, char *buf, size_t n)
+{
+	size_t u = 0;
+	buf[0] = '\0';
+#define PUT(...) (u += (size_t)snprintf(buf + u, u < n ? n - u : 0, __VA_ARGS__))
+	if (r->tp > 1)
+		PUT("TP %lld%s", (long long)r->tp, r->sp ? " (SP)" : "");
+	if (r->pp > 1)
+		PUT("%sPP %lld", u ? " x " : "", (long long)r->pp);
+	if (r->cp > 1)
+		PUT("%sCP %lld", u ? " x " : "", (long long)r->cp);
+	if (r->ep > 1)
+		PUT("%sEP %lld", u ? " x " : "", (long long)r->ep);
+	PUT("%sFSDP %lld", u ? " x " : "", (long long)r->fsdp);
+	if (r->dp_replicate > 1)
+		PUT(" x %lld replicas", (long long)r->dp_replicate);
+#undef PUT
+}
+
+static const char *gib(int64_t b, char *buf)
+{
+	snprintf(buf, 16, "%.1f", (double)b / (1024.0 * 1024.0 * 1024.0));
+	return buf;
+}
+
+static void duration_text(double s, char *buf, size_t n)
+{
+	if (s <= 0)
+		snprintf(buf, n, "-");
+	else if (s >= 86400 * 2)
+		snprintf(buf, n, "%.1f days", s / 86400);
+	else
+		snprintf(buf, n, "%.1f h", s / 3600);
+}
+
+/* Why layout row r loses to the winner w (both from one GPU count). */
+static void why_loses(const rm_plan_row *r, const rm_plan_row *w, char *buf, size_t n)
+{
+	if (!r->r.ok) {
+		snprintf(buf, n, "%s", r->r.error[0] ? r->r.error : "no candidate ran");
+		return;
+	}
+	char a[16], b[16];
+	if (!r->r.fits) {
+		snprintf(buf, n, "does not fit: at best %s GiB of %s usable", gib(r->r.peak_memory_bytes, a),
+			 gib(r->r.memory_capacity_bytes, b));
+		return;
+	}
+	double slower = w->r.tokens_per_s_per_gpu > 0 ? 1.0 - r->r.tokens_per_s_per_gpu / w->r.tokens_per_s_per_gpu : 0;
+	double step = r->r.step_time_s > 0 ? r->r.step_time_s : 1;
+	char why[160] = "";
+	if (r->pp > 1)
+		snprintf(why, sizeof(why), "pipeline bubble %.0f%% of the first stage", 100.0 * r->bubble_fraction);
+	else if (r->r.exposed_comm_s / step > 0.05)
+		snprintf(why, sizeof(why), "exposed communication %.0f%% of the step", 100.0 * r->r.exposed_comm_s / step);
+	else if (r->r.recompute_s / step > 0.05)
+		snprintf(why, sizeof(why), "recompute %.0f%% of the step", 100.0 * r->r.recompute_s / step);
+	else
+		snprintf(why, sizeof(why), "MFU %.1f%%", 100.0 * r->r.mfu);
+	snprintf(buf, n, "%.1f%% slower: %s", 100.0 * slower, why);
+}
+
+static int cmp_rows(const void *pa, const void *pb)
+{
+	const rm_plan_row *a = pa, *b = pb;
+	int fa = a->r.ok && a->r.fits, fb = b->r.ok && b->r.fits;
+	if (fa != fb)
+		return fb - fa;
+	if (a->r.tokens_per_s_per_gpu != b->r.tokens_per_s_per_gpu)
+		return a->r.tokens_per_s_per_gpu < b->r.tokens_per_s_per_gpu ? 1 : -1;
+	return strcmp(a->layout, b->layout);
+}
+
+static json_t *row_json(const rm_plan_request *req, const rm_plan_row *r, bool answer)
+{
+	json_t *o = json_object();
+	char lt[200];
+	layout_text(r, lt, sizeof(lt));
+	json_object_set_new(o, "hardware", json_string(req->hardware[r->hw]));
+	json_object_set_new(o, "gpus", json_integer(r->gpus));
+	json_object_set_new(o, "nodes", json_integer(r->nodes));
+	json_object_set_new(o, "parallelism", json_string(lt));
+	json_object_set_new(o, "overrides", json_string(r->layout));
+	json_t *deg = json_object();
+	json_object_set_new(deg, "tp", json_integer(r->tp));
+	json_object_set_new(deg, "sp", json_boolean(r->sp));
+	json_object_set_new(deg, "pp", json_integer(r->pp));
+	json_object_set_new(deg, "cp", json_integer(r->cp));
+	json_object_set_new(deg, "ep", json_integer(r->ep));
+	json_object_set_new(deg, "fsdp", json_integer(r->fsdp));
+	json_object_set_new(deg, "dp_replicate", json_integer(r->dp_replicate));
+	json_object_set_new(o, "degrees", deg);
+	json_object_set_new(o, "policy", rm_json_string(r->r.c.policy));
+	json_object_set_new(o, "micro_batch", json_integer(r->r.c.micro_batch));
+	json_object_set_new(o, "grad_accum", json_integer(r->grad_accum));
+	json_object_set_new(o, "global_batch", json_integer(r->global_batch));
+	json_object_set_new(o, "step_time_s", json_real(r->r.step_time_s));
+	json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r->r.tokens_per_s_per_gpu));
+	json_object_set_new(o, "time_to_train_s", json_real(r->time_to_train_s));
+	json_object_set_new(o, "gpu_hours", json_real(r->gpu_hours));
+	json_object_set_new(o, "cost", r->cost >= 0 ? json_real(r->cost) : json_null());
+	json_object_set_new(o, "mfu", json_real(r->r.mfu));
+	json_object_set_new(o, "peak_memory_bytes", json_integer(r->r.peak_memory_bytes));
+	json_object_set_new(o, "memory_capacity_bytes", json_integer(r->r.memory_capacity_bytes));
+	json_object_set_new(o, "fits", json_boolean(r->r.fits));
+	if (r->pp > 1) {
+		json_object_set_new(o, "bubble_fraction", json_real(r->bubble_fraction));
+		json_t *st = json_array();
+		for (int k = 0; k < r->n_stages; k++)
+			json_array_append_new(st, json_integer(r->stage_peak_bytes[k]));
+		json_object_set_new(o, "stage_peak_memory_bytes", st);
+	}
+	json_object_set_new(o, "answer", json_boolean(answer));
+	return o;
+}
+
+/* The order plans are listed in: by the request's objective. */
+static const rm_plan_request *g_req;
+
+static bool all_priced(const rm_plan_request *req)
+{
+	for (int h = 0; h < req->n_hardware; h++)
+		if (req->price[h] < 0)
+			return false;
+	return true;
+}
+
+static double objective(const rm_plan_row *r)
+{
+	if (g_req->budget > 0)
+		return (r->cost <= g_req->budget ? 0 : 1e30) + r->time_to_train_s;
+	if (g_req->deadline_s > 0)
+		return (r->time_to_train_s <= g_req->deadline_s ? 0 : 1e30) + r->gpu_hours;
+	if (g_req->tokens > 0)
+		return r->cost >= 0 && all_priced(g_req) ? r->cost : r->gpu_hours;
+	return -r->r.tokens_per_s_per_gpu * (double)r->gpus;
+}
+
+static int cmp_plans(const void *pa, const void *pb)
+{
+	const rm_plan_row *a = *(const rm_plan_row *const *)pa, *b = *(const rm_plan_row *const *)pb;
+	double x = objective(a), y = objective(b);
+	if (x != y)
+		return x < y ? -1 : 1;
+	if (a->gpus != b->gpus)
+		return a->gpus < b->gpus ? -1 : 1;
+	return a->hw - b->hw;
+}
+
+/* The winner as a scenario file: `remora simulate` of it gives the row's figures. */
+static void print_paste(const rm_plan_request *req, const rm_plan_row *r, int64_t gpn, int64_t seq)
+{
+	int64_t per_node = r->gpus < gpn ? r->gpus : gpn;
+	printf("  scenario   (save as a file: `remora simulate FILE` gives this row)\n");
+	printf("    model: %s\n", req->model);
+	printf("    hardware: %s\n", req->hardware[r->hw]);
+	printf("    cluster: {gpus_per_node: %lld, nodes: %lld}\n", (long long)per_node, (long long)(r->gpus / per_node));
+	printf("    training: {seq_len: %lld, micro_batch: %lld, global_batch: %lld}\n", (long long)seq,
+	       (long long)r->r.c.micro_batch, (long long)r->global_batch);
+	printf("    parallelism: {tp: %lld, sp: %s, pp: %lld, cp: %lld, fsdp: %lld, dp_replicate: %lld", (long long)r->tp,
+	       r->sp ? "true" : "false", (long long)r->pp, (long long)r->cp, (long long)r->fsdp, (long long)r->dp_replicate);
+	if (r->ep > 1)
+		printf(", ep: %lld", (long long)r->ep);
+	printf("}\n");
+	bool xla = strcasecmp(req->runtime, "xla") == 0;
+	printf("    remat: {%spolicy: \"%s\"}\n", xla ? "" : "scan: false, ", r->r.c.policy);
+	printf("    scheduler: {mode: %s}\n", req->runtime);
+}
+
+int cli_cmd_plan(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"tokens", required_argument, NULL, 't'},   {"hardware", required_argument, NULL, 'H'},
+		{"gpus", required_argument, NULL, 'g'},     {"deadline", required_argument, NULL, 'D'},
+		{"budget", required_argument, NULL, 'B'},   {"price", required_argument, NULL, 'P'},
+		{"seq-len", required_argument, NULL, 'S'},  {"global-batch", required_argument, NULL, 'b'},
+		{"runtime", required_argument, NULL, 'r'},  {"policy", required_argument, NULL, 'p'},
+		{"max-gpus", required_argument, NULL, 'M'}, {"db", required_argument, NULL, 'd'},
+		{"jobs", required_argument, NULL, 'J'},     {"top", required_argument, NULL, 'k'},
+		{"tp", required_argument, NULL, 'T'},       {"pp", required_argument, NULL, 'L'},
+		{"json", no_argument, NULL, 'j'},	    {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	static const char *const shortopts = "t:H:g:D:B:P:S:b:r:p:d:J:k:jh";
+	rm_plan_request req = rm_plan_request_default();
+	const char *hardware = "h100-sxm", *prices = NULL, *db = NULL;
+	int64_t jobs = 1, top = 5, v = 0;
+	bool json = false;
+	rm_error err;
+	rm_error_clear(&err);
+	int c;
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (!rm_plan_parse_tokens(optarg, &req.tokens, &err))
+				return cli_usage_error("plan", "--tokens: %s", err.msg);
+			break;
+		case 'H':
+			hardware = optarg;
+			break;
+		case 'g': {
+			char list[RM_PLAN_MAX_GPUS][256];
+			int n = split_list(optarg, list, RM_PLAN_MAX_GPUS);
+			if (n < 1)
+				return cli_usage_error("plan", "--gpus: expected up to %d counts, e.g. 64,128", RM_PLAN_MAX_GPUS);
+			for (int i = 0; i < n; i++)
+				if (!cli_parse_positive("plan", "--gpus", list[i], &req.gpus[i]))
+					return CLI_EXIT_USAGE;
+			req.n_gpus = n;
+			break;
+		}
+		case 'D':
+			if (!rm_plan_parse_duration(optarg, &req.deadline_s, &err))
+				return cli_usage_error("plan", "--deadline: %s", err.msg);
+			break;
+		case 'B': {
+			char *end = NULL;
+			req.budget = strtod(optarg, &end);
+			if (!end || *end || !(req.budget > 0) || !isfinite(req.budget))
+				return cli_usage_error("plan", "--budget: expected a positive amount, got '%s'", optarg);
+			break;
+		}
+		case 'P':
+			prices = optarg;
+			break;
+		case 'S':
+			if (!cli_parse_positive("plan", "--seq-len", optarg, &req.seq_len))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'b':
+			if (!cli_parse_positive("plan", "--global-batch", optarg, &req.global_batch_min))
+				return CLI_EXIT_USAGE;
+			req.global_batch_max = req.global_batch_min;
+			break;
+		case 'r':
+			if (strcasecmp(optarg, "fsdp2") != 0 && strcasecmp(optarg, "xla") != 0 && strcasecmp(optarg, "megatron") != 0)
+				return cli_usage_error("plan", "--runtime: expected fsdp2, xla or megatron, got '%s'", optarg);
+			snprintf(req.runtime, sizeof(req.runtime), "%s", optarg);
+			break;
+		case 'p':
+			if (req.n_policies >= 16)
+				return cli_usage_error("plan", "--policy: at most 16");
+			snprintf(req.policies[req.n_policies++], sizeof(req.policies[0]), "%s", optarg);
+			break;
+		case 'T':
+		case 'L': {
+			char list[16][256];
+			int cap = c == 'T' ? 8 : 16;
+			int n = split_list(optarg, list, cap);
+			if (n < 1)
+				return cli_usage_error("plan", "%s: expected up to %d degrees, e.g. 1,2,4", c == 'T' ? "--tp" : "--pp", cap);
+			for (int i = 0; i < n; i++)
+				if (!cli_parse_positive("plan", c == 'T' ? "--tp" : "--pp", list[i], c == 'T' ? &req.tp[i] : &req.pp[i]))
+					return CLI_EXIT_USAGE;
+			if (c == 'T')
+				req.n_tp = n;
+			else
+				req.n_pp = n;
+			break;
+		}
+		case 'M':
+			if (!cli_parse_positive("plan", "--max-gpus", optarg, &req.max_gpus))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'd':
+			db = optarg;
+			break;
+		case 'J':
+			if (!cli_parse_positive("plan", "--jobs", optarg, &jobs))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'k':
+			if (!cli_parse_positive("plan", "--top", optarg, &top))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			plan_usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return cli_option_error("plan", argc, argv, shortopts, longopts);
+		}
+	}
+	(void)v;
+	if (optind >= argc)
+		return cli_usage_error("plan", "missing MODEL (a preset such as llama-3-70b, or a config.json)");
+	if (optind + 1 != argc)
+		return cli_usage_error("plan", "unexpected argument '%s'", argv[optind + 1]);
+	snprintf(req.model, sizeof(req.model), "%s", argv[optind]);
+	int nh = split_list(hardware, req.hardware, RM_PLAN_MAX_HW);
+	if (nh < 1)
+		return cli_usage_error("plan", "--hardware: expected 1 to %d profiles, e.g. h100-sxm,h200-sxm", RM_PLAN_MAX_HW);
+	req.n_hardware = nh;
+	if (prices) {
+		char list[RM_PLAN_MAX_HW][256];
+		int n = split_list(prices, list, RM_PLAN_MAX_HW);
+		if (n < 1)
+			return cli_usage_error("plan", "--price: expected HARDWARE=PRICE,...");
+		for (int i = 0; i < n; i++) {
+			char *eq = strchr(list[i], '=');
+			char *end = NULL;
+			double p = eq ? strtod(eq + 1, &end) : NAN;
+			if (!eq || !end || *end || !(p >= 0) || !isfinite(p))
+				return cli_usage_error("plan", "--price: expected HARDWARE=PRICE (h100-sxm=2.5), got '%s'", list[i]);
+			*eq = '\0';
+			int h = -1;
+			for (int k = 0; k < nh; k++)
+				if (strcmp(req.hardware[k], list[i]) == 0)
+					h = k;
+			if (h < 0)
+				return cli_usage_error("plan", "--price: '%s' is not one of --hardware %s", list[i], hardware);
+			req.price[h] = p;
+		}
+	}
+	if (req.budget > 0 && req.deadline_s > 0)
+		return cli_usage_error("plan", "--deadline and --budget: give one constraint");
+	if (req.budget > 0 && !prices)
+		return cli_usage_error("plan", "--budget needs --price (per GPU-hour of each hardware)");
+	if ((req.budget > 0 || req.deadline_s > 0) && req.tokens <= 0)
+		return cli_usage_error("plan", "--deadline and --budget need --tokens");
+	rm_plan_options opt = {.db_path = db, .jobs = (int)jobs};
+	if (isatty(STDERR_FILENO) && !json)
+		opt.progress = progress;
+	rm_plan_result res;
+	if (rm_plan_run(&req, rm_calib_hw_resolver, &opt, &res, &err) != RM_OK) {
+		rm_plan_result_finish(&res);
+		return cli_fail(&err);
+	}
+	/* every point's winner, in the objective's order */
+	const rm_plan_row **plans = rm_new(const rm_plan_row *, (size_t)(res.n_points + 1));
+	int np = 0;
+	for (int i = 0; i < res.n_points; i++)
+		if (res.points[i].have_best)
+			plans[np++] = &res.points[i].best;
+	g_req = &req;
+	qsort(plans, (size_t)np, sizeof(plans[0]), cmp_plans);
+	int rc = CLI_EXIT_OK;
+	int64_t gb = req.global_batch_min > 0 ? req.global_batch_min : (INT64_C(4) << 20) / (req.seq_len > 0 ? req.seq_len : 8192);
+	int64_t seq = req.seq_len > 0 ? req.seq_len : 8192;
+	if (json) {
+		json_t *doc = json_object();
+		json_t *rq = json_object();
+		json_object_set_new(rq, "model", json_string(req.model));
+		json_object_set_new(rq, "tokens", json_real(req.tokens));
+		json_object_set_new(rq, "seq_len", json_integer(seq));
+		json_object_set_new(rq, "global_batch", json_integer(gb));
+		json_object_set_new(rq, "runtime", json_string(req.runtime));
+		json_object_set_new(rq, "deadline_s", req.deadline_s > 0 ? json_real(req.deadline_s) : json_null());
+		json_object_set_new(rq, "budget", req.budget > 0 ? json_real(req.budget) : json_null());
+		json_object_set_new(doc, "request", rq);
+		json_t *arr = json_array();
+		for (int i = 0; i < np; i++) {
+			bool answer = false;
+			for (int h = 0; h < nh; h++)
+				answer |= res.chosen[h] >= 0 && &res.points[res.chosen[h]].best == plans[i];
+			json_array_append_new(arr, row_json(&req, plans[i], answer));
+		}
+		json_object_set_new(doc, "plans", arr);
+		json_t *none = json_object();
+		for (int h = 0; h < nh; h++)
+			if (res.chosen[h] < 0)
+				json_object_set_new(none, req.hardware[h], json_string(res.why_none[h]));
+		json_object_set_new(doc, "no_plan", none);
+		rc = cli_print_json(doc);
+		goto out;
+	}
+	printf("plan for %s: seq %lld, global batch %lld sequences (%.2fM tokens per step), scheduler.mode %s\n",
+	       req.model, (long long)seq, (long long)gb, (double)(gb * seq) / 1e6, req.runtime);
+	if (req.tokens > 0)
+		printf("  tokens      %.6g (%.6gT)\n", req.tokens, req.tokens / 1e12);
+	else
+		printf("  tokens      none given: what fits, and how fast\n");
+	if (req.deadline_s > 0)
+		printf("  deadline    %.1f days: the fewest GPUs that make it\n", req.deadline_s / 86400);
+	else if (req.budget > 0)
+		printf("  budget      %.0f: the fastest plan within it\n", req.budget);
+	else if (req.tokens > 0)
+		printf("  objective   %s (add --deadline or --budget for another answer)\n",
+		       all_priced(&req) ? "the lowest cost" : "the fewest GPU-hours");
+	printf("  global batch is a convergence choice (--global-batch): remora keeps it fixed\n");
+	for (int h = 0; h < nh; h++) {
+		printf("\n%s%s\n", req.hardware[h], req.price[h] >= 0 ? "" : "  (no --price: costs not shown)");
+		printf("  %6s %5s  %-34s %8s %9s %6s %8s %12s %10s %10s\n", "GPUs", "nodes", "layout", "mb x ga", "tok/s/GPU",
+		       "MFU", "peak GiB", "time", "GPU-hours", "cost");
+		for (int i = 0; i < res.n_points; i++) {
+			const rm_plan_point *pt = &res.points[i];
+			if (pt->hw != h)
+				continue;
+			if (!pt->have_best) {
+				printf("  %6lld %5lld  %s\n", (long long)pt->gpus, (long long)((pt->gpus + 7) / 8),
+				       pt->n_layouts ? "no layout fits" : "no layout resolves");
+				continue;
+			}
+			const rm_plan_row *b = &pt->best;
+			char lt[200], mg[16], t[32], mb[32], cost[32];
+			layout_text(b, lt, sizeof(lt));
+			duration_text(b->time_to_train_s, t, sizeof(t));
+			snprintf(mb, sizeof(mb), "%lld x %lld", (long long)b->r.c.micro_batch, (long long)b->grad_accum);
+			if (b->cost >= 0)
+				snprintf(cost, sizeof(cost), "%.0f", b->cost);
+			else
+				snprintf(cost, sizeof(cost), "-");
+			printf("%s %6lld %5lld  %-34s %8s %9.0f %5.1f%% %8s %12s %10.0f %10s\n", i == res.chosen[h] ? ">" : " ",
+			       (long long)b->gpus, (long long)b->nodes, lt, mb, b->r.tokens_per_s_per_gpu, 100.0 * b->r.mfu,
+			       gib(b->r.peak_memory_bytes, mg), t, b->gpu_hours, cost);
+		}
+		if (res.chosen[h] < 0) {
+			printf("  no plan: %s\n", res.why_none[h]);
+			continue;
+		}
+		const rm_plan_point *pt = &res.points[res.chosen[h]];
+		const rm_plan_row *w = &pt->best;
+		char lt[200], t[32];
+		layout_text(w, lt, sizeof(lt));
+		duration_text(w->time_to_train_s, t, sizeof(t));
+		printf("\n  answer     %lld GPUs (%lld nodes), %s, %.0f tokens/s per GPU, MFU %.1f%%", (long long)w->gpus,
+		       (long long)w->nodes, lt, w->r.tokens_per_s_per_gpu, 100.0 * w->r.mfu);
+		if (req.tokens > 0)
+			printf(", %s, %.0f GPU-hours", t, w->gpu_hours);
+		if (w->cost >= 0)
+			printf(", cost %.0f", w->cost);
+		printf("\n");
+		if (w->pp > 1) {
+			printf("  per stage  peak");
+			for (int k = 0; k < w->n_stages; k++) {
+				char g[16];
+				printf(" %s", gib(w->stage_peak_bytes[k], g));
+			}
+			printf(" GiB (bubble %.1f%%)\n", 100.0 * w->bubble_fraction);
+		}
+		print_paste(&req, w, res.gpn[h], seq);
+		/* the leading alternatives at the same GPU count, and why they lose */
+		rm_plan_row *alt = rm_new(rm_plan_row, (size_t)pt->n_layouts + 1);
+		memcpy(alt, pt->layouts, sizeof(rm_plan_row) * (size_t)pt->n_layouts);
+		qsort(alt, (size_t)pt->n_layouts, sizeof(rm_plan_row), cmp_rows);
+		printf("  instead    at %lld GPUs:\n", (long long)pt->gpus);
+		int shown = 0;
+		for (int i = 0; i < pt->n_layouts && shown < top; i++) {
+			if (strcmp(alt[i].layout, w->layout) == 0)
+				continue;
+			char a[200], why[300];
+			layout_text(&alt[i], a, sizeof(a));
+			why_loses(&alt[i], w, why, sizeof(why));
+			printf("    %-34s %s\n", a, why);
+			shown++;
+		}
+		for (int i = 0; i < pt->n_rejected && shown < top; i++, shown++)
+			printf("    %-34s %s\n", pt->rejected[i], pt->rejected_why[i]);
+		free(alt);
+	}
+	if (req.tokens > 0 && np > 1) {
+		/* per hardware, the front of time to train against GPUs; across hardware, of time to
+		 * train against cost (a point is on a front when no other is both at most as large on
+		 * both axes and smaller on one) */
+		printf("\nfront: time to train vs GPUs (no other plan of the hardware is faster on as few GPUs)\n");
+		for (int i = 0; i < res.n_points; i++) {
+			const rm_plan_point *pt = &res.points[i];
+			if (!pt->have_best)
+				continue;
+			bool dominated = false;
+			for (int j = 0; j < res.n_points && !dominated; j++) {
+				const rm_plan_point *o = &res.points[j];
+				if (j == i || !o->have_best || o->hw != pt->hw)
+					continue;
+				bool le = o->gpus <= pt->gpus && o->best.time_to_train_s <= pt->best.time_to_train_s;
+				bool lt = o->gpus < pt->gpus || o->best.time_to_train_s < pt->best.time_to_train_s;
+				dominated = le && lt;
+			}
+			if (dominated)
+				continue;
+			char t[32];
+			duration_text(pt->best.time_to_train_s, t, sizeof(t));
+			printf("  %-12s %6lld GPUs  %12s  %10.0f GPU-hours\n", req.hardware[pt->hw], (long long)pt->gpus, t,
+			       pt->best.gpu_hours);
+		}
+		bool priced = true;
+		for (int h = 0; h < nh; h++)
+			priced &= req.price[h] >= 0;
+		if (priced) {
+			printf("\nfront: time to train vs cost (no other plan is faster for as little)\n");
+			for (int i = 0; i < res.n_points; i++) {
+				const rm_plan_point *pt = &res.points[i];
+				if (!pt->have_best)
+					continue;
+				bool dominated = false;
+				for (int j = 0; j < res.n_points && !dominated; j++) {
+					const rm_plan_point *o = &res.points[j];
+					if (j == i || !o->have_best)
+						continue;
+					bool le = o->best.cost <= pt->best.cost && o->best.time_to_train_s <= pt->best.time_to_train_s;
+					bool lt = o->best.cost < pt->best.cost || o->best.time_to_train_s < pt->best.time_to_train_s;
+					dominated = le && lt;
+				}
+				if (dominated)
+					continue;
+				char t[32];
+				duration_text(pt->best.time_to_train_s, t, sizeof(t));
+				printf("  %-12s %6lld GPUs  %12s  cost %12.0f\n", req.hardware[pt->hw], (long long)pt->gpus, t,
+				       pt->best.cost);
+			}
+		}
+	}
+out:
+	free(plans);
+	rm_plan_result_finish(&res);
+	return rc;
+}

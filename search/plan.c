@@ -1,0 +1,577 @@
+/*
+ * Capacity planning (remora/plan.h): layouts per GPU count, one search per (hardware, GPU
+ * count), the constraint that picks the answer.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "remora/pipeline.h"
+#include "remora/plan.h"
+
+/* ---- parsing ---- */
+
+bool rm_plan_parse_tokens(const char *text, double *tokens, rm_error *err)
+{
+	char *end = NULL;
+	double v = text ? strtod(text, &end) : NAN;
+	double scale = 1;
+	if (end && *end) {
+		static const struct {
+			char c;
+			double scale;
+		} si[] = {{'K', 1e3}, {'M', 1e6}, {'B', 1e9}, {'G', 1e9}, {'T', 1e12}, {'P', 1e15}};
+		scale = 0;
+		for (size_t i = 0; i < RM_ARRAY_SIZE(si) && end[1] == '\0'; i++)
+			if (toupper((unsigned char)end[0]) == si[i].c)
+				scale = si[i].scale;
+	}
+	if (!end || end == text || scale == 0 || !(v * scale >= 1) || !(v * scale <= 1e18)) {
+		rm_error_set(err, RM_INVALID, NULL, 0, 0,
+			     "'%s' is not a token count: a number of 1 to 10^18 with an optional SI suffix (K, M, "
+			     "B or G, T, P: 15T = 15 x 10^12)",
+			     text ? text : "");
+		return false;
+	}
+	*tokens = v * scale;
+	return true;
+}
+
+bool rm_plan_parse_duration(const char *text, double *seconds, rm_error *err)
+{
+	char *end = NULL;
+	double v = text ? strtod(text, &end) : NAN;
+	double scale = 0;
+	if (end && end != text) {
+		static const struct {
+			const char *unit;
+			double s;
+		} units[] = {{"", 1},	     {"s", 1},	      {"m", 60},     {"min", 60}, {"h", 3600},
+			     {"d", 86400}, {"w", 604800}, {"day", 86400}, {"days", 86400}};
+		for (size_t i = 0; i < RM_ARRAY_SIZE(units); i++)
+			if (strcasecmp(end, units[i].unit) == 0)
+				scale = units[i].s;
+	}
+	if (scale == 0 || !(v > 0) || !isfinite(v * scale)) {
+		rm_error_set(err, RM_INVALID, NULL, 0, 0,
+			     "'%s' is not a duration: a positive number with s, m, h, d or w (30d, 36h)", text ? text : "");
+		return false;
+	}
+	*seconds = v * scale;
+	return true;
+}
+
+rm_plan_request rm_plan_request_default(void)
+{
+	rm_plan_request r;
+	memset(&r, 0, sizeof(r));
+	for (int i = 0; i < RM_PLAN_MAX_HW; i++)
+		r.price[i] = -1;
+	snprintf(r.runtime, sizeof(r.runtime), "fsdp2");
+	return r;
+}
+
+int rm_plan_default_policies(const char *runtime, char (*out)[256], int cap)
+{
+	/* fsdp2: full AC, torchtitan's op-level SAC (every second matmul and SDPA's output saved:
+	 * torchtitan/models/llama3/parallelize_llama.py _save_list), no AC; xla: JAX's built-ins
+	 * MaxText users pick from; megatron: its two recompute granularities, and none */
+	static const char *const fsdp2[] = {
+		"nothing_saveable",
+		"save_only_these_names('dot_attention_query', 'dot_attention_value', 'dot_mlp_gate', 'dot_mlp_out', "
+		"'attention_context')",
+		"everything_saveable"};
+	static const char *const xla[] = {"nothing_saveable", "dots_with_no_batch_dims_saveable", "everything_saveable"};
+	static const char *const megatron[] = {"megatron:full", "megatron:selective", "everything_saveable"};
+	const char *const *list = fsdp2;
+	if (runtime && strcasecmp(runtime, "xla") == 0)
+		list = xla;
+	else if (runtime && strcasecmp(runtime, "megatron") == 0)
+		list = megatron;
+	int n = 0;
+	for (int i = 0; i < 3 && n < cap; i++)
+		snprintf(out[n++], 256, "%s", list[i]);
+	return n;
+}
+
+/* ---- layouts ---- */
+
+static bool divides(int64_t d, int64_t n)
+{
+	return d > 0 && n % d == 0;
+}
+
+static bool listed(const int64_t *list, int n, int64_t v)
+{
+	if (n <= 0)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (list[i] == v)
+			return true;
+	return false;
+}
+
+int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, const rm_plan_request *req,
+		    char (*out)[256], int cap)
+{
+	const rm_model_config *m = &res->model;
+	int64_t seq = res->train.seq_len;
+	bool moe = m->experts > 0;
+	int n = 0;
+	static const int64_t tps[] = {1, 2, 4, 8};
+	static const int64_t pps[] = {1, 2, 3, 4, 6, 7, 8, 9, 12, 14, 16};
+	static const int64_t cps[] = {1, 2, 4, 8};
+	for (size_t a = 0; a < RM_ARRAY_SIZE(tps); a++) {
+		int64_t tp = tps[a];
+		if ((req && !listed(req->tp, req->n_tp, tp)) || tp > gpn || !divides(tp, gpus) || !divides(tp, m->heads) || !divides(tp, m->kv_heads) ||
+		    (m->ffn > 0 && !divides(tp, m->ffn)))
+			continue;
+		for (size_t b = 0; b < RM_ARRAY_SIZE(pps); b++) {
+			int64_t pp = pps[b];
+			if ((req && !listed(req->pp, req->n_pp, pp)) || !divides(pp, m->layers) || !divides(tp * pp, gpus))
+				continue;
+			for (size_t c = 0; c < RM_ARRAY_SIZE(cps); c++) {
+				int64_t cp = cps[c];
+				/* context parallelism pays for long sequences only (torchtitan and
+				 * Megatron-LM use it from 32k tokens) */
+				if ((cp > 1 && seq < 32768) || !divides(cp, seq) || !divides(tp * pp * cp, gpus) ||
+				    tp * cp > gpn)
+					continue;
+				int64_t dp = gpus / (tp * pp * cp);
+				/* the FSDP group: every data-parallel GPU, or (HSDP) the data-parallel
+				 * GPUs of one node, replicated over the others */
+				int64_t in_node = gpn / (tp * cp);
+				int64_t shards[2] = {dp, in_node >= 1 && in_node < dp && dp % in_node == 0 ? in_node : 0};
+				for (int d = 0; d < 2; d++) {
+					int64_t fsdp = shards[d];
+					if (fsdp < 1)
+						continue;
+					int64_t rep = dp / fsdp;
+					if (moe && !divides(fsdp, m->experts))
+						continue;
+					if (n >= cap)
+						return n;
+					int u = snprintf(out[n], 256,
+							 "parallelism.tp=%lld parallelism.sp=%s parallelism.pp=%lld "
+							 "parallelism.cp=%lld parallelism.fsdp=%lld parallelism.dp_replicate=%lld",
+							 (long long)tp, tp > 1 ? "true" : "false", (long long)pp, (long long)cp,
+							 (long long)fsdp, (long long)rep);
+					if (moe && u > 0 && u < 256)
+						snprintf(out[n] + u, (size_t)(256 - u), " parallelism.ep=%lld", (long long)fsdp);
+					n++;
+				}
+			}
+		}
+	}
+	return n;
+}
+
+/* ---- the run ---- */
+
+static rm_status set_all(rm_scenario *sc, rm_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static rm_status set_all(rm_scenario *sc, rm_error *err, const char *fmt, ...)
+{
+	char buf[1400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return rm_scenario_set(sc, buf, err);
+}
+
+/* Applies an override string ("KEY=VALUE KEY=VALUE") to sc. */
+static rm_status apply_layout(rm_scenario *sc, const char *layout, rm_error *err)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", layout);
+	for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		rm_status st = rm_scenario_set(sc, t, err);
+		if (st != RM_OK)
+			return st;
+	}
+	return RM_OK;
+}
+
+/* The base scenario of one (hardware, GPU count): model, hardware, cluster, training, runtime. */
+static rm_status base_scenario(const rm_plan_request *req, int hw, int64_t gpus, int gpn, rm_scenario *sc,
+			       rm_error *err)
+{
+	rm_scenario_init(sc);
+	int64_t per_node = gpus < gpn ? gpus : gpn;
+	int64_t seq = req->seq_len > 0 ? req->seq_len : 8192;
+	rm_status st = set_all(sc, err, "model=%s", req->model);
+	if (st == RM_OK)
+		st = set_all(sc, err, "hardware=%s", req->hardware[hw]);
+	if (st == RM_OK)
+		st = set_all(sc, err, "cluster.gpus_per_node=%lld", (long long)per_node);
+	if (st == RM_OK)
+		st = set_all(sc, err, "cluster.nodes=%lld", (long long)(gpus / per_node));
+	if (st == RM_OK)
+		st = set_all(sc, err, "training.seq_len=%lld", (long long)seq);
+	if (st == RM_OK)
+		st = set_all(sc, err, "scheduler.mode=%s", req->runtime[0] ? req->runtime : "fsdp2");
+	if (st == RM_OK && strcasecmp(req->runtime, "xla") != 0)
+		st = set_all(sc, err, "remat.scan=false");
+	return st;
+}
+
+/* The global batch a request asks for, in sequences: the given one, or 4 Mi tokens' worth
+ * (Llama 3's initial batch: 4M tokens; Dubey et al. 2024, section 3.4.1). */
+static int64_t global_batch_of(const rm_plan_request *req)
+{
+	int64_t seq = req->seq_len > 0 ? req->seq_len : 8192;
+	if (req->global_batch_min > 0)
+		return req->global_batch_min;
+	int64_t gb = (INT64_C(4) << 20) / seq;
+	return gb > 0 ? gb : 1;
+}
+
+typedef struct layout_acc {
+	const rm_plan_point *pt;
+	rm_plan_row *rows;
+	bool *have;
+} layout_acc;
+
+/* Best candidate per layout: the fastest that fits, else the one with the least peak memory. */
+static void take_row(const rm_candidate_result *r, void *user)
+{
+	layout_acc *a = user;
+	for (int i = 0; i < a->pt->n_layouts; i++) {
+		rm_plan_row *row = &a->rows[i];
+		if (strcmp(row->layout, r->c.parallelism) != 0 || !r->ok)
+			continue;
+		bool better;
+		if (!a->have[i])
+			better = true;
+		else if (r->fits != row->r.fits)
+			better = r->fits;
+		else if (r->fits)
+			better = r->tokens_per_s_per_gpu > row->r.tokens_per_s_per_gpu;
+		else
+			better = r->peak_memory_bytes < row->r.peak_memory_bytes;
+		if (better) {
+			row->r = *r;
+			a->have[i] = true;
+		}
+	}
+}
+
+static void derive(const rm_plan_request *req, rm_plan_row *row)
+{
+	double tps = row->r.tokens_per_s_per_gpu;
+	row->time_to_train_s = req->tokens > 0 && tps > 0 ? req->tokens / (tps * (double)row->gpus) : 0;
+	row->gpu_hours = (double)row->gpus * row->time_to_train_s / 3600.0;
+	row->cost = req->price[row->hw] >= 0 ? row->gpu_hours * req->price[row->hw] : -1;
+}
+
+/* Reads the degrees back from a resolved layout. */
+static void fill_degrees(rm_plan_row *row, const rm_scenario_resolved *res)
+{
+	const rm_train_config *t = &res->train;
+	row->tp = t->tp;
+	row->sp = t->sp;
+	row->pp = t->pp;
+	row->cp = t->cp;
+	row->ep = t->ep;
+	row->fsdp = t->fsdp;
+	row->dp_replicate = t->dp_replicate;
+	row->grad_accum = t->grad_accum;
+	int64_t dp = t->fsdp * (t->dp_replicate > 0 ? t->dp_replicate : 1);
+	row->global_batch = t->micro_batch * t->grad_accum * dp;
+}
+
+static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver, const rm_plan_options *opt, int hw,
+			    int64_t gpus, int gpn, rm_plan_point *pt, rm_error *err)
+{
+	memset(pt, 0, sizeof(*pt));
+	pt->hw = hw;
+	pt->gpus = gpus;
+	rm_scenario *sc = rm_new(rm_scenario, 1);
+	rm_status st = base_scenario(req, hw, gpus, gpn, sc, err);
+	int64_t gb = global_batch_of(req);
+	/* the model's shape for the layouts: the base as FSDP over every GPU, without the global
+	 * batch (resolving only reads the model and the sequence here; the degrees come from each
+	 * layout) */
+	rm_scenario_resolved probe;
+	if (st == RM_OK) {
+		bool q = rm_log_thread_quiet(true);
+		st = rm_scenario_resolve(sc, resolver, &probe, err);
+		rm_log_thread_quiet(q);
+	}
+	if (st == RM_OK) {
+		st = set_all(sc, err, "training.global_batch=%lld", (long long)gb);
+		if (st != RM_OK)
+			rm_scenario_resolved_finish(&probe);
+	}
+	if (st != RM_OK) {
+		free(sc);
+		return st;
+	}
+	char(*layouts)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS, 256);
+	int n = rm_plan_layouts(&probe, gpus, gpn, req, layouts, RM_PLAN_MAX_LAYOUTS);
+	rm_scenario_resolved_finish(&probe);
+	/* which layouts resolve (the scenario's own checks: degrees against heads, layers, batch) */
+	pt->layouts = rm_new(rm_plan_row, (size_t)(n > 0 ? n : 1));
+	pt->rejected = rm_xcalloc((size_t)(n > 0 ? n : 1), 256);
+	pt->rejected_why = rm_xcalloc((size_t)(n > 0 ? n : 1), 256);
+	bool was_quiet = rm_log_thread_quiet(true);
+	for (int i = 0; i < n; i++) {
+		rm_scenario v = *sc;
+		rm_error e;
+		rm_error_clear(&e);
+		rm_scenario_resolved r;
+		rm_status vs = apply_layout(&v, layouts[i], &e);
+		if (vs == RM_OK)
+			vs = rm_scenario_resolve(&v, resolver, &r, &e);
+		if (vs != RM_OK) {
+			snprintf(pt->rejected[pt->n_rejected], 256, "%s", layouts[i]);
+			snprintf(pt->rejected_why[pt->n_rejected], 256, "%s", e.msg);
+			pt->n_rejected++;
+			continue;
+		}
+		rm_plan_row *row = &pt->layouts[pt->n_layouts++];
+		memset(row, 0, sizeof(*row));
+		row->hw = hw;
+		row->gpus = gpus;
+		row->nodes = (gpus + gpn - 1) / gpn;
+		snprintf(row->layout, sizeof(row->layout), "%s", layouts[i]);
+		fill_degrees(row, &r);
+		rm_scenario_resolved_finish(&r);
+	}
+	rm_log_thread_quiet(was_quiet);
+	free(layouts);
+	if (pt->n_layouts == 0) {
+		free(sc);
+		return RM_OK;
+	}
+	/* one search: the first layout as the base, all of them as its parallelism variants */
+	st = apply_layout(sc, pt->layouts[0].layout, err);
+	char pol[16][256];
+	int np = req->n_policies > 0 ? req->n_policies : rm_plan_default_policies(req->runtime, pol, 16);
+	for (int i = 0; i < np; i++)
+		snprintf(sc->search_policies[i], sizeof(sc->search_policies[0]), "%s",
+			 req->n_policies > 0 ? req->policies[i] : pol[i]);
+	sc->n_search_policies = np;
+	if (st == RM_OK)
+		st = set_all(sc, err, "remat.policy=%s", sc->search_policies[0]);
+	static const int64_t mbs[] = {1, 2, 4, 8};
+	sc->n_search_micro_batches = 0;
+	for (size_t i = 0; i < RM_ARRAY_SIZE(mbs); i++)
+		sc->search_micro_batches[sc->n_search_micro_batches++] = mbs[i];
+	sc->search_include_ideal = false; /* plans run on real runtimes only */
+	sc->n_search_parallelism = 0;
+	for (int i = 0; i < pt->n_layouts; i++)
+		snprintf(sc->search_parallelism[sc->n_search_parallelism++], sizeof(sc->search_parallelism[0]), "%s",
+			 pt->layouts[i].layout);
+	if (st != RM_OK) {
+		free(sc);
+		return st;
+	}
+	if (opt && opt->progress) {
+		char what[256];
+		snprintf(what, sizeof(what), "%s, %lld GPUs: %d layouts x %d policies x %d micro-batches", req->hardware[hw],
+			 (long long)gpus, pt->n_layouts, np, sc->n_search_micro_batches);
+		opt->progress(what, opt->user);
+	}
+	was_quiet = rm_log_thread_quiet(true);
+	rm_search *s = rm_search_create(sc, resolver, err);
+	rm_log_thread_quiet(was_quiet);
+	free(sc);
+	if (!s)
+		return err->status;
+	rm_search_options so = {.db_path = opt ? opt->db_path : NULL, .jobs = opt && opt->jobs > 0 ? opt->jobs : 1};
+	rm_search_progress prog;
+	st = rm_search_run(s, &so, &prog, err);
+	if (st == RM_OK) {
+		bool *have = rm_new(bool, (size_t)pt->n_layouts);
+		layout_acc acc = {pt, pt->layouts, have};
+		st = rm_search_each(s, take_row, &acc, err);
+		for (int i = 0; i < pt->n_layouts; i++) {
+			rm_plan_row *row = &pt->layouts[i];
+			if (!have[i])
+				row->r.ok = false;
+			row->r.c.parallelism[0] = '\0';
+			snprintf(row->r.c.parallelism, sizeof(row->r.c.parallelism), "%s", row->layout);
+			if (row->r.ok) {
+				/* the winner's micro-batch sets the accumulation of the fixed global batch */
+				int64_t dp = row->fsdp * (row->dp_replicate > 0 ? row->dp_replicate : 1);
+				row->grad_accum = row->r.c.micro_batch > 0 && dp > 0 ? gb / (row->r.c.micro_batch * dp) : 0;
+				row->global_batch = gb;
+			}
+			derive(req, row);
+			if (have[i] && row->r.fits &&
+			    (!pt->have_best || row->r.tokens_per_s_per_gpu > pt->best.r.tokens_per_s_per_gpu)) {
+				pt->best = *row;
+				pt->have_best = true;
+			}
+		}
+		free(have);
+		/* pipelined layouts: the bubble and each stage's peak, from the winner's pipeline */
+		for (int i = 0; i < pt->n_layouts; i++) {
+			rm_plan_row *row = &pt->layouts[i];
+			if (!row->r.ok || row->pp < 2)
+				continue;
+			rm_scenario_resolved res;
+			rm_error e;
+			rm_error_clear(&e);
+			bool q = rm_log_thread_quiet(true);
+			if (rm_search_resolve_candidate(s, &row->r.c, &res, &e) == RM_OK) {
+				rm_pp_run *pr = rm_new(rm_pp_run, 1);
+				if (rm_pp_run_scenario(&res, pr, &e) == RM_OK) {
+					row->bubble_fraction = pr->sched.bubble_fraction;
+					row->n_stages = pr->stages < 16 ? pr->stages : 16;
+					for (int k = 0; k < row->n_stages; k++)
+						row->stage_peak_bytes[k] = pr->peak_bytes[k];
+				}
+				free(pr);
+				rm_scenario_resolved_finish(&res);
+			}
+			rm_log_thread_quiet(q);
+			if (pt->have_best && strcmp(pt->best.layout, row->layout) == 0)
+				pt->best = *row;
+		}
+	}
+	rm_search_destroy(s);
+	return st;
+}
+
+/* GPUs per node of hardware hw: the request's, or its profile's. */
+static int64_t gpn_of(const rm_plan_request *req, rm_hw_resolver resolver, int hw, rm_error *err)
+{
+	if (req->gpus_per_node > 0)
+		return req->gpus_per_node;
+	rm_hw_profile p;
+	if (resolver) {
+		if (resolver(req->hardware[hw], NULL, 1, 1, &p, NULL, err) != RM_OK)
+			return -1;
+	} else {
+		const rm_hw_profile *f = rm_hw_profile_find(req->hardware[hw], err);
+		if (!f)
+			return -1;
+		p = *f;
+	}
+	return p.gpus_per_node > 0 ? p.gpus_per_node : 8;
+}
+
+rm_status rm_plan_run(const rm_plan_request *req, rm_hw_resolver resolver, const rm_plan_options *opt,
+		      rm_plan_result *out, rm_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < RM_PLAN_MAX_HW; i++)
+		out->chosen[i] = -1;
+	if (!req->model[0])
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "plan: no model (a preset name or a config.json)");
+	if (req->n_hardware < 1)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "plan: no hardware (e.g. h100-sxm,h200-sxm)");
+	if (req->budget > 0)
+		for (int h = 0; h < req->n_hardware; h++)
+			if (req->price[h] < 0)
+				return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+						    "plan: a budget needs a price per GPU-hour for every hardware; %s has "
+						    "none (--price %s=2.5)",
+						    req->hardware[h], req->hardware[h]);
+	if ((req->deadline_s > 0 || req->budget > 0) && req->tokens <= 0)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+				    "plan: a deadline or a budget needs a token budget (--tokens 15T)");
+	int cap = req->n_hardware * (req->n_gpus > 0 ? req->n_gpus : 16);
+	out->points = rm_new(rm_plan_point, (size_t)cap);
+	for (int h = 0; h < req->n_hardware; h++) {
+		int64_t gpn = gpn_of(req, resolver, h, err);
+		if (gpn < 1)
+			return err->status ? err->status : RM_INVALID;
+		out->gpn[h] = gpn;
+		int64_t ladder[RM_PLAN_MAX_GPUS];
+		int nl = 0;
+		if (req->n_gpus > 0) {
+			for (int i = 0; i < req->n_gpus; i++) {
+				int64_t g = req->gpus[i];
+				if (g < 1 || (g > gpn && g % gpn != 0))
+					return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+							    "plan: %lld GPUs is not a whole number of %s nodes of %lld",
+							    (long long)g, req->hardware[h], (long long)gpn);
+				ladder[nl++] = g;
+			}
+		} else {
+			int64_t top = req->max_gpus > 0 ? req->max_gpus : (req->deadline_s > 0 || req->budget > 0 ? 16384 : 4096);
+			for (int64_t g = gpn; g <= top && nl < RM_PLAN_MAX_GPUS; g *= 2)
+				ladder[nl++] = g;
+		}
+		int first = out->n_points;
+		for (int i = 0; i < nl; i++) {
+			rm_plan_point *pt = &out->points[out->n_points];
+			rm_status st = plan_point(req, resolver, opt, h, ladder[i], (int)gpn, pt, err);
+			out->n_points++;
+			if (st != RM_OK)
+				return st;
+			/* the ladder stops once the constraint is answered */
+			if (req->n_gpus == 0 && pt->have_best) {
+				if (req->deadline_s > 0 && pt->best.time_to_train_s <= req->deadline_s)
+					break;
+				if (req->budget > 0 && pt->best.cost > req->budget && i > 0 &&
+				    out->points[out->n_points - 2].have_best &&
+				    out->points[out->n_points - 2].best.cost > req->budget)
+					break;
+			}
+		}
+		/* the answer per hardware */
+		int chosen = -1;
+		for (int i = first; i < out->n_points; i++) {
+			const rm_plan_point *pt = &out->points[i];
+			if (!pt->have_best)
+				continue;
+			const rm_plan_row *b = &pt->best;
+			const rm_plan_row *c = chosen >= 0 ? &out->points[chosen].best : NULL;
+			if (req->deadline_s > 0) {
+				if (b->time_to_train_s <= req->deadline_s && !c)
+					chosen = i; /* the fewest GPUs that make it */
+			} else if (req->budget > 0) {
+				if (b->cost <= req->budget && (!c || b->time_to_train_s < c->time_to_train_s))
+					chosen = i; /* the fastest within the budget */
+			} else if (req->tokens > 0) {
+				if (!c || b->gpu_hours < c->gpu_hours)
+					chosen = i; /* the least GPU-hours */
+			} else if (!c || b->r.tokens_per_s_per_gpu * (double)b->gpus >
+						 c->r.tokens_per_s_per_gpu * (double)c->gpus) {
+				chosen = i; /* the most tokens per second */
+			}
+		}
+		out->chosen[h] = chosen;
+		if (chosen < 0) {
+			const rm_plan_point *last = out->n_points > first ? &out->points[out->n_points - 1] : NULL;
+			const rm_plan_point *fastest = NULL;
+			for (int i = first; i < out->n_points; i++)
+				if (out->points[i].have_best &&
+				    (!fastest || out->points[i].best.time_to_train_s < fastest->best.time_to_train_s))
+					fastest = &out->points[i];
+			if (!fastest)
+				snprintf(out->why_none[h], sizeof(out->why_none[h]),
+					 "no layout fits on %s up to %lld GPUs", req->hardware[h],
+					 (long long)(last ? last->gpus : 0));
+			else if (req->deadline_s > 0)
+				snprintf(out->why_none[h], sizeof(out->why_none[h]),
+					 "no plan within the deadline up to %lld GPUs: the fastest takes %.1f days on %lld",
+					 (long long)(last ? last->gpus : 0), fastest->best.time_to_train_s / 86400.0,
+					 (long long)fastest->gpus);
+			else
+				snprintf(out->why_none[h], sizeof(out->why_none[h]),
+					 "no plan within the budget: the cheapest costs %.0f on %lld GPUs", fastest->best.cost,
+					 (long long)fastest->gpus);
+		}
+	}
+	return RM_OK;
+}
+
+void rm_plan_result_finish(rm_plan_result *r)
+{
+	for (int i = 0; i < r->n_points; i++) {
+		free(r->points[i].layouts);
+		free(r->points[i].rejected);
+		free(r->points[i].rejected_why);
+	}
+	free(r->points);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,310 @@
+/*
+ * Capacity planning (remora/plan.h): token and duration parsing, the layouts tried per GPU count,
+ * the arithmetic of a plan, and that a plan is a simulated step `simulate` reproduces.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "remora/plan.h"
+#include "scenario_run.h"
+
+Test(plan, token_counts_take_si_suffixes)
+{
+	rm_error err;
+	double t = 0;
+	cr_assert(rm_plan_parse_tokens("15T", &t, &err));
+	cr_assert_eq(t, 15e12);
+	cr_assert(rm_plan_parse_tokens("1t", &t, &err) && t == 1e12);
+	cr_assert(rm_plan_parse_tokens("300B", &t, &err) && t == 300e9);
+	cr_assert(rm_plan_parse_tokens("2.5G", &t, &err) && t == 2.5e9);
+	cr_assert(rm_plan_parse_tokens("1.5e12", &t, &err) && t == 1.5e12);
+	cr_assert(rm_plan_parse_tokens("40K", &t, &err) && t == 40e3);
+	const char *bad[] = {"", "T", "-1T", "1X", "1e19", "0", "15TB", "nan"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rm_error_clear(&err);
+		cr_assert_not(rm_plan_parse_tokens(bad[i], &t, &err), "'%s' parsed", bad[i]);
+		cr_assert(strstr(err.msg, "is not a token count"), "%s", err.msg);
+	}
+}
+
+Test(plan, durations_take_units)
+{
+	rm_error err;
+	double s = 0;
+	cr_assert(rm_plan_parse_duration("30d", &s, &err) && s == 30 * 86400.0);
+	cr_assert(rm_plan_parse_duration("36h", &s, &err) && s == 36 * 3600.0);
+	cr_assert(rm_plan_parse_duration("90m", &s, &err) && s == 5400.0);
+	cr_assert(rm_plan_parse_duration("2w", &s, &err) && s == 2 * 604800.0);
+	cr_assert(rm_plan_parse_duration("3600", &s, &err) && s == 3600.0);
+	const char *bad[] = {"", "0d", "-1h", "1y", "d", "3 d"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rm_error_clear(&err);
+		cr_assert_not(rm_plan_parse_duration(bad[i], &s, &err), "'%s' parsed", bad[i]);
+		cr_assert(strstr(err.msg, "is not a duration"), "%s", err.msg);
+	}
+}
+
+static void resolve_text(const char *text, rm_scenario_resolved *res)
+{
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, res, &err), RM_OK, "%s", err.msg);
+}
+
+/*
+ * Llama-3-8B (32 heads, 8 key/value heads, ffn 14336, 32 layers) on 16 GPUs, 8 a node, seq 8192
+ * (no CP). tp in {1, 2, 4, 8}; pp a divisor of 32 in the list with tp x pp | 16; the FSDP group
+ * every data-parallel GPU (dp = 16 / (tp pp)), plus HSDP with the 8 / tp GPUs of a node when dp
+ * spans nodes: tp 1: pp 1 (16, 8 x 2), pp 2, 4, 8, 16: 6; tp 2: pp 1 (8, 4 x 2), pp 2, 4, 8: 5;
+ * tp 4: pp 1 (4, 2 x 2), pp 2, 4: 4; tp 8: pp 1 (2, 1 x 2), pp 2: 3. 18 in all.
+ */
+Test(plan, layouts_of_16_gpus)
+{
+	rm_scenario_resolved res;
+	resolve_text("model: llama-3-8b\ncluster: {gpus_per_node: 8, nodes: 2}\ntraining: {seq_len: 8192}\n", &res);
+	char out[64][256];
+	int n = rm_plan_layouts(&res, 16, 8, NULL, out, 64);
+	cr_assert_eq(n, 18);
+	cr_assert_str_eq(out[0], "parallelism.tp=1 parallelism.sp=false parallelism.pp=1 parallelism.cp=1 "
+				 "parallelism.fsdp=16 parallelism.dp_replicate=1");
+	cr_assert_str_eq(out[1], "parallelism.tp=1 parallelism.sp=false parallelism.pp=1 parallelism.cp=1 "
+				 "parallelism.fsdp=8 parallelism.dp_replicate=2");
+	cr_assert_str_eq(out[17], "parallelism.tp=8 parallelism.sp=true parallelism.pp=2 parallelism.cp=1 "
+				  "parallelism.fsdp=1 parallelism.dp_replicate=1");
+	/* narrowed to TP 8: its 3 */
+	rm_plan_request req = rm_plan_request_default();
+	req.n_tp = 1;
+	req.tp[0] = 8;
+	cr_assert_eq(rm_plan_layouts(&res, 16, 8, &req, out, 64), 3);
+	/* the cap bounds the list */
+	cr_assert_eq(rm_plan_layouts(&res, 16, 8, NULL, out, 5), 5);
+	rm_scenario_resolved_finish(&res);
+
+	/* 32768 tokens: context parallelism too (cp in 2, 4, 8 with tp x cp inside the node) */
+	resolve_text("model: llama-3-8b\ncluster: {gpus_per_node: 8, nodes: 2}\ntraining: {seq_len: 32768}\n", &res);
+	req.n_tp = 1;
+	req.tp[0] = 1;
+	req.n_pp = 1;
+	req.pp[0] = 1;
+	n = rm_plan_layouts(&res, 16, 8, &req, out, 64);
+	/* cp 1: dp 16 (16, 8 x 2); cp 2: dp 8 (8, 4 x 2); cp 4: dp 4 (4, 2 x 2); cp 8: dp 2 (2, 1 x 2) */
+	cr_assert_eq(n, 8);
+	cr_assert(strstr(out[6], "parallelism.cp=8 parallelism.fsdp=2 parallelism.dp_replicate=1"), "%s", out[6]);
+	rm_scenario_resolved_finish(&res);
+}
+
+/* Llama-2-7B on one node of 8 H100s, 1e9 tokens of seq 1024, global batch 64, full AC only,
+ * TP 1 or 2 without PP: FSDP 8 and TP 2 x FSDP 4 (and TP 2 x HSDP is no layout: dp 4 fits in
+ * the node). */
+static rm_plan_request small_request(void)
+{
+	rm_plan_request req = rm_plan_request_default();
+	snprintf(req.model, sizeof(req.model), "llama-2-7b");
+	req.n_hardware = 1;
+	snprintf(req.hardware[0], sizeof(req.hardware[0]), "h100-sxm");
+	req.price[0] = 2.5;
+	req.tokens = 1e9;
+	req.n_gpus = 1;
+	req.gpus[0] = 8;
+	req.seq_len = 1024;
+	req.global_batch_min = req.global_batch_max = 64;
+	req.n_tp = 2;
+	req.tp[0] = 1;
+	req.tp[1] = 2;
+	req.n_pp = 1;
+	req.pp[0] = 1;
+	req.n_policies = 1;
+	snprintf(req.policies[0], sizeof(req.policies[0]), "nothing_saveable");
+	return req;
+}
+
+/* time to train = tokens / (tokens/s per GPU x GPUs), GPU-hours = GPUs x time / 3600, cost =
+ * GPU-hours x price; the plan is the fastest layout that fits; and simulating its scenario gives
+ * its tokens/s. */
+Test(plan, arithmetic_and_simulate_agree, .timeout = 120)
+{
+	rm_plan_request req = small_request();
+	rm_plan_result res;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.n_points, 1);
+	const rm_plan_point *pt = &res.points[0];
+	cr_assert_eq(pt->n_layouts, 2);
+	cr_assert_eq(res.chosen[0], 0);
+	cr_assert(pt->have_best);
+	const rm_plan_row *b = &pt->best;
+	cr_assert(b->r.fits);
+	double tps = b->r.tokens_per_s_per_gpu;
+	cr_assert_float_eq(b->time_to_train_s, 1e9 / (tps * 8), 1e-9 * b->time_to_train_s);
+	cr_assert_float_eq(b->gpu_hours, 8 * b->time_to_train_s / 3600, 1e-12 * b->gpu_hours);
+	cr_assert_float_eq(b->cost, 2.5 * b->gpu_hours, 1e-12 * b->cost);
+	for (int i = 0; i < pt->n_layouts; i++)
+		if (pt->layouts[i].r.fits)
+			cr_assert_geq(tps, pt->layouts[i].r.tokens_per_s_per_gpu);
+	cr_assert_eq(b->global_batch, 64);
+	int64_t dp = b->fsdp * b->dp_replicate;
+	cr_assert_eq(b->grad_accum * b->r.c.micro_batch * dp, 64);
+
+	/* the winner's scenario, simulated */
+	char text[2048];
+	snprintf(text, sizeof(text),
+		 "model: llama-2-7b\nhardware: h100-sxm\ncluster: {gpus_per_node: 8, nodes: 1}\n"
+		 "training: {seq_len: 1024, micro_batch: %lld, global_batch: 64}\n"
+		 "parallelism: {tp: %lld, sp: %s, pp: 1, cp: 1, fsdp: %lld, dp_replicate: %lld}\n"
+		 "remat: {scan: false, policy: \"%s\"}\nscheduler: {mode: fsdp2}\n",
+		 (long long)b->r.c.micro_batch, (long long)b->tp, b->sp ? "true" : "false", (long long)b->fsdp,
+		 (long long)b->dp_replicate, b->r.c.policy);
+	/* as `remora simulate` runs it: the resolved scenario's cost model (its NCCL model) */
+	rm_scenario sc;
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "w.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved wr;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &wr, &err), RM_OK, "%s", err.msg);
+	rm_schedule_report rep;
+	rm_program *prog = rm_schedule_build(&wr.sched, &rep, &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	rm_sim_options opt = {.hw_queues = wr.hw_queues, .cost = wr.sched.cost};
+	rm_sim *sim = rm_sim_create(prog, &wr.hw, &opt, &err);
+	cr_assert_not_null(sim, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+	double got = rm_sim_get_metrics(sim)->tokens_per_s;
+	cr_assert_float_eq(got, tps, 1e-9 * tps, "simulate %g, plan %g", got, tps);
+	rm_sim_destroy(sim);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&wr);
+	rm_plan_result_finish(&res);
+}
+
+/* A candidate that does not fit is never a plan: Llama-3-70B on one node with nothing recomputed
+ * keeps far more than 80 GB per GPU. */
+Test(plan, nothing_fits_no_plan, .timeout = 120)
+{
+	rm_plan_request req = small_request();
+	snprintf(req.model, sizeof(req.model), "llama-3-70b");
+	snprintf(req.policies[0], sizeof(req.policies[0]), "everything_saveable");
+	req.seq_len = 8192;
+	req.n_tp = 1;
+	req.tp[0] = 8;
+	req.global_batch_min = req.global_batch_max = 8;
+	rm_plan_result res;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(res.n_points, 1);
+	cr_assert_not(res.points[0].have_best);
+	cr_assert_eq(res.chosen[0], -1);
+	cr_assert(res.points[0].n_layouts > 0);
+	for (int i = 0; i < res.points[0].n_layouts; i++)
+		cr_assert_not(res.points[0].layouts[i].r.fits && res.points[0].layouts[i].r.ok);
+	cr_assert(strstr(res.why_none[0], "no layout fits on h100-sxm"), "%s", res.why_none[0]);
+	rm_plan_result_finish(&res);
+}
+
+Test(plan, bad_requests)
+{
+	rm_plan_result res;
+	rm_error err;
+	rm_plan_request req = small_request();
+	req.model[0] = '\0';
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "no model"), "%s", err.msg);
+	rm_plan_result_finish(&res);
+
+	req = small_request();
+	req.n_hardware = 0;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "no hardware"), "%s", err.msg);
+	rm_plan_result_finish(&res);
+
+	req = small_request();
+	req.price[0] = -1;
+	req.budget = 1000;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "needs a price per GPU-hour"), "%s", err.msg);
+	rm_plan_result_finish(&res);
+
+	req = small_request();
+	req.gpus[0] = 12;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "12 GPUs is not a whole number of h100-sxm nodes of 8"), "%s", err.msg);
+	rm_plan_result_finish(&res);
+
+	req = small_request();
+	snprintf(req.hardware[0], sizeof(req.hardware[0]), "h100-nope");
+	rm_error_clear(&err);
+	cr_assert_neq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_OK);
+	cr_assert(strstr(err.msg, "h100-nope"), "%s", err.msg);
+	rm_plan_result_finish(&res);
+}
+
+static void keep_rows(const rm_candidate_result *r, void *user)
+{
+	rm_candidate_result *rows = user;
+	if (!r->c.as_written && r->c.micro_batch >= 1 && r->c.micro_batch <= 3)
+		rows[r->c.micro_batch - 1] = *r;
+}
+
+/* With training.global_batch, each searched micro-batch keeps the global batch: 64 sequences on
+ * 8 GPUs are 8 x 8, 4 x 2 micro-batches of 1 and 2 (the same step time as the scenario written
+ * with grad_accum 8 or 4), and 3 divides nothing: no candidate, with the reason. */
+Test(plan, search_keeps_the_global_batch, .timeout = 120)
+{
+	const char *text = "model: llama-2-7b\ntraining: {seq_len: 1024, global_batch: 64}\n"
+			   "remat: {scan: false}\nscheduler: {mode: fsdp2}\n"
+			   "search: {policies: [nothing_saveable], micro_batches: [1, 2, 3], include_ideal: false}\n";
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	rm_search *s = rm_search_create(&sc, NULL, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	rm_search_options opt = {.jobs = 1};
+	rm_search_progress prog;
+	cr_assert_eq(rm_search_run(s, &opt, &prog, &err), RM_OK, "%s", err.msg);
+	rm_candidate_result rows[3];
+	memset(rows, 0, sizeof(rows));
+	cr_assert_eq(rm_search_each(s, keep_rows, rows, &err), RM_OK);
+	cr_assert(rows[0].ok && rows[1].ok);
+	cr_assert_not(rows[2].ok);
+	cr_assert(strstr(rows[2].error, "global_batch 64 is not a multiple of micro_batch 3 x 8 data-parallel GPUs"), "%s",
+		  rows[2].error);
+	for (int mb = 1; mb <= 2; mb++) {
+		char t2[512];
+		snprintf(t2, sizeof(t2),
+			 "model: llama-2-7b\ntraining: {seq_len: 1024, micro_batch: %d, grad_accum: %d}\n"
+			 "remat: {scan: false, policy: nothing_saveable}\nscheduler: {mode: fsdp2}\n",
+			 mb, 8 / mb);
+		rm_scenario s2;
+		rm_scenario_init(&s2);
+		cr_assert_eq(rm_scenario_parse(t2, strlen(t2), "w.yaml", &s2, &err), RM_OK, "%s", err.msg);
+		rm_scenario_resolved wr;
+		cr_assert_eq(rm_scenario_resolve(&s2, NULL, &wr, &err), RM_OK, "%s", err.msg);
+		rm_schedule_report rep;
+		rm_program *prog2 = rm_schedule_build(&wr.sched, &rep, &err);
+		cr_assert_not_null(prog2, "%s", err.msg);
+		rm_sim_options so = {.hw_queues = wr.hw_queues, .cost = wr.sched.cost};
+		rm_sim *sim = rm_sim_create(prog2, &wr.hw, &so, &err);
+		cr_assert_not_null(sim, "%s", err.msg);
+		cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+		double step = rm_time_to_s(rm_sim_get_metrics(sim)->step_time);
+		cr_assert_float_eq(rows[mb - 1].step_time_s, step, 1e-9 * step, "mb %d: %g vs %g", mb,
+				   rows[mb - 1].step_time_s, step);
+		rm_sim_destroy(sim);
+		rm_program_destroy(prog2);
+		rm_schedule_report_finish(&rep);
+		rm_scenario_resolved_finish(&wr);
+	}
+	rm_search_destroy(s);
+}

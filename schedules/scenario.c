@@ -1347,7 +1347,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			return key_error(sc, "parallelism.virtual_stages", err, RM_UNSUPPORTED,
 					 "%s runs %lld dense layers before its mixture-of-experts ones: interleaved "
 					 "stages would mix the two kinds chunk by chunk, which is not modelled yet "
-					 "(1f1b and gpipe stages are priced by their own layers)",
+					 "(1f1b, gpipe and ZB-H1 stages are priced by their own layers)",
 					 out->model.name, (long long)out->model.dense_layers);
 		int64_t stage = out->gpus / pp;
 		if (stage < gpn ? gpn % stage != 0 : stage % gpn != 0)

@@ -383,7 +383,13 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 		return err->status;
 	rm_search_options so = {.db_path = opt ? opt->db_path : NULL, .jobs = opt && opt->jobs > 0 ? opt->jobs : 1};
 	rm_search_progress prog;
+	/* the candidates' warnings (a policy name a layer kind lacks, say) would repeat once per
+	 * candidate and thread: the rows carry what matters, their errors */
+	rm_log_level level = rm_log_get_level();
+	if (level > RM_LOG_ERROR)
+		rm_log_set_level(RM_LOG_ERROR);
 	st = rm_search_run(s, &so, &prog, err);
+	rm_log_set_level(level);
 	if (st == RM_OK) {
 		bool *have = rm_new(bool, (size_t)pt->n_layouts);
 		layout_acc acc = {pt, pt->layouts, have};

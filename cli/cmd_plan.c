@@ -42,6 +42,8 @@ static void plan_usage(FILE *out)
 		"      --pp LIST           only these pipeline degrees (default: divisors of the layers to 16)\n"
 		"      --max-gpus N        the top of the GPU-count ladder (default 4096; 16384 with a\n"
 		"                          deadline or budget)\n"
+		"      --scaling           then the answer's strong and weak scaling, one node up to\n"
+		"                          --max-gpus (the first hardware; TP and PP kept)\n"
 		"  -d, --db FILE           keep the sweeps in this SQLite file; a killed plan resumes\n"
 		"  -J, --jobs N            simulate on N threads (same results for any N)\n"
 		"  -k, --top K             alternatives shown per hardware (default 5)\n"
@@ -238,6 +240,73 @@ static void print_paste(const rm_plan_request *req, const rm_plan_row *r, int64_
 	printf("    scheduler: {mode: %s}\n", req->runtime);
 }
 
+/* One scaling curve: the answer's layout family at each GPU count (remat and micro-batch
+ * re-searched), strong (the global batch fixed) or weak (the batch per GPU fixed). */
+static rm_status scaling_run(const rm_plan_request *req, const rm_plan_row *w, int64_t gpn, bool weak,
+			     const rm_plan_options *opt, rm_plan_result *out, rm_error *err)
+{
+	rm_plan_request r = *req;
+	r.n_hardware = 1;
+	if (w->hw != 0) {
+		snprintf(r.hardware[0], sizeof(r.hardware[0]), "%s", req->hardware[w->hw]);
+		r.price[0] = req->price[w->hw];
+	}
+	r.n_tp = r.n_pp = 1;
+	r.tp[0] = w->tp;
+	r.pp[0] = w->pp;
+	r.deadline_s = r.budget = 0;
+	r.n_gpus = 0;
+	int64_t top = req->max_gpus > 0 ? req->max_gpus : 4096;
+	for (int64_t g = gpn; g <= top && r.n_gpus < RM_PLAN_MAX_GPUS; g *= 2)
+		r.gpus[r.n_gpus++] = g;
+	if (weak) {
+		r.global_batch_min = r.global_batch_max = w->global_batch;
+		r.weak_base_gpus = w->gpus;
+	}
+	return rm_plan_run(&r, rm_calib_hw_resolver, opt, out, err);
+}
+
+static void print_scaling(const char *title, const rm_plan_result *res)
+{
+	printf("\n%s\n", title);
+	printf("  %6s  %-34s %8s %9s %10s %6s %9s %10s\n", "GPUs", "layout", "mb x ga", "tok/s/GPU", "efficiency", "MFU",
+	       "exposed", "step s");
+	double base = 0;
+	for (int i = 0; i < res->n_points; i++) {
+		const rm_plan_point *pt = &res->points[i];
+		if (!pt->have_best) {
+			printf("  %6lld  %s\n", (long long)pt->gpus,
+			       pt->n_layouts ? "nothing fits"
+			       : pt->n_rejected ? pt->rejected_why[0]
+						: "no layout");
+			continue;
+		}
+		const rm_plan_row *b = &pt->best;
+		if (base <= 0)
+			base = b->r.tokens_per_s_per_gpu;
+		char lt[200], mb[32], ex[32];
+		layout_text(b, lt, sizeof(lt));
+		snprintf(mb, sizeof(mb), "%lld x %lld", (long long)b->r.c.micro_batch, (long long)b->grad_accum);
+		double step = b->r.step_time_s > 0 ? b->r.step_time_s : 1;
+		if (b->pp > 1)
+			snprintf(ex, sizeof(ex), "bubble %.0f%%", 100.0 * b->bubble_fraction);
+		else
+			snprintf(ex, sizeof(ex), "%.1f%%", 100.0 * b->r.exposed_comm_s / step);
+		printf("  %6lld  %-34s %8s %9.0f %9.1f%% %5.1f%% %9s %10.3f\n", (long long)b->gpus, lt, mb,
+		       b->r.tokens_per_s_per_gpu, 100.0 * b->r.tokens_per_s_per_gpu / base, 100.0 * b->r.mfu, ex,
+		       b->r.step_time_s);
+	}
+}
+
+static json_t *scaling_json(const rm_plan_request *req, const rm_plan_result *res)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < res->n_points; i++)
+		if (res->points[i].have_best)
+			json_array_append_new(arr, row_json(req, &res->points[i].best, false));
+	return arr;
+}
+
 int cli_cmd_plan(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -249,13 +318,14 @@ int cli_cmd_plan(int argc, char **argv)
 		{"max-gpus", required_argument, NULL, 'M'}, {"db", required_argument, NULL, 'd'},
 		{"jobs", required_argument, NULL, 'J'},     {"top", required_argument, NULL, 'k'},
 		{"tp", required_argument, NULL, 'T'},       {"pp", required_argument, NULL, 'L'},
+		{"scaling", no_argument, NULL, 'W'},
 		{"json", no_argument, NULL, 'j'},	    {"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	static const char *const shortopts = "t:H:g:D:B:P:S:b:r:p:d:J:k:jh";
 	rm_plan_request req = rm_plan_request_default();
 	const char *hardware = "h100-sxm", *prices = NULL, *db = NULL;
 	int64_t jobs = 1, top = 5, v = 0;
-	bool json = false;
+	bool json = false, scaling = false;
 	rm_error err;
 	rm_error_clear(&err);
 	int c;
@@ -346,6 +416,9 @@ int cli_cmd_plan(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'W':
+			scaling = true;
+			break;
 		case 'h':
 			plan_usage(stdout);
 			return CLI_EXIT_OK;
@@ -398,6 +471,27 @@ int cli_cmd_plan(int argc, char **argv)
 		rm_plan_result_finish(&res);
 		return cli_fail(&err);
 	}
+	rm_plan_result strong, weak;
+	memset(&strong, 0, sizeof(strong));
+	memset(&weak, 0, sizeof(weak));
+	const rm_plan_row *sw = NULL;
+	if (scaling) {
+		for (int h = 0; h < nh && !sw; h++)
+			if (res.chosen[h] >= 0)
+				sw = &res.points[res.chosen[h]].best;
+		if (!sw) {
+			rm_plan_result_finish(&res);
+			rm_error_set(&err, RM_INVALID, NULL, 0, 0, "plan --scaling: no plan to scale (%s)", res.why_none[0]);
+			return cli_fail(&err);
+		}
+		if (scaling_run(&req, sw, res.gpn[sw->hw], false, &opt, &strong, &err) != RM_OK ||
+		    scaling_run(&req, sw, res.gpn[sw->hw], true, &opt, &weak, &err) != RM_OK) {
+			rm_plan_result_finish(&strong);
+			rm_plan_result_finish(&weak);
+			rm_plan_result_finish(&res);
+			return cli_fail(&err);
+		}
+	}
 	/* every point's winner, in the objective's order */
 	const rm_plan_row **plans = rm_new(const rm_plan_row *, (size_t)(res.n_points + 1));
 	int np = 0;
@@ -433,6 +527,12 @@ int cli_cmd_plan(int argc, char **argv)
 			if (res.chosen[h] < 0)
 				json_object_set_new(none, req.hardware[h], json_string(res.why_none[h]));
 		json_object_set_new(doc, "no_plan", none);
+		if (sw) {
+			json_t *sc = json_object();
+			json_object_set_new(sc, "strong", scaling_json(&req, &strong));
+			json_object_set_new(sc, "weak", scaling_json(&req, &weak));
+			json_object_set_new(doc, "scaling", sc);
+		}
 		rc = cli_print_json(doc);
 		goto out;
 	}
@@ -572,7 +672,22 @@ int cli_cmd_plan(int argc, char **argv)
 			}
 		}
 	}
+	if (sw) {
+		char lt[200], title[512];
+		layout_text(sw, lt, sizeof(lt));
+		snprintf(title, sizeof(title),
+			 "strong scaling on %s: the global batch fixed at %lld sequences; TP %lld, PP %lld kept, the rest "
+			 "re-searched per count",
+			 req.hardware[sw->hw], (long long)sw->global_batch, (long long)sw->tp, (long long)sw->pp);
+		print_scaling(title, &strong);
+		snprintf(title, sizeof(title), "weak scaling on %s: %.3g sequences per GPU (%lld on %lld GPUs)",
+			 req.hardware[sw->hw], (double)sw->global_batch / (double)sw->gpus, (long long)sw->global_batch,
+			 (long long)sw->gpus);
+		print_scaling(title, &weak);
+	}
 out:
+	rm_plan_result_finish(&strong);
+	rm_plan_result_finish(&weak);
 	free(plans);
 	rm_plan_result_finish(&res);
 	return rc;

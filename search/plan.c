@@ -217,15 +217,18 @@ static rm_status base_scenario(const rm_plan_request *req, int hw, int64_t gpus,
 	return st;
 }
 
-/* The global batch a request asks for, in sequences: the given one, or 4 Mi tokens' worth
- * (Llama 3's initial batch: 4M tokens; Dubey et al. 2024, section 3.4.1). */
-static int64_t global_batch_of(const rm_plan_request *req)
+/* The global batch a request asks for at gpus GPUs, in sequences: the given one, or 4 Mi
+ * tokens' worth (Llama 3's initial batch: 4M tokens; Dubey et al. 2024, section 3.4.1); under
+ * weak scaling, that batch times gpus / weak_base_gpus. */
+static int64_t global_batch_of(const rm_plan_request *req, int64_t gpus)
 {
 	int64_t seq = req->seq_len > 0 ? req->seq_len : 8192;
-	if (req->global_batch_min > 0)
-		return req->global_batch_min;
-	int64_t gb = (INT64_C(4) << 20) / seq;
-	return gb > 0 ? gb : 1;
+	int64_t gb = req->global_batch_min > 0 ? req->global_batch_min : (INT64_C(4) << 20) / seq;
+	if (gb < 1)
+		gb = 1;
+	if (req->weak_base_gpus > 0)
+		gb = gb * gpus / req->weak_base_gpus > 0 ? gb * gpus / req->weak_base_gpus : 1;
+	return gb;
 }
 
 typedef struct layout_acc {
@@ -290,7 +293,7 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	pt->gpus = gpus;
 	rm_scenario *sc = rm_new(rm_scenario, 1);
 	rm_status st = base_scenario(req, hw, gpus, gpn, sc, err);
-	int64_t gb = global_batch_of(req);
+	int64_t gb = global_batch_of(req, gpus);
 	/* the model's shape for the layouts: the base as FSDP over every GPU, without the global
 	 * batch (resolving only reads the model and the sequence here; the degrees come from each
 	 * layout) */

@@ -5,16 +5,20 @@
  * train, GPU-hours and cost, what to paste, why the leading alternatives lose, and the front of
  * time to train against GPUs.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "remora/calib.h"
+#include "remora/file.h"
 #include "remora/json.h"
 #include "remora/plan.h"
 
@@ -44,6 +48,8 @@ static void plan_usage(FILE *out)
 		"                          deadline or budget)\n"
 		"      --scaling           then the answer's strong and weak scaling, one node up to\n"
 		"                          --max-gpus (the first hardware; TP and PP kept)\n"
+		"      --plot DIR          write time to train against GPUs (and cost against time, with\n"
+		"                          prices) as data, a gnuplot script and SVGs\n"
 		"  -d, --db FILE           keep the sweeps in this SQLite file; a killed plan resumes\n"
 		"  -J, --jobs N            simulate on N threads (same results for any N)\n"
 		"  -k, --top K             alternatives shown per hardware (default 5)\n"
@@ -307,6 +313,97 @@ static json_t *scaling_json(const rm_plan_request *req, const rm_plan_result *re
 	return arr;
 }
 
+/* ---- --plot DIR ---- */
+
+typedef struct plot_ctx {
+	const rm_plan_request *req;
+	const rm_plan_result *res;
+	bool priced;
+} plot_ctx;
+
+/* One block per hardware (gnuplot's index): GPUs, days to train, GPU-hours, cost. */
+static bool write_points(FILE *f, void *user, rm_error *err)
+{
+	(void)err;
+	const plot_ctx *p = user;
+	fprintf(f, "# one block per hardware: gpus time_to_train_days gpu_hours cost\n");
+	for (int h = 0; h < p->req->n_hardware; h++) {
+		fprintf(f, "# %s\n", p->req->hardware[h]);
+		for (int i = 0; i < p->res->n_points; i++) {
+			const rm_plan_point *pt = &p->res->points[i];
+			if (pt->hw == h && pt->have_best)
+				fprintf(f, "%lld %.6f %.3f %.3f\n", (long long)pt->gpus, pt->best.time_to_train_s / 86400.0,
+					pt->best.gpu_hours, pt->best.cost);
+		}
+		fprintf(f, "\n\n");
+	}
+	return true;
+}
+
+static bool write_plan_script(FILE *f, void *user, rm_error *err)
+{
+	(void)err;
+	const plot_ctx *p = user;
+	fprintf(f, "# gnuplot script written by remora plan; run: gnuplot plots.gp\n"
+		   "set terminal svg size 900,600 dynamic font 'sans,12' background '#ffffff'\n"
+		   "set grid\nset key top right\nset logscale x 2\nset logscale y\n"
+		   "set output 'time-to-train.svg'\n"
+		   "set title 'Time to train against GPUs (each point a simulated plan)'\n"
+		   "set xlabel 'GPUs'\nset ylabel 'days'\n");
+	fprintf(f, "plot");
+	for (int h = 0; h < p->req->n_hardware; h++)
+		fprintf(f, "%s 'points.dat' index %d using 1:2 with linespoints pt 7 title '%s'", h ? ", \\\n    " : " ", h,
+			p->req->hardware[h]);
+	fprintf(f, "\n");
+	if (p->priced) {
+		fprintf(f, "unset logscale\nset logscale y\nset output 'cost-vs-time.svg'\n"
+			   "set title 'Cost against time to train'\nset xlabel 'days'\nset ylabel 'cost'\nplot");
+		for (int h = 0; h < p->req->n_hardware; h++)
+			fprintf(f, "%s 'points.dat' index %d using 2:4 with linespoints pt 7 title '%s'",
+				h ? ", \\\n    " : " ", h, p->req->hardware[h]);
+		fprintf(f, "\n");
+	}
+	return true;
+}
+
+static int write_plan_plots(const char *dir, const rm_plan_request *req, const rm_plan_result *res, bool priced)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
+		return cli_fail(&err);
+	}
+	for (int h = 0; h < req->n_hardware; h++)
+		if (strchr(req->hardware[h], '\'') || strchr(req->hardware[h], '\n')) {
+			rm_error_set(&err, RM_INVALID, NULL, 0, 0, "--plot: the hardware name '%s' cannot be a plot title",
+				     req->hardware[h]);
+			return cli_fail(&err);
+		}
+	plot_ctx p = {req, res, priced};
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/points.dat", dir);
+	if (!rm_file_write(path, write_points, &p, &err))
+		return cli_fail(&err);
+	snprintf(path, sizeof(path), "%s/plots.gp", dir);
+	if (!rm_file_write(path, write_plan_script, &p, &err))
+		return cli_fail(&err);
+	int status = 0, rc = cli_run_gnuplot(dir, &status);
+	if (rc == ENOENT) {
+		rm_log_warn("gnuplot not found on PATH: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
+			    "gnuplot-nox) and run it there for the SVGs",
+			    dir);
+		return CLI_EXIT_OK;
+	}
+	if (rc != 0) {
+		rm_error_set(&err, RM_IO, dir, 0, 0, rc > 0 ? "cannot run gnuplot: %s" : "gnuplot failed on plots.gp%s",
+			     rc > 0 ? strerror(rc) : "");
+		return cli_fail(&err);
+	}
+	fprintf(stderr, "remora: wrote %s/time-to-train.svg%s\n", dir, priced ? " and cost-vs-time.svg" : "");
+	return CLI_EXIT_OK;
+}
+
 int cli_cmd_plan(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -318,7 +415,7 @@ int cli_cmd_plan(int argc, char **argv)
 		{"max-gpus", required_argument, NULL, 'M'}, {"db", required_argument, NULL, 'd'},
 		{"jobs", required_argument, NULL, 'J'},     {"top", required_argument, NULL, 'k'},
 		{"tp", required_argument, NULL, 'T'},       {"pp", required_argument, NULL, 'L'},
-		{"scaling", no_argument, NULL, 'W'},
+		{"scaling", no_argument, NULL, 'W'},       {"plot", required_argument, NULL, 'O'},
 		{"json", no_argument, NULL, 'j'},	    {"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	static const char *const shortopts = "t:H:g:D:B:P:S:b:r:p:d:J:k:jh";
@@ -326,6 +423,7 @@ int cli_cmd_plan(int argc, char **argv)
 	const char *hardware = "h100-sxm", *prices = NULL, *db = NULL;
 	int64_t jobs = 1, top = 5, v = 0;
 	bool json = false, scaling = false;
+	const char *plot_dir = NULL;
 	rm_error err;
 	rm_error_clear(&err);
 	int c;
@@ -419,6 +517,9 @@ int cli_cmd_plan(int argc, char **argv)
 		case 'W':
 			scaling = true;
 			break;
+		case 'O':
+			plot_dir = optarg;
+			break;
 		case 'h':
 			plan_usage(stdout);
 			return CLI_EXIT_OK;
@@ -463,6 +564,20 @@ int cli_cmd_plan(int argc, char **argv)
 		return cli_usage_error("plan", "--budget needs --price (per GPU-hour of each hardware)");
 	if ((req.budget > 0 || req.deadline_s > 0) && req.tokens <= 0)
 		return cli_usage_error("plan", "--deadline and --budget need --tokens");
+	if (plot_dir) {
+		/* nothing written may land on what the plan reads: the database, a config.json */
+		static const char *const files[] = {"points.dat", "plots.gp", "time-to-train.svg", "cost-vs-time.svg"};
+		char paths[4][1200];
+		const char *outs[4];
+		for (int i = 0; i < 4; i++) {
+			snprintf(paths[i], sizeof(paths[i]), "%s/%s", plot_dir, files[i]);
+			outs[i] = paths[i];
+		}
+		const char *ins[] = {db, req.model};
+		int crc = cli_check_outputs("plan", outs, 4, ins, 2);
+		if (crc != CLI_EXIT_OK)
+			return crc;
+	}
 	rm_plan_options opt = {.db_path = db, .jobs = (int)jobs};
 	if (isatty(STDERR_FILENO) && !json)
 		opt.progress = progress;
@@ -503,6 +618,12 @@ int cli_cmd_plan(int argc, char **argv)
 	int rc = CLI_EXIT_OK;
 	int64_t gb = req.global_batch_min > 0 ? req.global_batch_min : (INT64_C(4) << 20) / (req.seq_len > 0 ? req.seq_len : 8192);
 	int64_t seq = req.seq_len > 0 ? req.seq_len : 8192;
+	if (plot_dir) {
+		if (req.tokens <= 0)
+			rm_log_warn("--plot draws time to train: give --tokens; nothing plotted");
+		else if ((rc = write_plan_plots(plot_dir, &req, &res, all_priced(&req))) != CLI_EXIT_OK)
+			goto out;
+	}
 	if (json) {
 		json_t *doc = json_object();
 		json_t *rq = json_object();

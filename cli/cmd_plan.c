@@ -331,9 +331,14 @@ static bool write_points(FILE *f, void *user, rm_error *err)
 		fprintf(f, "# %s\n", p->req->hardware[h]);
 		for (int i = 0; i < p->res->n_points; i++) {
 			const rm_plan_point *pt = &p->res->points[i];
-			if (pt->hw == h && pt->have_best)
-				fprintf(f, "%lld %.6f %.3f %.3f\n", (long long)pt->gpus, pt->best.time_to_train_s / 86400.0,
-					pt->best.gpu_hours, pt->best.cost);
+			if (pt->hw != h || !pt->have_best)
+				continue;
+			fprintf(f, "%lld %.6f %.3f ", (long long)pt->gpus, pt->best.time_to_train_s / 86400.0,
+				pt->best.gpu_hours);
+			if (pt->best.cost >= 0)
+				fprintf(f, "%.3f\n", pt->best.cost);
+			else
+				fprintf(f, "?\n"); /* no price: missing (plots.gp: set datafile missing) */
 		}
 		fprintf(f, "\n\n");
 	}
@@ -346,7 +351,7 @@ static bool write_plan_script(FILE *f, void *user, rm_error *err)
 	const plot_ctx *p = user;
 	fprintf(f, "# gnuplot script written by remora plan; run: gnuplot plots.gp\n"
 		   "set terminal svg size 900,600 dynamic font 'sans,12' background '#ffffff'\n"
-		   "set grid\nset key top right\nset logscale x 2\nset logscale y\n"
+		   "set datafile missing '?'\nset grid\nset key top right\nset logscale x 2\nset logscale y\n"
 		   "set output 'time-to-train.svg'\n"
 		   "set title 'Time to train against GPUs (each point a simulated plan)'\n"
 		   "set xlabel 'GPUs'\nset ylabel 'days'\n");

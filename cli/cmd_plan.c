@@ -38,8 +38,9 @@ static void plan_usage(FILE *out)
 		"  -B, --budget X          the fastest plan that costs at most X (needs --price)\n"
 		"  -P, --price A=P,B=Q     price per GPU-hour of each hardware\n"
 		"  -S, --seq-len N         sequence length (default 8192)\n"
-		"  -b, --global-batch N    sequences per step (default 4 Mi tokens' worth); a convergence\n"
-		"                          choice, not a speed knob: keep the one your recipe trains with\n"
+		"  -b, --global-batch N    sequences per step (default 4 Mi tokens' worth), or N:M to try\n"
+		"                          N, 2N, 4N ... up to M; a convergence choice, not a speed knob:\n"
+		"                          keep the range your recipe trains well with\n"
 		"  -r, --runtime R         fsdp2 (default), xla or megatron\n"
 		"  -p, --policy P          a remat policy to try (repeatable; default: the runtime's three)\n"
 		"      --tp LIST           only these tensor-parallel degrees (default 1,2,4,8)\n"
@@ -93,6 +94,8 @@ static void layout_text(const rm_plan_row *r, char *buf, size_t n)
 	PUT("%sFSDP %lld", u ? " x " : "", (long long)r->fsdp);
 	if (r->dp_replicate > 1)
 		PUT(" x %lld replicas", (long long)r->dp_replicate);
+	if (strstr(r->layout, "training.global_batch="))
+		PUT(", batch %lld", (long long)r->global_batch); /* a --global-batch range */
 #undef PUT
 }
 
@@ -470,11 +473,19 @@ int cli_cmd_plan(int argc, char **argv)
 			if (!cli_parse_positive("plan", "--seq-len", optarg, &req.seq_len))
 				return CLI_EXIT_USAGE;
 			break;
-		case 'b':
-			if (!cli_parse_positive("plan", "--global-batch", optarg, &req.global_batch_min))
+		case 'b': {
+			/* N, or a range N:M whose powers-of-two multiples of N are tried */
+			char lo[64], *colon = strchr(optarg, ':');
+			snprintf(lo, sizeof(lo), "%.*s", colon ? (int)(colon - optarg) : 63, optarg);
+			if (!cli_parse_positive("plan", "--global-batch", lo, &req.global_batch_min))
 				return CLI_EXIT_USAGE;
 			req.global_batch_max = req.global_batch_min;
+			if (colon && !cli_parse_positive("plan", "--global-batch", colon + 1, &req.global_batch_max))
+				return CLI_EXIT_USAGE;
+			if (req.global_batch_max < req.global_batch_min)
+				return cli_usage_error("plan", "--global-batch %s: the range's top is below its bottom", optarg);
 			break;
+		}
 		case 'r':
 			if (strcasecmp(optarg, "fsdp2") != 0 && strcasecmp(optarg, "xla") != 0 && strcasecmp(optarg, "megatron") != 0)
 				return cli_usage_error("plan", "--runtime: expected fsdp2, xla or megatron, got '%s'", optarg);
@@ -662,8 +673,12 @@ int cli_cmd_plan(int argc, char **argv)
 		rc = cli_print_json(doc);
 		goto out;
 	}
-	printf("plan for %s: seq %lld, global batch %lld sequences (%.2fM tokens per step), scheduler.mode %s\n",
-	       req.model, (long long)seq, (long long)gb, (double)(gb * seq) / 1e6, req.runtime);
+	if (req.global_batch_max > req.global_batch_min)
+		printf("plan for %s: seq %lld, global batch %lld to %lld sequences, scheduler.mode %s\n", req.model,
+		       (long long)seq, (long long)req.global_batch_min, (long long)req.global_batch_max, req.runtime);
+	else
+		printf("plan for %s: seq %lld, global batch %lld sequences (%.2fM tokens per step), scheduler.mode %s\n",
+		       req.model, (long long)seq, (long long)gb, (double)(gb * seq) / 1e6, req.runtime);
 	if (req.tokens > 0)
 		printf("  tokens      %.6g (%.6gT)\n", req.tokens, req.tokens / 1e12);
 	else
@@ -675,7 +690,12 @@ int cli_cmd_plan(int argc, char **argv)
 	else if (req.tokens > 0)
 		printf("  objective   %s (add --deadline or --budget for another answer)\n",
 		       all_priced(&req) ? "the lowest cost" : "the fewest GPU-hours");
-	printf("  global batch is a convergence choice (--global-batch): remora keeps it fixed\n");
+	if (req.global_batch_max > req.global_batch_min)
+		printf("  global batch %lld to %lld sequences (powers of two from the first): a convergence choice; a "
+		       "larger one is faster, not better\n",
+		       (long long)req.global_batch_min, (long long)req.global_batch_max);
+	else
+		printf("  global batch is a convergence choice (--global-batch): remora keeps it fixed\n");
 	for (int h = 0; h < nh; h++) {
 		printf("\n%s%s\n", req.hardware[h], req.price[h] >= 0 ? "" : "  (no --price: costs not shown)");
 		printf("  %6s %5s  %-34s %8s %9s %6s %8s %12s %10s %10s\n", "GPUs", "nodes", "layout", "mb x ga", "tok/s/GPU",

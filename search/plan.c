@@ -315,6 +315,21 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	char(*layouts)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS, 256);
 	int n = rm_plan_layouts(&probe, gpus, gpn, req, layouts, RM_PLAN_MAX_LAYOUTS);
 	rm_scenario_resolved_finish(&probe);
+	/* a global batch range: each layout at each power-of-two multiple of the smallest batch in
+	 * it (the search's layout key training.global_batch) */
+	int64_t gb_top = req->global_batch_max > req->global_batch_min && req->global_batch_min > 0
+				 ? global_batch_of(req, gpus) * (req->global_batch_max / req->global_batch_min)
+				 : gb;
+	if (gb_top > gb) {
+		char(*ranged)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS, 256);
+		int m = 0;
+		for (int i = 0; i < n; i++)
+			for (int64_t g = gb; g <= gb_top && m < RM_PLAN_MAX_LAYOUTS; g *= 2)
+				snprintf(ranged[m++], 256, "%.200s training.global_batch=%lld", layouts[i], (long long)g);
+		free(layouts);
+		layouts = ranged;
+		n = m;
+	}
 	/* which layouts resolve (the scenario's own checks: degrees against heads, layers, batch) */
 	pt->layouts = rm_new(rm_plan_row, (size_t)(n > 0 ? n : 1));
 	pt->rejected = rm_xcalloc((size_t)(n > 0 ? n : 1), 256);
@@ -341,6 +356,7 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 		row->nodes = (gpus + gpn - 1) / gpn;
 		snprintf(row->layout, sizeof(row->layout), "%s", layouts[i]);
 		fill_degrees(row, &r);
+		row->global_batch = v.global_batch;
 		rm_scenario_resolved_finish(&r);
 	}
 	rm_log_thread_quiet(was_quiet);
@@ -405,9 +421,10 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 			snprintf(row->r.c.parallelism, sizeof(row->r.c.parallelism), "%s", row->layout);
 			if (row->r.ok) {
 				/* the winner's micro-batch sets the accumulation of the fixed global batch */
-				int64_t dp = row->fsdp * (row->dp_replicate > 0 ? row->dp_replicate : 1);
-				row->grad_accum = row->r.c.micro_batch > 0 && dp > 0 ? gb / (row->r.c.micro_batch * dp) : 0;
-				row->global_batch = gb;
+				int64_t dp = row->fsdp / (row->cp > 1 ? row->cp : 1) * (row->dp_replicate > 0 ? row->dp_replicate : 1);
+				row->grad_accum = row->r.c.micro_batch > 0 && dp > 0
+							  ? row->global_batch / (row->r.c.micro_batch * dp)
+							  : 0;
 			}
 			derive(req, row);
 			if (have[i] && row->r.fits &&

@@ -305,7 +305,7 @@ static rm_status scaling_run(const rm_plan_request *req, const rm_plan_row *w, i
 static void print_scaling(const char *title, const rm_plan_result *res)
 {
 	printf("\n%s\n", title);
-	printf("  %6s  %-34s %8s %9s %10s %6s %9s %10s\n", "GPUs", "layout", "mb x ga", "tok/s/GPU", "efficiency", "MFU",
+	printf("  %6s  %-42s %8s %9s %10s %6s %9s %10s\n", "GPUs", "layout", "mb x ga", "tok/s/GPU", "efficiency", "MFU",
 	       "exposed", "step s");
 	double base = 0;
 	for (int i = 0; i < res->n_points; i++) {
@@ -328,7 +328,7 @@ static void print_scaling(const char *title, const rm_plan_result *res)
 			snprintf(ex, sizeof(ex), "bubble %.0f%%", 100.0 * b->bubble_fraction);
 		else
 			snprintf(ex, sizeof(ex), "%.1f%%", 100.0 * b->r.exposed_comm_s / step);
-		printf("  %6lld  %-34s %8s %9.0f %9.1f%% %5.1f%% %9s %10.3f\n", (long long)b->gpus, lt, mb,
+		printf("  %6lld  %-42s %8s %9.0f %9.1f%% %5.1f%% %9s %10.3f\n", (long long)b->gpus, lt, mb,
 		       b->r.tokens_per_s_per_gpu, 100.0 * b->r.tokens_per_s_per_gpu / base, 100.0 * b->r.mfu, ex,
 		       b->r.step_time_s);
 	}
@@ -749,7 +749,7 @@ int cli_cmd_plan(int argc, char **argv)
 		printf("  global batch is a convergence choice (--global-batch): remora keeps it fixed\n");
 	for (int h = 0; h < nh; h++) {
 		printf("\n%s%s\n", req.hardware[h], req.price[h] >= 0 ? "" : "  (no --price: costs not shown)");
-		printf("  %6s %5s  %-34s %8s %9s %6s %8s %12s %10s %10s\n", "GPUs", "nodes", "layout", "mb x ga", "tok/s/GPU",
+		printf("  %6s %5s  %-42s %8s %9s %6s %8s %12s %10s %10s\n", "GPUs", "nodes", "layout", "mb x ga", "tok/s/GPU",
 		       "MFU", "peak GiB", "time", "GPU-hours", "cost");
 		for (int i = 0; i < res.n_points; i++) {
 			const rm_plan_point *pt = &res.points[i];
@@ -787,7 +787,7 @@ int cli_cmd_plan(int argc, char **argv)
 				snprintf(gh, sizeof(gh), "%.0f", b->gpu_hours);
 			else
 				snprintf(gh, sizeof(gh), "-");
-			printf("%s %6lld %5lld  %-34s %8s %9.0f %5.1f%% %8s %12s %10s %10s\n", i == res.chosen[h] ? ">" : " ",
+			printf("%s %6lld %5lld  %-42s %8s %9.0f %5.1f%% %8s %12s %10s %10s\n", i == res.chosen[h] ? ">" : " ",
 			       (long long)b->gpus, (long long)b->nodes, lt, mb, b->r.tokens_per_s_per_gpu, 100.0 * b->r.mfu,
 			       gib(b->r.peak_memory_bytes, mg), t, gh, cost);
 		}
@@ -828,7 +828,7 @@ int cli_cmd_plan(int argc, char **argv)
 			char a[200], why[300];
 			layout_text(&alt[i], a, sizeof(a));
 			why_loses(&alt[i], w, why, sizeof(why));
-			printf("    %-34s %s\n", a, why);
+			printf("    %-42s %s\n", a, why);
 			shown++;
 		}
 		for (int i = 0; i < pt->n_rejected && shown < top; i++, shown++) {
@@ -853,7 +853,7 @@ int cli_cmd_plan(int argc, char **argv)
 			rr.global_batch = gbv;
 			char a[200];
 			layout_text(&rr, a, sizeof(a));
-			printf("    %-34s %s\n", a, pt->rejected_why[i]);
+			printf("    %-42s %s\n", a, pt->rejected_why[i]);
 		}
 		free(alt);
 	}

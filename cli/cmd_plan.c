@@ -20,6 +20,7 @@
 #include "remora/calib.h"
 #include "remora/file.h"
 #include "remora/json.h"
+#include "remora/pipeline.h"
 #include "remora/plan.h"
 
 static void plan_usage(FILE *out)
@@ -47,6 +48,9 @@ static void plan_usage(FILE *out)
 		"      --pp LIST           only these pipeline degrees (default: divisors of the layers to 16)\n"
 		"      --max-gpus N        the top of the GPU-count ladder (default 4096; 16384 with a\n"
 		"                          deadline or budget)\n"
+		"      --pp-schedule LIST  pipelined layouts under each of: 1f1b (default), interleaved,\n"
+		"                          gpipe, zero_bubble, zbv (zero_bubble over 2 chunks a stage)\n"
+		"      --async-tp          each TP layout also with async TP (torchtitan, torch.compile)\n"
 		"      --scaling           then the answer's strong and weak scaling, one node up to\n"
 		"                          --max-gpus (the first hardware; TP and PP kept)\n"
 		"      --plot DIR          write time to train against GPUs (and cost against time, with\n"
@@ -104,9 +108,17 @@ static void layout_text(const rm_plan_row *r, char *buf, size_t n)
 	buf[0] = '\0';
 #define PUT(...) (u += (size_t)snprintf(buf + u, u < n ? n - u : 0, __VA_ARGS__))
 	if (r->tp > 1)
-		PUT("TP %lld%s", (long long)r->tp, r->sp ? " (SP)" : "");
-	if (r->pp > 1)
-		PUT("%sPP %lld", u ? " x " : "", (long long)r->pp);
+		PUT("TP %lld%s", (long long)r->tp,
+		    strstr(r->layout, "parallelism.async_tp=true") ? " (SP, async)" : r->sp ? " (SP)" : "");
+	if (r->pp > 1) {
+		const char *sch = strstr(r->layout, "parallelism.pp_schedule=");
+		char name[16] = "";
+		if (sch)
+			sscanf(sch + strlen("parallelism.pp_schedule="), "%15s", name);
+		bool two = strstr(r->layout, "parallelism.virtual_stages=2") != NULL;
+		PUT("%sPP %lld%s%s%s%s", u ? " x " : "", (long long)r->pp, name[0] ? " (" : "", name,
+		    name[0] && two ? ", 2 chunks" : "", name[0] ? ")" : "");
+	}
 	if (r->cp > 1)
 		PUT("%sCP %lld", u ? " x " : "", (long long)r->cp);
 	if (r->ep > 1)
@@ -198,6 +210,9 @@ static json_t *row_json(const rm_plan_request *req, const rm_plan_row *r, bool a
 	json_object_set_new(deg, "ep", json_integer(r->ep));
 	json_object_set_new(deg, "fsdp", json_integer(r->fsdp));
 	json_object_set_new(deg, "dp_replicate", json_integer(r->dp_replicate));
+	json_object_set_new(deg, "pp_schedule", json_string(rm_pp_schedule_name((rm_pp_schedule)r->pp_schedule)));
+	json_object_set_new(deg, "virtual_stages", json_integer(r->virtual_stages));
+	json_object_set_new(deg, "async_tp", json_boolean(r->async_tp));
 	json_object_set_new(o, "degrees", deg);
 	json_object_set_new(o, "policy", rm_json_string(r->r.c.policy));
 	json_object_set_new(o, "micro_batch", json_integer(r->r.c.micro_batch));
@@ -270,6 +285,12 @@ static void print_paste(const rm_plan_request *req, const rm_plan_row *r, int64_
 	       r->sp ? "true" : "false", (long long)r->pp, (long long)r->cp, (long long)r->fsdp, (long long)r->dp_replicate);
 	if (r->ep > 1)
 		printf(", ep: %lld", (long long)r->ep);
+	if (r->pp > 1 && r->pp_schedule != RM_PP_1F1B)
+		printf(", pp_schedule: %s", rm_pp_schedule_name((rm_pp_schedule)r->pp_schedule));
+	if (r->virtual_stages > 1)
+		printf(", virtual_stages: %lld", (long long)r->virtual_stages);
+	if (r->async_tp)
+		printf(", async_tp: true");
 	printf("}\n");
 	bool xla = strcasecmp(req->runtime, "xla") == 0;
 	printf("    remat: {%spolicy: \"%s\"}\n", xla ? "" : "scan: false, ", r->r.c.policy);
@@ -451,6 +472,7 @@ int cli_cmd_plan(int argc, char **argv)
 		{"jobs", required_argument, NULL, 'J'},     {"top", required_argument, NULL, 'k'},
 		{"tp", required_argument, NULL, 'T'},       {"pp", required_argument, NULL, 'L'},
 		{"scaling", no_argument, NULL, 'W'},       {"plot", required_argument, NULL, 'O'},
+		{"pp-schedule", required_argument, NULL, 'Q'}, {"async-tp", no_argument, NULL, 'A'},
 		{"json", no_argument, NULL, 'j'},	    {"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	static const char *const shortopts = "t:H:g:D:B:P:S:b:r:p:d:J:k:jh";
@@ -574,6 +596,28 @@ int cli_cmd_plan(int argc, char **argv)
 		case 'O':
 			plot_dir = optarg;
 			break;
+		case 'A':
+			req.async_tp = true;
+			break;
+		case 'Q': {
+			char list[5][256];
+			int n = split_list(optarg, list, 5);
+			if (n < 1)
+				return list_error("--pp-schedule", n, 5, "1f1b,zero_bubble");
+			for (int i = 0; i < n; i++) {
+				static const char *const known[] = {"1f1b", "interleaved", "gpipe", "zero_bubble", "zbv"};
+				bool ok = false;
+				for (size_t k = 0; k < RM_ARRAY_SIZE(known); k++)
+					ok |= strcmp(list[i], known[k]) == 0;
+				if (!ok)
+					return cli_usage_error("plan",
+							       "--pp-schedule: '%s' is not 1f1b, interleaved, gpipe, zero_bubble or zbv",
+							       list[i]);
+				snprintf(req.pp_schedules[i], sizeof(req.pp_schedules[0]), "%s", list[i]);
+			}
+			req.n_pp_schedules = n;
+			break;
+		}
 		case 'h':
 			plan_usage(stdout);
 			return CLI_EXIT_OK;

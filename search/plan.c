@@ -155,16 +155,34 @@ int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, cons
 					int64_t rep = dp / fsdp;
 					if (moe && !divides(fsdp, m->experts))
 						continue;
-					if (n >= cap)
-						return n;
-					int u = snprintf(out[n], 256,
-							 "parallelism.tp=%lld parallelism.sp=%s parallelism.pp=%lld "
-							 "parallelism.cp=%lld parallelism.fsdp=%lld parallelism.dp_replicate=%lld",
-							 (long long)tp, tp > 1 ? "true" : "false", (long long)pp, (long long)cp,
-							 (long long)fsdp, (long long)rep);
-					if (moe && u > 0 && u < 256)
-						snprintf(out[n] + u, (size_t)(256 - u), " parallelism.ep=%lld", (long long)fsdp);
-					n++;
+					/* the pipeline schedules asked for (1f1b unless --pp-schedule), and
+					 * with --async-tp each TP layout also with async TP */
+					int ns = pp > 1 && req && req->n_pp_schedules > 0 ? req->n_pp_schedules : 1;
+					int na = tp > 1 && req && req->async_tp ? 2 : 1;
+					for (int k = 0; k < ns; k++)
+						for (int a2 = 0; a2 < na; a2++) {
+							if (n >= cap)
+								return n;
+							int u = snprintf(out[n], 256,
+									 "parallelism.tp=%lld parallelism.sp=%s parallelism.pp=%lld "
+									 "parallelism.cp=%lld parallelism.fsdp=%lld "
+									 "parallelism.dp_replicate=%lld",
+									 (long long)tp, tp > 1 ? "true" : "false", (long long)pp,
+									 (long long)cp, (long long)fsdp, (long long)rep);
+							if (moe && u > 0 && u < 256)
+								u += snprintf(out[n] + u, (size_t)(256 - u), " parallelism.ep=%lld",
+									      (long long)fsdp);
+							if (pp > 1 && req && req->n_pp_schedules > 0 && u > 0 && u < 256) {
+								const char *sch = req->pp_schedules[k];
+								bool two = strcmp(sch, "interleaved") == 0 || strcmp(sch, "zbv") == 0;
+								u += snprintf(out[n] + u, (size_t)(256 - u),
+									      " parallelism.pp_schedule=%s parallelism.virtual_stages=%d",
+									      strcmp(sch, "zbv") == 0 ? "zero_bubble" : sch, two ? 2 : 1);
+							}
+							if (a2 == 1 && u > 0 && u < 256)
+								snprintf(out[n] + u, (size_t)(256 - u), " parallelism.async_tp=true");
+							n++;
+						}
 				}
 			}
 		}
@@ -280,6 +298,9 @@ static void fill_degrees(rm_plan_row *row, const rm_scenario_resolved *res)
 	row->tp = t->tp;
 	row->sp = t->sp;
 	row->pp = t->pp;
+	row->pp_schedule = t->pp_schedule;
+	row->virtual_stages = t->virtual_stages;
+	row->async_tp = t->async_tp;
 	row->cp = t->cp;
 	row->ep = t->ep;
 	row->fsdp = t->fsdp;

@@ -83,6 +83,21 @@ Test(plan, layouts_of_16_gpus)
 	cr_assert_eq(rm_plan_layouts(&res, 16, 8, &req, out, 64), 3);
 	/* the cap bounds the list */
 	cr_assert_eq(rm_plan_layouts(&res, 16, 8, NULL, out, 5), 5);
+	/* two schedules double the 10 pipelined layouts: 8 + 20; async TP then doubles every TP
+	 * layout: tp 1: 2 + 8, tp 2: 4 + 12, tp 4: 4 + 8, tp 8: 4 + 4 = 46 */
+	rm_plan_request sch = rm_plan_request_default();
+	sch.n_pp_schedules = 2;
+	snprintf(sch.pp_schedules[0], sizeof(sch.pp_schedules[0]), "1f1b");
+	snprintf(sch.pp_schedules[1], sizeof(sch.pp_schedules[1]), "zero_bubble");
+	cr_assert_eq(rm_plan_layouts(&res, 16, 8, &sch, out, 64), 28);
+	sch.async_tp = true;
+	n = rm_plan_layouts(&res, 16, 8, &sch, out, 64);
+	cr_assert_eq(n, 46);
+	bool found = false;
+	for (int i = 0; i < n; i++)
+		found |= strstr(out[i], "parallelism.tp=2 ") && strstr(out[i], "parallelism.pp=2 ") &&
+			 strstr(out[i], "parallelism.pp_schedule=zero_bubble parallelism.virtual_stages=1 parallelism.async_tp=true");
+	cr_assert(found);
 	rm_scenario_resolved_finish(&res);
 
 	/* 32768 tokens: context parallelism too (cp in 2, 4, 8 with tp x cp inside the node) */

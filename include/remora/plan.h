@@ -63,6 +63,11 @@ typedef struct rm_plan_request {
 	char policies[16][256]; /* 0: the runtime's usual three (rm_plan_default_policies) */
 	int n_tp, n_pp;     /* > 0: only these degrees (--tp 8, --pp 1,2,4) */
 	int64_t tp[8], pp[16];
+	int n_pp_schedules; /* > 0: each pipelined layout under each of these: 1f1b, interleaved (2
+			     * chunks a stage), gpipe, zero_bubble (ZB-H1), zbv (zero_bubble with 2
+			     * chunks); 0: 1f1b */
+	char pp_schedules[5][16];
+	bool async_tp;      /* each TP layout also with parallelism.async_tp (PyTorch's) */
 	int gpus_per_node;  /* 0: the profile's */
 	int64_t max_gpus;   /* the ladder's top; 0: 16384 */
 } rm_plan_request;
@@ -90,7 +95,9 @@ typedef struct rm_plan_row {
 	int64_t gpus, nodes;
 	char layout[256];   /* the override string; "" the base layout (FSDP over all GPUs) */
 	int64_t tp, pp, cp, ep, fsdp, dp_replicate, global_batch, grad_accum;
-	bool sp;
+	bool sp, async_tp;
+	int pp_schedule;     /* rm_pp_schedule (remora/pipeline.h) */
+	int64_t virtual_stages;
 	rm_candidate_result r; /* the search's row: policy, micro-batch, step, tokens/s, MFU, memory */
 	double bubble_fraction; /* pp > 1: the first stage's idle share (remora/pipeline.h) */
 	int n_stages;

@@ -213,6 +213,7 @@ static json_t *row_json(const rm_plan_request *req, const rm_plan_row *r, bool a
 	json_object_set_new(deg, "pp_schedule", json_string(rm_pp_schedule_name((rm_pp_schedule)r->pp_schedule)));
 	json_object_set_new(deg, "virtual_stages", json_integer(r->virtual_stages));
 	json_object_set_new(deg, "async_tp", json_boolean(r->async_tp));
+	json_object_set_new(deg, "zero", json_integer(r->zero));
 	json_object_set_new(o, "degrees", deg);
 	json_object_set_new(o, "policy", rm_json_string(r->r.c.policy));
 	json_object_set_new(o, "micro_batch", json_integer(r->r.c.micro_batch));
@@ -291,6 +292,8 @@ static void print_paste(const rm_plan_request *req, const rm_plan_row *r, int64_
 		printf(", virtual_stages: %lld", (long long)r->virtual_stages);
 	if (r->async_tp)
 		printf(", async_tp: true");
+	if (r->zero > 0 && r->zero < 3)
+		printf(", zero: %d", r->zero);
 	printf("}\n");
 	bool xla = strcasecmp(req->runtime, "xla") == 0;
 	printf("    remat: {%spolicy: \"%s\"}\n", xla ? "" : "scan: false, ", r->r.c.policy);

@@ -148,6 +148,13 @@ int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, cons
 				 * GPUs of one node, replicated over the others */
 				int64_t in_node = gpn / (tp * cp);
 				int64_t shards[2] = {dp, in_node >= 1 && in_node < dp && dp % in_node == 0 ? in_node : 0};
+				/* Megatron-LM has no FSDP: its data-parallel GPUs are replicas with the
+				 * distributed optimizer (ZeRO-1: --use-distributed-optimizer) */
+				bool megatron = res->sched.megatron;
+				if (megatron) {
+					shards[0] = 1;
+					shards[1] = 0;
+				}
 				for (int d = 0; d < 2; d++) {
 					int64_t fsdp = shards[d];
 					if (fsdp < 1)
@@ -179,6 +186,8 @@ int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, cons
 									      " parallelism.pp_schedule=%s parallelism.virtual_stages=%d",
 									      strcmp(sch, "zbv") == 0 ? "zero_bubble" : sch, two ? 2 : 1);
 							}
+							if (megatron && rep > 1 && u > 0 && u < 256)
+								u += snprintf(out[n] + u, (size_t)(256 - u), " parallelism.zero=1");
 							if (a2 == 1 && u > 0 && u < 256)
 								snprintf(out[n] + u, (size_t)(256 - u), " parallelism.async_tp=true");
 							n++;
@@ -299,6 +308,7 @@ static void fill_degrees(rm_plan_row *row, const rm_scenario_resolved *res)
 	row->sp = t->sp;
 	row->pp = t->pp;
 	row->pp_schedule = t->pp_schedule;
+	row->zero = (int)t->zero;
 	row->virtual_stages = t->virtual_stages;
 	row->async_tp = t->async_tp;
 	row->cp = t->cp;

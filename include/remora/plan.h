@@ -97,6 +97,7 @@ typedef struct rm_plan_row {
 	int64_t tp, pp, cp, ep, fsdp, dp_replicate, global_batch, grad_accum;
 	bool sp, async_tp;
 	int pp_schedule;     /* rm_pp_schedule (remora/pipeline.h) */
+	int zero;            /* ZeRO stage of the data-parallel GPUs (3: FSDP) */
 	int64_t virtual_stages;
 	rm_candidate_result r; /* the search's row: policy, micro-batch, step, tokens/s, MFU, memory */
 	double bubble_fraction; /* pp > 1: the first stage's idle share (remora/pipeline.h) */

@@ -120,6 +120,10 @@ bool cli_sweep_is_root(const cli_sweep *w);
  * lost). Returns st, another rank's failure, or the merge's; a plain run returns st.
  */
 rm_status cli_sweep_gather(cli_sweep *w, rm_search_progress *prog, rm_status st, rm_error *err);
+/* Under MPI the sum (or the maximum) of v over the ranks; v otherwise. */
+double cli_sweep_reduce(const cli_sweep *w, double v, bool max);
+/* cli_sweep_gather as rm_plan_options.gather (user: the cli_sweep). */
+rm_status cli_sweep_gather_fn(void *user, rm_status st, rm_error *err);
 /* Ends the sweep (under MPI: a barrier, the temporary folder removed, MPI_Finalize). */
 void cli_sweep_end(cli_sweep *w);
 

@@ -44,9 +44,12 @@ static void plan_usage(FILE *out)
 		"                          deadline or budget)\n"
 		"  -d, --db FILE           keep the sweeps in this SQLite file; a killed plan resumes\n"
 		"  -J, --jobs N            simulate on N threads (same results for any N)\n"
+		"      --shard K/N         sweep only the K-th of N shards of every search into --db (array\n"
+		"                          jobs without MPI; remora merge the shards, then plan --db OUT.db)\n"
 		"  -k, --top K             alternatives shown per hardware (default 5)\n"
 		"  -j, --json              machine-readable output\n"
-		"  -h, --help              this help\n");
+		"  -h, --help              this help\n\n"
+		"Under mpirun -np N each rank sweeps its shard of every search and rank 0 prints the plan.\n");
 }
 
 static int split_list(const char *text, char (*out)[256], int cap)
@@ -250,12 +253,14 @@ int cli_cmd_plan(int argc, char **argv)
 		{"jobs", required_argument, NULL, 'J'},     {"top", required_argument, NULL, 'k'},
 		{"tp", required_argument, NULL, 'T'},       {"pp", required_argument, NULL, 'L'},
 		{"json", no_argument, NULL, 'j'},	    {"help", no_argument, NULL, 'h'},
+		{"shard", required_argument, NULL, 256},
 		{NULL, 0, NULL, 0}};
 	static const char *const shortopts = "t:H:g:D:B:P:S:b:r:p:d:J:k:jh";
 	rm_plan_request req = rm_plan_request_default();
 	const char *hardware = "h100-sxm", *prices = NULL, *db = NULL;
 	int64_t jobs = 1, top = 5, v = 0;
 	bool json = false;
+	int shard = 0, shards = 0;
 	rm_error err;
 	rm_error_clear(&err);
 	int c;
@@ -346,6 +351,10 @@ int cli_cmd_plan(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 256:
+			if (!cli_parse_shard("plan", optarg, &shard, &shards))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'h':
 			plan_usage(stdout);
 			return CLI_EXIT_OK;
@@ -390,13 +399,34 @@ int cli_cmd_plan(int argc, char **argv)
 		return cli_usage_error("plan", "--budget needs --price (per GPU-hour of each hardware)");
 	if ((req.budget > 0 || req.deadline_s > 0) && req.tokens <= 0)
 		return cli_usage_error("plan", "--deadline and --budget need --tokens");
-	rm_plan_options opt = {.db_path = db, .jobs = (int)jobs};
-	if (isatty(STDERR_FILENO) && !json)
+	if (shards > 1 && !db)
+		return cli_usage_error("plan", "--shard needs --db: each shard keeps its rows in its own file for remora merge");
+	cli_sweep sw;
+	int src = cli_sweep_begin("plan", &sw, db, shard, shards);
+	if (src != CLI_EXIT_OK) {
+		cli_sweep_end(&sw);
+		return src;
+	}
+	rm_plan_options opt = {.db_path = db, .jobs = (int)jobs, .shard_index = sw.shard, .shard_count = sw.shards};
+	if (sw.mpi) {
+		opt.db_path = sw.rank_db;
+		opt.merged_db = sw.db;
+		opt.gather = cli_sweep_gather_fn;
+		opt.gather_user = &sw;
+	}
+	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(&sw))
 		opt.progress = progress;
 	rm_plan_result res;
-	if (rm_plan_run(&req, rm_calib_hw_resolver, &opt, &res, &err) != RM_OK) {
+	rm_status pst = rm_plan_run(&req, rm_calib_hw_resolver, &opt, &res, &err);
+	if (pst != RM_OK || !cli_sweep_is_root(&sw) || (shards > 1 && !sw.mpi)) {
+		int prc = pst != RM_OK ? cli_fail(&err) : CLI_EXIT_OK;
+		if (pst == RM_OK && cli_sweep_is_root(&sw))
+			printf("%s: shard %d/%d of each of the plan's %d searches (one per hardware and GPU count); merge the "
+			       "shards with remora merge OUT.db and plan --db OUT.db\n",
+			       db, shard + 1, shards, res.n_points);
 		rm_plan_result_finish(&res);
-		return cli_fail(&err);
+		cli_sweep_end(&sw);
+		return prc;
 	}
 	/* every point's winner, in the objective's order */
 	const rm_plan_row **plans = rm_new(const rm_plan_row *, (size_t)(res.n_points + 1));
@@ -575,5 +605,6 @@ int cli_cmd_plan(int argc, char **argv)
 out:
 	free(plans);
 	rm_plan_result_finish(&res);
+	cli_sweep_end(&sw);
 	return rc;
 }

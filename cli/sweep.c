@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -131,9 +132,27 @@ static rm_status merge_rank_files(const char *final, int *merged, rm_error *err)
 }
 
 #if REMORA_HAVE_MPI
+/*
+ * Waits for every rank without spinning: Open MPI's blocking collectives poll at full speed, so a
+ * rank that finished its shard would take a core from the ranks still simulating when there are
+ * more ranks than idle cores (--oversubscribe). A non-blocking barrier tested every millisecond
+ * costs nothing measurable; the collective that follows then completes at once.
+ */
+static void idle_barrier(void)
+{
+	MPI_Request rq;
+	if (MPI_Ibarrier(MPI_COMM_WORLD, &rq) != MPI_SUCCESS)
+		return;
+	int done = 0;
+	struct timespec ms = {0, 1000000};
+	while (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+		nanosleep(&ms, NULL);
+}
+
 /* Rank 0's status to every rank; the others fail with a short message (rank 0 said why). */
 static rm_status share_status(const cli_sweep *w, rm_status st, rm_error *err)
 {
+	idle_barrier();
 	int v = (int)st;
 	MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
 	if (w->rank != 0 && v != RM_OK)
@@ -235,6 +254,7 @@ rm_status cli_sweep_gather(cli_sweep *w, rm_search_progress *prog, rm_status st,
 #if REMORA_HAVE_MPI
 	/* every rank's status and counts (this is also the barrier: every rank file is closed) */
 	int mine = (int)st, worst = 0;
+	idle_barrier();
 	MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	long long c[3] = {prog ? prog->total : 0, prog ? prog->done : 0, prog ? prog->skipped : 0}, sum[3];
 	MPI_Allreduce(c, sum, 3, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -268,12 +288,33 @@ rm_status cli_sweep_gather(cli_sweep *w, rm_search_progress *prog, rm_status st,
 #endif
 }
 
+double cli_sweep_reduce(const cli_sweep *w, double v, bool max)
+{
+#if REMORA_HAVE_MPI
+	if (w->mpi) {
+		double out = 0;
+		idle_barrier();
+		MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+		return out;
+	}
+#else
+	(void)w;
+	(void)max;
+#endif
+	return v;
+}
+
+rm_status cli_sweep_gather_fn(void *user, rm_status st, rm_error *err)
+{
+	return cli_sweep_gather(user, NULL, st, err);
+}
+
 void cli_sweep_end(cli_sweep *w)
 {
 #if REMORA_HAVE_MPI
 	if (w->mpi_init) {
 		if (w->mpi)
-			MPI_Barrier(MPI_COMM_WORLD);
+			idle_barrier();
 		if (w->tmpdir[0] && w->rank == 0) {
 			remove_db(w->db);
 			rmdir(w->tmpdir);

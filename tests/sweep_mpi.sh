@@ -21,7 +21,7 @@ check() { # check DESCRIPTION COMMAND...
 	n=$((n + 1))
 	if "${@:2}" > "check$n.log" 2>&1; then echo "ok $n - $1"; else echo "not ok $n - $1"; sed 's/^/# /' "check$n.log"; failed=1; fi
 }
-echo "1..12"
+echo "1..14"
 "$remora" search "$sc" "${small[@]}" > one.txt
 "$remora" search "$sc" "${small[@]}" --db one.db --rows > one.rows
 "$remora" search "$sc" "${small[@]}" --json > one.json
@@ -63,4 +63,12 @@ check "the rerun simulated only what no rank had committed" \
 check "after the rerun the output is one process's (from the second line)" cmp <(tail -n +2 resumed.txt) <(tail -n +2 big.txt)
 "${mpirun[@]}" -np 2 "$remora" search "$sc" "${large[@]}" --db k.db --rows > resumed.rows 2>> resumed.err
 check "after the rerun the rows are one process's: none lost or duplicated" cmp resumed.rows big.rows
+# plan: every search of the plan split across the ranks
+plan=(plan llama-3-8b --tokens 1T --gpus 8 --tp 1,2 --pp 1,2)
+"$remora" "${plan[@]}" > plan-one.txt
+"$remora" "${plan[@]}" --json > plan-one.json
+"${mpirun[@]}" -np 2 "$remora" "${plan[@]}" > plan-np2.txt 2> plan-np2.err
+check "plan under -np 2 prints one process's plan" cmp plan-np2.txt plan-one.txt
+"${mpirun[@]}" -np 4 "$remora" "${plan[@]}" --json --db plan.db > plan-np4.json 2> plan-np4.err
+check "plan under -np 4 with --db gives one process's --json" cmp plan-np4.json plan-one.json
 exit $failed

@@ -16,7 +16,7 @@ check() { # check DESCRIPTION COMMAND...
 	n=$((n + 1))
 	if "${@:2}" > "check$n.log" 2>&1; then echo "ok $n - $1"; else echo "not ok $n - $1"; sed 's/^/# /' "check$n.log"; failed=1; fi
 }
-echo "1..9"
+echo "1..11"
 # one process, then again (the second run finds every row: what a merged database prints)
 "$remora" search "$sc" "${set_args[@]}" --db one.db > one-fresh.txt
 "$remora" search "$sc" "${set_args[@]}" --db one.db > one.txt
@@ -35,4 +35,11 @@ check "search on the merged database prints one process's output" cmp merged.txt
 check "merge refuses OUT among its inputs (exit 2)" sh -c "'$remora' merge m.db s1.db m.db; test \$? -eq 2"
 check "--shard without --db is a usage error (exit 2)" sh -c "'$remora' search '$sc' --shard 1/2; test \$? -eq 2"
 check "--shard 0/3 is a usage error (exit 2)" sh -c "'$remora' search '$sc' --shard 0/3 --db x.db; test \$? -eq 2 && test ! -e x.db"
+# plan: each shard sweeps its part of every search; the merged database gives the plan
+plan=(plan llama-3-8b --tokens 1T --gpus 8 --tp 1,2 --pp 1,2)
+"$remora" "${plan[@]}" > plan-one.txt
+for k in 1 2; do "$remora" "${plan[@]}" --shard $k/2 --db p$k.db > p$k.txt || echo "# plan shard $k failed"; done
+check "plan shards merge into every row once" sh -c "'$remora' merge pm.db p1.db p2.db | grep -q ' 0 already there'"
+"$remora" "${plan[@]}" --db pm.db > plan-merged.txt
+check "plan on the merged database prints one process's plan" cmp plan-merged.txt plan-one.txt
 exit $failed

@@ -331,11 +331,25 @@ enum { SWEEP_PRINT = -1 };
  * ranks' rows into the one database and reopens it on rank 0. Returns SWEEP_PRINT when this
  * process goes on to print the ranking, else the exit code (a rank other than 0, a shard, a
  * --stop-after that stopped, --rows, a failure). *out: the progress the output reports, every
- * rank's under MPI (cli_sweep_gather).
+ * rank's under MPI (cli_sweep_gather); *damaged: the rows of the database that failed their
+ * checksum (recomputed).
  */
 static int sweep(rm_search *s, cli_sweep *sw, int jobs, int64_t stop_after, bool json, bool dump_rows,
-		 rm_search_progress *out, rm_error *err)
+		 rm_search_progress *out, int64_t *damaged, rm_error *err)
 {
+	*damaged = 0;
+	if (sw->mpi && cli_sweep_is_root(sw)) {
+		/* rank 0 opens the one database first, as one process would: rows that fail their
+		 * checksum are counted and deleted there, and the ranks' shards recompute them */
+		rm_status ost = rm_search_reopen(s, sw->db, err);
+		*damaged = rm_search_damaged_rows(s);
+		if (ost == RM_OK)
+			ost = rm_search_reopen(s, NULL, err);
+		if (ost != RM_OK)
+			rm_log_warn("%s", err->msg); /* the rank's sweep reports the database's error */
+	}
+	/* no rank reads the database (resume_from) while rank 0 may still be creating it */
+	cli_sweep_reduce(sw, 0, false);
 	rm_search_options opt = {.jobs = jobs, .stop_after = stop_after};
 	cli_sweep_options(sw, &opt);
 	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(sw))
@@ -351,6 +365,8 @@ static int sweep(rm_search *s, cli_sweep *sw, int jobs, int64_t stop_after, bool
 			st = rm_search_reopen(s, sw->db, err);
 	}
 	*out = prog;
+	if (!sw->mpi)
+		*damaged = rm_search_damaged_rows(s);
 	if (st != RM_OK)
 		return cli_fail(err);
 	if (!cli_sweep_is_root(sw))
@@ -510,7 +526,8 @@ int cli_cmd_search(int argc, char **argv)
 		return rc;
 	}
 	rm_search_progress prog_of;
-	rc = sweep(s, &sw, (int)jobs, stop_after, json, dump_rows, &prog_of, &err);
+	int64_t damaged = 0;
+	rc = sweep(s, &sw, (int)jobs, stop_after, json, dump_rows, &prog_of, &damaged, &err);
 	if (rc != SWEEP_PRINT) {
 		rm_search_destroy(s);
 		cli_sweep_end(&sw);
@@ -616,9 +633,9 @@ int cli_cmd_search(int argc, char **argv)
 		rc = cli_print_json(doc);
 		goto out_w;
 	}
-	if (rm_search_damaged_rows(s) > 0)
+	if (damaged > 0)
 		printf("%s: %lld stored rows failed their checksum and were recomputed\n", db ? db : "database",
-		       (long long)rm_search_damaged_rows(s));
+		       (long long)damaged);
 	printf("%s: %lld candidates in the space, %lld simulated now%s\n\n", sc.path, (long long)rm_search_count(s),
 	       (long long)(prog_of.done - prog_of.skipped),
 	       prog_of.skipped ? " (the rest were already in the database)" : "");

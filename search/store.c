@@ -655,7 +655,8 @@ static rm_status open_other(const char *path, bool missing_ok, sqlite3 **db, rm_
 {
 	*db = NULL;
 	struct stat stt;
-	if (stat(path, &stt) != 0) {
+	/* an empty file is a database no one has written yet */
+	if (stat(path, &stt) != 0 || (missing_ok && S_ISREG(stt.st_mode) && stt.st_size == 0)) {
 		if (missing_ok)
 			return RM_OK;
 		return rm_error_set(err, RM_IO, path, 0, 0, "cannot read the sweep database: %s", strerror(errno));
@@ -756,7 +757,7 @@ rm_status rm_search_reopen(rm_search *s, const char *db_path, rm_error *err)
 {
 	search_store_close(s);
 	s->damaged = 0;
-	return search_store_open(s, db_path, err);
+	return db_path ? search_store_open(s, db_path, err) : RM_OK;
 }
 
 /* The checksum column of a row read with SELECT *. */

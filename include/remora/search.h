@@ -128,9 +128,10 @@ int64_t rm_search_shard_size(const rm_search *s, int k, int n);
 double rm_search_cost_estimate(const rm_search *s, int64_t i);
 
 /*
- * Closes the search's database and opens db_path instead (NULL: an empty in-memory one), loading
- * its verified rows of this scenario: after shards were merged into one file, the ranking and the
- * Pareto front read every shard's rows. Errors as rm_search_run's opening.
+ * Closes the search's database and opens db_path instead, loading its verified rows of this
+ * scenario: after shards were merged into one file, the ranking and the Pareto front read every
+ * shard's rows. NULL only closes it (another process may then merge the file); the next
+ * rm_search_run opens its options' database. Errors as rm_search_run's opening.
  */
 rm_status rm_search_reopen(rm_search *s, const char *db_path, rm_error *err);
 

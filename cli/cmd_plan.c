@@ -420,7 +420,15 @@ int cli_cmd_plan(int argc, char **argv)
 	rm_status pst = rm_plan_run(&req, rm_calib_hw_resolver, &opt, &res, &err);
 	if (pst != RM_OK || !cli_sweep_is_root(&sw) || (shards > 1 && !sw.mpi)) {
 		int prc = pst != RM_OK ? cli_fail(&err) : CLI_EXIT_OK;
-		if (pst == RM_OK && cli_sweep_is_root(&sw))
+		if (pst == RM_OK && cli_sweep_is_root(&sw) && json) {
+			json_t *doc = json_object();
+			json_object_set_new(doc, "schema", json_string("remora.plan.shard/1"));
+			json_object_set_new(doc, "db", rm_json_string(db));
+			json_object_set_new(doc, "shard", json_integer(shard + 1));
+			json_object_set_new(doc, "shards", json_integer(shards));
+			json_object_set_new(doc, "searches", json_integer(res.n_points));
+			prc = cli_print_json(doc);
+		} else if (pst == RM_OK && cli_sweep_is_root(&sw))
 			printf("%s: shard %d/%d of each of the plan's %d searches (one per hardware and GPU count); merge the "
 			       "shards with remora merge OUT.db and plan --db OUT.db\n",
 			       db, shard + 1, shards, res.n_points);

@@ -376,6 +376,17 @@ static int sweep(rm_search *s, cli_sweep *sw, int jobs, int64_t stop_after, bool
 			(long long)stop_after);
 		return CLI_EXIT_OK;
 	}
+	if (sw->shards > 1 && !sw->mpi && json) {
+		json_t *doc = json_object();
+		json_object_set_new(doc, "schema", json_string("remora.search.shard/1"));
+		json_object_set_new(doc, "db", rm_json_string(opt.db_path));
+		json_object_set_new(doc, "shard", json_integer(sw->shard + 1));
+		json_object_set_new(doc, "shards", json_integer(sw->shards));
+		json_object_set_new(doc, "candidates_total", json_integer(rm_search_count(s)));
+		json_object_set_new(doc, "candidates_in_shard", json_integer(prog.total));
+		json_object_set_new(doc, "simulated_now", json_integer(prog.done - prog.skipped));
+		return cli_print_json(doc);
+	}
 	if (sw->shards > 1 && !sw->mpi) {
 		printf("%s: shard %d/%d: %lld of %lld candidates, %lld simulated now%s; merge the shards with remora "
 		       "merge OUT.db and search --db OUT.db\n",

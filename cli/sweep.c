@@ -9,10 +9,13 @@
  * idempotent) and removes them; a job killed part-way leaves rank files that the next run merges
  * first, so it redoes only what no rank committed. Without --db the files live in a folder made
  * by rank 0 in the current directory and removed at the end. The folder of DB must be shared by
- * every rank's machine (the usual home or scratch filesystem of a cluster).
+ * every rank's machine (the usual home or scratch filesystem of a cluster). MPI itself is called
+ * through remora-mpi.so (cli/mpi_ops.h), loaded only under mpirun: `remora` links no MPI library.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +23,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "config.h"
+#include "mpi_ops.h"
 #include "remora/search.h"
-
-#if REMORA_HAVE_MPI
-#include <mpi.h>
-#endif
 
 /* Whether this process was started by mpirun (Open MPI's or a PMIx launcher's variables). */
 static bool launched_by_mpirun(int *size)
@@ -131,35 +130,59 @@ static rm_status merge_rank_files(const char *final, int *merged, rm_error *err)
 	return st;
 }
 
-#if REMORA_HAVE_MPI
-/*
- * Waits for every rank without spinning: Open MPI's blocking collectives poll at full speed, so a
- * rank that finished its shard would take a core from the ranks still simulating when there are
- * more ranks than idle cores (--oversubscribe). A non-blocking barrier tested every millisecond
- * costs nothing measurable; the collective that follows then completes at once.
- */
-static void idle_barrier(void)
-{
-	MPI_Request rq;
-	if (MPI_Ibarrier(MPI_COMM_WORLD, &rq) != MPI_SUCCESS)
-		return;
-	int done = 0;
-	struct timespec ms = {0, 1000000};
-	while (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
-		nanosleep(&ms, NULL);
-}
-
 /* Rank 0's status to every rank; the others fail with a short message (rank 0 said why). */
 static rm_status share_status(const cli_sweep *w, rm_status st, rm_error *err)
 {
-	idle_barrier();
 	int v = (int)st;
-	MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	w->ops->bcast(&v, (int)sizeof(v));
 	if (w->rank != 0 && v != RM_OK)
 		return rm_error_set(err, (rm_status)v, NULL, 0, 0, "rank 0 failed (its message says why)");
 	return (rm_status)v;
 }
-#endif
+
+/*
+ * Loads remora-mpi.so (cli/mpi_ops.h) from this executable's directory, or from ../lib/remora
+ * beside it once installed; NULL with a message in why when there is none or it does not load.
+ * RTLD_GLOBAL: Open MPI's own plugins, loaded by MPI_Init, resolve its symbols through it.
+ */
+static const cli_mpi_ops *load_module(void **handle, char *why, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0) {
+		snprintf(why, size, "cannot find this executable: %s", strerror(errno));
+		return NULL;
+	}
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	static const char *const where[] = {"/" CLI_MPI_MODULE, "/../lib/remora/" CLI_MPI_MODULE};
+	why[0] = '\0';
+	for (size_t i = 0; i < RM_ARRAY_SIZE(where); i++) {
+		char path[PATH_MAX + 64];
+		snprintf(path, sizeof(path), "%s%s", self, where[i]);
+		if (access(path, R_OK) != 0) {
+			if (!why[0])
+				snprintf(why, size, "%s: %s", path, strerror(errno));
+			continue;
+		}
+		*handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+		if (!*handle) {
+			snprintf(why, size, "%s", dlerror());
+			return NULL;
+		}
+		const cli_mpi_ops *ops = dlsym(*handle, CLI_MPI_SYMBOL);
+		if (!ops || ops->abi != CLI_MPI_ABI) {
+			snprintf(why, size, "%s: %s", path, ops ? "built by another remora" : "not remora's MPI module");
+			dlclose(*handle);
+			*handle = NULL;
+			return NULL;
+		}
+		return ops;
+	}
+	return NULL;
+}
 
 int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, int shards)
 {
@@ -172,15 +195,23 @@ int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, in
 	int size = 0;
 	if (!launched_by_mpirun(&size))
 		return CLI_EXIT_OK;
-#if REMORA_HAVE_MPI
-	int provided = 0;
-	if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+	char why[PATH_MAX + 128];
+	w->ops = load_module(&w->module, why, sizeof(why));
+	if (!w->ops) {
+		if (size == 1)
+			return CLI_EXIT_OK; /* one rank: a plain run */
+		fprintf(stderr,
+			"remora: error: %s: started by mpirun with %d ranks, but MPI cannot be used (%s): every rank "
+			"would run the whole sweep; build with Open MPI (libopenmpi-dev, meson -Dmpi=enabled) or use "
+			"--shard K/N and remora merge\n",
+			cmd, size, why);
+		return CLI_EXIT_USAGE;
+	}
+	if (!w->ops->init(&w->rank, &w->size)) {
 		fprintf(stderr, "remora: error: MPI_Init failed under mpirun\n");
 		return CLI_EXIT_FAIL;
 	}
 	w->mpi_init = true;
-	MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &w->size);
 	if (w->size < 2)
 		return CLI_EXIT_OK; /* one rank: a plain run */
 	if (shards > 1)
@@ -202,7 +233,7 @@ int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, in
 				st = rm_error_set(&err, RM_IO, ".", 0, 0, "cannot make a folder for the ranks' databases: %s",
 						  strerror(errno));
 		}
-		MPI_Bcast(tmp, (int)sizeof(tmp), MPI_CHAR, 0, MPI_COMM_WORLD);
+		w->ops->bcast(tmp, (int)sizeof(tmp));
 		snprintf(w->tmpdir, sizeof(w->tmpdir), "%s", tmp);
 		snprintf(w->db, sizeof(w->db), "%s/sweep.db", tmp);
 	}
@@ -217,17 +248,6 @@ int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, in
 		return w->rank == 0 ? cli_fail(&err) : CLI_EXIT_FAIL;
 	snprintf(w->rank_db, sizeof(w->rank_db), "%s.rank%d", w->db, w->rank);
 	return CLI_EXIT_OK;
-#else
-	if (size > 1) {
-		fprintf(stderr,
-			"remora: error: %s: started by mpirun with %d ranks, but this remora was built without MPI "
-			"(meson setup -Dmpi=enabled with libopenmpi-dev): every rank would run the whole sweep; use "
-			"--shard K/N and remora merge instead\n",
-			cmd, size);
-		return CLI_EXIT_USAGE;
-	}
-	return CLI_EXIT_OK;
-#endif
 }
 
 void cli_sweep_options(const cli_sweep *w, rm_search_options *opt)
@@ -251,13 +271,11 @@ rm_status cli_sweep_gather(cli_sweep *w, rm_search_progress *prog, rm_status st,
 {
 	if (!w->mpi)
 		return st;
-#if REMORA_HAVE_MPI
 	/* every rank's status and counts (this is also the barrier: every rank file is closed) */
-	int mine = (int)st, worst = 0;
-	idle_barrier();
-	MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-	long long c[3] = {prog ? prog->total : 0, prog ? prog->done : 0, prog ? prog->skipped : 0}, sum[3];
-	MPI_Allreduce(c, sum, 3, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+	int worst = (int)st;
+	w->ops->max_int(&worst, 1);
+	long long sum[3] = {prog ? prog->total : 0, prog ? prog->done : 0, prog ? prog->skipped : 0};
+	w->ops->sum_ll(sum, 3);
 	if (prog) {
 		prog->total = sum[0];
 		prog->done = sum[1];
@@ -281,26 +299,12 @@ rm_status cli_sweep_gather(cli_sweep *w, rm_search_progress *prog, rm_status st,
 		return ms;
 	}
 	return RM_OK;
-#else
-	(void)prog;
-	(void)err;
-	return st;
-#endif
 }
 
 double cli_sweep_reduce(const cli_sweep *w, double v, bool max)
 {
-#if REMORA_HAVE_MPI
-	if (w->mpi) {
-		double out = 0;
-		idle_barrier();
-		MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
-		return out;
-	}
-#else
-	(void)w;
-	(void)max;
-#endif
+	if (w->mpi)
+		w->ops->reduce_double(&v, 1, max);
 	return v;
 }
 
@@ -311,18 +315,15 @@ rm_status cli_sweep_gather_fn(void *user, rm_status st, rm_error *err)
 
 void cli_sweep_end(cli_sweep *w)
 {
-#if REMORA_HAVE_MPI
 	if (w->mpi_init) {
 		if (w->mpi)
-			idle_barrier();
+			w->ops->barrier();
 		if (w->tmpdir[0] && w->rank == 0) {
 			remove_db(w->db);
 			rmdir(w->tmpdir);
 		}
-		MPI_Finalize();
+		w->ops->finalize();
 	}
-#else
-	(void)w;
-#endif
+	/* the module stays loaded: Open MPI's atexit handlers may still run in it */
 	memset(w, 0, sizeof(*w));
 }

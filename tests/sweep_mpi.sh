@@ -21,7 +21,7 @@ check() { # check DESCRIPTION COMMAND...
 	n=$((n + 1))
 	if "${@:2}" > "check$n.log" 2>&1; then echo "ok $n - $1"; else echo "not ok $n - $1"; sed 's/^/# /' "check$n.log"; failed=1; fi
 }
-echo "1..16"
+echo "1..17"
 "$remora" search "$sc" "${small[@]}" > one.txt
 "$remora" search "$sc" "${small[@]}" --db one.db --rows > one.rows
 "$remora" search "$sc" "${small[@]}" --json > one.json
@@ -74,6 +74,13 @@ check "the rerun simulated only what no rank had committed" \
 check "after the rerun the output is one process's (from the second line)" cmp <(tail -n +2 resumed.txt) <(tail -n +2 big.txt)
 "${mpirun[@]}" -np 2 "$remora" search "$sc" "${large[@]}" --db k.db --rows > resumed.rows 2>> resumed.err
 check "after the rerun the rows are one process's: none lost or duplicated" cmp resumed.rows big.rows
+# remora links no MPI: without remora-mpi.so beside it, ranks refuse rather than each run everything
+cp "$remora" ./remora-alone
+"${mpirun[@]}" -np 2 ./remora-alone search "$sc" "${small[@]}" > alone.txt 2> alone.err
+alone_rc=$?
+check "without remora-mpi.so, -np 2 refuses (exit 2) and prints nothing" \
+	sh -c "test $alone_rc -eq 2 && test ! -s alone.txt && grep -q 'remora-mpi.so' alone.err"
+
 # plan: every search of the plan split across the ranks
 plan=(plan llama-3-8b --tokens 1T --gpus 8 --tp 1,2 --pp 1,2)
 "$remora" "${plan[@]}" > plan-one.txt

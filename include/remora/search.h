@@ -19,6 +19,8 @@
  *   again skips the rows already stored and ends with the same database content.
  * - Memory is flat in the number of candidates: rows go to SQLite, the ranking and the Pareto
  *   front are read back from it.
+ * - Shards (rm_search_shard_of) partition the space by a pure function of it; shards swept into
+ *   separate databases and merged (rm_search_merge) hold exactly the rows of one sweep.
  *
  * Units: seconds, bytes.
  */

@@ -85,6 +85,12 @@ bool cli_parse_positive(const char *cmd, const char *option, const char *text, i
  * the same input gives the same bytes. Steals the reference. Returns CLI_EXIT_OK or FAIL.
  */
 int cli_print_json(json_t *doc);
+/*
+ * Runs `gnuplot plots.gp` in dir without a shell (cmd_search.c): 0 when it ran and succeeded,
+ * ENOENT when there is no gnuplot on PATH, another errno when it could not start, -1 when it
+ * failed (its wait status in *status). gnuplot's output goes to stderr.
+ */
+int cli_run_gnuplot(const char *dir, int *status);
 
 /*
  * Sweeps across processes (cli/sweep.c): --shard K/N (array jobs without MPI: the process sweeps

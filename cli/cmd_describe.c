@@ -66,9 +66,11 @@ static void shape_text(const rm_graph *g, const rm_op *op, char *buf, size_t n)
 		return;
 	}
 	if (op->kind == RM_OP_ATTENTION) {
-		snprintf(buf, n, "b%" PRId64 " h%" PRId64 "/%" PRId64 " s%" PRId64 " d%" PRId64,
-			 op->attention.batch, op->attention.heads, op->attention.kv_heads,
-			 op->attention.seq, op->attention.head_dim);
+		int w = snprintf(buf, n, "b%" PRId64 " h%" PRId64 "/%" PRId64 " s%" PRId64 " d%" PRId64,
+				 op->attention.batch, op->attention.heads, op->attention.kv_heads,
+				 op->attention.seq, op->attention.head_dim);
+		if (op->attention.v_head_dim > 0 && w >= 0 && (size_t)w < n)
+			snprintf(buf + w, n - (size_t)w, "/v%" PRId64, op->attention.v_head_dim);
 		return;
 	}
 	const rm_value *v = NULL;
@@ -117,6 +119,8 @@ static json_t *graph_json(const rm_graph *g)
 			json_object_set_new(at, "kv_heads", json_integer(op->attention.kv_heads));
 			json_object_set_new(at, "seq", json_integer(op->attention.seq));
 			json_object_set_new(at, "head_dim", json_integer(op->attention.head_dim));
+			if (op->attention.v_head_dim > 0)
+				json_object_set_new(at, "v_head_dim", json_integer(op->attention.v_head_dim));
 			json_object_set_new(at, "causal", json_boolean(op->attention.causal));
 			json_object_set_new(at, "fused", json_boolean(op->attention.fused));
 			json_object_set_new(o, "attention", at);
@@ -233,13 +237,22 @@ static json_t *describe_json(const rm_workload *wl)
 
 	json_t *ja = json_object();
 	int64_t per_layer = rm_graph_residual_bytes(&wl->layer);
+	int64_t nd = rm_workload_dense_layers(wl);
+	int64_t per_dense = nd > 0 ? rm_graph_residual_bytes(&wl->dense_layer) : 0;
 	json_object_set_new(ja, "per_layer_bytes", json_integer(per_layer));
-	json_object_set_new(ja, "all_layers_bytes", json_integer(per_layer * m->layers));
+	json_object_set_new(ja, "all_layers_bytes", json_integer(per_layer * (m->layers - nd) + per_dense * nd));
 	json_object_set_new(ja, "layer_gathered_param_bytes",
 			    json_integer(wl->layer.params * rm_dtype_size(t->param_dtype)));
+	if (nd > 0) {
+		json_object_set_new(ja, "per_dense_layer_bytes", json_integer(per_dense));
+		json_object_set_new(ja, "dense_layer_gathered_param_bytes",
+				    json_integer(wl->dense_layer.params * rm_dtype_size(t->param_dtype)));
+	}
 	json_object_set_new(doc, "activations", ja);
 
 	json_object_set_new(doc, "embedding", graph_json(&wl->embedding));
+	if (nd > 0)
+		json_object_set_new(doc, "dense_layer", graph_json(&wl->dense_layer));
 	json_object_set_new(doc, "layer", graph_json(&wl->layer));
 	json_object_set_new(doc, "head", graph_json(&wl->head));
 	return doc;
@@ -275,8 +288,17 @@ static void describe_text(const rm_workload *wl)
 	       (long long)t->seq_len, (long long)t->micro_batch, (long long)t->tp, t->tp > 1 && t->sp ? " (sp)" : "",
 	       (long long)t->fsdp,
 	       rm_dtype_name(t->dtype), t->fused_attention ? "fused (flash)" : "unfused");
+	int64_t nd = rm_workload_dense_layers(wl);
 	print_graph(&wl->embedding, "embedding");
-	print_graph(&wl->layer, "decoder layer (x L)");
+	if (nd > 0) {
+		char title[96];
+		snprintf(title, sizeof(title), "dense decoder layer (layers 0-%lld)", (long long)(nd - 1));
+		print_graph(&wl->dense_layer, title);
+		snprintf(title, sizeof(title), "MoE decoder layer (x %lld)", (long long)(m->layers - nd));
+		print_graph(&wl->layer, title);
+	} else {
+		print_graph(&wl->layer, "decoder layer (x L)");
+	}
 	print_graph(&wl->head, "head");
 
 	const rm_param_count *p = &wl->params;
@@ -293,14 +315,23 @@ static void describe_text(const rm_workload *wl)
 		rm_graph_flops(&wl->layer, RM_PHASE_BWD_WGRAD)) / 1e9);
 	printf("  step TFLOPs per GPU    %.3f executed per micro-batch (no recompute)\n",
 	       rm_workload_executed_flops(wl) / 1e12);
-	printf("  FLOPs per token        %.4g model (6N + 12Lhs, PaLM), %.4g executed\n",
-	       rm_workload_model_flops_per_token(wl), rm_workload_executed_flops(wl) / tokens);
+	printf("  FLOPs per token        %.4g model (%s, PaLM), %.4g executed\n", rm_workload_model_flops_per_token(wl),
+	       m->mla ? "6N + 6La(d_qk+d_v)s" : "6N + 12Lhs", rm_workload_executed_flops(wl) / tokens);
 	int64_t act = rm_graph_residual_bytes(&wl->layer);
+	int64_t dact = nd > 0 ? rm_graph_residual_bytes(&wl->dense_layer) : 0;
 	printf("  activations kept       %s per layer, %s for %lld layers (nothing recomputed)\n",
-	       rm_format_bytes(act, b1, sizeof(b1)), rm_format_bytes(act * m->layers, b2, sizeof(b2)),
+	       rm_format_bytes(act, b1, sizeof(b1)), rm_format_bytes(act * (m->layers - nd) + dact * nd, b2, sizeof(b2)),
 	       (long long)m->layers);
 	printf("  gathered layer params  %s per FSDP all-gather\n",
 	       rm_format_bytes(wl->layer.params * rm_dtype_size(t->param_dtype), b1, sizeof(b1)));
+	if (nd > 0) {
+		printf("  dense layer            GFLOPs fwd %.2f, bwd %.2f; activations %s; gathered params %s\n",
+		       rm_graph_flops(&wl->dense_layer, RM_PHASE_FWD) / 1e9,
+		       (rm_graph_flops(&wl->dense_layer, RM_PHASE_BWD_DGRAD) +
+			rm_graph_flops(&wl->dense_layer, RM_PHASE_BWD_WGRAD)) / 1e9,
+		       rm_format_bytes(dact, b1, sizeof(b1)),
+		       rm_format_bytes(wl->dense_layer.params * rm_dtype_size(t->param_dtype), b2, sizeof(b2)));
+	}
 	printf("  static memory per GPU  %s = params %s + master %s + grads %s + %s %s\n",
 	       rm_format_bytes(s.total, b1, sizeof(b1)), rm_format_bytes(s.params, b2, sizeof(b2)),
 	       rm_format_bytes(s.master, b3, sizeof(b3)), rm_format_bytes(s.grads, b4, sizeof(b4)),
@@ -310,10 +341,8 @@ static void describe_text(const rm_workload *wl)
 /* Why a model has no op graph yet (rm_workload_create refuses it), or NULL. */
 static const char *not_modelled(const rm_model_config *m)
 {
-	if (m->mla)
-		return "the op graph of multi-head latent attention is not modelled yet: no ops, FLOPs or memory";
-	if (m->dense_layers > 0)
-		return "the op graph of dense layers beside mixture-of-experts ones is not modelled yet: no ops, FLOPs or "
+	if (rm_model_config_is_moe(m) && m->dense_layers > 0 && m->dense_layers < m->layers && !m->dense_first)
+		return "the op graph of dense layers between mixture-of-experts ones is not modelled yet: no ops, FLOPs or "
 		       "memory";
 	return NULL;
 }

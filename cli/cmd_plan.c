@@ -5,16 +5,20 @@
  * train, GPU-hours and cost, what to paste, why the leading alternatives lose, and the front of
  * time to train against GPUs.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "remora/calib.h"
+#include "remora/file.h"
 #include "remora/json.h"
 #include "remora/plan.h"
 
@@ -34,14 +38,19 @@ static void plan_usage(FILE *out)
 		"  -B, --budget X          the fastest plan that costs at most X (needs --price)\n"
 		"  -P, --price A=P,B=Q     price per GPU-hour of each hardware\n"
 		"  -S, --seq-len N         sequence length (default 8192)\n"
-		"  -b, --global-batch N    sequences per step (default 4 Mi tokens' worth); a convergence\n"
-		"                          choice, not a speed knob: keep the one your recipe trains with\n"
+		"  -b, --global-batch N    sequences per step (default 4 Mi tokens' worth), or N:M to try\n"
+		"                          N, 2N, 4N ... up to M; a convergence choice, not a speed knob:\n"
+		"                          keep the range your recipe trains well with\n"
 		"  -r, --runtime R         fsdp2 (default), xla or megatron\n"
 		"  -p, --policy P          a remat policy to try (repeatable; default: the runtime's three)\n"
 		"      --tp LIST           only these tensor-parallel degrees (default 1,2,4,8)\n"
 		"      --pp LIST           only these pipeline degrees (default: divisors of the layers to 16)\n"
 		"      --max-gpus N        the top of the GPU-count ladder (default 4096; 16384 with a\n"
 		"                          deadline or budget)\n"
+		"      --scaling           then the answer's strong and weak scaling, one node up to\n"
+		"                          --max-gpus (the first hardware; TP and PP kept)\n"
+		"      --plot DIR          write time to train against GPUs (and cost against time, with\n"
+		"                          prices) as data, a gnuplot script and SVGs\n"
 		"  -d, --db FILE           keep the sweeps in this SQLite file; a killed plan resumes\n"
 		"  -J, --jobs N            simulate on N threads (same results for any N)\n"
 		"      --shard K/N         sweep only the K-th of N shards of every search into --db (array\n"
@@ -88,6 +97,8 @@ static void layout_text(const rm_plan_row *r, char *buf, size_t n)
 	PUT("%sFSDP %lld", u ? " x " : "", (long long)r->fsdp);
 	if (r->dp_replicate > 1)
 		PUT(" x %lld replicas", (long long)r->dp_replicate);
+	if (strstr(r->layout, "training.global_batch="))
+		PUT(", batch %lld", (long long)r->global_batch); /* a --global-batch range */
 #undef PUT
 }
 
@@ -241,6 +252,169 @@ static void print_paste(const rm_plan_request *req, const rm_plan_row *r, int64_
 	printf("    scheduler: {mode: %s}\n", req->runtime);
 }
 
+/* One scaling curve: the answer's layout family at each GPU count (remat and micro-batch
+ * re-searched), strong (the global batch fixed) or weak (the batch per GPU fixed). */
+static rm_status scaling_run(const rm_plan_request *req, const rm_plan_row *w, int64_t gpn, bool weak,
+			     const rm_plan_options *opt, rm_plan_result *out, rm_error *err)
+{
+	rm_plan_request r = *req;
+	r.n_hardware = 1;
+	if (w->hw != 0) {
+		snprintf(r.hardware[0], sizeof(r.hardware[0]), "%s", req->hardware[w->hw]);
+		r.price[0] = req->price[w->hw];
+	}
+	r.n_tp = r.n_pp = 1;
+	r.tp[0] = w->tp;
+	r.pp[0] = w->pp;
+	r.deadline_s = r.budget = 0;
+	r.n_gpus = 0;
+	int64_t top = req->max_gpus > 0 ? req->max_gpus : 4096;
+	for (int64_t g = gpn; g <= top && r.n_gpus < RM_PLAN_MAX_GPUS; g *= 2)
+		r.gpus[r.n_gpus++] = g;
+	if (weak) {
+		r.global_batch_min = r.global_batch_max = w->global_batch;
+		r.weak_base_gpus = w->gpus;
+	}
+	return rm_plan_run(&r, rm_calib_hw_resolver, opt, out, err);
+}
+
+static void print_scaling(const char *title, const rm_plan_result *res)
+{
+	printf("\n%s\n", title);
+	printf("  %6s  %-34s %8s %9s %10s %6s %9s %10s\n", "GPUs", "layout", "mb x ga", "tok/s/GPU", "efficiency", "MFU",
+	       "exposed", "step s");
+	double base = 0;
+	for (int i = 0; i < res->n_points; i++) {
+		const rm_plan_point *pt = &res->points[i];
+		if (!pt->have_best) {
+			printf("  %6lld  %s\n", (long long)pt->gpus,
+			       pt->n_layouts ? "nothing fits"
+			       : pt->n_rejected ? pt->rejected_why[0]
+						: "no layout");
+			continue;
+		}
+		const rm_plan_row *b = &pt->best;
+		if (base <= 0)
+			base = b->r.tokens_per_s_per_gpu;
+		char lt[200], mb[32], ex[32];
+		layout_text(b, lt, sizeof(lt));
+		snprintf(mb, sizeof(mb), "%lld x %lld", (long long)b->r.c.micro_batch, (long long)b->grad_accum);
+		double step = b->r.step_time_s > 0 ? b->r.step_time_s : 1;
+		if (b->pp > 1)
+			snprintf(ex, sizeof(ex), "bubble %.0f%%", 100.0 * b->bubble_fraction);
+		else
+			snprintf(ex, sizeof(ex), "%.1f%%", 100.0 * b->r.exposed_comm_s / step);
+		printf("  %6lld  %-34s %8s %9.0f %9.1f%% %5.1f%% %9s %10.3f\n", (long long)b->gpus, lt, mb,
+		       b->r.tokens_per_s_per_gpu, 100.0 * b->r.tokens_per_s_per_gpu / base, 100.0 * b->r.mfu, ex,
+		       b->r.step_time_s);
+	}
+}
+
+static json_t *scaling_json(const rm_plan_request *req, const rm_plan_result *res)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < res->n_points; i++)
+		if (res->points[i].have_best)
+			json_array_append_new(arr, row_json(req, &res->points[i].best, false));
+	return arr;
+}
+
+/* ---- --plot DIR ---- */
+
+typedef struct plot_ctx {
+	const rm_plan_request *req;
+	const rm_plan_result *res;
+	bool priced;
+} plot_ctx;
+
+/* One block per hardware (gnuplot's index): GPUs, days to train, GPU-hours, cost. */
+static bool write_points(FILE *f, void *user, rm_error *err)
+{
+	(void)err;
+	const plot_ctx *p = user;
+	fprintf(f, "# one block per hardware: gpus time_to_train_days gpu_hours cost\n");
+	for (int h = 0; h < p->req->n_hardware; h++) {
+		fprintf(f, "# %s\n", p->req->hardware[h]);
+		for (int i = 0; i < p->res->n_points; i++) {
+			const rm_plan_point *pt = &p->res->points[i];
+			if (pt->hw != h || !pt->have_best)
+				continue;
+			fprintf(f, "%lld %.6f %.3f ", (long long)pt->gpus, pt->best.time_to_train_s / 86400.0,
+				pt->best.gpu_hours);
+			if (pt->best.cost >= 0)
+				fprintf(f, "%.3f\n", pt->best.cost);
+			else
+				fprintf(f, "?\n"); /* no price: missing (plots.gp: set datafile missing) */
+		}
+		fprintf(f, "\n\n");
+	}
+	return true;
+}
+
+static bool write_plan_script(FILE *f, void *user, rm_error *err)
+{
+	(void)err;
+	const plot_ctx *p = user;
+	fprintf(f, "# gnuplot script written by remora plan; run: gnuplot plots.gp\n"
+		   "set terminal svg size 900,600 dynamic font 'sans,12' background '#ffffff'\n"
+		   "set datafile missing '?'\nset grid\nset key top right\nset logscale x 2\nset logscale y\n"
+		   "set output 'time-to-train.svg'\n"
+		   "set title 'Time to train against GPUs (each point a simulated plan)'\n"
+		   "set xlabel 'GPUs'\nset ylabel 'days'\n");
+	fprintf(f, "plot");
+	for (int h = 0; h < p->req->n_hardware; h++)
+		fprintf(f, "%s 'points.dat' index %d using 1:2 with linespoints pt 7 title '%s'", h ? ", \\\n    " : " ", h,
+			p->req->hardware[h]);
+	fprintf(f, "\n");
+	if (p->priced) {
+		fprintf(f, "unset logscale\nset logscale y\nset output 'cost-vs-time.svg'\n"
+			   "set title 'Cost against time to train'\nset xlabel 'days'\nset ylabel 'cost'\nplot");
+		for (int h = 0; h < p->req->n_hardware; h++)
+			fprintf(f, "%s 'points.dat' index %d using 2:4 with linespoints pt 7 title '%s'",
+				h ? ", \\\n    " : " ", h, p->req->hardware[h]);
+		fprintf(f, "\n");
+	}
+	return true;
+}
+
+static int write_plan_plots(const char *dir, const rm_plan_request *req, const rm_plan_result *res, bool priced)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
+		return cli_fail(&err);
+	}
+	for (int h = 0; h < req->n_hardware; h++)
+		if (strchr(req->hardware[h], '\'') || strchr(req->hardware[h], '\n')) {
+			rm_error_set(&err, RM_INVALID, NULL, 0, 0, "--plot: the hardware name '%s' cannot be a plot title",
+				     req->hardware[h]);
+			return cli_fail(&err);
+		}
+	plot_ctx p = {req, res, priced};
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/points.dat", dir);
+	if (!rm_file_write(path, write_points, &p, &err))
+		return cli_fail(&err);
+	snprintf(path, sizeof(path), "%s/plots.gp", dir);
+	if (!rm_file_write(path, write_plan_script, &p, &err))
+		return cli_fail(&err);
+	int status = 0, rc = cli_run_gnuplot(dir, &status);
+	if (rc == ENOENT) {
+		rm_log_warn("gnuplot not found on PATH: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
+			    "gnuplot-nox) and run it there for the SVGs",
+			    dir);
+		return CLI_EXIT_OK;
+	}
+	if (rc != 0) {
+		rm_error_set(&err, RM_IO, dir, 0, 0, rc > 0 ? "cannot run gnuplot: %s" : "gnuplot failed on plots.gp%s",
+			     rc > 0 ? strerror(rc) : "");
+		return cli_fail(&err);
+	}
+	fprintf(stderr, "remora: wrote %s/time-to-train.svg%s\n", dir, priced ? " and cost-vs-time.svg" : "");
+	return CLI_EXIT_OK;
+}
+
 int cli_cmd_plan(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -252,6 +426,7 @@ int cli_cmd_plan(int argc, char **argv)
 		{"max-gpus", required_argument, NULL, 'M'}, {"db", required_argument, NULL, 'd'},
 		{"jobs", required_argument, NULL, 'J'},     {"top", required_argument, NULL, 'k'},
 		{"tp", required_argument, NULL, 'T'},       {"pp", required_argument, NULL, 'L'},
+		{"scaling", no_argument, NULL, 'W'},       {"plot", required_argument, NULL, 'O'},
 		{"json", no_argument, NULL, 'j'},	    {"help", no_argument, NULL, 'h'},
 		{"shard", required_argument, NULL, 256},
 		{NULL, 0, NULL, 0}};
@@ -259,7 +434,8 @@ int cli_cmd_plan(int argc, char **argv)
 	rm_plan_request req = rm_plan_request_default();
 	const char *hardware = "h100-sxm", *prices = NULL, *db = NULL;
 	int64_t jobs = 1, top = 5, v = 0;
-	bool json = false;
+	bool json = false, scaling = false;
+	const char *plot_dir = NULL;
 	int shard = 0, shards = 0;
 	rm_error err;
 	rm_error_clear(&err);
@@ -302,11 +478,19 @@ int cli_cmd_plan(int argc, char **argv)
 			if (!cli_parse_positive("plan", "--seq-len", optarg, &req.seq_len))
 				return CLI_EXIT_USAGE;
 			break;
-		case 'b':
-			if (!cli_parse_positive("plan", "--global-batch", optarg, &req.global_batch_min))
+		case 'b': {
+			/* N, or a range N:M whose powers-of-two multiples of N are tried */
+			char lo[64], *colon = strchr(optarg, ':');
+			snprintf(lo, sizeof(lo), "%.*s", colon ? (int)(colon - optarg) : 63, optarg);
+			if (!cli_parse_positive("plan", "--global-batch", lo, &req.global_batch_min))
 				return CLI_EXIT_USAGE;
 			req.global_batch_max = req.global_batch_min;
+			if (colon && !cli_parse_positive("plan", "--global-batch", colon + 1, &req.global_batch_max))
+				return CLI_EXIT_USAGE;
+			if (req.global_batch_max < req.global_batch_min)
+				return cli_usage_error("plan", "--global-batch %s: the range's top is below its bottom", optarg);
 			break;
+		}
 		case 'r':
 			if (strcasecmp(optarg, "fsdp2") != 0 && strcasecmp(optarg, "xla") != 0 && strcasecmp(optarg, "megatron") != 0)
 				return cli_usage_error("plan", "--runtime: expected fsdp2, xla or megatron, got '%s'", optarg);
@@ -350,6 +534,12 @@ int cli_cmd_plan(int argc, char **argv)
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 'W':
+			scaling = true;
+			break;
+		case 'O':
+			plot_dir = optarg;
 			break;
 		case 256:
 			if (!cli_parse_shard("plan", optarg, &shard, &shards))
@@ -399,28 +589,60 @@ int cli_cmd_plan(int argc, char **argv)
 		return cli_usage_error("plan", "--budget needs --price (per GPU-hour of each hardware)");
 	if ((req.budget > 0 || req.deadline_s > 0) && req.tokens <= 0)
 		return cli_usage_error("plan", "--deadline and --budget need --tokens");
+	if (plot_dir) {
+		/* nothing written may land on what the plan reads: the database, a config.json */
+		static const char *const files[] = {"points.dat", "plots.gp", "time-to-train.svg", "cost-vs-time.svg"};
+		char paths[4][1200];
+		const char *outs[4];
+		for (int i = 0; i < 4; i++) {
+			snprintf(paths[i], sizeof(paths[i]), "%s/%s", plot_dir, files[i]);
+			outs[i] = paths[i];
+		}
+		const char *ins[] = {db, req.model};
+		int crc = cli_check_outputs("plan", outs, 4, ins, 2);
+		if (crc != CLI_EXIT_OK)
+			return crc;
+	}
 	if (shards > 1 && !db)
 		return cli_usage_error("plan", "--shard needs --db: each shard keeps its rows in its own file for remora merge");
-	cli_sweep sw;
-	int src = cli_sweep_begin("plan", &sw, db, shard, shards);
+	cli_sweep split;
+	int src = cli_sweep_begin("plan", &split, db, shard, shards);
 	if (src != CLI_EXIT_OK) {
-		cli_sweep_end(&sw);
+		cli_sweep_end(&split);
 		return src;
 	}
-	rm_plan_options opt = {.db_path = db, .jobs = (int)jobs, .shard_index = sw.shard, .shard_count = sw.shards};
-	if (sw.mpi) {
-		opt.db_path = sw.rank_db;
-		opt.merged_db = sw.db;
+	rm_plan_options opt = {.db_path = db, .jobs = (int)jobs, .shard_index = split.shard, .shard_count = split.shards};
+	if (split.mpi) {
+		opt.db_path = split.rank_db;
+		opt.merged_db = split.db;
 		opt.gather = cli_sweep_gather_fn;
-		opt.gather_user = &sw;
+		opt.gather_user = &split;
 	}
-	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(&sw))
+	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(&split))
 		opt.progress = progress;
 	rm_plan_result res;
 	rm_status pst = rm_plan_run(&req, rm_calib_hw_resolver, &opt, &res, &err);
-	if (pst != RM_OK || !cli_sweep_is_root(&sw) || (shards > 1 && !sw.mpi)) {
+	/* the scaling curves: on every rank under MPI (their searches are split too); a shard alone
+	 * does not know the answer to scale */
+	rm_plan_result strong, weak;
+	memset(&strong, 0, sizeof(strong));
+	memset(&weak, 0, sizeof(weak));
+	const rm_plan_row *sw = NULL;
+	bool shard_only = shards > 1 && !split.mpi;
+	if (pst == RM_OK && scaling && !shard_only) {
+		for (int h = 0; h < nh && !sw; h++)
+			if (res.chosen[h] >= 0)
+				sw = &res.points[res.chosen[h]].best;
+		if (!sw)
+			pst = rm_error_set(&err, RM_INVALID, NULL, 0, 0, "plan --scaling: no plan to scale (%s)", res.why_none[0]);
+		if (pst == RM_OK)
+			pst = scaling_run(&req, sw, res.gpn[sw->hw], false, &opt, &strong, &err);
+		if (pst == RM_OK)
+			pst = scaling_run(&req, sw, res.gpn[sw->hw], true, &opt, &weak, &err);
+	}
+	if (pst != RM_OK || !cli_sweep_is_root(&split) || shard_only) {
 		int prc = pst != RM_OK ? cli_fail(&err) : CLI_EXIT_OK;
-		if (pst == RM_OK && cli_sweep_is_root(&sw) && json) {
+		if (pst == RM_OK && shard_only && json) {
 			json_t *doc = json_object();
 			json_object_set_new(doc, "schema", json_string("remora.plan.shard/1"));
 			json_object_set_new(doc, "db", rm_json_string(db));
@@ -428,12 +650,14 @@ int cli_cmd_plan(int argc, char **argv)
 			json_object_set_new(doc, "shards", json_integer(shards));
 			json_object_set_new(doc, "searches", json_integer(res.n_points));
 			prc = cli_print_json(doc);
-		} else if (pst == RM_OK && cli_sweep_is_root(&sw))
+		} else if (pst == RM_OK && shard_only)
 			printf("%s: shard %d/%d of each of the plan's %d searches (one per hardware and GPU count); merge the "
 			       "shards with remora merge OUT.db and plan --db OUT.db\n",
 			       db, shard + 1, shards, res.n_points);
+		rm_plan_result_finish(&strong);
+		rm_plan_result_finish(&weak);
 		rm_plan_result_finish(&res);
-		cli_sweep_end(&sw);
+		cli_sweep_end(&split);
 		return prc;
 	}
 	/* every point's winner, in the objective's order */
@@ -447,6 +671,12 @@ int cli_cmd_plan(int argc, char **argv)
 	int rc = CLI_EXIT_OK;
 	int64_t gb = req.global_batch_min > 0 ? req.global_batch_min : (INT64_C(4) << 20) / (req.seq_len > 0 ? req.seq_len : 8192);
 	int64_t seq = req.seq_len > 0 ? req.seq_len : 8192;
+	if (plot_dir) {
+		if (req.tokens <= 0)
+			rm_log_warn("--plot draws time to train: give --tokens; nothing plotted");
+		else if ((rc = write_plan_plots(plot_dir, &req, &res, all_priced(&req))) != CLI_EXIT_OK)
+			goto out;
+	}
 	if (json) {
 		json_t *doc = json_object();
 		json_t *rq = json_object();
@@ -471,11 +701,21 @@ int cli_cmd_plan(int argc, char **argv)
 			if (res.chosen[h] < 0)
 				json_object_set_new(none, req.hardware[h], json_string(res.why_none[h]));
 		json_object_set_new(doc, "no_plan", none);
+		if (sw) {
+			json_t *sc = json_object();
+			json_object_set_new(sc, "strong", scaling_json(&req, &strong));
+			json_object_set_new(sc, "weak", scaling_json(&req, &weak));
+			json_object_set_new(doc, "scaling", sc);
+		}
 		rc = cli_print_json(doc);
 		goto out;
 	}
-	printf("plan for %s: seq %lld, global batch %lld sequences (%.2fM tokens per step), scheduler.mode %s\n",
-	       req.model, (long long)seq, (long long)gb, (double)(gb * seq) / 1e6, req.runtime);
+	if (req.global_batch_max > req.global_batch_min)
+		printf("plan for %s: seq %lld, global batch %lld to %lld sequences, scheduler.mode %s\n", req.model,
+		       (long long)seq, (long long)req.global_batch_min, (long long)req.global_batch_max, req.runtime);
+	else
+		printf("plan for %s: seq %lld, global batch %lld sequences (%.2fM tokens per step), scheduler.mode %s\n",
+		       req.model, (long long)seq, (long long)gb, (double)(gb * seq) / 1e6, req.runtime);
 	if (req.tokens > 0)
 		printf("  tokens      %.6g (%.6gT)\n", req.tokens, req.tokens / 1e12);
 	else
@@ -487,7 +727,12 @@ int cli_cmd_plan(int argc, char **argv)
 	else if (req.tokens > 0)
 		printf("  objective   %s (add --deadline or --budget for another answer)\n",
 		       all_priced(&req) ? "the lowest cost" : "the fewest GPU-hours");
-	printf("  global batch is a convergence choice (--global-batch): remora keeps it fixed\n");
+	if (req.global_batch_max > req.global_batch_min)
+		printf("  global batch %lld to %lld sequences (powers of two from the first): a convergence choice; a "
+		       "larger one is faster, not better\n",
+		       (long long)req.global_batch_min, (long long)req.global_batch_max);
+	else
+		printf("  global batch is a convergence choice (--global-batch): remora keeps it fixed\n");
 	for (int h = 0; h < nh; h++) {
 		printf("\n%s%s\n", req.hardware[h], req.price[h] >= 0 ? "" : "  (no --price: costs not shown)");
 		printf("  %6s %5s  %-34s %8s %9s %6s %8s %12s %10s %10s\n", "GPUs", "nodes", "layout", "mb x ga", "tok/s/GPU",
@@ -610,9 +855,24 @@ int cli_cmd_plan(int argc, char **argv)
 			}
 		}
 	}
+	if (sw) {
+		char lt[200], title[512];
+		layout_text(sw, lt, sizeof(lt));
+		snprintf(title, sizeof(title),
+			 "strong scaling on %s: the global batch fixed at %lld sequences; TP %lld, PP %lld kept, the rest "
+			 "re-searched per count",
+			 req.hardware[sw->hw], (long long)sw->global_batch, (long long)sw->tp, (long long)sw->pp);
+		print_scaling(title, &strong);
+		snprintf(title, sizeof(title), "weak scaling on %s: %.3g sequences per GPU (%lld on %lld GPUs)",
+			 req.hardware[sw->hw], (double)sw->global_batch / (double)sw->gpus, (long long)sw->global_batch,
+			 (long long)sw->gpus);
+		print_scaling(title, &weak);
+	}
 out:
+	rm_plan_result_finish(&strong);
+	rm_plan_result_finish(&weak);
 	free(plans);
 	rm_plan_result_finish(&res);
-	cli_sweep_end(&sw);
+	cli_sweep_end(&split);
 	return rc;
 }

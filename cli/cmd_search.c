@@ -202,7 +202,7 @@ static bool write_script(FILE *f, void *user, rm_error *err)
  * goes to stderr (stdout may carry --json). Returns 0 when it ran and succeeded, ENOENT when there
  * is no gnuplot, another errno when it could not start, -1 when it failed (status in *status).
  */
-static int run_gnuplot(const char *dir, int *status)
+int cli_run_gnuplot(const char *dir, int *status)
 {
 	posix_spawn_file_actions_t fa;
 	if (posix_spawn_file_actions_init(&fa) != 0)
@@ -248,7 +248,7 @@ static int write_plots(rm_search *s, const char *dir, const rm_candidate_result 
 	    !plot_file(dir, "plots.gp", write_script, &p, &err))
 		return cli_fail(&err);
 	int status = 0;
-	int rc = run_gnuplot(dir, &status);
+	int rc = cli_run_gnuplot(dir, &status);
 	if (rc == ENOENT) {
 		rm_log_warn("gnuplot not found on PATH: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
 			    "gnuplot-nox) and run it there for pareto.svg and winner-memory.svg",

@@ -554,6 +554,13 @@ rm_status rm_exec_plan_check(const rm_exec_plan *plan, const rm_exec_limits *lim
 						    "ops[%d] '%s': %s attention: the executor runs attention "
 						    "in bf16, fp16 or fp32",
 						    i, op->name, rm_dtype_name(d));
+			const rm_attention_shape *as = &op->cost.attention.shape;
+			if (as->v_head_dim > 0 && as->v_head_dim != as->head_dim)
+				return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+						    "ops[%d] '%s': attention with a value head dim of %" PRId64
+						    " beside %" PRId64 " for queries and keys (latent attention): the "
+						    "executor lowers attention with one head dim",
+						    i, op->name, as->v_head_dim, as->head_dim);
 		} else if (op->cost.kind == RM_COST_COLLECTIVE) {
 			int g = op->cost.collective.group_size;
 			if (g != 1 && g != world)

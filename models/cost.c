@@ -151,23 +151,29 @@ double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms)
 	return hw->gemm_overhead_us * 1e-6 + flops / rate * q * fill;
 }
 
+/* The head dim of the values and the output: v_head_dim, or head_dim when unset. */
+static double value_head_dim(const rm_attention_shape *s)
+{
+	return (double)(s->v_head_dim > 0 ? s->v_head_dim : s->head_dim);
+}
+
 double rm_cost_attention_flops(const rm_attention_cost *a)
 {
 	const rm_attention_shape *s = &a->shape;
-	/* QK^T and PV: 2 matmuls of 2*s*s*d FLOPs per head (FlashAttention paper convention). */
-	double f = 4.0 * (double)s->batch * (double)s->heads * (double)s->seq * (double)s->seq *
-		   (double)s->head_dim;
+	/* QK^T and PV: 2*s*s*d and 2*s*s*d_v FLOPs per head (FlashAttention paper convention);
+	 * the backward's recomputed QK^T, dQ and dK contract d, dP and dV d_v */
+	double d = (double)s->head_dim, dv = value_head_dim(s);
+	double per_pair = a->backward ? 2.0 * (3.0 * d + 2.0 * dv) : 2.0 * (d + dv);
+	double pairs = (double)s->seq * (double)s->seq;
 	if (s->causal && s->fused && s->window > 0 && s->window < s->seq) {
 		/* a fused kernel skips the key blocks outside the window: query i attends min(i+1, w)
 		 * keys, w(w+1)/2 + (s-w)w pairs instead of ~s^2/2 (FlashAttention-2 window_size) */
 		double w = (double)s->window, n = (double)s->seq;
-		f = 4.0 * (double)s->batch * (double)s->heads * (double)s->head_dim * (w * (w + 1.0) / 2.0 + (n - w) * w);
+		pairs = w * (w + 1.0) / 2.0 + (n - w) * w;
 	} else if (s->causal) {
-		f *= 0.5;
+		pairs *= 0.5;
 	}
-	if (a->backward)
-		f *= 2.5;
-	return f;
+	return (double)s->batch * (double)s->heads * per_pair * pairs;
 }
 
 /* ---- the kernel model's measured tables --------------------------------------------------- */
@@ -307,9 +313,9 @@ double rm_cost_attention_s(const rm_attention_cost *a, const rm_hw_profile *hw, 
 	/* HBM traffic: q, o (and their gradients) over heads, k, v over kv_heads; the unfused
 	 * kernel also writes and reads the s x s score matrix per head. */
 	double es = rm_dtype_size(s->dtype);
-	double qo = 2.0 * (double)s->batch * (double)s->heads * (double)s->seq * (double)s->head_dim;
-	double kv = 2.0 * (double)s->batch * (double)s->kv_heads * (double)s->seq *
-		    (double)s->head_dim;
+	double dqv = (double)s->head_dim + value_head_dim(s); /* q, k at head_dim; v, o at v_head_dim */
+	double qo = (double)s->batch * (double)s->heads * (double)s->seq * dqv;
+	double kv = (double)s->batch * (double)s->kv_heads * (double)s->seq * dqv;
 	double bytes = (qo + kv) * es * (a->backward ? 2.0 : 1.0);
 	if (!s->fused)
 		bytes += 2.0 * (double)s->batch * (double)s->heads * (double)s->seq *

@@ -385,6 +385,11 @@ static rm_status read_qwen_dense_layers(cfg_reader *r, rm_model_config *m)
 	m->dense_layers = 0;
 	for (int64_t i = 0; i < m->layers; i++)
 		m->dense_layers += dense[i] || (i + 1) % step != 0;
+	/* whether the dense layers are the first ones (the op graphs model only that placement) */
+	m->dense_first = true;
+	for (int64_t i = 0; i < m->layers; i++)
+		if ((dense[i] || (i + 1) % step != 0) != (i < m->dense_layers))
+			m->dense_first = false;
 	return RM_OK;
 }
 
@@ -463,6 +468,11 @@ static rm_status read_moe(cfg_reader *r, rm_model_config *m)
 		m->dense_layers = 0;
 		for (int64_t i = 0; i < m->layers; i++)
 			m->dense_layers += i < first_dense || i % freq != 0;
+		/* whether the dense layers are the first ones (always with moe_layer_freq 1) */
+		m->dense_first = true;
+		for (int64_t i = 0; i < m->layers; i++)
+			if ((i < first_dense || i % freq != 0) != (i < m->dense_layers))
+				m->dense_first = false;
 		const char *topk = NULL;
 		RM_CHECK(read_string(r, "topk_method", &topk));
 		m->router_bias = !topk || strcmp(topk, "noaux_tc") == 0;

@@ -36,7 +36,11 @@
 #define FLOPS_DROPOUT 2.0
 #define FLOPS_LOSS 4.0 /* max, exp, accumulate, log per logit */
 
-#define GRAPH_CAP 96
+/* Ops a graph may hold (forward and backward: DeepSeek-V3's MoE layer with fp8 GEMMs, context
+ * and expert parallelism has 98), and values (forward outputs, about 50 at most): the size
+ * bounds below multiply one tensor by the value count. */
+#define GRAPH_CAP 128
+#define GRAPH_VALUES 96
 
 static const struct {
 	rm_dtype dtype;
@@ -168,6 +172,15 @@ static const char *const canonical_names[] = {
 	"mlp_out_dropout_mask", "layer_output",
 	/* tensor parallelism's collectives (docs/parallelism.md) */
 	"attention_input_gathered", "attention_out_reduced", "mlp_input_gathered", "mlp_out_reduced",
+	/* multi-head latent attention's down-projections and latent norms (DeepSeek-V3; its up-
+	 * projections are dot_attention_query, _key, _value) */
+	"dot_attention_query_a", "attention_query_a_norm", "dot_attention_kv_a", "attention_kv_a_norm",
+	/* mixture-of-experts blocks (build_moe): the router, the dispatched tokens, the experts'
+	 * grouped GEMMs, the combine and the shared expert */
+	"moe_router", "moe_routing", "moe_dispatched", "moe_dispatched_a2a", "moe_gate", "moe_up",
+	"moe_activation", "moe_hidden", "moe_down", "moe_combined_a2a", "moe_combined", "dot_shared_gate",
+	"dot_shared_up", "shared_activation", "shared_hidden", "dot_shared_out", "dot_shared_expert_gate",
+	"shared_gated", "moe_output",
 };
 
 static const struct {
@@ -366,7 +379,7 @@ static double layer_params_bound(const rm_model_config *m)
 }
 
 /* Checks in double, before any int64 product is formed, that the setup stays within BYTES_LIMIT:
- * one tensor (times the GRAPH_CAP values a graph may hold), the training state of all parameters. */
+ * one tensor (times the GRAPH_VALUES values a graph may hold), the training state of all parameters. */
 static rm_status check_size_bounds(const rm_model_config *m, const rm_train_config *t, rm_error *err)
 {
 	double h = (double)m->hidden;
@@ -376,7 +389,7 @@ static rm_status check_size_bounds(const rm_model_config *m, const rm_train_conf
 	double act = tokens * width * 4.0;                                   /* [b, s, width] fp32 */
 	double scores = tokens * (double)m->heads * (double)t->seq_len * 4.0; /* [b, heads, s, s] fp32 */
 	double weight = h * width * 4.0;                                     /* [hidden, width] fp32 */
-	if (max_d(act, scores) * GRAPH_CAP > BYTES_LIMIT)
+	if (max_d(act, scores) * GRAPH_VALUES > BYTES_LIMIT)
 		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
 				    "seq_len %lld x micro_batch %lld is too large to represent: one activation "
 				    "of %s would take %.3g B (remora counts bytes up to 2^62 per graph)",
@@ -384,7 +397,7 @@ static rm_status check_size_bounds(const rm_model_config *m, const rm_train_conf
 				    max_d(act, scores));
 	double params = (double)m->layers * layer_params_bound(m) +
 			(double)m->vocab * h * 2.0 + (double)m->max_pos * h + 2.0 * h;
-	if (weight * GRAPH_CAP > BYTES_LIMIT || params * MAX_STATE_BYTES_PER_PARAM > BYTES_LIMIT)
+	if (weight * GRAPH_VALUES > BYTES_LIMIT || params * MAX_STATE_BYTES_PER_PARAM > BYTES_LIMIT)
 		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
 				    "%s is too large to represent: about %.3g parameters, whose training state "
 				    "takes up to %.3g B (remora counts bytes up to 2^62 = 4 EiB)",
@@ -508,13 +521,15 @@ typedef struct graph_builder {
 	rm_dtype dt;
 	rm_dtype gemm_dt; /* projections of the layer being built (fp8 training: fp8_e4m3) */
 	int es; /* bytes per activation element */
+	bool dense_mlp; /* the layer being built has a dense MLP in a mixture of experts (DeepSeek's
+			 * first_k_dense_replace layers) */
 } graph_builder;
 
 static void graph_init(rm_graph *g, const char *name)
 {
 	memset(g, 0, sizeof(*g));
 	snprintf(g->name, sizeof(g->name), "%s", name);
-	g->values = rm_new(rm_value, GRAPH_CAP);
+	g->values = rm_new(rm_value, GRAPH_VALUES);
 	g->ops = rm_new(rm_op, GRAPH_CAP);
 	g->input = -1;
 }
@@ -529,7 +544,7 @@ static void graph_finish(rm_graph *g)
 static int add_value(graph_builder *gb, const char *name, rm_dtype dt, int rank, const int64_t *shape)
 {
 	rm_graph *g = gb->g;
-	assert(g->n_values < GRAPH_CAP && rank <= RM_MAX_RANK);
+	assert(g->n_values < GRAPH_VALUES && rank <= RM_MAX_RANK);
 	assert(rm_graph_find_value(g, name) < 0);
 	rm_value *v = &g->values[g->n_values];
 	snprintf(v->name, sizeof(v->name), "%s", name);
@@ -748,7 +763,9 @@ static void emit_backward(graph_builder *gb, int f)
 		return;
 	}
 	if (fo.kind == RM_OP_GEMM) {
-		int64_t B = fo.gemm.batch, s = gb->s, d = gb->m->head_dim;
+		/* the head dim the matmul contracts (QK^T) or produces (PV): d_qk, d_v */
+		int64_t B = fo.gemm.batch, s = gb->s;
+		int64_t d = strcmp(name, "attention_scores") == 0 ? fo.gemm.k : fo.gemm.n;
 		if (strcmp(name, "attention_scores") == 0) {
 			/* S = Q K^T: dQ = dS K, dK = dS^T Q, each [B, s, d] contracting s. */
 			rm_op *dq = bwd_gemm(gb, f, "dgrad_query", RM_PHASE_BWD_DGRAD, B, s, d, s, true);
@@ -767,7 +784,10 @@ static void emit_backward(graph_builder *gb, int f)
 	if (fo.kind == RM_OP_ATTENTION) {
 		rm_op *op = bwd_op(gb, f, "bwd", RM_OP_ATTENTION, RM_PHASE_BWD_DGRAD);
 		op->attention = fo.attention;
-		op->flops = 2.5 * fo.flops;
+		/* five matmuls for the forward's two: 2.5x, or (3 d + 2 d_v) / (d + d_v) when the
+		 * value head dim differs (rm_cost_attention_flops) */
+		double d = (double)fo.attention.head_dim, dv = (double)fo.attention.v_head_dim;
+		op->flops = dv > 0 && dv != d ? fo.flops * (3.0 * d + 2.0 * dv) / (d + dv) : 2.5 * fo.flops;
 		for (int i = 0; i < fo.n_inputs; i++)
 			op_residual(op, fo.inputs[i]);
 		op_residual(op, fo.outputs[0]); /* O */
@@ -841,6 +861,7 @@ static void emit_backward(graph_builder *gb, int f)
 	bool is_dropout = suffix && strcmp(suffix, "_dropout") == 0;
 	if (strcmp(name, "pre_attention_norm") == 0 || strcmp(name, "pre_mlp_norm") == 0 ||
 	    strcmp(name, "query_norm") == 0 || strcmp(name, "key_norm") == 0 ||
+	    strcmp(name, "attention_query_a_norm") == 0 || strcmp(name, "attention_kv_a_norm") == 0 ||
 	    strcmp(name, "final_norm") == 0) {
 		op_residual(op, fo.inputs[0]); /* norm backward needs its input */
 	} else if (strcmp(name, "attention_probs") == 0) {
@@ -997,7 +1018,11 @@ static int build_moe(graph_builder *gb, int rn)
 	}
 	int64_t rows = (int64_t)ceil((double)sent * f);
 	int router = fwd_projection(gb, "moe_router", rn, h, m->experts, false);
-	int routing = fwd_elementwise(gb, "moe_routing", &router, 1, k, FLOPS_SOFTMAX * (double)m->experts / (double)k, 0);
+	/* softmax and top-k (Mixtral, Qwen); DeepSeek-V3's sigmoid scores, plus the selection bias
+	 * (noaux_tc, read here: it is the op's weight), group-limited top-k and renormalisation are
+	 * the same one pass over the T x experts scores, priced alike */
+	int routing = fwd_elementwise(gb, "moe_routing", &router, 1, k, FLOPS_SOFTMAX * (double)m->experts / (double)k,
+				      m->router_bias ? m->experts : 0);
 	gb->g->ops[gb->g->values[routing].producer].mclass = RM_MB_SOFTMAX;
 	int pin[2] = {rn, routing};
 	int x = fwd_rows_elementwise(gb, "moe_dispatched", pin, 2, sent, h, 0, RM_MB_GATHER);
@@ -1033,6 +1058,76 @@ static int build_moe(graph_builder *gb, int rn)
 	return out;
 }
 
+/* An RMSNorm over the first `width` elements of each row of `in` (a latent's slice), with a
+ * weight of width and the eager decomposition of fwd_norm. */
+static int fwd_slice_rmsnorm(graph_builder *gb, const char *name, int in, int64_t width)
+{
+	int out = fwd_elementwise(gb, name, &in, 1, width, FLOPS_RMSNORM, width);
+	rm_op *op = &gb->g->ops[gb->g->values[out].producer];
+	op->mclass = RM_MB_NORM;
+	int64_t n = gb->b * gb->s_act * width;
+	/* it reads its slice of the input row and the weight (fwd_elementwise counted the row) */
+	op->bytes_read = n * gb->es + width * rm_dtype_size(gb->t->param_dtype);
+	op->eager_bytes = n * (4 * gb->es + 28);
+	op->eager_kernels = 8;
+	return out;
+}
+
+/*
+ * Multi-head latent attention's queries, keys and values from the normed input xn, as
+ * DeepSeek-V3's modelling code runs it in training (transformers' DeepseekV3Attention.forward,
+ * DeepSeek's inference/model.py MLA with attn_impl "naive"; not the absorbed inference form):
+ *   q = q_b_proj(q_a_layernorm(q_a_proj(x)))            h -> q_lora -> heads * (nope + rope)
+ *   kv = kv_a_proj_with_mqa(x)                          h -> kv_lora + rope
+ *   k_nope, v = kv_b_proj(kv_a_layernorm(kv[:kv_lora]))  kv_lora -> heads * (nope + v)
+ *   q_pe, k_pe = rope(q[..., nope:], kv[kv_lora:])      (k_pe one head, broadcast to all)
+ *   query = cat(q_nope, q_pe), key = cat(k_nope, k_pe)  heads * (nope + rope) each
+ * kv_b_proj is one matrix; its key and value column blocks are priced as the two GEMMs
+ * dot_attention_key and dot_attention_value (the same FLOPs and bytes), so remat policies that
+ * name the projections apply. q_lora_rank 0: q_proj h -> heads * (nope + rope) directly. The
+ * rotary ops write the concatenated query and key (the rope of the rope slice and the copy of the
+ * nope part). Outputs: the query and key (head_dim wide per head) and the value (v_head_dim).
+ */
+static void build_mla_qkv(graph_builder *gb, int xn, int64_t heads, int *q_out, int *k_out, int *v_out)
+{
+	const rm_model_config *m = gb->m;
+	int64_t h = m->hidden, nope = m->qk_nope_head_dim, rope = m->qk_rope_head_dim;
+	int64_t qk = nope + rope, ql = m->q_lora_rank, kvl = m->kv_lora_rank;
+	int q;
+	if (ql > 0) {
+		int qa = fwd_projection(gb, "dot_attention_query_a", xn, h, ql, false);
+		int qan = fwd_slice_rmsnorm(gb, "attention_query_a_norm", qa, ql);
+		q = fwd_projection(gb, "dot_attention_query", qan, ql, heads * qk, false);
+	} else {
+		q = fwd_projection(gb, "dot_attention_query", xn, h, heads * qk, false);
+	}
+	int kva = fwd_projection(gb, "dot_attention_kv_a", xn, h, kvl + rope, false);
+	int kvn = fwd_slice_rmsnorm(gb, "attention_kv_a_norm", kva, kvl);
+	int kn = fwd_projection(gb, "dot_attention_key", kvn, kvl, heads * nope, false);
+	int v = fwd_projection(gb, "dot_attention_value", kvn, kvl, heads * m->v_head_dim, false);
+	int64_t T = gb->b * gb->s;
+	int es = gb->es;
+	/* rope over heads x rope elements of the query; the nope part copied into the cat */
+	int rq = fwd_elementwise(gb, "rotary_query", &q, 1, heads * qk, 0, 0);
+	rm_op *op = &gb->g->ops[gb->g->values[rq].producer];
+	op->flops = FLOPS_ROTARY * (double)T * (double)(heads * rope);
+	/* eager: the rotary of the slice as fwd_layer's (2 es + 16 bytes per element, 3 kernels) and
+	 * torch.cat reading both parts and writing the whole */
+	op->eager_bytes = T * heads * rope * (2 * es + 16) + 2 * T * heads * qk * es;
+	op->eager_kernels = 4;
+	/* the key: rope over the one shared rope head, broadcast to every head in the cat */
+	int kin[2] = {kn, kva};
+	int rk = fwd_elementwise(gb, "rotary_key", kin, 2, heads * qk, 0, 0);
+	op = &gb->g->ops[gb->g->values[rk].producer];
+	op->flops = FLOPS_ROTARY * (double)T * (double)rope;
+	op->bytes_read = vbytes(gb, kn) + T * rope * es; /* k_nope and the rope slice of the latent */
+	op->eager_bytes = T * rope * (2 * es + 16) + (vbytes(gb, kn) + T * rope * es) + vbytes(gb, rk);
+	op->eager_kernels = 4;
+	*q_out = rq;
+	*k_out = rk;
+	*v_out = v;
+}
+
 /* Parameters a graph's forward ops read (one GPU's share under tensor parallelism). */
 static int64_t fwd_weight_elems(const rm_graph *g)
 {
@@ -1060,8 +1155,17 @@ static void build_layer(graph_builder *gb)
 	gb->g->input = x;
 	if (gb->gemm_dt == RM_DTYPE_FP8_E4M3 && !t->fp8_all_gather) {
 		/* the gathered 16-bit weights quantized once per micro-batch (and transposed for
-		 * the dgrad) */
-		int64_t w = h * (qd + 2 * kvd) + qd * h + (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * ffn;
+		 * the dgrad); latent attention: its projections without the two latent norms */
+		int64_t attn_w = m->mla ? attention_params(m) - m->q_lora_rank - m->kv_lora_rank : h * (qd + 2 * kvd) + qd * h;
+		int64_t mlp_w = (m->mlp == RM_MLP_SWIGLU ? 3 : 2) * h * ffn;
+		if (rm_model_config_is_moe(m) && !gb->dense_mlp) {
+			/* a MoE block: the router, this GPU's experts and the shared experts (and
+			 * Qwen2-MoE's shared-expert gate) */
+			int64_t local = m->experts / (t->ep > 1 ? t->ep : 1);
+			mlp_w = h * m->experts + local * expert_params(m) + m->shared_experts * 3 * h * m->shared_ffn +
+				(m->shared_gate ? h : 0);
+		}
+		int64_t w = attn_w + mlp_w;
 		rm_op *op = new_op(gb, "weights_fp8", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
 		op_in(gb, op, x);
 		int64_t shape[1] = {w};
@@ -1076,9 +1180,17 @@ static void build_layer(graph_builder *gb)
 	if (gb->sp)
 		xn = fwd_tp_collective(gb, "attention_input_gathered", RM_COLL_ALL_GATHER, xn, h);
 	fwd_fp8_cast(gb, "attention_input_fp8", xn);
-	int q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
-	int k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
-	int v = fwd_projection(gb, "dot_attention_value", xn, h, kvd, m->qkv_bias);
+	/* the widths of q, k (head_dim per head), v and the attention's output (v_head_dim) */
+	int64_t dqk = m->head_dim, dv = m->mla ? m->v_head_dim : m->head_dim;
+	int64_t kw = kvd, vw = kv_heads * dv, ctxw = heads * dv;
+	int q, k, v;
+	if (m->mla) {
+		build_mla_qkv(gb, xn, heads, &q, &k, &v);
+	} else {
+		q = fwd_projection(gb, "dot_attention_query", xn, h, qd, m->qkv_bias);
+		k = fwd_projection(gb, "dot_attention_key", xn, h, kvd, m->qkv_bias);
+		v = fwd_projection(gb, "dot_attention_value", xn, h, kvd, m->qkv_bias);
+	}
 	if (m->qk_norm) {
 		/* Qwen3: RMSNorm over each head's head_dim on the queries and keys, one weight of
 		 * head_dim each */
@@ -1087,7 +1199,7 @@ static void build_layer(graph_builder *gb)
 		k = fwd_elementwise(gb, "key_norm", &k, 1, kvd, FLOPS_RMSNORM, m->head_dim);
 		gb->g->ops[gb->g->values[k].producer].mclass = RM_MB_NORM;
 	}
-	if (!gpt2) {
+	if (!gpt2 && !m->mla) {
 		q = fwd_elementwise(gb, "rotary_query", &q, 1, qd, FLOPS_ROTARY, 0);
 		k = fwd_elementwise(gb, "rotary_key", &k, 1, kvd, FLOPS_ROTARY, 0);
 		/* eager rotary through complex numbers (torchtitan, Meta's Llama): x.float(), the
@@ -1106,9 +1218,9 @@ static void build_layer(graph_builder *gb)
 		int64_t s_loc = gb->s;
 		gb->s_act = t->seq_len;
 		gb->T = gb->b * t->seq_len;
-		k = fwd_tp_collective(gb, "attention_key_gathered", RM_COLL_ALL_GATHER, k, kvd);
+		k = fwd_tp_collective(gb, "attention_key_gathered", RM_COLL_ALL_GATHER, k, kw);
 		gb->g->ops[gb->g->values[k].producer].coll_group = RM_GROUP_CP;
-		v = fwd_tp_collective(gb, "attention_value_gathered", RM_COLL_ALL_GATHER, v, kvd);
+		v = fwd_tp_collective(gb, "attention_value_gathered", RM_COLL_ALL_GATHER, v, vw);
 		gb->g->ops[gb->g->values[v].producer].coll_group = RM_GROUP_CP;
 		gb->T = gb->b * s_loc;
 		gb->s_act = s_loc;
@@ -1121,17 +1233,20 @@ static void build_layer(graph_builder *gb)
 		 * efficiency */
 		op->attention = (rm_attention_shape){
 			.batch = gb->b, .heads = heads / gb->cp, .kv_heads = kv_heads >= gb->cp ? kv_heads / gb->cp : 1,
-			.seq = t->seq_len, .head_dim = m->head_dim, .causal = t->causal, .fused = true, .dtype = gb->dt,
+			.seq = t->seq_len, .head_dim = dqk, .v_head_dim = dv != dqk ? dv : 0, .causal = t->causal,
+			.fused = true, .dtype = gb->dt,
 			.window = t->causal && m->sliding_window > 0 && m->sliding_window < t->seq_len ? m->sliding_window : 0};
 		op_in(gb, op, q);
 		op_in(gb, op, k);
 		op_in(gb, op, v);
-		ctx = add_act(gb, "attention_context", qd, gb->dt);
+		ctx = add_act(gb, "attention_context", ctxw, gb->dt);
 		int64_t lse_shape[3] = {gb->b, heads, gb->s};
 		int lse = add_value(gb, "attention_lse", RM_DTYPE_FP32, 3, lse_shape);
 		op_out(gb, op, ctx);
 		op_out(gb, op, lse);
-		op->flops = 4.0 * (double)gb->b * (double)heads * (double)m->head_dim * attended_pairs(m, t) / (double)gb->cp;
+		/* QK^T over d_qk and PV over d_v per attended pair: 4 d when they are equal */
+		double per_pair = dv != dqk ? 2.0 * (double)(dqk + dv) : 4.0 * (double)m->head_dim;
+		op->flops = per_pair * (double)gb->b * (double)heads * attended_pairs(m, t) / (double)gb->cp;
 		op->bytes_read = vbytes(gb, q) + vbytes(gb, k) + vbytes(gb, v);
 		op->bytes_written = vbytes(gb, ctx) + vbytes(gb, lse);
 	} else {
@@ -1160,18 +1275,18 @@ static void build_layer(graph_builder *gb)
 			probs = fwd_dropout(gb, "attention_probs_dropout", probs);
 
 		rm_op *pv = new_op(gb, "attention_context", RM_OP_GEMM, RM_PHASE_FWD, -1);
-		pv->gemm = (rm_gemm_shape){.batch = B, .m = s, .n = d, .k = s, .dtype = gb->dt,
+		pv->gemm = (rm_gemm_shape){.batch = B, .m = s, .n = dv, .k = s, .dtype = gb->dt,
 					   .has_batch_dims = true};
 		op_in(gb, pv, probs);
 		op_in(gb, pv, v);
-		ctx = add_act(gb, "attention_context", qd, gb->dt);
+		ctx = add_act(gb, "attention_context", ctxw, gb->dt);
 		op_out(gb, pv, ctx);
-		pv->flops = 2.0 * (double)B * (double)s * (double)d * (double)s;
+		pv->flops = 2.0 * (double)B * (double)s * (double)dv * (double)s;
 		pv->bytes_read = vbytes(gb, probs) + vbytes(gb, v);
 		pv->bytes_written = vbytes(gb, ctx);
 	}
 	fwd_fp8_cast(gb, "attention_context_fp8", ctx);
-	int ao = fwd_projection(gb, "dot_attention_out", ctx, qd, h, m->out_bias);
+	int ao = fwd_projection(gb, "dot_attention_out", ctx, ctxw, h, m->out_bias);
 	gb->s_act = s_seq;
 	if (tp > 1)
 		ao = fwd_tp_collective(gb, "attention_out_reduced", gb->sp ? RM_COLL_REDUCE_SCATTER : RM_COLL_ALL_REDUCE, ao, h);
@@ -1185,7 +1300,7 @@ static void build_layer(graph_builder *gb)
 		rn = fwd_tp_collective(gb, "mlp_input_gathered", RM_COLL_ALL_GATHER, rn, h);
 	fwd_fp8_cast(gb, "mlp_input_fp8", rn);
 	int hidden = -1, mo = -1;
-	if (rm_model_config_is_moe(m)) {
+	if (rm_model_config_is_moe(m) && !gb->dense_mlp) {
 		mo = build_moe(gb, rn);
 	} else if (m->mlp == RM_MLP_SWIGLU) {
 		int gate = fwd_projection(gb, "dot_mlp_gate", rn, h, ffn, false);
@@ -1337,11 +1452,13 @@ static void build_head(graph_builder *gb)
 rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
 				rm_error *err)
 {
-	if (model->mla || model->dense_layers > 0) {
+	if (model->dense_layers > 0 && model->dense_layers < model->layers && !model->dense_first) {
 		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
-			     "%s: %s are not modelled yet; `remora describe` counts its parameters",
-			     model->name[0] ? model->name : rm_arch_hf_name(model->arch),
-			     model->mla ? "multi-head latent attention layers" : "dense layers beside mixture-of-experts ones");
+			     "%s: dense layers between the mixture-of-experts ones (Qwen's mlp_only_layers or "
+			     "decoder_sparse_step, a DeepSeek moe_layer_freq past the dense first layers) are "
+			     "not modelled yet: the op graphs run the dense layers first; `remora describe` "
+			     "counts its parameters",
+			     model->name[0] ? model->name : rm_arch_hf_name(model->arch));
 		return NULL;
 	}
 	if (rm_train_config_check(model, train, err) != RM_OK)
@@ -1371,12 +1488,22 @@ rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_con
 	gb.g = &wl->layer;
 	gb.gemm_dt = train->gemm_dtype == RM_DTYPE_FP8_E4M3 ? RM_DTYPE_FP8_E4M3 : train->dtype;
 	build_layer(&gb);
+	graph_init(&wl->dense_layer, "dense_layer");
+	if (rm_workload_dense_layers(wl) > 0) {
+		/* the same builder with the dense MLP (intermediate_size wide) for the first layers */
+		gb.g = &wl->dense_layer;
+		gb.dense_mlp = true;
+		build_layer(&gb);
+		gb.dense_mlp = false;
+	}
 	gb.gemm_dt = train->dtype;
 	graph_init(&wl->head, "head");
 	gb.g = &wl->head;
 	build_head(&gb);
 	/* the activations of all layers (describe, the memory peaks) must fit as well */
-	double all_layers = (double)rm_graph_residual_bytes(&wl->layer) * (double)model->layers;
+	int64_t nd = rm_workload_dense_layers(wl);
+	double all_layers = (double)rm_graph_residual_bytes(&wl->layer) * (double)(model->layers - nd) +
+			    (nd > 0 ? (double)rm_graph_residual_bytes(&wl->dense_layer) * (double)nd : 0.0);
 	if (all_layers > BYTES_LIMIT) {
 		rm_error_set(err, RM_RANGE, NULL, 0, 0,
 			     "seq_len %lld x micro_batch %lld is too large to represent: the activations of "
@@ -1395,8 +1522,20 @@ void rm_workload_destroy(rm_workload *wl)
 		return;
 	graph_finish(&wl->embedding);
 	graph_finish(&wl->layer);
+	graph_finish(&wl->dense_layer);
 	graph_finish(&wl->head);
 	free(wl);
+}
+
+int64_t rm_workload_dense_layers(const rm_workload *wl)
+{
+	const rm_model_config *m = &wl->model;
+	return rm_model_config_is_moe(m) && m->dense_layers > 0 ? m->dense_layers : 0;
+}
+
+const rm_graph *rm_workload_layer_graph(const rm_workload *wl, int64_t l)
+{
+	return l < rm_workload_dense_layers(wl) ? &wl->dense_layer : &wl->layer;
 }
 
 int rm_graph_find_value(const rm_graph *g, const char *name)
@@ -1452,11 +1591,19 @@ int64_t rm_graph_residual_bytes(const rm_graph *g)
 	return sum;
 }
 
+/* The PaLM attention term per token and sequence position: 12 L a d, or 6 L a (d_qk + d_v) for
+ * latent attention (three times the forward's 2 a (d_qk + d_v) per attended pair). */
+static double attention_flops_coeff(const rm_model_config *m)
+{
+	if (m->mla)
+		return 6.0 * (double)m->layers * (double)m->heads * (double)(m->head_dim + m->v_head_dim);
+	return 12.0 * (double)m->layers * (double)(m->heads * m->head_dim);
+}
+
 double rm_workload_model_flops_per_token(const rm_workload *wl)
 {
 	const rm_model_config *m = &wl->model;
-	return 6.0 * (double)wl->params.nonembedding +
-	       12.0 * (double)m->layers * (double)(m->heads * m->head_dim) * (double)wl->train.seq_len;
+	return 6.0 * (double)wl->params.nonembedding + attention_flops_coeff(m) * (double)wl->train.seq_len;
 }
 
 double rm_workload_mfu_flops_per_token(const rm_workload *wl)
@@ -1465,14 +1612,15 @@ double rm_workload_mfu_flops_per_token(const rm_workload *wl)
 	double s = (double)wl->train.seq_len;
 	double ratio = attended_pairs(m, &wl->train) / (s * s);
 	/* a mixture of experts counts the parameters a token uses (6 N_active) */
-	return 6.0 * (double)wl->params.active_nonembedding +
-	       12.0 * (double)m->layers * (double)(m->heads * m->head_dim) * s * ratio;
+	return 6.0 * (double)wl->params.active_nonembedding + attention_flops_coeff(m) * s * ratio;
 }
 
 double rm_workload_executed_flops(const rm_workload *wl)
 {
+	int64_t nd = rm_workload_dense_layers(wl);
+	double dense = nd > 0 ? (double)nd * rm_graph_flops(&wl->dense_layer, RM_PHASE_COUNT) : 0.0;
 	return rm_graph_flops(&wl->embedding, RM_PHASE_COUNT) +
-	       (double)wl->model.layers * rm_graph_flops(&wl->layer, RM_PHASE_COUNT) +
+	       (double)(wl->model.layers - nd) * rm_graph_flops(&wl->layer, RM_PHASE_COUNT) + dense +
 	       rm_graph_flops(&wl->head, RM_PHASE_COUNT);
 }
 
@@ -1480,7 +1628,9 @@ int64_t rm_workload_rank_params(const rm_workload *wl)
 {
 	if (wl->train.tp <= 1 && wl->train.ep <= 1)
 		return wl->params.total;
-	return wl->embedding.params + wl->model.layers * wl->layer.params + wl->head.params;
+	int64_t nd = rm_workload_dense_layers(wl);
+	return wl->embedding.params + (wl->model.layers - nd) * wl->layer.params + nd * wl->dense_layer.params +
+	       wl->head.params;
 }
 
 int64_t rm_workload_rank_expert_params(const rm_workload *wl)
@@ -1489,7 +1639,7 @@ int64_t rm_workload_rank_expert_params(const rm_workload *wl)
 	for (int i = 0; i < wl->layer.n_fwd_ops; i++)
 		if (wl->layer.ops[i].expert)
 			n += wl->layer.ops[i].weight_elems;
-	return n * wl->model.layers;
+	return n * (wl->model.layers - rm_workload_dense_layers(wl)); /* the dense layers have none */
 }
 
 rm_static_memory rm_workload_static_memory(const rm_workload *wl)

@@ -84,20 +84,30 @@ static int64_t zb_extra_bytes(const rm_pp_pass *ps, int per, int64_t act, int64_
 	return top > act ? top - act : 0;
 }
 
-rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm_error *err)
+/* One stage program, priced by the engine on one micro-batch. */
+typedef struct stage_price {
+	int64_t dense;                   /* its dense layers (a mixture of experts' first ones) */
+	rm_pp_stage_cost first, middle, last; /* its costs as the first, a middle or the last stage */
+	int64_t peak_bytes;              /* the one-micro-batch peak */
+	int64_t static_bytes;            /* its persistent tensors */
+	int64_t saved_bytes;             /* the activations one micro-batch leaves */
+	int64_t embed_state, head_state; /* the embedding's and head's share of the persistent state */
+	int64_t wgrad_layers, wgrad_embed, wgrad_head; /* zero_bubble: what a deferred W holds */
+} stage_price;
+
+/* Prices a stage of layers / pp decoder layers whose first `dense` layers are dense. */
+static rm_status price_stage(const rm_scenario_resolved *res, int64_t dense, stage_price *sp, rm_error *err)
 {
-	memset(out, 0, sizeof(*out));
 	const rm_train_config *t = &res->train;
-	if (t->pp <= 1)
-		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "not a pipelined scenario (parallelism.pp 1)");
-	int p = (int)t->pp, v = (int)(t->virtual_stages > 0 ? t->virtual_stages : 1), m = (int)t->grad_accum;
-	out->stages = p;
-	out->chunks = v;
-	out->micro_batches = m;
-	out->schedule = (rm_pp_schedule)t->pp_schedule;
+	memset(sp, 0, sizeof(*sp));
+	sp->dense = dense;
 	/* one stage: layers / pp decoder layers, one micro-batch */
 	rm_model_config sm = res->model;
-	sm.layers = res->model.layers / p;
+	sm.layers = res->model.layers / t->pp;
+	if (rm_model_config_is_moe(&sm) && sm.dense_layers > 0) {
+		sm.dense_layers = dense;
+		sm.dense_first = true;
+	}
 	rm_train_config st = *t;
 	st.grad_accum = 1;
 	st.pp = 1; /* the stage itself is not pipelined */
@@ -118,7 +128,6 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 			      .memory_headroom_bytes = res->memory.headroom_bytes,
 			      .allocator = res->allocator,
 			      .alloc_fraction = res->alloc_fraction};
-	rm_pp_pass *passes = NULL;
 	rm_sim *sim = rm_sim_create(prog, &res->hw, &opt, err);
 	rm_status status = sim ? rm_sim_run(sim, err) : (err ? err->status : RM_INVALID);
 	if (status != RM_OK)
@@ -167,9 +176,74 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 		t_eb = t_lb;
 	double tail = span_s(t_eb, mt->step_time);
 	double bf = span_s(t_h, t_eb), bm = span_s(t_h, t_lb), bl = span_s(t_lf, t_lb);
-	out->first = (rm_pp_stage_cost){span_s(0, t_lf), bf, tail, clamp_s(rm_time_to_s(w_l + w_e), bf)};
-	out->middle = (rm_pp_stage_cost){span_s(t_ef, t_lf), bm, tail, clamp_s(rm_time_to_s(w_l), bm)};
-	out->last = (rm_pp_stage_cost){span_s(t_ef, t_lf), bl, tail, clamp_s(rm_time_to_s(w_l + w_h), bl)};
+	sp->first = (rm_pp_stage_cost){span_s(0, t_lf), bf, tail, clamp_s(rm_time_to_s(w_l + w_e), bf)};
+	sp->middle = (rm_pp_stage_cost){span_s(t_ef, t_lf), bm, tail, clamp_s(rm_time_to_s(w_l), bm)};
+	sp->last = (rm_pp_stage_cost){span_s(t_ef, t_lf), bl, tail, clamp_s(rm_time_to_s(w_l + w_h), bl)};
+	sp->peak_bytes = mt->peak_memory_bytes;
+	sp->saved_bytes = rep.saved_bytes_step;
+	rm_static_memory smem = rm_workload_static_memory(wl);
+	int64_t rank = rm_workload_rank_params(wl);
+	double per_param = rank > 0 ? (double)smem.total / (double)rank : 0;
+	sp->embed_state = (int64_t)(per_param * (double)wl->embedding.params);
+	sp->head_state = (int64_t)(per_param * (double)wl->head.params);
+	sp->static_bytes = smem.total;
+	int64_t nd = rm_workload_dense_layers(wl);
+	sp->wgrad_layers = wgrad_hold_bytes(&wl->layer) * (sm.layers - nd) +
+			   (nd > 0 ? wgrad_hold_bytes(&wl->dense_layer) * nd : 0);
+	sp->wgrad_embed = wgrad_hold_bytes(&wl->embedding);
+	sp->wgrad_head = wgrad_hold_bytes(&wl->head);
+done:
+	rm_sim_destroy(sim);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_workload_destroy(wl);
+	return status;
+}
+
+rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	const rm_train_config *t = &res->train;
+	if (t->pp <= 1)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "not a pipelined scenario (parallelism.pp 1)");
+	int p = (int)t->pp, v = (int)(t->virtual_stages > 0 ? t->virtual_stages : 1), m = (int)t->grad_accum;
+	if (p > RM_PP_MAX_STAGES)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "pp %d: at most %d stages", p, RM_PP_MAX_STAGES);
+	out->stages = p;
+	out->chunks = v;
+	out->micro_batches = m;
+	out->schedule = (rm_pp_schedule)t->pp_schedule;
+	/* a mixture of experts with dense first layers (DeepSeek-V3): stage s holds layers
+	 * [s L/p, (s+1) L/p), the dense ones among them priced as such; at most three kinds of
+	 * stage (all dense, the one across the boundary, all MoE) */
+	int64_t per_stage = res->model.layers / p;
+	int64_t nd = rm_model_config_is_moe(&res->model) ? res->model.dense_layers : 0;
+	if (nd > 0 && v > 1)
+		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+				    "%s runs %lld dense layers before its mixture-of-experts ones: interleaved "
+				    "stages (virtual_stages %d) would mix the kinds chunk by chunk, which is not "
+				    "modelled yet (1f1b, gpipe and ZB-H1 stages are)",
+				    res->model.name, (long long)nd, v);
+	stage_price prices[3];
+	int n_prices = 0, of_stage[RM_PP_MAX_STAGES];
+	for (int s = 0; s < p; s++) {
+		int64_t d = nd - (int64_t)s * per_stage;
+		d = d < 0 ? 0 : d > per_stage ? per_stage : d;
+		int k = 0;
+		while (k < n_prices && prices[k].dense != d)
+			k++;
+		if (k == n_prices) {
+			rm_status st = price_stage(res, d, &prices[k], err);
+			if (st != RM_OK)
+				return st;
+			n_prices++;
+		}
+		of_stage[s] = k;
+	}
+	const stage_price *p_first = &prices[of_stage[0]], *p_last = &prices[of_stage[p - 1]];
+	out->first = p_first->first;
+	out->middle = prices[of_stage[p > 2 ? 1 : p - 1]].middle;
+	out->last = p_last->last;
 	/* the activation (or its gradient) to the neighbouring stage: [b, s, h] split over the
 	 * tensor-parallel group (Megatron-LM's scatter-gather of pipeline tensors), on NVLink
 	 * when a stage is smaller than a node, else over the network */
@@ -182,11 +256,12 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 				       .span = stage_gpus >= (int)res->hw.gpus_per_node ? 2 : 1}};
 	const rm_cost_model *cm = res->sched.cost ? res->sched.cost : rm_cost_model_default();
 	out->p2p_s = cm->op_time_s(cm, &c, &res->hw);
-	/* ZB-V's V puts the last virtual stage, with the head, on stage 0 beside the embedding */
+	/* ZB-V's V puts the last virtual stage, with the head, on stage 0 beside the embedding
+	 * (every stage alike: dense first layers need v 1) */
 	bool zbv = out->schedule == RM_PP_ZERO_BUBBLE && v == 2;
 	rm_pp_stage_cost costs[RM_PP_MAX_STAGES];
 	for (int s = 0; s < p; s++)
-		costs[s] = s == 0 ? out->first : s == p - 1 && !zbv ? out->last : out->middle;
+		costs[s] = s == 0 ? out->first : s == p - 1 && !zbv ? out->last : prices[of_stage[s]].middle;
 	if (zbv) {
 		costs[0].fwd_s += out->last.fwd_s - out->middle.fwd_s;
 		costs[0].bwd_s += out->last.bwd_s - out->middle.bwd_s;
@@ -194,8 +269,8 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 	}
 	bool zb = out->schedule == RM_PP_ZERO_BUBBLE;
 	int per = rm_pp_passes_per_stage(out->schedule, m, v);
-	passes = zb ? rm_new(rm_pp_pass, (size_t)p * (size_t)(per > 0 ? per : 1)) : NULL;
-	status = rm_pp_simulate_passes(out->schedule, p, m, v, costs, out->p2p_s, &out->sched, passes, err);
+	rm_pp_pass *passes = zb ? rm_new(rm_pp_pass, (size_t)p * (size_t)(per > 0 ? per : 1)) : NULL;
+	rm_status status = rm_pp_simulate_passes(out->schedule, p, m, v, costs, out->p2p_s, &out->sched, passes, err);
 	if (status != RM_OK)
 		goto done;
 	out->step_s = out->sched.step_s;
@@ -204,14 +279,8 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 	out->tokens_per_s = out->step_s > 0 ? tokens / out->step_s : 0;
 	double peak = res->hw.bf16_TFLOPs * RM_TB;
 	out->mfu = peak > 0 ? rm_workload_mfu_flops_per_token(res->wl) * out->tokens_per_s / peak : 0;
-	/* memory per stage */
-	rm_static_memory smem = rm_workload_static_memory(wl);
-	int64_t rank = rm_workload_rank_params(wl);
-	double per_param = rank > 0 ? (double)smem.total / (double)rank : 0;
-	int64_t embed_state = (int64_t)(per_param * (double)wl->embedding.params);
-	int64_t head_state = (int64_t)(per_param * (double)wl->head.params);
-	out->stage_static_bytes = smem.total;
-	out->act_bytes_per_chunk = rep.saved_bytes_step / v;
+	/* memory per stage: its program's one-micro-batch peak, the micro-batches in flight, less
+	 * the embedding's (head's) state where it is not held */
 	out->usable_bytes = res->memory.usable_bytes;
 	if (res->allocator == RM_SIM_ALLOC_JAX_PREALLOC) {
 		/* XLA's BFC pool does not grow */
@@ -221,25 +290,29 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 			out->usable_bytes = pool;
 	}
 	if (zb) {
-		int64_t layers = wgrad_hold_bytes(&wl->layer) * sm.layers;
-		out->wgrad_bytes_first = layers + wgrad_hold_bytes(&wl->embedding);
-		out->wgrad_bytes_middle = layers;
-		out->wgrad_bytes_last = layers + wgrad_hold_bytes(&wl->head);
+		out->wgrad_bytes_first = p_first->wgrad_layers + p_first->wgrad_embed;
+		out->wgrad_bytes_middle = prices[of_stage[p > 2 ? 1 : p - 1]].wgrad_layers;
+		out->wgrad_bytes_last = p_last->wgrad_layers + p_last->wgrad_head;
 		if (zbv) {
-			out->wgrad_bytes_first += out->wgrad_bytes_last - layers;
-			out->wgrad_bytes_last = layers;
+			out->wgrad_bytes_first += out->wgrad_bytes_last - p_last->wgrad_layers;
+			out->wgrad_bytes_last = p_last->wgrad_layers;
 		}
 	}
 	out->fits = true;
 	for (int s = 0; s < p; s++) {
-		int64_t wb = s == 0 ? out->wgrad_bytes_first : s == p - 1 ? out->wgrad_bytes_last : out->wgrad_bytes_middle;
-		int64_t b = mt->peak_memory_bytes +
-			    (zb ? zb_extra_bytes(passes + (size_t)s * (size_t)per, per, out->act_bytes_per_chunk, wb / v)
-				: (int64_t)(out->sched.in_flight[s] - 1) * out->act_bytes_per_chunk);
+		const stage_price *sp = &prices[of_stage[s]];
+		int64_t chunk = sp->saved_bytes / v;
+		if (s == 0 || chunk > out->act_bytes_per_chunk)
+			out->act_bytes_per_chunk = chunk;
+		if (s == 0 || sp->static_bytes > out->stage_static_bytes)
+			out->stage_static_bytes = sp->static_bytes;
+		int64_t wb = s == 0 ? out->wgrad_bytes_first : s == p - 1 ? out->wgrad_bytes_last : sp->wgrad_layers;
+		int64_t b = sp->peak_bytes + (zb ? zb_extra_bytes(passes + (size_t)s * (size_t)per, per, chunk, wb / v)
+						 : (int64_t)(out->sched.in_flight[s] - 1) * chunk);
 		if (s > 0)
-			b -= embed_state;
+			b -= sp->embed_state;
 		if (zbv ? s > 0 : s < p - 1)
-			b -= head_state;
+			b -= sp->head_state;
 		out->peak_bytes[s] = b;
 		if (b > out->peak_bytes[out->peak_stage])
 			out->peak_stage = s;
@@ -248,9 +321,5 @@ rm_status rm_pp_run_scenario(const rm_scenario_resolved *res, rm_pp_run *out, rm
 	}
 done:
 	free(passes);
-	rm_sim_destroy(sim);
-	rm_program_destroy(prog);
-	rm_schedule_report_finish(&rep);
-	rm_workload_destroy(wl);
 	return status;
 }

@@ -709,10 +709,10 @@ static void warn_missing_names(const rm_remat_policy *p, const rm_graph *g)
 	for (int l = 0; l < 2; l++)
 		for (int i = 0; i < counts[l]; i++)
 			if (rm_graph_find_value(g, lists[l][i]) < 0)
-				rm_log_warn("remat policy names \"%s\", which this model's layer does not have "
-					    "(unfused attention, dropout or the MLP type decide which values exist); "
-					    "ignored",
-					    lists[l][i]);
+				rm_log_warn("remat policy names \"%s\", which this model's %s graph does not have "
+					    "(unfused attention, dropout, the MLP type or the layer kind decide which "
+					    "values exist); ignored there",
+					    lists[l][i], g->name[0] ? g->name : "layer");
 	warn_missing_names(p->first, g);
 	warn_missing_names(p->second, g);
 }

@@ -1343,6 +1343,12 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			return key_error(sc, "parallelism.pp", err, RM_INVALID,
 					 "pp %lld x %lld chunks per stage must divide the %lld layers of %s", (long long)pp,
 					 (long long)t.virtual_stages, (long long)out->model.layers, out->model.name);
+		if (rm_model_config_is_moe(&out->model) && out->model.dense_layers > 0 && t.virtual_stages > 1)
+			return key_error(sc, "parallelism.virtual_stages", err, RM_UNSUPPORTED,
+					 "%s runs %lld dense layers before its mixture-of-experts ones: interleaved "
+					 "stages would mix the two kinds chunk by chunk, which is not modelled yet "
+					 "(1f1b, gpipe and ZB-H1 stages are priced by their own layers)",
+					 out->model.name, (long long)out->model.dense_layers);
 		int64_t stage = out->gpus / pp;
 		if (stage < gpn ? gpn % stage != 0 : stage % gpn != 0)
 			return key_error(sc, "parallelism.pp", err, RM_INVALID,
@@ -1392,11 +1398,13 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return key_error(sc, "parallelism.tp", err, RM_UNSUPPORTED,
 				 "tensor parallelism of mixture-of-experts layers (expert tensor parallelism) is not "
 				 "modelled yet: use parallelism.ep");
-	if (out->model.mla || out->model.dense_layers > 0)
-		return key_error(sc, "model", err, RM_UNSUPPORTED, "%s: %s are not modelled yet; `remora describe` counts its "
-				 "parameters",
-				 out->model.name, out->model.mla ? "multi-head latent attention layers"
-							  : "dense layers beside mixture-of-experts ones");
+	if (rm_model_config_is_moe(&out->model) && out->model.dense_layers > 0 &&
+	    out->model.dense_layers < out->model.layers && !out->model.dense_first)
+		return key_error(sc, "model", err, RM_UNSUPPORTED,
+				 "%s: dense layers between the mixture-of-experts ones (Qwen's mlp_only_layers or "
+				 "decoder_sparse_step, a DeepSeek moe_layer_freq past the dense first layers) are not modelled yet; `remora "
+				 "describe` counts its parameters",
+				 out->model.name);
 	if (sc->sp > 0 && tp == 1)
 		rm_log_warn("parallelism.sp needs parallelism.tp > 1: ignored");
 	t.tp = tp;

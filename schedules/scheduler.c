@@ -210,7 +210,29 @@ typedef struct ctx {
 	int atp_n;      /* steps: the tensor-parallel degree; 0: off */
 	int *atp_role;  /* [layer->n_ops] ATP_*, NULL when off */
 	int *atp_src;   /* [layer->n_ops] ATP_AG_USER: its all-gather op; else -1 */
+	/* a mixture of experts whose first n_dense layers are dense (DeepSeek-V3's
+	 * first_k_dense_replace): those run the workload's dense_layer graph, whose own fields above
+	 * (layer, plan, plan_keep, ag, rs, norm_elems, last_wgrad, the fusions) live in a copy of this
+	 * context; kinds[0] is the MoE layers' context, kinds[1] the dense layers' (layer_ctx) */
+	int n_dense;
+	const struct ctx *kinds[2];
 } ctx;
+
+/* The context whose layer graph layer l runs (x itself when every layer is alike). A scan body's
+ * layers are the MoE ones: build_body works on a view of x with n_dense 0. */
+static const ctx *layer_ctx(const ctx *x, int l)
+{
+	if (x->n_dense <= 0)
+		return x;
+	return x->kinds[l >= 0 && l < x->n_dense ? 1 : 0];
+}
+
+/* The first layer a scan runs: with dense first layers they run unrolled before the scan over
+ * the MoE layers (MaxText scans the two kinds apart); 0 when unrolled or all alike. */
+static int first_scanned(const ctx *x)
+{
+	return x->cfg->scan ? x->n_dense : 0;
+}
 
 /*
  * Parts of async TP (PyTorch's micro-pipelined TP: torch/distributed/_symmetric_memory
@@ -394,6 +416,7 @@ static int find_slot(comp *c, int op, int bl, int mb, rm_program_phase phase)
  * the backward likewise; gradients as a rolling pair of the largest values. */
 static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta)
 {
+	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
 	int nl;
 	const int *ls = comp_layer_slots(c, bl, mb, &nl);
@@ -488,6 +511,7 @@ static int layer_first_slot(comp *c, int bl, int mb)
 static void add_gathered_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int grp, int64_t bytes,
 			       int64_t *delta, int *first_user, int live_from)
 {
+	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
 	int first = -1, last = -1, nl;
 	const int *ls = comp_layer_slots(c, bl, mb, &nl);
@@ -526,6 +550,7 @@ static void finish_temps(comp *c, int64_t *delta)
 /* Layer slots of one pass of body layer bl (fwd, or recompute + bwd). */
 static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 {
+	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
 	if (!bwd) {
 		for (int i = 0; i < g->n_fwd_ops; i++)
@@ -557,13 +582,17 @@ static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta,
 			    bool pipelined_ag, int ag_off, bool pipelined_rs, int rs_off)
 {
+	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
+	/* in a scan body (not a dense first layer, which runs unrolled in the entry before it) */
+	bool body = x->cfg->scan && !(x->n_dense > 0 && bl < x->n_dense);
+	bool pipe_ar = body && x->pipe_ar;
 	/* FSDP2 with reshard_after_forward false (and torchtitan's last block, which is never
 	 * resharded): the forward's gather stays for the backward, nothing is gathered again */
-	bool keep = x->cfg->mode == RM_SCHED_FSDP2 && !x->cfg->scan &&
+	bool keep = x->cfg->mode == RM_SCHED_FSDP2 && !body &&
 		    (!x->cfg->reshard_after_forward || bl == x->L - 1);
 	/* in a body, the first slot of the next copy: where this copy's results are due */
-	int next_copy = x->cfg->scan && bl + 1 < x->k ? layer_first_slot(c, bl + 1, mb) : -1;
+	int next_copy = body && bl + 1 < x->k ? layer_first_slot(c, bl + 1, mb) : -1;
 	int copy_due = next_copy >= 0 ? next_copy : c->n;
 	/* the backward's gathers read the optimization barrier's output (jax.checkpoint's
 	 * prevent_cse): not pipelined, and not before the barrier at the start of the pass */
@@ -640,7 +669,7 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 	}
 	if (x->norm_elems > 0) {
 		int last = -1, nl;
-		int from = x->pipe_ar ? src : bl;
+		int from = pipe_ar ? src : bl;
 		const int *ls = from >= 0 ? comp_layer_slots(c, from, mb, &nl) : NULL;
 		for (int q = 0; ls && q < nl; q++) {
 			const slot *s = &c->slots[ls[q]];
@@ -653,9 +682,9 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		k->body_layer = bl;
 		k->mb = mb;
 		k->bytes = x->norm_elems * x->gsize;
-		k->layer_off = x->pipe_ar ? rs_off : 0;
-		k->s_min = x->pipe_ar ? (last >= 0 ? last + 1 : 0) : (last >= 0 ? last + 1 : c->n);
-		k->deadline = x->pipe_ar ? copy_due : c->n;
+		k->layer_off = pipe_ar ? rs_off : 0;
+		k->s_min = pipe_ar ? (last >= 0 ? last + 1 : 0) : (last >= 0 ? last + 1 : c->n);
+		k->deadline = pipe_ar ? copy_due : c->n;
 		k->latency = coll_latency(x, CK_AR, k->bytes);
 	}
 }
@@ -823,6 +852,7 @@ static const sched_fusion *fusion_of(const ctx *x, const rm_op *op, int l, rm_pr
 {
 	if (!x->fuse)
 		return NULL;
+	x = layer_ctx(x, l);
 	const rm_graph *gs[3] = {x->layer, x->embed, x->head};
 	for (int k = 0; k < 3; k++) {
 		if (op < gs[k]->ops || op >= gs[k]->ops + gs[k]->n_ops)
@@ -890,7 +920,7 @@ static layer_tensors *grads_lt(emitter *e, int mb, int l)
 /* The tensor holding forward value v of layer l as the backward (or recompute) reads it. */
 static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 {
-	const ctx *x = e->x;
+	const ctx *x = layer_ctx(e->x, l);
 	layer_tensors *t = lt_of(e, mb, l);
 	switch (plan_of(x, l)->fate[v]) {
 	case RM_FATE_RECOMPUTED:
@@ -1088,7 +1118,7 @@ static void emit_atp_reduce(emitter *e, const rm_program_op_desc *d0, const int3
 /* Offloads of slot s's outputs (RM_FATE_OFFLOADED), right after their producer. */
 static void emit_offloads(emitter *e, const slot *s, int l, int mb)
 {
-	const ctx *x = e->x;
+	const ctx *x = layer_ctx(e->x, l);
 	const rm_graph *g = x->layer;
 	const rm_op *op = &g->ops[s->op];
 	layer_tensors *t = lt_of(e, mb, l);
@@ -1112,7 +1142,7 @@ static void emit_offloads(emitter *e, const slot *s, int l, int mb)
 
 static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *collect)
 {
-	const ctx *x = e->x;
+	const ctx *x = layer_ctx(e->x, l);
 	const rm_graph *g = x->layer;
 	const rm_op *op = &g->ops[s->op];
 	layer_tensors *t = lt_of(e, mb, l);
@@ -1445,7 +1475,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 
 static int32_t layer_output_tensor(emitter *e, int mb, int l)
 {
-	const rm_graph *g = e->x->layer;
+	const rm_graph *g = layer_ctx(e->x, l)->layer;
 	int out_v = g->ops[g->n_fwd_ops - 1].outputs[0];
 	return lt_of(e, mb, l)->fwd[out_v];
 }
@@ -1461,7 +1491,7 @@ static int32_t embed_output_tensor(emitter *e)
  * is there). */
 static void emit_reloads(emitter *e, int mb, int l, int32_t wait)
 {
-	const ctx *x = e->x;
+	const ctx *x = layer_ctx(e->x, l);
 	const rm_graph *g = x->layer;
 	if (l < 0 || l >= x->L)
 		return;
@@ -1521,8 +1551,8 @@ static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base
 		int l = -1, kmb = entry ? k->mb : mb;
 		if (k->what == WHAT_LAYER) {
 			l = entry ? k->body_layer : target_layer(k, base, dir);
-			if (l < 0 || l >= x->L)
-				continue; /* the pipeliner's peeled iterations */
+			if (l < (entry ? 0 : first_scanned(x)) || l >= x->L)
+				continue; /* the pipeliner's peeled iterations (or a dense layer: its own) */
 			if (k->kind == CK_RS && grads_lt(e, kmb, l)->grads[k->group] < 0)
 				continue;
 		}
@@ -1545,7 +1575,7 @@ static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base
  */
 static int emit_layer_slots(emitter *e, const comp *c, int j, int l, int mb)
 {
-	const ctx *x = e->x;
+	const ctx *x = layer_ctx(e->x, l);
 	const slot *s = &c->slots[j];
 	if (atp_role_of(x, s) != ATP_AG_USER) {
 		emit_layer_op(e, s, l, mb, NULL);
@@ -1582,9 +1612,11 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 		 * first iteration's are the prologue; each iteration starts the next one's, once the
 		 * compute before it is done, so at most two iterations' reloads are resident */
 		for (int bl = 0; bl < x->k; bl++)
-			emit_reloads(e, mb, base + dir * bl, -1);
+			if (base + dir * bl >= first_scanned(x))
+				emit_reloads(e, mb, base + dir * bl, -1);
 		for (int bl = 0; bl < x->k; bl++)
-			emit_reloads(e, mb, base + dir * (x->k + bl), e->last_event);
+			if (base + dir * (x->k + bl) >= first_scanned(x))
+				emit_reloads(e, mb, base + dir * (x->k + bl), e->last_event);
 	}
 	int skip_to = 0;
 	for (int j = 0; j <= c->n; j++) {
@@ -1593,11 +1625,11 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 			break;
 		const slot *s = &c->slots[j];
 		int l = base + dir * s->body_layer;
-		if (l < 0 || l >= x->L)
-			continue;
+		if (l < first_scanned(x) || l >= x->L)
+			continue; /* the pipeliner's peeled iterations, or a dense layer before the scan */
 		layer_tensors *t = lt_of(e, mb, l);
 		if (!bwd && s->op == 0) {
-			int in_v = x->layer->input;
+			int in_v = layer_ctx(x, l)->layer->input;
 			t->fwd[in_v] = l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, mb, l - 1);
 		}
 		if (j < skip_to)
@@ -1718,7 +1750,8 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 	int32_t *ev = rm_new(int32_t, (size_t)c->nc + 1);
 	for (int i = 0; i < c->nc; i++)
 		ev[i] = -1;
-	int last_bwd_layer = -1, skip_to = 0;
+	/* a layer's backward starts at a new (layer, micro-batch) */
+	int last_bwd_layer = -1, last_bwd_mb = -1, skip_to = 0;
 	for (int j = 0; j <= c->n; j++) {
 		emit_colls_at(e, c, j, true, 0, +1, 0, ev);
 		if (j == c->n)
@@ -1730,13 +1763,15 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 				int l = s->body_layer;
 				layer_tensors *t = lt_of(e, s->mb, l);
 				if (s->phase == RM_PPHASE_FWD && s->op == 0)
-					t->fwd[x->layer->input] = l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, s->mb, l - 1);
-				if (s->phase != RM_PPHASE_FWD && l != last_bwd_layer) {
+					t->fwd[layer_ctx(x, l)->layer->input] =
+						l == 0 ? embed_output_tensor(e) : layer_output_tensor(e, s->mb, l - 1);
+				if (s->phase != RM_PPHASE_FWD && (l != last_bwd_layer || s->mb != last_bwd_mb)) {
 					/* this layer's (the first one's: none issued them), then the next one
 					 * down's, one layer ahead */
 					emit_reloads(e, s->mb, l, -1);
 					emit_reloads(e, s->mb, l - 1, e->last_event);
 					last_bwd_layer = l;
+					last_bwd_mb = s->mb;
 				}
 				if (j >= skip_to)
 					skip_to = j + emit_layer_slots(e, c, j, l, s->mb);
@@ -1750,11 +1785,11 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 			}
 			break;
 		case SLOT_FWD_LOOP:
-			for (int base = 0; base < x->L; base += x->k)
+			for (int base = first_scanned(x); base < x->L; base += x->k)
 				emit_body(e, fwd, base, +1, s->mb, false);
 			break;
 		case SLOT_BWD_LOOP:
-			for (int base = x->L - 1; base >= 0; base -= x->k)
+			for (int base = x->L - 1; base >= first_scanned(x); base -= x->k)
 				emit_body(e, bwd, base, -1, s->mb, true);
 			break;
 		case SLOT_OPTIMIZER:
@@ -1775,8 +1810,12 @@ static double comp_units(const comp *c)
 	return u;
 }
 
-static void build_body(const ctx *x, comp *c, bool bwd)
+static void build_body(const ctx *xs, comp *c, bool bwd)
 {
+	/* the body's layers are MoE ones whatever their copy index */
+	ctx view = *xs;
+	view.n_dense = 0;
+	const ctx *x = &view;
 	for (int bl = 0; bl < x->k; bl++)
 		add_layer_slots(x, c, bl, 0, bwd);
 	int64_t *delta = rm_new(int64_t, (size_t)c->n + 2);
@@ -1832,7 +1871,7 @@ static int64_t graph_weight_elems(const rm_graph *g, bool gemm_only)
 static double loop_units(const ctx *x, const comp *body)
 {
 	if (timed_costs(x))
-		return comp_units(body) * x->L / x->k;
+		return comp_units(body) * (x->L - first_scanned(x)) / x->k;
 	return UNITS_LOW;
 }
 
@@ -1865,18 +1904,31 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 	int *emb_op = rm_new(int, (size_t)x->A + 1), *logits_op = rm_new(int, (size_t)x->A + 1);
 	int *head_wgrad = rm_new(int, (size_t)x->A + 1), *head_norm = rm_new(int, (size_t)x->A + 1);
 	int *emb_bwd = rm_new(int, (size_t)x->A + 1);
+	/* a scan with dense first layers: those run unrolled around the loops, from dense_start
+	 * (forward) to dense_end (the end of their backward) */
+	int l0 = first_scanned(x);
+	int *dense_start = rm_new(int, (size_t)x->A + 1), *dense_end = rm_new(int, (size_t)x->A + 1);
 	int grads_from = -1; /* the first backward slot: the gradient shards are live from there */
 	for (int mb = 0; mb < x->A; mb++) {
 		mb_start[mb] = c->n;
 		for (int i = 0; i < x->embed->n_fwd_ops; i++)
 			comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_FWD, slot_units(x, &x->embed->ops[i]), false});
 		emb_op[mb] = mb_start[mb];
+		dense_start[mb] = c->n;
+		for (int l = 0; l < l0; l++) {
+			const rm_graph *lg = layer_ctx(x, l)->layer;
+			for (int i = 0; i < lg->n_fwd_ops; i++)
+				comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, l, mb, RM_PPHASE_FWD,
+							slot_units_at(x, &lg->ops[i], l, RM_PPHASE_FWD), false});
+		}
 		fwd_loop[mb] = c->n;
 		if (unrolled) {
-			for (int l = 0; l < x->L; l++)
-				for (int i = 0; i < x->layer->n_fwd_ops; i++)
+			for (int l = 0; l < x->L; l++) {
+				const rm_graph *lg = layer_ctx(x, l)->layer;
+				for (int i = 0; i < lg->n_fwd_ops; i++)
 					comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, l, mb, RM_PPHASE_FWD,
-								slot_units_at(x, &x->layer->ops[i], l, RM_PPHASE_FWD), false});
+								slot_units_at(x, &lg->ops[i], l, RM_PPHASE_FWD), false});
+			}
 		} else {
 			comp_add_slot(c, (slot){SLOT_FWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_FWD,
 						loop_units(x, fwd), colls});
@@ -1902,7 +1954,10 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		} else {
 			comp_add_slot(c, (slot){SLOT_BWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_BWD,
 						loop_units(x, bwd), colls});
+			for (int l = l0 - 1; l >= 0; l--)
+				add_layer_slots(x, c, l, mb, true);
 		}
+		dense_end[mb] = c->n;
 		emb_bwd[mb] = -1;
 		for (int i = x->embed->n_fwd_ops; i < x->embed->n_ops; i++) {
 			int j = comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_BWD,
@@ -1922,6 +1977,21 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		if (!unrolled) {
 			delta[fwd_loop[mb] + 1] += x->stacks;
 			delta[bwd_loop[mb]] -= x->stacks;
+		}
+		if (l0 > 0) {
+			/* the dense layers' own temporaries, and what they keep from their forward to
+			 * their backward (the stacks cover the loops) */
+			int64_t kept = 0;
+			for (int l = 0; l < l0; l++) {
+				const rm_remat_plan *pl = plan_of(layer_ctx(x, l), l);
+				kept += pl->saved_bytes + pl->carry_bytes;
+				add_layer_temps(x, c, l, mb, false, delta);
+				add_layer_temps(x, c, l, mb, true, delta);
+			}
+			delta[dense_start[mb]] += kept;
+			delta[fwd_loop[mb] + 1] -= kept;
+			delta[bwd_loop[mb] + 1] += kept;
+			delta[dense_end[mb]] -= kept;
 		}
 		if (unrolled) {
 			for (int l = 0; l < x->L; l++) {
@@ -1955,6 +2025,26 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 			entry_coll(x, c, CK_AR, WHAT_FINAL_NORM, mb, fnorm, head_norm[mb] + 1, mb_end);
 		if (emb_bwd[mb] >= 0)
 			entry_coll(x, c, CK_RS, WHAT_EMBED, mb, emb_elems, emb_bwd[mb] + 1, mb_end);
+		for (int l = 0; l < l0; l++) {
+			/* a dense layer beside the scan: its gathers from the micro-batch's start, its
+			 * reductions due by its end (their full gradients live until then) */
+			int n_before = c->nc;
+			add_layer_colls(x, c, l, mb, false, delta, false, 0, false, 0);
+			add_layer_colls(x, c, l, mb, true, delta, false, 0, false, 0);
+			for (int i = n_before; i < c->nc; i++) {
+				coll *k = &c->colls[i];
+				if (k->kind == CK_AG) {
+					if (!(k->bwd_pass && x->barrier))
+						k->s_min = mb_start[mb];
+					continue;
+				}
+				if (k->kind == CK_RS) {
+					delta[c->n] += k->bytes;
+					delta[mb_end] -= k->bytes;
+				}
+				k->deadline = mb_end;
+			}
+		}
 		if (unrolled) {
 			int first_coll = c->nc;
 			for (int l = 0; l < x->L; l++) {
@@ -2013,12 +2103,12 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		}
 		/* pipelining's prologue (the first iteration's gathers) and epilogue (the last
 		 * iteration's reduce-scatters) live in the entry computation */
-		for (int bl = 0; bl < x->ag_ahead && bl < x->L; bl++) {
+		for (int bl = 0; bl < x->ag_ahead && l0 + bl < x->L; bl++) {
 			if (x->pipe_ag) {
 				for (int g = 0; g < x->ag.n; g++) {
 					coll *k = entry_coll(x, c, CK_AG, WHAT_LAYER, mb, x->ag.elems[g], mb_start[mb], fwd_loop[mb]);
 					k->group = g;
-					k->body_layer = bl;
+					k->body_layer = l0 + bl;
 					if (x->barrier)
 						continue; /* the backward's gathers stay in their iteration */
 					k = entry_coll(x, c, CK_AG, WHAT_LAYER, mb, x->ag.elems[g], fwd_loop[mb] + 1, bwd_loop[mb]);
@@ -2031,8 +2121,8 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		/* the reductions issued one layer behind leave the last layer of the backward (layer
 		 * 0) to the epilogue */
 		for (int bl = 0; bl < 1; bl++) {
-			if (x->pipe_rs) {
-				int l = 0;
+			if (x->pipe_rs && l0 < x->L) {
+				int l = l0; /* the scan's last backward layer */
 				for (int g = 0; g < x->rs.n; g++) {
 					coll *k = entry_coll(x, c, CK_RS, WHAT_LAYER, mb, x->rs.elems[g], bwd_loop[mb] + 1, mb_end);
 					k->group = g;
@@ -2055,6 +2145,8 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 	free(head_wgrad);
 	free(head_norm);
 	free(emb_bwd);
+	free(dense_start);
+	free(dense_end);
 }
 
 /* Indexes the collectives by the positions where they start or end (for the emission). */
@@ -2152,6 +2244,56 @@ static void schedule_comp(const ctx *x, comp *c)
 		x->rep->tracked_peak_bytes = c->tracked_peak;
 }
 
+/* The fields of x that follow from its layer graph: the weight groups of its gathers and
+ * reductions, its replicated norm weights and its last weight gradient. */
+static void init_layer_groups(ctx *x, int64_t ag_threshold, int64_t rs_threshold)
+{
+	const rm_schedule_config *cfg = x->cfg;
+	bool xla = cfg->mode == RM_SCHED_XLA, local_experts = x->wl->train.ep > 1;
+	group_weights(x->layer, ag_threshold, x->lpsize, 1, xla && cfg->flags.all_gather_combine_by_dim, false,
+		      local_experts, &x->ag);
+	group_weights(x->layer, rs_threshold, x->gsize, x->wl->train.fsdp, xla && cfg->flags.reduce_scatter_combine_by_dim,
+		      true, local_experts, &x->rs);
+	x->norm_elems = 0;
+	for (int i = 0; i < x->layer->n_fwd_ops; i++)
+		if (is_norm_op(&x->layer->ops[i]))
+			x->norm_elems += x->layer->ops[i].weight_elems;
+	x->last_wgrad = -1;
+	for (int i = 0; i < x->layer->n_ops; i++)
+		if (x->layer->ops[i].phase == RM_PHASE_BWD_WGRAD)
+			x->last_wgrad = i;
+}
+
+/*
+ * The context of the dense first layers of a mixture of experts (x->n_dense > 0): a copy of x
+ * with the workload's dense_layer graph, its own remat plans under the same policy, weight groups
+ * and norms. Both contexts then fence the backward's gathers if either plan recomputes.
+ */
+static rm_status init_dense_kind(ctx *x, ctx *d, int64_t ag_threshold, int64_t rs_threshold, rm_error *err)
+{
+	const rm_schedule_config *cfg = x->cfg;
+	*d = *x;
+	d->layer = &x->wl->dense_layer;
+	memset(&d->plan, 0, sizeof(d->plan));
+	memset(&d->plan_keep, 0, sizeof(d->plan_keep));
+	RM_CHECK(rm_remat_plan_build_compiled(d->layer, cfg->policy, cfg->compile_partitioner, &d->plan, err));
+	if (x->recompute_layers > 0) {
+		rm_remat_policy *keep = rm_remat_policy_parse("everything_saveable", err);
+		rm_status kst = keep ? rm_remat_plan_build(d->layer, keep, &d->plan_keep, err) : RM_INVALID;
+		rm_remat_policy_destroy(keep);
+		if (kst != RM_OK) {
+			rm_remat_plan_finish(&d->plan);
+			return kst;
+		}
+	}
+	init_layer_groups(d, ag_threshold, rs_threshold);
+	if (cfg->mode == RM_SCHED_XLA && cfg->prevent_cse)
+		for (int v = 0; v < d->plan.n_values && !d->barrier; v++)
+			d->barrier = d->plan.fate[v] == RM_FATE_RECOMPUTED;
+	x->barrier = d->barrier = x->barrier || d->barrier;
+	return RM_OK;
+}
+
 /* A projection as async TP chunks it: a plain GEMM over the tokens (not attention's batched
  * matmuls, not a routed expert's grouped GEMM). */
 static bool atp_projection(const rm_op *op)
@@ -2245,8 +2387,10 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		return NULL;
 	x.L = (int)wl->model.layers;
 	x.A = (int)wl->train.grad_accum;
+	x.n_dense = (int)rm_workload_dense_layers(wl);
 	bool xla = cfg->mode == RM_SCHED_XLA;
-	x.k = xla && cfg->scan && cfg->flags.while_loop_double_buffering && x.L >= 2 ? 2 : 1;
+	/* double buffering unrolls the loop body twice when the loop runs at least two layers */
+	x.k = xla && cfg->scan && cfg->flags.while_loop_double_buffering && x.L - first_scanned(&x) >= 2 ? 2 : 1;
 	/* XLA's pipeliner fetches one iteration ahead (before double buffering unrolls the body) */
 	x.ag_ahead = xla ? 1 : (cfg->prefetch_depth > 0 ? cfg->prefetch_depth : 1);
 	x.psize = rm_dtype_size(wl->train.param_dtype);
@@ -2261,18 +2405,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	rep->backward_gathers_fenced = x.barrier && cfg->wl->train.fsdp > 1;
 	int64_t ag_threshold = xla ? cfg->flags.all_gather_combine_threshold_bytes : INT64_MAX / 4;
 	int64_t rs_threshold = xla ? cfg->flags.reduce_scatter_combine_threshold_bytes : INT64_MAX / 4;
-	bool local_experts = wl->train.ep > 1;
-	group_weights(x.layer, ag_threshold, x.lpsize, 1, xla && cfg->flags.all_gather_combine_by_dim, false, local_experts,
-		      &x.ag);
-	group_weights(x.layer, rs_threshold, x.gsize, wl->train.fsdp, xla && cfg->flags.reduce_scatter_combine_by_dim, true,
-		      local_experts, &x.rs);
-	for (int i = 0; i < x.layer->n_fwd_ops; i++)
-		if (is_norm_op(&x.layer->ops[i]))
-			x.norm_elems += x.layer->ops[i].weight_elems;
-	x.last_wgrad = -1;
-	for (int i = 0; i < x.layer->n_ops; i++)
-		if (x.layer->ops[i].phase == RM_PHASE_BWD_WGRAD)
-			x.last_wgrad = i;
+	init_layer_groups(&x, ag_threshold, rs_threshold);
 	x.R = wl->train.dp_replicate > 1 ? (int)wl->train.dp_replicate : 1;
 	x.rep_nodes = cfg->replica_nodes > 0 ? cfg->replica_nodes : 1;
 	x.rep_rs = wl->train.zero < 3;
@@ -2313,14 +2446,37 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 			return NULL;
 		}
 	}
-	{
-		int nr = x.recompute_layers > 0 ? x.recompute_layers : x.L;
-		x.stacks = (int64_t)nr * (x.plan.saved_bytes + x.plan.carry_bytes) +
-			   (int64_t)(x.L - nr) * (x.plan_keep.saved_bytes + x.plan_keep.carry_bytes);
-		rep->offloaded_bytes_step = (int64_t)nr * x.plan.offloaded_bytes;
+	ctx dense;
+	if (x.n_dense > 0) {
+		if (init_dense_kind(&x, &dense, ag_threshold, rs_threshold, err) != RM_OK) {
+			rm_remat_plan_finish(&x.plan);
+			if (x.recompute_layers > 0)
+				rm_remat_plan_finish(&x.plan_keep);
+			return NULL;
+		}
+		rep->backward_gathers_fenced = x.barrier && cfg->wl->train.fsdp > 1;
+		x.kinds[0] = dense.kinds[0] = &x;
+		x.kinds[1] = dense.kinds[1] = &dense;
+	}
+	x.stacks = 0;
+	rep->offloaded_bytes_step = 0;
+	for (int l = 0; l < x.L; l++) {
+		/* what each layer keeps under its kind's plan: the policy's, or everything past
+		 * recompute_layers */
+		const ctx *xl = layer_ctx(&x, l);
+		const rm_remat_plan *pl = plan_of(xl, l);
+		x.stacks += pl->saved_bytes + pl->carry_bytes;
+		if (pl == &xl->plan)
+			rep->offloaded_bytes_step += pl->offloaded_bytes;
 	}
 	rep->saved_bytes_step = x.stacks;
 	build_fusions(&x);
+	if (x.n_dense > 0) {
+		dense.stacks = x.stacks;
+		build_fusions(&dense);
+	}
+	/* async TP needs tensor parallelism, which mixtures of experts do not run: the dense
+	 * layers' context keeps it off */
 	build_async_tp(&x);
 
 	comp fwd = {0}, bwd = {0}, entry = {0};
@@ -2368,6 +2524,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	size_t nlt = (size_t)x.A * (size_t)x.L;
 	e.lt = rm_new(layer_tensors, nlt);
 	int nv = x.layer->n_values;
+	if (x.n_dense > 0 && dense.layer->n_values > nv)
+		nv = dense.layer->n_values;
 	int32_t *pool = rm_new(int32_t, nlt * 4 * (size_t)nv);
 	for (size_t i = 0; i < nlt * 4 * (size_t)nv; i++)
 		pool[i] = -1;
@@ -2406,6 +2564,12 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	comp_finish(&bwd);
 	comp_finish(&entry);
 	finish_fusions(&x);
+	if (x.n_dense > 0) {
+		finish_fusions(&dense);
+		rm_remat_plan_finish(&dense.plan);
+		if (x.recompute_layers > 0)
+			rm_remat_plan_finish(&dense.plan_keep);
+	}
 	free(x.atp_role);
 	free(x.atp_src);
 	rep->plan = x.plan;

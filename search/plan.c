@@ -80,11 +80,9 @@ int rm_plan_default_policies(const char *runtime, char (*out)[256], int cap)
 	/* fsdp2: full AC, torchtitan's op-level SAC (every second matmul and SDPA's output saved:
 	 * torchtitan/models/llama3/parallelize_llama.py _save_list), no AC; xla: JAX's built-ins
 	 * MaxText users pick from; megatron: its two recompute granularities, and none */
-	static const char *const fsdp2[] = {
-		"nothing_saveable",
-		"save_only_these_names('dot_attention_query', 'dot_attention_value', 'dot_mlp_gate', 'dot_mlp_out', "
-		"'attention_context')",
-		"everything_saveable"};
+	static const char torchtitan_sac[] = "save_only_these_names('dot_attention_query', 'dot_attention_value', "
+					     "'dot_mlp_gate', 'dot_mlp_out', 'attention_context')";
+	static const char *const fsdp2[] = {"nothing_saveable", torchtitan_sac, "everything_saveable"};
 	static const char *const xla[] = {"nothing_saveable", "dots_with_no_batch_dims_saveable", "everything_saveable"};
 	static const char *const megatron[] = {"megatron:full", "megatron:selective", "everything_saveable"};
 	const char *const *list = fsdp2;
@@ -219,15 +217,18 @@ static rm_status base_scenario(const rm_plan_request *req, int hw, int64_t gpus,
 	return st;
 }
 
-/* The global batch a request asks for, in sequences: the given one, or 4 Mi tokens' worth
- * (Llama 3's initial batch: 4M tokens; Dubey et al. 2024, section 3.4.1). */
-static int64_t global_batch_of(const rm_plan_request *req)
+/* The global batch a request asks for at gpus GPUs, in sequences: the given one, or 4 Mi
+ * tokens' worth (Llama 3's initial batch: 4M tokens; Dubey et al. 2024, section 3.4.1); under
+ * weak scaling, that batch times gpus / weak_base_gpus. */
+static int64_t global_batch_of(const rm_plan_request *req, int64_t gpus)
 {
 	int64_t seq = req->seq_len > 0 ? req->seq_len : 8192;
-	if (req->global_batch_min > 0)
-		return req->global_batch_min;
-	int64_t gb = (INT64_C(4) << 20) / seq;
-	return gb > 0 ? gb : 1;
+	int64_t gb = req->global_batch_min > 0 ? req->global_batch_min : (INT64_C(4) << 20) / seq;
+	if (gb < 1)
+		gb = 1;
+	if (req->weak_base_gpus > 0)
+		gb = gb * gpus / req->weak_base_gpus > 0 ? gb * gpus / req->weak_base_gpus : 1;
+	return gb;
 }
 
 typedef struct layout_acc {
@@ -292,7 +293,7 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	pt->gpus = gpus;
 	rm_scenario *sc = rm_new(rm_scenario, 1);
 	rm_status st = base_scenario(req, hw, gpus, gpn, sc, err);
-	int64_t gb = global_batch_of(req);
+	int64_t gb = global_batch_of(req, gpus);
 	/* the model's shape for the layouts: the base as FSDP over every GPU, without the global
 	 * batch (resolving only reads the model and the sequence here; the degrees come from each
 	 * layout) */
@@ -314,6 +315,21 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	char(*layouts)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS, 256);
 	int n = rm_plan_layouts(&probe, gpus, gpn, req, layouts, RM_PLAN_MAX_LAYOUTS);
 	rm_scenario_resolved_finish(&probe);
+	/* a global batch range: each layout at each power-of-two multiple of the smallest batch in
+	 * it (the search's layout key training.global_batch) */
+	int64_t gb_top = req->global_batch_max > req->global_batch_min && req->global_batch_min > 0
+				 ? global_batch_of(req, gpus) * (req->global_batch_max / req->global_batch_min)
+				 : gb;
+	if (gb_top > gb) {
+		char(*ranged)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS, 256);
+		int m = 0;
+		for (int i = 0; i < n; i++)
+			for (int64_t g = gb; g <= gb_top && m < RM_PLAN_MAX_LAYOUTS; g *= 2)
+				snprintf(ranged[m++], 256, "%.200s training.global_batch=%lld", layouts[i], (long long)g);
+		free(layouts);
+		layouts = ranged;
+		n = m;
+	}
 	/* which layouts resolve (the scenario's own checks: degrees against heads, layers, batch) */
 	pt->layouts = rm_new(rm_plan_row, (size_t)(n > 0 ? n : 1));
 	pt->rejected = rm_xcalloc((size_t)(n > 0 ? n : 1), 256);
@@ -340,6 +356,7 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 		row->nodes = (gpus + gpn - 1) / gpn;
 		snprintf(row->layout, sizeof(row->layout), "%s", layouts[i]);
 		fill_degrees(row, &r);
+		row->global_batch = v.global_batch;
 		rm_scenario_resolved_finish(&r);
 	}
 	rm_log_thread_quiet(was_quiet);
@@ -390,7 +407,13 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 		so.resume_from = opt->merged_db;
 	}
 	rm_search_progress prog = {0};
+	/* the candidates' warnings (a policy name a layer kind lacks, say) would repeat once per
+	 * candidate and thread: the rows carry what matters, their errors */
+	rm_log_level level = rm_log_get_level();
+	if (level > RM_LOG_ERROR)
+		rm_log_set_level(RM_LOG_ERROR);
 	st = rm_search_run(s, &so, &prog, err);
+	rm_log_set_level(level);
 	pt->candidates = prog.total;
 	pt->simulated = prog.done - prog.skipped;
 	if (opt && opt->gather) {
@@ -414,9 +437,10 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 			snprintf(row->r.c.parallelism, sizeof(row->r.c.parallelism), "%s", row->layout);
 			if (row->r.ok) {
 				/* the winner's micro-batch sets the accumulation of the fixed global batch */
-				int64_t dp = row->fsdp * (row->dp_replicate > 0 ? row->dp_replicate : 1);
-				row->grad_accum = row->r.c.micro_batch > 0 && dp > 0 ? gb / (row->r.c.micro_batch * dp) : 0;
-				row->global_batch = gb;
+				int64_t dp = row->fsdp / (row->cp > 1 ? row->cp : 1) * (row->dp_replicate > 0 ? row->dp_replicate : 1);
+				row->grad_accum = row->r.c.micro_batch > 0 && dp > 0
+							  ? row->global_batch / (row->r.c.micro_batch * dp)
+							  : 0;
 			}
 			derive(req, row);
 			if (have[i] && row->r.fits &&

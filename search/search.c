@@ -291,6 +291,7 @@ static rm_status build_parallelism(rm_search *s, rm_error *err)
 	if (sc->n_search_parallelism == 0) {
 		s->par[0][0] = '\0';
 		s->par_owned[0] = false;
+		s->par_gb[0] = sc->global_batch;
 		s->n_par = 1;
 		return RM_OK;
 	}
@@ -305,6 +306,7 @@ static rm_status build_parallelism(rm_search *s, rm_error *err)
 		snprintf(s->par[k], sizeof(s->par[k]), "%s", v);
 		if (!v[strspn(v, " ")]) {
 			s->par_owned[k] = false;
+			s->par_gb[k] = sc->global_batch;
 			s->n_par++;
 			continue;
 		}
@@ -320,6 +322,7 @@ static rm_status build_parallelism(rm_search *s, rm_error *err)
 			continue;
 		}
 		s->par_owned[k] = true;
+		s->par_gb[k] = variant.global_batch;
 		s->n_par++;
 	}
 	if (s->n_par == 0)
@@ -358,11 +361,12 @@ static double class_cost_of(const rm_search *s, int par, int m)
 	int64_t ga = t.grad_accum > 0 ? t.grad_accum : 1;
 	if (par >= 0) {
 		t.micro_batch = s->mbs[m];
-		if (s->base.global_batch > 0) {
+		if (s->par_gb[par] > 0) {
+			/* the variant's global batch, as rm_search_create builds its workloads */
 			int64_t per_step = search_sequences_per_micro_step(&t);
-			if (per_step <= 0 || s->base.global_batch % per_step != 0)
+			if (per_step <= 0 || s->par_gb[par] % per_step != 0)
 				return 1;
-			ga = s->base.global_batch / per_step;
+			ga = s->par_gb[par] / per_step;
 		}
 	}
 	double layers = res->model.layers > 0 ? (double)res->model.layers : 1;
@@ -500,14 +504,14 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 			const rm_scenario_resolved *res = par_resolved(s, p);
 			rm_train_config t = res->train;
 			t.micro_batch = s->mbs[i];
-			if (s->base.global_batch > 0) {
-				/* training.global_batch fixes the sequences per step: the micro-batch
-				 * sets the accumulation, and one that does not divide it is no
-				 * candidate (search_global_batch_error) */
+			if (s->par_gb[p] > 0) {
+				/* training.global_batch (the variant's) fixes the sequences per step: the
+				 * micro-batch sets the accumulation, and one that does not divide it is
+				 * no candidate (rm_search_evaluate says why) */
 				int64_t per_step = search_sequences_per_micro_step(&t);
-				if (s->base.global_batch % per_step != 0)
+				if (s->par_gb[p] % per_step != 0)
 					continue;
-				t.grad_accum = s->base.global_batch / per_step;
+				t.grad_accum = s->par_gb[p] / per_step;
 			}
 			s->wl[p][i] = rm_workload_create(&res->model, &t, err);
 			if (!s->wl[p][i]) {
@@ -781,7 +785,7 @@ void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_
 		t.micro_batch = s->mbs[m];
 		snprintf(out->error, sizeof(out->error),
 			 "training.global_batch %lld is not a multiple of micro_batch %lld x %lld data-parallel GPUs",
-			 (long long)s->base.global_batch, (long long)t.micro_batch,
+			 (long long)s->par_gb[par], (long long)t.micro_batch,
 			 (long long)(search_sequences_per_micro_step(&t) / t.micro_batch));
 		return;
 	}

@@ -39,6 +39,7 @@ struct rm_search {
 	char par[SEARCH_MAX_PAR][256];
 	rm_scenario_resolved par_res[SEARCH_MAX_PAR];
 	bool par_owned[SEARCH_MAX_PAR];
+	int64_t par_gb[SEARCH_MAX_PAR]; /* each variant's training.global_batch (0: none) */
 	rm_workload *wl[SEARCH_MAX_PAR][SEARCH_MAX_MBS];
 	char variants[SEARCH_MAX_VARIANTS][512];
 	rm_xla_flags variant_flags[SEARCH_MAX_VARIANTS];

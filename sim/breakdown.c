@@ -114,8 +114,9 @@ static void op_work(const rm_program_op *op, const rm_hw_profile *hw, double *fl
 		 * backward pass); an unfused kernel also writes and reads the s x s scores. The same
 		 * traffic models/cost.c prices attention's memory side with. */
 		double es = rm_dtype_size(s->dtype);
-		double qo = 2.0 * (double)s->batch * (double)s->heads * (double)s->seq * (double)s->head_dim;
-		double kv = 2.0 * (double)s->batch * (double)s->kv_heads * (double)s->seq * (double)s->head_dim;
+		double dqv = (double)s->head_dim + (double)(s->v_head_dim > 0 ? s->v_head_dim : s->head_dim);
+		double qo = (double)s->batch * (double)s->heads * (double)s->seq * dqv;
+		double kv = (double)s->batch * (double)s->kv_heads * (double)s->seq * dqv;
 		double pass = a->backward ? 2.0 : 1.0;
 		*bytes = (qo + kv) * es * pass;
 		if (!s->fused)

@@ -249,7 +249,7 @@ static bool read_cost(reader *r, json_t *op, const char *path, rm_program_op_des
 	}
 	case RM_COST_ATTENTION: {
 		static const char *const keys[] = {"b",	     "heads", "kv_heads", "s",	    "d",
-						   "causal", "fused", "dtype",	  "window", NULL};
+						   "causal", "fused", "dtype",	  "window", "dv", NULL};
 		rm_attention_shape *a = &cost->attention.shape;
 		cost->attention.backward = phase == RM_PPHASE_BWD;
 		if (!check_keys(r, c, sub, keys) ||
@@ -260,7 +260,8 @@ static bool read_cost(reader *r, json_t *op, const char *path, rm_program_op_des
 		    !get_int(r, c, "d", sub, true, 0, 1, big, &a->head_dim) ||
 		    !get_bool(r, c, "causal", sub, true, &a->causal) ||
 		    !get_bool(r, c, "fused", sub, true, &a->fused) ||
-		    !get_int(r, c, "window", sub, false, 0, 0, big, &a->window))
+		    !get_int(r, c, "window", sub, false, 0, 0, big, &a->window) ||
+		    !get_int(r, c, "dv", sub, false, 0, 0, big, &a->v_head_dim))
 			return false;
 		GET_ENUM(c, "dtype", sub, false, RM_DTYPE_BF16, rm_dtype_parse, &a->dtype,
 			 "bf16, fp16, fp32, fp8_e4m3, fp8_e5m2");
@@ -613,6 +614,8 @@ static json_t *cost_json(const rm_program_op *op)
 		json_object_set_new(o, "dtype", json_string(rm_dtype_name(a->dtype)));
 		if (a->window > 0)
 			json_object_set_new(o, "window", json_integer(a->window));
+		if (a->v_head_dim > 0)
+			json_object_set_new(o, "dv", json_integer(a->v_head_dim));
 		break;
 	}
 	case RM_COST_ELEMENTWISE:

@@ -378,6 +378,32 @@ Test(exec, unfused_attention_does_the_non_causal_flops)
 	cr_assert_gt(rm_exec_attention_unfused_s(&a, h), rm_cost_attention_s(&a, h, NULL));
 }
 
+/* Latent attention (DeepSeek-V3: q, k at 24, v at 16 here) is lowered with one head dim: refused
+ * before launch with the two dims, fine once they agree. */
+Test(exec, latent_attention_is_refused_before_launch)
+{
+	rm_error err;
+	rm_program *p = rm_program_create("mla");
+	int32_t st = rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	int32_t qkv = rm_program_add_tensor(p, "qkv", 3 * 128 * 4 * 24 * 2, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, true);
+	int32_t o = rm_program_add_tensor(p, "o", 128 * 4 * 16 * 2, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	rm_program_op_desc d = rm_program_op_desc_init("attention_context", RM_COST_ATTENTION, st);
+	d.cost.attention.shape = (rm_attention_shape){.batch = 1, .heads = 4, .kv_heads = 4, .seq = 128, .head_dim = 24,
+						      .v_head_dim = 16, .causal = true, .fused = true,
+						      .dtype = RM_DTYPE_BF16};
+	d.inputs = &qkv, d.n_inputs = 1, d.outputs = &o, d.n_outputs = 1;
+	rm_program_add_op(p, &d);
+	rm_exec_plan *plan = rm_exec_plan_create(p, NULL, &err);
+	cr_assert_not_null(plan, "%s", err.msg);
+	rm_exec_limits lim = {.hw = hw("h100-sxm")};
+	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_UNSUPPORTED);
+	cr_assert(strstr(err.msg, "value head dim of 16 beside 24") && strstr(err.msg, "one head dim"), "%s", err.msg);
+	p->ops[0].cost.attention.shape.v_head_dim = 0;
+	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_OK, "%s", err.msg);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(p);
+}
+
 /* ---- measurement: trace, comparison, calibration rows ------------------------------------- */
 
 /* A measurement that is the engine's own timeline, with every op 10% slower. */

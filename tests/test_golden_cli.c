@@ -103,9 +103,9 @@ Test(golden, describe_llama2_7b_text)
 	golden("describe-llama-2-7b.txt", "describe llama-2-7b");
 }
 
-/* MoE and MLA have no op graph yet: describe prints the parameters (total 671,026,419,200 and
- * active 37,552,297,472, docs/reference/models.csv) and says what is not modelled, exit 0. */
-Test(golden, describe_deepseek_v3_parameters_only)
+/* DeepSeek-V3: the dense first layers' and the MoE layers' op graphs (latent attention), 671,026,419,200
+ * parameters in all (docs/reference/models.csv). */
+Test(golden, describe_deepseek_v3)
 {
 	golden("describe-deepseek-v3.txt", "describe deepseek-v3");
 }
@@ -549,4 +549,60 @@ Test(golden, plan_llama3_70b_15t_json)
 {
 	golden("plan-llama-3-70b-15T.json", "plan llama-3-70b --tokens 15T --hardware h100-sxm,h200-sxm --gpus 1024 "
 					    "--tp 4,8 --pp 1,2 --price h100-sxm=2.5,h200-sxm=3.4 --json");
+}
+
+/* `plan --plot DIR`: one block per hardware of GPUs, days, GPU-hours and cost, where GPU-hours =
+ * GPUs x days x 24 and an unpriced cost is gnuplot's missing value; the script names each block. */
+Test(golden, plan_plot_points)
+{
+	char dir[] = "/tmp/remora-plan-plot-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char args[512];
+	snprintf(args, sizeof(args),
+		 "plan llama-2-7b --tokens 1G --gpus 8,16 --seq-len 1024 --global-batch 64 --tp 1 --pp 1 "
+		 "--policy nothing_saveable --hardware h100-sxm,h200-sxm --price h100-sxm=2.5 --plot %s",
+		 dir);
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	free(r.out);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/points.dat", dir);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	char line[256];
+	int rows = 0, blocks = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#') {
+			blocks += strstr(line, "h100-sxm") || strstr(line, "h200-sxm");
+			continue;
+		}
+		long long gpus;
+		double days, hours;
+		char cost[32];
+		if (sscanf(line, "%lld %lf %lf %31s", &gpus, &days, &hours, cost) != 4)
+			continue;
+		cr_assert(gpus == 8 || gpus == 16);
+		cr_assert_float_eq(hours, (double)gpus * days * 24, 2e-3);
+		/* h100 priced at 2.5 (the first block), h200 not */
+		if (rows < 2)
+			cr_assert_float_eq(atof(cost), 2.5 * hours, 5e-3);
+		else
+			cr_assert_str_eq(cost, "?");
+		rows++;
+	}
+	fclose(f);
+	cr_assert_eq(rows, 4);
+	cr_assert_eq(blocks, 2);
+	snprintf(path, sizeof(path), "%s/plots.gp", dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	char script[4096];
+	size_t n = fread(script, 1, sizeof(script) - 1, f);
+	script[n] = '\0';
+	fclose(f);
+	cr_assert(strstr(script, "index 1 using 1:2 with linespoints pt 7 title 'h200-sxm'"), "%s", script);
+	cr_assert_null(strstr(script, "cost-vs-time"), "one hardware has no price: no cost plot");
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
 }

@@ -278,6 +278,22 @@ Test(hfconfig, qwen2_moe_dense_layers_and_count)
 	cr_assert_eq(p.per_layer, 86848);
 	cr_assert_eq(p.total, 400000);
 	cr_assert_eq(p.active, 400000 - 6 * 3 * 64 * 32);
+	/* the dense layers 0-2 come first: the op graphs hold them (the dense one and the MoE one) */
+	cr_assert(m.dense_first);
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 64;
+	rm_error err;
+	rm_workload *wl = rm_workload_create(&m, &t, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	cr_assert_eq(wl->dense_layer.params, 61696);
+	cr_assert_eq(wl->layer.params, 86848);
+	rm_workload_destroy(wl);
+	/* step 1 with mlp_only_layers [1]: layer 1 dense between MoE layers, which is refused */
+	rm_model_config q = parse_ok(with(QWEN2_MOE, " \"decoder_sparse_step\": 2,\n", ""));
+	cr_assert_eq(q.dense_layers, 1);
+	cr_assert(!q.dense_first);
+	cr_assert_null(rm_workload_create(&q, &t, &err));
+	cr_assert(strstr(err.msg, "dense layers between the mixture-of-experts ones"), "%s", err.msg);
 }
 
 /*
@@ -308,6 +324,32 @@ Test(hfconfig, deepseek_without_q_compression_or_shared_experts)
 	rm_model_config d = parse_ok(with(DEEPSEEK, " \"n_shared_experts\": null,\n", ""));
 	cr_assert_eq(d.shared_experts, 1);
 	cr_assert_eq(d.shared_ffn, 32);
+	/* moe_layer_freq 1 (the default): the dense layer comes first. Layer i is dense when i <
+	 * first_k_dense_replace or i % moe_layer_freq != 0: with 1 and 2, layers 0 and 1 (still the
+	 * first ones); with 0 and 2, layer 1 alone, between two MoE layers */
+	cr_assert(m.dense_first);
+	rm_model_config f = parse_ok(with(DEEPSEEK, " \"first_k_dense_replace\": 1,\n",
+					  " \"first_k_dense_replace\": 1,\n \"moe_layer_freq\": 2,\n"));
+	cr_assert_eq(f.dense_layers, 2);
+	cr_assert(f.dense_first);
+	f = parse_ok(with(DEEPSEEK, " \"first_k_dense_replace\": 1,\n",
+			  " \"first_k_dense_replace\": 0,\n \"moe_layer_freq\": 2,\n"));
+	cr_assert_eq(f.dense_layers, 1);
+	cr_assert(!f.dense_first);
+	/* the op graphs hold the same counts: queries projected from h directly, no shared expert */
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 64;
+	rm_error err;
+	rm_workload *wl = rm_workload_create(&m, &t, &err);
+	cr_assert_not_null(wl, "%s", err.msg);
+	cr_assert_eq(wl->dense_layer.params, 56720);
+	cr_assert_eq(wl->layer.params, 57232);
+	cr_assert_eq(rm_graph_find_op(&wl->layer, "dot_attention_query_a"), -1);
+	cr_assert_eq(rm_graph_find_op(&wl->layer, "dot_shared_gate"), -1);
+	cr_assert_eq(wl->layer.ops[rm_graph_find_op(&wl->layer, "dot_attention_query")].gemm.k, 64);
+	rm_workload_destroy(wl);
+	cr_assert_null(rm_workload_create(&f, &t, &err));
+	cr_assert_eq(err.status, RM_UNSUPPORTED);
 }
 
 Test(hfconfig, moe_missing_expert_keys)

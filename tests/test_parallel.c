@@ -7,6 +7,7 @@
  * embedding and the untied head 32,000 x 4096 = 131,072,000 each; the final norm 4,096.
  */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -617,6 +618,156 @@ Test(parallel, set_refuses_malformed_utf8)
 	cr_assert_eq(rm_scenario_set(&sc, "remat.names=[\xff\xfe]", &err), RM_PARSE);
 	cr_assert(strstr(err.msg, "malformed UTF-8 in the value at character 2"), "%s", err.msg);
 	cr_assert_null(strchr(err.msg, '\xff'));
+}
+
+/* DeepSeek-V3's layout shrunk (tests/data/configs/deepseek-v3-small.json): layer 0 dense, layers 1
+ * and 2 MoE. Under FSDP each layer gathers and reduce-scatters its own kind's projection weights
+ * (norms and the router bias are all-reduced): dense 53,248 latent-attention weights + 3 x 256 x
+ * 512 = 446,464, MoE 53,248 + router 1024 + 4 experts x 49,152 + shared 49,152 = 300,032; in
+ * bf16 892,928 and 600,064 B. */
+static void deepseek_small_scenario(char *buf, size_t n, const char *rest)
+{
+	const char *dir = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(dir, "REMORA_TEST_DATA must point at tests/data");
+	snprintf(buf, n, "model: %s/configs/deepseek-v3-small.json\n%s", dir, rest);
+}
+
+Test(parallel, deepseek_dense_and_moe_layers_gather_their_own_weights)
+{
+	char text[2048];
+	deepseek_small_scenario(text, sizeof(text),
+				"training: {seq_len: 128}\nremat: {scan: false, policy: nothing_saveable}\n"
+				"parallelism: {fsdp: 8}\nscheduler: {mode: fsdp2}\n");
+	run a;
+	run_text(&a, text);
+	static const struct {
+		const char *name;
+		int64_t bytes;
+	} want[] = {
+		{"layer00/fwd/all-gather0", 892928},      {"layer00/bwd/reduce-scatter0", 892928},
+		{"layer01/fwd/all-gather0", 600064},      {"layer02/fwd/all-gather0", 600064},
+		{"layer01/bwd/reduce-scatter0", 600064},
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const rm_program_op *op = op_named(a.prog, want[i].name);
+		cr_assert_not_null(op, "%s", want[i].name);
+		cr_assert_eq(op->cost.collective.bytes, want[i].bytes, "%s: %lld", want[i].name,
+			     (long long)op->cost.collective.bytes);
+	}
+	/* the dense layer runs the dense MLP, the MoE layers the router and experts */
+	cr_assert_not_null(op_named(a.prog, "layer00/fwd/dot_mlp_gate"));
+	cr_assert_null(op_named(a.prog, "layer00/fwd/moe_router"));
+	cr_assert_not_null(op_named(a.prog, "layer01/fwd/moe_router"));
+	cr_assert_not_null(op_named(a.prog, "layer02/bwd/moe_gate.wgrad"));
+	cr_assert_not_null(op_named(a.prog, "layer00/fwd/dot_attention_kv_a"));
+	cr_assert(a.m.step_time > 0);
+	run_finish(&a);
+	/* XLA with a scan: the dense layer runs unrolled before the loop over the MoE layers (and after
+	 * it in the backward), each layer with its own gathers, two micro-batches */
+	deepseek_small_scenario(text, sizeof(text),
+				"training: {seq_len: 128, global_batch: 16}\nremat: {scan: true, policy: nothing_saveable}\n"
+				"parallelism: {fsdp: 8}\nscheduler: {mode: xla}\n");
+	run_text(&a, text);
+	static const struct {
+		const char *prefix;
+		int64_t bytes;
+	} gathered[] = {{"mb0/layer00/fwd/all-gather", 892928}, {"mb1/layer00/bwd/all-gather", 892928},
+			{"mb0/layer01/fwd/all-gather", 600064}, {"mb1/layer02/bwd/all-gather", 600064},
+			{"mb1/layer00/bwd/reduce-scatter", 892928}, {"mb1/layer01/bwd/reduce-scatter", 600064}};
+	for (size_t i = 0; i < sizeof(gathered) / sizeof(gathered[0]); i++) {
+		int64_t sum = 0;
+		size_t n = strlen(gathered[i].prefix);
+		for (int32_t j = 0; j < a.prog->n_ops; j++)
+			if (strncmp(a.prog->ops[j].name, gathered[i].prefix, n) == 0 && isdigit((unsigned char)a.prog->ops[j].name[n]) &&
+			    !strstr(a.prog->ops[j].name, "/replicas"))
+				sum += a.prog->ops[j].cost.collective.bytes;
+		cr_assert_eq(sum, gathered[i].bytes, "%s: %lld", gathered[i].prefix, (long long)sum);
+	}
+	int dense_gates = 0, routers = 0;
+	for (int32_t j = 0; j < a.prog->n_ops; j++) {
+		dense_gates += strcmp(a.prog->ops[j].name, "mb1/layer00/fwd/dot_mlp_gate") == 0;
+		routers += strncmp(a.prog->ops[j].name, "mb1/layer0", 10) == 0 && strstr(a.prog->ops[j].name, "/fwd/moe_router") != NULL;
+	}
+	cr_assert_eq(dense_gates, 1);
+	cr_assert_eq(routers, 2); /* layers 1 and 2 */
+	cr_assert_null(op_named(a.prog, "mb0/layer00/fwd/moe_router"));
+	run_finish(&a);
+	/* offloaded values come back before each micro-batch's backward of each layer: the dense
+	 * layer's too, whose backward runs alone in the entry after the loop (6 offloads and 6
+	 * reloads per micro-batch; the MoE names are checkpoint names) */
+	deepseek_small_scenario(text, sizeof(text),
+				"training: {seq_len: 128, global_batch: 16}\nremat: {scan: true, policy: "
+				"\"save_and_offload_only_these_names(names_which_can_be_saved=[], names_which_can_be_offloaded="
+				"['dot_attention_kv_a', 'dot_mlp_gate', 'moe_router'], offload_src='device', "
+				"offload_dst='pinned_host')\"}\nparallelism: {fsdp: 8}\nscheduler: {mode: xla}\n");
+	run_text(&a, text);
+	int offloads = 0, reloads = 0, dense_reloads = 0;
+	for (int32_t j = 0; j < a.prog->n_ops; j++) {
+		const char *n = a.prog->ops[j].name;
+		offloads += strstr(n, "/offload/") != NULL;
+		reloads += strstr(n, "/reload/") != NULL;
+		dense_reloads += strstr(n, "layer00/reload/dot_attention_kv_a") != NULL;
+	}
+	cr_assert_eq(offloads, 12);
+	cr_assert_eq(reloads, 12);
+	cr_assert_eq(dense_reloads, 2);
+	run_finish(&a);
+}
+
+/* Pipelined, each stage is priced by its own layers: 3 stages of one layer, the first dense. The
+ * middle and last stages hold a MoE layer each, so they cost what they cost when every layer is
+ * MoE (the same programs); the first stage differs (a dense layer and the embedding). Interleaved
+ * stages, whose chunks would mix the kinds, are refused. */
+Test(parallel, deepseek_pipeline_stages_are_priced_by_their_own_layers)
+{
+	char text[2048];
+	deepseek_small_scenario(text, sizeof(text),
+				"remat: {scan: false}\ncluster: {gpus_per_node: 3, nodes: 1}\n"
+				"training: {seq_len: 128, global_batch: 4}\nparallelism: {pp: 3}\nscheduler: {mode: fsdp2}\n");
+	rm_scenario sc;
+	rm_error err;
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	rm_scenario_resolved res;
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	rm_pp_run a, b;
+	cr_assert_eq(rm_pp_run_scenario(&res, &a, &err), RM_OK, "%s", err.msg);
+	res.model.dense_layers = 0; /* every layer MoE */
+	cr_assert_eq(rm_pp_run_scenario(&res, &b, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(a.middle.fwd_s, b.middle.fwd_s);
+	cr_assert_eq(a.last.bwd_s, b.last.bwd_s);
+	cr_assert_neq(a.first.fwd_s, b.first.fwd_s);
+	/* stage 0's state: the dense layer (447,072 parameters) instead of a MoE one (300,644) */
+	cr_assert_gt(a.peak_bytes[0], b.peak_bytes[0]);
+	cr_assert_eq(a.peak_bytes[2], b.peak_bytes[2]);
+	res.model.dense_layers = 1;
+	res.train.pp_schedule = RM_PP_INTERLEAVED;
+	res.train.virtual_stages = 2;
+	cr_assert_eq(rm_pp_run_scenario(&res, &a, &err), RM_UNSUPPORTED);
+	cr_assert(strstr(err.msg, "interleaved"), "%s", err.msg);
+	rm_scenario_resolved_finish(&res);
+}
+
+/* The preset at ep 64 over 8 nodes x 8 H100 does not fit: each GPU holds 4 of the 256 experts of
+ * each of the 58 MoE layers whole, 4 x 3 x 7168 x 2048 x 58 = 10,217,324,544 parameters, at FSDP2's
+ * 14 B each (fp32 shard 4, bf16 gradient 2, AdamW 8) 143 GB before any activation. At ep 256 over
+ * 32 nodes one expert per layer, 2,554,331,136 whole + the 17,117,648,384 others / 256: it fits. */
+Test(parallel, deepseek_v3_fits_at_ep256_not_ep64)
+{
+	run a;
+	run_text(&a, "model: deepseek-v3\nhardware: h100-sxm\ncluster: {gpus_per_node: 8, nodes: 8}\n"
+		     "training: {seq_len: 4096, global_batch: 64}\nremat: {scan: false, policy: nothing_saveable}\n"
+		     "parallelism: {fsdp: 64, ep: 64}\nscheduler: {mode: fsdp2}\n");
+	cr_assert_eq(rm_workload_rank_expert_params(a.res.wl), 10217324544LL);
+	cr_assert_not(a.m.fits);
+	cr_assert_gt(a.m.peak_memory_bytes, 143000000000LL);
+	run_finish(&a);
+	run_text(&a, "model: deepseek-v3\nhardware: h100-sxm\ncluster: {gpus_per_node: 8, nodes: 32}\n"
+		     "training: {seq_len: 4096, global_batch: 256}\nremat: {scan: false, policy: nothing_saveable}\n"
+		     "parallelism: {fsdp: 256, ep: 256}\nscheduler: {mode: fsdp2}\n");
+	cr_assert_eq(rm_workload_rank_expert_params(a.res.wl), 2554331136LL);
+	cr_assert(a.m.fits, "peak %lld of %lld", (long long)a.m.peak_memory_bytes, (long long)a.m.memory_usable_bytes);
+	run_finish(&a);
 }
 
 /* ---- cluster.topology ------------------------------------------------------------------------ */

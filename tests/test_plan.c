@@ -308,3 +308,59 @@ Test(plan, search_keeps_the_global_batch, .timeout = 120)
 	}
 	rm_search_destroy(s);
 }
+
+/* Weak scaling keeps the batch per GPU: 64 sequences on 8 GPUs are 128 on 16, so the plan at 16
+ * GPUs runs the same accumulation per GPU; strong scaling keeps 64 and halves it. */
+Test(plan, weak_scaling_grows_the_global_batch, .timeout = 120)
+{
+	rm_plan_request req = small_request();
+	req.n_gpus = 2;
+	req.gpus[0] = 8;
+	req.gpus[1] = 16;
+	req.n_tp = 1;
+	req.tp[0] = 1;
+	rm_plan_result strong, weak;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &strong, &err), RM_OK, "%s", err.msg);
+	req.weak_base_gpus = 8;
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &weak, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(strong.n_points, 2);
+	cr_assert_eq(weak.n_points, 2);
+	cr_assert(strong.points[1].have_best && weak.points[1].have_best);
+	cr_assert_eq(strong.points[1].best.global_batch, 64);
+	cr_assert_eq(weak.points[1].best.global_batch, 128);
+	cr_assert_eq(weak.points[0].best.global_batch, 64);
+	const rm_plan_row *w = &weak.points[1].best;
+	cr_assert_eq(w->grad_accum * w->r.c.micro_batch * w->fsdp * w->dp_replicate, 128);
+	rm_plan_result_finish(&strong);
+	rm_plan_result_finish(&weak);
+}
+
+/* A global batch range 64:256 tries 64, 128 and 256 for each layout, each with its own
+ * accumulation; the answer is the fastest of them. */
+Test(plan, a_global_batch_range_tries_each_power_of_two, .timeout = 120)
+{
+	rm_plan_request req = small_request();
+	req.n_tp = 1;
+	req.tp[0] = 1;
+	req.global_batch_max = 256;
+	rm_plan_result res;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_OK, "%s", err.msg);
+	const rm_plan_point *pt = &res.points[0];
+	cr_assert_eq(pt->n_layouts, 3);
+	int64_t seen = 0;
+	for (int i = 0; i < 3; i++) {
+		const rm_plan_row *r = &pt->layouts[i];
+		seen |= r->global_batch;
+		cr_assert(strstr(r->layout, "training.global_batch="), "%s", r->layout);
+		if (r->r.ok)
+			cr_assert_eq(r->grad_accum * r->r.c.micro_batch * r->fsdp * r->dp_replicate, r->global_batch);
+		if (r->r.ok && r->r.fits)
+			cr_assert_geq(pt->best.r.tokens_per_s_per_gpu, r->r.tokens_per_s_per_gpu);
+	}
+	cr_assert_eq(seen, 64 | 128 | 256);
+	rm_plan_result_finish(&res);
+}

@@ -5,7 +5,11 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
 
+#include "remora/cost.h"
+#include "remora/remat.h"
 #include "remora/workload.h"
 
 static rm_model_config preset(const char *name)
@@ -108,17 +112,20 @@ Test(workload, deepseek_v3_layers_by_hand)
 	cr_assert_eq(p.total, 2 * 129280LL * 7168 + p.layers + 7168);
 }
 
-/* The op graph models Mixtral's, Qwen2-MoE's and Qwen3-MoE's layers (tests/test_parallel.c); it
- * does not model DeepSeek-V3's latent attention and dense first layers: refused with a sentence. */
-Test(workload, latent_attention_workload_is_refused_not_guessed)
+/* The op graphs run the dense layers of a mixture of experts first (DeepSeek's moe_layer_freq 1);
+ * dense layers between MoE ones (moe_layer_freq 2, Qwen's decoder_sparse_step) are refused with a
+ * sentence, not placed where they are not. */
+Test(workload, interleaved_dense_layers_are_refused_not_guessed)
 {
 	rm_model_config m = preset("deepseek-v3");
 	rm_train_config t = rm_train_config_default(&m);
+	m.dense_first = false;
+	m.dense_layers = 31; /* first_k_dense_replace 3, moe_layer_freq 2 */
 	rm_error err;
 	rm_error_clear(&err);
 	cr_assert_null(rm_workload_create(&m, &t, &err));
 	cr_assert_eq(err.status, RM_UNSUPPORTED);
-	cr_assert(strstr(err.msg, "multi-head latent attention layers are not modelled yet") &&
+	cr_assert(strstr(err.msg, "dense layers between the mixture-of-experts ones") &&
 			  strstr(err.msg, "`remora describe` counts its parameters"),
 		  "%s", err.msg);
 }
@@ -600,4 +607,194 @@ Test(workload, loss_backward_buffers_by_loss_kind)
 		}
 		rm_workload_destroy(wl);
 	}
+}
+
+/* ---- DeepSeek-V3: multi-head latent attention and dense first layers ---- */
+
+static rm_model_config deepseek_small(void)
+{
+	const char *dir = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(dir, "REMORA_TEST_DATA must point at tests/data");
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/configs/deepseek-v3-small.json", dir);
+	rm_model_config m;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_model_config_load(path, &m, &err), RM_OK, "%s", err.msg);
+	return m;
+}
+
+/* tests/data/configs/deepseek-v3-small.json: h 256, 4 heads, q_lora 64, kv_lora 32, qk 16 + 8 =
+ * 24, v 16, 4 experts of 64 (top 2), 1 shared, dense first layer of 512, vocab 1000. At s 128:
+ * - projections: q_a 256x64 = 16384, q_b 64x(4x24) = 6144, kv_a 256x(32+8) = 10240, kv_b
+ *   32x(4x(16+16)) = 4096, o (4x16)x256 = 16384: 53,248 weights, 2 x 128 x 53,248 = 13,631,488 FLOPs
+ * - attention, causal: 128 x 129 / 2 = 8256 pairs per head; forward QK^T over 24 and PV over 16,
+ *   2 x 4 x (24 + 16) x 8256 = 2,641,920; backward 2 x 4 x (3 x 24 + 2 x 16) x 8256 = 6,868,992 */
+Test(workload, latent_attention_flops_by_hand)
+{
+	rm_model_config m = deepseek_small();
+	cr_assert(m.mla && m.dense_first);
+	cr_assert_eq(m.dense_layers, 1);
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 128;
+	rm_workload *wl = build(&m, t);
+	const rm_graph *graphs[2] = {&wl->layer, &wl->dense_layer};
+	for (int k = 0; k < 2; k++) {
+		const rm_graph *g = graphs[k];
+		double proj = 0;
+		int64_t proj_w = 0;
+		for (int i = 0; i < g->n_fwd_ops; i++)
+			if (g->ops[i].kind == RM_OP_GEMM && strncmp(g->ops[i].name, "dot_attention", 13) == 0) {
+				proj += g->ops[i].flops;
+				proj_w += g->ops[i].weight_elems;
+			}
+		cr_assert_eq(proj_w, 53248);
+		cr_assert_eq(proj, 13631488.0, "%.0f", proj);
+		int a = rm_graph_find_op(g, "attention_context");
+		cr_assert_eq(g->ops[a].attention.head_dim, 24);
+		cr_assert_eq(g->ops[a].attention.v_head_dim, 16);
+		cr_assert_eq(g->ops[a].flops, 2641920.0, "%.0f", g->ops[a].flops);
+		int ab = rm_graph_find_op(g, "attention_context.bwd");
+		cr_assert_eq(g->ops[ab].flops, 6868992.0, "%.0f", g->ops[ab].flops);
+		/* the cost model prices the shape with its s^2 / 2 causal convention: 2 x 4 x 40 x
+		 * 8192 = 2,621,440 forward, 2 x 4 x 104 x 8192 = 6,815,744 backward */
+		rm_attention_cost c = {.shape = g->ops[a].attention};
+		cr_assert_eq(rm_cost_attention_flops(&c), 2621440.0);
+		c.backward = true;
+		cr_assert_eq(rm_cost_attention_flops(&c), 6815744.0);
+		/* q_b reads the normed query latent, kv_b's halves the normed kv latent; the value and
+		 * the attention's output are 4 x 16 wide, the query and key 4 x 24 */
+		int qb = rm_graph_find_op(g, "dot_attention_query");
+		cr_assert_eq(g->ops[qb].gemm.k, 64);
+		cr_assert_eq(g->ops[qb].gemm.n, 96);
+		cr_assert_eq(g->values[rm_graph_find_value(g, "dot_attention_value")].shape[2], 64);
+		cr_assert_eq(g->values[rm_graph_find_value(g, "rotary_key")].shape[2], 96);
+		cr_assert_eq(g->values[rm_graph_find_value(g, "attention_context")].shape[2], 64);
+		int o = rm_graph_find_op(g, "dot_attention_out");
+		cr_assert_eq(g->ops[o].gemm.k, 64);
+		/* the latent norms keep their inputs for the backward: q_a's 128 x 64 and kv_a's
+		 * whole 128 x 40 output (the norm reads a view of it) */
+		cr_assert(rm_graph_value_is_residual(g, rm_graph_find_value(g, "dot_attention_query_a")));
+		cr_assert(rm_graph_value_is_residual(g, rm_graph_find_value(g, "dot_attention_kv_a")));
+		cr_assert(rm_graph_value_is_residual(g, rm_graph_find_value(g, "attention_kv_a_norm")));
+	}
+	/* what the dense layer keeps, nothing recomputed (bf16, 128 tokens): the layer input, the
+	 * normed input, the attention residual and the normed residual 4 x 128 x 256 x 2 = 262,144;
+	 * q_a and its norm 2 x 128 x 64 x 2 = 32,768; kv_a 128 x 40 x 2 = 10,240 and its norm 128 x
+	 * 32 x 2 = 8192; query and key 2 x 128 x 96 x 2 = 49,152; value and the attention's output
+	 * 2 x 128 x 64 x 2 = 32,768; the fp32 log-sum-exp 4 x 128 x 4 = 2048; gate, up, activation
+	 * and hidden 4 x 128 x 512 x 2 = 524,288: 921,600 B */
+	cr_assert_eq(rm_graph_residual_bytes(&wl->dense_layer), 921600, "%lld",
+		     (long long)rm_graph_residual_bytes(&wl->dense_layer));
+	/* the latent attention's names are checkpoint names remat policies take */
+	static const char *const names[] = {"dot_attention_query_a", "attention_query_a_norm", "dot_attention_kv_a",
+					    "attention_kv_a_norm"};
+	for (int i = 0; i < 4; i++)
+		cr_assert_str_eq(rm_checkpoint_canonical(names[i]), names[i]);
+	rm_error err;
+	rm_remat_policy *pol = rm_remat_policy_parse("save_only_these_names('dot_attention_kv_a', 'attention_kv_a_norm')", &err);
+	cr_assert_not_null(pol, "%s", err.msg);
+	rm_remat_plan plan;
+	cr_assert_eq(rm_remat_plan_build(&wl->layer, pol, &plan, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(plan.fate[rm_graph_find_value(&wl->layer, "dot_attention_kv_a")], RM_FATE_SAVED);
+	cr_assert_eq(plan.fate[rm_graph_find_value(&wl->layer, "attention_kv_a_norm")], RM_FATE_SAVED);
+	cr_assert_eq(plan.fate[rm_graph_find_value(&wl->layer, "dot_attention_query_a")], RM_FATE_RECOMPUTED);
+	rm_remat_plan_finish(&plan);
+	rm_remat_policy_destroy(pol);
+	rm_workload_destroy(wl);
+}
+
+/* The two layer kinds hold exactly their parameters: dense 2 x 256 norms + 96 latent norms +
+ * 53,248 + 3 x 256 x 512 = 447,072; MoE the same attention and norms + router 256 x 4 + its
+ * selection bias 4 + 4 experts x 3 x 256 x 64 + shared 3 x 256 x 64 = 300,644. Total 256,000
+ * embedding + 447,072 + 2 x 300,644 + 256 + 256,000 head = 1,560,616, which the graphs sum to
+ * under ep (the path that adds graphs up). MFU counts 6 N_active + 6 L a (d_qk + d_v) s causal:
+ * N_active = 1,304,616 non-embedding - 2 layers x 2 unchosen x 49,152 = 1,108,008; attention 6 x 3
+ * x 4 x 40 x 128 x (129 / 256) = 185,760; 6,833,808 per token. */
+Test(workload, deepseek_layer_kinds_by_hand)
+{
+	rm_model_config m = deepseek_small();
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 128;
+	rm_workload *wl = build(&m, t);
+	cr_assert_eq(rm_workload_dense_layers(wl), 1);
+	cr_assert_eq(wl->dense_layer.params, 447072);
+	cr_assert_eq(wl->layer.params, 300644);
+	cr_assert_eq(rm_workload_layer_graph(wl, 0), &wl->dense_layer);
+	cr_assert_eq(rm_workload_layer_graph(wl, 1), &wl->layer);
+	cr_assert_eq(rm_workload_layer_graph(wl, 2), &wl->layer);
+	cr_assert_eq(wl->params.total, 1560616);
+	cr_assert_eq(rm_graph_find_op(&wl->dense_layer, "moe_router"), -1);
+	cr_assert_geq(rm_graph_find_op(&wl->dense_layer, "dot_mlp_gate"), 0);
+	cr_assert_eq(wl->dense_layer.ops[rm_graph_find_op(&wl->dense_layer, "dot_mlp_gate")].gemm.n, 512);
+	cr_assert_eq(rm_workload_mfu_flops_per_token(wl), 6833808.0, "%.1f", rm_workload_mfu_flops_per_token(wl));
+	double exec = rm_graph_flops(&wl->embedding, RM_PHASE_COUNT) + rm_graph_flops(&wl->dense_layer, RM_PHASE_COUNT) +
+		      2.0 * rm_graph_flops(&wl->layer, RM_PHASE_COUNT) + rm_graph_flops(&wl->head, RM_PHASE_COUNT);
+	cr_assert_eq(rm_workload_executed_flops(wl), exec);
+	rm_workload_destroy(wl);
+	/* ep 2: the graphs are summed; each GPU holds 2 of the 4 experts of both MoE layers whole:
+	 * 2 x 2 x 3 x 256 x 64 = 196,608 expert parameters, the dense layer none */
+	t.ep = 2;
+	t.fsdp = 2;
+	wl = build(&m, t);
+	cr_assert_eq(rm_workload_rank_expert_params(wl), 196608);
+	cr_assert_eq(rm_workload_rank_params(wl), 1560616 - 196608);
+	/* static memory: (1,364,008 - 196,608) / 2 = 583,700 sharded + 196,608 whole */
+	rm_static_memory sm = rm_workload_static_memory(wl);
+	cr_assert_eq(sm.shard_elems, 583700 + 196608);
+	rm_workload_destroy(wl);
+}
+
+/* The preset: 671,026,419,200 parameters, and its graphs hold them: 3 dense layers of 583,483,392
+ * and 58 MoE layers of 11,507,286,272 (docs/models.md). */
+Test(workload, deepseek_v3_graphs_hold_the_parameters)
+{
+	rm_model_config m = preset("deepseek-v3");
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 1024;
+	rm_workload *wl = build(&m, t);
+	cr_assert_eq(wl->dense_layer.params, 583483392LL);
+	cr_assert_eq(wl->layer.params, 11507286272LL);
+	cr_assert_eq(wl->embedding.params + 3 * wl->dense_layer.params + 58 * wl->layer.params + wl->head.params,
+		     671026419200LL);
+	rm_workload_destroy(wl);
+}
+
+/* The largest layer graph: latent attention, a MoE block with the all-to-alls of ep, the key and
+ * value gathers of cp and fp8 GEMMs (a quantization per projection gradient) - 98 ops, more than
+ * the 96 a graph held before. */
+Test(workload, deepseek_fp8_context_and_expert_parallel_graph_fits)
+{
+	rm_model_config m = deepseek_small();
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 128;
+	t.gemm_dtype = RM_DTYPE_FP8_E4M3;
+	t.cp = 2;
+	t.ep = 2;
+	t.fsdp = 2;
+	rm_workload *wl = build(&m, t);
+	cr_assert_eq(wl->layer.n_ops, 98, "%d ops", wl->layer.n_ops);
+	cr_assert_geq(rm_graph_find_op(&wl->layer, "attention_key_gathered"), 0);
+	cr_assert_geq(rm_graph_find_op(&wl->layer, "moe_combined_a2a"), 0);
+	rm_workload_destroy(wl);
+}
+
+/* FP8 GEMMs quantize the layer's gathered 16-bit weights once per micro-batch: in a MoE layer the
+ * router 256 x 4, the GPU's 2 of 4 experts 2 x 49,152 and the shared expert 49,152 beside the
+ * 53,248 latent-attention weights = 201,728 (not one dense MLP's 3 x 256 x 512); in the dense
+ * layer 53,248 + 393,216 = 446,464. */
+Test(workload, fp8_weight_cast_covers_each_kind_of_layer)
+{
+	rm_model_config m = deepseek_small();
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 128;
+	t.gemm_dtype = RM_DTYPE_FP8_E4M3;
+	t.ep = 2;
+	t.fsdp = 2;
+	rm_workload *wl = build(&m, t);
+	int v = rm_graph_find_value(&wl->layer, "weights_fp8");
+	cr_assert_eq(wl->layer.values[v].shape[0], 201728, "%lld", (long long)wl->layer.values[v].shape[0]);
+	v = rm_graph_find_value(&wl->dense_layer, "weights_fp8");
+	cr_assert_eq(wl->dense_layer.values[v].shape[0], 446464, "%lld", (long long)wl->dense_layer.values[v].shape[0]);
+	rm_workload_destroy(wl);
 }

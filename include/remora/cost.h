@@ -232,7 +232,10 @@ double rm_cost_gemm_flops(const rm_gemm_shape *g);
  */
 double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms);
 /* Attention FLOPs: forward 4*b*heads*s*s*d (halved when causal; a fused kernel with a causal
- * sliding window w < s executes 4*b*heads*d*(w(w+1)/2 + (s-w)w)), backward 2.5x that. */
+ * sliding window w < s executes 4*b*heads*d*(w(w+1)/2 + (s-w)w)), backward 2.5x that. With a value
+ * head dim d_v != d (latent attention) QK^T contracts d and PV d_v: 2*b*heads*(d + d_v) per
+ * attended pair forward and 2*b*heads*(3d + 2d_v) backward (recomputed QK^T, dQ, dK over d; dP,
+ * dV over d_v: FlashAttention-2's five backward matmuls), which are the above when d_v = d. */
 double rm_cost_attention_flops(const rm_attention_cost *a);
 /*
  * Measured TFLOP/s (at the TDP, 16-bit) of a fused attention kernel, forward or backward, for a

@@ -113,15 +113,16 @@ typedef struct rm_pp_run {
 	int stages, micro_batches, chunks;
 	rm_pp_schedule schedule;
 	/* from the engine: one micro-batch through a stage of layers / pp layers (with the
-	 * embedding and the head, whose time goes to the first and the last stage) */
+	 * embedding and the head, whose time goes to the first and the last stage); middle: the
+	 * second stage's when stages differ (dense first layers) */
 	rm_pp_stage_cost first, middle, last;
 	double p2p_s;            /* one activation (or its gradient) to the next stage */
 	int64_t p2p_bytes;
 	rm_pp_result sched;
 	double step_s, tokens_per_s, mfu; /* tokens per GPU: each GPU of a stage counts 1 / (tp pp) of
 					   * its data-parallel rank's tokens */
-	int64_t stage_static_bytes;       /* the stage program's persistent tensors */
-	int64_t act_bytes_per_chunk;      /* activations one micro-batch leaves on a chunk */
+	int64_t stage_static_bytes;       /* the stage program's persistent tensors (the largest stage's) */
+	int64_t act_bytes_per_chunk;      /* activations one micro-batch leaves on a chunk (the largest) */
 	int64_t wgrad_bytes_first, wgrad_bytes_middle, wgrad_bytes_last; /* zero_bubble (else 0): what
 					   * one micro-batch's deferred W holds on the stage from its B
 					   * to its W, the wgrad ops' inputs X and output gradients dY */
@@ -144,7 +145,9 @@ typedef struct rm_pp_run {
  * embedding's (head's) share of the persistent state on the stages that do not hold it. ZB-V's
  * stage 0 holds both, its costs the first stage's plus the head's (the last less the middle);
  * each stage's costs are split evenly over its 2 chunks, as the interleaved schedule's are.
- * RM_INVALID for a scenario without pp > 1 and the errors of rm_pp_simulate.
+ * A mixture of experts with dense first layers (DeepSeek-V3) prices each kind of stage (all
+ * dense, across the boundary, all MoE) by its own layers; with virtual_stages > 1 it is
+ * RM_UNSUPPORTED. RM_INVALID for a scenario without pp > 1 and the errors of rm_pp_simulate.
  */
 rm_status rm_pp_run_scenario(const struct rm_scenario_resolved *res, rm_pp_run *out, rm_error *err);
 

@@ -55,6 +55,8 @@ typedef struct rm_plan_request {
 	double budget;      /* > 0: the fastest plan whose cost stays within it (needs prices) */
 	int64_t seq_len;    /* 0: 8192 */
 	int64_t global_batch_min, global_batch_max; /* sequences per step; 0: 4 Mi tokens' worth */
+	int64_t weak_base_gpus; /* > 0: weak scaling: the global batch is for this many GPUs and
+				 * grows in proportion to each count planned (the batch per GPU fixed) */
 	char runtime[16];   /* scheduler.mode: fsdp2 (default), xla, megatron */
 	int n_policies;
 	char policies[16][256]; /* 0: the runtime's usual three (rm_plan_default_policies) */

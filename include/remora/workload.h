@@ -5,7 +5,9 @@
  * exactly, and builds the op graph of one training step per GPU: the embedding, one decoder layer
  * (forward ops in order, then backward ops split into data-gradient and weight-gradient ops), and
  * the head (final norm, LM head, loss). Every decoder layer is identical, so one layer's graph
- * stands for all L; the schedulers instantiate it L times.
+ * stands for all L; the schedulers instantiate it L times. The exception is a mixture of experts
+ * whose first layers are dense (DeepSeek-V3's first_k_dense_replace): those run a second graph,
+ * dense_layer (rm_workload_layer_graph gives each layer's).
  *
  * Invariants
  * - Forward ops produce values; every value has one producer and a canonical checkpoint name
@@ -106,6 +108,8 @@ typedef struct rm_model_config {
 	int64_t dense_layers;    /* layers whose MLP is dense (ffn wide) instead of MoE: DeepSeek's
 				  * first_k_dense_replace (the first layers), Qwen's mlp_only_layers and
 				  * decoder_sparse_step; the other layers - dense_layers are MoE */
+	bool dense_first;        /* the dense layers are layers 0 .. dense_layers - 1 (always DeepSeek's
+				  * with moe_layer_freq 1); the op graphs model only this placement */
 	int64_t mtp_layers;      /* DeepSeek-V3 multi-token-prediction modules
 				  * (num_nextn_predict_layers): counted apart, not part of the model */
 
@@ -338,7 +342,9 @@ typedef struct rm_gemm_shape {
 } rm_gemm_shape;
 
 typedef struct rm_attention_shape {
-	int64_t batch, heads, kv_heads, seq, head_dim;
+	int64_t batch, heads, kv_heads, seq, head_dim; /* head_dim: of the queries and keys */
+	int64_t v_head_dim; /* of the values and the output when it differs (multi-head latent
+			     * attention: qk 192, v 128); 0: head_dim */
 	int64_t window; /* causal sliding window (Mistral sliding_window): query i attends keys
 			 * i-window+1..i; 0 = full attention */
 	bool causal;
@@ -394,7 +400,11 @@ typedef struct rm_workload {
 	rm_train_config train;
 	rm_param_count params;
 	rm_graph embedding; /* token (and position) lookup */
-	rm_graph layer;     /* one decoder layer; the step runs it L times */
+	rm_graph layer;     /* one decoder layer; the step runs it L times (a mixture of experts with
+			     * dense first layers: the MoE layer, run L - dense_layers times) */
+	rm_graph dense_layer; /* DeepSeek-V3's first_k_dense_replace layers: the same attention with
+			       * a dense SwiGLU MLP, run as layers 0 .. dense_layers - 1; n_ops 0
+			       * when every layer is the same */
 	rm_graph head;      /* final norm, LM head, cross-entropy loss */
 } rm_workload;
 
@@ -407,6 +417,12 @@ typedef struct rm_workload {
 rm_workload *rm_workload_create(const rm_model_config *model, const rm_train_config *train,
 				rm_error *err);
 void rm_workload_destroy(rm_workload *wl);
+
+/* The op graph of decoder layer l (0-based): dense_layer for the dense first layers of a
+ * mixture of experts, layer otherwise. */
+const rm_graph *rm_workload_layer_graph(const rm_workload *wl, int64_t l);
+/* Layers that run the dense_layer graph (0 when every layer runs layer). */
+int64_t rm_workload_dense_layers(const rm_workload *wl);
 
 /* Index of the value or op of that name in a graph, or -1. */
 int rm_graph_find_value(const rm_graph *g, const char *name);
@@ -425,7 +441,9 @@ bool rm_graph_value_is_residual(const rm_graph *g, int v);
 /*
  * Model FLOPs per token of training (forward + backward, no recompute), PaLM appendix B
  * convention (docs/reference/activation-memory.md): 6 * N_nonembedding + 12 * L * a*d * s, attention
- * counted non-causally; a*d equals h for every shipped model. Used for MFU.
+ * counted non-causally; a*d equals h for every shipped model but DeepSeek-V3, whose latent
+ * attention's QK^T and PV contract different head dims: 6 * L * a * (d_qk + d_v) * s (the same
+ * three times the forward's 2 * a * (d_qk + d_v) FLOPs per (query, key) pair). Used for MFU.
  */
 double rm_workload_model_flops_per_token(const rm_workload *wl);
 /*
@@ -434,7 +452,7 @@ double rm_workload_model_flops_per_token(const rm_workload *wl);
  * 100% at long sequences where causal kernels skip half the scores.
  */
 double rm_workload_mfu_flops_per_token(const rm_workload *wl);
-/* FLOPs the op graphs execute per micro-batch: embedding + L * layer + head, all phases. */
+/* FLOPs the op graphs execute per micro-batch: embedding + each layer's graph + head, all phases. */
 double rm_workload_executed_flops(const rm_workload *wl);
 
 /*
@@ -444,7 +462,7 @@ double rm_workload_executed_flops(const rm_workload *wl);
  * model's total.
  */
 int64_t rm_workload_rank_params(const rm_workload *wl);
-/* Of those, the routed experts' (their E / ep experts of every layer); 0 for a dense model. */
+/* Of those, the routed experts' (their E / ep experts of every MoE layer); 0 for a dense model. */
 int64_t rm_workload_rank_expert_params(const rm_workload *wl);
 
 /* Static (persistent) memory per GPU under FSDP / HSDP / ZeRO, in bytes. */

@@ -1,7 +1,8 @@
 /*
- * How a sweep is split across processes (cli.h "Sweeps across processes"): --shard K/N for array
+ * How a sweep is split across processes (cli.h, cli_sweep): --shard K/N for array
  * jobs under a batch scheduler, or the ranks of `mpirun -np N`. The library knows nothing of MPI
- * (rm_search_options' shard and resume_from); this file is the only one that calls it.
+ * (rm_search_options' shard and resume_from); this file is the only one that uses it, through
+ * the table of remora-mpi.so (cli/mpi_ops.h, cli/mpi_module.c).
  *
  * Under mpirun each rank k sweeps shard k into its own database DB.rankK (no two processes write
  * one SQLite file, which network filesystems do not lock reliably), skipping the rows DB holds
@@ -9,8 +10,8 @@
  * idempotent) and removes them; a job killed part-way leaves rank files that the next run merges
  * first, so it redoes only what no rank committed. Without --db the files live in a folder made
  * by rank 0 in the current directory and removed at the end. The folder of DB must be shared by
- * every rank's machine (the usual home or scratch filesystem of a cluster). MPI itself is called
- * through remora-mpi.so (cli/mpi_ops.h), loaded only under mpirun: `remora` links no MPI library.
+ * every rank's machine (the usual home or scratch filesystem of a cluster). The module is loaded
+ * only under mpirun: `remora` links no MPI library.
  */
 #include <dirent.h>
 #include <dlfcn.h>

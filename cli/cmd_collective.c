@@ -175,8 +175,8 @@ static bool parse_tier(const char *text, rm_fabric_tier *t)
 	if (*end != ':')
 		return false;
 	const char *p = end + 1;
-	t->oversubscription = strtod(p, &end);
-	if (end == p || !(t->oversubscription >= 1.0) || !isfinite(t->oversubscription))
+	t->oversubscription = strtod(p, &end); /* its range: rm_fabric_validate */
+	if (end == p || !isfinite(t->oversubscription))
 		return false;
 	if (*end == '\0')
 		return true;
@@ -184,7 +184,7 @@ static bool parse_tier(const char *text, rm_fabric_tier *t)
 		return false;
 	p = end + 1;
 	t->hop_latency_us = strtod(p, &end);
-	return end != p && *end == '\0' && t->hop_latency_us >= 0.0 && isfinite(t->hop_latency_us);
+	return end != p && *end == '\0' && isfinite(t->hop_latency_us);
 }
 
 static json_t *fabric_json(const rm_fabric *f, const rm_coll_query *q)
@@ -198,7 +198,10 @@ static json_t *fabric_json(const rm_fabric *f, const rm_coll_query *q)
 							 f->tiers[i].oversubscription, "latency_us",
 							 f->tiers[i].hop_latency_us));
 	json_object_set_new(o, "tiers", tiers);
-	rm_fabric_path p = rm_fabric_path_of(f, q->nodes, false);
+	/* without PXN an all-to-all on a rail-optimised fabric leaves by each GPU's own NIC and
+	 * crosses rails, so the spine */
+	bool cross = !f->pxn && q->coll == RM_COLL_ALL_TO_ALL && f->kind == RM_FABRIC_RAIL_OPTIMIZED;
+	rm_fabric_path p = rm_fabric_path_of(f, q->nodes, cross);
 	json_object_set_new(o, "path", json_pack("{s:i, s:f, s:f}", "tier", p.tier, "oversubscription", p.oversubscription,
 						 "latency_us", p.latency_us));
 	return o;
@@ -427,7 +430,8 @@ int cli_cmd_collective(int argc, char **argv)
 	if (q.nodes > 1)
 		printf("  hosts     %s CPUs, %d GPU(s) per node\n", rm_nccl_cpu_name(model.cpu), q.ranks / q.nodes);
 	if (model.fabric.kind != RM_FABRIC_NONE && q.nodes > 1) {
-		rm_fabric_path p = rm_fabric_path_of(&model.fabric, q.nodes, false);
+		bool cross = !model.fabric.pxn && q.coll == RM_COLL_ALL_TO_ALL && model.fabric.kind == RM_FABRIC_RAIL_OPTIMIZED;
+		rm_fabric_path p = rm_fabric_path_of(&model.fabric, q.nodes, cross);
 		printf("  fabric    %s%s, %d nodes: %s, bandwidth / %g, +%.3f us switch latency per network step%s\n",
 		       rm_fabric_kind_name(model.fabric.kind), model.fabric.pxn ? "" : " without PXN", q.nodes,
 		       p.tier == 0 ? "inside one leaf" : p.tier == 1 ? "across the spine (tier 1)" : "up to a higher tier",

@@ -61,17 +61,37 @@ static void plan_usage(FILE *out)
 		"Under mpirun -np N each rank sweeps its shard of every search and rank 0 prints the plan.\n");
 }
 
+/* Splits a comma list into out (at most cap): -1 when longer, -2 for an empty entry ("a,,b",
+ * a trailing comma), -3 for an entry given twice. */
 static int split_list(const char *text, char (*out)[256], int cap)
 {
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", text);
 	int n = 0;
-	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	const char *p = text;
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		if (len == 0)
+			return -2;
 		if (n >= cap)
 			return -1;
-		snprintf(out[n++], 256, "%s", t);
+		snprintf(out[n], 256, "%.*s", (int)(len < 255 ? len : 255), p);
+		for (int i = 0; i < n; i++)
+			if (strcmp(out[i], out[n]) == 0)
+				return -3;
+		n++;
+		if (!p[len])
+			return n;
+		p += len + 1;
 	}
-	return n;
+}
+
+/* The usage error for split_list's result r on option opt. */
+static int list_error(const char *opt, int r, int cap, const char *example)
+{
+	if (r == -3)
+		return cli_usage_error("plan", "%s: an entry is given twice", opt);
+	if (r == -2)
+		return cli_usage_error("plan", "%s: an empty entry (\"a,,b\" or a trailing comma)", opt);
+	return cli_usage_error("plan", "%s: expected 1 to %d entries, e.g. %s", opt, cap, example);
 }
 
 static void progress(const char *what, void *user)
@@ -94,9 +114,12 @@ static void layout_text(const rm_plan_row *r, char *buf, size_t n)
 		PUT("%sCP %lld", u ? " x " : "", (long long)r->cp);
 	if (r->ep > 1)
 		PUT("%sEP %lld", u ? " x " : "", (long long)r->ep);
-	PUT("%sFSDP %lld", u ? " x " : "", (long long)r->fsdp);
+	if (r->fsdp > 1)
+		PUT("%sFSDP %lld%s", u ? " x " : "", (long long)r->fsdp, r->cp > 1 ? " (over CP x DP)" : "");
 	if (r->dp_replicate > 1)
-		PUT(" x %lld replicas", (long long)r->dp_replicate);
+		PUT("%s%lld replicas", u ? " x " : "", (long long)r->dp_replicate);
+	if (!u)
+		PUT("one GPU");
 	if (strstr(r->layout, "training.global_batch="))
 		PUT(", batch %lld", (long long)r->global_batch); /* a --global-batch range */
 #undef PUT
@@ -132,6 +155,10 @@ static void why_loses(const rm_plan_row *r, const rm_plan_row *w, char *buf, siz
 		return;
 	}
 	double slower = w->r.tokens_per_s_per_gpu > 0 ? 1.0 - r->r.tokens_per_s_per_gpu / w->r.tokens_per_s_per_gpu : 0;
+	if (slower < 0.01) {
+		snprintf(buf, n, "%.1f%% slower: as fast in practice (either will do)", 100.0 * slower);
+		return;
+	}
 	double step = r->r.step_time_s > 0 ? r->r.step_time_s : 1;
 	char why[160] = "";
 	if (r->pp > 1)
@@ -181,8 +208,8 @@ static json_t *row_json(const rm_plan_request *req, const rm_plan_row *r, bool a
 	json_object_set_new(o, "global_batch", json_integer(r->global_batch));
 	json_object_set_new(o, "step_time_s", json_real(r->r.step_time_s));
 	json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r->r.tokens_per_s_per_gpu));
-	json_object_set_new(o, "time_to_train_s", json_real(r->time_to_train_s));
-	json_object_set_new(o, "gpu_hours", json_real(r->gpu_hours));
+	json_object_set_new(o, "time_to_train_s", r->time_to_train_s > 0 ? json_real(r->time_to_train_s) : json_null());
+	json_object_set_new(o, "gpu_hours", r->time_to_train_s > 0 ? json_real(r->gpu_hours) : json_null());
 	json_object_set_new(o, "cost", r->cost >= 0 ? json_real(r->cost) : json_null());
 	json_object_set_new(o, "mfu", json_real(r->r.mfu));
 	json_object_set_new(o, "peak_memory_bytes", json_integer(r->r.peak_memory_bytes));
@@ -281,7 +308,7 @@ static rm_status scaling_run(const rm_plan_request *req, const rm_plan_row *w, i
 static void print_scaling(const char *title, const rm_plan_result *res)
 {
 	printf("\n%s\n", title);
-	printf("  %6s  %-34s %8s %9s %10s %6s %9s %10s\n", "GPUs", "layout", "mb x ga", "tok/s/GPU", "efficiency", "MFU",
+	printf("  %6s  %-42s %8s %9s %10s %6s %9s %10s\n", "GPUs", "layout", "mb x ga", "tok/s/GPU", "efficiency", "MFU",
 	       "exposed", "step s");
 	double base = 0;
 	for (int i = 0; i < res->n_points; i++) {
@@ -304,7 +331,7 @@ static void print_scaling(const char *title, const rm_plan_result *res)
 			snprintf(ex, sizeof(ex), "bubble %.0f%%", 100.0 * b->bubble_fraction);
 		else
 			snprintf(ex, sizeof(ex), "%.1f%%", 100.0 * b->r.exposed_comm_s / step);
-		printf("  %6lld  %-34s %8s %9.0f %9.1f%% %5.1f%% %9s %10.3f\n", (long long)b->gpus, lt, mb,
+		printf("  %6lld  %-42s %8s %9.0f %9.1f%% %5.1f%% %9s %10.3f\n", (long long)b->gpus, lt, mb,
 		       b->r.tokens_per_s_per_gpu, 100.0 * b->r.tokens_per_s_per_gpu / base, 100.0 * b->r.mfu, ex,
 		       b->r.step_time_s);
 	}
@@ -453,16 +480,23 @@ int cli_cmd_plan(int argc, char **argv)
 			char list[RM_PLAN_MAX_GPUS][256];
 			int n = split_list(optarg, list, RM_PLAN_MAX_GPUS);
 			if (n < 1)
-				return cli_usage_error("plan", "--gpus: expected up to %d counts, e.g. 64,128", RM_PLAN_MAX_GPUS);
+				return list_error("--gpus", n, RM_PLAN_MAX_GPUS, "64,128");
 			for (int i = 0; i < n; i++)
 				if (!cli_parse_positive("plan", "--gpus", list[i], &req.gpus[i]))
 					return CLI_EXIT_USAGE;
+			for (int i = 0; i < n; i++)
+				for (int j = 0; j < i; j++)
+					if (req.gpus[i] == req.gpus[j])
+						return cli_usage_error("plan", "--gpus: %lld is given twice", (long long)req.gpus[i]);
 			req.n_gpus = n;
 			break;
 		}
 		case 'D':
 			if (!rm_plan_parse_duration(optarg, &req.deadline_s, &err))
 				return cli_usage_error("plan", "--deadline: %s", err.msg);
+			if (strspn(optarg, "0123456789.eE+-") == strlen(optarg))
+				return cli_usage_error("plan", "--deadline %s: give a unit (%sd for days, %sh for hours)", optarg,
+						       optarg, optarg);
 			break;
 		case 'B': {
 			char *end = NULL;
@@ -507,7 +541,7 @@ int cli_cmd_plan(int argc, char **argv)
 			int cap = c == 'T' ? 8 : 16;
 			int n = split_list(optarg, list, cap);
 			if (n < 1)
-				return cli_usage_error("plan", "%s: expected up to %d degrees, e.g. 1,2,4", c == 'T' ? "--tp" : "--pp", cap);
+				return list_error(c == 'T' ? "--tp" : "--pp", n, cap, "1,2,4");
 			for (int i = 0; i < n; i++)
 				if (!cli_parse_positive("plan", c == 'T' ? "--tp" : "--pp", list[i], c == 'T' ? &req.tp[i] : &req.pp[i]))
 					return CLI_EXIT_USAGE;
@@ -522,11 +556,15 @@ int cli_cmd_plan(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			break;
 		case 'd':
+			if (!optarg[0])
+				return cli_usage_error("plan", "--db: an empty file name");
 			db = optarg;
 			break;
 		case 'J':
 			if (!cli_parse_positive("plan", "--jobs", optarg, &jobs))
 				return CLI_EXIT_USAGE;
+			if (jobs > 1024)
+				return cli_usage_error("plan", "--jobs %lld: at most 1024 threads", (long long)jobs);
 			break;
 		case 'k':
 			if (!cli_parse_positive("plan", "--top", optarg, &top))
@@ -560,13 +598,13 @@ int cli_cmd_plan(int argc, char **argv)
 	snprintf(req.model, sizeof(req.model), "%s", argv[optind]);
 	int nh = split_list(hardware, req.hardware, RM_PLAN_MAX_HW);
 	if (nh < 1)
-		return cli_usage_error("plan", "--hardware: expected 1 to %d profiles, e.g. h100-sxm,h200-sxm", RM_PLAN_MAX_HW);
+		return list_error("--hardware", nh, RM_PLAN_MAX_HW, "h100-sxm,h200-sxm");
 	req.n_hardware = nh;
 	if (prices) {
 		char list[RM_PLAN_MAX_HW][256];
 		int n = split_list(prices, list, RM_PLAN_MAX_HW);
 		if (n < 1)
-			return cli_usage_error("plan", "--price: expected HARDWARE=PRICE,...");
+			return list_error("--price", n, RM_PLAN_MAX_HW, "h100-sxm=2.5,h200-sxm=3.4");
 		for (int i = 0; i < n; i++) {
 			char *eq = strchr(list[i], '=');
 			char *end = NULL;
@@ -580,13 +618,20 @@ int cli_cmd_plan(int argc, char **argv)
 					h = k;
 			if (h < 0)
 				return cli_usage_error("plan", "--price: '%s' is not one of --hardware %s", list[i], hardware);
+			if (req.price[h] >= 0)
+				return cli_usage_error("plan", "--price: %s is priced twice", list[i]);
 			req.price[h] = p;
 		}
 	}
+	if (req.max_gpus > 0 && req.n_gpus > 0)
+		return cli_usage_error("plan", "--max-gpus tops the ladder of GPU counts; --gpus gives the counts: one or the other");
 	if (req.budget > 0 && req.deadline_s > 0)
 		return cli_usage_error("plan", "--deadline and --budget: give one constraint");
-	if (req.budget > 0 && !prices)
-		return cli_usage_error("plan", "--budget needs --price (per GPU-hour of each hardware)");
+	if (req.budget > 0)
+		for (int h = 0; h < nh; h++)
+			if (req.price[h] < 0)
+				return cli_usage_error("plan", "--budget needs a --price per GPU-hour of every hardware; %s has none",
+						       req.hardware[h]);
 	if ((req.budget > 0 || req.deadline_s > 0) && req.tokens <= 0)
 		return cli_usage_error("plan", "--deadline and --budget need --tokens");
 	if (plot_dir) {
@@ -716,12 +761,18 @@ int cli_cmd_plan(int argc, char **argv)
 	else
 		printf("plan for %s: seq %lld, global batch %lld sequences (%.2fM tokens per step), scheduler.mode %s\n",
 		       req.model, (long long)seq, (long long)gb, (double)(gb * seq) / 1e6, req.runtime);
-	if (req.tokens > 0)
-		printf("  tokens      %.6g (%.6gT)\n", req.tokens, req.tokens / 1e12);
+	if (req.tokens > 0) {
+		const char *sfx = req.tokens >= 1e12 ? "T" : req.tokens >= 1e9 ? "B" : req.tokens >= 1e6 ? "M" : "K";
+		double div = req.tokens >= 1e12 ? 1e12 : req.tokens >= 1e9 ? 1e9 : req.tokens >= 1e6 ? 1e6 : 1e3;
+		printf("  tokens      %.6g (%.6g%s)\n", req.tokens, req.tokens / div, sfx);
+	}
 	else
 		printf("  tokens      none given: what fits, and how fast\n");
-	if (req.deadline_s > 0)
-		printf("  deadline    %.1f days: the fewest GPUs that make it\n", req.deadline_s / 86400);
+	if (req.deadline_s > 0) {
+		char d[32];
+		duration_text(req.deadline_s, d, sizeof(d));
+		printf("  deadline    %s: the fewest GPUs that make it\n", d);
+	}
 	else if (req.budget > 0)
 		printf("  budget      %.0f: the fastest plan within it\n", req.budget);
 	else if (req.tokens > 0)
@@ -735,15 +786,28 @@ int cli_cmd_plan(int argc, char **argv)
 		printf("  global batch is a convergence choice (--global-batch): remora keeps it fixed\n");
 	for (int h = 0; h < nh; h++) {
 		printf("\n%s%s\n", req.hardware[h], req.price[h] >= 0 ? "" : "  (no --price: costs not shown)");
-		printf("  %6s %5s  %-34s %8s %9s %6s %8s %12s %10s %10s\n", "GPUs", "nodes", "layout", "mb x ga", "tok/s/GPU",
+		printf("  %6s %5s  %-42s %8s %9s %6s %8s %12s %10s %10s\n", "GPUs", "nodes", "layout", "mb x ga", "tok/s/GPU",
 		       "MFU", "peak GiB", "time", "GPU-hours", "cost");
 		for (int i = 0; i < res.n_points; i++) {
 			const rm_plan_point *pt = &res.points[i];
 			if (pt->hw != h)
 				continue;
 			if (!pt->have_best) {
-				printf("  %6lld %5lld  %s\n", (long long)pt->gpus, (long long)((pt->gpus + 7) / 8),
-				       pt->n_layouts ? "no layout fits" : "no layout resolves");
+				char why[320];
+				const rm_plan_row *least = NULL;
+				for (int k = 0; k < pt->n_layouts; k++)
+					if (pt->layouts[k].r.ok &&
+					    (!least || pt->layouts[k].r.peak_memory_bytes < least->r.peak_memory_bytes))
+						least = &pt->layouts[k];
+				char a[16], b[16];
+				if (least)
+					snprintf(why, sizeof(why), "nothing fits: at best %s GiB of %s usable",
+						 gib(least->r.peak_memory_bytes, a), gib(least->r.memory_capacity_bytes, b));
+				else
+					snprintf(why, sizeof(why), "no layout: %s",
+						 pt->n_rejected ? pt->rejected_why[0] : "the degrees tried divide nothing");
+				printf("  %6lld %5lld  %s\n", (long long)pt->gpus, (long long)((pt->gpus + res.gpn[h] - 1) / res.gpn[h]),
+				       why);
 				continue;
 			}
 			const rm_plan_row *b = &pt->best;
@@ -755,9 +819,14 @@ int cli_cmd_plan(int argc, char **argv)
 				snprintf(cost, sizeof(cost), "%.0f", b->cost);
 			else
 				snprintf(cost, sizeof(cost), "-");
-			printf("%s %6lld %5lld  %-34s %8s %9.0f %5.1f%% %8s %12s %10.0f %10s\n", i == res.chosen[h] ? ">" : " ",
+			char gh[32];
+			if (b->time_to_train_s > 0)
+				snprintf(gh, sizeof(gh), "%.0f", b->gpu_hours);
+			else
+				snprintf(gh, sizeof(gh), "-");
+			printf("%s %6lld %5lld  %-42s %8s %9.0f %5.1f%% %8s %12s %10s %10s\n", i == res.chosen[h] ? ">" : " ",
 			       (long long)b->gpus, (long long)b->nodes, lt, mb, b->r.tokens_per_s_per_gpu, 100.0 * b->r.mfu,
-			       gib(b->r.peak_memory_bytes, mg), t, b->gpu_hours, cost);
+			       gib(b->r.peak_memory_bytes, mg), t, gh, cost);
 		}
 		if (res.chosen[h] < 0) {
 			printf("  no plan: %s\n", res.why_none[h]);
@@ -768,8 +837,8 @@ int cli_cmd_plan(int argc, char **argv)
 		char lt[200], t[32];
 		layout_text(w, lt, sizeof(lt));
 		duration_text(w->time_to_train_s, t, sizeof(t));
-		printf("\n  answer     %lld GPUs (%lld nodes), %s, %.0f tokens/s per GPU, MFU %.1f%%", (long long)w->gpus,
-		       (long long)w->nodes, lt, w->r.tokens_per_s_per_gpu, 100.0 * w->r.mfu);
+		printf("\n  answer     %lld GPUs (%lld node%s), %s, %.0f tokens/s per GPU, MFU %.1f%%", (long long)w->gpus,
+		       (long long)w->nodes, w->nodes == 1 ? "" : "s", lt, w->r.tokens_per_s_per_gpu, 100.0 * w->r.mfu);
 		if (req.tokens > 0)
 			printf(", %s, %.0f GPU-hours", t, w->gpu_hours);
 		if (w->cost >= 0)
@@ -796,12 +865,54 @@ int cli_cmd_plan(int argc, char **argv)
 			char a[200], why[300];
 			layout_text(&alt[i], a, sizeof(a));
 			why_loses(&alt[i], w, why, sizeof(why));
-			printf("    %-34s %s\n", a, why);
+			printf("    %-42s %s\n", a, why);
 			shown++;
 		}
-		for (int i = 0; i < pt->n_rejected && shown < top; i++, shown++)
-			printf("    %-34s %s\n", pt->rejected[i], pt->rejected_why[i]);
+		for (int i = 0; i < pt->n_rejected && shown < top; i++, shown++) {
+			/* the refused layout's degrees, read back from its overrides */
+			rm_plan_row rr;
+			memset(&rr, 0, sizeof(rr));
+			snprintf(rr.layout, sizeof(rr.layout), "%s", pt->rejected[i]);
+			char sp[8] = "";
+			long long tp = 1, pp = 1, cp = 1, fsdp = 1, rep = 1, gbv = 0, ep = 0;
+			const char *q = pt->rejected[i];
+			sscanf(q, "parallelism.tp=%lld parallelism.sp=%7s parallelism.pp=%lld parallelism.cp=%lld "
+				  "parallelism.fsdp=%lld parallelism.dp_replicate=%lld",
+			       &tp, sp, &pp, &cp, &fsdp, &rep);
+			const char *g = strstr(q, "training.global_batch=");
+			if (g)
+				gbv = atoll(g + strlen("training.global_batch="));
+			const char *e = strstr(q, "parallelism.ep=");
+			if (e)
+				ep = atoll(e + strlen("parallelism.ep="));
+			rr.tp = tp, rr.pp = pp, rr.cp = cp, rr.fsdp = fsdp, rr.dp_replicate = rep, rr.ep = ep;
+			rr.sp = strcmp(sp, "true") == 0;
+			rr.global_batch = gbv;
+			char a[200];
+			layout_text(&rr, a, sizeof(a));
+			printf("    %-42s %s\n", a, pt->rejected_why[i]);
+		}
 		free(alt);
+	}
+	if (req.tokens > 0 && nh > 1 && np > 0) {
+		/* across hardware: the objective's pick among the answers */
+		const rm_plan_row *o = NULL;
+		for (int i = 0; i < np && !o; i++)
+			for (int h = 0; h < nh; h++)
+				if (res.chosen[h] >= 0 && &res.points[res.chosen[h]].best == plans[i])
+					o = plans[i];
+		if (o) {
+			char t[32];
+			duration_text(o->time_to_train_s, t, sizeof(t));
+			printf("\noverall: %s, %lld GPUs, %s, %.0f GPU-hours", req.hardware[o->hw], (long long)o->gpus, t,
+			       o->gpu_hours);
+			if (o->cost >= 0)
+				printf(", cost %.0f", o->cost);
+			printf(" (%s)\n", req.deadline_s > 0 ? "the fewest GPU-hours within the deadline"
+					   : req.budget > 0	 ? "the fastest within the budget"
+					   : all_priced(&req)	 ? "the lowest cost"
+								 : "the fewest GPU-hours");
+		}
 	}
 	if (req.tokens > 0 && np > 1) {
 		/* per hardware, the front of time to train against GPUs; across hardware, of time to

@@ -279,6 +279,10 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 		       r.first.wgrad_s * 1e3, r.middle.wgrad_s * 1e3, r.last.wgrad_s * 1e3,
 		       rm_format_bytes(r.wgrad_bytes_middle, b1, sizeof(b1)));
 	printf("  between stages     %s per transfer, %.3f ms\n", rm_format_bytes(r.p2p_bytes, b1, sizeof(b1)), r.p2p_s * 1e3);
+	if (res->train.async_tp)
+		printf("  async TP           each stage's all-gathers before projections and reduce-scatters after one "
+		       "micro-pipelined: %lld steps of copy-engine peer copies each\n",
+		       (long long)res->train.tp);
 	printf("  peak memory        %s on stage %d (%d micro-batch chunks of %s in flight) of %s usable  %s\n",
 	       rm_format_bytes(r.peak_bytes[r.peak_stage], b1, sizeof(b1)), r.peak_stage, r.sched.in_flight[r.peak_stage],
 	       rm_format_bytes(r.act_bytes_per_chunk, b2, sizeof(b2)), rm_format_bytes(r.usable_bytes, b3, sizeof(b3)),

@@ -1420,14 +1420,14 @@ rm_status rm_fabric_validate(const rm_fabric *f, rm_error *err)
 					    "taper belongs to the tier above it (its uplink bandwidth from the tier "
 					    "below over that tier's downlink bandwidth)",
 					    t->oversubscription);
-		if (!(t->oversubscription >= 1.0) || !isfinite(t->oversubscription))
+		if (!(t->oversubscription >= 1.0 && t->oversubscription <= RM_FABRIC_MAX_TAPER))
 			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
-					    "tiers[%d].oversubscription: %g, expected a ratio of at least 1 (1: "
-					    "non-blocking)",
-					    k, t->oversubscription);
-		if (!(t->hop_latency_us >= 0.0) || !isfinite(t->hop_latency_us))
-			return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tiers[%d].latency_us: %g, expected >= 0", k,
-					    t->hop_latency_us);
+					    "tiers[%d].oversubscription: %g, expected a ratio from 1 (non-blocking) to %g",
+					    k, t->oversubscription, RM_FABRIC_MAX_TAPER);
+		if (!(t->hop_latency_us >= 0.0 && t->hop_latency_us <= RM_FABRIC_MAX_HOP_US))
+			return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					    "tiers[%d].latency_us: %g, expected 0 to %g us a hop", k, t->hop_latency_us,
+					    RM_FABRIC_MAX_HOP_US);
 	}
 	return RM_OK;
 }

@@ -379,9 +379,12 @@ static rm_status apply_tiers(reader *r, rm_scenario *sc, const key_desc *k, stru
 				char *end = NULL;
 				double v = txt ? strtod(txt, &end) : NAN;
 				bool over = strcmp(name, "oversubscription") == 0;
-				if (!txt || end == txt || *end || !isfinite(v) || v < (over ? 1.0 : 0.0) || v > 1e6)
+				if (!txt || end == txt || *end || !isfinite(v) || v < (over ? 1.0 : 0.0) ||
+				    v > (over ? RM_FABRIC_MAX_TAPER : RM_FABRIC_MAX_HOP_US))
 					return fail_at(r, vn ? vn : kn, RM_INVALID, "%s[%d].%s: expected a number %s", k->path, i,
-						       name, over ? "of at least 1 (down:up bandwidth; 1: non-blocking)" : ">= 0");
+						       name,
+						       over ? "from 1 to 64 (down:up bandwidth; 1: non-blocking)"
+							    : "from 0 to 1000 (us a switch hop)");
 				*(over ? &t.oversubscription : &t.latency_us) = v;
 			}
 		}
@@ -1135,16 +1138,25 @@ static rm_status nccl_buffers(const rm_scenario *sc, rm_nccl_model *nccl, rm_err
 {
 	rm_nccl_cta_policy policy = RM_NCCL_CTA_DEFAULT;
 	rm_nccl_registration reg = RM_NCCL_REG_NONE;
-	if (sc->nccl_cta_policy[0] && !rm_nccl_cta_policy_parse(sc->nccl_cta_policy, &policy))
+	bool given_policy = sc->nccl_cta_policy[0] || rm_scenario_key_pos(sc, "scheduler.nccl_cta_policy");
+	bool given_reg = sc->nccl_registration[0] || rm_scenario_key_pos(sc, "scheduler.nccl_registration");
+	if (given_policy && !rm_nccl_cta_policy_parse(sc->nccl_cta_policy, &policy))
 		return key_error(sc, "scheduler.nccl_cta_policy", err, RM_INVALID,
 				 "expected default, efficiency or zero, got \"%s\"", sc->nccl_cta_policy);
-	if (sc->nccl_registration[0] && !rm_nccl_registration_parse(sc->nccl_registration, &reg))
+	if (given_reg && !rm_nccl_registration_parse(sc->nccl_registration, &reg))
 		return key_error(sc, "scheduler.nccl_registration", err, RM_INVALID,
 				 "expected none, buffer or symmetric, got \"%s\"", sc->nccl_registration);
 	if (policy == RM_NCCL_CTA_ZERO && strcasecmp(sc->collective_engine, "copy_engine") == 0)
 		return key_error(sc, "scheduler.nccl_cta_policy", err, RM_INVALID,
 				 "zero and scheduler.collective_engine copy_engine both put the all-gathers on the "
 				 "copy engines (NCCL's path and the generic one); set one");
+	if (policy == RM_NCCL_CTA_ZERO && reg != RM_NCCL_REG_SYMMETRIC)
+		rm_log_warn("scheduler.nccl_cta_policy zero: NCCL's copy-engine collectives need symmetric windows "
+			    "(scheduler.nccl_registration: symmetric); without them the tuner's kernels run as by default");
+	else if (policy == RM_NCCL_CTA_EFFICIENCY && reg == RM_NCCL_REG_NONE)
+		rm_log_warn("scheduler.nccl_cta_policy efficiency: its NVLS path needs registered buffers "
+			    "(scheduler.nccl_registration: buffer or symmetric); without them the tuner's kernels run as by "
+			    "default");
 	if (rm_nccl_model_set_buffers(nccl, policy, reg, err) != RM_OK)
 		return at_key(sc, policy != RM_NCCL_CTA_DEFAULT ? "scheduler.nccl_cta_policy" : "scheduler.nccl_registration",
 			      err);
@@ -1222,12 +1234,22 @@ static rm_status build_fabric(const rm_scenario *sc, const rm_hw_profile *hw, rm
 		   rm_scenario_key_pos(sc, "cluster.topology");
 	if (!any)
 		return RM_OK;
-	if (!sc->topology_kind[0])
-		return key_error(sc, "cluster.topology", err, RM_INVALID,
-				 "cluster.topology: kind is missing (rail_optimized or fat_tree)");
+	if (!sc->topology_kind[0]) {
+		/* at the topology's own position, or the first of its topo_keys given (a --set) */
+		static const char *const topo_keys[] = {"cluster.topology", "cluster.topology.tiers", "cluster.topology.pxn",
+						   "cluster.topology.nics_per_node", "cluster.topology.nic_gbps"};
+		const char *at = topo_keys[0];
+		for (size_t i = 0; i < RM_ARRAY_SIZE(topo_keys); i++)
+			if (rm_scenario_key_pos(sc, topo_keys[i])) {
+				at = topo_keys[i];
+				break;
+			}
+		return key_error(sc, at, err, RM_INVALID,
+				 "the topology's kind is missing: set cluster.topology.kind (rail_optimized or fat_tree)");
+	}
 	if (!rm_fabric_kind_parse(sc->topology_kind, &f->kind) || f->kind == RM_FABRIC_NONE)
-		return key_error(sc, "cluster.topology.kind", err, RM_INVALID,
-				 "cluster.topology.kind: unknown fabric \"%s\" (rail_optimized, fat_tree)", sc->topology_kind);
+		return key_error(sc, "cluster.topology.kind", err, RM_INVALID, "unknown fabric \"%s\" (rail_optimized, fat_tree)",
+				 sc->topology_kind);
 	bool rail = f->kind == RM_FABRIC_RAIL_OPTIMIZED;
 	int64_t gpn = sc->gpus_per_node > 0 ? sc->gpus_per_node : (int64_t)hw->gpus_per_node;
 	int64_t nics = sc->nics_per_node > 0 ? sc->nics_per_node : gpn;
@@ -1256,17 +1278,16 @@ static rm_status build_fabric(const rm_scenario *sc, const rm_hw_profile *hw, rm
 				int64_t held = rail ? down : down / nics;
 				if (held < 1)
 					return key_error(sc, tkey, err, RM_INVALID,
-							 "%s[0].ports: %lld ports, %lld of them down, hold no node of %lld NICs",
-							 tkey, (long long)t->ports, (long long)down, (long long)nics);
+							 "[0].ports: %lld ports, %lld of them down, hold no node of %lld NICs",
+							 (long long)t->ports, (long long)down, (long long)nics);
 				ft->nodes = (int)held;
 			} else if (t->nodes) {
 				ft->nodes = (int)t->nodes;
 			} else if (i + 1 == f->n_tiers && i > 0) {
 				ft->nodes = tier_cover(f->tiers[i - 1].nodes, nodes);
 			} else {
-				return key_error(sc, tkey, err, RM_INVALID,
-						 "%s[%d]: give the nodes one switch of this tier reaches%s", tkey, i,
-						 i == 0 ? " (or its ports)" : "");
+				return key_error(sc, tkey, err, RM_INVALID, "[%d]: give the nodes one switch of this tier reaches%s",
+						 i, i == 0 ? " (or its ports)" : "");
 			}
 		}
 	}
@@ -1277,8 +1298,8 @@ static rm_status build_fabric(const rm_scenario *sc, const rm_hw_profile *hw, rm
 	}
 	if (f->tiers[f->n_tiers - 1].nodes < nodes)
 		return key_error(sc, tkey, err, RM_INVALID,
-				 "%s: the top tier reaches %d nodes, the cluster has %lld (add a tier or raise its nodes)",
-				 tkey, f->tiers[f->n_tiers - 1].nodes, (long long)nodes);
+				 "the top tier reaches %d nodes, the cluster has %lld (add a tier or raise its nodes)",
+				 f->tiers[f->n_tiers - 1].nodes, (long long)nodes);
 	return RM_OK;
 }
 

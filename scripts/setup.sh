@@ -29,4 +29,12 @@ if [ ! -f "$build/build.ninja" ]; then
 elif [ $# -gt 0 ]; then
   meson configure "$build" "$@" >/dev/null
 fi
-ninja -C "$build" -j "${NINJA_JOBS:-2}" >/dev/null
+# quiet when it builds; the compiler's own words when it does not
+log=$(mktemp)
+if ! ninja -C "$build" -j "${NINJA_JOBS:-2}" >"$log" 2>&1; then
+  grep -E -B2 -A6 'error|FAILED' "$log" | tail -60 >&2
+  rm -f "$log"
+  echo "setup: the build in $build failed (the errors above)" >&2
+  exit 1
+fi
+rm -f "$log"

@@ -18,7 +18,11 @@
 bool rm_plan_parse_tokens(const char *text, double *tokens, rm_error *err)
 {
 	char *end = NULL;
-	double v = text ? strtod(text, &end) : NAN;
+	/* decimal only: strtod would also read hex ("0x10"), "inf" and "nan" */
+	size_t digits = text ? strspn(text, "0123456789.eE+-") : 0;
+	double v = text && digits > 0 ? strtod(text, &end) : NAN;
+	if (end && end > text + digits)
+		end = NULL;
 	double scale = 1;
 	if (end && *end) {
 		static const struct {
@@ -285,6 +289,43 @@ static void fill_degrees(rm_plan_row *row, const rm_scenario_resolved *res)
 	row->global_batch = t->micro_batch * t->grad_accum * dp;
 }
 
+/* The request's own words for a scenario key in an error: plan builds its scenarios with
+ * rm_scenario_set, whose errors say "(from --set KEY)"; a plan user gave flags. */
+static void plan_rewrite(char *msg, size_t size);
+
+static rm_status plan_error(rm_status st, rm_error *err)
+{
+	if (st != RM_OK && err)
+		plan_rewrite(err->msg, sizeof(err->msg));
+	return st;
+}
+
+static void plan_rewrite(char *msg_io, size_t size)
+{
+	static const struct {
+		const char *key, *flag;
+	} flags[] = {{"model", "MODEL"},
+		     {"hardware", "--hardware"},
+		     {"training.seq_len", "--seq-len"},
+		     {"training.global_batch", "--global-batch"},
+		     {"remat.policy", "--policy"},
+		     {"scheduler.mode", "--runtime"},
+		     {"cluster.gpus_per_node", "--gpus"},
+		     {"cluster.nodes", "--gpus"}};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(flags); i++) {
+		char from[96];
+		snprintf(from, sizeof(from), " (from --set %s)", flags[i].key);
+		char *at = strstr(msg_io, from);
+		if (!at)
+			continue;
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%.*s (from %s)%s%s", (int)(at - msg_io), msg_io, flags[i].flag, at + strlen(from),
+			 strcmp(flags[i].key, "training.seq_len") == 0 ? "; give --seq-len" : "");
+		snprintf(msg_io, size, "%s", msg);
+		break;
+	}
+}
+
 static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver, const rm_plan_options *opt, int hw,
 			    int64_t gpus, int gpn, rm_plan_point *pt, rm_error *err)
 {
@@ -310,7 +351,7 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	}
 	if (st != RM_OK) {
 		free(sc);
-		return st;
+		return plan_error(st, err);
 	}
 	char(*layouts)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS, 256);
 	int n = rm_plan_layouts(&probe, gpus, gpn, req, layouts, RM_PLAN_MAX_LAYOUTS);
@@ -345,6 +386,7 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 			vs = rm_scenario_resolve(&v, resolver, &r, &e);
 		if (vs != RM_OK) {
 			snprintf(pt->rejected[pt->n_rejected], 256, "%s", layouts[i]);
+			plan_rewrite(e.msg, sizeof(e.msg));
 			snprintf(pt->rejected_why[pt->n_rejected], 256, "%s", e.msg);
 			pt->n_rejected++;
 			continue;
@@ -386,7 +428,7 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 			 pt->layouts[i].layout);
 	if (st != RM_OK) {
 		free(sc);
-		return st;
+		return plan_error(st, err);
 	}
 	if (opt && opt->progress) {
 		char what[256];
@@ -399,7 +441,7 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	rm_log_thread_quiet(was_quiet);
 	free(sc);
 	if (!s)
-		return err->status;
+		return plan_error(err->status, err);
 	rm_search_options so = {.db_path = opt ? opt->db_path : NULL, .jobs = opt && opt->jobs > 0 ? opt->jobs : 1};
 	if (opt && opt->shard_count > 1) {
 		so.shard_index = opt->shard_index;
@@ -497,6 +539,33 @@ static int64_t gpn_of(const rm_plan_request *req, rm_hw_resolver resolver, int h
 	return p.gpus_per_node > 0 ? p.gpus_per_node : 8;
 }
 
+/* Why no GPU count of hardware h has a plan: every layout refused (the scenario's reason for
+ * the first), or none fits (the least peak memory of any layout against what is usable). */
+static void why_nothing(const rm_plan_request *req, int h, const rm_plan_result *out, int first, char *buf, size_t n)
+{
+	const rm_plan_row *least = NULL;
+	const char *refused = NULL;
+	int64_t top = 0;
+	for (int i = first; i < out->n_points; i++) {
+		const rm_plan_point *pt = &out->points[i];
+		top = pt->gpus;
+		for (int k = 0; k < pt->n_layouts; k++)
+			if (pt->layouts[k].r.ok && (!least || pt->layouts[k].r.peak_memory_bytes < least->r.peak_memory_bytes))
+				least = &pt->layouts[k];
+		if (!refused && pt->n_rejected > 0)
+			refused = pt->rejected_why[0];
+	}
+	if (least)
+		snprintf(buf, n, "no layout fits on %s up to %lld GPUs: the least peak is %.1f GiB of %.1f GiB usable (%lld GPUs)",
+			 req->hardware[h], (long long)top, (double)least->r.peak_memory_bytes / (1024.0 * 1024 * 1024),
+			 (double)least->r.memory_capacity_bytes / (1024.0 * 1024 * 1024), (long long)least->gpus);
+	else if (refused)
+		snprintf(buf, n, "no layout of %s up to %lld GPUs is possible: %s", req->hardware[h], (long long)top, refused);
+	else
+		snprintf(buf, n, "no layout of %s up to %lld GPUs: the degrees tried (--tp, --pp) divide nothing",
+			 req->hardware[h], (long long)top);
+}
+
 rm_status rm_plan_run(const rm_plan_request *req, rm_hw_resolver resolver, const rm_plan_options *opt,
 		      rm_plan_result *out, rm_error *err)
 {
@@ -517,7 +586,7 @@ rm_status rm_plan_run(const rm_plan_request *req, rm_hw_resolver resolver, const
 	if ((req->deadline_s > 0 || req->budget > 0) && req->tokens <= 0)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0,
 				    "plan: a deadline or a budget needs a token budget (--tokens 15T)");
-	int cap = req->n_hardware * (req->n_gpus > 0 ? req->n_gpus : 16);
+	int cap = req->n_hardware * RM_PLAN_MAX_GPUS;
 	out->points = rm_new(rm_plan_point, (size_t)cap);
 	for (int h = 0; h < req->n_hardware; h++) {
 		int64_t gpn = gpn_of(req, resolver, h, err);
@@ -529,6 +598,9 @@ rm_status rm_plan_run(const rm_plan_request *req, rm_hw_resolver resolver, const
 		if (req->n_gpus > 0) {
 			for (int i = 0; i < req->n_gpus; i++) {
 				int64_t g = req->gpus[i];
+				if (g > RM_PLAN_MAX_LADDER)
+					return rm_error_set(err, RM_INVALID, NULL, 0, 0, "plan: %lld GPUs: at most %d",
+							    (long long)g, RM_PLAN_MAX_LADDER);
 				if (g < 1 || (g > gpn && g % gpn != 0))
 					return rm_error_set(err, RM_INVALID, NULL, 0, 0,
 							    "plan: %lld GPUs is not a whole number of %s nodes of %lld",
@@ -537,6 +609,14 @@ rm_status rm_plan_run(const rm_plan_request *req, rm_hw_resolver resolver, const
 			}
 		} else {
 			int64_t top = req->max_gpus > 0 ? req->max_gpus : (req->deadline_s > 0 || req->budget > 0 ? 16384 : 4096);
+			if (top < gpn)
+				return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+						    "plan: --max-gpus %lld is below one %s node of %lld GPUs", (long long)top,
+						    req->hardware[h], (long long)gpn);
+			if (top > RM_PLAN_MAX_LADDER)
+				return rm_error_set(err, RM_INVALID, NULL, 0, 0,
+						    "plan: --max-gpus %lld: the ladder goes up to %d GPUs", (long long)top,
+						    RM_PLAN_MAX_LADDER);
 			for (int64_t g = gpn; g <= top && nl < RM_PLAN_MAX_GPUS; g *= 2)
 				ladder[nl++] = g;
 		}
@@ -589,9 +669,7 @@ rm_status rm_plan_run(const rm_plan_request *req, rm_hw_resolver resolver, const
 				    (!fastest || out->points[i].best.time_to_train_s < fastest->best.time_to_train_s))
 					fastest = &out->points[i];
 			if (!fastest)
-				snprintf(out->why_none[h], sizeof(out->why_none[h]),
-					 "no layout fits on %s up to %lld GPUs", req->hardware[h],
-					 (long long)(last ? last->gpus : 0));
+				why_nothing(req, h, out, first, out->why_none[h], sizeof(out->why_none[h]));
 			else if (req->deadline_s > 0)
 				snprintf(out->why_none[h], sizeof(out->why_none[h]),
 					 "no plan within the deadline up to %lld GPUs: the fastest takes %.1f days on %lld",

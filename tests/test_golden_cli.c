@@ -606,3 +606,36 @@ Test(golden, plan_plot_points)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* `remora plan` refuses bad usage with exit 2 and says what is wrong. */
+Test(golden, plan_usage_errors)
+{
+	static const struct {
+		const char *args, *needle;
+	} cases[] = {
+		{"plan llama-3-8b --hardware h100-sxm,h100-sxm", "an entry is given twice"},
+		{"plan llama-3-8b --hardware h100-sxm,", "an empty entry"},
+		{"plan llama-3-8b --gpus 8,16,8", "an entry is given twice"},
+		{"plan llama-3-8b --db ''", "an empty file name"},
+		{"plan llama-3-8b --jobs 100000", "at most 1024 threads"},
+		{"plan llama-3-8b --tokens 1T --deadline 30", "give a unit"},
+		{"plan llama-3-8b --gpus 8 --max-gpus 64", "one or the other"},
+		{"plan llama-3-8b --tokens 1T --budget 100 --hardware h100-sxm,h200-sxm --price h100-sxm=2",
+		 "h200-sxm has none"},
+		{"plan llama-3-8b --price h100-sxm=2,h100-sxm=3", "h100-sxm is priced twice"},
+		{"plan llama-3-8b --global-batch 64:32", "below its bottom"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		run_result r = run_remora(cases[i].args, true);
+		cr_assert_eq(r.exit_code, 2, "%s: exit %d (%s)", cases[i].args, r.exit_code, r.out);
+		cr_assert(strstr(r.out, cases[i].needle), "%s: '%s' lacks '%s'", cases[i].args, r.out, cases[i].needle);
+		free(r.out);
+	}
+	/* a taper no fabric has, refused by the fabric's own check */
+	run_result r = run_remora("collective --op all-gather --bytes 1GiB --gpus 16 --nodes 2 --topology rail_optimized "
+				  "--tier 1 --tier 2:1e308",
+				  true);
+	cr_assert_eq(r.exit_code, 2, "%s", r.out);
+	cr_assert(strstr(r.out, "expected a ratio from 1 (non-blocking) to 64"), "%s", r.out);
+	free(r.out);
+}

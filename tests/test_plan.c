@@ -21,7 +21,7 @@ Test(plan, token_counts_take_si_suffixes)
 	cr_assert(rm_plan_parse_tokens("2.5G", &t, &err) && t == 2.5e9);
 	cr_assert(rm_plan_parse_tokens("1.5e12", &t, &err) && t == 1.5e12);
 	cr_assert(rm_plan_parse_tokens("40K", &t, &err) && t == 40e3);
-	const char *bad[] = {"", "T", "-1T", "1X", "1e19", "0", "15TB", "nan"};
+	const char *bad[] = {"", "T", "-1T", "1X", "1e19", "0", "15TB", "nan", "0x10", "inf"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		rm_error_clear(&err);
 		cr_assert_not(rm_plan_parse_tokens(bad[i], &t, &err), "'%s' parsed", bad[i]);
@@ -238,6 +238,28 @@ Test(plan, bad_requests)
 	rm_error_clear(&err);
 	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_INVALID);
 	cr_assert(strstr(err.msg, "12 GPUs is not a whole number of h100-sxm nodes of 8"), "%s", err.msg);
+	rm_plan_result_finish(&res);
+
+	req = small_request();
+	req.n_gpus = 0;
+	req.max_gpus = 4;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "--max-gpus 4 is below one h100-sxm node of 8 GPUs"), "%s", err.msg);
+	rm_plan_result_finish(&res);
+	req.max_gpus = (1 << 20) + 1;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "the ladder goes up to 1048576 GPUs"), "%s", err.msg);
+	rm_plan_result_finish(&res);
+
+	/* the scenario's words for a bad request name the plan's flag */
+	req = small_request();
+	snprintf(req.model, sizeof(req.model), "gpt-2");
+	req.seq_len = 8192;
+	rm_error_clear(&err);
+	cr_assert_neq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_OK);
+	cr_assert(strstr(err.msg, "(from --seq-len)") && strstr(err.msg, "give --seq-len"), "%s", err.msg);
 	rm_plan_result_finish(&res);
 
 	req = small_request();

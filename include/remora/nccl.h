@@ -230,6 +230,11 @@ typedef struct rm_fabric {
 	bool pxn;
 } rm_fabric;
 
+/* Bounds a tier's taper and hop latency are checked against: tapers past 64:1 or hops past a
+ * millisecond describe no real fabric (a 2:1 or 4:1 spine, well under 1 us a switch hop). */
+#define RM_FABRIC_MAX_TAPER 64.0
+#define RM_FABRIC_MAX_HOP_US 1000.0
+
 /*
  * Checks a fabric: tiers present (1 to RM_FABRIC_MAX_TIERS; a rail-optimised fabric needs a tier
  * above its rail leaves, which joins the rails), nodes >= 1 strictly increasing and each a

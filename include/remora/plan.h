@@ -29,6 +29,7 @@
 #define RM_PLAN_MAX_HW 8
 #define RM_PLAN_MAX_GPUS 32
 #define RM_PLAN_MAX_LAYOUTS RM_SCENARIO_MAX_LIST
+#define RM_PLAN_MAX_LADDER (1 << 20) /* GPUs a plan goes up to */
 
 /*
  * Parses a token count with an optional SI suffix (K = 10^3, M = 10^6, B or G = 10^9, T =

@@ -92,4 +92,50 @@ int cli_print_json(json_t *doc);
  */
 int cli_run_gnuplot(const char *dir, int *status);
 
+/*
+ * Sweeps across processes (cli/sweep.c): --shard K/N (array jobs without MPI: the process sweeps
+ * its shard into its own --db, merged later by `remora merge`), or the ranks of `mpirun -np N`
+ * (each rank sweeps its shard into DB.rankK; rank 0 merges them into DB and alone prints). MPI is
+ * initialised only when mpirun started the process, so a plain run never touches it.
+ */
+#define CLI_MAX_SHARDS 4096
+#define CLI_SWEEP_PATH 1200
+#include "remora/search.h"
+typedef struct cli_sweep {
+	int shard, shards;             /* shards > 1: this process's part (0-based) */
+	bool mpi, mpi_init;            /* mpi: more than one rank; mpi_init: MPI_Init was called */
+	int rank, size;
+	const char *final_db;          /* the --db given (NULL: none) */
+	char db[CLI_SWEEP_PATH];       /* the one database the output reads (under MPI without --db: a
+					* temporary one) */
+	char rank_db[CLI_SWEEP_PATH + 16]; /* under MPI: this rank's file */
+	char tmpdir[CLI_SWEEP_PATH];   /* under MPI without --db: the folder removed at the end */
+	const struct cli_mpi_ops *ops; /* under mpirun: remora-mpi.so's table (cli/mpi_ops.h) */
+	void *module;
+} cli_sweep;
+/* Parses "K/N" (1 <= K <= N <= CLI_MAX_SHARDS) into a 0-based shard; a usage error otherwise. */
+bool cli_parse_shard(const char *cmd, const char *text, int *k, int *n);
+/* Starts a sweep: under mpirun (more than one rank) initialises MPI, merges rank files an
+ * earlier, killed run left, and sets this rank's database. CLI_EXIT_OK or the exit code. */
+int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, int shards);
+/* Fills opt's db_path, resume_from and shard for this process. */
+void cli_sweep_options(const cli_sweep *w, rm_search_options *opt);
+/* Whether this process prints the output (not an MPI rank other than 0). */
+bool cli_sweep_is_root(const cli_sweep *w);
+/*
+ * Under MPI, after every rank closed its database: sums the ranks' progress into prog, and rank
+ * 0 merges the rank files into the one database (even when a rank failed: nothing committed is
+ * lost). Returns st, another rank's failure, or the merge's; a plain run returns st.
+ */
+rm_status cli_sweep_gather(cli_sweep *w, rm_search_progress *prog, rm_status st, rm_error *err);
+/* Under MPI the sum (or the maximum) of v over the ranks; v otherwise. */
+double cli_sweep_reduce(const cli_sweep *w, double v, bool max);
+/* cli_sweep_gather as rm_plan_options.gather (user: the cli_sweep). */
+rm_status cli_sweep_gather_fn(void *user, rm_status st, rm_error *err);
+/* Ends the sweep (under MPI: a barrier, the temporary folder removed, MPI_Finalize). */
+void cli_sweep_end(cli_sweep *w);
+
+/* `remora merge OUT.db IN.db...` (cmd_merge.c). */
+int cli_cmd_merge(int argc, char **argv);
+
 #endif /* REMORA_CLI_H */

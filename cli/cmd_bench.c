@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
+#include "remora/plan.h"
 #include "remora/search.h"
 #include "remora/sim.h"
 #include <sys/resource.h>
@@ -13,7 +15,8 @@
 static void bench_usage(FILE *out)
 {
 	fprintf(out, "usage: remora bench engine [--ops N] [--min-time S] [--json]\n"
-		     "       remora bench search [--candidates N] [--model NAME] [--json]\n\n"
+		     "       remora bench search [--candidates N] [--model NAME] [--json]\n"
+		     "       [mpirun -np N] remora bench plan [--model NAME] [--json]\n\n"
 		     "search: candidates per second on one thread over the seed scenario's space with\n"
 		     "MODEL (default llama-3-8b), N and then 4N candidates (default 500), and the peak\n"
 		     "RSS after each (it must stay flat).\n\n"
@@ -97,6 +100,91 @@ static int bench_search(int64_t n, const char *model, bool json)
 	return CLI_EXIT_OK;
 }
 
+/*
+ * `remora bench plan [--model NAME] [--json]`: candidates per second of the plan search (the
+ * model at 1T tokens on 8 and 16 H100s, TP 1 or 2 x PP 1 or 2, the runtime's three policies x
+ * micro-batches 1, 2, 4, 8), in wall time and per core (per CPU-second of every process). Under
+ * mpirun each rank sweeps its shard and rank 0 prints the totals, so the two runs compare directly.
+ */
+static int bench_plan(const char *model, bool json)
+{
+	rm_plan_request req = rm_plan_request_default();
+	snprintf(req.model, sizeof(req.model), "%s", model);
+	snprintf(req.hardware[0], sizeof(req.hardware[0]), "h100-sxm");
+	req.n_hardware = 1;
+	req.tokens = 1e12;
+	req.gpus[0] = 8;
+	req.gpus[1] = 16;
+	req.n_gpus = 2;
+	req.tp[0] = 1;
+	req.tp[1] = 2;
+	req.n_tp = 2;
+	req.pp[0] = 1;
+	req.pp[1] = 2;
+	req.n_pp = 2;
+	cli_sweep sw;
+	int rc = cli_sweep_begin("bench", &sw, NULL, 0, 0);
+	if (rc != CLI_EXIT_OK) {
+		cli_sweep_end(&sw);
+		return rc;
+	}
+	rm_plan_options opt = {.jobs = 1, .shard_index = sw.shard, .shard_count = sw.shards};
+	if (sw.mpi) {
+		opt.db_path = sw.rank_db;
+		opt.merged_db = sw.db;
+		opt.gather = cli_sweep_gather_fn;
+		opt.gather_user = &sw;
+	}
+	rm_error err;
+	rm_error_clear(&err);
+	struct timespec t0, t1;
+	struct rusage u0, u1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	getrusage(RUSAGE_SELF, &u0);
+	rm_plan_result res;
+	rm_status st = rm_plan_run(&req, NULL, &opt, &res, &err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	getrusage(RUSAGE_SELF, &u1);
+	double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+	double cpu = (double)(u1.ru_utime.tv_sec - u0.ru_utime.tv_sec + u1.ru_stime.tv_sec - u0.ru_stime.tv_sec) +
+		     1e-6 * (double)(u1.ru_utime.tv_usec - u0.ru_utime.tv_usec + u1.ru_stime.tv_usec - u0.ru_stime.tv_usec);
+	double simulated = 0;
+	for (int i = 0; st == RM_OK && i < res.n_points; i++)
+		simulated += (double)res.points[i].simulated;
+	simulated = cli_sweep_reduce(&sw, simulated, false);
+	/* the busiest process's CPU time: with a free core per process the wall time tends to it */
+	double cpu_max = cli_sweep_reduce(&sw, cpu, true);
+	cpu = cli_sweep_reduce(&sw, cpu, false);
+	wall = cli_sweep_reduce(&sw, wall, true);
+	int procs = sw.mpi ? sw.size : 1;
+	rm_plan_result_finish(&res);
+	if (st != RM_OK) {
+		rc = cli_fail(&err);
+	} else if (cli_sweep_is_root(&sw)) {
+		if (json) {
+			json_t *doc = json_object();
+			json_object_set_new(doc, "schema", json_string("remora.bench.plan/1"));
+			json_object_set_new(doc, "model", json_string(model));
+			json_object_set_new(doc, "processes", json_integer(procs));
+			json_object_set_new(doc, "candidates", json_integer((json_int_t)simulated));
+			json_object_set_new(doc, "wall_s", json_real(wall));
+			json_object_set_new(doc, "cpu_s", json_real(cpu));
+			json_object_set_new(doc, "cpu_s_busiest_process", json_real(cpu_max));
+			json_object_set_new(doc, "candidates_per_s", json_real(wall > 0 ? simulated / wall : 0));
+			json_object_set_new(doc, "candidates_per_cpu_s", json_real(cpu > 0 ? simulated / cpu : 0));
+			rc = cli_print_json(doc);
+		} else {
+			printf("plan search on %s (1T tokens, 8 and 16 H100s, TP 1,2 x PP 1,2), %d process%s: %.0f candidates "
+			       "in %.2f s: %.1f candidates/s, %.1f per core (per CPU-second, %.2f CPU-s; the busiest process "
+			       "%.2f CPU-s)\n",
+			       model, procs, procs == 1 ? "" : "es", simulated, wall, wall > 0 ? simulated / wall : 0,
+			       cpu > 0 ? simulated / cpu : 0, cpu, cpu_max);
+		}
+	}
+	cli_sweep_end(&sw);
+	return rc;
+}
+
 int cli_cmd_bench(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -148,13 +236,18 @@ int cli_cmd_bench(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cli_usage_error("bench", "missing the benchmark name: engine or search");
+	if (strcmp(argv[optind], "plan") == 0) {
+		if (optind + 1 != argc)
+			return cli_usage_error("bench", "unexpected argument '%s'", argv[optind + 1]);
+		return bench_plan(model, json);
+	}
 	if (strcmp(argv[optind], "search") == 0) {
 		if (optind + 1 != argc)
 			return cli_usage_error("bench", "unexpected argument '%s'", argv[optind + 1]);
 		return bench_search(candidates, model, json);
 	}
 	if (strcmp(argv[optind], "engine") != 0)
-		return cli_usage_error("bench", "unknown benchmark '%s' (expected engine or search)",
+		return cli_usage_error("bench", "unknown benchmark '%s' (expected engine, search or plan)",
 				       argv[optind]);
 	if (optind + 1 != argc)
 		return cli_usage_error("bench", "unexpected argument '%s'", argv[optind + 1]);

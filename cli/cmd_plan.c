@@ -57,9 +57,12 @@ static void plan_usage(FILE *out)
 		"                          prices) as data, a gnuplot script and SVGs\n"
 		"  -d, --db FILE           keep the sweeps in this SQLite file; a killed plan resumes\n"
 		"  -J, --jobs N            simulate on N threads (same results for any N)\n"
+		"      --shard K/N         sweep only the K-th of N shards of every search into --db (array\n"
+		"                          jobs without MPI; remora merge the shards, then plan --db OUT.db)\n"
 		"  -k, --top K             alternatives shown per hardware (default 5)\n"
 		"  -j, --json              machine-readable output\n"
-		"  -h, --help              this help\n");
+		"  -h, --help              this help\n\n"
+		"Under mpirun -np N each rank sweeps its shard of every search and rank 0 prints the plan.\n");
 }
 
 /* Splits a comma list into out (at most cap): -1 when longer, -2 for an empty entry ("a,,b",
@@ -477,6 +480,7 @@ int cli_cmd_plan(int argc, char **argv)
 		{"scaling", no_argument, NULL, 'W'},       {"plot", required_argument, NULL, 'O'},
 		{"pp-schedule", required_argument, NULL, 'Q'}, {"async-tp", no_argument, NULL, 'A'},
 		{"json", no_argument, NULL, 'j'},	    {"help", no_argument, NULL, 'h'},
+		{"shard", required_argument, NULL, 256},
 		{NULL, 0, NULL, 0}};
 	static const char *const shortopts = "t:H:g:D:B:P:S:b:r:p:d:J:k:jh";
 	rm_plan_request req = rm_plan_request_default();
@@ -484,6 +488,7 @@ int cli_cmd_plan(int argc, char **argv)
 	int64_t jobs = 1, top = 5, v = 0;
 	bool json = false, scaling = false;
 	const char *plot_dir = NULL;
+	int shard = 0, shards = 0;
 	rm_error err;
 	rm_error_clear(&err);
 	int c;
@@ -621,6 +626,10 @@ int cli_cmd_plan(int argc, char **argv)
 			req.n_pp_schedules = n;
 			break;
 		}
+		case 256:
+			if (!cli_parse_shard("plan", optarg, &shard, &shards))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'h':
 			plan_usage(stdout);
 			return CLI_EXIT_OK;
@@ -686,34 +695,62 @@ int cli_cmd_plan(int argc, char **argv)
 		if (crc != CLI_EXIT_OK)
 			return crc;
 	}
-	rm_plan_options opt = {.db_path = db, .jobs = (int)jobs};
-	if (isatty(STDERR_FILENO) && !json)
+	if (shards > 1 && !db)
+		return cli_usage_error("plan", "--shard needs --db: each shard keeps its rows in its own file for remora merge");
+	cli_sweep split;
+	int src = cli_sweep_begin("plan", &split, db, shard, shards);
+	if (src != CLI_EXIT_OK) {
+		cli_sweep_end(&split);
+		return src;
+	}
+	rm_plan_options opt = {.db_path = db, .jobs = (int)jobs, .shard_index = split.shard, .shard_count = split.shards};
+	if (split.mpi) {
+		opt.db_path = split.rank_db;
+		opt.merged_db = split.db;
+		opt.gather = cli_sweep_gather_fn;
+		opt.gather_user = &split;
+	}
+	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(&split))
 		opt.progress = progress;
 	rm_plan_result res;
-	if (rm_plan_run(&req, rm_calib_hw_resolver, &opt, &res, &err) != RM_OK) {
-		rm_plan_result_finish(&res);
-		return cli_fail(&err);
-	}
+	rm_status pst = rm_plan_run(&req, rm_calib_hw_resolver, &opt, &res, &err);
+	/* the scaling curves: on every rank under MPI (their searches are split too); a shard alone
+	 * does not know the answer to scale */
 	rm_plan_result strong, weak;
 	memset(&strong, 0, sizeof(strong));
 	memset(&weak, 0, sizeof(weak));
 	const rm_plan_row *sw = NULL;
-	if (scaling) {
+	bool shard_only = shards > 1 && !split.mpi;
+	if (pst == RM_OK && scaling && !shard_only) {
 		for (int h = 0; h < nh && !sw; h++)
 			if (res.chosen[h] >= 0)
 				sw = &res.points[res.chosen[h]].best;
-		if (!sw) {
-			rm_plan_result_finish(&res);
-			rm_error_set(&err, RM_INVALID, NULL, 0, 0, "plan --scaling: no plan to scale (%s)", res.why_none[0]);
-			return cli_fail(&err);
-		}
-		if (scaling_run(&req, sw, res.gpn[sw->hw], false, &opt, &strong, &err) != RM_OK ||
-		    scaling_run(&req, sw, res.gpn[sw->hw], true, &opt, &weak, &err) != RM_OK) {
-			rm_plan_result_finish(&strong);
-			rm_plan_result_finish(&weak);
-			rm_plan_result_finish(&res);
-			return cli_fail(&err);
-		}
+		if (!sw)
+			pst = rm_error_set(&err, RM_INVALID, NULL, 0, 0, "plan --scaling: no plan to scale (%s)", res.why_none[0]);
+		if (pst == RM_OK)
+			pst = scaling_run(&req, sw, res.gpn[sw->hw], false, &opt, &strong, &err);
+		if (pst == RM_OK)
+			pst = scaling_run(&req, sw, res.gpn[sw->hw], true, &opt, &weak, &err);
+	}
+	if (pst != RM_OK || !cli_sweep_is_root(&split) || shard_only) {
+		int prc = pst != RM_OK ? cli_fail(&err) : CLI_EXIT_OK;
+		if (pst == RM_OK && shard_only && json) {
+			json_t *doc = json_object();
+			json_object_set_new(doc, "schema", json_string("remora.plan.shard/1"));
+			json_object_set_new(doc, "db", rm_json_string(db));
+			json_object_set_new(doc, "shard", json_integer(shard + 1));
+			json_object_set_new(doc, "shards", json_integer(shards));
+			json_object_set_new(doc, "searches", json_integer(res.n_points));
+			prc = cli_print_json(doc);
+		} else if (pst == RM_OK && shard_only)
+			printf("%s: shard %d/%d of each of the plan's %d searches (one per hardware and GPU count); merge the "
+			       "shards with remora merge OUT.db and plan --db OUT.db\n",
+			       db, shard + 1, shards, res.n_points);
+		rm_plan_result_finish(&strong);
+		rm_plan_result_finish(&weak);
+		rm_plan_result_finish(&res);
+		cli_sweep_end(&split);
+		return prc;
 	}
 	/* every point's winner, in the objective's order */
 	const rm_plan_row **plans = rm_new(const rm_plan_row *, (size_t)(res.n_points + 1));
@@ -994,5 +1031,6 @@ out:
 	rm_plan_result_finish(&weak);
 	free(plans);
 	rm_plan_result_finish(&res);
+	cli_sweep_end(&split);
 	return rc;
 }

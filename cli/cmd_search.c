@@ -38,7 +38,12 @@ static void search_usage(FILE *out)
 		"  -j, --json           machine-readable output\n"
 		"  -t, --trace OUT      write the winner's Perfetto trace\n"
 		"  -p, --plot DIR       write the Pareto front and the winner's memory timeline (SVG, gnuplot)\n"
-		"  -h, --help           this help\n");
+		"      --shard K/N      sweep only the K-th of N shards into --db (array jobs without MPI;\n"
+		"                       then remora merge OUT.db the shards' files and search --db OUT.db)\n"
+		"      --rows           print every stored row of the space (index order, exact figures)\n"
+		"                       instead of the ranking\n"
+		"  -h, --help           this help\n\n"
+		"Under mpirun -np N each rank sweeps its shard and rank 0 prints what one process would.\n");
 }
 
 static void progress_line(const rm_search_progress *p, void *user)
@@ -308,21 +313,109 @@ static rm_candidate_result *top_rows(rm_search *s, int64_t top, int *n, rm_error
 	}
 }
 
+/* Prints every stored row of the space in index order, reals exactly (C99 hex floats), so two
+ * sweeps' databases compare with diff (the tests' dump of what rank files and merges hold). */
+static void print_row(const rm_candidate_result *r, void *user)
+{
+	(void)user;
+	printf("%lld\t%s\t%s\tmb=%lld\t%s\tok=%d\tfits=%d\tstep=%a\ttok=%a\tmfu=%a\tpeak=%lld\texposed=%a\tsync=%d\t%s\n",
+	       (long long)r->c.index, r->c.key, r->c.label, (long long)r->c.micro_batch, r->c.ideal ? "ideal" : "xla", r->ok,
+	       r->fits, r->step_time_s, r->tokens_per_s_per_gpu, r->mfu, (long long)r->peak_memory_bytes, r->exposed_comm_s,
+	       r->sync, r->error);
+}
+
+enum { SWEEP_PRINT = -1 };
+
+/*
+ * Runs the sweep of this process (its shard under --shard or mpirun); under MPI gathers the
+ * ranks' rows into the one database and reopens it on rank 0. Returns SWEEP_PRINT when this
+ * process goes on to print the ranking, else the exit code (a rank other than 0, a shard, a
+ * --stop-after that stopped, --rows, a failure). *out: the progress the output reports, every
+ * rank's under MPI (cli_sweep_gather); *damaged: the rows of the database that failed their
+ * checksum (recomputed).
+ */
+static int sweep(rm_search *s, cli_sweep *sw, int jobs, int64_t stop_after, bool json, bool dump_rows,
+		 rm_search_progress *out, int64_t *damaged, rm_error *err)
+{
+	*damaged = 0;
+	if (sw->mpi && cli_sweep_is_root(sw)) {
+		/* rank 0 opens the one database first, as one process would: rows that fail their
+		 * checksum are counted and deleted there, and the ranks' shards recompute them */
+		rm_status ost = rm_search_reopen(s, sw->db, err);
+		*damaged = rm_search_damaged_rows(s);
+		if (ost == RM_OK)
+			ost = rm_search_reopen(s, NULL, err);
+		if (ost != RM_OK)
+			rm_log_warn("%s", err->msg); /* the rank's sweep reports the database's error */
+	}
+	/* no rank reads the database (resume_from) while rank 0 may still be creating it */
+	cli_sweep_reduce(sw, 0, false);
+	rm_search_options opt = {.jobs = jobs, .stop_after = stop_after};
+	cli_sweep_options(sw, &opt);
+	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(sw))
+		opt.progress = progress_line;
+	rm_search_progress prog = {0};
+	rm_status st = rm_search_run(s, &opt, &prog, err);
+	if (sw->mpi) {
+		rm_error e;
+		rm_error_clear(&e);
+		rm_search_reopen(s, NULL, &e); /* closes this rank's file for rank 0's merge */
+		st = cli_sweep_gather(sw, &prog, st, err);
+		if (st == RM_OK && cli_sweep_is_root(sw))
+			st = rm_search_reopen(s, sw->db, err);
+	}
+	*out = prog;
+	if (!sw->mpi)
+		*damaged = rm_search_damaged_rows(s);
+	if (st != RM_OK)
+		return cli_fail(err);
+	if (!cli_sweep_is_root(sw))
+		return CLI_EXIT_OK;
+	if (stop_after > 0 && prog.done < prog.total) {
+		fprintf(stderr, "remora: stopped after %lld new rows (--stop-after); run again to resume\n",
+			(long long)stop_after);
+		return CLI_EXIT_OK;
+	}
+	if (sw->shards > 1 && !sw->mpi && json) {
+		json_t *doc = json_object();
+		json_object_set_new(doc, "schema", json_string("remora.search.shard/1"));
+		json_object_set_new(doc, "db", rm_json_string(opt.db_path));
+		json_object_set_new(doc, "shard", json_integer(sw->shard + 1));
+		json_object_set_new(doc, "shards", json_integer(sw->shards));
+		json_object_set_new(doc, "candidates_total", json_integer(rm_search_count(s)));
+		json_object_set_new(doc, "candidates_in_shard", json_integer(prog.total));
+		json_object_set_new(doc, "simulated_now", json_integer(prog.done - prog.skipped));
+		return cli_print_json(doc);
+	}
+	if (sw->shards > 1 && !sw->mpi) {
+		printf("%s: shard %d/%d: %lld of %lld candidates, %lld simulated now%s; merge the shards with remora "
+		       "merge OUT.db and search --db OUT.db\n",
+		       opt.db_path, sw->shard + 1, sw->shards, (long long)prog.total, (long long)rm_search_count(s),
+		       (long long)(prog.done - prog.skipped), prog.skipped ? " (the rest were already in the database)" : "");
+		return CLI_EXIT_OK;
+	}
+	if (dump_rows)
+		return rm_search_each(s, print_row, NULL, err) == RM_OK ? CLI_EXIT_OK : cli_fail(err);
+	return SWEEP_PRINT;
+}
+
 int cli_cmd_search(int argc, char **argv)
 {
-	enum { OPT_STOP = 256 };
+	enum { OPT_STOP = 256, OPT_SHARD, OPT_ROWS };
 	static const struct option longopts[] = {
 		{"set", required_argument, NULL, 's'}, {"db", required_argument, NULL, 'd'},
 		{"jobs", required_argument, NULL, 'J'}, {"top", required_argument, NULL, 'k'},
 		{"json", no_argument, NULL, 'j'},       {"trace", required_argument, NULL, 't'},
 		{"plot", required_argument, NULL, 'p'}, {"stop-after", required_argument, NULL, OPT_STOP},
+		{"shard", required_argument, NULL, OPT_SHARD}, {"rows", no_argument, NULL, OPT_ROWS},
 		{"help", no_argument, NULL, 'h'},       {0, 0, 0, 0},
 	};
 	char **sets = rm_new(char *, (size_t)argc + 1);
 	int n_sets = 0, c;
 	const char *db = NULL, *trace = NULL, *plot = NULL;
 	int64_t jobs = 1, top = 10, stop_after = 0;
-	bool json = false;
+	bool json = false, dump_rows = false;
+	int shard = 0, shards = 0;
 	int rc = CLI_EXIT_OK;
 	const char *shortopts = "s:d:J:k:jt:p:h";
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
@@ -369,6 +462,15 @@ int cli_cmd_search(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			}
 			break;
+		case OPT_SHARD:
+			if (!cli_parse_shard("search", optarg, &shard, &shards)) {
+				free(sets);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case OPT_ROWS:
+			dump_rows = true;
+			break;
 		case 'h':
 			search_usage(stdout);
 			free(sets);
@@ -382,6 +484,10 @@ int cli_cmd_search(int argc, char **argv)
 		free(sets);
 		return optind >= argc ? cli_usage_error("search", "missing SCENARIO")
 				      : cli_usage_error("search", "unexpected argument '%s'", argv[optind + 1]);
+	}
+	if (shards > 1 && !db) {
+		free(sets);
+		return cli_usage_error("search", "--shard needs --db: each shard keeps its rows in its own file for remora merge");
 	}
 	rm_error err;
 	rm_error_clear(&err);
@@ -418,23 +524,27 @@ int cli_cmd_search(int argc, char **argv)
 		if (crc != CLI_EXIT_OK)
 			return crc;
 	}
+	cli_sweep sw;
+	rc = cli_sweep_begin("search", &sw, db, shard, shards);
+	if (rc != CLI_EXIT_OK) {
+		cli_sweep_end(&sw);
+		return rc;
+	}
 	rm_search *s = rm_search_create(&sc, rm_calib_hw_resolver, &err);
-	if (!s)
-		return cli_fail(&err);
-	rm_search_options opt = {.db_path = db, .jobs = (int)jobs, .stop_after = stop_after};
-	if (isatty(STDERR_FILENO) && !json)
-		opt.progress = progress_line;
-	rm_search_progress prog;
-	if (rm_search_run(s, &opt, &prog, &err) != RM_OK) {
-		rm_search_destroy(s);
-		return cli_fail(&err);
+	if (!s) {
+		rc = cli_fail(&err);
+		cli_sweep_end(&sw);
+		return rc;
 	}
-	if (stop_after > 0 && prog.done < prog.total) {
-		fprintf(stderr, "remora: stopped after %lld new rows (--stop-after); run again to resume\n",
-			(long long)stop_after);
+	rm_search_progress prog_of;
+	int64_t damaged = 0;
+	rc = sweep(s, &sw, (int)jobs, stop_after, json, dump_rows, &prog_of, &damaged, &err);
+	if (rc != SWEEP_PRINT) {
 		rm_search_destroy(s);
-		return CLI_EXIT_OK;
+		cli_sweep_end(&sw);
+		return rc;
 	}
+	rc = CLI_EXIT_OK;
 	/* four times as many rows as shown, so that plans equal to the row above can be folded */
 	int n_best = 0;
 	rm_candidate_result *best = top_rows(s, top, &n_best, &err);
@@ -534,12 +644,12 @@ int cli_cmd_search(int argc, char **argv)
 		rc = cli_print_json(doc);
 		goto out_w;
 	}
-	if (rm_search_damaged_rows(s) > 0)
+	if (damaged > 0)
 		printf("%s: %lld stored rows failed their checksum and were recomputed\n", db ? db : "database",
-		       (long long)rm_search_damaged_rows(s));
+		       (long long)damaged);
 	printf("%s: %lld candidates in the space, %lld simulated now%s\n\n", sc.path, (long long)rm_search_count(s),
-	       (long long)(prog.done - prog.skipped),
-	       prog.skipped ? " (the rest were already in the database)" : "");
+	       (long long)(prog_of.done - prog_of.skipped),
+	       prog_of.skipped ? " (the rest were already in the database)" : "");
 	printf("  %-3s %-44s %4s %-10s %10s %10s %6s %9s %10s %6s\n", "#", "policy", "mb", "flags", "step ms",
 	       "tok/s/GPU", "MFU", "peak GiB", "exposed ms", "sync");
 	/* candidates whose schedules are the same (a name the backward never reads, policies spelled
@@ -640,5 +750,6 @@ out:
 	free(best);
 	free(pareto);
 	rm_search_destroy(s);
+	cli_sweep_end(&sw);
 	return rc;
 }

@@ -19,6 +19,7 @@ static const cli_command commands[] = {
 	 cli_cmd_describe},
 	{"hw", "hardware profiles: list, show NAME", cli_cmd_hw},
 	{"search", "find the fastest remat policy, flags and micro-batch that fit (the main job)", cli_cmd_search},
+	{"merge", "merge sweep databases (shards of search or plan --shard) into one", cli_cmd_merge},
 	{"plan", "capacity planning: how many GPUs, which GPU, which layout, how long and how much", cli_cmd_plan},
 	{"schedule", "write the schedule program XLA would run for a scenario", cli_cmd_schedule},
 	{"simulate", "simulate a scenario's training step: time, memory, collectives and why", cli_cmd_simulate},

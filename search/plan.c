@@ -474,7 +474,12 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	if (!s)
 		return plan_error(err->status, err);
 	rm_search_options so = {.db_path = opt ? opt->db_path : NULL, .jobs = opt && opt->jobs > 0 ? opt->jobs : 1};
-	rm_search_progress prog;
+	if (opt && opt->shard_count > 1) {
+		so.shard_index = opt->shard_index;
+		so.shard_count = opt->shard_count;
+		so.resume_from = opt->merged_db;
+	}
+	rm_search_progress prog = {0};
 	/* the candidates' warnings (a policy name a layer kind lacks, say) would repeat once per
 	 * candidate and thread: the rows carry what matters, their errors */
 	rm_log_level level = rm_log_get_level();
@@ -482,6 +487,17 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 		rm_log_set_level(RM_LOG_ERROR);
 	st = rm_search_run(s, &so, &prog, err);
 	rm_log_set_level(level);
+	pt->candidates = prog.total;
+	pt->simulated = prog.done - prog.skipped;
+	if (opt && opt->gather) {
+		/* the shard's file closed, joined with the others', and the joint rows read back */
+		rm_error closing;
+		rm_error_clear(&closing);
+		rm_search_reopen(s, NULL, &closing);
+		st = opt->gather(opt->gather_user, st, err);
+		if (st == RM_OK)
+			st = rm_search_reopen(s, opt->merged_db, err);
+	}
 	if (st == RM_OK) {
 		bool *have = rm_new(bool, (size_t)pt->n_layouts);
 		layout_acc acc = {pt, pt->layouts, have};
@@ -642,8 +658,9 @@ rm_status rm_plan_run(const rm_plan_request *req, rm_hw_resolver resolver, const
 			out->n_points++;
 			if (st != RM_OK)
 				return st;
-			/* the ladder stops once the constraint is answered */
-			if (req->n_gpus == 0 && pt->have_best) {
+			/* the ladder stops once the constraint is answered (a shard alone cannot tell) */
+			bool sees_all = !(opt && opt->shard_count > 1 && !opt->gather);
+			if (req->n_gpus == 0 && pt->have_best && sees_all) {
 				if (req->deadline_s > 0 && pt->best.time_to_train_s <= req->deadline_s)
 					break;
 				if (req->budget > 0 && pt->best.cost > req->budget && i > 0 &&

@@ -2,6 +2,7 @@
  * The candidate space, evaluation and the sweep (remora/search.h). The SQLite store is in
  * search/store.c.
  */
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -340,6 +341,126 @@ static int64_t search_sequences_per_micro_step(const rm_train_config *t)
 	return t->micro_batch * (t->fsdp / cp) * rep;
 }
 
+/* ---- shards ---- */
+
+static void decode(const rm_search *s, int64_t i, int *par, int *p, int *m, int *v);
+
+/*
+ * The predicted cost of one candidate of parallelism variant par at micro-batch m (par < 0: the
+ * scenario as written), in layer-micro-steps: a step simulates every layer once per accumulated
+ * micro-batch (docs/design.md "gradient accumulation (each micro-batch re-gathers weights)"), so
+ * its events grow as layers x grad_accum; the micro-batch's size changes the costs of the ops,
+ * not their number. A pipelined candidate resolves its own scenario and simulates each stage and
+ * then the pipeline's schedule (remora/pipeline.h): counted twice. A micro-batch that does not
+ * divide training.global_batch is an error row, which costs nothing: counted as 1.
+ */
+static double class_cost_of(const rm_search *s, int par, int m)
+{
+	const rm_scenario_resolved *res = par < 0 ? &s->res0 : par_resolved(s, par);
+	rm_train_config t = res->train;
+	int64_t ga = t.grad_accum > 0 ? t.grad_accum : 1;
+	if (par >= 0) {
+		t.micro_batch = s->mbs[m];
+		if (s->par_gb[par] > 0) {
+			/* the variant's global batch, as rm_search_create builds its workloads */
+			int64_t per_step = search_sequences_per_micro_step(&t);
+			if (per_step <= 0 || s->par_gb[par] % per_step != 0)
+				return 1;
+			ga = s->par_gb[par] / per_step;
+		}
+	}
+	double layers = res->model.layers > 0 ? (double)res->model.layers : 1;
+	return layers * (double)ga * (t.pp > 1 ? 2.0 : 1.0);
+}
+
+typedef struct shard_class {
+	double cost;
+	int id;
+} shard_class;
+
+/* Heaviest first; equal costs by class id, so the order is total. */
+static int cmp_class(const void *a, const void *b)
+{
+	const shard_class *x = a, *y = b;
+	if (x->cost != y->cost)
+		return x->cost > y->cost ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The members of class c: 1 for the scenario as written, every policy and flag variant (and the
+ * ideal runtime) of one (parallelism variant, micro-batch) otherwise. */
+static int64_t class_size(const rm_search *s, int c)
+{
+	return c == 0 ? 1 : (int64_t)s->n_policies * (s->n_variants + (s->include_ideal ? 1 : 0));
+}
+
+/* Computes the dealing order's classes once: O(classes), nothing per candidate. */
+static void build_shard_classes(rm_search *s)
+{
+	int n_par = s->n_par > 0 ? s->n_par : 1;
+	s->n_classes = 1 + n_par * s->n_mbs;
+	shard_class *cl = rm_new(shard_class, (size_t)s->n_classes);
+	cl[0] = (shard_class){class_cost_of(s, -1, 0), 0};
+	for (int par = 0; par < n_par; par++)
+		for (int m = 0; m < s->n_mbs; m++) {
+			int id = 1 + par * s->n_mbs + m;
+			cl[id] = (shard_class){class_cost_of(s, par, m), id};
+		}
+	qsort(cl, (size_t)s->n_classes, sizeof(cl[0]), cmp_class);
+	s->class_cost = rm_new(double, (size_t)s->n_classes);
+	s->class_start = rm_new(int64_t, (size_t)s->n_classes);
+	int64_t pos = 0;
+	for (int i = 0; i < s->n_classes; i++) {
+		s->class_cost[cl[i].id] = cl[i].cost;
+		s->class_start[cl[i].id] = pos;
+		pos += class_size(s, cl[i].id);
+	}
+	assert(pos == s->count);
+	free(cl);
+}
+
+/* Candidate i's class and its rank among the class's members (index order). */
+static int class_of(const rm_search *s, int64_t i, int64_t *rank)
+{
+	if (i == 0) {
+		*rank = 0;
+		return 0;
+	}
+	int64_t vv = s->n_variants + (s->include_ideal ? 1 : 0);
+	int par, p, m, v;
+	decode(s, i, &par, &p, &m, &v);
+	*rank = (int64_t)p * vv + v;
+	return 1 + par * s->n_mbs + m;
+}
+
+double rm_search_cost_estimate(const rm_search *s, int64_t i)
+{
+	int64_t rank;
+	return s->class_cost[class_of(s, i, &rank)];
+}
+
+int64_t rm_search_shard_size(const rm_search *s, int k, int n)
+{
+	assert(n >= 1 && k >= 0 && k < n);
+	/* every full round gives each shard one; the last, partial round runs forward on an even
+	 * round and backward on an odd one */
+	int64_t rounds = s->count / n, rem = s->count % n;
+	bool extra = rounds % 2 == 0 ? k < rem : k >= n - rem;
+	return rounds + (extra ? 1 : 0);
+}
+
+int rm_search_shard_of(const rm_search *s, int64_t i, int n)
+{
+	assert(i >= 0 && i < s->count && n >= 1);
+	int64_t rank;
+	int c = class_of(s, i, &rank);
+	int64_t pos = s->class_start[c] + rank;
+	/* snake order: round r deals positions r n .. r n + n - 1 to shards 0..n-1, the next round
+	 * back from n-1 to 0, so the heaviest of each round alternates ends */
+	int64_t round = pos / n, j = pos % n;
+	return (int)(round % 2 == 0 ? j : n - 1 - j);
+}
+
 /* ---- lifecycle ---- */
 
 void rm_search_destroy(rm_search *s)
@@ -357,6 +478,8 @@ void rm_search_destroy(rm_search *s)
 		rm_remat_policy_destroy(s->policies[i].parsed);
 	rm_scenario_resolved_finish(&s->res0);
 	free(s->policies);
+	free(s->class_cost);
+	free(s->class_start);
 	free(s);
 }
 
@@ -423,6 +546,7 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 			goto fail;
 		}
 	}
+	build_shard_classes(s);
 	return s;
 fail:
 	rm_search_destroy(s);
@@ -700,7 +824,7 @@ rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c,
  * rows are written in the same order for any number of threads, and nothing proportional to the
  * size of the space is allocated: a window of slots bounds what is in flight.
  */
-enum { SLOT_EMPTY, SLOT_RESULT, SLOT_SKIPPED };
+enum { SLOT_EMPTY, SLOT_RESULT, SLOT_SKIPPED, SLOT_OTHER_SHARD };
 
 typedef struct work {
 	rm_search *s;
@@ -713,6 +837,7 @@ typedef struct work {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	atomic_bool stop;
+	int shard, shards; /* shards > 1: only candidates of this shard are evaluated */
 } work;
 
 /* Evaluates candidate i into its slot (or marks it skipped); false once the sweep stops. */
@@ -729,10 +854,13 @@ static bool work_one(work *w, int64_t i)
 	if (atomic_load(&w->stop))
 		return false;
 	rm_candidate c;
-	rm_search_candidate(w->s, i, &c);
 	int state = SLOT_SKIPPED;
 	rm_candidate_result r;
-	if (!search_store_has(w->s, c.key)) {
+	if (w->shards > 1 && rm_search_shard_of(w->s, i, w->shards) != w->shard)
+		state = SLOT_OTHER_SHARD;
+	else
+		rm_search_candidate(w->s, i, &c);
+	if (state == SLOT_SKIPPED && !search_store_has(w->s, c.key)) {
 		rm_search_evaluate(w->s, &c, &r);
 		state = SLOT_RESULT;
 	}
@@ -784,9 +912,15 @@ static bool start_workers(work *w, pthread_t *threads, int jobs, int *started, r
 rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_progress *out, rm_error *err)
 {
 	double t0 = now_s();
+	int shards = opt->shard_count > 1 ? opt->shard_count : 1;
+	if (opt->shard_index < 0 || opt->shard_index >= shards)
+		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "shard %d of %d: a shard is 0 to %d", opt->shard_index,
+				    shards, shards - 1);
 	RM_CHECK(search_store_open(s, opt->db_path, err));
+	if (opt->resume_from)
+		RM_CHECK(search_store_skip_from(s, opt->resume_from, err));
 	int jobs = opt->jobs > 0 ? opt->jobs : 1;
-	work w = {.s = s, .count = s->count, .window = 256};
+	work w = {.s = s, .count = s->count, .window = 256, .shard = opt->shard_index, .shards = shards};
 	atomic_init(&w.next, 0);
 	atomic_init(&w.stop, false);
 	w.slots = rm_new(rm_candidate_result, (size_t)w.window);
@@ -799,7 +933,7 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 	int started = 0;
 	rm_status st = start_workers(&w, threads, jobs, &started, err) ? RM_OK : RM_IO;
 	/* the writer: rows in index order, committed in batches */
-	rm_search_progress prog = {.total = s->count};
+	rm_search_progress prog = {.total = rm_search_shard_size(s, opt->shard_index, shards)};
 	double last_commit = now_s(), last_progress = 0;
 	int in_batch = 0;
 	int64_t written = 0;
@@ -818,6 +952,8 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 		w.consumed = i + 1;
 		pthread_cond_broadcast(&w.cv);
 		pthread_mutex_unlock(&w.mu);
+		if (state == SLOT_OTHER_SHARD)
+			continue;
 		prog.done++;
 		if (state == SLOT_SKIPPED) {
 			prog.skipped++;

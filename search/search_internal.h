@@ -47,6 +47,13 @@ struct rm_search {
 	bool include_ideal;
 	int64_t count;
 	const rm_cost_model *cost;
+	/* shards (rm_search_shard_of): the candidates fall in classes of equal predicted cost
+	 * (0: the scenario as written; 1 + par x n_mbs + m: one parallelism variant and
+	 * micro-batch), dealt heaviest class first; class_start is each class's first position in
+	 * that order */
+	int n_classes;
+	double *class_cost;
+	int64_t *class_start;
 	/* store */
 	sqlite3 *db;
 	sqlite3_stmt *put;
@@ -56,6 +63,9 @@ struct rm_search {
 };
 
 rm_status search_store_open(rm_search *s, const char *path, rm_error *err);
+/* Adds the verified keys of this scenario stored in another sweep database (read only) to the
+ * resume set; a file that does not exist adds none. */
+rm_status search_store_skip_from(rm_search *s, const char *path, rm_error *err);
 void search_store_close(rm_search *s);
 bool search_store_has(const rm_search *s, const char *key_hex);
 rm_status search_store_begin(rm_search *s, rm_error *err);

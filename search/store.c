@@ -13,6 +13,7 @@
  * two searches on one database both finish (the second waits for the first's batch commits).
  * Every SQLite call is checked; a damaged database is refused with SQLite's reason.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -644,4 +645,226 @@ int64_t rm_search_rows(rm_search *s)
 int64_t rm_search_damaged_rows(const rm_search *s)
 {
 	return s->damaged;
+}
+
+/* ---- other databases: resume sets, reopening, merging ---- */
+
+/* Opens another sweep database read only and checks it is one of this schema. *db NULL with
+ * RM_OK when the file does not exist and missing_ok. */
+static rm_status open_other(const char *path, bool missing_ok, sqlite3 **db, rm_error *err)
+{
+	*db = NULL;
+	struct stat stt;
+	/* an empty file is a database no one has written yet */
+	if (stat(path, &stt) != 0 || (missing_ok && S_ISREG(stt.st_mode) && stt.st_size == 0)) {
+		if (missing_ok)
+			return RM_OK;
+		return rm_error_set(err, RM_IO, path, 0, 0, "cannot read the sweep database: %s", strerror(errno));
+	}
+	if (!S_ISREG(stt.st_mode))
+		return rm_error_set(err, RM_INVALID, path, 0, 0, "not a regular file: a sweep database is a file");
+	/* read-write when allowed (nothing is written; closing then checkpoints the WAL and removes
+	 * it rather than leave -wal and -shm beside a file it only read), read only otherwise */
+	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close(*db);
+		*db = NULL;
+		rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	}
+	if (rc != SQLITE_OK) {
+		rm_status st = rm_error_set(err, RM_IO, path, 0, 0, "cannot open the sweep database: %s",
+					    *db ? sqlite3_errmsg(*db) : "out of memory");
+		sqlite3_close(*db);
+		*db = NULL;
+		return st;
+	}
+	sqlite3_busy_timeout(*db, STORE_BUSY_TIMEOUT_MS);
+	int64_t app = 0, version = 0, tables = 0;
+	static const char *const sql[] = {"PRAGMA application_id", "PRAGMA user_version",
+					  "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='candidates'"};
+	int64_t *vals[] = {&app, &version, &tables};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(sql); i++) {
+		sqlite3_stmt *q = NULL;
+		rc = sqlite3_prepare_v2(*db, sql[i], -1, &q, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW)
+			*vals[i] = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+		if (rc != SQLITE_ROW) {
+			rm_status st = rm_error_set(err, RM_INVALID, path, 0, 0, "not a usable SQLite database: %s",
+						    sqlite3_errmsg(*db));
+			sqlite3_close(*db);
+			*db = NULL;
+			return st;
+		}
+	}
+	rm_status st = RM_OK;
+	if ((uint32_t)app == RM_APP_ID_CALIB)
+		st = rm_error_set(err, RM_INVALID, path, 0, 0, "is a remora calibration database, not a sweep database");
+	else if ((uint32_t)app != RM_APP_ID_SWEEP || tables != 1)
+		st = rm_error_set(err, RM_INVALID, path, 0, 0,
+				  "not a remora sweep database (application_id 0x%08" PRIx32 "%s)", (uint32_t)app,
+				  tables != 1 ? ", no candidates table" : "");
+	else if (version != STORE_SCHEMA_VERSION)
+		st = rm_error_set(err, RM_UNSUPPORTED, path, 0, 0,
+				  "the sweep database has schema version %lld, this remora reads %d: %s",
+				  (long long)version, STORE_SCHEMA_VERSION,
+				  version < STORE_SCHEMA_VERSION ? "its rows cannot be verified; run its sweep again"
+								 : "use a newer remora");
+	if (st != RM_OK) {
+		sqlite3_close(*db);
+		*db = NULL;
+	}
+	return st;
+}
+
+rm_status search_store_skip_from(rm_search *s, const char *path, rm_error *err)
+{
+	sqlite3 *db = NULL;
+	RM_CHECK(open_other(path, true, &db, err));
+	if (!db)
+		return RM_OK;
+	sqlite3_stmt *q = NULL;
+	rm_status st = RM_OK;
+	if (sqlite3_prepare_v2(db, "SELECT * FROM candidates WHERE scenario = ?", -1, &q, NULL) != SQLITE_OK ||
+	    sqlite3_bind_text(q, 1, s->scenario_hash, -1, SQLITE_STATIC) != SQLITE_OK)
+		st = rm_error_set(err, RM_IO, path, 0, 0, "reading the stored rows: %s", sqlite3_errmsg(db));
+	int64_t cap = s->n_keys > 0 ? s->n_keys : 1024;
+	s->keys = rm_xrealloc(s->keys, (size_t)cap * sizeof(search_key));
+	rm_candidate_result r;
+	int rc = SQLITE_DONE;
+	/* a row that fails its checksum is not counted as stored: the shard recomputes it */
+	while (st == RM_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		search_key k;
+		if (!row_to_result(q, &r) || !key_parse(r.c.key, &k))
+			continue;
+		if (s->n_keys == cap) {
+			cap *= 2;
+			s->keys = rm_xrealloc(s->keys, (size_t)cap * sizeof(search_key));
+		}
+		s->keys[s->n_keys++] = k;
+	}
+	if (st == RM_OK && rc != SQLITE_DONE)
+		st = rm_error_set(err, RM_IO, path, 0, 0, "the sweep database is damaged (%s)", sqlite3_errmsg(db));
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	qsort(s->keys, (size_t)s->n_keys, sizeof(search_key), cmp_key);
+	return st;
+}
+
+rm_status rm_search_reopen(rm_search *s, const char *db_path, rm_error *err)
+{
+	search_store_close(s);
+	s->damaged = 0;
+	return db_path ? search_store_open(s, db_path, err) : RM_OK;
+}
+
+/* The checksum column of a row read with SELECT *. */
+#define CHECKSUM_COLUMN (STORE_COLUMNS - 1)
+
+/* Merges one input's rows into t's open transaction. */
+static rm_status merge_one(rm_search *t, sqlite3_stmt *find, const char *path, rm_search_merge_stats *stats,
+			   rm_error *err)
+{
+	sqlite3 *db = NULL;
+	RM_CHECK(open_other(path, false, &db, err));
+	sqlite3_stmt *q = NULL;
+	rm_status st = RM_OK;
+	if (sqlite3_prepare_v2(db, "SELECT * FROM candidates ORDER BY key", -1, &q, NULL) != SQLITE_OK)
+		st = rm_error_set(err, RM_IO, path, 0, 0, "reading the stored rows: %s", sqlite3_errmsg(db));
+	rm_candidate_result r, o;
+	int rc = SQLITE_DONE;
+	while (st == RM_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (!row_to_result(q, &r)) {
+			st = rm_error_set(err, RM_INVALID, path, 0, 0,
+					  "row %s fails its checksum (edited or damaged): nothing was merged; run that "
+					  "sweep again on this file (it recomputes damaged rows) and merge again",
+					  col_text(q, 0));
+			break;
+		}
+		stats->read++;
+		char sum[RM_SHA256_HEX];
+		snprintf(sum, sizeof(sum), "%s", col_text(q, CHECKSUM_COLUMN));
+		snprintf(t->scenario_hash, sizeof(t->scenario_hash), "%s", col_text(q, 1));
+		sqlite3_reset(find);
+		if (sqlite3_bind_text(find, 1, r.c.key, -1, SQLITE_TRANSIENT) != SQLITE_OK) {
+			st = db_error(t, err, "looking a row up");
+			break;
+		}
+		int frc = sqlite3_step(find);
+		if (frc == SQLITE_ROW) {
+			if (!row_to_result(find, &o)) {
+				stats->repaired++; /* out's row is damaged: the verified one replaces it */
+			} else if (strcmp(col_text(find, CHECKSUM_COLUMN), sum) == 0) {
+				stats->same++;
+				continue;
+			} else {
+				stats->conflicts++; /* both verified, other values: out's is kept */
+				continue;
+			}
+		} else if (frc != SQLITE_DONE) {
+			st = db_error(t, err, "looking a row up");
+			break;
+		} else {
+			stats->added++;
+		}
+		sqlite3_reset(find);
+		st = search_store_put(t, &r, err);
+	}
+	if (st == RM_OK && rc != SQLITE_DONE)
+		st = rm_error_set(err, RM_IO, path, 0, 0, "the sweep database is damaged (%s)", sqlite3_errmsg(db));
+	sqlite3_reset(find);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return st;
+}
+
+rm_status rm_search_merge(const char *out, const char *const *in, int n_in, rm_search_merge_stats *stats,
+			  rm_error *err)
+{
+	rm_search_merge_stats local;
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	struct stat so;
+	bool out_exists = stat(out, &so) == 0;
+	if (out_exists) {
+		/* an older schema's table would be dropped on opening: refuse it rather than lose rows */
+		sqlite3 *db = NULL;
+		rm_status st = open_other(out, false, &db, err);
+		if (st != RM_OK) {
+			int64_t size = S_ISREG(so.st_mode) ? (int64_t)so.st_size : -1;
+			if (size != 0) /* an empty file is a new database */
+				return st;
+			rm_error_clear(err);
+		}
+		sqlite3_close(db);
+	}
+	for (int i = 0; i < n_in; i++) {
+		struct stat si;
+		if (out_exists && stat(in[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+			return rm_error_set(err, RM_INVALID, in[i], 0, 0, "is the output of the merge too: give another OUT");
+	}
+	/* a store with no scenario of its own: it only writes rows as they are */
+	rm_search *t = rm_new(rm_search, 1);
+	rm_status st = search_store_open(t, out, err);
+	sqlite3_stmt *find = NULL;
+	if (st == RM_OK && sqlite3_prepare_v2(t->db, "SELECT * FROM candidates WHERE key = ?", -1, &find, NULL) != SQLITE_OK)
+		st = db_error(t, err, "preparing the merge");
+	if (st == RM_OK)
+		st = search_store_begin(t, err);
+	for (int i = 0; i < n_in && st == RM_OK; i++) {
+		st = merge_one(t, find, in[i], stats, err);
+		if (st != RM_OK)
+			sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	if (st == RM_OK)
+		st = search_store_commit(t, err);
+	sqlite3_finalize(find);
+	search_store_close(t);
+	free(t);
+	if (st != RM_OK)
+		memset(stats, 0, sizeof(*stats));
+	return st;
 }

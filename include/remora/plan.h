@@ -118,6 +118,8 @@ typedef struct rm_plan_point {
 	int n_rejected;     /* layouts that do not even resolve */
 	char (*rejected)[256];     /* [n_rejected] layout strings */
 	char (*rejected_why)[256]; /* [n_rejected] the reason */
+	int64_t candidates, simulated; /* of this point's search (this process's shard): its size, and
+					* those simulated now (the rest were stored) */
 } rm_plan_point;
 
 typedef struct rm_plan_result {
@@ -134,6 +136,19 @@ typedef struct rm_plan_options {
 	int jobs;
 	void (*progress)(const char *what, void *user);
 	void *user;
+	/* shard_count > 1: each search sweeps only shard shard_index (rm_search_options). Without
+	 * gather the process sees only its shard's rows, so the GPU-count ladder is walked to its
+	 * top (no early stop) and the result is not a plan: merge the shards' databases and plan
+	 * again on the merged one. */
+	int shard_index, shard_count;
+	/* joins the shards after each search's sweep, with its database closed (under MPI: rank 0
+	 * merges every rank's file into merged_db); called with the sweep's status on every
+	 * process, returns the joint one. Each search then reads merged_db, so every process walks
+	 * the same ladder. NULL: none. */
+	rm_status (*gather)(void *user, rm_status st, rm_error *err);
+	void *gather_user;
+	const char *merged_db; /* with gather: the database the shards are merged into (also what
+				* a shard skips: rm_search_options.resume_from) */
 } rm_plan_options;
 
 /*

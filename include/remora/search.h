@@ -19,6 +19,8 @@
  *   again skips the rows already stored and ends with the same database content.
  * - Memory is flat in the number of candidates: rows go to SQLite, the ranking and the Pareto
  *   front are read back from it.
+ * - Shards (rm_search_shard_of) partition the space by a pure function of it; shards swept into
+ *   separate databases and merged (rm_search_merge) hold exactly the rows of one sweep.
  *
  * Units: seconds, bytes.
  */
@@ -91,13 +93,71 @@ typedef struct rm_search_options {
 	int64_t stop_after;    /* > 0: stop (as if killed) after this many new rows; tests only */
 	rm_search_progress_fn progress;
 	void *progress_user;
+	/* shard_count > 1: evaluate only the candidates of shard shard_index (0 <= shard_index <
+	 * shard_count, rm_search_shard_of); the others are neither evaluated nor counted in the
+	 * progress. 0 or 1: every candidate. */
+	int shard_index, shard_count;
+	/* another sweep database (read only; NULL none, a missing file none): its verified rows of
+	 * this scenario count as stored, so a shard writing its own database skips what the merged
+	 * one already holds */
+	const char *resume_from;
 } rm_search_options;
 
 /*
- * Runs the sweep: evaluates every candidate not yet in the database and stores its row.
- * Returns RM_IO with err on a database error (rows already committed stay).
+ * Runs the sweep: evaluates every candidate (of the shard, when opt asks for one) not yet in the
+ * database and stores its row. Returns RM_IO with err on a database error (rows already
+ * committed stay), RM_INVALID for a shard index outside 0..shard_count-1.
  */
 rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_progress *out, rm_error *err);
+
+/*
+ * Shards: candidate i belongs to one of n shards by a pure function of the space (the same for
+ * any --jobs, any machine). Candidates are ordered by their predicted cost
+ * (rm_search_cost_estimate), heaviest first, index order among equals, and dealt in snake order
+ * (0, 1, .., n-1, n-1, .., 0, 0, 1, ..): the predicted work of any two shards then differs by at
+ * most the cost of the heaviest candidate (each round's spread is at most its first cost less its
+ * last, and these telescope), and their sizes by at most one.
+ */
+int rm_search_shard_of(const rm_search *s, int64_t i, int n);
+/* Candidates in shard k of n (0 <= k < n). */
+int64_t rm_search_shard_size(const rm_search *s, int k, int n);
+/*
+ * The predicted simulation work of candidate i, in layer-micro-steps: layers x the micro-batches
+ * a step accumulates, twice that for a pipelined candidate (resolved and simulated stage by stage,
+ * then scheduled), 1 for one that is an error row (a micro-batch that does not divide
+ * training.global_batch). Only its order matters (shard balance).
+ */
+double rm_search_cost_estimate(const rm_search *s, int64_t i);
+
+/*
+ * Closes the search's database and opens db_path instead, loading its verified rows of this
+ * scenario: after shards were merged into one file, the ranking and the Pareto front read every
+ * shard's rows. NULL only closes it (another process may then merge the file); the next
+ * rm_search_run opens its options' database. Errors as rm_search_run's opening.
+ */
+rm_status rm_search_reopen(rm_search *s, const char *db_path, rm_error *err);
+
+/* What rm_search_merge did. */
+typedef struct rm_search_merge_stats {
+	int64_t read;      /* verified rows read from the inputs */
+	int64_t added;     /* rows OUT did not have */
+	int64_t same;      /* rows OUT had already, identical (merging again adds nothing) */
+	int64_t conflicts; /* rows OUT had with other values: OUT's are kept (warned) */
+	int64_t repaired;  /* rows of OUT that failed their checksum, replaced by a verified input row */
+} rm_search_merge_stats;
+
+/*
+ * Merges sweep databases (any scenarios, remora/search.h's store) into out, created when missing:
+ * every row is keyed by its SHA-256 key and carries its checksum, so merging is idempotent and a
+ * row is never duplicated. In one transaction: either every input is merged or out is unchanged.
+ * Errors (nothing written): an input that does not exist or is not a sweep database of this
+ * schema (application_id, user_version), a row of an input that fails its checksum (RM_INVALID,
+ * naming the file and the key), an out that is another program's file or an older schema whose
+ * rows could not be kept (RM_INVALID), SQLite's errors (RM_IO). Rows of out are never lost: one
+ * that differs from an input's row is kept, unless it fails its own checksum.
+ */
+rm_status rm_search_merge(const char *out, const char *const *in, int n_in, rm_search_merge_stats *stats,
+			  rm_error *err);
 
 typedef enum rm_search_filter { RM_SEARCH_ANY, RM_SEARCH_XLA_ONLY, RM_SEARCH_IDEAL_ONLY } rm_search_filter;
 

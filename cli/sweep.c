@@ -1,0 +1,330 @@
+/*
+ * How a sweep is split across processes (cli.h, cli_sweep): --shard K/N for array
+ * jobs under a batch scheduler, or the ranks of `mpirun -np N`. The library knows nothing of MPI
+ * (rm_search_options' shard and resume_from); this file is the only one that uses it, through
+ * the table of remora-mpi.so (cli/mpi_ops.h, cli/mpi_module.c).
+ *
+ * Under mpirun each rank k sweeps shard k into its own database DB.rankK (no two processes write
+ * one SQLite file, which network filesystems do not lock reliably), skipping the rows DB holds
+ * already. After the sweep rank 0 merges every rank file into DB (rm_search_merge: keyed rows,
+ * idempotent) and removes them; a job killed part-way leaves rank files that the next run merges
+ * first, so it redoes only what no rank committed. Without --db the files live in a folder made
+ * by rank 0 in the current directory and removed at the end. The folder of DB must be shared by
+ * every rank's machine (the usual home or scratch filesystem of a cluster). The module is loaded
+ * only under mpirun: `remora` links no MPI library.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "mpi_ops.h"
+#include "remora/search.h"
+
+/* Whether this process was started by mpirun (Open MPI's or a PMIx launcher's variables). */
+static bool launched_by_mpirun(int *size)
+{
+	const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+	if (!n)
+		n = getenv("PMIX_SIZE");
+	*size = n ? atoi(n) : 0;
+	return n || getenv("PMIX_RANK") || getenv("OMPI_COMM_WORLD_RANK");
+}
+
+bool cli_parse_shard(const char *cmd, const char *text, int *k, int *n)
+{
+	char *end = NULL;
+	long a = strtol(text, &end, 10), b = 0;
+	bool ok = end != text && *end == '/';
+	if (ok) {
+		const char *q = end + 1;
+		b = strtol(q, &end, 10);
+		ok = end != q && *end == '\0' && b >= 1 && b <= CLI_MAX_SHARDS && a >= 1 && a <= b;
+	}
+	if (!ok) {
+		cli_usage_error(cmd, "--shard '%s': K/N with 1 <= K <= N <= %d (the K-th of N shards)", text,
+				CLI_MAX_SHARDS);
+		return false;
+	}
+	*k = (int)a - 1;
+	*n = (int)b;
+	return true;
+}
+
+/* Removes a database file and SQLite's companions beside it. */
+static void remove_db(const char *path)
+{
+	char p[CLI_SWEEP_PATH + 8];
+	unlink(path);
+	snprintf(p, sizeof(p), "%s-wal", path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-journal", path);
+	unlink(p);
+}
+
+/*
+ * Merges the rank files of final (final.rank0, final.rank1, ..., of any earlier rank count) into
+ * final and removes them. Rank files of a killed run hold what it committed.
+ */
+static rm_status merge_rank_files(const char *final, int *merged, rm_error *err)
+{
+	*merged = 0;
+	char dir[CLI_SWEEP_PATH], base[CLI_SWEEP_PATH];
+	const char *slash = strrchr(final, '/');
+	if (slash) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - final), final);
+		if (!dir[0])
+			snprintf(dir, sizeof(dir), "/");
+		snprintf(base, sizeof(base), "%s", slash + 1);
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+		snprintf(base, sizeof(base), "%s", final);
+	}
+	DIR *d = opendir(dir);
+	if (!d)
+		return rm_error_set(err, RM_IO, dir, 0, 0, "cannot list the database's folder: %s", strerror(errno));
+	size_t nb = strlen(base);
+	int cap = 16, n = 0;
+	char(*files)[CLI_SWEEP_PATH] = rm_xcalloc((size_t)cap, CLI_SWEEP_PATH);
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		const char *name = e->d_name;
+		if (strncmp(name, base, nb) != 0 || strncmp(name + nb, ".rank", 5) != 0)
+			continue;
+		const char *digits = name + nb + 5;
+		if (!*digits || strspn(digits, "0123456789") != strlen(digits))
+			continue;
+		if (n == cap) {
+			cap *= 2;
+			files = rm_xrealloc(files, (size_t)cap * CLI_SWEEP_PATH);
+		}
+		snprintf(files[n++], CLI_SWEEP_PATH, "%s/%s", dir, name);
+	}
+	closedir(d);
+	rm_status st = RM_OK;
+	if (n > 0) {
+		/* in name order, so the merge is the same on every file system */
+		qsort(files, (size_t)n, CLI_SWEEP_PATH, (int (*)(const void *, const void *))strcmp);
+		const char **in = rm_new(const char *, (size_t)n);
+		for (int i = 0; i < n; i++)
+			in[i] = files[i];
+		rm_search_merge_stats ms;
+		st = rm_search_merge(final, in, n, &ms, err);
+		if (st == RM_OK) {
+			for (int i = 0; i < n; i++)
+				remove_db(files[i]);
+			if (ms.conflicts > 0)
+				rm_log_warn("%s: %lld rows of the rank files differ from the rows it holds; its rows are kept",
+					    final, (long long)ms.conflicts);
+		}
+		free(in);
+		*merged = n;
+	}
+	free(files);
+	return st;
+}
+
+/* Rank 0's status to every rank; the others fail with a short message (rank 0 said why). */
+static rm_status share_status(const cli_sweep *w, rm_status st, rm_error *err)
+{
+	int v = (int)st;
+	w->ops->bcast(&v, (int)sizeof(v));
+	if (w->rank != 0 && v != RM_OK)
+		return rm_error_set(err, (rm_status)v, NULL, 0, 0, "rank 0 failed (its message says why)");
+	return (rm_status)v;
+}
+
+/*
+ * Loads remora-mpi.so (cli/mpi_ops.h) from this executable's directory, or from ../lib/remora
+ * beside it once installed; NULL with a message in why when there is none or it does not load.
+ * RTLD_GLOBAL: Open MPI's own plugins, loaded by MPI_Init, resolve its symbols through it.
+ */
+static const cli_mpi_ops *load_module(void **handle, char *why, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0) {
+		snprintf(why, size, "cannot find this executable: %s", strerror(errno));
+		return NULL;
+	}
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	static const char *const where[] = {"/" CLI_MPI_MODULE, "/../lib/remora/" CLI_MPI_MODULE};
+	why[0] = '\0';
+	for (size_t i = 0; i < RM_ARRAY_SIZE(where); i++) {
+		char path[PATH_MAX + 64];
+		snprintf(path, sizeof(path), "%s%s", self, where[i]);
+		if (access(path, R_OK) != 0) {
+			if (!why[0])
+				snprintf(why, size, "%s: %s", path, strerror(errno));
+			continue;
+		}
+		*handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+		if (!*handle) {
+			snprintf(why, size, "%s", dlerror());
+			return NULL;
+		}
+		const cli_mpi_ops *ops = dlsym(*handle, CLI_MPI_SYMBOL);
+		if (!ops || ops->abi != CLI_MPI_ABI) {
+			snprintf(why, size, "%s: %s", path, ops ? "built by another remora" : "not remora's MPI module");
+			dlclose(*handle);
+			*handle = NULL;
+			return NULL;
+		}
+		return ops;
+	}
+	return NULL;
+}
+
+int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, int shards)
+{
+	memset(w, 0, sizeof(*w));
+	w->shard = shard;
+	w->shards = shards;
+	w->final_db = db;
+	if (db)
+		snprintf(w->db, sizeof(w->db), "%s", db);
+	int size = 0;
+	if (!launched_by_mpirun(&size))
+		return CLI_EXIT_OK;
+	char why[PATH_MAX + 128];
+	w->ops = load_module(&w->module, why, sizeof(why));
+	if (!w->ops) {
+		if (size == 1)
+			return CLI_EXIT_OK; /* one rank: a plain run */
+		fprintf(stderr,
+			"remora: error: %s: started by mpirun with %d ranks, but MPI cannot be used (%s): every rank "
+			"would run the whole sweep; build with Open MPI (libopenmpi-dev, meson -Dmpi=enabled) or use "
+			"--shard K/N and remora merge\n",
+			cmd, size, why);
+		return CLI_EXIT_USAGE;
+	}
+	if (!w->ops->init(&w->rank, &w->size)) {
+		fprintf(stderr, "remora: error: MPI_Init failed under mpirun\n");
+		return CLI_EXIT_FAIL;
+	}
+	w->mpi_init = true;
+	if (w->size < 2)
+		return CLI_EXIT_OK; /* one rank: a plain run */
+	if (shards > 1)
+		return cli_usage_error(cmd, "--shard splits a sweep without MPI; under mpirun each rank takes its shard");
+	w->mpi = true;
+	w->shard = w->rank;
+	w->shards = w->size;
+	if (w->rank != 0)
+		rm_log_set_level(RM_LOG_ERROR); /* rank 0 gives the warnings once */
+	rm_error err;
+	rm_error_clear(&err);
+	rm_status st = RM_OK;
+	char tmp[CLI_SWEEP_PATH] = "";
+	if (!db) {
+		/* per-rank files in a folder of the current directory (shared by the ranks' machines) */
+		if (w->rank == 0) {
+			snprintf(tmp, sizeof(tmp), ".remora-sweep-XXXXXX");
+			if (!mkdtemp(tmp))
+				st = rm_error_set(&err, RM_IO, ".", 0, 0, "cannot make a folder for the ranks' databases: %s",
+						  strerror(errno));
+		}
+		w->ops->bcast(tmp, (int)sizeof(tmp));
+		snprintf(w->tmpdir, sizeof(w->tmpdir), "%s", tmp);
+		snprintf(w->db, sizeof(w->db), "%s/sweep.db", tmp);
+	}
+	/* what a killed run's ranks committed goes into the one database before anyone reads it */
+	if (st == RM_OK && w->rank == 0) {
+		int merged = 0;
+		st = merge_rank_files(w->db, &merged, &err);
+		if (st == RM_OK && merged > 0)
+			rm_log_info("%s: merged %d rank files left by an earlier run", w->db, merged);
+	}
+	if (share_status(w, st, &err) != RM_OK)
+		return w->rank == 0 ? cli_fail(&err) : CLI_EXIT_FAIL;
+	snprintf(w->rank_db, sizeof(w->rank_db), "%s.rank%d", w->db, w->rank);
+	return CLI_EXIT_OK;
+}
+
+void cli_sweep_options(const cli_sweep *w, rm_search_options *opt)
+{
+	opt->shard_index = w->shards > 1 ? w->shard : 0;
+	opt->shard_count = w->shards > 1 ? w->shards : 0;
+	if (w->mpi) {
+		opt->db_path = w->rank_db;
+		opt->resume_from = w->db;
+	} else {
+		opt->db_path = w->final_db;
+	}
+}
+
+bool cli_sweep_is_root(const cli_sweep *w)
+{
+	return !w->mpi || w->rank == 0;
+}
+
+rm_status cli_sweep_gather(cli_sweep *w, rm_search_progress *prog, rm_status st, rm_error *err)
+{
+	if (!w->mpi)
+		return st;
+	/* every rank's status and counts (this is also the barrier: every rank file is closed) */
+	int worst = (int)st;
+	w->ops->max_int(&worst, 1);
+	long long sum[3] = {prog ? prog->total : 0, prog ? prog->done : 0, prog ? prog->skipped : 0};
+	w->ops->sum_ll(sum, 3);
+	if (prog) {
+		prog->total = sum[0];
+		prog->done = sum[1];
+		prog->skipped = sum[2];
+	}
+	/* rank 0 keeps what every rank committed, even when one failed */
+	rm_status ms = RM_OK;
+	rm_error merr;
+	rm_error_clear(&merr);
+	if (w->rank == 0) {
+		int merged = 0;
+		ms = merge_rank_files(w->db, &merged, &merr);
+	}
+	ms = share_status(w, ms, &merr);
+	if (st != RM_OK)
+		return st;
+	if (worst != RM_OK)
+		return rm_error_set(err, (rm_status)worst, NULL, 0, 0, "another rank failed (its message says why)");
+	if (ms != RM_OK) {
+		*err = merr;
+		return ms;
+	}
+	return RM_OK;
+}
+
+double cli_sweep_reduce(const cli_sweep *w, double v, bool max)
+{
+	if (w->mpi)
+		w->ops->reduce_double(&v, 1, max);
+	return v;
+}
+
+rm_status cli_sweep_gather_fn(void *user, rm_status st, rm_error *err)
+{
+	return cli_sweep_gather(user, NULL, st, err);
+}
+
+void cli_sweep_end(cli_sweep *w)
+{
+	if (w->mpi_init) {
+		if (w->mpi)
+			w->ops->barrier();
+		if (w->tmpdir[0] && w->rank == 0) {
+			remove_db(w->db);
+			rmdir(w->tmpdir);
+		}
+		w->ops->finalize();
+	}
+	/* the module stays loaded: Open MPI's atexit handlers may still run in it */
+	memset(w, 0, sizeof(*w));
+}

@@ -7,6 +7,8 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "remora/search.h"
@@ -48,8 +50,14 @@ int cli_cmd_merge(int argc, char **argv)
 	rm_error err;
 	rm_error_clear(&err);
 	rm_search_merge_stats ms;
-	if (rm_search_merge(out, in, n_in, &ms, &err) != RM_OK)
+	struct stat st_out;
+	bool existed = stat(out, &st_out) == 0;
+	if (rm_search_merge(out, in, n_in, &ms, &err) != RM_OK) {
+		/* nothing merged: an OUT this run created goes again (one that existed is unchanged) */
+		if (!existed)
+			unlink(out);
 		return cli_fail(&err);
+	}
 	printf("%s: %lld rows read from %d database%s, %lld added, %lld already there", out, (long long)ms.read, n_in,
 	       n_in == 1 ? "" : "s", (long long)ms.added, (long long)ms.same);
 	if (ms.repaired)

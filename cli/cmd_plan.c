@@ -670,8 +670,9 @@ int cli_cmd_plan(int argc, char **argv)
 			req.price[h] = p;
 		}
 	}
-	if (req.max_gpus > 0 && req.n_gpus > 0)
-		return cli_usage_error("plan", "--max-gpus tops the ladder of GPU counts; --gpus gives the counts: one or the other");
+	if (req.max_gpus > 0 && req.n_gpus > 0 && !scaling)
+		return cli_usage_error("plan", "--max-gpus tops the ladder of GPU counts; --gpus gives the counts: one or the "
+					       "other (with --scaling, --max-gpus tops the scaling curves)");
 	if (req.budget > 0 && req.deadline_s > 0)
 		return cli_usage_error("plan", "--deadline and --budget: give one constraint");
 	if (req.budget > 0)
@@ -682,6 +683,22 @@ int cli_cmd_plan(int argc, char **argv)
 	if ((req.budget > 0 || req.deadline_s > 0) && req.tokens <= 0)
 		return cli_usage_error("plan", "--deadline and --budget need --tokens");
 	if (plot_dir) {
+		/* a folder to write into, checked before any simulation */
+		struct stat pst;
+		if (!plot_dir[0])
+			return cli_usage_error("plan", "--plot: an empty folder name");
+		if (stat(plot_dir, &pst) == 0 && !S_ISDIR(pst.st_mode))
+			return cli_usage_error("plan", "--plot %s: not a folder", plot_dir);
+		if (db) {
+			struct stat dst;
+			if (strcmp(db, plot_dir) == 0 || (stat(db, &dst) == 0 && stat(plot_dir, &pst) == 0 &&
+							   dst.st_dev == pst.st_dev && dst.st_ino == pst.st_ino))
+				return cli_usage_error("plan", "--plot %s is the --db file", plot_dir);
+		}
+		if (mkdir(plot_dir, 0777) != 0 && errno != EEXIST) {
+			rm_error_set(&err, RM_IO, plot_dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
+			return cli_fail(&err);
+		}
 		/* nothing written may land on what the plan reads: the database, a config.json */
 		static const char *const files[] = {"points.dat", "plots.gp", "time-to-train.svg", "cost-vs-time.svg"};
 		char paths[4][1200];

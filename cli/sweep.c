@@ -243,7 +243,7 @@ int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, in
 		int merged = 0;
 		st = merge_rank_files(w->db, &merged, &err);
 		if (st == RM_OK && merged > 0)
-			rm_log_info("%s: merged %d rank files left by an earlier run", w->db, merged);
+			rm_log_warn("%s: merged %d rank files (%s.rank*) left by an earlier run", w->db, merged, w->db);
 	}
 	if (share_status(w, st, &err) != RM_OK)
 		return w->rank == 0 ? cli_fail(&err) : CLI_EXIT_FAIL;

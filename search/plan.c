@@ -160,8 +160,9 @@ int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, cons
 					if (fsdp < 1)
 						continue;
 					int64_t rep = dp / fsdp;
-					if (moe && !divides(fsdp, m->experts))
-						continue;
+					/* MoE: experts split over the shard group (EP = the FSDP group) when it
+					 * divides them, else sharded by FSDP like the other weights */
+					bool ep_on = moe && divides(fsdp, m->experts) && fsdp > 1;
 					/* the pipeline schedules asked for (1f1b unless --pp-schedule), and
 					 * with --async-tp each TP layout also with async TP */
 					int ns = pp > 1 && req && req->n_pp_schedules > 0 ? req->n_pp_schedules : 1;
@@ -176,7 +177,7 @@ int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, cons
 									 "parallelism.dp_replicate=%lld",
 									 (long long)tp, tp > 1 ? "true" : "false", (long long)pp,
 									 (long long)cp, (long long)fsdp, (long long)rep);
-							if (moe && u > 0 && u < 256)
+							if (ep_on && u > 0 && u < 256)
 								u += snprintf(out[n] + u, (size_t)(256 - u), " parallelism.ep=%lld",
 									      (long long)fsdp);
 							if (pp > 1 && req && req->n_pp_schedules > 0 && u > 0 && u < 256) {
@@ -337,12 +338,33 @@ static void plan_rewrite(char *msg_io, size_t size)
 		const char *key, *flag;
 	} flags[] = {{"model", "MODEL"},
 		     {"hardware", "--hardware"},
-		     {"training.seq_len", "--seq-len"},
-		     {"training.global_batch", "--global-batch"},
+		     {"training.seq_len", "--seq-len, default 8192"},
+		     {"training.global_batch", "--global-batch, default 4 Mi tokens' worth"},
 		     {"remat.policy", "--policy"},
 		     {"scheduler.mode", "--runtime"},
 		     {"cluster.gpus_per_node", "--gpus"},
 		     {"cluster.nodes", "--gpus"}};
+	/* rm_scenario_set's own prefix for a value it refuses */
+	if (strncmp(msg_io, "--set remat.policy=", 19) == 0) {
+		const char *colon = strstr(msg_io, ": remat.policy: ");
+		char msg[512];
+		if (colon)
+			snprintf(msg, sizeof(msg), "--policy %.*s: %s", (int)(colon - msg_io - 19), msg_io + 19,
+				 colon + strlen(": remat.policy: "));
+		else
+			snprintf(msg, sizeof(msg), "--policy %s", msg_io + 19);
+		snprintf(msg_io, size, "%s", msg);
+	}
+	/* a --policy is one of the search's policies */
+	char *sp = strstr(msg_io, "search.policies[");
+	if (sp) {
+		char *close = strchr(sp, ']');
+		if (close) {
+			char msg[512];
+			snprintf(msg, sizeof(msg), "%.*s--policy%s", (int)(sp - msg_io), msg_io, close + 1);
+			snprintf(msg_io, size, "%s", msg);
+		}
+	}
 	for (size_t i = 0; i < RM_ARRAY_SIZE(flags); i++) {
 		char from[96];
 		snprintf(from, sizeof(from), " (from --set %s)", flags[i].key);
@@ -352,6 +374,7 @@ static void plan_rewrite(char *msg_io, size_t size)
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%.*s (from %s)%s%s", (int)(at - msg_io), msg_io, flags[i].flag, at + strlen(from),
 			 strcmp(flags[i].key, "training.seq_len") == 0 ? "; give --seq-len" : "");
+
 		snprintf(msg_io, size, "%s", msg);
 		break;
 	}

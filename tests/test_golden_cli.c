@@ -624,6 +624,7 @@ Test(golden, plan_usage_errors)
 		 "h200-sxm has none"},
 		{"plan llama-3-8b --price h100-sxm=2,h100-sxm=3", "h100-sxm is priced twice"},
 		{"plan llama-3-8b --global-batch 64:32", "below its bottom"},
+		{"plan llama-3-8b --tokens 1T --plot /etc/hostname", "not a folder"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_result r = run_remora(cases[i].args, true);
@@ -638,4 +639,21 @@ Test(golden, plan_usage_errors)
 	cr_assert_eq(r.exit_code, 2, "%s", r.out);
 	cr_assert(strstr(r.out, "expected a ratio from 1 (non-blocking) to 64"), "%s", r.out);
 	free(r.out);
+}
+
+/* A merge that fails leaves no OUT behind when there was none (and touches an existing one not). */
+Test(golden, merge_failure_creates_nothing)
+{
+	char dir[] = "/tmp/remora-merge-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char args[600], out[300];
+	snprintf(out, sizeof(out), "%s/out.db", dir);
+	snprintf(args, sizeof(args), "merge %s %s/missing.db", out, dir);
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 1, "%s", r.out);
+	free(r.out);
+	cr_assert_neq(access(out, F_OK), 0, "a failed merge left %s", out);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
 }

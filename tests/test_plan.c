@@ -274,7 +274,7 @@ Test(plan, bad_requests)
 	req.seq_len = 8192;
 	rm_error_clear(&err);
 	cr_assert_neq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_OK);
-	cr_assert(strstr(err.msg, "(from --seq-len)") && strstr(err.msg, "give --seq-len"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "(from --seq-len, default 8192)") && strstr(err.msg, "give --seq-len"), "%s", err.msg);
 	rm_plan_result_finish(&res);
 
 	req = small_request();
@@ -399,5 +399,23 @@ Test(plan, a_global_batch_range_tries_each_power_of_two, .timeout = 120)
 			cr_assert_geq(pt->best.r.tokens_per_s_per_gpu, r->r.tokens_per_s_per_gpu);
 	}
 	cr_assert_eq(seen, 64 | 128 | 256);
+	rm_plan_result_finish(&res);
+}
+
+/* An MoE model whose experts the shard group does not divide (Qwen1.5-MoE's 60 on 8 GPUs) is
+ * planned with its experts sharded by FSDP like the other weights, not refused. */
+Test(plan, moe_experts_not_divided_by_the_shard_group, .timeout = 120)
+{
+	rm_plan_request req = small_request();
+	snprintf(req.model, sizeof(req.model), "qwen2-moe-a2.7b");
+	req.n_tp = 1;
+	req.tp[0] = 1;
+	rm_plan_result res;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_OK, "%s", err.msg);
+	cr_assert(res.points[0].have_best, "%s", res.why_none[0]);
+	cr_assert_eq(res.points[0].best.fsdp, 8);
+	cr_assert(!strstr(res.points[0].best.layout, "parallelism.ep="), "%s", res.points[0].best.layout);
 	rm_plan_result_finish(&res);
 }

@@ -51,6 +51,7 @@ static void plan_usage(FILE *out)
 		"      --pp-schedule LIST  pipelined layouts under each of: 1f1b (default), interleaved,\n"
 		"                          gpipe, zero_bubble, zbv (zero_bubble over 2 chunks a stage)\n"
 		"      --async-tp          each TP layout also with async TP (torchtitan, torch.compile)\n"
+		"      --zero LIST         HSDP layouts under each ZeRO stage: 1, 2, 3 (default 3)\n"
 		"      --scaling           then the answer's strong and weak scaling, one node up to\n"
 		"                          --max-gpus (the first hardware; TP and PP kept)\n"
 		"      --plot DIR          write time to train against GPUs (and cost against time, with\n"
@@ -132,6 +133,8 @@ static void layout_text(const rm_plan_row *r, char *buf, size_t n)
 		PUT("%s%lld replicas", u ? " x " : "", (long long)r->dp_replicate);
 	if (!u)
 		PUT("one GPU");
+	if (r->dp_replicate > 1 && (r->zero == 1 || r->zero == 2))
+		PUT(" (ZeRO-%d)", r->zero);
 	if (strstr(r->layout, "training.global_batch="))
 		PUT(", batch %lld", (long long)r->global_batch); /* a --global-batch range */
 #undef PUT
@@ -479,6 +482,7 @@ int cli_cmd_plan(int argc, char **argv)
 		{"tp", required_argument, NULL, 'T'},       {"pp", required_argument, NULL, 'L'},
 		{"scaling", no_argument, NULL, 'W'},       {"plot", required_argument, NULL, 'O'},
 		{"pp-schedule", required_argument, NULL, 'Q'}, {"async-tp", no_argument, NULL, 'A'},
+		{"zero", required_argument, NULL, 'Z'},
 		{"json", no_argument, NULL, 'j'},	    {"help", no_argument, NULL, 'h'},
 		{"shard", required_argument, NULL, 256},
 		{NULL, 0, NULL, 0}};
@@ -607,6 +611,19 @@ int cli_cmd_plan(int argc, char **argv)
 		case 'A':
 			req.async_tp = true;
 			break;
+		case 'Z': {
+			char list[3][256];
+			int n = split_list(optarg, list, 3);
+			if (n < 1)
+				return list_error("--zero", n, 3, "1,3");
+			for (int i = 0; i < n; i++) {
+				if (strcmp(list[i], "1") != 0 && strcmp(list[i], "2") != 0 && strcmp(list[i], "3") != 0)
+					return cli_usage_error("plan", "--zero: '%s' is not a ZeRO stage (1, 2 or 3)", list[i]);
+				req.zero[i] = list[i][0] - '0';
+			}
+			req.n_zero = n;
+			break;
+		}
 		case 'Q': {
 			char list[5][256];
 			int n = split_list(optarg, list, 5);
@@ -952,6 +969,8 @@ int cli_cmd_plan(int argc, char **argv)
 			rr.tp = tp, rr.pp = pp, rr.cp = cp, rr.fsdp = fsdp, rr.dp_replicate = rep, rr.ep = ep;
 			rr.sp = strcmp(sp, "true") == 0;
 			rr.global_batch = gbv;
+			const char *zz = strstr(q, "parallelism.zero=");
+			rr.zero = zz ? atoi(zz + strlen("parallelism.zero=")) : 3;
 			char a[200];
 			layout_text(&rr, a, sizeof(a));
 			printf("    %-42s %s\n", a, pt->rejected_why[i]);

@@ -167,6 +167,11 @@ int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, cons
 					 * with --async-tp each TP layout also with async TP */
 					int ns = pp > 1 && req && req->n_pp_schedules > 0 ? req->n_pp_schedules : 1;
 					int na = tp > 1 && req && req->async_tp ? 2 : 1;
+					/* --zero: the ZeRO stages of an HSDP layout's replicas (3, the default:
+					 * the shard group's FSDP only; 1, 2: optimizer state, and gradients,
+					 * sharded over the replicas too) */
+					int nz = !megatron && rep > 1 && req && req->n_zero > 0 ? req->n_zero : 1;
+					for (int z = 0; z < nz; z++)
 					for (int k = 0; k < ns; k++)
 						for (int a2 = 0; a2 < na; a2++) {
 							if (n >= cap)
@@ -189,6 +194,10 @@ int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, cons
 							}
 							if (megatron && rep > 1 && u > 0 && u < 256)
 								u += snprintf(out[n] + u, (size_t)(256 - u), " parallelism.zero=1");
+							else if (nz > 1 || (req && req->n_zero == 1 && req->zero[0] != 3 && rep > 1))
+								if (u > 0 && u < 256 && req->zero[z] != 3)
+									u += snprintf(out[n] + u, (size_t)(256 - u), " parallelism.zero=%d",
+										      req->zero[z]);
 							if (a2 == 1 && u > 0 && u < 256)
 								snprintf(out[n] + u, (size_t)(256 - u), " parallelism.async_tp=true");
 							n++;
@@ -408,6 +417,18 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 		return plan_error(st, err);
 	}
 	char(*layouts)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS, 256);
+	char(*more)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS + 1, 256);
+	int total = rm_plan_layouts(&probe, gpus, gpn, req, more, RM_PLAN_MAX_LAYOUTS + 1);
+	free(more);
+	if (total > RM_PLAN_MAX_LAYOUTS) {
+		rm_scenario_resolved_finish(&probe);
+		free(layouts);
+		free(sc);
+		return rm_error_set(err, RM_RANGE, NULL, 0, 0,
+				    "plan: %s on %lld GPUs has more than %d layouts to try: narrow --tp, --pp, "
+				    "--pp-schedule, --zero or --async-tp",
+				    req->hardware[hw], (long long)gpus, RM_PLAN_MAX_LAYOUTS);
+	}
 	int n = rm_plan_layouts(&probe, gpus, gpn, req, layouts, RM_PLAN_MAX_LAYOUTS);
 	rm_scenario_resolved_finish(&probe);
 	/* a global batch range: each layout at each power-of-two multiple of the smallest batch in
@@ -418,6 +439,19 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	if (gb_top > gb) {
 		char(*ranged)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS, 256);
 		int m = 0;
+		int want = 0;
+		for (int64_t g = gb; g <= gb_top; g *= 2)
+			want += n;
+		if (want > RM_PLAN_MAX_LAYOUTS) {
+			free(ranged);
+			free(layouts);
+			free(sc);
+			return rm_error_set(err, RM_RANGE, NULL, 0, 0,
+					    "plan: %d layouts x the global batches of --global-batch %lld:%lld are more than %d "
+					    "to try on %lld GPUs: narrow the range, --tp or --pp",
+					    n, (long long)req->global_batch_min, (long long)req->global_batch_max,
+					    RM_PLAN_MAX_LAYOUTS, (long long)gpus);
+		}
 		for (int i = 0; i < n; i++)
 			for (int64_t g = gb; g <= gb_top && m < RM_PLAN_MAX_LAYOUTS; g *= 2)
 				snprintf(ranged[m++], 256, "%.200s training.global_batch=%lld", layouts[i], (long long)g);

@@ -419,3 +419,40 @@ Test(plan, moe_experts_not_divided_by_the_shard_group, .timeout = 120)
 	cr_assert(!strstr(res.points[0].best.layout, "parallelism.ep="), "%s", res.points[0].best.layout);
 	rm_plan_result_finish(&res);
 }
+
+/* --zero adds each HSDP layout under the stages asked for (XLA runs ZeRO-1/2 over the replicas);
+ * a space past 64 layouts is refused with the flags to narrow. */
+Test(plan, zero_stages_and_too_many_layouts)
+{
+	rm_scenario_resolved res;
+	resolve_text("model: llama-3-8b\ncluster: {gpus_per_node: 8, nodes: 2}\ntraining: {seq_len: 8192}\n", &res);
+	char out[65][256];
+	rm_plan_request req = rm_plan_request_default();
+	req.n_tp = req.n_pp = 1;
+	req.tp[0] = req.pp[0] = 1;
+	req.n_zero = 2;
+	req.zero[0] = 1;
+	req.zero[1] = 3;
+	/* tp 1, pp 1 on 16 GPUs: FSDP 16, and HSDP 8 x 2 under ZeRO-1 and ZeRO-3 */
+	int n = rm_plan_layouts(&res, 16, 8, &req, out, 65);
+	cr_assert_eq(n, 3);
+	cr_assert(strstr(out[1], "parallelism.dp_replicate=2 parallelism.zero=1"), "%s", out[1]);
+	cr_assert_null(strstr(out[2], "parallelism.zero="), "%s", out[2]);
+	rm_scenario_resolved_finish(&res);
+
+	rm_plan_request big = small_request();
+	snprintf(big.model, sizeof(big.model), "llama-3-70b");
+	big.n_tp = big.n_pp = 0;
+	big.gpus[0] = 1024;
+	big.n_pp_schedules = 5;
+	const char *sch[] = {"1f1b", "interleaved", "gpipe", "zero_bubble", "zbv"};
+	for (int i = 0; i < 5; i++)
+		snprintf(big.pp_schedules[i], sizeof(big.pp_schedules[0]), "%s", sch[i]);
+	big.async_tp = true;
+	rm_plan_result r;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&big, NULL, NULL, &r, &err), RM_RANGE);
+	cr_assert(strstr(err.msg, "more than 64 layouts to try: narrow --tp, --pp"), "%s", err.msg);
+	rm_plan_result_finish(&r);
+}

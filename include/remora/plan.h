@@ -68,6 +68,8 @@ typedef struct rm_plan_request {
 			     * chunks); 0: 1f1b */
 	char pp_schedules[5][16];
 	bool async_tp;      /* each TP layout also with parallelism.async_tp (PyTorch's) */
+	int n_zero;         /* > 0: each HSDP layout under each of these ZeRO stages (1, 2, 3) */
+	int zero[3];
 	int gpus_per_node;  /* 0: the profile's */
 	int64_t max_gpus;   /* the ladder's top; 0: 16384 */
 } rm_plan_request;
@@ -83,7 +85,8 @@ rm_plan_request rm_plan_request_default(void);
  * key/value heads and the MLP width, inside a node; pp a divisor of the layers up to 16; cp in
  * {1, 2, 4, 8} from 32768 tokens; FSDP over every data-parallel GPU, and HSDP with the shard
  * group inside a node when the data-parallel GPUs span nodes; MoE: ep = the shard group when it
- * divides the experts. req (may be NULL) narrows tp and pp to its lists. Deterministic order.
+ * divides the experts (else FSDP shards them). req (may be NULL) narrows tp and pp to its lists and
+ * adds its pipeline schedules, async TP and ZeRO stages. Deterministic order.
  * Returns the count.
  */
 int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, const rm_plan_request *req,

@@ -17,6 +17,7 @@
 #include "remora/scenario.h"
 #include "remora/schedule.h"
 #include "remora/sim.h"
+#include "scenario_run.h"
 
 #define US UINT64_C(1000000) /* ps per microsecond */
 
@@ -372,37 +373,17 @@ Test(nccl_ce, scenario_compute_is_faster_with_the_sms_free)
 
 /* Bad values fail at their key with FILE:LINE:COLUMN; ZERO and collective_engine copy_engine
  * both claim the all-gathers; a release without the policy is refused at the policy's key. */
-static void expect_error(const char *text, int line, int col, const char *needle)
-{
-	rm_scenario sc;
-	rm_error err;
-	rm_error_clear(&err);
-	rm_scenario_init(&sc);
-	rm_status got = rm_scenario_parse(text, strlen(text), "bad.yaml", &sc, &err);
-	if (got == RM_OK) {
-		rm_scenario_resolved res;
-		got = rm_scenario_resolve(&sc, NULL, &res, &err);
-		if (got == RM_OK)
-			rm_scenario_resolved_finish(&res);
-	}
-	cr_assert_eq(got, RM_INVALID, "%s -> %s (%s)", text, rm_status_name(got), err.msg);
-	cr_assert_str_eq(err.file, "bad.yaml");
-	cr_assert_eq(err.line, line, "%s: line %d (%s)", text, err.line, err.msg);
-	cr_assert_eq(err.column, col, "%s: column %d (%s)", text, err.column, err.msg);
-	cr_assert(strstr(err.msg, needle), "'%s' lacks '%s'", err.msg, needle);
-}
-
 Test(nccl_ce, scenario_keys_are_checked)
 {
-	expect_error("model: llama-2-7b\nscheduler:\n  nccl_cta_policy: fast\n", 3, 20,
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  nccl_cta_policy: fast\n", RM_INVALID, 3, 20,
 		     "expected default, efficiency or zero, got \"fast\"");
-	expect_error("model: llama-2-7b\nscheduler:\n  nccl_registration: window\n", 3, 22,
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  nccl_registration: window\n", RM_INVALID, 3, 22,
 		     "expected none, buffer or symmetric");
-	expect_error("model: llama-2-7b\nscheduler:\n  collective_engine: copy_engine\n  nccl_cta_policy: zero\n", 4,
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  collective_engine: copy_engine\n  nccl_cta_policy: zero\n", RM_INVALID, 4,
 		     20, "set one");
-	expect_error("model: llama-2-7b\nscheduler:\n  nccl_version: \"2.27\"\n  nccl_cta_policy: zero\n", 4, 20,
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  nccl_version: \"2.27\"\n  nccl_cta_policy: zero\n", RM_INVALID, 4, 20,
 		     "needs NCCL 2.28 or later");
-	expect_error("model: llama-2-7b\nscheduler:\n  nccl_version: \"2.26\"\n  nccl_registration: symmetric\n", 4,
+	expect_scenario_error("model: llama-2-7b\nscheduler:\n  nccl_version: \"2.26\"\n  nccl_registration: symmetric\n", RM_INVALID, 4,
 		     22, "symmetric registration");
 }
 

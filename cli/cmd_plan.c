@@ -469,6 +469,26 @@ static int write_plan_plots(const char *dir, const rm_plan_request *req, const r
 	return CLI_EXIT_OK;
 }
 
+/*
+ * Whether point i's plan is off the front: another plan is at most as large on both axes, time to
+ * train and (by_cost) cost over every hardware or (else) GPUs of the same hardware, and smaller on
+ * one.
+ */
+static bool dominated(const rm_plan_result *res, int i, bool by_cost)
+{
+	const rm_plan_point *pt = &res->points[i];
+	double x = by_cost ? pt->best.cost : (double)pt->gpus, t = pt->best.time_to_train_s;
+	for (int j = 0; j < res->n_points; j++) {
+		const rm_plan_point *o = &res->points[j];
+		if (j == i || !o->have_best || (!by_cost && o->hw != pt->hw))
+			continue;
+		double ox = by_cost ? o->best.cost : (double)o->gpus, ot = o->best.time_to_train_s;
+		if (ox <= x && ot <= t && (ox < x || ot < t))
+			return true;
+	}
+	return false;
+}
+
 int cli_cmd_plan(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1006,16 +1026,7 @@ int cli_cmd_plan(int argc, char **argv)
 			const rm_plan_point *pt = &res.points[i];
 			if (!pt->have_best)
 				continue;
-			bool dominated = false;
-			for (int j = 0; j < res.n_points && !dominated; j++) {
-				const rm_plan_point *o = &res.points[j];
-				if (j == i || !o->have_best || o->hw != pt->hw)
-					continue;
-				bool le = o->gpus <= pt->gpus && o->best.time_to_train_s <= pt->best.time_to_train_s;
-				bool lt = o->gpus < pt->gpus || o->best.time_to_train_s < pt->best.time_to_train_s;
-				dominated = le && lt;
-			}
-			if (dominated)
+			if (dominated(&res, i, false))
 				continue;
 			char t[32];
 			duration_text(pt->best.time_to_train_s, t, sizeof(t));
@@ -1031,16 +1042,7 @@ int cli_cmd_plan(int argc, char **argv)
 				const rm_plan_point *pt = &res.points[i];
 				if (!pt->have_best)
 					continue;
-				bool dominated = false;
-				for (int j = 0; j < res.n_points && !dominated; j++) {
-					const rm_plan_point *o = &res.points[j];
-					if (j == i || !o->have_best)
-						continue;
-					bool le = o->best.cost <= pt->best.cost && o->best.time_to_train_s <= pt->best.time_to_train_s;
-					bool lt = o->best.cost < pt->best.cost || o->best.time_to_train_s < pt->best.time_to_train_s;
-					dominated = le && lt;
-				}
-				if (dominated)
+				if (dominated(&res, i, true))
 					continue;
 				char t[32];
 				duration_text(pt->best.time_to_train_s, t, sizeof(t));

@@ -958,7 +958,11 @@ int cli_cmd_plan(int argc, char **argv)
 		rm_plan_row *alt = rm_new(rm_plan_row, (size_t)pt->n_layouts + 1);
 		memcpy(alt, pt->layouts, sizeof(rm_plan_row) * (size_t)pt->n_layouts);
 		qsort(alt, (size_t)pt->n_layouts, sizeof(rm_plan_row), cmp_rows);
-		printf("  instead    at %lld GPUs:\n", (long long)pt->gpus);
+		if (pt->n_layouts + pt->n_rejected <= 1)
+			printf("  instead    nothing: the only layout at %lld GPUs (--tp, --pp and the others widen it)\n",
+			       (long long)pt->gpus);
+		else
+			printf("  instead    at %lld GPUs:\n", (long long)pt->gpus);
 		int shown = 0;
 		for (int i = 0; i < pt->n_layouts && shown < top; i++) {
 			if (strcmp(alt[i].layout, w->layout) == 0)

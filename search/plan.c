@@ -459,7 +459,12 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 		layouts = ranged;
 		n = m;
 	}
-	/* which layouts resolve (the scenario's own checks: degrees against heads, layers, batch) */
+	/* which layouts resolve (the scenario's own checks: degrees against heads, layers, batch) at
+	 * one of the micro-batches the search tries: a large global batch can make the smallest's
+	 * accumulation too long to simulate (RM_SCENARIO_MAX_LAYER_STEPS) where a larger one is fine;
+	 * the search gives the micro-batches a layout refuses their own error rows */
+	static const int64_t mbs[] = {1, 2, 4, 8};
+	int64_t base_mb = 0;
 	pt->layouts = rm_new(rm_plan_row, (size_t)(n > 0 ? n : 1));
 	pt->rejected = rm_xcalloc((size_t)(n > 0 ? n : 1), 256);
 	pt->rejected_why = rm_xcalloc((size_t)(n > 0 ? n : 1), 256);
@@ -470,8 +475,22 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 		rm_error_clear(&e);
 		rm_scenario_resolved r;
 		rm_status vs = apply_layout(&v, layouts[i], &e);
-		if (vs == RM_OK)
-			vs = rm_scenario_resolve(&v, resolver, &r, &e);
+		int64_t mb = 0;
+		for (size_t k = 0; vs == RM_OK && k < RM_ARRAY_SIZE(mbs); k++) {
+			rm_error ek;
+			rm_error_clear(&ek);
+			v.micro_batch = mbs[k];
+			if (rm_scenario_resolve(&v, resolver, &r, &ek) == RM_OK) {
+				mb = mbs[k];
+				break;
+			}
+			if (k == 0)
+				e = ek; /* the smallest micro-batch's reason */
+		}
+		if (vs == RM_OK && mb == 0)
+			vs = e.status != RM_OK ? e.status : RM_INVALID;
+		if (vs == RM_OK && pt->n_layouts == 0)
+			base_mb = mb;
 		if (vs != RM_OK) {
 			snprintf(pt->rejected[pt->n_rejected], 256, "%s", layouts[i]);
 			plan_rewrite(e.msg, sizeof(e.msg));
@@ -505,7 +524,7 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	sc->n_search_policies = np;
 	if (st == RM_OK)
 		st = set_all(sc, err, "remat.policy=%s", sc->search_policies[0]);
-	static const int64_t mbs[] = {1, 2, 4, 8};
+	sc->micro_batch = base_mb; /* the first layout's smallest micro-batch that resolves */
 	sc->n_search_micro_batches = 0;
 	for (size_t i = 0; i < RM_ARRAY_SIZE(mbs); i++)
 		sc->search_micro_batches[sc->n_search_micro_batches++] = mbs[i];

@@ -316,6 +316,19 @@ static rm_status build_parallelism(rm_search *s, rm_error *err)
 		rm_status st = apply_overrides(&variant, v, true, &e);
 		if (st == RM_OK)
 			st = rm_scenario_resolve(&variant, s->resolver, &s->par_res[k], &e);
+		/* refused at the scenario's micro-batch only (a global batch whose accumulation is
+		 * too long to simulate there): kept if one of the searched micro-batches resolves;
+		 * the others are error rows */
+		for (int m = 0; st != RM_OK && e.status != RM_IO && m < sc->n_search_micro_batches; m++) {
+			rm_scenario again = variant;
+			if (sc->search_micro_batches[m] == (sc->micro_batch ? sc->micro_batch : 1))
+				continue;
+			again.micro_batch = sc->search_micro_batches[m];
+			rm_error e2;
+			rm_error_clear(&e2);
+			if (rm_scenario_resolve(&again, s->resolver, &s->par_res[k], &e2) == RM_OK)
+				st = RM_OK;
+		}
 
 		if (st != RM_OK) {
 			rm_log_warn("search.parallelism[%d] \"%s\" left out: %s", i, v, e.msg);
@@ -512,6 +525,9 @@ rm_search *rm_search_create(const rm_scenario *sc, rm_hw_resolver resolver, rm_e
 				if (s->par_gb[p] % per_step != 0)
 					continue;
 				t.grad_accum = s->par_gb[p] / per_step;
+				/* the scenario's bound on one program (rm_scenario_resolve) */
+				if (t.pp <= 1 && res->model.layers * t.grad_accum > RM_SCENARIO_MAX_LAYER_STEPS)
+					continue;
 			}
 			s->wl[p][i] = rm_workload_create(&res->model, &t, err);
 			if (!s->wl[p][i]) {
@@ -781,12 +797,22 @@ void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_
 	if (!s->wl[par][m]) {
 		memset(out, 0, sizeof(*out));
 		out->c = *c;
-		rm_train_config t = par_resolved(s, par)->train;
+		const rm_scenario_resolved *res = par_resolved(s, par);
+		rm_train_config t = res->train;
 		t.micro_batch = s->mbs[m];
-		snprintf(out->error, sizeof(out->error),
-			 "training.global_batch %lld is not a multiple of micro_batch %lld x %lld data-parallel GPUs",
-			 (long long)s->par_gb[par], (long long)t.micro_batch,
-			 (long long)(search_sequences_per_micro_step(&t) / t.micro_batch));
+		int64_t per_step = search_sequences_per_micro_step(&t);
+		if (s->par_gb[par] % per_step != 0)
+			snprintf(out->error, sizeof(out->error),
+				 "training.global_batch %lld is not a multiple of micro_batch %lld x %lld data-parallel GPUs",
+				 (long long)s->par_gb[par], (long long)t.micro_batch, (long long)(per_step / t.micro_batch));
+		else
+			snprintf(out->error, sizeof(out->error),
+				 "training.global_batch %lld at micro_batch %lld is %lld layers x grad_accum %lld = %lld "
+				 "layer passes per step, over the %d remora simulates in one program (a larger "
+				 "micro-batch accumulates fewer)",
+				 (long long)s->par_gb[par], (long long)t.micro_batch, (long long)res->model.layers,
+				 (long long)(s->par_gb[par] / per_step), (long long)(res->model.layers * (s->par_gb[par] / per_step)),
+				 RM_SCENARIO_MAX_LAYER_STEPS);
 		return;
 	}
 	const rm_xla_flags *flags = v < s->n_variants ? &s->variant_flags[v] : &s->res0.flags;

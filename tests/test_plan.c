@@ -346,6 +346,68 @@ Test(plan, search_keeps_the_global_batch, .timeout = 120)
 	rm_search_destroy(s);
 }
 
+/* A global batch of 4608 sequences on 8 GPUs is 576 micro-batches of 1 per data-parallel GPU: 32
+ * layers x 576 = 18432 layer passes, over the 16384 one program holds (RM_SCENARIO_MAX_LAYER_STEPS).
+ * Micro-batches of 2 need 288 (9216 passes), so the layout is still a candidate and its
+ * micro-batch-1 row says why it is none. TP 2 x FSDP 4 has 4 data-parallel GPUs: micro-batch 2
+ * accumulates 576 too, 4 is the first that fits in one program. */
+static void keep_by_layout(const rm_candidate_result *r, void *user)
+{
+	rm_candidate_result(*rows)[3] = user;
+	int par = strstr(r->c.parallelism, "tp=2") ? 1 : 0;
+	int m = r->c.micro_batch == 1 ? 0 : r->c.micro_batch == 2 ? 1 : r->c.micro_batch == 4 ? 2 : -1;
+	if (!r->c.as_written && m >= 0)
+		rows[par][m] = *r;
+}
+
+Test(plan, a_long_accumulation_moves_to_larger_micro_batches, .timeout = 120)
+{
+	const char *text = "model: llama-2-7b\ntraining: {seq_len: 1024, micro_batch: 2, global_batch: 4608}\n"
+			   "remat: {scan: false}\nscheduler: {mode: fsdp2}\n"
+			   "search: {policies: [nothing_saveable], micro_batches: [1, 2, 4], include_ideal: false,\n"
+			   "  parallelism: ['', 'parallelism.tp=2 parallelism.sp=true parallelism.fsdp=4']}\n";
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_parse(text, strlen(text), "t.yaml", &sc, &err), RM_OK, "%s", err.msg);
+	rm_search *s = rm_search_create(&sc, NULL, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	rm_search_options opt = {.jobs = 1};
+	rm_search_progress prog;
+	cr_assert_eq(rm_search_run(s, &opt, &prog, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(prog.total, 1 + 2 * 3); /* the TP 2 variant is kept: micro-batch 4 resolves */
+	rm_candidate_result rows[2][3];
+	memset(rows, 0, sizeof(rows));
+	cr_assert_eq(rm_search_each(s, keep_by_layout, rows, &err), RM_OK);
+	cr_assert_not(rows[0][0].ok);
+	cr_assert(strstr(rows[0][0].error, "32 layers x grad_accum 576 = 18432 layer passes"), "%s", rows[0][0].error);
+	cr_assert(rows[0][1].ok && rows[0][2].ok, "%s / %s", rows[0][1].error, rows[0][2].error);
+	cr_assert_not(rows[1][0].ok);
+	cr_assert(strstr(rows[1][0].error, "grad_accum 1152 = 36864"), "%s", rows[1][0].error);
+	cr_assert_not(rows[1][1].ok);
+	cr_assert(strstr(rows[1][1].error, "grad_accum 576 = 18432"), "%s", rows[1][1].error);
+	cr_assert(rows[1][2].ok, "%s", rows[1][2].error);
+	rm_search_destroy(s);
+
+	/* the plan: its layout check tries the micro-batches too, so both layouts are plans' rows */
+	rm_plan_request req = small_request();
+	req.global_batch_min = req.global_batch_max = 4608;
+	rm_plan_result res;
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_OK, "%s", err.msg);
+	const rm_plan_point *pt = &res.points[0];
+	cr_assert_eq(pt->n_layouts, 2);
+	cr_assert_eq(pt->n_rejected, 0);
+	for (int i = 0; i < 2; i++) {
+		const rm_plan_row *r = &pt->layouts[i];
+		cr_assert(r->r.ok, "%s", r->r.error);
+		int64_t dp = r->fsdp * r->dp_replicate;
+		cr_assert_eq(r->grad_accum * r->r.c.micro_batch * dp, 4608);
+		cr_assert_leq(32 * r->grad_accum, RM_SCENARIO_MAX_LAYER_STEPS);
+	}
+	rm_plan_result_finish(&res);
+}
+
 /* Weak scaling keeps the batch per GPU: 64 sequences on 8 GPUs are 128 on 16, so the plan at 16
  * GPUs runs the same accumulation per GPU; strong scaling keeps 64 and halves it. */
 Test(plan, weak_scaling_grows_the_global_batch, .timeout = 120)

@@ -751,6 +751,9 @@ int cli_cmd_plan(int argc, char **argv)
 	}
 	if (shards > 1 && !db)
 		return cli_usage_error("plan", "--shard needs --db: each shard keeps its rows in its own file for remora merge");
+	if (shards > 1 && scaling)
+		return cli_usage_error("plan", "--scaling scales the answer, which one shard cannot know: merge the shards "
+					       "and run plan --db MERGED --scaling (the merged rows are not simulated again)");
 	cli_sweep split;
 	int src = cli_sweep_begin("plan", &split, db, shard, shards);
 	if (src != CLI_EXIT_OK) {

@@ -625,6 +625,8 @@ Test(golden, plan_usage_errors)
 		{"plan llama-3-8b --price h100-sxm=2,h100-sxm=3", "h100-sxm is priced twice"},
 		{"plan llama-3-8b --global-batch 64:32", "below its bottom"},
 		{"plan llama-3-8b --tokens 1T --plot /etc/hostname", "not a folder"},
+		{"plan llama-3-8b --tokens 1T --shard 1/2 --db /tmp/remora-no-such-dir/s.db --scaling",
+		 "one shard cannot know"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_result r = run_remora(cases[i].args, true);

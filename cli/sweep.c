@@ -185,6 +185,33 @@ static const cli_mpi_ops *load_module(void **handle, char *why, size_t size)
 	return NULL;
 }
 
+/*
+ * Folders .remora-sweep-* in the current directory other than ours (mine): a run without --db
+ * that was killed cannot remove its folder, and nothing resumes from it (a resumable sweep names
+ * its --db). Rank 0 says so once per run; it removes nothing, since another sweep may be running
+ * in the same directory.
+ */
+static void warn_stale_folders(const char *mine)
+{
+	DIR *d = opendir(".");
+	if (!d)
+		return;
+	int n = 0;
+	char first[CLI_SWEEP_PATH] = "";
+	for (struct dirent *e; (e = readdir(d));) {
+		if (strncmp(e->d_name, ".remora-sweep-", 14) != 0 || strcmp(e->d_name, mine) == 0)
+			continue;
+		if (n++ == 0)
+			snprintf(first, sizeof(first), "%s", e->d_name);
+	}
+	closedir(d);
+	if (n > 0)
+		rm_log_warn("%d folder%s .remora-sweep-* (%s%s) of earlier runs without --db: a killed run leaves "
+			    "its ranks' rows there and nothing resumes from them; remove %s when no sweep is running "
+			    "here, and give --db to make a sweep resumable",
+			    n, n == 1 ? "" : "s", first, n > 1 ? ", ..." : "", n == 1 ? "it" : "them");
+}
+
 int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, int shards)
 {
 	memset(w, 0, sizeof(*w));
@@ -234,6 +261,8 @@ int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, in
 				st = rm_error_set(&err, RM_IO, ".", 0, 0, "cannot make a folder for the ranks' databases: %s",
 						  strerror(errno));
 		}
+		if (w->rank == 0 && st == RM_OK)
+			warn_stale_folders(tmp);
 		w->ops->bcast(tmp, (int)sizeof(tmp));
 		snprintf(w->tmpdir, sizeof(w->tmpdir), "%s", tmp);
 		snprintf(w->db, sizeof(w->db), "%s/sweep.db", tmp);

@@ -21,7 +21,7 @@ check() { # check DESCRIPTION COMMAND...
 	n=$((n + 1))
 	if "${@:2}" > "check$n.log" 2>&1; then echo "ok $n - $1"; else echo "not ok $n - $1"; sed 's/^/# /' "check$n.log"; failed=1; fi
 }
-echo "1..17"
+echo "1..18"
 "$remora" search "$sc" "${small[@]}" > one.txt
 "$remora" search "$sc" "${small[@]}" --db one.db --rows > one.rows
 "$remora" search "$sc" "${small[@]}" --json > one.json
@@ -89,4 +89,9 @@ plan=(plan llama-3-8b --tokens 1T --gpus 8 --tp 1,2 --pp 1,2)
 check "plan under -np 2 prints one process's plan" cmp plan-np2.txt plan-one.txt
 "${mpirun[@]}" -np 4 "$remora" "${plan[@]}" --json --db plan.db > plan-np4.json 2> plan-np4.err
 check "plan under -np 4 with --db gives one process's --json" cmp plan-np4.json plan-one.json
+# a folder a killed run without --db left: named once, kept (another sweep may be using it)
+mkdir .remora-sweep-killed
+"${mpirun[@]}" -np 2 "$remora" search "$sc" "${small[@]}" > stale.txt 2> stale.err
+check "a stale .remora-sweep-* folder is named and kept" \
+	sh -c "cmp stale.txt one.txt && test \$(grep -c '1 folder .remora-sweep-\* (.remora-sweep-killed)' stale.err) -eq 1 && test -d .remora-sweep-killed"
 exit $failed

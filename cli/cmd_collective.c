@@ -46,6 +46,8 @@ static void collective_usage(FILE *out)
 		"                         SuperPOD unit (rail leaf of 32 nodes) or a 64-port leaf\n"
 		"      --no-pxn           as NCCL_PXN_DISABLE=1: all-to-all to another rail leaves\n"
 		"                         by the GPU's own NIC and crosses the spine\n"
+		"      --nvlink-mesh N    the node is a board of N GPUs NVLinked without NVSwitch (an\n"
+		"                         HGX 4-GPU board: 4); as the scenario key cluster.nvlink_mesh\n"
 		"      --raw              NCCL's own model, without the measured size efficiency\n"
 		"                         (and, across nodes, without the measured fabric cap)\n"
 		"      --all              also list every (algorithm, protocol) pair's time\n"
@@ -209,7 +211,7 @@ static json_t *fabric_json(const rm_fabric *f, const rm_coll_query *q)
 
 int cli_cmd_collective(int argc, char **argv)
 {
-	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL, OPT_CPU, OPT_POLICY, OPT_REG, OPT_TOPOLOGY, OPT_TIER, OPT_NO_PXN };
+	enum { OPT_VERSION = 256, OPT_RAW, OPT_ALL, OPT_CPU, OPT_POLICY, OPT_REG, OPT_TOPOLOGY, OPT_TIER, OPT_NO_PXN, OPT_MESH };
 	static const struct option longopts[] = {
 		{"op", required_argument, NULL, 'o'},
 		{"bytes", required_argument, NULL, 'b'},
@@ -227,13 +229,14 @@ int cli_cmd_collective(int argc, char **argv)
 		{"topology", required_argument, NULL, OPT_TOPOLOGY},
 		{"tier", required_argument, NULL, OPT_TIER},
 		{"no-pxn", no_argument, NULL, OPT_NO_PXN},
+		{"nvlink-mesh", required_argument, NULL, OPT_MESH},
 		{"table", no_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
 	const char *op = NULL, *hw_name = "h100-sxm", *algo = NULL, *proto = NULL, *version = NULL;
-	int64_t bytes = -1, gpus = 0, nodes = 1;
+	int64_t bytes = -1, gpus = 0, nodes = 1, mesh = 0;
 	bool raw = false, all = false, table = false, json = false;
 	rm_nccl_cpu cpu = RM_NCCL_CPU_INTEL;
 	rm_nccl_cta_policy policy = RM_NCCL_CTA_DEFAULT;
@@ -312,6 +315,13 @@ int cli_cmd_collective(int argc, char **argv)
 		case OPT_NO_PXN:
 			fabric.pxn = false;
 			break;
+		case OPT_MESH:
+			if (!cli_parse_positive("collective", "--nvlink-mesh", optarg, &mesh))
+				return CLI_EXIT_USAGE;
+			if (mesh < 2 || mesh > 8)
+				return cli_usage_error("collective", "--nvlink-mesh: a board of 2 to 8 GPUs, got %lld",
+						       (long long)mesh);
+			break;
 		case 't':
 			table = true;
 			break;
@@ -344,6 +354,23 @@ int cli_cmd_collective(int argc, char **argv)
 		if (version && !strchr(hw_name, ':') && rm_hw_profile_find(hw_name, NULL))
 			return cli_usage_error("collective", "--nccl-version: %s", err.msg);
 		return cli_fail(&err);
+	}
+	if (mesh > 0) {
+		/* the scenario's rules (cluster.nvlink_mesh): the links split evenly, the group inside */
+		if (mesh > hw_store.gpus_per_node || hw_store.nvlink_links < 1 ||
+		    (int64_t)hw_store.nvlink_links % (mesh - 1) != 0)
+			return cli_usage_error("collective",
+					       "--nvlink-mesh %lld: the %d NVLinks of a %s do not join %lld GPUs of a "
+					       "node of %d evenly",
+					       (long long)mesh, (int)hw_store.nvlink_links, hw_store.name, (long long)mesh,
+					       (int)hw_store.gpus_per_node);
+		if (!table && gpus / nodes > mesh)
+			return cli_usage_error("collective", "--nvlink-mesh %lld: %lld GPUs per node do not fit one board",
+					       (long long)mesh, (long long)(gpus / nodes));
+		hw_store.nvlink_mesh_gpus = (double)mesh;
+		hw_store.gpus_per_node = (double)mesh;
+		model.hw.nvlink_mesh_gpus = (double)mesh;
+		model.hw.gpus_per_node = (double)mesh;
 	}
 	const rm_hw_profile *hw = &hw_store;
 	model.calibrated = !raw;
@@ -410,6 +437,8 @@ int cli_cmd_collective(int argc, char **argv)
 		}
 		if (model.fabric.kind != RM_FABRIC_NONE)
 			json_object_set_new(o, "topology", fabric_json(&model.fabric, &q));
+		if (mesh > 0)
+			json_object_set_new(o, "nvlink_mesh", json_integer(mesh));
 		if (all) {
 			json_t *pairs = json_array();
 			for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)
@@ -429,6 +458,9 @@ int cli_cmd_collective(int argc, char **argv)
 	       rm_nccl_model_version_label(&model, label, sizeof(label)), raw ? " (raw model)" : "");
 	if (q.nodes > 1)
 		printf("  hosts     %s CPUs, %d GPU(s) per node\n", rm_nccl_cpu_name(model.cpu), q.ranks / q.nodes);
+	if (mesh > 0)
+		printf("  board     %lld GPUs joined NVLink to NVLink, no NVSwitch: %d links to each peer, no NVLS\n",
+		       (long long)mesh, (int)(hw->nvlink_links / (double)(mesh - 1)));
 	if (model.fabric.kind != RM_FABRIC_NONE && q.nodes > 1) {
 		bool cross = !model.fabric.pxn && q.coll == RM_COLL_ALL_TO_ALL && model.fabric.kind == RM_FABRIC_RAIL_OPTIMIZED;
 		rm_fabric_path p = rm_fabric_path_of(&model.fabric, q.nodes, cross);

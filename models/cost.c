@@ -381,7 +381,11 @@ double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *
  * NVLink 4's 450 GB/s per direction, hardware.md; scaled by the profile's NVLink bandwidth). */
 static double ce_peer_GBps(const rm_hw_profile *hw)
 {
-	return RM_CE_D2D_GBPS_H100 * (hw->nvlink_GBps > 0 ? hw->nvlink_GBps / 450.0 : 1.0);
+	double bw = RM_CE_D2D_GBPS_H100 * (hw->nvlink_GBps > 0 ? hw->nvlink_GBps / 450.0 : 1.0);
+	/* a board without NVSwitch (cluster.nvlink_mesh): one peer over the pair's links only */
+	if (hw->nvlink_mesh_gpus >= 2 && hw->nvlink_links > 0)
+		bw *= floor(hw->nvlink_links / (hw->nvlink_mesh_gpus - 1)) / hw->nvlink_links;
+	return bw;
 }
 
 double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw)

@@ -58,6 +58,10 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 	"D: 300 GB/s makes docs/reference/nccl-model.md's NVLS formula (bw * 0.85 * 15/16 * 2) give its worked "    \
 	"476-480 GB/s all-reduce busBW"
 
+#define HW_MESH                                                                                  \
+	"0: the HGX/DGX 8-GPU baseboard's NVSwitch (docs/reference/hardware.md '8-GPU node fabric'); "   \
+	"cluster.nvlink_mesh sets a board without one"
+
 #define HOPPER_COMMON_SOURCES                                                                    \
 	[RM_HW_sm_count] = HW_SM, [RM_HW_boost_clock_MHz] = HW_CLOCK,                              \
 	[RM_HW_bf16_TFLOPs] = HW_BF16, [RM_HW_fp8_TFLOPs] = HW_FP8, [RM_HW_tf32_TFLOPs] = HW_TF32, \
@@ -73,7 +77,8 @@ static const rm_hw_field_info field_info[RM_HW_FIELD_COUNT] = {
 	[RM_HW_gemm_tile_n] = HW_TILE, [RM_HW_launch_us] = HW_LAUNCH,                              \
 	[RM_HW_gemm_slowdown_per_sm] = HW_WAVES,                                                   \
 	[RM_HW_nccl_ring_channels] = HW_RING, [RM_HW_nccl_nvls_channels] = HW_NVLS,                \
-	[RM_HW_nccl_ring_busbw_GBps] = HW_RING_BW, [RM_HW_nccl_nvls_bw_GBps] = HW_NVLS_BW
+	[RM_HW_nccl_ring_busbw_GBps] = HW_RING_BW, [RM_HW_nccl_nvls_bw_GBps] = HW_NVLS_BW,         \
+	[RM_HW_nvlink_mesh_gpus] = HW_MESH
 
 /* The A100 entry overrides some of the shared sources on purpose. */
 #pragma GCC diagnostic push

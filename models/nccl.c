@@ -707,6 +707,61 @@ static void net_graph(const rm_nccl_model *m, topo *t)
 	t->channels = 2 * ch > 32 ? 32 : 2 * ch; /* doubled for execution, at most MAXCHANNELS */
 }
 
+/* NCCL's intra-node search speeds for sm_90, GB/s (src/graph/search.cc sm90SpeedArrayIntra), and
+ * its NVLink bandwidth per link on sm_90 (src/graph/topo.h SM90_NVLINK_BW). */
+static const double sm90_intra_speeds[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+#define SM90_NVLINK_LINK_GBPS 20.6
+
+/*
+ * The ring graph of ppn GPUs of a board whose GPUs are joined NVLink to NVLink (no NVSwitch,
+ * cluster.nvlink_mesh): the path to a peer is the pair's own links, nvlink_links / (mesh - 1) of
+ * them at 20.6 GB/s each. NCCL's search (src/graph/search.cc ncclTopoCompute) starts at the
+ * fastest speed a path carries and packs channels while the links last; a channel crosses one of
+ * each GPU's ppn - 1 edges, and the rings of a complete graph (ppn >= 3) use every edge alike, so
+ * a speed s gives floor(pair / s) channels per edge x (ppn - 1). It tries slower speeds while
+ * they are more than 0.49 of the best found and keeps the most bandwidth; then
+ * ncclTopoDupChannels doubles the channels at half the speed from 50 GB/s (the rule net_graph
+ * follows). A group that reaches the node's full ring (nccl_ring_busbw_GBps) keeps that graph.
+ * E.g. 2 GPUs of a 4-GPU H200 board: 6 links, 123.6 GB/s; 2 channels at 60, duplicated to 4 at
+ * 30: busBW 120 GB/s against 360 on NVSwitch; 4 GPUs of it: 6 channels at 60, the full 360.
+ */
+static bool mesh_ring_graph(const rm_nccl_model *m, int ppn, topo *t)
+{
+	int mesh = (int)m->hw.nvlink_mesh_gpus;
+	if (mesh < 2 || ppn < 2 || m->hw.nvlink_links < 1)
+		return false;
+	double pair = floor(m->hw.nvlink_links / (mesh - 1)) * SM90_NVLINK_LINK_GBPS;
+	size_t i = 0;
+	while (i + 1 < RM_ARRAY_SIZE(sm90_intra_speeds) && sm90_intra_speeds[i] > pair)
+		i++;
+	double best = 0, best_s = sm90_intra_speeds[i];
+	int best_ch = 0;
+	for (; i < RM_ARRAY_SIZE(sm90_intra_speeds); i++) {
+		double s = sm90_intra_speeds[i];
+		if (best > 0 && s / best_s <= 0.49)
+			break;
+		int ch = (int)floor(pair / s + 1e-9) * (ppn - 1);
+		if (s * ch > best + 1e-9) {
+			best = s * ch;
+			best_s = s;
+			best_ch = ch;
+		}
+	}
+	if (best_ch < 1 || best >= m->hw.nccl_ring_busbw_GBps)
+		return false; /* the node's own ring graph */
+	if (best_s >= 25.0 && !(best_s < 50.0 && best_ch > 4)) {
+		int dup = 2 * best_ch > 16 ? 16 : 2 * best_ch;
+		best_s /= (dup + best_ch - 1) / best_ch;
+		best_ch = dup;
+	}
+	int cap = m->hw.nccl_ring_channels >= 1 ? (int)m->hw.nccl_ring_channels : 32;
+	t->graph_channels = best_ch;
+	t->graph_bw = best_s;
+	t->graph_busbw = best_s * best_ch;
+	t->channels = 2 * best_ch > cap ? cap : 2 * best_ch;
+	return true;
+}
+
 static topo topo_of(const rm_nccl_model *m, const rm_coll_query *q)
 {
 	topo t = {.n = q->ranks, .nodes = q->nodes, .ppn = q->ranks / q->nodes};
@@ -720,9 +775,16 @@ static topo topo_of(const rm_nccl_model *m, const rm_coll_query *q)
 		t.graph_busbw = m->hw.nccl_ring_busbw_GBps;
 		t.graph_bw = t.graph_busbw / t.graph_channels;
 		t.net_speed = 0;
+		mesh_ring_graph(m, t.ppn, &t);
 		return t;
 	}
 	net_graph(m, &t);
+	topo mesh = t;
+	if (mesh_ring_graph(m, t.ppn, &mesh) && mesh.graph_busbw < t.graph_busbw) {
+		/* the hops inside a node ride the pair's links: the slower of the two graphs */
+		t.graph_busbw = mesh.graph_busbw;
+		t.graph_bw = t.graph_busbw / t.graph_channels;
+	}
 	if (m->calibrated) {
 		double fabric = t.ppn * m->hw.nic_GBps * fabric_efficiency(t.nodes);
 		if (fabric < t.graph_busbw)
@@ -760,7 +822,8 @@ static bool pair_available(const rm_nccl_model *m, const rm_coll_query *q, const
 {
 	/* NCCL turns NVLS off for 2 GPUs or fewer per node (src/transport/nvls.cc ncclNvlsInit:
 	 * `gpuCount <= 2` returns with nvlsSupport 0) */
-	bool nvls_hw = m->hw.nccl_nvls_bw_GBps > 0 && m->hw.nccl_nvls_channels > 0 && t->ppn > 2;
+	bool nvls_hw = m->hw.nccl_nvls_bw_GBps > 0 && m->hw.nccl_nvls_channels > 0 && t->ppn > 2 &&
+		       m->hw.nvlink_mesh_gpus < 2; /* NVLS is the NVSwitch's: none on a mesh board */
 	bool ag_rs = q->coll == RM_COLL_ALL_GATHER || q->coll == RM_COLL_REDUCE_SCATTER;
 	switch (a) {
 	case A_RING:
@@ -791,7 +854,7 @@ static bool algo_offered(const rm_nccl_model *m, const rm_coll_query *q, const t
 	case A_PAT:
 		return t->ppn == 1 && t->nodes > 1;
 	default:
-		return t->ppn > 2 && m->hw.nccl_nvls_channels > 0;
+		return t->ppn > 2 && m->hw.nccl_nvls_channels > 0 && m->hw.nvlink_mesh_gpus < 2;
 	}
 }
 
@@ -1251,6 +1314,11 @@ static bool ce_estimate(const rm_nccl_model *m, const rm_coll_query *q, rm_coll_
 		return false;
 	double n = q->ranks;
 	double bw_GBps = m->hw.nvlink_GBps > 0 ? RM_CE_D2D_GBPS_H100 * m->hw.nvlink_GBps / 450.0 : m->hw.p2p_GBps;
+	if (m->hw.nvlink_mesh_gpus >= 2 && m->hw.nvlink_links > 0 && n > 1) {
+		/* on a mesh board each peer's share comes over the pair's links only */
+		double share = (n - 1.0) * floor(m->hw.nvlink_links / (m->hw.nvlink_mesh_gpus - 1)) / m->hw.nvlink_links;
+		bw_GBps *= share < 1.0 ? share : 1.0;
+	}
 	double lat = CE_STREAM_OPS * m->hw.launch_us + CE_FLAG_CROSSINGS * m->k->hw_lat[LINK_NVLINK][A_RING][P_LL];
 	/* calibrated: the measured all-gather curve (eff_ce_ag); all-to-all has no measurement */
 	double eff = m->calibrated && q->coll == RM_COLL_ALL_GATHER

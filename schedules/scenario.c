@@ -38,6 +38,7 @@ static const key_desc keys[] = {
 	{"cluster.gpus_per_node", K_INT, S(gpus_per_node), 0, 1, 64},
 	{"cluster.nodes", K_INT, S(nodes), 0, 1, 100000},
 	{"cluster.nics_per_node", K_INT, S(nics_per_node), 0, 1, 64},
+	{"cluster.nvlink_mesh", K_INT, S(nvlink_mesh), 0, 2, 8},
 	{"cluster.nic_gbps", K_DOUBLE, S(nic_gbps), 0, 1, 1 << 20},
 	{"cluster.topology.kind", K_STR, S(topology_kind), 0, 0, 0},
 	{"cluster.topology.nics_per_node", K_INT, S(nics_per_node), 0, 1, 64},
@@ -1167,6 +1168,26 @@ static rm_status nccl_buffers(const rm_scenario *sc, rm_nccl_model *nccl, rm_err
  * (once per resolution: the profile is re-resolved with the NCCL model and set again). */
 static rm_status apply_hardware_overrides(const rm_scenario *sc, rm_hw_profile *hw, bool warn, rm_error *err)
 {
+	if (sc->nvlink_mesh > 0) {
+		/* a board of N GPUs joined NVLink to NVLink, no NVSwitch (HGX H100/H200 4-GPU): each
+		 * pair shares nvlink_links / (N - 1) links; a node is that board */
+		if (hw->nvlink_links < 1)
+			return key_error(sc, "cluster.nvlink_mesh", err, RM_INVALID, "%s has no NVLink to join a board with",
+					 hw->name);
+		if (sc->nvlink_mesh > hw->gpus_per_node)
+			return key_error(sc, "cluster.nvlink_mesh", err, RM_RANGE,
+					 "a board of %lld GPUs: %s nodes hold at most %d", (long long)sc->nvlink_mesh,
+					 hw->name, (int)hw->gpus_per_node);
+		if ((int64_t)hw->nvlink_links % (sc->nvlink_mesh - 1) != 0)
+			return key_error(sc, "cluster.nvlink_mesh", err, RM_INVALID,
+					 "the %d NVLinks of a %s do not split evenly among %lld peers: no board "
+					 "joins %lld GPUs directly",
+					 (int)hw->nvlink_links, hw->name, (long long)(sc->nvlink_mesh - 1),
+					 (long long)sc->nvlink_mesh);
+		rm_hw_profile_set(hw, RM_HW_nvlink_mesh_gpus, (double)sc->nvlink_mesh, "scenario cluster.nvlink_mesh");
+		rm_hw_profile_set(hw, RM_HW_gpus_per_node, (double)sc->nvlink_mesh,
+				  "scenario cluster.nvlink_mesh: a node is one board");
+	}
 	if (sc->power_w > 0 && sc->power_w < 100)
 		return key_error(sc, "hardware.power_w", err, RM_RANGE,
 				 "power_w %g is below the 100 W that data-centre GPUs accept as a limit (H100 SXM: "
@@ -1330,8 +1351,9 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return err ? err->status : RM_INVALID;
 	int64_t gpn = sc->gpus_per_node ? sc->gpus_per_node : (int64_t)out->hw.gpus_per_node;
 	if (gpn > out->hw.gpus_per_node)
-		return key_error(sc, "cluster.gpus_per_node", err, RM_INVALID, "%s nodes have %d GPUs, not %lld",
-				 out->hw.name, (int)out->hw.gpus_per_node, (long long)gpn);
+		return key_error(sc, "cluster.gpus_per_node", err, RM_INVALID, "%s nodes have %d GPUs, not %lld%s",
+				 out->hw.name, (int)out->hw.gpus_per_node, (long long)gpn,
+				 sc->nvlink_mesh > 0 ? " (cluster.nvlink_mesh: a node is one board)" : "");
 	out->gpus = (int)(gpn * sc->nodes);
 	rm_train_config t = rm_train_config_default(&out->model);
 	if (sc->seq_len)
@@ -1675,6 +1697,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		if (apply_hardware_overrides(sc, &out->hw, false, err) != RM_OK)
 			return err ? err->status : RM_INVALID;
 		nccl.hw.nic_GBps = out->hw.nic_GBps; /* cluster.nics_per_node, cluster.nic_gbps */
+		nccl.hw.nvlink_mesh_gpus = out->hw.nvlink_mesh_gpus; /* cluster.nvlink_mesh */
 		if (nccl_buffers(sc, &nccl, err) != RM_OK)
 			return err ? err->status : RM_INVALID;
 		if (build_fabric(sc, &out->hw, &nccl.fabric, err) != RM_OK)

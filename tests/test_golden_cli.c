@@ -643,6 +643,25 @@ Test(golden, plan_usage_errors)
 	free(r.out);
 }
 
+/* An HGX 4-GPU board (--nvlink-mesh 4): 2 of its H200s all-gather 128 MiB over their own 6 links,
+ * 120 GB/s of graph busBW (tests/test_nccl.c mesh_board_pairs_ride_their_own_links) at the
+ * measured size efficiency; 8 channels; a node bigger than the board is bad usage. */
+Test(golden, collective_on_a_mesh_board)
+{
+	run_result r = run_remora("collective --op all-gather --bytes 128MiB --gpus 2 --hardware h200-sxm --nvlink-mesh 4",
+				  false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "board     4 GPUs joined NVLink to NVLink, no NVSwitch: 6 links to each peer"), "%s",
+		  r.out);
+	cr_assert(strstr(r.out, "time      612.17 us"), "%s", r.out);
+	cr_assert(strstr(r.out, "Ring, protocol Simple, 8 channels"), "%s", r.out);
+	free(r.out);
+	r = run_remora("collective --op all-gather --bytes 128MiB --gpus 8 --hardware h200-sxm --nvlink-mesh 4", true);
+	cr_assert_eq(r.exit_code, 2, "%s", r.out);
+	cr_assert(strstr(r.out, "8 GPUs per node do not fit one board"), "%s", r.out);
+	free(r.out);
+}
+
 /* A merge that fails leaves no OUT behind when there was none (and touches an existing one not). */
 Test(golden, merge_failure_creates_nothing)
 {

@@ -1096,3 +1096,32 @@ Test(nccl, collective_command_takes_a_topology)
 		cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "%s: exit %d", bad[i], WEXITSTATUS(rc));
 	}
 }
+
+/*
+ * A board of 4 GPUs joined NVLink to NVLink (HGX H200 4-GPU, cluster.nvlink_mesh 4): a pair shares
+ * 18 / 3 = 6 links, 6 x 20.6 = 123.6 GB/s as NCCL models them. The search (sm_90 speeds) packs 2
+ * channels at 60 GB/s = 120 GB/s, duplicated to 4 at 30; launched 8. Two GPUs of the board so
+ * move a ring all-gather's bytes at a third of the NVSwitch node's 360 GB/s; four reach the full
+ * 360 (6 channels at 60, each GPU's 3 edges twice), and no NVLS is offered without the switch.
+ */
+Test(nccl, mesh_board_pairs_ride_their_own_links)
+{
+	rm_nccl_model sw = model_of("h200-sxm", NULL, false), mesh = sw;
+	mesh.hw.nvlink_mesh_gpus = 4;
+	rm_coll_estimate a, b;
+	rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_GATHER, RM_GiB, 2, 1);
+	cr_assert_geq(rm_nccl_pair_time(&sw, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &a), 0);
+	cr_assert_geq(rm_nccl_pair_time(&mesh, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &b), 0);
+	cr_assert_float_eq(a.latency_us, b.latency_us, 1e-9);
+	/* algBW = busBW x n / (n - 1): 360 x 2 and 120 x 2 GB/s */
+	cr_assert_float_eq(a.time_us - a.latency_us, (double)RM_GiB / (720.0 * 1e3), 1e-6);
+	cr_assert_float_eq(b.time_us - b.latency_us, (double)RM_GiB / (240.0 * 1e3), 1e-6);
+	cr_assert_eq(b.channels, 8);
+	cr_assert_eq(a.channels, 24);
+	q = rm_coll_query_make(RM_COLL_ALL_GATHER, RM_GiB, 4, 1);
+	cr_assert_geq(rm_nccl_pair_time(&sw, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &a), 0);
+	cr_assert_geq(rm_nccl_pair_time(&mesh, &q, RM_NCCL_ALGO_RING, RM_NCCL_PROTO_SIMPLE, &b), 0);
+	cr_assert_float_eq(a.time_us, b.time_us, 1e-9);
+	cr_assert_geq(rm_nccl_pair_time(&sw, &q, RM_NCCL_ALGO_NVLS, RM_NCCL_PROTO_SIMPLE, NULL), 0);
+	cr_assert_lt(rm_nccl_pair_time(&mesh, &q, RM_NCCL_ALGO_NVLS, RM_NCCL_PROTO_SIMPLE, NULL), 0);
+}

@@ -609,6 +609,39 @@ Test(parallel, nics_per_node_and_their_rate_set_the_network)
 	run_finish(&b);
 }
 
+/* A 4-GPU board without NVSwitch (cluster.nvlink_mesh 4): a node is the board, the resolved cost
+ * model prices a 2-GPU all-gather over the pair's 6 links (a third of the switch's bandwidth,
+ * tests/test_nccl.c mesh_board_pairs_ride_their_own_links; with its latency 2.5-3x the time), and
+ * TP 2 exposes about twice the communication at 1024 tokens, where latency is a good part of it;
+ * the key's checks name it. */
+Test(parallel, nvlink_mesh_boards)
+{
+	run a, b;
+#define TP2_ON(cluster)                                                                                \
+	"model: llama-2-7b\nhardware: h200-sxm\ncluster: {gpus_per_node: 2" cluster "}\n"                  \
+	"training: {seq_len: 1024}\nremat: {policy: nothing_saveable}\n"                                    \
+	"parallelism: {tp: 2, sp: true, fsdp: 1}\nscheduler: {mode: fsdp2}\n"
+	run_text(&a, TP2_ON(""));
+	run_text(&b, TP2_ON(", nvlink_mesh: 4"));
+#undef TP2_ON
+	cr_assert_float_eq(b.res.hw.nvlink_mesh_gpus, 4, 0);
+	cr_assert_float_eq(b.res.hw.gpus_per_node, 4, 0);
+	rm_cost_op op = {.kind = RM_COST_COLLECTIVE,
+			 .collective = {.op = RM_COLL_ALL_GATHER, .bytes = RM_GiB, .group_size = 2, .span = 1}};
+	double ta = a.res.sched.cost->op_time_s(a.res.sched.cost, &op, &a.res.hw);
+	double tb = b.res.sched.cost->op_time_s(b.res.sched.cost, &op, &b.res.hw);
+	cr_assert_gt(tb, 2.5 * ta, "switch %g s, mesh %g s", ta, tb);
+	cr_assert_lt(tb, 3.0 * ta, "switch %g s, mesh %g s", ta, tb);
+	cr_assert_gt(b.m.exposed_comm, 1.8 * a.m.exposed_comm, "switch %g, mesh %g", (double)a.m.exposed_comm, (double)b.m.exposed_comm);
+	run_finish(&a);
+	run_finish(&b);
+	expect_scenario_error("model: llama-2-7b\nhardware: h200-sxm\ncluster: {nvlink_mesh: 5}\n", RM_INVALID, 3, 24,
+			      "the 18 NVLinks of a h200-sxm do not split evenly among 4 peers");
+	expect_scenario_error("model: llama-2-7b\ncluster: {nvlink_mesh: 9}\n", RM_RANGE, 2, 24, "");
+	expect_scenario_error("model: llama-2-7b\ncluster: {gpus_per_node: 8, nvlink_mesh: 4}\n", RM_INVALID, 2,
+			      26, "nodes have 4 GPUs, not 8 (cluster.nvlink_mesh: a node is one board)");
+}
+
 /* --set refuses bytes that are not UTF-8 before a parser can echo them. */
 Test(parallel, set_refuses_malformed_utf8)
 {

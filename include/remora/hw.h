@@ -51,7 +51,8 @@
 	X(nccl_ring_channels, "", "NCCL ring channels (one SM each) on a full node")             \
 	X(nccl_nvls_channels, "", "NCCL NVLS channels on a full node")                          \
 	X(nccl_ring_busbw_GBps, "GB/s", "NCCL ring busBW on one node (topology search result)")  \
-	X(nccl_nvls_bw_GBps, "GB/s", "NCCL NVLS graph intra-node bandwidth (0: no NVLS)")
+	X(nccl_nvls_bw_GBps, "GB/s", "NCCL NVLS graph intra-node bandwidth (0: no NVLS)")        \
+	X(nvlink_mesh_gpus, "", "GPUs of a board whose NVLinks join them directly (0: NVSwitch)")
 
 typedef enum rm_hw_field {
 #define RM_HW_FIELD_ENUM(f, unit, desc) RM_HW_##f,

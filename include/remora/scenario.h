@@ -74,6 +74,7 @@ typedef struct rm_scenario {
 	int64_t gpus_per_node; /* 0: the hardware's */
 	int64_t nodes;
 	int64_t nics_per_node; /* scale-out NICs per node; 0: one per GPU */
+	int64_t nvlink_mesh;   /* GPUs of a board NVLinked without NVSwitch (HGX 4-GPU); 0: NVSwitch */
 	double nic_gbps;       /* each NIC's line rate, Gb/s; 0: the profile's */
 	/* cluster.topology (docs/collectives.md "Topology"); kind "": none */
 	char topology_kind[24];

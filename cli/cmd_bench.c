@@ -16,17 +16,23 @@ static void bench_usage(FILE *out)
 {
 	fprintf(out, "usage: remora bench engine [--ops N] [--min-time S] [--json]\n"
 		     "       remora bench search [--candidates N] [--model NAME] [--json]\n"
-		     "       [mpirun -np N] remora bench plan [--model NAME] [--json]\n\n"
-		     "search: candidates per second on one thread over the seed scenario's space with\n"
-		     "MODEL (default llama-3-8b), N and then 4N candidates (default 500), and the peak\n"
-		     "RSS after each (it must stay flat).\n\n"
-		     "Times the simulation engine on synthetic FSDP-like programs (10^5 and 10^6 ops\n"
-		     "unless --ops is given) on one thread and prints events per second (an event is\n"
-		     "an op start or an op end) and nanoseconds per event.\n\n"
-		     "options:\n"
+		     "       [mpirun -np N] remora bench plan [--model NAME] [--gpus LIST] [--json]\n\n"
+		     "engine: the simulation engine on synthetic FSDP-like programs (10^5 and 10^6 ops\n"
+		     "unless --ops is given) on one thread: events per second (an event is an op start\n"
+		     "or an op end) and nanoseconds per event.\n"
 		     "  -n, --ops N          one program of about N ops\n"
-		     "  -m, --min-time S     repeat each program for at least S seconds (default 1)\n"
-		     "  -j, --json           machine-readable output (key events_per_s: the slowest)\n"
+		     "  -m, --min-time S     repeat each program for at least S seconds (default 1)\n\n"
+		     "search: candidates per second on one thread over the seed scenario's space with\n"
+		     "MODEL, N and then 4N candidates, and the peak RSS after each (it must stay flat).\n"
+		     "  -c, --candidates N   candidates of the first run (default 500)\n"
+		     "  -M, --model NAME     the model (default llama-3-8b)\n\n"
+		     "plan: candidates per second of the plan search for MODEL at 1T tokens on H100s, TP\n"
+		     "1,2 x PP 1,2, in wall time and per CPU-second; under mpirun each rank sweeps its\n"
+		     "shard and rank 0 prints the totals.\n"
+		     "  -M, --model NAME     the model (default llama-3-8b)\n"
+		     "  -g, --gpus LIST      the GPU counts, one search each (default 8,16)\n\n"
+		     "every benchmark:\n"
+		     "  -j, --json           machine-readable output (engine: key events_per_s, the slowest)\n"
 		     "  -h, --help           this help\n");
 }
 
@@ -106,16 +112,16 @@ static int bench_search(int64_t n, const char *model, bool json)
  * micro-batches 1, 2, 4, 8), in wall time and per core (per CPU-second of every process). Under
  * mpirun each rank sweeps its shard and rank 0 prints the totals, so the two runs compare directly.
  */
-static int bench_plan(const char *model, bool json)
+static int bench_plan(const char *model, const int64_t *gpus, int n_gpus, bool json)
 {
 	rm_plan_request req = rm_plan_request_default();
 	snprintf(req.model, sizeof(req.model), "%s", model);
 	snprintf(req.hardware[0], sizeof(req.hardware[0]), "h100-sxm");
 	req.n_hardware = 1;
 	req.tokens = 1e12;
-	req.gpus[0] = 8;
-	req.gpus[1] = 16;
-	req.n_gpus = 2;
+	for (int i = 0; i < n_gpus; i++)
+		req.gpus[i] = gpus[i];
+	req.n_gpus = n_gpus;
 	req.tp[0] = 1;
 	req.tp[1] = 2;
 	req.n_tp = 2;
@@ -166,6 +172,10 @@ static int bench_plan(const char *model, bool json)
 			json_object_set_new(doc, "schema", json_string("remora.bench.plan/1"));
 			json_object_set_new(doc, "model", json_string(model));
 			json_object_set_new(doc, "processes", json_integer(procs));
+			json_t *ga = json_array();
+			for (int i = 0; i < n_gpus; i++)
+				json_array_append_new(ga, json_integer((json_int_t)gpus[i]));
+			json_object_set_new(doc, "gpus", ga);
 			json_object_set_new(doc, "candidates", json_integer((json_int_t)simulated));
 			json_object_set_new(doc, "wall_s", json_real(wall));
 			json_object_set_new(doc, "cpu_s", json_real(cpu));
@@ -174,10 +184,15 @@ static int bench_plan(const char *model, bool json)
 			json_object_set_new(doc, "candidates_per_cpu_s", json_real(cpu > 0 ? simulated / cpu : 0));
 			rc = cli_print_json(doc);
 		} else {
-			printf("plan search on %s (1T tokens, 8 and 16 H100s, TP 1,2 x PP 1,2), %d process%s: %.0f candidates "
+			char counts[256] = "";
+			size_t u = 0;
+			for (int i = 0; i < n_gpus && u < sizeof(counts); i++)
+				u += (size_t)snprintf(counts + u, sizeof(counts) - u, "%s%lld",
+						      i == 0 ? "" : i + 1 == n_gpus ? " and " : ", ", (long long)gpus[i]);
+			printf("plan search on %s (1T tokens, %s H100s, TP 1,2 x PP 1,2), %d process%s: %.0f candidates "
 			       "in %.2f s: %.1f candidates/s, %.1f per core (per CPU-second, %.2f CPU-s; the busiest process "
 			       "%.2f CPU-s)\n",
-			       model, procs, procs == 1 ? "" : "es", simulated, wall, wall > 0 ? simulated / wall : 0,
+			       model, counts, procs, procs == 1 ? "" : "es", simulated, wall, wall > 0 ? simulated / wall : 0,
 			       cpu > 0 ? simulated / cpu : 0, cpu, cpu_max);
 		}
 	}
@@ -191,6 +206,7 @@ int cli_cmd_bench(int argc, char **argv)
 		{"ops", required_argument, NULL, 'n'},
 		{"candidates", required_argument, NULL, 'c'},
 		{"model", required_argument, NULL, 'M'},
+		{"gpus", required_argument, NULL, 'g'},
 		{"min-time", required_argument, NULL, 'm'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
@@ -198,10 +214,12 @@ int cli_cmd_bench(int argc, char **argv)
 	};
 	bool json = false;
 	int64_t ops = 0, candidates = 500;
+	int64_t gpus[RM_PLAN_MAX_GPUS] = {8, 16};
+	int n_gpus = 2;
 	const char *model = "llama-3-8b";
 	double min_s = 1.0;
 	int c;
-	const char *shortopts = "n:c:M:m:jh";
+	const char *shortopts = "n:c:M:g:m:jh";
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -211,6 +229,25 @@ int cli_cmd_bench(int argc, char **argv)
 		case 'M':
 			model = optarg;
 			break;
+		case 'g': {
+			char buf[512];
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			n_gpus = 0;
+			for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (n_gpus >= RM_PLAN_MAX_GPUS)
+					return cli_usage_error("bench", "--gpus: at most %d counts", RM_PLAN_MAX_GPUS);
+				if (!cli_parse_positive("bench", "--gpus", t, &gpus[n_gpus]))
+					return CLI_EXIT_USAGE;
+				for (int j = 0; j < n_gpus; j++)
+					if (gpus[j] == gpus[n_gpus])
+						return cli_usage_error("bench", "--gpus: %lld is given twice", (long long)gpus[j]);
+				n_gpus++;
+			}
+			if (n_gpus == 0 || optarg[0] == ',' || optarg[strlen(optarg) - 1] == ',' || strstr(optarg, ",,"))
+				return cli_usage_error("bench", "--gpus expects a list of GPU counts such as 8,16,32, got '%s'",
+						       optarg);
+			break;
+		}
 		case 'n':
 			if (!cli_parse_positive("bench", "--ops", optarg, &ops))
 				return CLI_EXIT_USAGE;
@@ -239,7 +276,7 @@ int cli_cmd_bench(int argc, char **argv)
 	if (strcmp(argv[optind], "plan") == 0) {
 		if (optind + 1 != argc)
 			return cli_usage_error("bench", "unexpected argument '%s'", argv[optind + 1]);
-		return bench_plan(model, json);
+		return bench_plan(model, gpus, n_gpus, json);
 	}
 	if (strcmp(argv[optind], "search") == 0) {
 		if (optind + 1 != argc)

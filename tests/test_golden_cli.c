@@ -627,6 +627,8 @@ Test(golden, plan_usage_errors)
 		{"plan llama-3-8b --tokens 1T --plot /etc/hostname", "not a folder"},
 		{"plan llama-3-8b --tokens 1T --shard 1/2 --db /tmp/remora-no-such-dir/s.db --scaling",
 		 "one shard cannot know"},
+		{"bench plan --gpus 8,8", "8 is given twice"},
+		{"bench plan --gpus 8,,16", "a list of GPU counts"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_result r = run_remora(cases[i].args, true);

@@ -51,6 +51,8 @@ static void plan_usage(FILE *out)
 		"      --pp-schedule LIST  pipelined layouts under each of: 1f1b (default), interleaved,\n"
 		"                          gpipe, zero_bubble, zbv (zero_bubble over 2 chunks a stage)\n"
 		"      --async-tp          each TP layout also with async TP (torchtitan, torch.compile)\n"
+		"      --nvlink-mesh N     nodes are boards of N GPUs NVLinked without NVSwitch (HGX 4-GPU:\n"
+		"                          4; as cluster.nvlink_mesh); default 8-GPU NVSwitch nodes\n"
 		"      --zero LIST         HSDP layouts under each ZeRO stage: 1, 2, 3 (default 3)\n"
 		"      --scaling           then the answer's strong and weak scaling, one node up to\n"
 		"                          --max-gpus (the first hardware; TP and PP kept)\n"
@@ -285,7 +287,12 @@ static void print_paste(const rm_plan_request *req, const rm_plan_row *r, int64_
 	printf("  scenario   (save as a file: `remora simulate FILE` gives this row)\n");
 	printf("    model: %s\n", req->model);
 	printf("    hardware: %s\n", req->hardware[r->hw]);
-	printf("    cluster: {gpus_per_node: %lld, nodes: %lld}\n", (long long)per_node, (long long)(r->gpus / per_node));
+	if (req->nvlink_mesh > 0)
+		printf("    cluster: {gpus_per_node: %lld, nodes: %lld, nvlink_mesh: %d}\n", (long long)per_node,
+		       (long long)(r->gpus / per_node), req->nvlink_mesh);
+	else
+		printf("    cluster: {gpus_per_node: %lld, nodes: %lld}\n", (long long)per_node,
+		       (long long)(r->gpus / per_node));
 	printf("    training: {seq_len: %lld, micro_batch: %lld, global_batch: %lld}\n", (long long)seq,
 	       (long long)r->r.c.micro_batch, (long long)r->global_batch);
 	printf("    parallelism: {tp: %lld, sp: %s, pp: %lld, cp: %lld, fsdp: %lld, dp_replicate: %lld", (long long)r->tp,
@@ -505,6 +512,7 @@ int cli_cmd_plan(int argc, char **argv)
 		{"zero", required_argument, NULL, 'Z'},
 		{"json", no_argument, NULL, 'j'},	    {"help", no_argument, NULL, 'h'},
 		{"shard", required_argument, NULL, 256},
+		{"nvlink-mesh", required_argument, NULL, 257},
 		{NULL, 0, NULL, 0}};
 	static const char *const shortopts = "t:H:g:D:B:P:S:b:r:p:d:J:k:jh";
 	rm_plan_request req = rm_plan_request_default();
@@ -631,6 +639,15 @@ int cli_cmd_plan(int argc, char **argv)
 		case 'A':
 			req.async_tp = true;
 			break;
+		case 257: {
+			int64_t n = 0;
+			if (!cli_parse_positive("plan", "--nvlink-mesh", optarg, &n))
+				return CLI_EXIT_USAGE;
+			if (n < 2 || n > 8)
+				return cli_usage_error("plan", "--nvlink-mesh: a board of 2 to 8 GPUs, got %lld", (long long)n);
+			req.nvlink_mesh = (int)n;
+			break;
+		}
 		case 'Z': {
 			char list[3][256];
 			int n = split_list(optarg, list, 3);

@@ -255,6 +255,8 @@ static rm_status base_scenario(const rm_plan_request *req, int hw, int64_t gpus,
 		st = set_all(sc, err, "scheduler.mode=%s", req->runtime[0] ? req->runtime : "fsdp2");
 	if (st == RM_OK && strcasecmp(req->runtime, "xla") != 0)
 		st = set_all(sc, err, "remat.scan=false");
+	if (st == RM_OK && req->nvlink_mesh > 0)
+		st = set_all(sc, err, "cluster.nvlink_mesh=%d", req->nvlink_mesh);
 	return st;
 }
 
@@ -352,7 +354,8 @@ static void plan_rewrite(char *msg_io, size_t size)
 		     {"remat.policy", "--policy"},
 		     {"scheduler.mode", "--runtime"},
 		     {"cluster.gpus_per_node", "--gpus"},
-		     {"cluster.nodes", "--gpus"}};
+		     {"cluster.nodes", "--gpus"},
+		     {"cluster.nvlink_mesh", "--nvlink-mesh"}};
 	/* rm_scenario_set's own prefix for a value it refuses */
 	if (strncmp(msg_io, "--set remat.policy=", 19) == 0) {
 		const char *colon = strstr(msg_io, ": remat.policy: ");
@@ -633,6 +636,8 @@ static int64_t gpn_of(const rm_plan_request *req, rm_hw_resolver resolver, int h
 {
 	if (req->gpus_per_node > 0)
 		return req->gpus_per_node;
+	if (req->nvlink_mesh > 0)
+		return req->nvlink_mesh; /* a node is one board */
 	rm_hw_profile p;
 	if (resolver) {
 		if (resolver(req->hardware[hw], NULL, 1, 1, &p, NULL, err) != RM_OK)

@@ -408,6 +408,36 @@ Test(plan, a_long_accumulation_moves_to_larger_micro_batches, .timeout = 120)
 	rm_plan_result_finish(&res);
 }
 
+/* Nodes that are HGX 4-GPU boards (nvlink_mesh 4): a node holds 4 GPUs, so 8 GPUs are 2 nodes
+ * and HSDP's shard group is the board; TP 2 inside a board rides one pair's links and comes out
+ * slower than on NVSwitch nodes, FSDP-only layouts barely move. */
+Test(plan, mesh_boards_are_nodes_of_four, .timeout = 120)
+{
+	rm_plan_request req = small_request();
+	rm_plan_result sw, mesh;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &sw, &err), RM_OK, "%s", err.msg);
+	req.nvlink_mesh = 4;
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &mesh, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(mesh.gpn[0], 4);
+	const rm_plan_point *a = &sw.points[0], *b = &mesh.points[0];
+	cr_assert(b->have_best);
+	cr_assert_eq(b->best.nodes, 2);
+	const rm_plan_row *tp_sw = NULL, *tp_mesh = NULL;
+	for (int i = 0; i < a->n_layouts; i++)
+		if (a->layouts[i].tp == 2 && a->layouts[i].r.ok)
+			tp_sw = &a->layouts[i];
+	for (int i = 0; i < b->n_layouts; i++)
+		if (b->layouts[i].tp == 2 && b->layouts[i].fsdp == tp_sw->fsdp && b->layouts[i].r.ok)
+			tp_mesh = &b->layouts[i];
+	cr_assert_not_null(tp_sw);
+	cr_assert_not_null(tp_mesh);
+	cr_assert_lt(tp_mesh->r.tokens_per_s_per_gpu, tp_sw->r.tokens_per_s_per_gpu);
+	rm_plan_result_finish(&sw);
+	rm_plan_result_finish(&mesh);
+}
+
 /* Weak scaling keeps the batch per GPU: 64 sequences on 8 GPUs are 128 on 16, so the plan at 16
  * GPUs runs the same accumulation per GPU; strong scaling keeps 64 and halves it. */
 Test(plan, weak_scaling_grows_the_global_batch, .timeout = 120)

@@ -70,7 +70,9 @@ typedef struct rm_plan_request {
 	bool async_tp;      /* each TP layout also with parallelism.async_tp (PyTorch's) */
 	int n_zero;         /* > 0: each HSDP layout under each of these ZeRO stages (1, 2, 3) */
 	int zero[3];
-	int gpus_per_node;  /* 0: the profile's */
+	int gpus_per_node;  /* 0: the profile's (or nvlink_mesh's) */
+	int nvlink_mesh;    /* > 0: nodes are boards of this many GPUs joined NVLink to NVLink
+			     * without NVSwitch (cluster.nvlink_mesh; an HGX 4-GPU board: 4) */
 	int64_t max_gpus;   /* the ladder's top; 0: 16384 */
 } rm_plan_request;
 

@@ -1,0 +1,221 @@
+/*
+ * The list scheduler (schedules/lhs_list.c) on hand-built graphs of a few nodes, one ReadySetLt
+ * rule at a time (xla/service/latency_hiding_scheduler.cc, AIsBetterThanB). The schedule is
+ * built bottom-up: the node chosen first ends up last in program order. Compute costs 1000 units
+ * and a collective's latency is 5000 (XLA's default estimator). Each expected order is traced by
+ * hand in the comment above it.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "schedules/sched_internal.h"
+
+static const rm__lhs_params no_limit = {.limit = 0, .enabled = true, .overlap_limit = 1};
+
+static int compute(ln_graph *g, int64_t out_bytes)
+{
+	return rm__ln_add_node(g, LN_COMPUTE, -1, 1000, 0, out_bytes);
+}
+
+static void expect_order(const int *got, const int *want, int n)
+{
+	for (int i = 0; i < n; i++)
+		cr_expect_eq(got[i], want[i], "position %d: node %d, expected %d", i, got[i], want[i]);
+}
+
+/* All else equal, kOriginalOrder keeps the program order: bottom-up the later node goes first. */
+Test(lhs_list, ties_keep_the_original_order)
+{
+	ln_graph g = {0};
+	int a = compute(&g, 10);
+	int b = compute(&g, 10);
+	compute(&g, 0);
+	rm__ln_add_operand(&g, a);
+	rm__ln_add_operand(&g, b);
+	int order[3];
+	ln_rule rule[3];
+	cr_assert(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	expect_order(order, (int[]){0, 1, 2}, 3);
+	cr_expect_eq(rule[1], LN_RULE_ORIGINAL_ORDER);
+	cr_expect_eq(rule[2], LN_RULE_ONLY_READY);
+	rm__ln_graph_finish(&g);
+}
+
+/*
+ * 0 X (compute), 1 S (all-gather start), 2 D (done of S), 3 P (uses D), 4 Q (uses X), 5 R (P, Q).
+ * Bottom-up: R; then P (async depth 5000) beats Q (0) by kAsyncDepth; D by kScheduleDone; S is
+ * ready only 5000 units after D, so Q and then X go first by kLessStall; S last. Program order:
+ * S X Q D P R: Q moved after the all-gather's consumer's producer, the start to the top.
+ */
+Test(lhs_list, async_depth_moves_compute_that_feeds_a_collective_later)
+{
+	ln_graph g = {0};
+	int x = compute(&g, 10);
+	int s = rm__ln_add_node(&g, LN_START, CK_AG, 0, 0, 40);
+	int d = rm__ln_add_node(&g, LN_DONE, CK_AG, 0, 5000, 40);
+	rm__ln_add_operand(&g, s);
+	int p = compute(&g, 10);
+	rm__ln_add_operand(&g, d);
+	int q = compute(&g, 10);
+	rm__ln_add_operand(&g, x);
+	compute(&g, 0);
+	rm__ln_add_operand(&g, p);
+	rm__ln_add_operand(&g, q);
+	int order[6];
+	ln_rule rule[6];
+	cr_assert(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	expect_order(order, (int[]){1, 0, 4, 2, 3, 5}, 6);
+	cr_expect_eq(rule[p], LN_RULE_ASYNC_DEPTH);
+	cr_expect_eq(rule[d], LN_RULE_SCHEDULE_DONE);
+	cr_expect_eq(rule[x], LN_RULE_LESS_STALL); /* over S, the later node */
+	cr_expect_eq(rule[q], LN_RULE_ORIGINAL_ORDER);
+	rm__ln_graph_finish(&g);
+}
+
+/*
+ * Two all-gathers (one in flight at a time) and a compute C0 that both dones' user U also reads:
+ * 0 S1, 1 S2, 2 C0, 3 D1, 4 D2, 5 U (D1, D2, C0). Bottom-up at t=0: U (now 1000); D2 beats D1 by
+ * kOriginalOrder and takes the resource, D1 waits; S2 is ready at 1000 + 5000, so C0 goes first
+ * by kLessStall (now 2000); S2 (stalls to 6000), D1, S1. Program: S1 D1 S2 C0 D2 U: the second
+ * gather overlaps C0, the first has nothing left to overlap.
+ */
+Test(lhs_list, one_collective_of_a_kind_in_flight)
+{
+	ln_graph g = {0};
+	int s1 = rm__ln_add_node(&g, LN_START, CK_AG, 0, 0, 40);
+	int s2 = rm__ln_add_node(&g, LN_START, CK_AG, 0, 0, 40);
+	int c0 = compute(&g, 10);
+	int d1 = rm__ln_add_node(&g, LN_DONE, CK_AG, 0, 5000, 40);
+	rm__ln_add_operand(&g, s1);
+	int d2 = rm__ln_add_node(&g, LN_DONE, CK_AG, 0, 5000, 40);
+	rm__ln_add_operand(&g, s2);
+	compute(&g, 0);
+	rm__ln_add_operand(&g, d1);
+	rm__ln_add_operand(&g, d2);
+	rm__ln_add_operand(&g, c0);
+	int order[6];
+	ln_rule rule[6];
+	cr_assert(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	expect_order(order, (int[]){0, 3, 1, 2, 4, 5}, 6);
+	cr_expect_eq(rule[d2], LN_RULE_ORIGINAL_ORDER);
+	cr_expect_eq(rule[c0], LN_RULE_ORIGINAL_ORDER); /* it is later than S2 anyway */
+	rm__ln_graph_finish(&g);
+}
+
+/*
+ * 0 A, 1 B, 2 P (A), 3 Q (B), 4 Z (B), 5 R (P, Q, Z). After R, P is A's last user (it makes one
+ * node ready), Q and Z are not B's: P goes first by kCreatesMoreReadyNodes though Z is later;
+ * then Z (kOriginalOrder over A), Q (now B's last user), B, A. Program: A B Q Z P R.
+ */
+Test(lhs_list, creates_more_ready_nodes)
+{
+	ln_graph g = {0};
+	int a = compute(&g, 10);
+	int b = compute(&g, 10);
+	int p = compute(&g, 10);
+	rm__ln_add_operand(&g, a);
+	int q = compute(&g, 10);
+	rm__ln_add_operand(&g, b);
+	int z = compute(&g, 10);
+	rm__ln_add_operand(&g, b);
+	compute(&g, 0);
+	rm__ln_add_operand(&g, p);
+	rm__ln_add_operand(&g, q);
+	rm__ln_add_operand(&g, z);
+	int order[6];
+	ln_rule rule[6];
+	cr_assert(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	expect_order(order, (int[]){0, 1, 3, 4, 2, 5}, 6);
+	cr_expect_eq(rule[p], LN_RULE_CREATES_MORE_READY_NODES);
+	rm__ln_graph_finish(&g);
+}
+
+/*
+ * The memory rules. 0 Y (40 bytes), 1 P (60 bytes, no operands), 2 Q (10 bytes, reads Y),
+ * 3 R (P, Q). After R, P and Q are live (70 bytes over the baseline): scheduling P frees 60,
+ * scheduling Q frees 10 but makes Y live (+40, a peak of usage + 40).
+ */
+static void memory_graph(ln_graph *g)
+{
+	memset(g, 0, sizeof(*g));
+	int y = compute(g, 40);
+	int p = compute(g, 60);
+	int q = compute(g, 10);
+	rm__ln_add_operand(g, y);
+	compute(g, 0);
+	rm__ln_add_operand(g, p);
+	rm__ln_add_operand(g, q);
+}
+
+/* Usage 70 of a limit of 1000: at most half, no memory rule; kOriginalOrder keeps Y P Q R. */
+Test(lhs_list, below_half_the_limit_memory_does_not_count)
+{
+	ln_graph g;
+	memory_graph(&g);
+	rm__lhs_params p = {.limit = 1000, .enabled = true, .overlap_limit = 1};
+	int order[4];
+	ln_rule rule[4];
+	cr_assert(rm__lhs_list(&p, 0, &g, order, rule));
+	expect_order(order, (int[]){0, 1, 2, 3}, 4);
+	cr_expect_eq(rule[2], LN_RULE_ORIGINAL_ORDER);
+	rm__ln_graph_finish(&g);
+}
+
+/* Usage 70 of 100: above half, under the limit. Q's peak would be 110 > 100, P's 70:
+ * kMemoryPeakOverLimit takes P first (bottom-up), so the program runs Q before P: Y Q P R. */
+Test(lhs_list, above_half_a_peak_over_the_limit_is_avoided)
+{
+	ln_graph g;
+	memory_graph(&g);
+	rm__lhs_params p = {.limit = 100, .enabled = true, .overlap_limit = 1};
+	int order[4];
+	ln_rule rule[4];
+	cr_assert(rm__lhs_list(&p, 0, &g, order, rule));
+	expect_order(order, (int[]){0, 2, 1, 3}, 4);
+	cr_expect_eq(rule[1], LN_RULE_MEMORY_PEAK_OVER_LIMIT);
+	rm__ln_graph_finish(&g);
+}
+
+/* Baseline 30 + 70 = 100 = the limit: kDecreaseMemoryOverLimit takes the freeing P (-60 against
+ * Q's +30) before any later rule; a limit of 300 with the same baseline leaves the original order. */
+Test(lhs_list, at_the_limit_the_freeing_node_wins)
+{
+	ln_graph g;
+	memory_graph(&g);
+	rm__lhs_params p = {.limit = 100, .enabled = true, .overlap_limit = 1};
+	int order[4];
+	ln_rule rule[4];
+	cr_assert(rm__lhs_list(&p, 30, &g, order, rule));
+	expect_order(order, (int[]){0, 2, 1, 3}, 4);
+	cr_expect_eq(rule[1], LN_RULE_DECREASE_MEMORY_OVER_LIMIT);
+	p.limit = 300;
+	cr_assert(rm__lhs_list(&p, 30, &g, order, rule));
+	expect_order(order, (int[]){0, 1, 2, 3}, 4);
+	rm__ln_graph_finish(&g);
+}
+
+/* An operand that is not an earlier node, and a done whose operand is not a start, are refused. */
+Test(lhs_list, refuses_a_graph_out_of_order)
+{
+	ln_graph g = {0};
+	compute(&g, 10);
+	compute(&g, 10);
+	rm__ln_add_operand(&g, 1);
+	int order[2] = {-1, -1};
+	ln_rule rule[2];
+	cr_expect_not(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	cr_expect_eq(order[0], -1);
+	rm__ln_graph_finish(&g);
+	compute(&g, 10);
+	rm__ln_add_node(&g, LN_DONE, CK_RS, 0, 5000, 10);
+	rm__ln_add_operand(&g, 0);
+	cr_expect_not(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	rm__ln_graph_finish(&g);
+}
+
+Test(lhs_list, rule_names_are_xla_s)
+{
+	cr_expect_str_eq(rm__ln_rule_name(LN_RULE_ASYNC_DEPTH), "kAsyncDepth");
+	cr_expect_str_eq(rm__ln_rule_name(LN_RULE_DECREASE_MEMORY_OVER_LIMIT), "kDecreaseMemoryOverLimit");
+	cr_expect_str_eq(rm__ln_rule_name(LN_RULE_ORIGINAL_ORDER), "kOriginalOrder");
+}

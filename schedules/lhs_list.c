@@ -43,7 +43,7 @@ int rm__ln_add_node(ln_graph *g, ln_kind kind, int resource, double cost, double
 		g->cap = g->cap ? 2 * g->cap : 64;
 		g->nodes = rm_xrealloc(g->nodes, (size_t)g->cap * sizeof(ln_node));
 	}
-	g->nodes[g->n] = (ln_node){kind, resource, cost, latency, out_bytes, g->n_operands, 0};
+	g->nodes[g->n] = (ln_node){kind, resource, cost, latency, out_bytes, false, g->n_operands, 0};
 	return g->n++;
 }
 
@@ -93,7 +93,7 @@ static void memory_change(const ls_state *s, int i, int64_t *increase, int64_t *
 		if (!s->live[ops[q]])
 			in += s->g->nodes[ops[q]].out_bytes;
 	*peak = in;
-	*increase = in - (s->live[i] ? s->g->nodes[i].out_bytes : 0);
+	*increase = in - (s->live[i] && !s->g->nodes[i].external ? s->g->nodes[i].out_bytes : 0);
 }
 
 static bool resource_full(const ls_state *s, int k)
@@ -291,9 +291,10 @@ bool rm__lhs_list(const rm__lhs_params *p, int64_t baseline, const ln_graph *g, 
 		double t = s.now > s.ready_time[best] ? s.now : s.ready_time[best];
 		s.sched_time[best] = t;
 		s.now = t + bn->cost;
-		if (s.live[best])
+		if (s.live[best] && !bn->external) {
 			s.usage -= bn->out_bytes;
-		s.live[best] = false;
+			s.live[best] = false;
+		}
 		s.done_[best] = true;
 		if (bn->kind == LN_DONE) {
 			s.in_flight[bn->resource]++;

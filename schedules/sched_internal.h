@@ -126,6 +126,8 @@ typedef struct ln_node {
 	double cost;       /* compute: its cost in the estimator's units; start, done: 0 */
 	double latency;    /* done: the collective's latency, same units */
 	int64_t out_bytes; /* the buffer it defines, bytes (a start: the buffer in flight) */
+	bool external;     /* its buffer comes from before the computation (the forward's saved
+			    * activations): once live it stays live up to the top */
 	int first_operand, n_operands; /* into ln_graph.operands */
 } ln_node;
 

@@ -219,3 +219,100 @@ Test(lhs_list, rule_names_are_xla_s)
 	cr_expect_str_eq(rm__ln_rule_name(LN_RULE_DECREASE_MEMORY_OVER_LIMIT), "kDecreaseMemoryOverLimit");
 	cr_expect_str_eq(rm__ln_rule_name(LN_RULE_ORIGINAL_ORDER), "kOriginalOrder");
 }
+
+/* ---- the compute order of an unrolled step: the jax#20763 toy ---------------------------- */
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "scenario_run.h"
+
+#define MiB (1024LL * 1024)
+#define GiB (1024LL * MiB)
+
+typedef struct toy_run {
+	int64_t temp;         /* peak device memory less the persistent tensors, bytes */
+	rm_schedule_report rep; /* the scalar fields */
+} toy_run;
+
+/*
+ * data/scenarios/jax20763-toy-fsdp8-h100.yaml (d_model 8192, MLP 8192, 32 layers, seq 4096, 4
+ * sequences per GPU of 32 over FSDP 8, nothing_saveable, unrolled, LHS on) with `layers` layers
+ * (tests/data/jax20763-toy-Nl.json for 8 and 16) and the overrides in sets (NULL-terminated).
+ */
+static toy_run run_toy(int layers, const char *const *sets)
+{
+	const char *dir = getenv("REMORA_DATA_DIR"), *tdir = getenv("REMORA_TEST_DATA");
+	cr_assert(dir && tdir);
+	char path[1024], set[1200];
+	snprintf(path, sizeof(path), "%s/scenarios/jax20763-toy-fsdp8-h100.yaml", dir);
+	rm_scenario sc;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	if (layers != 32) {
+		snprintf(set, sizeof(set), "model=%s/jax20763-toy-%dl.json", tdir, layers);
+		cr_assert_eq(rm_scenario_set(&sc, set, &err), RM_OK, "%s", err.msg);
+	}
+	for (int i = 0; sets && sets[i]; i++)
+		cr_assert_eq(rm_scenario_set(&sc, sets[i], &err), RM_OK, "%s: %s", sets[i], err.msg);
+	run r;
+	resolve_and_run(&r, &sc);
+	int64_t persistent = 0;
+	for (int32_t t = 0; t < r.prog->n_tensors; t++)
+		if (r.prog->tensors[t].persistent && r.prog->tensors[t].location == RM_LOC_DEVICE)
+			persistent += r.prog->tensors[t].bytes;
+	toy_run out = {.temp = r.m.peak_memory_bytes - persistent, .rep = r.rep};
+	out.rep.plan = (rm_remat_plan){0};
+	run_finish(&r);
+	return out;
+}
+
+static const char *const lhs_off[] = {"xla_flags=--xla_gpu_enable_latency_hiding_scheduler=false", NULL};
+static const char *const scanned[] = {"remat.scan=true", NULL};
+
+/*
+ * One layer recomputes 14 tensors of 16,384 tokens x 8192 bf16 (256 MiB: the two norms, q, k,
+ * v and their rotations, the attention output, its projection and residual, gate, up, the
+ * activation and its product) and the attention's fp32 log-sum-exp (4 x 64 heads x 4096 x 4 B =
+ * 4 MiB); each layer saves its input (256 MiB). XLA's rules move the unrolled backward so that
+ * close to three layers' worth is live at once, and the deferred weight gradients keep their
+ * incoming gradients: the temporaries more than double. A scan holds one iteration: within
+ * +30% of the program without LHS.
+ */
+Test(lhs_list, jax20763_unrolled_blows_up_scanned_does_not, .timeout = 120)
+{
+	toy_run on = run_toy(32, NULL), off = run_toy(32, lhs_off), scan = run_toy(32, scanned);
+	cr_assert_eq(on.rep.saved_bytes_step, 32 * 256 * MiB);
+	cr_assert_eq(on.rep.lhs_recompute_layer_bytes, 14 * 256 * MiB + 4 * MiB);
+	cr_assert_gt(on.rep.lhs_live_recompute_bytes, 5 * on.rep.lhs_recompute_layer_bytes / 2);
+	cr_assert_gt(on.rep.lhs_moved_slots, 0);
+	cr_assert_str_eq(on.rep.lhs_move_rule, "kAsyncDepth");
+	/* without LHS, or scanned, nothing moves */
+	cr_assert_eq(off.rep.lhs_moved_slots, 0);
+	cr_assert_eq(scan.rep.lhs_moved_slots, 0);
+	/* LHS off: the saved inputs and one layer's recomputed activations at least */
+	cr_assert_geq(off.temp, 32 * 256 * MiB + on.rep.lhs_recompute_layer_bytes);
+	cr_assert_gt(on.temp, 2 * off.temp, "unrolled %.2f GiB, LHS off %.2f GiB", (double)on.temp / GiB,
+		     (double)off.temp / GiB);
+	cr_assert_lt(scan.temp, off.temp * 13 / 10, "scanned %.2f GiB, LHS off %.2f GiB", (double)scan.temp / GiB,
+		     (double)off.temp / GiB);
+}
+
+/* The blow-up grows with depth: the unrolled step's temporaries, and their ratio to LHS off. */
+Test(lhs_list, jax20763_blow_up_grows_with_layers, .timeout = 120)
+{
+	int layers[3] = {8, 16, 32};
+	double ratio[3];
+	int64_t temp[3];
+	for (int i = 0; i < 3; i++) {
+		toy_run on = run_toy(layers[i], NULL), off = run_toy(layers[i], lhs_off);
+		temp[i] = on.temp;
+		ratio[i] = (double)on.temp / (double)off.temp;
+	}
+	for (int i = 1; i < 3; i++) {
+		cr_expect_gt(temp[i], temp[i - 1], "%d layers: %lld bytes", layers[i], (long long)temp[i]);
+		cr_expect_gt(ratio[i], ratio[i - 1], "%d layers: x%.2f of LHS off", layers[i], ratio[i]);
+	}
+}

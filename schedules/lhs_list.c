@@ -68,6 +68,7 @@ typedef struct ls_state {
 	int *ufirst, *ulist; /* users of each node (CSR) */
 	int *outdeg;         /* users not scheduled yet */
 	bool *live, *done_;
+	bool *pending; /* released with a ready time in the future (next_ready_stack) */
 	double *ready_time, *sched_time, *depth;
 	int *ready, n_ready;
 	int in_flight[CK_COUNT], total_in_flight, limit_open;
@@ -194,6 +195,7 @@ static bool a_better(const ls_state *s, int a, int b, double next_ready, ln_rule
 static void make_ready(ls_state *s, int i)
 {
 	s->ready[s->n_ready++] = i;
+	s->pending[i] = s->ready_time[i] > s->now;
 	if (s->g->nodes[i].kind == LN_DONE)
 		s->queue[s->g->nodes[i].resource]++;
 }
@@ -209,6 +211,7 @@ bool rm__lhs_list(const rm__lhs_params *p, int64_t baseline, const ln_graph *g, 
 	s.outdeg = rm_new(int, (size_t)n + 1);
 	s.live = rm_new(bool, (size_t)n + 1);
 	s.done_ = rm_new(bool, (size_t)n + 1);
+	s.pending = rm_new(bool, (size_t)n + 1);
 	s.ready_time = rm_new(double, (size_t)n + 1);
 	s.sched_time = rm_new(double, (size_t)n + 1);
 	s.depth = rm_new(double, (size_t)n + 1);
@@ -259,10 +262,12 @@ bool rm__lhs_list(const rm__lhs_params *p, int64_t baseline, const ln_graph *g, 
 		}
 	}
 	for (int done = 0; done < n; done++) {
+		/* the front of next_ready_stack: the earliest ready time among the nodes released
+		 * with one in the future and not yet passed (ScheduleNode pops those < now) */
 		double next_ready = -1;
 		for (int r = 0; r < s.n_ready; r++) {
 			double t = s.ready_time[s.ready[r]];
-			if (t > s.now && (next_ready < 0 || t < next_ready))
+			if (s.pending[s.ready[r]] && t >= s.now && (next_ready < 0 || t < next_ready))
 				next_ready = t;
 		}
 		int best = -1, best_r = -1, latest = -1, n_cand = 0;
@@ -334,6 +339,7 @@ out:
 	free(s.outdeg);
 	free(s.live);
 	free(s.done_);
+	free(s.pending);
 	free(s.ready_time);
 	free(s.sched_time);
 	free(s.depth);

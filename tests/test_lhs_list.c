@@ -194,6 +194,155 @@ Test(lhs_list, at_the_limit_the_freeing_node_wins)
 	rm__ln_graph_finish(&g);
 }
 
+static int start(ln_graph *g, ckind k)
+{
+	return rm__ln_add_node(g, LN_START, k, 0, 0, 0);
+}
+
+static int done(ln_graph *g, ckind k, double latency, int s)
+{
+	int d = rm__ln_add_node(g, LN_DONE, k, 0, latency, 0);
+	rm__ln_add_operand(g, s);
+	return d;
+}
+
+/*
+ * kUnlockDone. 0 S1, 1 D1 (all-gather), 2 S2, 3 D2 (reduce-scatter; an overlap limit of 2),
+ * 4 C (D2), 5 A (D1), 6 B (C), 7 R (A, B). A and B have the same async depth (5000) and make one
+ * node ready each; A reads a done: it goes first though B is later. Then D1 (kScheduleDone), B
+ * and C (kLessStall over the pending S1), D2, S1 (ready at 7000) before S2 (9000).
+ * Program: S2 S1 D2 C B D1 A R.
+ */
+Test(lhs_list, unlock_done)
+{
+	ln_graph g = {0};
+	int s1 = start(&g, CK_AG), d1 = done(&g, CK_AG, 5000, s1);
+	int s2 = start(&g, CK_RS), d2 = done(&g, CK_RS, 5000, s2);
+	int c = compute(&g, 10);
+	rm__ln_add_operand(&g, d2);
+	int a = compute(&g, 10);
+	rm__ln_add_operand(&g, d1);
+	int b = compute(&g, 10);
+	rm__ln_add_operand(&g, c);
+	compute(&g, 0);
+	rm__ln_add_operand(&g, a);
+	rm__ln_add_operand(&g, b);
+	int order[8];
+	ln_rule rule[8];
+	rm__lhs_params two = {.limit = 0, .enabled = true, .overlap_limit = 2};
+	cr_assert(rm__lhs_list(&two, 0, &g, order, rule));
+	expect_order(order, (int[]){2, 0, 3, 4, 6, 1, 5, 7}, 8);
+	cr_expect_eq(rule[a], LN_RULE_UNLOCK_DONE);
+	cr_expect_eq(rule[s1], LN_RULE_LESS_STALL);
+	/* with one collective in flight in all, D2 waits for S1: S2 D2 S1 C B D1 A R */
+	cr_assert(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	expect_order(order, (int[]){2, 3, 0, 4, 6, 1, 5, 7}, 8);
+	cr_expect_eq(rule[s1], LN_RULE_ONLY_READY);
+	rm__ln_graph_finish(&g);
+}
+
+/*
+ * kStartAtZeroDepth. 0 X, 1 S, 2 D (S, no latency), 3 U (D, X). After U and D, S and X are
+ * ready at the same time: a start with async depth 0 that nothing waits for is delayed, so X
+ * goes first though S is later. Program: S X D U.
+ */
+Test(lhs_list, start_at_zero_depth_is_delayed)
+{
+	ln_graph g = {0};
+	int x = compute(&g, 10);
+	int s = start(&g, CK_AG);
+	int d = done(&g, CK_AG, 0, s);
+	compute(&g, 0);
+	rm__ln_add_operand(&g, d);
+	rm__ln_add_operand(&g, x);
+	int order[4];
+	ln_rule rule[4];
+	cr_assert(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	expect_order(order, (int[]){1, 0, 2, 3}, 4);
+	cr_expect_eq(rule[x], LN_RULE_START_AT_ZERO_DEPTH);
+	rm__ln_graph_finish(&g);
+}
+
+/*
+ * kFreeBackedupResource. 0 S2, 1 S1, 2 D2, 3 D1 (both all-gathers, no latency), 4 X, 5 U (D1, D2,
+ * X). D1 takes the resource and D2 waits for it, so S1 (resource-constrained) beats X; then D2,
+ * and S2, constrained no more, waits behind X (kStartAtZeroDepth). Program: S2 X D2 S1 D1 U.
+ */
+Test(lhs_list, a_start_that_frees_a_backed_up_resource_goes_first)
+{
+	ln_graph g = {0};
+	int s2 = start(&g, CK_AG), s1 = start(&g, CK_AG);
+	int d2 = done(&g, CK_AG, 0, s2), d1 = done(&g, CK_AG, 0, s1);
+	int x = compute(&g, 10);
+	compute(&g, 0);
+	rm__ln_add_operand(&g, d1);
+	rm__ln_add_operand(&g, d2);
+	rm__ln_add_operand(&g, x);
+	int order[6];
+	ln_rule rule[6];
+	cr_assert(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	expect_order(order, (int[]){0, 4, 2, 1, 3, 5}, 6);
+	cr_expect_eq(rule[s1], LN_RULE_FREE_BACKEDUP_RESOURCE);
+	cr_expect_eq(rule[x], LN_RULE_ORIGINAL_ORDER); /* X is the later one anyway */
+	rm__ln_graph_finish(&g);
+}
+
+/*
+ * kAvoidWaste. 0 S, 1 Q (cost 5000), 2 P (cost 1000), 3 D (S, latency 5000), 4 U (D, P, Q). After
+ * U (t = 1000) and D, S is ready at 6000: Q's cost fills the 5000 left exactly, P's would leave
+ * 4000, so Q goes first though P is later. Program: S P Q D U.
+ */
+Test(lhs_list, avoid_waste_fills_the_latency_left)
+{
+	ln_graph g = {0};
+	int s = start(&g, CK_AG);
+	int q = rm__ln_add_node(&g, LN_COMPUTE, -1, 5000, 0, 10);
+	int p = compute(&g, 10);
+	int d = done(&g, CK_AG, 5000, s);
+	compute(&g, 0);
+	rm__ln_add_operand(&g, d);
+	rm__ln_add_operand(&g, p);
+	rm__ln_add_operand(&g, q);
+	int order[5];
+	ln_rule rule[5];
+	cr_assert(rm__lhs_list(&no_limit, 0, &g, order, rule));
+	expect_order(order, (int[]){0, 2, 1, 3, 4}, 5);
+	cr_expect_eq(rule[q], LN_RULE_AVOID_WASTE);
+	rm__ln_graph_finish(&g);
+}
+
+/*
+ * kDecreaseMemory, the last rule before kOriginalOrder. 0 Y (20 bytes), 1 P (30), 2 Q (10, reads
+ * Y), 3 Z (10, reads Y), 4 R (P, Q, Z). Baseline 20 + 50 live = 70 of a limit of 100: above half,
+ * every peak within the limit, nothing else apart: P frees 30, Q and Z add 10 each: P goes first
+ * though Z is later. Then usage is 40, half the limit or less: Z, Q, Y by the original order
+ * and kCreatesMoreReadyNodes. Program: Y Q Z P R.
+ */
+Test(lhs_list, decrease_memory_above_half_the_limit)
+{
+	ln_graph g = {0};
+	int y = compute(&g, 20);
+	int p = compute(&g, 30);
+	int q = compute(&g, 10);
+	rm__ln_add_operand(&g, y);
+	int z = compute(&g, 10);
+	rm__ln_add_operand(&g, y);
+	compute(&g, 0);
+	rm__ln_add_operand(&g, p);
+	rm__ln_add_operand(&g, q);
+	rm__ln_add_operand(&g, z);
+	rm__lhs_params lp = {.limit = 100, .enabled = true, .overlap_limit = 1};
+	int order[5];
+	ln_rule rule[5];
+	cr_assert(rm__lhs_list(&lp, 20, &g, order, rule));
+	expect_order(order, (int[]){0, 2, 3, 1, 4}, 5);
+	cr_expect_eq(rule[p], LN_RULE_DECREASE_MEMORY);
+	/* with no limit P waits for its turn: Y P Q Z R */
+	cr_assert(rm__lhs_list(&no_limit, 20, &g, order, rule));
+	expect_order(order, (int[]){0, 1, 2, 3, 4}, 5);
+	rm__ln_graph_finish(&g);
+}
+
 /* An operand that is not an earlier node, and a done whose operand is not a start, are refused. */
 Test(lhs_list, refuses_a_graph_out_of_order)
 {

@@ -340,6 +340,12 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	json_object_set_new(o, "tracked_peak_bytes", json_integer(rep->tracked_peak_bytes));
 	json_object_set_new(o, "memory_base_bytes", json_integer(rep->memory_base_bytes));
 	json_object_set_new(o, "backward_gathers_fenced", json_boolean(rep->backward_gathers_fenced));
+	if (rep->lhs_moved_slots > 0) {
+		json_object_set_new(o, "lhs_moved_slots", json_integer(rep->lhs_moved_slots));
+		json_object_set_new(o, "lhs_live_recompute_bytes", json_integer(rep->lhs_live_recompute_bytes));
+		json_object_set_new(o, "lhs_recompute_layer_bytes", json_integer(rep->lhs_recompute_layer_bytes));
+		json_object_set_new(o, "lhs_move_rule", json_string(rep->lhs_move_rule ? rep->lhs_move_rule : "?"));
+	}
 	if (rep->first_memory_sync_tracked_bytes > 0)
 		json_object_set_new(o, "first_memory_sync_tracked_bytes", json_integer(rep->first_memory_sync_tracked_bytes));
 	json_object_set_new(o, "saved_bytes_per_layer", json_integer(rep->plan.saved_bytes));
@@ -640,6 +646,15 @@ static int run(const char *cmd, int argc, char **argv)
 			       rep.tracked_peak_bytes >= rep.memory_limit_bytes ? " (at or over the limit)"
 			       : rep.tracked_peak_bytes > rep.memory_limit_bytes / 2 ? " (over half the limit: memory changes tracked)"
 										    : "");
+		if (res.sched.mode == RM_SCHED_XLA && rep.lhs_moved_slots > 0 && rep.lhs_recompute_layer_bytes > 0)
+			printf("  compute order      the LHS moved %d backward slots (most by %s): %s of recomputed\n"
+			       "                     activations live at once, %.1f layers' worth (docs/schedules.md)\n",
+			       rep.lhs_moved_slots, rep.lhs_move_rule ? rep.lhs_move_rule : "?",
+			       rm_format_bytes(rep.lhs_live_recompute_bytes, b6, sizeof(b6)),
+			       (double)rep.lhs_live_recompute_bytes / (double)rep.lhs_recompute_layer_bytes);
+		else if (res.sched.mode == RM_SCHED_XLA && rep.lhs_moved_slots > 0)
+			printf("  compute order      the LHS moved %d backward slots (most by %s; docs/schedules.md)\n",
+			       rep.lhs_moved_slots, rep.lhs_move_rule ? rep.lhs_move_rule : "?");
 		if (rep.backward_gathers_fenced && res.sched.scan)
 			printf("  note               remat.prevent_cse is true (jax.checkpoint's default): its optimization\n"
 			       "                     barrier keeps the backward's all-gathers in their iteration, so they\n"

@@ -110,4 +110,91 @@ void rm__lhs_sweep(const rm__lhs_params *p, comp *c);
 /* Ideal runtimes: every window as wide as its bounds, always async. */
 void rm__ideal_windows(comp *c);
 
+/* ---- the list scheduler over a dependency graph (schedules/lhs_list.c) ---------------------- */
+
+/* What a node of a dependency graph is: compute, or one half of an async collective. */
+typedef enum { LN_COMPUTE, LN_START, LN_DONE } ln_kind;
+
+/*
+ * One node. Nodes are given in the original program order (their index is XLA's
+ * GetOriginalPosition) and name their operands, which come before them. A done has exactly one
+ * operand, its start; the start -> done edge carries the collective's latency.
+ */
+typedef struct ln_node {
+	ln_kind kind;
+	int resource;      /* start, done: the collective's kind (ckind); compute: -1 */
+	double cost;       /* compute: its cost in the estimator's units; start, done: 0 */
+	double latency;    /* done: the collective's latency, same units */
+	int64_t out_bytes; /* the buffer it defines, bytes (a start: the buffer in flight) */
+	bool external;     /* its buffer comes from before the computation (the forward's saved
+			    * activations): once live it stays live up to the top */
+	int first_operand, n_operands; /* into ln_graph.operands */
+} ln_node;
+
+typedef struct ln_graph {
+	ln_node *nodes;
+	int n, cap;
+	int *operands;
+	int n_operands, cap_operands;
+} ln_graph;
+
+/* The rules of ReadySetLt::AIsBetterThanB that the list scheduler applies, in XLA's order
+ * (LN_ONLY_READY: the node was the only candidate). */
+#define LN_RULE_MAP(X)                                              \
+	X(NONE, "none")                                             \
+	X(ONLY_READY, "only candidate")                             \
+	X(DECREASE_MEMORY_OVER_LIMIT, "kDecreaseMemoryOverLimit")   \
+	X(MEMORY_PEAK_OVER_LIMIT, "kMemoryPeakOverLimit")           \
+	X(SCHEDULE_DONE, "kScheduleDone")                           \
+	X(LESS_STALL, "kLessStall")                                 \
+	X(START_AT_ZERO_DEPTH, "kStartAtZeroDepth")                 \
+	X(FREE_BACKEDUP_RESOURCE, "kFreeBackedupResource")          \
+	X(ASYNC_DEPTH, "kAsyncDepth")                               \
+	X(AVOID_WASTE, "kAvoidWaste")                               \
+	X(UNLOCK_DONE, "kUnlockDone")                               \
+	X(CREATES_MORE_READY_NODES, "kCreatesMoreReadyNodes")       \
+	X(DECREASE_MEMORY, "kDecreaseMemory")                       \
+	X(ORIGINAL_ORDER, "kOriginalOrder")
+
+typedef enum {
+#define LN_RULE_ENUM(name, str) LN_RULE_##name,
+	LN_RULE_MAP(LN_RULE_ENUM)
+#undef LN_RULE_ENUM
+	LN_RULE_COUNT
+} ln_rule;
+
+const char *rm__ln_rule_name(ln_rule r);
+
+void rm__ln_graph_finish(ln_graph *g);
+/* Appends a node (operands added with rm__ln_add_operand right after); returns its index. */
+int rm__ln_add_node(ln_graph *g, ln_kind kind, int resource, double cost, double latency, int64_t out_bytes);
+/* Adds operand `op` (an earlier node) to the last node added; a repeated operand is ignored. */
+void rm__ln_add_operand(ln_graph *g, int op);
+
+/*
+ * Schedules g bottom-up the way XLA's DefaultSchedulerCore does
+ * (xla/service/latency_hiding_scheduler.cc, ScheduleComputation / FindAndExtractBestNodeAvailable
+ * / ScheduleNode): a node is ready once all its users are scheduled; the candidate chosen is the
+ * best under ReadySetLt::AIsBetterThanB with the GPU configuration (MakeGPUSchedulerConfig:
+ * aggressive_scheduling_policies on, prioritize_async_depth_over_stall and the release-start
+ * policy off), in XLA's order:
+ *   memory (only while usage > limit / 2: kDecreaseMemoryOverLimit at usage >= limit, then
+ *   kMemoryPeakOverLimit), kScheduleDone, kLessStall, kStartAtZeroDepth, kFreeBackedupResource,
+ *   kAsyncDepth, kAvoidWaste, kUnlockDone, kCreatesMoreReadyNodes, kDecreaseMemory,
+ *   kOriginalOrder.
+ * Time runs bottom-up: a node is scheduled at max(now, ready time) and takes its cost; a start
+ * is ready `latency` after its done. A done occupies its kind's resource until its start is
+ * scheduled: one collective of a kind in flight, p->overlap_limit of all kinds. Memory is
+ * MemoryPressureTracker's: `baseline` plus the buffers live below the current point (a buffer is
+ * live from its first scheduled user up to its producer). Async depth is
+ * HloScheduleGraph::InitializeGraphAnalysis's: the largest sum of collective latencies on a path
+ * from the graph's inputs to the node.
+ * order[n] receives the program order (node indices), rule[i] the rule by which node i won over
+ * the candidate that kOriginalOrder alone would have taken (LN_RULE_ORIGINAL_ORDER when it was
+ * that candidate, LN_RULE_ONLY_READY when it was alone). p->enabled is ignored (the caller decides). Returns
+ * false (order untouched) if the graph is not a DAG with operands before users.
+ * O(n * ready nodes).
+ */
+bool rm__lhs_list(const rm__lhs_params *p, int64_t baseline, const ln_graph *g, int *order, ln_rule *rule);
+
 #endif

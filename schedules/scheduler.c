@@ -479,8 +479,23 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 			if (s->phase != RM_PPHASE_BWD)
 				continue;
 			int64_t b = g->ops[s->op].bytes_written;
+			int end = j + 2 <= c->n ? j + 2 : c->n;
+			/* and up to the weight gradients that read it, when the scheduler moved them
+			 * later (reorder_backward): the data-gradient op before each in graph order */
+			if (g->ops[s->op].phase != RM_PHASE_BWD_WGRAD)
+				for (int q2 = 0; q2 < nl; q2++) {
+					const slot *w = &c->slots[ls[q2]];
+					if (w->phase != RM_PPHASE_BWD || g->ops[w->op].phase != RM_PHASE_BWD_WGRAD || w->op < s->op)
+						continue;
+					int src = -1;
+					for (int o = w->op - 1; o >= g->n_fwd_ops && src < 0; o--)
+						if (g->ops[o].phase != RM_PHASE_BWD_WGRAD)
+							src = o;
+					if (src == s->op && ls[q2] + 1 > end)
+						end = ls[q2] + 1;
+				}
 			delta[j] += b;
-			delta[j + 2 <= c->n ? j + 2 : c->n] -= b;
+			delta[end] -= b;
 		}
 	}
 }
@@ -697,6 +712,7 @@ typedef struct layer_tensors {
 	int32_t *fwd, *rec, *reload, *host;
 	int32_t ag_fwd[MAX_GROUPS], ag_bwd[MAX_GROUPS], grads[MAX_GROUPS], norm_grads;
 	int32_t grad_out; /* gradient of the layer input, handed to the layer below */
+	int32_t *bgrad;   /* per op of the layer graph: the gradient its backward op left, -1 */
 } layer_tensors;
 
 typedef struct emitter {
@@ -1212,7 +1228,18 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 	/* backward */
 	for (int i = 0; i < op->n_residuals; i++)
 		in[ni++] = residual_tensor(e, mb, l, op->residuals[i]);
-	in[ni++] = e->chain;
+	/* a weight gradient reads the gradient the data-gradient op before it in the layer graph
+	 * left: the chain in graph order, and still that tensor when the scheduler moved it later
+	 * (reorder_backward) */
+	int32_t dy = e->chain;
+	if (op->phase == RM_PHASE_BWD_WGRAD)
+		for (int b = s->op - 1; b >= g->n_fwd_ops; b--)
+			if (g->ops[b].phase != RM_PHASE_BWD_WGRAD) {
+				if (t->bgrad[b] >= 0)
+					dy = t->bgrad[b];
+				break;
+			}
+	in[ni++] = dy;
 	if (op->phase == RM_PHASE_BWD_DGRAD && op->kind == RM_OP_GEMM && grp >= 0)
 		in[ni++] = t->ag_bwd[grp] >= 0 ? t->ag_bwd[grp] : t->ag_fwd[grp];
 	layer_tensors *gt = grads_lt(e, mb, l);
@@ -1275,6 +1302,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 		emit(e, &d, in, ni, out, no, -1, NULL);
 	}
 	e->chain = gout;
+	t->bgrad[s->op] = gout;
 }
 
 /* Emits one collective (async on the collective stream, or sync on the compute stream). */
@@ -1893,6 +1921,329 @@ static double optimizer_units(const ctx *x)
 	return UNITS_LOOP_FUSION * (arrays > 0 ? arrays : 1);
 }
 
+static rm__lhs_params lhs_params_of(const ctx *x)
+{
+	const rm_xla_flags *f = &x->cfg->flags;
+	rm__lhs_params p = {.limit = x->limit,
+			    .enabled = f->latency_hiding_scheduler,
+			    .overlap_limit = f->parallel_collective_overlap_limit};
+	for (int k = 0; k < CK_COUNT; k++)
+		p.async_disabled[k] = f->async_disabled[ckind_xla[k]];
+	return p;
+}
+
+/* Does slot s (body layer bl's backward pass) read the gathered weights of group grp? The
+ * same uses as add_gathered_temps. */
+static bool slot_reads_group(const ctx *x, const slot *s, int grp)
+{
+	const rm_op *op = &x->layer->ops[s->op];
+	int fwd = op->phase == RM_PHASE_FWD ? s->op : op->fwd_op;
+	return x->ag.of_op[fwd] == grp &&
+	       (s->phase == RM_PPHASE_RECOMPUTE || (op->phase == RM_PHASE_BWD_DGRAD && op->kind == RM_OP_GEMM));
+}
+
+/*
+ * Compute order of an unrolled backward (docs/schedules.md "Compute order"). XLA's
+ * latency-hiding scheduler is a list scheduler over the whole computation: it reorders compute,
+ * not only the collectives' starts. This builds the dependency graph of the backward slots
+ * [from, to) of micro-batch mb, in their original (program) order, with the FSDP collectives of
+ * those layers as start/done pairs where the program without LHS has them:
+ * - a recompute slot reads the recompute slot before it in its layer and its group's gathered
+ *   weights;
+ * - a backward slot reads the recomputed values among its residuals (their recompute slots), the
+ *   gradient from the last data-gradient slot before it (the chain of dgrads runs through the
+ *   layers; a weight gradient reads it but is not on it), and a dgrad GEMM its gathered weights;
+ * - a group's reduce-scatter reads its layer's weight gradients of that group, the norm weights'
+ *   all-reduce the norm backward slots; the outputs left unread feed one exit node (the rest of
+ *   the step: embedding backward, optimizer).
+ * The list scheduler (rm__lhs_list) orders the graph with XLA's rules; the slots are written
+ * back in that order, so the temporaries and the collectives' windows (rm__lhs_sweep) that the
+ * caller builds afterwards follow it. Records on the report how many slots moved, the most
+ * layers whose recomputed activations are live at once, and the rule that decided most moves.
+ */
+static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
+{
+	int ns = to - from;
+	if (ns < 2)
+		return;
+	bool colls = x->cfg->wl->train.fsdp > 1;
+	bool reduce = colls && !(x->cfg->grad_sync_last && mb < x->A - 1);
+	if (!colls)
+		return; /* without FSDP no collective of the step is in this computation (the
+			 * replicas' all-reduces are emitted beside it): nothing to model it on */
+	ln_graph g = {0};
+	int *node_of = rm_new(int, (size_t)ns + 1);
+	int cap_map = 2 * ns + 64, *slot_of = rm_new(int, (size_t)cap_map);
+	bool *used = NULL;
+	int ag_done[MAX_GROUPS], rs_wg[MAX_GROUPS][96], n_rs_wg[MAX_GROUPS], rs_last[MAX_GROUPS];
+	int norm_nodes[96], n_norm = 0, norm_last = -1;
+	int layer = -1, last_rec = -1, last_dgrad = -1, saved_node = -1;
+#define ADD_NODE(expr, slotpos)                                                        \
+	do {                                                                           \
+		int id_ = (expr);                                                      \
+		if (id_ >= cap_map) {                                                  \
+			cap_map *= 2;                                                  \
+			slot_of = rm_xrealloc(slot_of, (size_t)cap_map * sizeof(int)); \
+		}                                                                      \
+		slot_of[id_] = (slotpos);                                              \
+	} while (0)
+	/* the forward and the loss, which every backward slot reads (the gradient flows from the
+	 * loss): one node with the forward's async depth, its longest gather's latency
+	 * (InitializeGraphAnalysis takes the largest sum over a path, and a gather's start reads
+	 * only parameters, so the forward's gathers do not add up) */
+	int fwd_node = -1;
+	{
+		double d = coll_latency(x, CK_AG, graph_weight_elems(x->embed, true) * x->psize);
+		double dh = coll_latency(x, CK_AG, graph_weight_elems(x->head, true) * x->psize);
+		if (dh > d)
+			d = dh;
+		for (int kd = 0; kd < (x->n_dense > 0 ? 2 : 1); kd++) {
+			const ctx *lx = x->n_dense > 0 ? x->kinds[kd] : x;
+			for (int grp = 0; grp < lx->ag.n; grp++) {
+				double dl = coll_latency(lx, CK_AG, lx->ag.elems[grp] * lx->lpsize);
+				if (dl > d)
+					d = dl;
+			}
+		}
+		int st = rm__ln_add_node(&g, LN_START, CK_AG, 0, 0, 0);
+		ADD_NODE(st, -1);
+		int dn = rm__ln_add_node(&g, LN_DONE, CK_AG, 0, d, 0);
+		rm__ln_add_operand(&g, st);
+		ADD_NODE(dn, -1);
+		fwd_node = rm__ln_add_node(&g, LN_COMPUTE, -1, 0, 0, 0);
+		rm__ln_add_operand(&g, dn);
+		ADD_NODE(fwd_node, -1);
+	}
+	for (int j = from; j < to; j++) {
+		const slot *s = &c->slots[j];
+		if (s->kind != SLOT_OP || s->part != PART_LAYER || s->mb != mb || s->phase == RM_PPHASE_FWD)
+			goto out; /* not a plain backward of layers: leave it as it is */
+		const ctx *lx = layer_ctx(x, s->body_layer);
+		const rm_graph *lg = lx->layer;
+		const rm_op *op = &lg->ops[s->op];
+		if (s->body_layer != layer) {
+			/* a new layer: its backward gathers (before its first slot, as without LHS), and
+			 * where its reductions go (after the last weight gradient of each group) */
+			layer = s->body_layer;
+			last_rec = -1;
+			/* what the forward saved for this layer: live from its last reader up */
+			saved_node = rm__ln_add_node(&g, LN_COMPUTE, -1, 0, 0,
+						     plan_of(lx, layer)->saved_bytes + plan_of(lx, layer)->carry_bytes);
+			g.nodes[saved_node].external = true;
+			rm__ln_add_operand(&g, fwd_node);
+			ADD_NODE(saved_node, -1);
+			n_norm = 0;
+			norm_last = -1;
+			int nl;
+			const int *ls = comp_layer_slots(c, layer, mb, &nl);
+			for (int grp = 0; grp < MAX_GROUPS; grp++) {
+				ag_done[grp] = -1;
+				n_rs_wg[grp] = 0;
+				rs_last[grp] = -1;
+			}
+			for (int grp = 0; colls && grp < lx->ag.n; grp++) {
+				bool any = false;
+				for (int q = 0; q < nl && !any; q++)
+					any = c->slots[ls[q]].phase != RM_PPHASE_FWD && slot_reads_group(lx, &c->slots[ls[q]], grp);
+				if (!any)
+					continue;
+				int64_t bytes = lx->ag.elems[grp] * lx->lpsize;
+				int st = rm__ln_add_node(&g, LN_START, CK_AG, 0, 0, bytes);
+				/* prevent_cse's optimization barrier: the gather reads the barrier's
+				 * output, which reads what the forward saved */
+				if (x->barrier)
+					rm__ln_add_operand(&g, saved_node);
+				ADD_NODE(st, -1);
+				ag_done[grp] = rm__ln_add_node(&g, LN_DONE, CK_AG, 0, coll_latency(lx, CK_AG, bytes), bytes);
+				rm__ln_add_operand(&g, st);
+				ADD_NODE(ag_done[grp], -1);
+			}
+			for (int q = 0; q < nl; q++) {
+				const slot *u = &c->slots[ls[q]];
+				const rm_op *uo = &lg->ops[u->op];
+				if (u->phase == RM_PPHASE_FWD || !reduce)
+					continue;
+				if (uo->phase == RM_PHASE_BWD_WGRAD && lx->rs.of_op[uo->fwd_op] >= 0)
+					rs_last[lx->rs.of_op[uo->fwd_op]] = ls[q];
+				if (uo->phase != RM_PHASE_FWD && uo->kind != RM_OP_COLLECTIVE && lx->norm_elems > 0 &&
+				    is_norm_op(&lg->ops[uo->fwd_op]))
+					norm_last = ls[q];
+			}
+		}
+		int64_t out = 0;
+		if (s->phase == RM_PPHASE_RECOMPUTE) {
+			for (int i = 0; i < op->n_outputs; i++)
+				if (plan_of(lx, layer)->fate[op->outputs[i]] == RM_FATE_RECOMPUTED)
+					out += lg->values[op->outputs[i]].bytes;
+		} else if (op->phase == RM_PHASE_BWD_WGRAD) {
+			out = lg->ops[op->fwd_op].weight_elems * lx->gsize;
+		} else {
+			out = grad_tensor_bytes(lx, lg, op, layer, op->bytes_written);
+		}
+		int me = rm__ln_add_node(&g, LN_COMPUTE, -1, s->units, 0, out);
+		ADD_NODE(me, j);
+		node_of[j - from] = me;
+		rm__ln_add_operand(&g, saved_node);
+		int fwd = op->phase == RM_PHASE_FWD ? s->op : op->fwd_op;
+		if (colls && lx->ag.of_op[fwd] >= 0 && ag_done[lx->ag.of_op[fwd]] >= 0 && slot_reads_group(lx, s, lx->ag.of_op[fwd]))
+			rm__ln_add_operand(&g, ag_done[lx->ag.of_op[fwd]]);
+		if (s->phase == RM_PPHASE_RECOMPUTE) {
+			if (last_rec >= 0)
+				rm__ln_add_operand(&g, last_rec);
+			last_rec = me;
+		} else {
+			for (int i = 0; i < op->n_residuals; i++) {
+				int v = op->residuals[i];
+				if (plan_of(lx, layer)->fate[v] != RM_FATE_RECOMPUTED || lg->values[v].producer < 0)
+					continue;
+				int pj = find_slot(c, lg->values[v].producer, layer, mb, RM_PPHASE_RECOMPUTE);
+				if (pj >= from && pj < j)
+					rm__ln_add_operand(&g, node_of[pj - from]);
+			}
+			if (last_dgrad >= 0)
+				rm__ln_add_operand(&g, last_dgrad);
+			if (op->phase != RM_PHASE_BWD_WGRAD)
+				last_dgrad = me;
+		}
+		if (op->phase == RM_PHASE_BWD_WGRAD && lx->rs.of_op[op->fwd_op] >= 0) {
+			int grp = lx->rs.of_op[op->fwd_op];
+			if (n_rs_wg[grp] < 96)
+				rs_wg[grp][n_rs_wg[grp]++] = me;
+			if (rs_last[grp] == j) {
+				int64_t bytes = lx->rs.elems[grp] * lx->gsize;
+				int st = rm__ln_add_node(&g, LN_START, CK_RS, 0, 0, bytes);
+				ADD_NODE(st, -1);
+				for (int q = 0; q < n_rs_wg[grp]; q++)
+					rm__ln_add_operand(&g, rs_wg[grp][q]);
+				int dn = rm__ln_add_node(&g, LN_DONE, CK_RS, 0, coll_latency(lx, CK_RS, bytes),
+							 bytes / x->cfg->wl->train.fsdp);
+				rm__ln_add_operand(&g, st);
+				ADD_NODE(dn, -1);
+			}
+		}
+		if (op->phase != RM_PHASE_FWD && op->kind != RM_OP_COLLECTIVE && reduce && lx->norm_elems > 0 &&
+		    is_norm_op(&lg->ops[op->fwd_op])) {
+			if (n_norm < 96)
+				norm_nodes[n_norm++] = me;
+			if (norm_last == j) {
+				int64_t bytes = lx->norm_elems * lx->gsize;
+				int st = rm__ln_add_node(&g, LN_START, CK_AR, 0, 0, bytes);
+				ADD_NODE(st, -1);
+				for (int q = 0; q < n_norm; q++)
+					rm__ln_add_operand(&g, norm_nodes[q]);
+				int dn = rm__ln_add_node(&g, LN_DONE, CK_AR, 0, coll_latency(lx, CK_AR, bytes), bytes);
+				rm__ln_add_operand(&g, st);
+				ADD_NODE(dn, -1);
+			}
+		}
+	}
+	/* the exit: everything the segment leaves unread */
+	used = rm_new(bool, (size_t)g.n + 1);
+	for (int q = 0; q < g.n_operands; q++)
+		used[g.operands[q]] = true;
+	{
+		int n_before = g.n;
+		int ex = rm__ln_add_node(&g, LN_COMPUTE, -1, 0, 0, 0);
+		ADD_NODE(ex, -1);
+		for (int i = 0; i < n_before; i++)
+			if (!used[i])
+				rm__ln_add_operand(&g, i);
+	}
+#undef ADD_NODE
+	int *order = rm_new(int, (size_t)g.n + 1);
+	ln_rule *rule = rm_new(ln_rule, (size_t)g.n + 1);
+	rm__lhs_params p = lhs_params_of(x);
+	if (!rm__lhs_list(&p, c->baseline + x->grad_live, &g, order, rule)) {
+		free(order);
+		free(rule);
+		goto out;
+	}
+	slot *seg = rm_new(slot, (size_t)ns + 1);
+	int *old_pos = rm_new(int, (size_t)ns + 1);
+	int w = 0, moved = 0;
+	int rules[LN_RULE_COUNT] = {0};
+	for (int i = 0; i < g.n; i++) {
+		int j = slot_of[order[i]];
+		if (j < 0)
+			continue;
+		old_pos[w] = j;
+		seg[w++] = c->slots[j];
+		if (rule[order[i]] != LN_RULE_ORIGINAL_ORDER && rule[order[i]] != LN_RULE_ONLY_READY)
+			rules[rule[order[i]]]++;
+	}
+	assert(w == ns);
+	for (int q = 0; q < ns; q++)
+		moved += old_pos[q] != from + q;
+	memcpy(&c->slots[from], seg, (size_t)ns * sizeof(slot));
+	c->lx_n = -1; /* the layer index (comp_layer_slots) is rebuilt for the new order */
+	/* recomputed activations live at once: each from its recompute slot to its last reader */
+	{
+		int64_t *delta = rm_new(int64_t, (size_t)c->n + 2), per_layer = 0;
+		for (int l = 0; l < x->L; l++) {
+			const ctx *lx = layer_ctx(x, l);
+			const rm_graph *lg = lx->layer;
+			int nl;
+			const int *ls = comp_layer_slots(c, l, mb, &nl);
+			int64_t mine = 0;
+			for (int v = 0; v < lg->n_values; v++) {
+				if (plan_of(lx, l)->fate[v] != RM_FATE_RECOMPUTED || lg->values[v].producer < 0)
+					continue;
+				int pj = find_slot(c, lg->values[v].producer, l, mb, RM_PPHASE_RECOMPUTE);
+				if (pj < from || pj >= to)
+					continue;
+				int last = pj;
+				for (int q = 0; q < nl; q++) {
+					const slot *u = &c->slots[ls[q]];
+					const rm_op *uo = &lg->ops[u->op];
+					bool reads = false;
+					if (u->phase == RM_PPHASE_RECOMPUTE)
+						for (int i = 0; i < uo->n_inputs; i++)
+							reads |= uo->inputs[i] == v;
+					else if (u->phase == RM_PPHASE_BWD)
+						for (int i = 0; i < uo->n_residuals; i++)
+							reads |= uo->residuals[i] == v;
+					if (reads && ls[q] > last)
+						last = ls[q];
+				}
+				delta[pj] += lg->values[v].bytes;
+				delta[last + 1] -= lg->values[v].bytes;
+				mine += lg->values[v].bytes;
+			}
+			if (mine > per_layer)
+				per_layer = mine;
+		}
+		int64_t cur = 0, most = 0;
+		for (int j = 0; j <= c->n; j++) {
+			cur += delta[j];
+			if (cur > most)
+				most = cur;
+		}
+		if (most > x->rep->lhs_live_recompute_bytes)
+			x->rep->lhs_live_recompute_bytes = most;
+		if (per_layer > x->rep->lhs_recompute_layer_bytes)
+			x->rep->lhs_recompute_layer_bytes = per_layer;
+		free(delta);
+	}
+	x->rep->lhs_moved_slots += moved;
+	if (moved > 0) {
+		int best = LN_RULE_NONE;
+		for (int r = 0; r < LN_RULE_COUNT; r++)
+			if (rules[r] > rules[best])
+				best = r;
+		if (best != LN_RULE_NONE)
+			x->rep->lhs_move_rule = rm__ln_rule_name((ln_rule)best);
+	}
+	free(seg);
+	free(old_pos);
+	free(order);
+	free(rule);
+out:
+	rm__ln_graph_finish(&g);
+	free(node_of);
+	free(slot_of);
+	free(used);
+}
+
 static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 {
 	bool colls = x->cfg->wl->train.fsdp > 1;
@@ -1967,6 +2318,10 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		}
 	}
 	opt_pos = comp_add_slot(c, (slot){SLOT_OPTIMIZER, PART_LAYER, -1, 0, 0, RM_PPHASE_OPTIMIZER, optimizer_units(x), false});
+	/* XLA's scheduler orders the compute of an unrolled backward too (reorder_backward) */
+	if (unrolled && x->cfg->mode == RM_SCHED_XLA && x->cfg->flags.latency_hiding_scheduler)
+		for (int mb = 0; mb < x->A; mb++)
+			reorder_backward(x, c, bwd_loop[mb], dense_end[mb], mb);
 	delta = rm_new(int64_t, (size_t)c->n + 2);
 	if (grads_from >= 0) {
 		delta[grads_from] += x->grad_live;
@@ -2229,12 +2584,7 @@ static void schedule_comp(const ctx *x, comp *c)
 	if (x->cfg->mode != RM_SCHED_XLA) {
 		rm__ideal_windows(c);
 	} else {
-		const rm_xla_flags *f = &x->cfg->flags;
-		rm__lhs_params p = {.limit = x->limit,
-				    .enabled = f->latency_hiding_scheduler,
-				    .overlap_limit = f->parallel_collective_overlap_limit};
-		for (int k = 0; k < CK_COUNT; k++)
-			p.async_disabled[k] = f->async_disabled[ckind_xla[k]];
+		rm__lhs_params p = lhs_params_of(x);
 		rm__lhs_sweep(&p, c);
 		if (c->first_memory_sync_tracked >= 0 && x->rep->first_memory_sync_tracked_bytes == 0)
 			x->rep->first_memory_sync_tracked_bytes = c->first_memory_sync_tracked;
@@ -2529,12 +2879,19 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	int32_t *pool = rm_new(int32_t, nlt * 4 * (size_t)nv);
 	for (size_t i = 0; i < nlt * 4 * (size_t)nv; i++)
 		pool[i] = -1;
+	int nops = x.layer->n_ops;
+	if (x.n_dense > 0 && dense.layer->n_ops > nops)
+		nops = dense.layer->n_ops;
+	int32_t *bgrad_pool = rm_new(int32_t, nlt * (size_t)nops + 1);
+	for (size_t i = 0; i < nlt * (size_t)nops; i++)
+		bgrad_pool[i] = -1;
 	for (size_t i = 0; i < nlt; i++) {
 		layer_tensors *t = &e.lt[i];
 		t->fwd = pool + (i * 4 + 0) * (size_t)nv;
 		t->rec = pool + (i * 4 + 1) * (size_t)nv;
 		t->reload = pool + (i * 4 + 2) * (size_t)nv;
 		t->host = pool + (i * 4 + 3) * (size_t)nv;
+		t->bgrad = bgrad_pool + i * (size_t)nops;
 		for (int g = 0; g < MAX_GROUPS; g++)
 			t->ag_fwd[g] = t->ag_bwd[g] = t->grads[g] = -1;
 		t->norm_grads = -1;
@@ -2557,6 +2914,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	free(e.tensor_stream);
 	free(e.lt);
 	free(pool);
+	free(bgrad_pool);
 	free(e.embed_fwd);
 	free(e.head_fwd);
 	free(e.pending);

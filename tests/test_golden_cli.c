@@ -506,8 +506,14 @@ Test(golden, search_top_shows_k_folded_rows, .timeout = 120)
 	cr_assert_eq(all.exit_code, 0, "%s", all.out);
 	int n_full = search_rows(all.out, full, 40);
 	cr_assert_geq(n_full, 7);
-	/* the fixture's 5th row folds a run of 8 (past the first 4 x 5 rows read for --top 5) */
-	cr_assert(strstr(full[4], "(+7 same)"), "%s", full[4]);
+	/* the fixture's first 5 rows fold runs of 4 and 8, more than the first 4 x 5 candidates
+	 * read for --top 5 */
+	int folded = 0;
+	for (int i = 0; i < 5; i++) {
+		const char *same = strstr(full[i], "(+");
+		folded += 1 + (same ? atoi(same + 2) : 0);
+	}
+	cr_assert_gt(folded, 20, "%d candidates in the first 5 rows", folded);
 	for (int k = 5; k <= 6; k++) {
 		snprintf(args, sizeof(args), "search '%s/search-fold.yaml' --top %d", data, k);
 		run_result r = run_remora(args, false);

@@ -160,6 +160,15 @@ typedef struct rm_schedule_report {
 	rm_remat_plan plan;          /* the per-layer remat plan (owned; rm_schedule_report_finish) */
 	int64_t saved_bytes_step;    /* L x per-layer saved bytes (+ the scan carry), per micro-batch */
 	int64_t offloaded_bytes_step;
+	/* XLA, unrolled, LHS on: the compute order its list scheduler gives the backward
+	 * (docs/schedules.md "Compute order"): backward slots that moved, the most bytes of
+	 * recomputed activations live at once and one layer's recomputed activations (their ratio
+	 * is how many layers' worth are live), and the ReadySetLt rule that decided most moves (a
+	 * static string; NULL when nothing moved) */
+	int lhs_moved_slots;
+	int64_t lhs_live_recompute_bytes;
+	int64_t lhs_recompute_layer_bytes;
+	const char *lhs_move_rule;
 } rm_schedule_report;
 
 void rm_schedule_report_finish(rm_schedule_report *rep);

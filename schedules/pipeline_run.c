@@ -123,7 +123,8 @@ static rm_status price_stage(const rm_scenario_resolved *res, int64_t dense, sta
 		rm_workload_destroy(wl);
 		return err ? err->status : RM_INVALID;
 	}
-	rm_sim_options opt = {.hw_queues = res->hw_queues,
+	rm_sim_options opt = {.scheduler_built = true, /* rm_schedule_build validated it */
+			      .hw_queues = res->hw_queues,
 			      .cost = res->sched.cost,
 			      .memory_headroom_bytes = res->memory.headroom_bytes,
 			      .allocator = res->allocator,

@@ -472,7 +472,23 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 		delta[last] -= val->bytes;
 	}
 	if (bwd) {
-		/* the gradient flowing back: two live at a time, sized like the op's output */
+		/* a data-gradient op's output is also read by the weight gradients after it in graph
+		 * order (up to the next data-gradient op), which the scheduler may have moved later
+		 * (reorder_backward): for each op, the slot after the last such reader (0: none) */
+		int *wg_end = rm_new(int, (size_t)g->n_ops);
+		for (int q = 0; q < nl; q++) {
+			const slot *w = &c->slots[ls[q]];
+			if (w->phase != RM_PPHASE_BWD || g->ops[w->op].phase != RM_PHASE_BWD_WGRAD)
+				continue;
+			int src = -1;
+			for (int o = w->op - 1; o >= g->n_fwd_ops && src < 0; o--)
+				if (g->ops[o].phase != RM_PHASE_BWD_WGRAD)
+					src = o;
+			if (src >= 0 && ls[q] + 1 > wg_end[src])
+				wg_end[src] = ls[q] + 1;
+		}
+		/* the gradient flowing back: two live at a time, sized like the op's output, and up
+		 * to the weight gradients that read it */
 		for (int q = 0; q < nl; q++) {
 			int j = ls[q];
 			const slot *s = &c->slots[j];
@@ -480,23 +496,12 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 				continue;
 			int64_t b = g->ops[s->op].bytes_written;
 			int end = j + 2 <= c->n ? j + 2 : c->n;
-			/* and up to the weight gradients that read it, when the scheduler moved them
-			 * later (reorder_backward): the data-gradient op before each in graph order */
-			if (g->ops[s->op].phase != RM_PHASE_BWD_WGRAD)
-				for (int q2 = 0; q2 < nl; q2++) {
-					const slot *w = &c->slots[ls[q2]];
-					if (w->phase != RM_PPHASE_BWD || g->ops[w->op].phase != RM_PHASE_BWD_WGRAD || w->op < s->op)
-						continue;
-					int src = -1;
-					for (int o = w->op - 1; o >= g->n_fwd_ops && src < 0; o--)
-						if (g->ops[o].phase != RM_PHASE_BWD_WGRAD)
-							src = o;
-					if (src == s->op && ls[q2] + 1 > end)
-						end = ls[q2] + 1;
-				}
+			if (g->ops[s->op].phase != RM_PHASE_BWD_WGRAD && wg_end[s->op] > end)
+				end = wg_end[s->op];
 			delta[j] += b;
 			delta[end] -= b;
 		}
+		free(wg_end);
 	}
 }
 

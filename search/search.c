@@ -701,7 +701,8 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	/* JAX's BFC pool costs nothing to model and decides what fits; the PyTorch caching
 	 * allocator's replay is left to `simulate` (rows carry allocated memory) */
 	bool jax_pool = res->allocator == RM_SIM_ALLOC_JAX_PREALLOC;
-	rm_sim_options opt = {.hw_queues = res->hw_queues,
+	rm_sim_options opt = {.scheduler_built = true,
+			      .hw_queues = res->hw_queues,
 			      .cost = cfg.cost,
 			      .memory_headroom_bytes = res->memory.headroom_bytes,
 			      .allocator = jax_pool ? RM_SIM_ALLOC_JAX_PREALLOC : RM_SIM_ALLOC_EXACT,

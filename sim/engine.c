@@ -46,7 +46,7 @@ static int cmp_i32(const void *a, const void *b)
 rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_sim_options *opt,
 		      rm_error *err)
 {
-	if (rm_program_validate(prog, NULL, err) != RM_OK)
+	if (!(opt && opt->scheduler_built) && rm_program_validate(prog, NULL, err) != RM_OK)
 		return NULL;
 	if (opt && (unsigned)opt->allocator >= RM_SIM_ALLOC_COUNT) {
 		rm_error_set(err, RM_INVALID, NULL, 0, 0, "rm_sim_options.allocator: %d is not an allocator",

@@ -88,6 +88,10 @@ typedef struct rm_sim_options {
 					* workspaces: rm_memory_budget); 0: all of it */
 	rm_sim_allocator allocator; /* reserved memory model; EXACT (0) costs nothing */
 	double alloc_fraction;      /* JAX_PREALLOC: of HBM preallocated; <= 0: 0.75 */
+	bool scheduler_built;       /* the program is rm_schedule_build's own, in memory: skip
+				     * rm_program_validate (the scheduler's output is validated by
+				     * `simulate`, which builds without lean, and by the tests); a
+				     * program read from a file or made by hand is always validated */
 } rm_sim_options;
 
 typedef struct rm_sim_metrics {

@@ -48,7 +48,11 @@ bool rm_plan_parse_tokens(const char *text, double *tokens, rm_error *err)
 bool rm_plan_parse_duration(const char *text, double *seconds, rm_error *err)
 {
 	char *end = NULL;
-	double v = text ? strtod(text, &end) : NAN;
+	/* decimal only, as token counts: strtod would read "0x10d" as 0x10d seconds, "infd" as inf */
+	size_t digits = text ? strspn(text, "0123456789.eE+-") : 0;
+	double v = text && digits > 0 ? strtod(text, &end) : NAN;
+	if (end && end > text + digits)
+		end = NULL;
 	double scale = 0;
 	if (end && end != text) {
 		static const struct {

@@ -38,7 +38,7 @@ Test(plan, durations_take_units)
 	cr_assert(rm_plan_parse_duration("90m", &s, &err) && s == 5400.0);
 	cr_assert(rm_plan_parse_duration("2w", &s, &err) && s == 2 * 604800.0);
 	cr_assert(rm_plan_parse_duration("3600", &s, &err) && s == 3600.0);
-	const char *bad[] = {"", "0d", "-1h", "1y", "d", "3 d"};
+	const char *bad[] = {"", "0d", "-1h", "1y", "d", "3 d", "0x10d", "0x1p4d", "infd", "nanh"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		rm_error_clear(&err);
 		cr_assert_not(rm_plan_parse_duration(bad[i], &s, &err), "'%s' parsed", bad[i]);

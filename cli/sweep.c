@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "cli.h"
 #include "mpi_ops.h"
 #include "remora/search.h"
@@ -71,6 +73,32 @@ static void remove_db(const char *path)
 }
 
 /*
+ * Whether the rank file at path holds nothing: a rank killed while it opened its file (before
+ * its schema was committed) leaves an empty SQLite file, or one whose first transaction never
+ * committed, with no table and no application_id. Opening it read-write rolls back a hot journal
+ * and recovers a write-ahead log, so only committed content counts. False when it cannot be read
+ * (the merge then says why).
+ */
+static bool rank_file_holds_nothing(const char *path)
+{
+	sqlite3 *db = NULL;
+	bool empty = false;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK) {
+		sqlite3_busy_timeout(db, 10000);
+		sqlite3_stmt *q = NULL;
+		if (sqlite3_prepare_v2(db,
+				       "SELECT (SELECT count(*) FROM sqlite_master), (SELECT application_id FROM "
+				       "pragma_application_id)",
+				       -1, &q, NULL) == SQLITE_OK &&
+		    sqlite3_step(q) == SQLITE_ROW)
+			empty = sqlite3_column_int64(q, 0) == 0 && sqlite3_column_int64(q, 1) == 0;
+		sqlite3_finalize(q);
+	}
+	sqlite3_close(db);
+	return empty;
+}
+
+/*
  * Merges the rank files of final (final.rank0, final.rank1, ..., of any earlier rank count) into
  * final and removes them. Rank files of a killed run hold what it committed.
  */
@@ -101,6 +129,13 @@ static rm_status merge_rank_files(const char *final, int *merged, rm_error *err)
 		const char *digits = name + nb + 5;
 		if (!*digits || strspn(digits, "0123456789") != strlen(digits))
 			continue;
+		char path[CLI_SWEEP_PATH];
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (rank_file_holds_nothing(path)) {
+			/* nothing committed: nothing to merge, and the merge would refuse it */
+			remove_db(path);
+			continue;
+		}
 		if (n == cap) {
 			cap *= 2;
 			files = rm_xrealloc(files, (size_t)cap * CLI_SWEEP_PATH);

@@ -42,11 +42,12 @@ static bool launched_by_mpirun(int *size)
 bool cli_parse_shard(const char *cmd, const char *text, int *k, int *n)
 {
 	char *end = NULL;
-	long a = strtol(text, &end, 10), b = 0;
-	bool ok = end != text && *end == '/';
+	/* digits only on both sides: strtol alone would take " 1/2", "+1/2" and "1/ 2" */
+	long a = text[0] >= '0' && text[0] <= '9' ? strtol(text, &end, 10) : 0, b = 0;
+	bool ok = end && end != text && *end == '/';
 	if (ok) {
 		const char *q = end + 1;
-		b = strtol(q, &end, 10);
+		b = q[0] >= '0' && q[0] <= '9' ? strtol(q, &end, 10) : 0;
 		ok = end != q && *end == '\0' && b >= 1 && b <= CLI_MAX_SHARDS && a >= 1 && a <= b;
 	}
 	if (!ok) {

@@ -101,6 +101,17 @@ static int list_error(const char *opt, int r, int cap, const char *example)
 	return cli_usage_error("plan", "%s: expected 1 to %d entries, e.g. %s", opt, cap, example);
 }
 
+/* A decimal amount (--budget, a --price): the whole text a finite number, no hex ("0x10"), inf,
+ * nan or empty text (strtod reads "" as 0 and "0x10" as 16). */
+static bool parse_amount(const char *text, double *out)
+{
+	char *end = NULL;
+	if (!text[0] || strspn(text, "0123456789.eE+-") != strlen(text))
+		return false;
+	*out = strtod(text, &end);
+	return end && !*end && isfinite(*out);
+}
+
 static void progress(const char *what, void *user)
 {
 	(void)user;
@@ -556,9 +567,7 @@ int cli_cmd_plan(int argc, char **argv)
 						       optarg, optarg);
 			break;
 		case 'B': {
-			char *end = NULL;
-			req.budget = strtod(optarg, &end);
-			if (!end || *end || !(req.budget > 0) || !isfinite(req.budget))
+			if (!parse_amount(optarg, &req.budget) || !(req.budget > 0))
 				return cli_usage_error("plan", "--budget: expected a positive amount, got '%s'", optarg);
 			break;
 		}
@@ -708,9 +717,8 @@ int cli_cmd_plan(int argc, char **argv)
 			return list_error("--price", n, RM_PLAN_MAX_HW, "h100-sxm=2.5,h200-sxm=3.4");
 		for (int i = 0; i < n; i++) {
 			char *eq = strchr(list[i], '=');
-			char *end = NULL;
-			double p = eq ? strtod(eq + 1, &end) : NAN;
-			if (!eq || !end || *end || !(p >= 0) || !isfinite(p))
+			double p = NAN;
+			if (!eq || !parse_amount(eq + 1, &p) || !(p >= 0))
 				return cli_usage_error("plan", "--price: expected HARDWARE=PRICE (h100-sxm=2.5), got '%s'", list[i]);
 			*eq = '\0';
 			int h = -1;

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "cli.h"
 #include "mpi_ops.h"
 #include "remora/search.h"
@@ -40,11 +42,12 @@ static bool launched_by_mpirun(int *size)
 bool cli_parse_shard(const char *cmd, const char *text, int *k, int *n)
 {
 	char *end = NULL;
-	long a = strtol(text, &end, 10), b = 0;
-	bool ok = end != text && *end == '/';
+	/* digits only on both sides: strtol alone would take " 1/2", "+1/2" and "1/ 2" */
+	long a = text[0] >= '0' && text[0] <= '9' ? strtol(text, &end, 10) : 0, b = 0;
+	bool ok = end && end != text && *end == '/';
 	if (ok) {
 		const char *q = end + 1;
-		b = strtol(q, &end, 10);
+		b = q[0] >= '0' && q[0] <= '9' ? strtol(q, &end, 10) : 0;
 		ok = end != q && *end == '\0' && b >= 1 && b <= CLI_MAX_SHARDS && a >= 1 && a <= b;
 	}
 	if (!ok) {
@@ -68,6 +71,32 @@ static void remove_db(const char *path)
 	unlink(p);
 	snprintf(p, sizeof(p), "%s-journal", path);
 	unlink(p);
+}
+
+/*
+ * Whether the rank file at path holds nothing: a rank killed while it opened its file (before
+ * its schema was committed) leaves an empty SQLite file, or one whose first transaction never
+ * committed, with no table and no application_id. Opening it read-write rolls back a hot journal
+ * and recovers a write-ahead log, so only committed content counts. False when it cannot be read
+ * (the merge then says why).
+ */
+static bool rank_file_holds_nothing(const char *path)
+{
+	sqlite3 *db = NULL;
+	bool empty = false;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK) {
+		sqlite3_busy_timeout(db, 10000);
+		sqlite3_stmt *q = NULL;
+		if (sqlite3_prepare_v2(db,
+				       "SELECT (SELECT count(*) FROM sqlite_master), (SELECT application_id FROM "
+				       "pragma_application_id)",
+				       -1, &q, NULL) == SQLITE_OK &&
+		    sqlite3_step(q) == SQLITE_ROW)
+			empty = sqlite3_column_int64(q, 0) == 0 && sqlite3_column_int64(q, 1) == 0;
+		sqlite3_finalize(q);
+	}
+	sqlite3_close(db);
+	return empty;
 }
 
 /*
@@ -101,6 +130,13 @@ static rm_status merge_rank_files(const char *final, int *merged, rm_error *err)
 		const char *digits = name + nb + 5;
 		if (!*digits || strspn(digits, "0123456789") != strlen(digits))
 			continue;
+		char path[CLI_SWEEP_PATH];
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (rank_file_holds_nothing(path)) {
+			/* nothing committed: nothing to merge, and the merge would refuse it */
+			remove_db(path);
+			continue;
+		}
 		if (n == cap) {
 			cap *= 2;
 			files = rm_xrealloc(files, (size_t)cap * CLI_SWEEP_PATH);

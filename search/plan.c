@@ -48,7 +48,11 @@ bool rm_plan_parse_tokens(const char *text, double *tokens, rm_error *err)
 bool rm_plan_parse_duration(const char *text, double *seconds, rm_error *err)
 {
 	char *end = NULL;
-	double v = text ? strtod(text, &end) : NAN;
+	/* decimal only, as token counts: strtod would read "0x10d" as 0x10d seconds, "infd" as inf */
+	size_t digits = text ? strspn(text, "0123456789.eE+-") : 0;
+	double v = text && digits > 0 ? strtod(text, &end) : NAN;
+	if (end && end > text + digits)
+		end = NULL;
 	double scale = 0;
 	if (end && end != text) {
 		static const struct {
@@ -436,15 +440,21 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	rm_scenario_resolved_finish(&probe);
 	/* a global batch range: each layout at each power-of-two multiple of the smallest batch in
 	 * it (the search's layout key training.global_batch) */
-	int64_t gb_top = req->global_batch_max > req->global_batch_min && req->global_batch_min > 0
-				 ? global_batch_of(req, gpus) * (req->global_batch_max / req->global_batch_min)
-				 : gb;
+	int64_t gb_top = gb;
+	if (req->global_batch_max > req->global_batch_min && req->global_batch_min > 0) {
+		/* saturated: a range's top near INT64_MAX must not wrap (nor its doublings below) */
+		int64_t ratio = req->global_batch_max / req->global_batch_min;
+		gb_top = gb > 0 && ratio > INT64_MAX / gb ? INT64_MAX : gb * ratio;
+	}
 	if (gb_top > gb) {
 		char(*ranged)[256] = rm_xcalloc(RM_PLAN_MAX_LAYOUTS, 256);
 		int m = 0;
 		int want = 0;
-		for (int64_t g = gb; g <= gb_top; g *= 2)
+		for (int64_t g = gb; want <= RM_PLAN_MAX_LAYOUTS; g *= 2) {
 			want += n;
+			if (g > gb_top / 2)
+				break;
+		}
 		if (want > RM_PLAN_MAX_LAYOUTS) {
 			free(ranged);
 			free(layouts);
@@ -456,8 +466,11 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 					    RM_PLAN_MAX_LAYOUTS, (long long)gpus);
 		}
 		for (int i = 0; i < n; i++)
-			for (int64_t g = gb; g <= gb_top && m < RM_PLAN_MAX_LAYOUTS; g *= 2)
+			for (int64_t g = gb; m < RM_PLAN_MAX_LAYOUTS; g *= 2) {
 				snprintf(ranged[m++], 256, "%.200s training.global_batch=%lld", layouts[i], (long long)g);
+				if (g > gb_top / 2)
+					break;
+			}
 		free(layouts);
 		layouts = ranged;
 		n = m;

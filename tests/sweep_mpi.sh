@@ -21,7 +21,7 @@ check() { # check DESCRIPTION COMMAND...
 	n=$((n + 1))
 	if "${@:2}" > "check$n.log" 2>&1; then echo "ok $n - $1"; else echo "not ok $n - $1"; sed 's/^/# /' "check$n.log"; failed=1; fi
 }
-echo "1..18"
+echo "1..19"
 "$remora" search "$sc" "${small[@]}" > one.txt
 "$remora" search "$sc" "${small[@]}" --db one.db --rows > one.rows
 "$remora" search "$sc" "${small[@]}" --json > one.json
@@ -94,4 +94,11 @@ mkdir .remora-sweep-killed
 "${mpirun[@]}" -np 2 "$remora" search "$sc" "${small[@]}" > stale.txt 2> stale.err
 check "a stale .remora-sweep-* folder is named and kept" \
 	sh -c "cmp stale.txt one.txt && test \$(grep -c '1 folder .remora-sweep-\* (.remora-sweep-killed)' stale.err) -eq 1 && test -d .remora-sweep-killed"
+# a rank killed while it opened its file leaves one with nothing committed: an empty file, or an
+# SQLite file whose first transaction never committed; the rerun drops them rather than refuse
+: > plan.db.rank1
+python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=WAL'); c.execute('BEGIN'); c.execute('CREATE TABLE candidates (x)')" plan.db.rank3
+"${mpirun[@]}" -np 2 "$remora" "${plan[@]}" --json --db plan.db > plan-empty.json 2> plan-empty.err
+check "rank files that hold nothing are dropped, the plan is one process's" \
+	sh -c "cmp plan-empty.json plan-one.json && ! ls plan.db.rank* 2>/dev/null | grep -q ."
 exit $failed

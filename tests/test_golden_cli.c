@@ -629,6 +629,13 @@ Test(golden, plan_usage_errors)
 		{"plan llama-3-8b --tokens 1T --budget 100 --hardware h100-sxm,h200-sxm --price h100-sxm=2",
 		 "h200-sxm has none"},
 		{"plan llama-3-8b --price h100-sxm=2,h100-sxm=3", "h100-sxm is priced twice"},
+		/* strtod would read these as 0, 16 and 2 */
+		{"plan llama-3-8b --gpus 8 --tp 1 --pp 1 --tokens 1T --price h100-sxm=", "expected HARDWARE=PRICE"},
+		{"plan llama-3-8b --gpus 8 --tp 1 --pp 1 --tokens 1T --budget 0x10 --price h100-sxm=2", "expected a positive amount"},
+		{"plan llama-3-8b --gpus 8 --tp 1 --pp 1 --tokens 1T --price h100-sxm=0x2", "expected HARDWARE=PRICE"},
+		{"plan llama-3-8b --gpus 8 --tp 1 --pp 1 --tokens 1T --deadline 0x10d", "is not a duration"},
+		{"plan llama-3-8b --gpus 8 --tp 1 --pp 1 --shard ' 1/2' --db /tmp/remora-no-such-dir/s.db", "K/N with 1 <= K"},
+		{"plan llama-3-8b --gpus 8 --tp 1 --pp 1 --shard 1/+2 --db /tmp/remora-no-such-dir/s.db", "K/N with 1 <= K"},
 		{"plan llama-3-8b --global-batch 64:32", "below its bottom"},
 		{"plan llama-3-8b --tokens 1T --plot /etc/hostname", "not a folder"},
 		{"plan llama-3-8b --tokens 1T --shard 1/2 --db /tmp/remora-no-such-dir/s.db --scaling",

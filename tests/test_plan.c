@@ -38,7 +38,7 @@ Test(plan, durations_take_units)
 	cr_assert(rm_plan_parse_duration("90m", &s, &err) && s == 5400.0);
 	cr_assert(rm_plan_parse_duration("2w", &s, &err) && s == 2 * 604800.0);
 	cr_assert(rm_plan_parse_duration("3600", &s, &err) && s == 3600.0);
-	const char *bad[] = {"", "0d", "-1h", "1y", "d", "3 d"};
+	const char *bad[] = {"", "0d", "-1h", "1y", "d", "3 d", "0x10d", "0x1p4d", "infd", "nanh"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		rm_error_clear(&err);
 		cr_assert_not(rm_plan_parse_duration(bad[i], &s, &err), "'%s' parsed", bad[i]);
@@ -547,4 +547,18 @@ Test(plan, zero_stages_and_too_many_layouts)
 	cr_assert_eq(rm_plan_run(&big, NULL, NULL, &r, &err), RM_RANGE);
 	cr_assert(strstr(err.msg, "more than 64 layouts to try: narrow --tp, --pp"), "%s", err.msg);
 	rm_plan_result_finish(&r);
+}
+
+/* A --global-batch range whose top is near INT64_MAX is refused as too many batches to try; the
+ * doublings up to it once wrapped around and never ended. */
+Test(plan, a_huge_global_batch_range_is_refused, .timeout = 60)
+{
+	rm_plan_request req = small_request(); /* 2 layouts x 57 batches from 64 = 2^6 to 2^62 */
+	req.global_batch_max = INT64_MAX;
+	rm_plan_result res;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_plan_run(&req, NULL, NULL, &res, &err), RM_RANGE, "%s", err.msg);
+	cr_assert(strstr(err.msg, "narrow the range"), "%s", err.msg);
+	rm_plan_result_finish(&res);
 }

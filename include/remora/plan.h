@@ -38,8 +38,9 @@
  */
 bool rm_plan_parse_tokens(const char *text, double *tokens, rm_error *err);
 /*
- * Parses a duration: a number with s, m(in), h, d or w ("30d", "36h", "90m"); a bare number is
- * seconds. False (err names the text) for anything else or a duration <= 0.
+ * Parses a duration: a decimal number with s, m(in), h, d or w ("30d", "36h", "90m"); a bare
+ * number is seconds. False (err names the text) for anything else (hex, inf, nan) or a duration
+ * <= 0.
  */
 bool rm_plan_parse_duration(const char *text, double *seconds, rm_error *err);
 

@@ -112,6 +112,8 @@ typedef struct cli_sweep {
 	char tmpdir[CLI_SWEEP_PATH];   /* under MPI without --db: the folder removed at the end */
 	const struct cli_mpi_ops *ops; /* under mpirun: remora-mpi.so's table (cli/mpi_ops.h) */
 	void *module;
+	bool locked;                   /* rank 0 under MPI with --db: DB.lock held (flock) for the run */
+	int lock_fd;
 } cli_sweep;
 /* Parses "K/N" (1 <= K <= N <= CLI_MAX_SHARDS) into a 0-based shard; a usage error otherwise. */
 bool cli_parse_shard(const char *cmd, const char *text, int *k, int *n);

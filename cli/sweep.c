@@ -14,6 +14,7 @@
  * only under mpirun: `remora` links no MPI library.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -21,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -222,6 +225,52 @@ static const cli_mpi_ops *load_module(void **handle, char *why, size_t size)
 }
 
 /*
+ * One mpirun sweep per --db at a time: rank 0 holds DB.lock (flock) from before it merges a
+ * killed run's rank files until the end, since a second run would merge and remove the first
+ * one's live rank files. The file is removed at the end; a lock taken on a file another run
+ * removed meanwhile is retried (the path must still name the locked file). Returns the open
+ * descriptor, -2 when another run holds the lock, -1 on another error (why says it). flock is
+ * advisory and network file systems may not honour it: there, keep to one run per --db.
+ */
+static int lock_db(const char *db, char *why, size_t n)
+{
+	char path[CLI_SWEEP_PATH + 8];
+	snprintf(path, sizeof(path), "%s.lock", db);
+	for (int tries = 0; tries < 16; tries++) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			snprintf(why, n, "cannot open %s: %s", path, strerror(errno));
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			int e = errno;
+			close(fd);
+			if (e == EWOULDBLOCK)
+				return -2;
+			snprintf(why, n, "cannot lock %s: %s", path, strerror(e));
+			return -1;
+		}
+		struct stat held, now;
+		if (fstat(fd, &held) == 0 && stat(path, &now) == 0 && held.st_dev == now.st_dev && held.st_ino == now.st_ino)
+			return fd;
+		close(fd); /* removed by the run that held it: take the new one */
+	}
+	snprintf(why, n, "cannot lock %s: it keeps being replaced", path);
+	return -1;
+}
+
+static void unlock_db(cli_sweep *w)
+{
+	if (!w->locked)
+		return;
+	char path[CLI_SWEEP_PATH + 8];
+	snprintf(path, sizeof(path), "%s.lock", w->db);
+	unlink(path); /* while still held: a run waiting on it retries on the next file */
+	close(w->lock_fd);
+	w->locked = false;
+}
+
+/*
  * Folders .remora-sweep-* in the current directory other than ours (mine): a run without --db
  * that was killed cannot remove its folder, and nothing resumes from it (a resumable sweep names
  * its --db). Rank 0 says so once per run; it removes nothing, since another sweep may be running
@@ -302,6 +351,18 @@ int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, in
 		w->ops->bcast(tmp, (int)sizeof(tmp));
 		snprintf(w->tmpdir, sizeof(w->tmpdir), "%s", tmp);
 		snprintf(w->db, sizeof(w->db), "%s/sweep.db", tmp);
+	}
+	if (st == RM_OK && w->rank == 0 && db) {
+		char lock_why[CLI_SWEEP_PATH + 128];
+		w->lock_fd = lock_db(w->db, lock_why, sizeof(lock_why));
+		w->locked = w->lock_fd >= 0;
+		if (w->lock_fd == -2)
+			st = rm_error_set(&err, RM_IO, w->db, 0, 0,
+					  "another mpirun sweep is using this database (%s.lock is held): wait for it to end "
+					  "or give another --db",
+					  w->db);
+		else if (w->lock_fd == -1)
+			st = rm_error_set(&err, RM_IO, w->db, 0, 0, "%s", lock_why);
 	}
 	/* what a killed run's ranks committed goes into the one database before anyone reads it */
 	if (st == RM_OK && w->rank == 0) {
@@ -388,6 +449,7 @@ void cli_sweep_end(cli_sweep *w)
 			remove_db(w->db);
 			rmdir(w->tmpdir);
 		}
+		unlock_db(w);
 		w->ops->finalize();
 	}
 	/* the module stays loaded: Open MPI's atexit handlers may still run in it */

@@ -21,7 +21,7 @@ check() { # check DESCRIPTION COMMAND...
 	n=$((n + 1))
 	if "${@:2}" > "check$n.log" 2>&1; then echo "ok $n - $1"; else echo "not ok $n - $1"; sed 's/^/# /' "check$n.log"; failed=1; fi
 }
-echo "1..19"
+echo "1..21"
 "$remora" search "$sc" "${small[@]}" > one.txt
 "$remora" search "$sc" "${small[@]}" --db one.db --rows > one.rows
 "$remora" search "$sc" "${small[@]}" --json > one.json
@@ -101,4 +101,18 @@ python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('PR
 "${mpirun[@]}" -np 2 "$remora" "${plan[@]}" --json --db plan.db > plan-empty.json 2> plan-empty.err
 check "rank files that hold nothing are dropped, the plan is one process's" \
 	sh -c "cmp plan-empty.json plan-one.json && ! ls plan.db.rank* 2>/dev/null | grep -q ."
+# one mpirun sweep per --db: while another holds DB.lock, a second is refused and touches nothing
+cp one.db locked.db
+(exec 9> locked.db.lock && flock 9 && exec sleep 30) &
+holder=$! # sleep itself, the lock's one holder: killing it frees the lock
+for _ in $(seq 50); do flock -n locked.db.lock true 2> /dev/null || break; sleep 0.1; done
+"${mpirun[@]}" -np 2 "$remora" search "$sc" "${small[@]}" --db locked.db > locked.txt 2> locked.err
+locked_rc=$?
+kill "$holder" 2> /dev/null
+wait "$holder" 2> /dev/null
+check "a second mpirun sweep on a --db in use is refused, the database untouched" \
+	sh -c "test $locked_rc -ne 0 && test ! -s locked.txt && grep -q 'another mpirun sweep is using this database' locked.err && cmp locked.db one.db && ! ls locked.db.rank* 2>/dev/null | grep -q ."
+"${mpirun[@]}" -np 2 "$remora" search "$sc" "${small[@]}" --db locked.db --rows > locked.rows 2> /dev/null
+check "once it is free the sweep runs, gives one process's rows and removes its lock" \
+	sh -c "cmp locked.rows one.rows && test ! -e locked.db.lock"
 exit $failed

@@ -232,6 +232,37 @@ Test(golden, search_seed_json, .timeout = 240)
 	free(out);
 }
 
+/* The seed search as the README quotes it: the table ranks XLA candidates only (the ideal bound
+ * is its "ideal gap" column), and the table's first row, the best plan and the first line of the
+ * XLA Pareto front name the winner the same way, flag variant included. */
+Test(golden, search_seed_text, .timeout = 240)
+{
+	static char dir[1024];
+	snprintf(dir, sizeof(dir), "%s", getenv("REMORA_DATA_DIR"));
+	run_cwd = dir;
+	char *out = golden_out("search-seed.txt", "search scenarios/seed-llama2-7b-fsdp8-h100.yaml --jobs 2");
+	run_cwd = NULL;
+	cr_expect_null(strstr(out, "(ideal)"), "%s", out);
+	cr_expect(strstr(out, " ideal gap\n"), "%s", out);
+	cr_expect(strstr(out, "\n  1   save: q,k,v,gate,up,ctx (+5 same)               4 as given "), "%s", out);
+	cr_expect(strstr(out, "\nbest plan for XLA (save: q,k,v,gate,up,ctx, mb 4, flags as given; paste these):\n"),
+		  "%s", out);
+	const char *front = strstr(out, "\nPareto front of the XLA candidates");
+	cr_assert_not_null(front, "%s", out);
+	const char *first = strchr(front + 1, '\n');
+	cr_assert_not_null(first);
+	cr_expect_eq(strncmp(strstr(first, "GiB  "), "GiB  save: q,k,v,gate,up,ctx, mb 4, flags as given   <- best plan\n",
+			     66),
+		     0, "%s", first);
+	/* a variant named on the front gets its flags */
+	cr_expect(strstr(front, "flags v2\n"), "%s", front);
+	cr_expect(strstr(front, "\n  flags v2 = search.flag_variants[2], on top of the scenario's: "
+				"--xla_gpu_enable_while_loop_double_buffering=false\n"),
+		  "%s", front);
+	cr_expect_null(strstr(front, ", ideal"), "%s", front);
+	free(out);
+}
+
 Test(golden, same_input_same_bytes)
 {
 	run_result a = run_remora("describe qwen2-7b --fsdp 4 --json", false);

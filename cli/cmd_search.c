@@ -399,11 +399,74 @@ static int print_table(rm_search *s, const rm_scenario *sc, const rm_candidate_r
 		       (double)r->peak_memory_bytes / (double)RM_GiB, r->exposed_comm_s * 1e3, r->sync, gap);
 		i += same;
 	}
+	if (shown == 0)
+		printf("  (no candidate of %s fits)\n", rt);
 	print_variants(sc, shown_variant);
 	if (any_gap)
 		printf("  ideal gap: tokens/s %s gives up against the ideal runtime (hand-tuned overlap) at the same "
 		       "policy and micro-batch\n",
 		       rt);
+	return CLI_EXIT_OK;
+}
+
+/* The runtime's candidate of least peak memory among those simulated (rm_search_each). */
+typedef struct least_peak {
+	rm_candidate_result best;
+	bool have;
+} least_peak;
+
+static void least_peak_row(const rm_candidate_result *r, void *user)
+{
+	least_peak *lp = user;
+	if (r->ok && !r->c.ideal && (!lp->have || r->peak_memory_bytes < lp->best.peak_memory_bytes)) {
+		lp->best = *r;
+		lp->have = true;
+	}
+}
+
+/*
+ * When no candidate of the runtime fits: the one closest to fitting (least peak), simulated again
+ * for what takes its memory at the peak, and the changes that would fit it (cli_print_fit_hint).
+ * Returns CLI_EXIT_OK, or the failure's exit code.
+ */
+static int explain_no_fit(rm_search *s, const char *rt, rm_error *err)
+{
+	least_peak lp = {.have = false};
+	if (rm_search_each(s, least_peak_row, &lp, err) != RM_OK)
+		return cli_fail(err);
+	int64_t pool = rm_search_jax_pool_bytes(s);
+	int64_t cap = pool > 0 ? pool : rm_search_memory_budget(s)->usable_bytes;
+	char b1[32], b2[32];
+	if (!lp.have) {
+		printf("\n  no %s candidate fits in memory (none simulated without an error)\n", rt);
+		return CLI_EXIT_OK;
+	}
+	const rm_candidate_result *c = &lp.best;
+	printf("\nbest plan for %s: DOES NOT FIT. Closest: %s, mb %lld, peak %s of %s %s\n", rt, c->c.label,
+	       (long long)c->c.micro_batch, rm_format_bytes(c->peak_memory_bytes, b1, sizeof(b1)),
+	       rm_format_bytes(cap, b2, sizeof(b2)), pool > 0 ? "in the BFC pool" : "usable");
+	rm_scenario_resolved res;
+	rm_schedule_report rep;
+	memset(&res, 0, sizeof(res));
+	memset(&rep, 0, sizeof(rep));
+	rm_program *prog = NULL;
+	rm_sim *sim = NULL;
+	rm_breakdown bd;
+	if (rm_search_resolve_candidate(s, &c->c, &res, err) == RM_OK && res.train.pp <= 1 &&
+	    (prog = rm_schedule_build(&res.sched, &rep, err)) != NULL) {
+		rm_sim_options so = {.hw_queues = res.hw_queues,
+				     .cost = res.sched.cost,
+				     .memory_headroom_bytes = res.memory.headroom_bytes};
+		sim = rm_sim_create(prog, &res.hw, &so, err);
+		if (sim && rm_sim_run(sim, err) == RM_OK && rm_sim_breakdown(sim, &res.memory, &bd, err) == RM_OK)
+			cli_print_fit_hint(&bd, c->peak_memory_bytes, cap, &res.train);
+		else
+			rm_log_warn("cannot break the closest candidate's memory down: %s", err->msg);
+	}
+	rm_sim_destroy(sim);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
 	return CLI_EXIT_OK;
 }
 
@@ -757,9 +820,7 @@ int cli_cmd_search(int argc, char **argv)
 	if (rc != CLI_EXIT_OK)
 		goto out_w;
 	if (!have_xla) {
-		printf("\n  no %s candidate fits in memory: try smaller search.micro_batches, nothing_saveable or "
-		       "offloaded names\n",
-		       rm_search_runtime(s) == RM_SCHED_FSDP2 ? "FSDP2" : "XLA");
+		rc = explain_no_fit(s, rt, &err);
 		goto out_w;
 	}
 	/* the best XLA candidate is what a JAX user can paste */

@@ -130,6 +130,74 @@ void cli_print_breakdown(const rm_breakdown *bd)
 	printf("    %-18s %s\n", "total", rm_format_bytes(bd->peak_total_bytes, b1, sizeof(b1)));
 }
 
+/*
+ * What to change when a step does not fit, computed from the memory at the peak (bd, by tensor
+ * role): the largest roles, then each change's estimated peak, the smallest change that fits
+ * first per kind. Estimates, first order: activations and saved residuals scale with the
+ * micro-batch (they are per-sequence tensors); FSDP shards the parameter shards, gradients and
+ * optimizer state over parallelism.fsdp (x2 per step, same global batch assumed); offloading or
+ * not saving the residuals takes at most what they hold. capacity: the bytes the step must fit.
+ */
+void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t)
+{
+	char b1[32], b2[32], b3[32];
+	int64_t over = peak - capacity;
+	if (over <= 0)
+		return;
+	/* the three largest roles at the peak */
+	int order[RM_ROLE_COUNT], n = 0;
+	for (int r = 0; r < RM_ROLE_COUNT; r++)
+		if (bd->role_bytes[r] > 0)
+			order[n++] = r;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && bd->role_bytes[order[j]] > bd->role_bytes[order[j - 1]]; j--) {
+			int x = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	printf("  over by            %s; at the peak (t = %.3f ms):", rm_format_bytes(over, b1, sizeof(b1)),
+	       rm_time_to_s(bd->peak_time) * 1e3);
+	for (int i = 0; i < n && i < 3; i++)
+		printf("%s %s %s", i ? "," : "", rm_tensor_role_name((rm_tensor_role)order[i]),
+		       rm_format_bytes(bd->role_bytes[order[i]], b2, sizeof(b2)));
+	printf(" (--breakdown)\n");
+	int64_t act = bd->role_bytes[RM_ROLE_ACTIVATION], res = bd->role_bytes[RM_ROLE_RESIDUAL];
+	int64_t state = bd->role_bytes[RM_ROLE_PARAM_SHARD] + bd->role_bytes[RM_ROLE_GRADIENT] +
+			bd->role_bytes[RM_ROLE_OPTIMIZER_STATE];
+	printf("  would fit (estimates, first order; check with --set):\n");
+	bool any = false;
+	int64_t mb = t->micro_batch > 0 ? t->micro_batch : 1;
+	for (int64_t m = mb - 1; m >= 1 && act + res > 0; m--) {
+		int64_t est = peak - (int64_t)((double)(act + res) * (double)(mb - m) / (double)mb);
+		if (est <= capacity) {
+			printf("    training.micro_batch=%lld    about %s (activations and saved residuals, %s, scale with it)\n",
+			       (long long)m, rm_format_bytes(est, b1, sizeof(b1)), rm_format_bytes(act + res, b2, sizeof(b2)));
+			any = true;
+			break;
+		}
+	}
+	if (res >= over) {
+		printf("    save fewer names   the saved residuals hold %s: saving %s less fits (remat.names, or\n"
+		       "                       nothing_saveable, which keeps only the layer inputs)\n",
+		       rm_format_bytes(res, b1, sizeof(b1)), rm_format_bytes(over, b2, sizeof(b2)));
+		printf("    offload them       remat.policy=save_and_offload_only_these_names moves up to %s to host memory\n",
+		       rm_format_bytes(res, b1, sizeof(b1)));
+		any = true;
+	}
+	for (int64_t k = 2; k <= 64 && state > 0 && t->fsdp >= 1; k *= 2) {
+		int64_t est = peak - state + state / k;
+		if (est <= capacity) {
+			printf("    parallelism.fsdp=%lld  about %s (%lld x the GPUs: the sharded state, %s, becomes %s)\n",
+			       (long long)(t->fsdp * k), rm_format_bytes(est, b1, sizeof(b1)), (long long)k,
+			       rm_format_bytes(state, b2, sizeof(b2)), rm_format_bytes(state / k, b3, sizeof(b3)));
+			any = true;
+			break;
+		}
+	}
+	if (!any)
+		printf("    no single change: combine a smaller micro-batch, fewer saved names and more GPUs\n");
+}
+
 int cli_check_sets(const char *cmd, char *const *sets, int n_sets)
 {
 	rm_scenario *scratch = rm_new(rm_scenario, 1);
@@ -654,6 +722,19 @@ static int run(const char *cmd, int argc, char **argv)
 			       "  (save_and_offload_only_these_names), or a smaller micro-batch.\n",
 			       mem_syncs, rm_format_bytes(rep.first_memory_sync_tracked_bytes, b5, sizeof(b5)),
 			       rm_format_bytes(rep.memory_limit_bytes, b6, sizeof(b6)));
+		if (!m->fits) {
+			/* what takes the memory at the peak, and what would fit */
+			rm_breakdown fb;
+			if (breakdown || rm_sim_breakdown(s, &res.memory, &fb, &err) == RM_OK) {
+				double frac = opt.alloc_fraction > 0 ? opt.alloc_fraction : RM_SIM_JAX_MEM_FRACTION;
+				int64_t cap = m->memory_usable_bytes;
+				if (opt.allocator == RM_SIM_ALLOC_JAX_PREALLOC &&
+				    (int64_t)(frac * (double)m->memory_capacity_bytes) < cap)
+					cap = (int64_t)(frac * (double)m->memory_capacity_bytes);
+				printf("\n");
+				cli_print_fit_hint(breakdown ? &bd : &fb, m->peak_memory_bytes, cap, &res.train);
+			}
+		}
 		if (breakdown)
 			cli_print_breakdown(&bd);
 	}

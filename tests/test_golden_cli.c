@@ -263,6 +263,51 @@ Test(golden, search_seed_text, .timeout = 240)
 	free(out);
 }
 
+/* DOES NOT FIT comes with what takes the memory at the peak and what would fit, computed from
+ * the roles at the peak: the seed at micro-batch 12 passes JAX's 59.74 GiB pool by 8.73 GiB;
+ * activations and residuals (55.30 GiB) scale with the micro-batch, so 10 gives 68.47 - 55.30 x
+ * 2/12 = 59.25 GiB (what simulate at 10 prints); the sharded state (12.80 GiB) over 4x the GPUs
+ * leaves 68.47 - 12.80 x 3/4 = 58.87 GiB (simulate at fsdp 32 says 59.05). */
+Test(golden, simulate_does_not_fit_says_what_would)
+{
+	char args[1200];
+	snprintf(args, sizeof(args), "simulate %s --set training.micro_batch=12", seed_arg());
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "DOES NOT FIT"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n  over by            8.73 GiB; at the peak (t = "), "%s", r.out);
+	cr_expect(strstr(r.out, "residual 35.25 GiB, activation 20.05 GiB, optimizer_state 9.41 GiB"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    training.micro_batch=10    about 59.25 GiB"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    parallelism.fsdp=32  about 58.87 GiB (4 x the GPUs"), "%s", r.out);
+	cr_expect(strstr(r.out, "moves up to 35.25 GiB to host memory"), "%s", r.out);
+	free(r.out);
+	/* a step that fits says nothing of it */
+	snprintf(args, sizeof(args), "simulate %s --set training.micro_batch=10", seed_arg());
+	r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect_null(strstr(r.out, "would fit"), "%s", r.out);
+	free(r.out);
+}
+
+/* A search where nothing fits names the candidate closest to fitting and what would fit it (the
+ * seed as written at micro-batch 12: the figures of simulate_does_not_fit_says_what_would). */
+Test(golden, search_nothing_fits_says_what_would)
+{
+	char args[1600];
+	snprintf(args, sizeof(args),
+		 "search %s --set training.micro_batch=12 --set 'search.names=[]' --set 'search.policies=[dots_saveable]' "
+		 "--set 'search.micro_batches=[8,12]' --set \"search.flag_variants=['']\"",
+		 seed_arg());
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\n  (no candidate of XLA fits)\n"), "%s", r.out);
+	cr_expect(strstr(r.out, "\nbest plan for XLA: DOES NOT FIT. Closest: as written, mb 12, peak 68.47 GiB of 59.74 "
+				"GiB in the BFC pool\n  over by            8.73 GiB"),
+		  "%s", r.out);
+	cr_expect(strstr(r.out, "\n    training.micro_batch=10    about 59.25 GiB"), "%s", r.out);
+	free(r.out);
+}
+
 Test(golden, same_input_same_bytes)
 {
 	run_result a = run_remora("describe qwen2-7b --fsdp 4 --json", false);

@@ -308,6 +308,18 @@ Test(golden, search_nothing_fits_says_what_would)
 	free(r.out);
 }
 
+/* Units: hw show gives bytes in binary units with the exact count (85520809984 B = 79.65 GiB, the
+ * H100's HBM as the driver reports it; 50 MB of L2 = 47.68 MiB), never 8.55208e+10 B. */
+Test(golden, hw_show_bytes_in_binary_units)
+{
+	run_result r = run_remora("hw show h100-sxm", false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\nhbm_bytes                       79.65 GiB      85520809984 B; "), "%s", r.out);
+	cr_expect(strstr(r.out, "\nl2_bytes                        47.68 MiB      50000000 B; "), "%s", r.out);
+	cr_expect_null(strstr(r.out, "e+"), "%s", r.out);
+	free(r.out);
+}
+
 Test(golden, same_input_same_bytes)
 {
 	run_result a = run_remora("describe qwen2-7b --fsdp 4 --json", false);

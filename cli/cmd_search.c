@@ -841,8 +841,16 @@ int cli_cmd_search(int argc, char **argv)
 			printf("  policy=%s\n", rm_remat_policy_format(p, pol, sizeof(pol)));
 		rm_remat_policy_destroy(p);
 	}
-	if (!fsdp2)
-		printf("  XLA_FLAGS=\"%s\"   (the flags that differ from XLA's defaults)\n", flags);
+	if (!fsdp2) {
+		int version = rm_xla_version_find(sc.xla_version);
+		if (version > 0)
+			printf("  XLA_FLAGS=\"%s\"   (the flags that differ from the defaults of JAX %s's XLA)\n", flags,
+			       rm_xla_version_at(version)->name);
+		else
+			printf("  XLA_FLAGS=\"%s\"   (the flags that differ from remora's unversioned XLA defaults, JAX "
+			       "0.4.30's with the LHS flag true; xla.version names a release)\n",
+			       flags);
+	}
 	printf("  micro-batch  = %lld\n", (long long)w->c.micro_batch);
 	if (w->c.parallelism[0])
 		printf("  parallelism  = %s   (search.parallelism; --set each)\n", w->c.parallelism);

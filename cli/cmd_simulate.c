@@ -325,7 +325,7 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ", EP %lld", (long long)t->ep);
 	if (t->zero < 3 && t->dp_replicate > 1)
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ", ZeRO-%d", t->zero);
-	printf("%s on %d x %s, PP %d (%s%s), TP %lld%s%s, FSDP %lld x %lld replicas, seq %lld, micro-batch %lld x %d\n",
+	printf("%s on %d x %s, PP %d (%s%s), TP %lld%s%s, FSDP %lld x %lld replicas, seq %lld, micro-batch %lld x %d micro-batches\n",
 	       res->model.name, res->gpus, res->hw.name, r.stages, rm_pp_schedule_name(r.schedule),
 	       r.chunks > 1 ? ", chunks per stage" : "", (long long)t->tp, t->sp ? " (SP)" : "", extra,
 	       (long long)t->fsdp, (long long)t->dp_replicate, (long long)t->seq_len, (long long)t->micro_batch,
@@ -598,7 +598,7 @@ static int run(const char *cmd, int argc, char **argv)
 			snprintf(par + n, sizeof(par) - n, ", ZeRO-%d over %lld", res.train.zero,
 				 (long long)(res.train.fsdp * res.train.dp_replicate));
 		}
-		printf("%s on %d x %s, %s, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
+		printf("%s on %d x %s, %s, seq %lld, micro-batch %lld x grad_accum %lld, %s%s\n", res.model.name, res.gpus,
 		       res.hw.name, par, (long long)res.train.seq_len,
 		       (long long)res.train.micro_batch, (long long)res.train.grad_accum,
 		       res.sched.mode == RM_SCHED_XLA     ? "XLA schedule"

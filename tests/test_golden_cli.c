@@ -260,6 +260,8 @@ Test(golden, search_seed_text, .timeout = 240)
 				"--xla_gpu_enable_while_loop_double_buffering=false\n"),
 		  "%s", front);
 	cr_expect_null(strstr(front, ", ideal"), "%s", front);
+	/* the flags to paste differ from a named XLA's defaults */
+	cr_expect(strstr(out, "   (the flags that differ from the defaults of JAX 0.4.30's XLA)\n"), "%s", out);
 	free(out);
 }
 
@@ -275,6 +277,7 @@ Test(golden, simulate_does_not_fit_says_what_would)
 	run_result r = run_remora(args, false);
 	cr_assert_eq(r.exit_code, 0, "%s", r.out);
 	cr_expect(strstr(r.out, "DOES NOT FIT"), "%s", r.out);
+	cr_expect(strstr(r.out, ", micro-batch 12 x grad_accum 1, XLA schedule (scan)\n"), "%s", r.out);
 	cr_expect(strstr(r.out, "\n  over by            8.73 GiB; at the peak (t = "), "%s", r.out);
 	cr_expect(strstr(r.out, "residual 35.25 GiB, activation 20.05 GiB, optimizer_state 9.41 GiB"), "%s", r.out);
 	cr_expect(strstr(r.out, "\n    training.micro_batch=10    about 59.25 GiB"), "%s", r.out);

@@ -198,6 +198,38 @@ void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, 
 		printf("    no single change: combine a smaller micro-batch, fewer saved names and more GPUs\n");
 }
 
+/* At -v: the inputs the run resolved, each with where it came from (stderr; the output is the
+ * same without it): the hardware profile's figures and sources, the memory budget's terms, and
+ * XLA's scheduler memory limit with its terms. */
+static void log_resolved(const rm_scenario_resolved *res, const rm_schedule_report *rep)
+{
+	if (rm_log_get_level() < RM_LOG_INFO)
+		return;
+	char b1[32], b2[32], b3[32], b4[32];
+	for (int f = 0; f < RM_HW_FIELD_COUNT; f++) {
+		const rm_hw_field_info *info = rm_hw_field_info_at((rm_hw_field)f);
+		rm_log_info("hardware %s: %s = %.6g %s (%s)", res->hw.name, info->key,
+			    rm_hw_profile_get(&res->hw, (rm_hw_field)f), info->unit,
+			    res->hw.source[f] ? res->hw.source[f] : "no source");
+	}
+	const rm_memory_budget *m = &res->memory;
+	rm_log_info("memory budget: %s usable = %s HBM - %s headroom (%s)", rm_format_bytes(m->usable_bytes, b1, sizeof(b1)),
+		    rm_format_bytes(m->hbm_bytes, b2, sizeof(b2)), rm_format_bytes(m->headroom_bytes, b3, sizeof(b3)),
+		    m->headroom_set ? "set" : "CUDA context + NCCL buffers + cuBLASLt workspace");
+	if (!m->headroom_set)
+		rm_log_info("memory budget: headroom = %s CUDA context + %s NCCL buffers + %s cuBLASLt workspace",
+			    rm_format_bytes(m->cuda_context_bytes, b1, sizeof(b1)),
+			    rm_format_bytes(m->nccl_buffer_bytes, b2, sizeof(b2)),
+			    rm_format_bytes(m->cublas_workspace_bytes, b3, sizeof(b3)));
+	if (res->sched.mode == RM_SCHED_XLA)
+		rm_log_info("XLA memory limit: %s = (%s device memory - %s parameters and outputs) x slop %d%%",
+			    rm_format_bytes(rep->memory_limit_bytes, b1, sizeof(b1)),
+			    rm_format_bytes(rep->memory_base_bytes, b2, sizeof(b2)),
+			    rm_format_bytes(rep->io_bytes, b3, sizeof(b3)), res->flags.memory_limit_slop_factor);
+	rm_log_info("schedule: %d collectives, %d async; LHS-tracked peak %s", rep->collectives, rep->async,
+		    rm_format_bytes(rep->tracked_peak_bytes, b4, sizeof(b4)));
+}
+
 int cli_check_sets(const char *cmd, char *const *sets, int n_sets)
 {
 	rm_scenario *scratch = rm_new(rm_scenario, 1);
@@ -507,6 +539,7 @@ static int run(const char *cmd, int argc, char **argv)
 		rm_scenario_resolved_finish(&res);
 		return cli_fail(&err);
 	}
+	log_resolved(&res, &rep);
 	/* what run-program needs to price it the same way: hardware, power limit, kernels */
 	prog->runtime.set = true;
 	runtime_hardware(&sc, prog->runtime.hardware, sizeof(prog->runtime.hardware));

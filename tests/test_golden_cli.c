@@ -323,6 +323,30 @@ Test(golden, hw_show_bytes_in_binary_units)
 	free(r.out);
 }
 
+/* -v logs the resolved inputs on stderr: profile figures with their sources, the memory budget's
+ * terms and XLA's memory limit, (59.74 GiB pool - 10.98 GiB of I/O) x 0.95 = 46.32 GiB; stdout is
+ * what it is without -v. */
+Test(golden, simulate_verbose_logs_resolved_inputs)
+{
+	char args[1400];
+	snprintf(args, sizeof(args), "-v simulate %s", seed_arg());
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: hardware h100-sxm: hbm_peak_GBps = 3350 GB/s (docs/reference/hardware.md "
+				"'HBM peak bandwidth' (DS))\n"),
+		  "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: memory budget: 78.63 GiB usable = 79.65 GiB HBM - 1.02 GiB headroom"), "%s",
+		  r.out);
+	cr_expect(strstr(r.out, "remora: info: XLA memory limit: 46.32 GiB = (59.74 GiB device memory - 10.98 GiB "
+				"parameters and outputs) x slop 95%\n"),
+		  "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof(args), "simulate %s", seed_arg());
+	r = run_remora(args, true);
+	cr_expect_null(strstr(r.out, "remora: info:"), "%s", r.out);
+	free(r.out);
+}
+
 Test(golden, same_input_same_bytes)
 {
 	run_result a = run_remora("describe qwen2-7b --fsdp 4 --json", false);

@@ -1,7 +1,8 @@
 /*
  * `remora search SCENARIO [--db FILE] [--jobs N] [--top K] [--json] [--trace OUT] [--plot DIR]`:
- * sweeps remat policies, micro-batches and XLA flag variants, ranks by tokens/s per GPU among
- * the candidates that fit, and prints what to paste: the policy call, XLA_FLAGS, micro-batch.
+ * sweeps remat policies, micro-batches and XLA flag variants, ranks the scenario's runtime's
+ * candidates that fit by tokens/s per GPU (the ideal runtime is a column, "ideal gap"), and prints
+ * what to paste: the policy call, XLA_FLAGS, micro-batch; then that runtime's Pareto front.
  */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include <errno.h>
@@ -28,13 +29,15 @@ static void search_usage(FILE *out)
 		"usage: remora search SCENARIO [options]\n\n"
 		"Simulates every candidate of the scenario's search space (subsets of search.names saved or\n"
 		"offloaded, search.policies, search.micro_batches, search.flag_variants, and the ideal\n"
-		"runtime), ranks those that fit by tokens/s per GPU, and prints the winner's JAX policy,\n"
-		"XLA_FLAGS and micro-batch, with the Pareto front of step time against peak memory.\n\n"
+		"runtime), ranks the scenario's runtime's candidates that fit by tokens/s per GPU (with the\n"
+		"ideal runtime's gap at the same policy and micro-batch as a column), and prints the winner's\n"
+		"JAX policy, XLA_FLAGS and micro-batch, with that runtime's Pareto front of throughput\n"
+		"against peak memory. Flag variants are named vN for search.flag_variants[N].\n\n"
 		"options:\n"
 		"  -s, --set KEY=VALUE  override a scenario key (e.g. --set search.micro_batches=[1,2])\n"
 		"  -d, --db FILE        keep the sweep in this SQLite file; a killed sweep resumes from it\n"
 		"  -J, --jobs N         simulate on N threads (same results for any N; default 1)\n"
-		"  -k, --top K          show the best K candidates (default 10)\n"
+		"  -k, --top K          show the best K rows, same schedules folded into one (default 10)\n"
 		"  -j, --json           machine-readable output\n"
 		"  -t, --trace OUT      write the winner's Perfetto trace\n"
 		"  -p, --plot DIR       write the Pareto front and the winner's memory timeline (SVG, gnuplot)\n"

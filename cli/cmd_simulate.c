@@ -201,7 +201,7 @@ void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, 
 /* At -v: the inputs the run resolved, each with where it came from (stderr; the output is the
  * same without it): the hardware profile's figures and sources, the memory budget's terms, and
  * XLA's scheduler memory limit with its terms. */
-static void log_resolved(const rm_scenario_resolved *res, const rm_schedule_report *rep)
+static void log_resolved(const rm_scenario_resolved *res, const rm_schedule_report *rep, const rm_program *prog)
 {
 	if (rm_log_get_level() < RM_LOG_INFO)
 		return;
@@ -228,6 +228,53 @@ static void log_resolved(const rm_scenario_resolved *res, const rm_schedule_repo
 			    rm_format_bytes(rep->io_bytes, b3, sizeof(b3)), res->flags.memory_limit_slop_factor);
 	rm_log_info("schedule: %d collectives, %d async; LHS-tracked peak %s", rep->collectives, rep->async,
 		    rm_format_bytes(rep->tracked_peak_bytes, b4, sizeof(b4)));
+	/* NCCL's choice per collective shape, in the order the program first has it (the groups'
+	 * nodes as the cost model reads them: span, or as many nodes as the group needs); one pass,
+	 * at most 64 shapes (a step has a handful), the rest counted */
+	enum { MAX_SHAPES = 64 };
+	rm_collective_cost shape[MAX_SHAPES];
+	int count[MAX_SHAPES], n_shapes = 0, more = 0;
+	for (int i = 0; i < prog->n_ops; i++) {
+		const rm_cost_op *op = &prog->ops[i].cost;
+		if (op->kind != RM_COST_COLLECTIVE || op->collective.group_size <= 1 || op->collective.bytes <= 0)
+			continue;
+		const rm_collective_cost *c = &op->collective;
+		int k = 0;
+		while (k < n_shapes && !(shape[k].op == c->op && shape[k].bytes == c->bytes &&
+					 shape[k].group_size == c->group_size && shape[k].span == c->span))
+			k++;
+		if (k == n_shapes && n_shapes == MAX_SHAPES) {
+			more++;
+			continue;
+		}
+		if (k == n_shapes) {
+			shape[n_shapes] = *c;
+			count[n_shapes++] = 0;
+		}
+		count[k]++;
+	}
+	int gpn = res->hw.gpus_per_node >= 1 ? (int)res->hw.gpus_per_node : 8;
+	for (int k = 0; k < n_shapes; k++) {
+		const rm_collective_cost *c = &shape[k];
+		int nodes = c->span >= 1 ? c->span : 1;
+		if (nodes > c->group_size)
+			nodes = c->group_size;
+		if (c->group_size / nodes > gpn || c->group_size % nodes != 0) {
+			nodes = (c->group_size + gpn - 1) / gpn;
+			while (c->group_size % nodes != 0)
+				nodes++;
+		}
+		rm_coll_query q = rm_coll_query_make(c->op, c->bytes, c->group_size, nodes);
+		rm_coll_estimate e;
+		if (rm_nccl_estimate(&res->cost.nccl, &q, &e, NULL) != RM_OK)
+			continue;
+		rm_log_info("NCCL %s: %s %s over %d GPUs on %d node(s), x%d: %s %s, %d channels, %.2f us, busBW %.2f GB/s",
+			    rm_nccl_model_version(&res->cost.nccl), rm_coll_name(c->op), rm_format_bytes(c->bytes, b1, sizeof(b1)),
+			    c->group_size, nodes, count[k], rm_nccl_algo_name(e.algo), rm_nccl_proto_name(e.proto), e.channels,
+			    e.time_us, e.busbw_GBps);
+	}
+	if (more)
+		rm_log_info("NCCL: %d more collectives of other shapes", more);
 }
 
 int cli_check_sets(const char *cmd, char *const *sets, int n_sets)
@@ -539,7 +586,7 @@ static int run(const char *cmd, int argc, char **argv)
 		rm_scenario_resolved_finish(&res);
 		return cli_fail(&err);
 	}
-	log_resolved(&res, &rep);
+	log_resolved(&res, &rep, prog);
 	/* what run-program needs to price it the same way: hardware, power limit, kernels */
 	prog->runtime.set = true;
 	runtime_hardware(&sc, prog->runtime.hardware, sizeof(prog->runtime.hardware));

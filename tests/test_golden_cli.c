@@ -340,6 +340,12 @@ Test(golden, simulate_verbose_logs_resolved_inputs)
 	cr_expect(strstr(r.out, "remora: info: XLA memory limit: 46.32 GiB = (59.74 GiB device memory - 10.98 GiB "
 				"parameters and outputs) x slop 95%\n"),
 		  "%s", r.out);
+	/* NCCL's choice per collective shape: the 64 per-layer all-gathers (forward and backward)
+	 * as `remora collective --op all-gather --bytes 386MiB --gpus 8` prices one; 133 in all */
+	cr_expect(strstr(r.out, "remora: info: NCCL 2.28: all-gather 386.00 MiB over 8 GPUs on 1 node(s), x64: Ring "
+				"Simple, 24 channels, 1068.96 us, busBW 331.31 GB/s\n"),
+		  "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: schedule: 133 collectives, 127 async"), "%s", r.out);
 	free(r.out);
 	snprintf(args, sizeof(args), "simulate %s", seed_arg());
 	r = run_remora(args, true);

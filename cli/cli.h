@@ -71,6 +71,13 @@ int cli_check_sets(const char *cmd, char *const *sets, int n_sets);
  * (cmd_simulate.c; simulate and run-program --breakdown). */
 void cli_print_breakdown(const rm_breakdown *bd);
 /*
+ * For a step that does not fit: what takes the memory at the peak (bd's roles, the largest three)
+ * and each change's estimated peak (a smaller micro-batch, fewer saved names, offload, more FSDP
+ * GPUs). peak and capacity in bytes; t the step's training configuration (micro_batch, fsdp).
+ * Prints nothing when peak <= capacity (cmd_simulate.c; simulate and search).
+ */
+void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t);
+/*
  * The usage error (exit 2) for getopt_long's '?': an unknown option, an option missing its value,
  * or a value given to a long option that takes none, told apart with the subcommand's own
  * shortopts and longopts (those it passed to getopt_long) and optopt/optind as getopt_long left

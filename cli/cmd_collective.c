@@ -489,13 +489,13 @@ int cli_cmd_collective(int argc, char **argv)
 	if (why)
 		printf("  note      %s\n", why);
 	if (all) {
-		printf("\n  %-9s %-7s %11s %11s %3s\n", "algorithm", "proto", "time us", "busBW", "ch");
+		printf("\n  %-9s %-7s %11s %11s %8s\n", "algorithm", "proto", "time us", "busBW GB/s", "channels");
 		for (int a = 0; a < RM_NCCL_ALGO_COUNT; a++)
 			for (int p = 0; p < RM_NCCL_PROTO_COUNT; p++) {
 				rm_coll_estimate pe;
 				if (rm_nccl_pair_time(&model, &q, (rm_nccl_algo)a, (rm_nccl_proto)p, &pe) < 0)
 					continue;
-				printf("  %-9s %-7s %11.2f %11.2f %3d\n", rm_nccl_algo_name(pe.algo),
+				printf("  %-9s %-7s %11.2f %11.2f %8d\n", rm_nccl_algo_name(pe.algo),
 				       rm_nccl_proto_name(pe.proto), pe.time_us, pe.busbw_GBps, pe.channels);
 			}
 	}

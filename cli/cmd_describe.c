@@ -262,14 +262,14 @@ static void print_graph(const rm_graph *g, const char *title)
 {
 	printf("\n%s: %lld parameters\n", title, (long long)g->params);
 	printf("  %-44s %-11s %-9s %-26s %10s %10s  %s\n", "op", "kind", "phase", "shape", "GFLOPs",
-	       "out MB", "checkpoint name");
+	       "out MiB", "checkpoint name");
 	for (int i = 0; i < g->n_ops; i++) {
 		const rm_op *op = &g->ops[i];
 		char shape[64];
 		shape_text(g, op, shape, sizeof(shape));
 		double mb = op->phase == RM_PHASE_FWD && op->n_outputs > 0
-				    ? (double)g->values[op->outputs[0]].bytes / 1e6
-				    : (double)op->bytes_written / 1e6;
+				    ? (double)g->values[op->outputs[0]].bytes / (double)RM_MiB
+				    : (double)op->bytes_written / (double)RM_MiB; /* binary, as the totals below */
 		printf("  %-44s %-11s %-9s %-26s %10.3f %10.2f  %s\n", op->name,
 		       rm_op_kind_name(op->kind), rm_phase_name(op->phase), shape, op->flops / 1e9, mb,
 		       saved_name(g, op));

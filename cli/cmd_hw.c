@@ -100,8 +100,19 @@ int cli_cmd_hw(int argc, char **argv)
 	for (int f = 0; f < RM_HW_FIELD_COUNT; f++) {
 		const rm_hw_field_info *info = rm_hw_field_info_at((rm_hw_field)f);
 		double v = rm_hw_profile_get(hw, (rm_hw_field)f);
-		printf("%-22s %14.6g %-8s %s\n", info->key, v, info->unit,
-		       hw->source[f] ? hw->source[f] : "");
+		const char *src = hw->source[f] ? hw->source[f] : "";
+		if (strcmp(info->unit, "B") == 0 && v >= 0 && v < 9e18) {
+			/* bytes in binary units (KiB, MiB, GiB as rm_format_bytes picks), the exact count
+			 * before the source */
+			char b[32];
+			rm_format_bytes((int64_t)v, b, sizeof(b));
+			char *unit = strchr(b, ' ');
+			if (unit)
+				*unit++ = '\0';
+			printf("%-22s %14s %-8s %.0f B; %s\n", info->key, b, unit ? unit : "B", v, src);
+		} else {
+			printf("%-22s %14.6g %-8s %s\n", info->key, v, info->unit, src);
+		}
 	}
 	return CLI_EXIT_OK;
 }

@@ -1,7 +1,8 @@
 /*
  * `remora search SCENARIO [--db FILE] [--jobs N] [--top K] [--json] [--trace OUT] [--plot DIR]`:
- * sweeps remat policies, micro-batches and XLA flag variants, ranks by tokens/s per GPU among
- * the candidates that fit, and prints what to paste: the policy call, XLA_FLAGS, micro-batch.
+ * sweeps remat policies, micro-batches and XLA flag variants, ranks the scenario's runtime's
+ * candidates that fit by tokens/s per GPU (the ideal runtime is a column, "ideal gap"), and prints
+ * what to paste: the policy call, XLA_FLAGS, micro-batch; then that runtime's Pareto front.
  */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include <errno.h>
@@ -28,13 +29,15 @@ static void search_usage(FILE *out)
 		"usage: remora search SCENARIO [options]\n\n"
 		"Simulates every candidate of the scenario's search space (subsets of search.names saved or\n"
 		"offloaded, search.policies, search.micro_batches, search.flag_variants, and the ideal\n"
-		"runtime), ranks those that fit by tokens/s per GPU, and prints the winner's JAX policy,\n"
-		"XLA_FLAGS and micro-batch, with the Pareto front of step time against peak memory.\n\n"
+		"runtime), ranks the scenario's runtime's candidates that fit by tokens/s per GPU (with the\n"
+		"ideal runtime's gap at the same policy and micro-batch as a column), and prints the winner's\n"
+		"JAX policy, XLA_FLAGS and micro-batch, with that runtime's Pareto front of throughput\n"
+		"against peak memory. Flag variants are named vN for search.flag_variants[N].\n\n"
 		"options:\n"
 		"  -s, --set KEY=VALUE  override a scenario key (e.g. --set search.micro_batches=[1,2])\n"
 		"  -d, --db FILE        keep the sweep in this SQLite file; a killed sweep resumes from it\n"
 		"  -J, --jobs N         simulate on N threads (same results for any N; default 1)\n"
-		"  -k, --top K          show the best K candidates (default 10)\n"
+		"  -k, --top K          show the best K rows, same schedules folded into one (default 10)\n"
 		"  -j, --json           machine-readable output\n"
 		"  -t, --trace OUT      write the winner's Perfetto trace\n"
 		"  -p, --plot DIR       write the Pareto front and the winner's memory timeline (SVG, gnuplot)\n"
@@ -58,13 +61,39 @@ static void progress_line(const rm_search_progress *p, void *user)
 	fflush(stderr);
 }
 
-static json_t *result_json(const rm_candidate_result *r, rm_sched_mode runtime)
+/*
+ * The name of a candidate's XLA flag variant, the same in the table, the best plan, the Pareto
+ * front and the plots: "as given" (the scenario's flags alone), "vN" for search.flag_variants[N]
+ * (the first entry that reads the same), "-" for the ideal runtime (no XLA flags).
+ */
+static void variant_name(const rm_scenario *sc, const rm_candidate *c, char *buf, size_t size)
+{
+	if (c->ideal) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	if (!c->flags[0]) {
+		snprintf(buf, size, "as given");
+		return;
+	}
+	for (int i = 0; i < sc->n_search_flag_variants; i++)
+		if (strcmp(sc->search_flag_variants[i], c->flags) == 0) {
+			snprintf(buf, size, "v%d", i);
+			return;
+		}
+	snprintf(buf, size, "variant");
+}
+
+static json_t *result_json(const rm_scenario *sc, const rm_candidate_result *r, rm_sched_mode runtime)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "label", rm_json_string(r->c.label));
 	json_object_set_new(o, "policy", rm_json_string(r->c.policy));
 	json_object_set_new(o, "micro_batch", json_integer(r->c.micro_batch));
 	json_object_set_new(o, "flags_variant", rm_json_string(r->c.flags));
+	char vn[32];
+	variant_name(sc, &r->c, vn, sizeof(vn));
+	json_object_set_new(o, "flags_variant_name", json_string(vn));
 	if (r->c.parallelism[0])
 		json_object_set_new(o, "parallelism", rm_json_string(r->c.parallelism));
 	json_object_set_new(o, "mode", json_string(r->c.ideal ? "ideal" : rm_sched_mode_name(runtime)));
@@ -117,6 +146,7 @@ static void candidate_flags(const rm_scenario *sc, const rm_candidate_result *r,
 /* What the plot files are made of. */
 typedef struct plot_ctx {
 	rm_search *s;
+	const rm_scenario *sc;
 	const rm_candidate_result *pareto;
 	int n_pareto;
 	const rm_mem_point *pts;
@@ -149,9 +179,10 @@ static bool write_pareto(FILE *f, void *user, rm_error *err)
 	for (int i = 0; i < p->n_pareto; i++) {
 		const rm_candidate_result *r = &p->pareto[i];
 		/* gnuplot strings end at a double quote: a label keeps none */
-		char label[200];
-		snprintf(label, sizeof(label), "%s mb%lld%s", r->c.label, (long long)r->c.micro_batch,
-			 r->c.ideal ? " ideal" : "");
+		char label[200], vn[32];
+		variant_name(p->sc, &r->c, vn, sizeof(vn));
+		snprintf(label, sizeof(label), "%s, mb %lld, flags %s%s", r->c.label, (long long)r->c.micro_batch, vn,
+			 r->c.ideal ? ", ideal" : "");
 		for (char *q = label; *q; q++)
 			if (*q == '"' || *q == '\n')
 				*q = '\'';
@@ -231,7 +262,7 @@ static bool plot_file(const char *dir, const char *name, rm_file_write_fn fn, pl
 	return rm_file_write(path, fn, p, err);
 }
 
-static int write_plots(rm_search *s, const char *dir, const rm_candidate_result *pareto, int n_pareto,
+static int write_plots(rm_search *s, const rm_scenario *sc, const char *dir, const rm_candidate_result *pareto, int n_pareto,
 		       const rm_sim *winner, double capacity_gib)
 {
 	rm_error err;
@@ -240,7 +271,7 @@ static int write_plots(rm_search *s, const char *dir, const rm_candidate_result 
 		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
 		return cli_fail(&err);
 	}
-	plot_ctx p = {.s = s, .pareto = pareto, .n_pareto = n_pareto, .capacity_gib = capacity_gib};
+	plot_ctx p = {.s = s, .sc = sc, .pareto = pareto, .n_pareto = n_pareto, .capacity_gib = capacity_gib};
 	p.pts = winner ? rm_sim_memory_timeline(winner, &p.n_pts) : NULL;
 	if (!plot_file(dir, "candidates.dat", write_candidates, &p, &err) ||
 	    !plot_file(dir, "pareto.dat", write_pareto, &p, &err) ||
@@ -280,7 +311,7 @@ static bool same_schedule(const rm_candidate_result *a, const rm_candidate_resul
 }
 
 /*
- * The best rows (fastest first), as many as the table needs to show top folded rows with each
+ * The best rows of the scenario's runtime (fastest first; the ideal bound is a column, not rows), as many as the table needs to show top folded rows with each
  * row's count of same candidates complete: from 4 per row, doubled while the rows read end inside
  * a run of same candidates and more are stored. NULL with err when the store fails; *n rows.
  */
@@ -289,7 +320,7 @@ static rm_candidate_result *top_rows(rm_search *s, int64_t top, int *n, rm_error
 	int64_t stored = rm_search_rows(s), k = top * 4;
 	for (;;) {
 		rm_candidate_result *rows = rm_new(rm_candidate_result, (size_t)k);
-		int got = rm_search_top(s, RM_SEARCH_ANY, rows, (int)k, err);
+		int got = rm_search_top(s, RM_SEARCH_XLA_ONLY, rows, (int)k, err);
 		if (got < 0) {
 			free(rows);
 			return NULL;
@@ -311,6 +342,135 @@ static rm_candidate_result *top_rows(rm_search *s, int64_t top, int *n, rm_error
 		free(rows);
 		k *= 2;
 	}
+}
+
+/* Marks variant "vN" as named in a report (print_variants gives its flags). */
+static void note_variant(const char *vn, bool *shown)
+{
+	if (vn[0] == 'v' && vn[1] >= '0' && vn[1] <= '9')
+		shown[atoi(vn + 1)] = true;
+}
+
+/* The flags of each variant a report named. */
+static void print_variants(const rm_scenario *sc, const bool *shown)
+{
+	for (int v = 0; v < sc->n_search_flag_variants; v++)
+		if (shown[v])
+			printf("  flags v%d = search.flag_variants[%d], on top of the scenario's: %s\n", v, v,
+			       sc->search_flag_variants[v]);
+}
+
+/*
+ * The ranking table: the first top rows of best (the runtime's candidates, fastest first) with
+ * runs of same schedules folded into "(+N same)", each with its ideal gap: the share of tokens/s
+ * the runtime gives up against the ideal runtime (hand-tuned overlap, remora/schedule.h) at the
+ * same policy, micro-batch and layout (negative: the runtime is faster there), then the flag
+ * variants the rows name. Returns CLI_EXIT_OK, or the failure's exit code (a store error).
+ */
+static int print_table(rm_search *s, const rm_scenario *sc, const rm_candidate_result *best, int n_best, int64_t top,
+		       const char *rt, rm_error *err)
+{
+	printf("  %-3s %-44s %4s %-8s %10s %10s %6s %9s %10s %6s %9s\n", "#", "policy", "mb", "flags", "step ms",
+	       "tok/s/GPU", "MFU", "peak GiB", "exposed ms", "sync", "ideal gap");
+	bool shown_variant[RM_SCENARIO_MAX_LIST] = {false}, any_gap = false;
+	int shown = 0;
+	for (int i = 0; i < n_best && shown < top; i++) {
+		const rm_candidate_result *r = &best[i];
+		/* candidates whose schedules are the same (a name the backward never reads, policies
+		 * spelled two ways) give the same numbers: fold them into the row above */
+		int same = 0;
+		while (i + same + 1 < n_best && same_schedule(r, &best[i + same + 1]))
+			same++;
+		char vn[32], label[64], gap[16] = "-";
+		variant_name(sc, &r->c, vn, sizeof(vn));
+		note_variant(vn, shown_variant);
+		if (same)
+			snprintf(label, sizeof(label), "%.34s (+%d same)", r->c.label, same);
+		else
+			snprintf(label, sizeof(label), "%s", r->c.label);
+		int64_t ideal = rm_search_ideal_of(s, r->c.index);
+		rm_candidate_result ir;
+		int got = ideal >= 0 ? rm_search_result(s, ideal, &ir, err) : 0;
+		if (got < 0)
+			return cli_fail(err);
+		if (got == 1 && ir.ok && ir.tokens_per_s_per_gpu > 0) {
+			snprintf(gap, sizeof(gap), "%+.1f%%", 100.0 * (1.0 - r->tokens_per_s_per_gpu / ir.tokens_per_s_per_gpu));
+			any_gap = true;
+		}
+		printf("  %-3d %-44.44s %4lld %-8s %10.2f %10.0f %5.1f%% %9.2f %10.2f %6d %9s\n", ++shown, label,
+		       (long long)r->c.micro_batch, vn, r->step_time_s * 1e3, r->tokens_per_s_per_gpu, 100 * r->mfu,
+		       (double)r->peak_memory_bytes / (double)RM_GiB, r->exposed_comm_s * 1e3, r->sync, gap);
+		i += same;
+	}
+	if (shown == 0)
+		printf("  (no candidate of %s fits)\n", rt);
+	print_variants(sc, shown_variant);
+	if (any_gap)
+		printf("  ideal gap: tokens/s %s gives up against the ideal runtime (hand-tuned overlap) at the same "
+		       "policy and micro-batch\n",
+		       rt);
+	return CLI_EXIT_OK;
+}
+
+/* The runtime's candidate of least peak memory among those simulated (rm_search_each). */
+typedef struct least_peak {
+	rm_candidate_result best;
+	bool have;
+} least_peak;
+
+static void least_peak_row(const rm_candidate_result *r, void *user)
+{
+	least_peak *lp = user;
+	if (r->ok && !r->c.ideal && (!lp->have || r->peak_memory_bytes < lp->best.peak_memory_bytes)) {
+		lp->best = *r;
+		lp->have = true;
+	}
+}
+
+/*
+ * When no candidate of the runtime fits: the one closest to fitting (least peak), simulated again
+ * for what takes its memory at the peak, and the changes that would fit it (cli_print_fit_hint).
+ * Returns CLI_EXIT_OK, or the failure's exit code.
+ */
+static int explain_no_fit(rm_search *s, const char *rt, rm_error *err)
+{
+	least_peak lp = {.have = false};
+	if (rm_search_each(s, least_peak_row, &lp, err) != RM_OK)
+		return cli_fail(err);
+	int64_t pool = rm_search_jax_pool_bytes(s);
+	int64_t cap = pool > 0 ? pool : rm_search_memory_budget(s)->usable_bytes;
+	char b1[32], b2[32];
+	if (!lp.have) {
+		printf("\n  no %s candidate fits in memory (none simulated without an error)\n", rt);
+		return CLI_EXIT_OK;
+	}
+	const rm_candidate_result *c = &lp.best;
+	printf("\nbest plan for %s: DOES NOT FIT. Closest: %s, mb %lld, peak %s of %s %s\n", rt, c->c.label,
+	       (long long)c->c.micro_batch, rm_format_bytes(c->peak_memory_bytes, b1, sizeof(b1)),
+	       rm_format_bytes(cap, b2, sizeof(b2)), pool > 0 ? "in the BFC pool" : "usable");
+	rm_scenario_resolved res;
+	rm_schedule_report rep;
+	memset(&res, 0, sizeof(res));
+	memset(&rep, 0, sizeof(rep));
+	rm_program *prog = NULL;
+	rm_sim *sim = NULL;
+	rm_breakdown bd;
+	if (rm_search_resolve_candidate(s, &c->c, &res, err) == RM_OK && res.train.pp <= 1 &&
+	    (prog = rm_schedule_build(&res.sched, &rep, err)) != NULL) {
+		rm_sim_options so = {.hw_queues = res.hw_queues,
+				     .cost = res.sched.cost,
+				     .memory_headroom_bytes = res.memory.headroom_bytes};
+		sim = rm_sim_create(prog, &res.hw, &so, err);
+		if (sim && rm_sim_run(sim, err) == RM_OK && rm_sim_breakdown(sim, &res.memory, &bd, err) == RM_OK)
+			cli_print_fit_hint(&bd, c->peak_memory_bytes, cap, &res.train);
+		else
+			rm_log_warn("cannot break the closest candidate's memory down: %s", err->msg);
+	}
+	rm_sim_destroy(sim);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
+	return CLI_EXIT_OK;
 }
 
 /* Prints every stored row of the space in index order, reals exactly (C99 hex floats), so two
@@ -552,13 +712,16 @@ int cli_cmd_search(int argc, char **argv)
 	bool have_xla = rm_search_top(s, RM_SEARCH_XLA_ONLY, &best_xla, 1, &err) == 1;
 	bool have_ideal = rm_search_top(s, RM_SEARCH_IDEAL_ONLY, &best_ideal, 1, &err) == 1;
 	rm_candidate_result *pareto = rm_new(rm_candidate_result, 256);
-	int n_pareto = rm_search_pareto(s, pareto, 256, &err);
+	/* one front per runtime: the scenario's (the winner is on it), the ideal bound's apart */
+	int n_pareto = rm_search_pareto_of(s, RM_SEARCH_XLA_ONLY, pareto, 256, &err);
+	rm_candidate_result *pareto_ideal = rm_new(rm_candidate_result, 256);
+	int n_pareto_ideal = n_pareto < 0 ? 0 : rm_search_pareto_of(s, RM_SEARCH_IDEAL_ONLY, pareto_ideal, 256, &err);
 	rm_candidate_result base;
 	bool have_base = rm_search_as_written(s, &base, &err);
 	int64_t rows = rm_search_rows(s);
 	int64_t not_fitting = 0;
 	(void)not_fitting;
-	if (!best || n_pareto < 0) {
+	if (!best || n_pareto < 0 || n_pareto_ideal < 0) {
 		rc = cli_fail(&err);
 		goto out;
 	}
@@ -581,7 +744,7 @@ int cli_cmd_search(int argc, char **argv)
 				    "simulated stage by stage)",
 				    wc.label);
 			if (plot) {
-				rc = write_plots(s, plot, pareto, n_pareto, NULL,
+				rc = write_plots(s, &sc, plot, pareto, n_pareto, NULL,
 						 (double)rm_search_memory_budget(s)->usable_bytes / (double)RM_GiB);
 				if (rc != CLI_EXIT_OK)
 					goto out_w;
@@ -604,7 +767,7 @@ int cli_cmd_search(int argc, char **argv)
 			goto out_w;
 		}
 		if (have_w && plot) {
-			rc = write_plots(s, plot, pareto, n_pareto, wsim,
+			rc = write_plots(s, &sc, plot, pareto, n_pareto, wsim,
 					 (double)rm_search_memory_budget(s)->usable_bytes / (double)RM_GiB);
 			if (rc != CLI_EXIT_OK)
 				goto out_w;
@@ -618,7 +781,7 @@ int cli_cmd_search(int argc, char **argv)
 		json_object_set_new(doc, "candidates_total", json_integer(rm_search_count(s)));
 		json_object_set_new(doc, "candidates_evaluated", json_integer(rows));
 		if (have_xla) {
-			json_t *b = result_json(&best_xla, rm_search_runtime(s));
+			json_t *b = result_json(&sc, &best_xla, rm_search_runtime(s));
 			candidate_flags(&sc, &best_xla, flags, sizeof(flags));
 			if (rm_search_runtime(s) == RM_SCHED_XLA)
 				json_object_set_new(b, "xla_flags", rm_json_string(flags));
@@ -627,20 +790,24 @@ int cli_cmd_search(int argc, char **argv)
 			json_object_set_new(doc, "best", json_null());
 		}
 		if (have_ideal)
-			json_object_set_new(doc, "best_ideal", result_json(&best_ideal, rm_search_runtime(s)));
+			json_object_set_new(doc, "best_ideal", result_json(&sc, &best_ideal, rm_search_runtime(s)));
 		if (have_base)
-			json_object_set_new(doc, "as_written", result_json(&base, rm_search_runtime(s)));
+			json_object_set_new(doc, "as_written", result_json(&sc, &base, rm_search_runtime(s)));
 		if (have_base && have_xla && base.ok && base.fits)
 			json_object_set_new(doc, "speedup_vs_as_written",
 					    json_real(best_xla.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu));
 		json_t *arr = json_array();
 		for (int i = 0; i < n_best && i < top; i++)
-			json_array_append_new(arr, result_json(&best[i], rm_search_runtime(s)));
+			json_array_append_new(arr, result_json(&sc, &best[i], rm_search_runtime(s)));
 		json_object_set_new(doc, "top", arr);
 		arr = json_array();
 		for (int i = 0; i < n_pareto; i++)
-			json_array_append_new(arr, result_json(&pareto[i], rm_search_runtime(s)));
+			json_array_append_new(arr, result_json(&sc, &pareto[i], rm_search_runtime(s)));
 		json_object_set_new(doc, "pareto", arr);
+		arr = json_array();
+		for (int i = 0; i < n_pareto_ideal; i++)
+			json_array_append_new(arr, result_json(&sc, &pareto_ideal[i], rm_search_runtime(s)));
+		json_object_set_new(doc, "pareto_ideal", arr);
 		rc = cli_print_json(doc);
 		goto out_w;
 	}
@@ -650,40 +817,26 @@ int cli_cmd_search(int argc, char **argv)
 	printf("%s: %lld candidates in the space, %lld simulated now%s\n\n", sc.path, (long long)rm_search_count(s),
 	       (long long)(prog_of.done - prog_of.skipped),
 	       prog_of.skipped ? " (the rest were already in the database)" : "");
-	printf("  %-3s %-44s %4s %-10s %10s %10s %6s %9s %10s %6s\n", "#", "policy", "mb", "flags", "step ms",
-	       "tok/s/GPU", "MFU", "peak GiB", "exposed ms", "sync");
-	/* candidates whose schedules are the same (a name the backward never reads, policies spelled
-	 * two ways) give the same numbers: fold them into the row above */
-	int shown = 0;
-	for (int i = 0; i < n_best && shown < top; i++) {
-		const rm_candidate_result *r = &best[i];
-		int same = 0;
-		while (i + same + 1 < n_best && same_schedule(r, &best[i + same + 1]))
-			same++;
-		char fl[16], label[64];
-		snprintf(fl, sizeof(fl), "%s", r->c.ideal ? "(ideal)" : r->c.flags[0] ? "variant" : "as given");
-		if (same)
-			snprintf(label, sizeof(label), "%.34s (+%d same)", r->c.label, same);
-		else
-			snprintf(label, sizeof(label), "%s", r->c.label);
-		printf("  %-3d %-44.44s %4lld %-10s %10.2f %10.0f %5.1f%% %9.2f %10.2f %6d\n", ++shown, label,
-		       (long long)r->c.micro_batch, fl, r->step_time_s * 1e3, r->tokens_per_s_per_gpu, 100 * r->mfu,
-		       (double)r->peak_memory_bytes / (double)RM_GiB, r->exposed_comm_s * 1e3, r->sync);
-		i += same;
-	}
+	bool fsdp2 = rm_search_runtime(s) == RM_SCHED_FSDP2;
+	const char *rt = fsdp2 ? "PyTorch FSDP2" : "XLA";
+	rc = print_table(s, &sc, best, n_best, top, rt, &err);
+	if (rc != CLI_EXIT_OK)
+		goto out_w;
 	if (!have_xla) {
-		printf("\n  no %s candidate fits in memory: try smaller search.micro_batches, nothing_saveable or "
-		       "offloaded names\n",
-		       rm_search_runtime(s) == RM_SCHED_FSDP2 ? "FSDP2" : "XLA");
+		rc = explain_no_fit(s, rt, &err);
 		goto out_w;
 	}
 	/* the best XLA candidate is what a JAX user can paste */
 	const rm_candidate_result *w = &best_xla;
 	candidate_flags(&sc, w, flags, sizeof(flags));
-	bool fsdp2 = rm_search_runtime(s) == RM_SCHED_FSDP2;
-	const char *rt = fsdp2 ? "PyTorch FSDP2" : "XLA";
-	printf("\nbest plan for %s (%s; %s):\n", rt, w->c.label,
-	       fsdp2 ? "the activations to keep, with JAX's policy names" : "paste these");
+	char wvn[32];
+	variant_name(&sc, &w->c, wvn, sizeof(wvn));
+	if (fsdp2)
+		printf("\nbest plan for %s (%s, mb %lld; the activations to keep, with JAX's policy names):\n", rt,
+		       w->c.label, (long long)w->c.micro_batch);
+	else
+		printf("\nbest plan for %s (%s, mb %lld, flags %s; paste these):\n", rt, w->c.label,
+		       (long long)w->c.micro_batch, wvn);
 	{
 		rm_remat_policy *p = rm_remat_policy_parse(w->c.policy, NULL);
 		char pol[4096];
@@ -691,8 +844,16 @@ int cli_cmd_search(int argc, char **argv)
 			printf("  policy=%s\n", rm_remat_policy_format(p, pol, sizeof(pol)));
 		rm_remat_policy_destroy(p);
 	}
-	if (!fsdp2)
-		printf("  XLA_FLAGS=\"%s\"   (the flags that differ from XLA's defaults)\n", flags);
+	if (!fsdp2) {
+		int version = rm_xla_version_find(sc.xla_version);
+		if (version > 0)
+			printf("  XLA_FLAGS=\"%s\"   (the flags that differ from the defaults of JAX %s's XLA)\n", flags,
+			       rm_xla_version_at(version)->name);
+		else
+			printf("  XLA_FLAGS=\"%s\"   (the flags that differ from remora's unversioned XLA defaults, JAX "
+			       "0.4.30's with the LHS flag true; xla.version names a release)\n",
+			       flags);
+	}
 	printf("  micro-batch  = %lld\n", (long long)w->c.micro_batch);
 	if (w->c.parallelism[0])
 		printf("  parallelism  = %s   (search.parallelism; --set each)\n", w->c.parallelism);
@@ -735,12 +896,22 @@ int cli_cmd_search(int argc, char **argv)
 			       best_ideal.c.label, (long long)best_ideal.c.micro_batch, best_ideal.tokens_per_s_per_gpu, rt,
 			       -gap);
 	}
-	printf("\nPareto front (step time per token against peak memory):\n");
-	for (int i = 0; i < n_pareto; i++)
-		printf("  %9.0f tok/s/GPU %10.2f ms %8.2f GiB  %s, mb %lld%s%s\n", pareto[i].tokens_per_s_per_gpu,
+	printf("\nPareto front of the %s candidates (tokens/s per GPU against peak memory):\n", rt);
+	bool front_variant[RM_SCENARIO_MAX_LIST] = {false};
+	for (int i = 0; i < n_pareto; i++) {
+		char vn[32];
+		variant_name(&sc, &pareto[i].c, vn, sizeof(vn));
+		note_variant(vn, front_variant);
+		printf("  %9.0f tok/s/GPU %10.2f ms %8.2f GiB  %s, mb %lld", pareto[i].tokens_per_s_per_gpu,
 		       pareto[i].step_time_s * 1e3, (double)pareto[i].peak_memory_bytes / (double)RM_GiB, pareto[i].c.label,
-		       (long long)pareto[i].c.micro_batch, pareto[i].c.ideal ? ", ideal" : "",
-		       pareto[i].fits ? "" : " (does not fit)");
+		       (long long)pareto[i].c.micro_batch);
+		if (!fsdp2)
+			printf(", flags %s", vn);
+		printf("%s\n", pareto[i].c.index == w->c.index ? "   <- best plan" : "");
+	}
+	print_variants(&sc, front_variant);
+	if (n_pareto_ideal > 0)
+		printf("  (the ideal runtime's own front: --json, \"pareto_ideal\")\n");
 out_w:
 	rm_sim_destroy(wsim);
 	rm_program_destroy(wprog);
@@ -749,6 +920,7 @@ out_w:
 out:
 	free(best);
 	free(pareto);
+	free(pareto_ideal);
 	rm_search_destroy(s);
 	cli_sweep_end(&sw);
 	return rc;

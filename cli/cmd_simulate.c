@@ -130,6 +130,153 @@ void cli_print_breakdown(const rm_breakdown *bd)
 	printf("    %-18s %s\n", "total", rm_format_bytes(bd->peak_total_bytes, b1, sizeof(b1)));
 }
 
+/*
+ * What to change when a step does not fit, computed from the memory at the peak (bd, by tensor
+ * role): the largest roles, then each change's estimated peak, the smallest change that fits
+ * first per kind. Estimates, first order: activations and saved residuals scale with the
+ * micro-batch (they are per-sequence tensors); FSDP shards the parameter shards, gradients and
+ * optimizer state over parallelism.fsdp (x2 per step, same global batch assumed); offloading or
+ * not saving the residuals takes at most what they hold. capacity: the bytes the step must fit.
+ */
+void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t)
+{
+	char b1[32], b2[32], b3[32];
+	int64_t over = peak - capacity;
+	if (over <= 0)
+		return;
+	/* the three largest roles at the peak */
+	int order[RM_ROLE_COUNT], n = 0;
+	for (int r = 0; r < RM_ROLE_COUNT; r++)
+		if (bd->role_bytes[r] > 0)
+			order[n++] = r;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && bd->role_bytes[order[j]] > bd->role_bytes[order[j - 1]]; j--) {
+			int x = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	printf("  over by            %s; at the peak (t = %.3f ms):", rm_format_bytes(over, b1, sizeof(b1)),
+	       rm_time_to_s(bd->peak_time) * 1e3);
+	for (int i = 0; i < n && i < 3; i++)
+		printf("%s %s %s", i ? "," : "", rm_tensor_role_name((rm_tensor_role)order[i]),
+		       rm_format_bytes(bd->role_bytes[order[i]], b2, sizeof(b2)));
+	printf(" (--breakdown)\n");
+	int64_t act = bd->role_bytes[RM_ROLE_ACTIVATION], res = bd->role_bytes[RM_ROLE_RESIDUAL];
+	int64_t state = bd->role_bytes[RM_ROLE_PARAM_SHARD] + bd->role_bytes[RM_ROLE_GRADIENT] +
+			bd->role_bytes[RM_ROLE_OPTIMIZER_STATE];
+	printf("  would fit (estimates, first order; check with --set):\n");
+	bool any = false;
+	int64_t mb = t->micro_batch > 0 ? t->micro_batch : 1;
+	for (int64_t m = mb - 1; m >= 1 && act + res > 0; m--) {
+		int64_t est = peak - (int64_t)((double)(act + res) * (double)(mb - m) / (double)mb);
+		if (est <= capacity) {
+			printf("    training.micro_batch=%lld    about %s (activations and saved residuals, %s, scale with it)\n",
+			       (long long)m, rm_format_bytes(est, b1, sizeof(b1)), rm_format_bytes(act + res, b2, sizeof(b2)));
+			any = true;
+			break;
+		}
+	}
+	if (res >= over) {
+		printf("    save fewer names   the saved residuals hold %s: saving %s less fits (remat.names, or\n"
+		       "                       nothing_saveable, which keeps only the layer inputs)\n",
+		       rm_format_bytes(res, b1, sizeof(b1)), rm_format_bytes(over, b2, sizeof(b2)));
+		printf("    offload them       remat.policy=save_and_offload_only_these_names moves up to %s to host memory\n",
+		       rm_format_bytes(res, b1, sizeof(b1)));
+		any = true;
+	}
+	for (int64_t k = 2; k <= 64 && state > 0 && t->fsdp >= 1; k *= 2) {
+		int64_t est = peak - state + state / k;
+		if (est <= capacity) {
+			printf("    parallelism.fsdp=%lld  about %s (%lld x the GPUs: the sharded state, %s, becomes %s)\n",
+			       (long long)(t->fsdp * k), rm_format_bytes(est, b1, sizeof(b1)), (long long)k,
+			       rm_format_bytes(state, b2, sizeof(b2)), rm_format_bytes(state / k, b3, sizeof(b3)));
+			any = true;
+			break;
+		}
+	}
+	if (!any)
+		printf("    no single change: combine a smaller micro-batch, fewer saved names and more GPUs\n");
+}
+
+/* At -v: the inputs the run resolved, each with where it came from (stderr; the output is the
+ * same without it): the hardware profile's figures and sources, the memory budget's terms, and
+ * XLA's scheduler memory limit with its terms. */
+static void log_resolved(const rm_scenario_resolved *res, const rm_schedule_report *rep, const rm_program *prog)
+{
+	if (rm_log_get_level() < RM_LOG_INFO)
+		return;
+	char b1[32], b2[32], b3[32], b4[32];
+	for (int f = 0; f < RM_HW_FIELD_COUNT; f++) {
+		const rm_hw_field_info *info = rm_hw_field_info_at((rm_hw_field)f);
+		rm_log_info("hardware %s: %s = %.6g %s (%s)", res->hw.name, info->key,
+			    rm_hw_profile_get(&res->hw, (rm_hw_field)f), info->unit,
+			    res->hw.source[f] ? res->hw.source[f] : "no source");
+	}
+	const rm_memory_budget *m = &res->memory;
+	rm_log_info("memory budget: %s usable = %s HBM - %s headroom (%s)", rm_format_bytes(m->usable_bytes, b1, sizeof(b1)),
+		    rm_format_bytes(m->hbm_bytes, b2, sizeof(b2)), rm_format_bytes(m->headroom_bytes, b3, sizeof(b3)),
+		    m->headroom_set ? "set" : "CUDA context + NCCL buffers + cuBLASLt workspace");
+	if (!m->headroom_set)
+		rm_log_info("memory budget: headroom = %s CUDA context + %s NCCL buffers + %s cuBLASLt workspace",
+			    rm_format_bytes(m->cuda_context_bytes, b1, sizeof(b1)),
+			    rm_format_bytes(m->nccl_buffer_bytes, b2, sizeof(b2)),
+			    rm_format_bytes(m->cublas_workspace_bytes, b3, sizeof(b3)));
+	if (res->sched.mode == RM_SCHED_XLA)
+		rm_log_info("XLA memory limit: %s = (%s device memory - %s parameters and outputs) x slop %d%%",
+			    rm_format_bytes(rep->memory_limit_bytes, b1, sizeof(b1)),
+			    rm_format_bytes(rep->memory_base_bytes, b2, sizeof(b2)),
+			    rm_format_bytes(rep->io_bytes, b3, sizeof(b3)), res->flags.memory_limit_slop_factor);
+	rm_log_info("schedule: %d collectives, %d async; LHS-tracked peak %s", rep->collectives, rep->async,
+		    rm_format_bytes(rep->tracked_peak_bytes, b4, sizeof(b4)));
+	/* NCCL's choice per collective shape, in the order the program first has it (the groups'
+	 * nodes as the cost model reads them: span, or as many nodes as the group needs); one pass,
+	 * at most 64 shapes (a step has a handful), the rest counted */
+	enum { MAX_SHAPES = 64 };
+	rm_collective_cost shape[MAX_SHAPES];
+	int count[MAX_SHAPES], n_shapes = 0, more = 0;
+	for (int i = 0; i < prog->n_ops; i++) {
+		const rm_cost_op *op = &prog->ops[i].cost;
+		if (op->kind != RM_COST_COLLECTIVE || op->collective.group_size <= 1 || op->collective.bytes <= 0)
+			continue;
+		const rm_collective_cost *c = &op->collective;
+		int k = 0;
+		while (k < n_shapes && !(shape[k].op == c->op && shape[k].bytes == c->bytes &&
+					 shape[k].group_size == c->group_size && shape[k].span == c->span))
+			k++;
+		if (k == n_shapes && n_shapes == MAX_SHAPES) {
+			more++;
+			continue;
+		}
+		if (k == n_shapes) {
+			shape[n_shapes] = *c;
+			count[n_shapes++] = 0;
+		}
+		count[k]++;
+	}
+	int gpn = res->hw.gpus_per_node >= 1 ? (int)res->hw.gpus_per_node : 8;
+	for (int k = 0; k < n_shapes; k++) {
+		const rm_collective_cost *c = &shape[k];
+		int nodes = c->span >= 1 ? c->span : 1;
+		if (nodes > c->group_size)
+			nodes = c->group_size;
+		if (c->group_size / nodes > gpn || c->group_size % nodes != 0) {
+			nodes = (c->group_size + gpn - 1) / gpn;
+			while (c->group_size % nodes != 0)
+				nodes++;
+		}
+		rm_coll_query q = rm_coll_query_make(c->op, c->bytes, c->group_size, nodes);
+		rm_coll_estimate e;
+		if (rm_nccl_estimate(&res->cost.nccl, &q, &e, NULL) != RM_OK)
+			continue;
+		rm_log_info("NCCL %s: %s %s over %d GPUs on %d node(s), x%d: %s %s, %d channels, %.2f us, busBW %.2f GB/s",
+			    rm_nccl_model_version(&res->cost.nccl), rm_coll_name(c->op), rm_format_bytes(c->bytes, b1, sizeof(b1)),
+			    c->group_size, nodes, count[k], rm_nccl_algo_name(e.algo), rm_nccl_proto_name(e.proto), e.channels,
+			    e.time_us, e.busbw_GBps);
+	}
+	if (more)
+		rm_log_info("NCCL: %d more collectives of other shapes", more);
+}
+
 int cli_check_sets(const char *cmd, char *const *sets, int n_sets)
 {
 	rm_scenario *scratch = rm_new(rm_scenario, 1);
@@ -257,7 +404,7 @@ static int simulate_pipeline(const char *cmd, bool sim, const rm_scenario_resolv
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ", EP %lld", (long long)t->ep);
 	if (t->zero < 3 && t->dp_replicate > 1)
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ", ZeRO-%d", t->zero);
-	printf("%s on %d x %s, PP %d (%s%s), TP %lld%s%s, FSDP %lld x %lld replicas, seq %lld, micro-batch %lld x %d\n",
+	printf("%s on %d x %s, PP %d (%s%s), TP %lld%s%s, FSDP %lld x %lld replicas, seq %lld, micro-batch %lld x %d micro-batches\n",
 	       res->model.name, res->gpus, res->hw.name, r.stages, rm_pp_schedule_name(r.schedule),
 	       r.chunks > 1 ? ", chunks per stage" : "", (long long)t->tp, t->sp ? " (SP)" : "", extra,
 	       (long long)t->fsdp, (long long)t->dp_replicate, (long long)t->seq_len, (long long)t->micro_batch,
@@ -445,6 +592,7 @@ static int run(const char *cmd, int argc, char **argv)
 		rm_scenario_resolved_finish(&res);
 		return cli_fail(&err);
 	}
+	log_resolved(&res, &rep, prog);
 	/* what run-program needs to price it the same way: hardware, power limit, kernels */
 	prog->runtime.set = true;
 	runtime_hardware(&sc, prog->runtime.hardware, sizeof(prog->runtime.hardware));
@@ -536,7 +684,7 @@ static int run(const char *cmd, int argc, char **argv)
 			snprintf(par + n, sizeof(par) - n, ", ZeRO-%d over %lld", res.train.zero,
 				 (long long)(res.train.fsdp * res.train.dp_replicate));
 		}
-		printf("%s on %d x %s, %s, seq %lld, micro-batch %lld x %lld, %s%s\n", res.model.name, res.gpus,
+		printf("%s on %d x %s, %s, seq %lld, micro-batch %lld x grad_accum %lld, %s%s\n", res.model.name, res.gpus,
 		       res.hw.name, par, (long long)res.train.seq_len,
 		       (long long)res.train.micro_batch, (long long)res.train.grad_accum,
 		       res.sched.mode == RM_SCHED_XLA     ? "XLA schedule"
@@ -669,6 +817,19 @@ static int run(const char *cmd, int argc, char **argv)
 			       "  (save_and_offload_only_these_names), or a smaller micro-batch.\n",
 			       mem_syncs, rm_format_bytes(rep.first_memory_sync_tracked_bytes, b5, sizeof(b5)),
 			       rm_format_bytes(rep.memory_limit_bytes, b6, sizeof(b6)));
+		if (!m->fits) {
+			/* what takes the memory at the peak, and what would fit */
+			rm_breakdown fb;
+			if (breakdown || rm_sim_breakdown(s, &res.memory, &fb, &err) == RM_OK) {
+				double frac = opt.alloc_fraction > 0 ? opt.alloc_fraction : RM_SIM_JAX_MEM_FRACTION;
+				int64_t cap = m->memory_usable_bytes;
+				if (opt.allocator == RM_SIM_ALLOC_JAX_PREALLOC &&
+				    (int64_t)(frac * (double)m->memory_capacity_bytes) < cap)
+					cap = (int64_t)(frac * (double)m->memory_capacity_bytes);
+				printf("\n");
+				cli_print_fit_hint(breakdown ? &bd : &fb, m->peak_memory_bytes, cap, &res.train);
+			}
+		}
 		if (breakdown)
 			cli_print_breakdown(&bd);
 	}

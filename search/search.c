@@ -610,6 +610,16 @@ static void decode(const rm_search *s, int64_t i, int *par, int *p, int *m, int 
 	*par = (int)(k / s->n_policies);
 }
 
+int64_t rm_search_ideal_of(const rm_search *s, int64_t i)
+{
+	if (i <= 0 || i >= s->count || !s->include_ideal)
+		return -1;
+	int par, p, m, v;
+	decode(s, i, &par, &p, &m, &v);
+	/* the variant is the index's fastest digit (decode): the ideal runtime is the last one */
+	return i - v + s->n_variants;
+}
+
 void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 {
 	memset(c, 0, sizeof(*c));

@@ -564,16 +564,17 @@ static int next_row(rm_search *s, sqlite3_stmt *q, rm_candidate_result *r, rm_er
 	}
 }
 
+/* The ranking's order: ties broken by peak memory, then the shorter policy expression (of
+ * candidates with the same schedule, the one a user reads most easily), then the index, so the
+ * order is total and every report (table, best plan, front) names a candidate by the same row. */
+#define RANK_ORDER " ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, length(c.policy) ASC, sp.idx ASC"
+
 int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *out, int k, rm_error *err)
 {
-	/* ties broken by the candidate's index so the order is total and the same for every build */
 	static const char *const sql[] = {
-		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 "
-		"ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, length(c.policy) ASC, sp.idx ASC",
-		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'xla' "
-		"ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, length(c.policy) ASC, sp.idx ASC",
-		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'ideal' "
-		"ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, length(c.policy) ASC, sp.idx ASC",
+		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1" RANK_ORDER,
+		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'xla'" RANK_ORDER,
+		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'ideal'" RANK_ORDER,
 	};
 	sqlite3_stmt *q = query(s, sql[filter], err);
 	if (!q)
@@ -585,12 +586,14 @@ int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *ou
 	return rc < 0 ? -1 : n;
 }
 
-int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *err)
+int rm_search_pareto_of(rm_search *s, rm_search_filter filter, rm_candidate_result *out, int cap, rm_error *err)
 {
-	sqlite3_stmt *q = query(s,
-				SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 "
-				"ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, sp.idx ASC",
-				err);
+	static const char *const sql[] = {
+		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1" RANK_ORDER,
+		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'xla'" RANK_ORDER,
+		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'ideal'" RANK_ORDER,
+	};
+	sqlite3_stmt *q = query(s, sql[filter], err);
 	if (!q)
 		return -1;
 	int n = 0, rc;
@@ -605,6 +608,26 @@ int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *
 	}
 	sqlite3_finalize(q);
 	return rc < 0 ? -1 : n;
+}
+
+int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *err)
+{
+	return rm_search_pareto_of(s, RM_SEARCH_ANY, out, cap, err);
+}
+
+int rm_search_result(rm_search *s, int64_t index, rm_candidate_result *out, rm_error *err)
+{
+	sqlite3_stmt *q = query(s, SPACE_ROWS " AND sp.idx = ?2", err);
+	if (!q)
+		return -1;
+	if (sqlite3_bind_int64(q, 2, index) != SQLITE_OK) {
+		db_error(s, err, "reading the sweep");
+		sqlite3_finalize(q);
+		return -1;
+	}
+	int rc = next_row(s, q, out, err);
+	sqlite3_finalize(q);
+	return rc;
 }
 
 bool rm_search_as_written(rm_search *s, rm_candidate_result *out, rm_error *err)

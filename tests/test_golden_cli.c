@@ -232,6 +232,127 @@ Test(golden, search_seed_json, .timeout = 240)
 	free(out);
 }
 
+/* The seed search as the README quotes it: the table ranks XLA candidates only (the ideal bound
+ * is its "ideal gap" column), and the table's first row, the best plan and the first line of the
+ * XLA Pareto front name the winner the same way, flag variant included. */
+Test(golden, search_seed_text, .timeout = 240)
+{
+	static char dir[1024];
+	snprintf(dir, sizeof(dir), "%s", getenv("REMORA_DATA_DIR"));
+	run_cwd = dir;
+	char *out = golden_out("search-seed.txt", "search scenarios/seed-llama2-7b-fsdp8-h100.yaml --jobs 2");
+	run_cwd = NULL;
+	cr_expect_null(strstr(out, "(ideal)"), "%s", out);
+	cr_expect(strstr(out, " ideal gap\n"), "%s", out);
+	cr_expect(strstr(out, "\n  1   save: q,k,v,gate,up,ctx (+5 same)               4 as given "), "%s", out);
+	cr_expect(strstr(out, "\nbest plan for XLA (save: q,k,v,gate,up,ctx, mb 4, flags as given; paste these):\n"),
+		  "%s", out);
+	const char *front = strstr(out, "\nPareto front of the XLA candidates");
+	cr_assert_not_null(front, "%s", out);
+	const char *first = strchr(front + 1, '\n');
+	cr_assert_not_null(first);
+	cr_expect_eq(strncmp(strstr(first, "GiB  "), "GiB  save: q,k,v,gate,up,ctx, mb 4, flags as given   <- best plan\n",
+			     66),
+		     0, "%s", first);
+	/* a variant named on the front gets its flags */
+	cr_expect(strstr(front, "flags v2\n"), "%s", front);
+	cr_expect(strstr(front, "\n  flags v2 = search.flag_variants[2], on top of the scenario's: "
+				"--xla_gpu_enable_while_loop_double_buffering=false\n"),
+		  "%s", front);
+	cr_expect_null(strstr(front, ", ideal"), "%s", front);
+	/* the flags to paste differ from a named XLA's defaults */
+	cr_expect(strstr(out, "   (the flags that differ from the defaults of JAX 0.4.30's XLA)\n"), "%s", out);
+	free(out);
+}
+
+/* DOES NOT FIT comes with what takes the memory at the peak and what would fit, computed from
+ * the roles at the peak: the seed at micro-batch 12 passes JAX's 59.74 GiB pool by 8.73 GiB;
+ * activations and residuals (55.30 GiB) scale with the micro-batch, so 10 gives 68.47 - 55.30 x
+ * 2/12 = 59.25 GiB (what simulate at 10 prints); the sharded state (12.80 GiB) over 4x the GPUs
+ * leaves 68.47 - 12.80 x 3/4 = 58.87 GiB (simulate at fsdp 32 says 59.05). */
+Test(golden, simulate_does_not_fit_says_what_would)
+{
+	char args[1200];
+	snprintf(args, sizeof(args), "simulate %s --set training.micro_batch=12", seed_arg());
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "DOES NOT FIT"), "%s", r.out);
+	cr_expect(strstr(r.out, ", micro-batch 12 x grad_accum 1, XLA schedule (scan)\n"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n  over by            8.73 GiB; at the peak (t = "), "%s", r.out);
+	cr_expect(strstr(r.out, "residual 35.25 GiB, activation 20.05 GiB, optimizer_state 9.41 GiB"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    training.micro_batch=10    about 59.25 GiB"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    parallelism.fsdp=32  about 58.87 GiB (4 x the GPUs"), "%s", r.out);
+	cr_expect(strstr(r.out, "moves up to 35.25 GiB to host memory"), "%s", r.out);
+	free(r.out);
+	/* a step that fits says nothing of it */
+	snprintf(args, sizeof(args), "simulate %s --set training.micro_batch=10", seed_arg());
+	r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect_null(strstr(r.out, "would fit"), "%s", r.out);
+	free(r.out);
+}
+
+/* A search where nothing fits names the candidate closest to fitting and what would fit it (the
+ * seed as written at micro-batch 12: the figures of simulate_does_not_fit_says_what_would). */
+Test(golden, search_nothing_fits_says_what_would)
+{
+	char args[1600];
+	snprintf(args, sizeof(args),
+		 "search %s --set training.micro_batch=12 --set 'search.names=[]' --set 'search.policies=[dots_saveable]' "
+		 "--set 'search.micro_batches=[8,12]' --set \"search.flag_variants=['']\"",
+		 seed_arg());
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\n  (no candidate of XLA fits)\n"), "%s", r.out);
+	cr_expect(strstr(r.out, "\nbest plan for XLA: DOES NOT FIT. Closest: as written, mb 12, peak 68.47 GiB of 59.74 "
+				"GiB in the BFC pool\n  over by            8.73 GiB"),
+		  "%s", r.out);
+	cr_expect(strstr(r.out, "\n    training.micro_batch=10    about 59.25 GiB"), "%s", r.out);
+	free(r.out);
+}
+
+/* Units: hw show gives bytes in binary units with the exact count (85520809984 B = 79.65 GiB, the
+ * H100's HBM as the driver reports it; 50 MB of L2 = 47.68 MiB), never 8.55208e+10 B. */
+Test(golden, hw_show_bytes_in_binary_units)
+{
+	run_result r = run_remora("hw show h100-sxm", false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "\nhbm_bytes                       79.65 GiB      85520809984 B; "), "%s", r.out);
+	cr_expect(strstr(r.out, "\nl2_bytes                        47.68 MiB      50000000 B; "), "%s", r.out);
+	cr_expect_null(strstr(r.out, "e+"), "%s", r.out);
+	free(r.out);
+}
+
+/* -v logs the resolved inputs on stderr: profile figures with their sources, the memory budget's
+ * terms and XLA's memory limit, (59.74 GiB pool - 10.98 GiB of I/O) x 0.95 = 46.32 GiB; stdout is
+ * what it is without -v. */
+Test(golden, simulate_verbose_logs_resolved_inputs)
+{
+	char args[1400];
+	snprintf(args, sizeof(args), "-v simulate %s", seed_arg());
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: hardware h100-sxm: hbm_peak_GBps = 3350 GB/s (docs/reference/hardware.md "
+				"'HBM peak bandwidth' (DS))\n"),
+		  "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: memory budget: 78.63 GiB usable = 79.65 GiB HBM - 1.02 GiB headroom"), "%s",
+		  r.out);
+	cr_expect(strstr(r.out, "remora: info: XLA memory limit: 46.32 GiB = (59.74 GiB device memory - 10.98 GiB "
+				"parameters and outputs) x slop 95%\n"),
+		  "%s", r.out);
+	/* NCCL's choice per collective shape: the 64 per-layer all-gathers (forward and backward)
+	 * as `remora collective --op all-gather --bytes 386MiB --gpus 8` prices one; 133 in all */
+	cr_expect(strstr(r.out, "remora: info: NCCL 2.28: all-gather 386.00 MiB over 8 GPUs on 1 node(s), x64: Ring "
+				"Simple, 24 channels, 1068.96 us, busBW 331.31 GB/s\n"),
+		  "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: schedule: 133 collectives, 127 async"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof(args), "simulate %s", seed_arg());
+	r = run_remora(args, true);
+	cr_expect_null(strstr(r.out, "remora: info:"), "%s", r.out);
+	free(r.out);
+}
+
 Test(golden, same_input_same_bytes)
 {
 	run_result a = run_remora("describe qwen2-7b --fsdp 4 --json", false);

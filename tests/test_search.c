@@ -158,6 +158,54 @@ Test(search, winner_fits_and_beats_the_scenario)
 	rm_search_destroy(s);
 }
 
+/* One front per runtime: the XLA front holds XLA rows only and starts with the XLA winner (the
+ * mixed front of every runtime missed it when an ideal row was faster at the same memory); the
+ * ideal counterpart of a candidate is the ideal row of its policy and micro-batch; same-figure
+ * candidates are named by one row in the ranking and on the front. */
+Test(search, one_front_per_runtime_and_ideal_counterparts)
+{
+	rm_search *s = sweep(NULL, 2, 0);
+	rm_error err;
+	rm_candidate_result best, top[4], front[64], ideal_front[64];
+	cr_assert_eq(rm_search_top(s, RM_SEARCH_XLA_ONLY, &best, 1, &err), 1);
+	int n = rm_search_pareto_of(s, RM_SEARCH_XLA_ONLY, front, 64, &err);
+	cr_assert_gt(n, 1);
+	cr_assert_eq(front[0].c.index, best.c.index, "front starts at %s, the winner is %s", front[0].c.label,
+		     best.c.label);
+	for (int i = 0; i < n; i++)
+		cr_assert_not(front[i].c.ideal, "%s", front[i].c.label);
+	int ni = rm_search_pareto_of(s, RM_SEARCH_IDEAL_ONLY, ideal_front, 64, &err);
+	cr_assert_gt(ni, 0);
+	for (int i = 0; i < ni; i++)
+		cr_assert(ideal_front[i].c.ideal, "%s", ideal_front[i].c.label);
+	/* the mixed front's first row is the best of any runtime, which rm_search_top agrees on */
+	cr_assert_eq(rm_search_top(s, RM_SEARCH_ANY, top, 1, &err), 1);
+	int nm = rm_search_pareto(s, front, 64, &err);
+	cr_assert_gt(nm, 0);
+	cr_assert_eq(front[0].c.index, top[0].c.index);
+	/* index = 1 + ((policy x mbs + mb) x (2 variants + ideal)) + variant: the variant is the
+	 * fastest digit, so candidates 1 and 2 (variants 0, 1) have ideal 3, candidate 4 has 6 */
+	cr_assert_eq(rm_search_ideal_of(s, 0), -1);
+	cr_assert_eq(rm_search_ideal_of(s, 1), 3);
+	cr_assert_eq(rm_search_ideal_of(s, 2), 3);
+	cr_assert_eq(rm_search_ideal_of(s, 3), 3);
+	cr_assert_eq(rm_search_ideal_of(s, 4), 6);
+	cr_assert_eq(rm_search_ideal_of(s, rm_search_count(s)), -1);
+	rm_candidate c1, c3;
+	rm_search_candidate(s, 1, &c1);
+	rm_search_candidate(s, 3, &c3);
+	cr_assert(c3.ideal);
+	cr_assert_not(c1.ideal);
+	cr_assert_str_eq(c1.policy, c3.policy);
+	cr_assert_eq(c1.micro_batch, c3.micro_batch);
+	rm_candidate_result r;
+	cr_assert_eq(rm_search_result(s, 3, &r, &err), 1);
+	cr_assert_eq(r.c.index, 3);
+	cr_assert(r.c.ideal);
+	cr_assert_eq(rm_search_result(s, rm_search_count(s) + 5, &r, &err), 0);
+	rm_search_destroy(s);
+}
+
 Test(search, empty_or_oversized_spaces_say_how_to_fix_them)
 {
 	rm_scenario sc;

@@ -78,6 +78,10 @@ void rm_search_set_cost_model(rm_search *s, const rm_cost_model *cost);
 int64_t rm_search_count(const rm_search *s);
 /* The configuration of candidate i (0 <= i < count). */
 void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *out);
+/* The ideal-runtime candidate with i's policy, micro-batch and parallelism (i itself when it is
+ * one); -1 when the space has no ideal candidates (search.include_ideal false) or i is the
+ * scenario as written (0) or out of range. */
+int64_t rm_search_ideal_of(const rm_search *s, int64_t i);
 /* Evaluates one candidate (thread-safe; no side effects). */
 void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_result *out);
 
@@ -169,6 +173,13 @@ int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *ou
  * micro-batch sizes compare fairly; each entry keeps its own step time.
  */
 int rm_search_pareto(rm_search *s, rm_candidate_result *out, int cap, rm_error *err);
+/* The front of the candidates of one runtime (filter), as rm_search_pareto; RM_SEARCH_ANY mixes
+ * runtimes (rm_search_pareto). Same-figure candidates are named by the row rm_search_top ranks
+ * first (the shorter policy expression, then the index), so every report names them alike. */
+int rm_search_pareto_of(rm_search *s, rm_search_filter filter, rm_candidate_result *out, int cap, rm_error *err);
+/* The stored row of candidate index: 1 when found, 0 when it is not stored (yet), -1 on an
+ * error (err set). */
+int rm_search_result(rm_search *s, int64_t index, rm_candidate_result *out, rm_error *err);
 /* The scenario as written (candidate 0), from the database. */
 bool rm_search_as_written(rm_search *s, rm_candidate_result *out, rm_error *err);
 /* Every stored row, in key order, for plots and tests; calls fn per row. */

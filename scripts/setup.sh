@@ -25,13 +25,24 @@ fi
 build=${1:-build}
 shift || true
 if [ ! -f "$build/build.ninja" ]; then
+  echo "setup: configuring $build" >&2
   meson setup "$build" "$@" >/dev/null
 elif [ $# -gt 0 ]; then
   meson configure "$build" "$@" >/dev/null
 fi
-# quiet when it builds; the compiler's own words when it does not
+# progress every tenth of ninja's steps; the compiler's own words when it fails
 log=$(mktemp)
-if ! ninja -C "$build" -j "${NINJA_JOBS:-2}" >"$log" 2>&1; then
+echo "setup: building $build on ${NINJA_JOBS:-2} jobs" >&2
+if ! ninja -C "$build" -j "${NINJA_JOBS:-2}" 2>&1 | tee "$log" |
+  awk -F'[][/]' -v t0="$(date +%s)" '
+    $1 == "" && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $3 > 0 {
+      p = int(100 * $2 / $3)
+      if (p >= nx) {
+        "date +%s" | getline t; close("date +%s")
+        printf "setup: %3d%% (%d of %d steps, %d s)\n", p, $2, $3, t - t0 > "/dev/stderr"
+        nx = p - p % 10 + 10
+      }
+    }'; then
   grep -E -B2 -A6 'error|FAILED' "$log" | tail -60 >&2
   rm -f "$log"
   echo "setup: the build in $build failed (the errors above)" >&2

@@ -253,24 +253,15 @@ static void log_resolved(const rm_scenario_resolved *res, const rm_schedule_repo
 		}
 		count[k]++;
 	}
-	int gpn = res->hw.gpus_per_node >= 1 ? (int)res->hw.gpus_per_node : 8;
 	for (int k = 0; k < n_shapes; k++) {
 		const rm_collective_cost *c = &shape[k];
-		int nodes = c->span >= 1 ? c->span : 1;
-		if (nodes > c->group_size)
-			nodes = c->group_size;
-		if (c->group_size / nodes > gpn || c->group_size % nodes != 0) {
-			nodes = (c->group_size + gpn - 1) / gpn;
-			while (c->group_size % nodes != 0)
-				nodes++;
-		}
-		rm_coll_query q = rm_coll_query_make(c->op, c->bytes, c->group_size, nodes);
+		rm_coll_query q = rm_cost_collective_query(c, &res->hw);
 		rm_coll_estimate e;
 		if (rm_nccl_estimate(&res->cost.nccl, &q, &e, NULL) != RM_OK)
 			continue;
 		rm_log_info("NCCL %s: %s %s over %d GPUs on %d node(s), x%d: %s %s, %d channels, %.2f us, busBW %.2f GB/s",
 			    rm_nccl_model_version(&res->cost.nccl), rm_coll_name(c->op), rm_format_bytes(c->bytes, b1, sizeof(b1)),
-			    c->group_size, nodes, count[k], rm_nccl_algo_name(e.algo), rm_nccl_proto_name(e.proto), e.channels,
+			    c->group_size, q.nodes, count[k], rm_nccl_algo_name(e.algo), rm_nccl_proto_name(e.proto), e.channels,
 			    e.time_us, e.busbw_GBps);
 	}
 	if (more)

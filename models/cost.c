@@ -403,9 +403,7 @@ double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw)
 	}
 }
 
-/* The NCCL query of a collective op; a group too large for span nodes spreads over as many
- * nodes as it needs (the program format cannot know the node size). */
-static rm_coll_query collective_query(const rm_collective_cost *c, const rm_hw_profile *hw)
+rm_coll_query rm_cost_collective_query(const rm_collective_cost *c, const rm_hw_profile *hw)
 {
 	int gpn = hw->gpus_per_node >= 1 ? (int)hw->gpus_per_node : 8;
 	int nodes = c->span >= 1 ? c->span : 1;
@@ -427,7 +425,7 @@ static bool collective_estimate(const rm_collective_cost *c, const rm_hw_profile
 	rm_nccl_model m;
 	if (rm_nccl_model_init(&m, hw, NULL, NULL) != RM_OK)
 		return false;
-	rm_coll_query q = collective_query(c, hw);
+	rm_coll_query q = rm_cost_collective_query(c, hw);
 	return rm_nccl_estimate(&m, &q, e, NULL) == RM_OK;
 }
 
@@ -502,7 +500,7 @@ static bool nccl_estimate(const rm_cost_model *self, const rm_collective_cost *c
 	const rm_cost_nccl *cn = self->data;
 	if (c->group_size <= 1 || c->bytes <= 0)
 		return false;
-	rm_coll_query q = collective_query(c, hw);
+	rm_coll_query q = rm_cost_collective_query(c, hw);
 	return rm_nccl_estimate(&cn->nccl, &q, e, NULL) == RM_OK;
 }
 
@@ -554,7 +552,7 @@ static bool nccl_net_load(const rm_cost_model *self, const rm_cost_op *op, const
 	if (op->kind != RM_COST_COLLECTIVE || on_copy_engines(cn, op) || op->collective.group_size <= 1 ||
 	    op->collective.bytes <= 0)
 		return false;
-	rm_coll_query q = collective_query(&op->collective, hw);
+	rm_coll_query q = rm_cost_collective_query(&op->collective, hw);
 	return rm_nccl_net_load(&cn->nccl, &q, time_s * 1e6, out);
 }
 

@@ -569,14 +569,16 @@ static int next_row(rm_search *s, sqlite3_stmt *q, rm_candidate_result *r, rm_er
  * order is total and every report (table, best plan, front) names a candidate by the same row. */
 #define RANK_ORDER " ORDER BY c.tokens_per_s_per_gpu DESC, c.peak_memory_bytes ASC, length(c.policy) ASC, sp.idx ASC"
 
+/* The rows that fit, ranked, of each rm_search_filter (all, the runtime's, the ideal bound's). */
+static const char *const ranked_sql[] = {
+	SPACE_ROWS " AND c.ok = 1 AND c.fits = 1" RANK_ORDER,
+	SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'xla'" RANK_ORDER,
+	SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'ideal'" RANK_ORDER,
+};
+
 int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *out, int k, rm_error *err)
 {
-	static const char *const sql[] = {
-		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1" RANK_ORDER,
-		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'xla'" RANK_ORDER,
-		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'ideal'" RANK_ORDER,
-	};
-	sqlite3_stmt *q = query(s, sql[filter], err);
+	sqlite3_stmt *q = query(s, ranked_sql[filter], err);
 	if (!q)
 		return -1;
 	int n = 0, rc = 0;
@@ -588,12 +590,7 @@ int rm_search_top(rm_search *s, rm_search_filter filter, rm_candidate_result *ou
 
 int rm_search_pareto_of(rm_search *s, rm_search_filter filter, rm_candidate_result *out, int cap, rm_error *err)
 {
-	static const char *const sql[] = {
-		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1" RANK_ORDER,
-		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'xla'" RANK_ORDER,
-		SPACE_ROWS " AND c.ok = 1 AND c.fits = 1 AND c.mode = 'ideal'" RANK_ORDER,
-	};
-	sqlite3_stmt *q = query(s, sql[filter], err);
+	sqlite3_stmt *q = query(s, ranked_sql[filter], err);
 	if (!q)
 		return -1;
 	int n = 0, rc;

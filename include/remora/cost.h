@@ -274,6 +274,12 @@ double rm_cost_copy_s(const rm_copy_cost *c, const rm_hw_profile *hw);
  * group too large for span nodes of hw is spread over as many nodes as it needs.
  */
 double rm_cost_collective_s(const rm_collective_cost *c, const rm_hw_profile *hw);
+
+/* The NCCL query (rm_coll_query_make) a collective op is priced as: its op, bytes and group over
+ * span nodes, or, when the group does not fit span nodes of hw's gpus_per_node (8 when unset)
+ * or does not divide over them, over the fewest nodes that hold it evenly (the program format
+ * does not carry the node size). */
+rm_coll_query rm_cost_collective_query(const rm_collective_cost *c, const rm_hw_profile *hw);
 /*
  * HBM bandwidth (GB/s) a collective of time_s seconds draws on each GPU while it runs: 3x its wire
  * bytes per GPU ((g-1)/g of the buffer; 2 (g-1)/g for all-reduce), because NCCL stores what it

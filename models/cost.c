@@ -368,7 +368,7 @@ double rm_cost_elementwise_s(const rm_elementwise_cost *e, const rm_hw_profile *
 	double bytes = (double)(e->bytes_read + e->bytes_written);
 	if (bytes <= 0 && e->flops <= 0)
 		return 0;
-	double bw = hw->hbm_peak_GBps * RM_GB * rm_cost_membound_efficiency(e->cls, k->fused);
+	double bw = hw->hbm_peak_GBps * RM_GB * rm_cost_membound_efficiency(e->cls, k->fused && !e->eager);
 	double t = bytes / bw;
 	double tf = e->flops / (hw->fp32_TFLOPs * RM_TB);
 	if (tf > t)

@@ -131,6 +131,23 @@ bool rm_loss_kind_parse(const char *name, rm_loss_kind *out)
 	return false;
 }
 
+static const char *const rope_names[RM_ROPE_COUNT] = {"complex", "real"};
+
+const char *rm_rope_impl_name(rm_rope_impl r)
+{
+	return (unsigned)r < RM_ROPE_COUNT ? rope_names[r] : "unknown";
+}
+
+bool rm_rope_impl_parse(const char *name, rm_rope_impl *out)
+{
+	for (int i = 0; i < RM_ROPE_COUNT; i++)
+		if (strcasecmp(rope_names[i], name) == 0) {
+			*out = (rm_rope_impl)i;
+			return true;
+		}
+	return false;
+}
+
 const char *rm_membound_class_name(rm_membound_class c)
 {
 	return (unsigned)c < RM_MB_CLASS_COUNT ? membound_names[c] : "unknown";
@@ -525,6 +542,24 @@ typedef struct graph_builder {
 			 * first_k_dense_replace layers) */
 } graph_builder;
 
+/*
+ * HBM bytes per rotated element of the rotary's eager decomposition, and its kernels:
+ * - complex: x.float() (es + 4), the complex multiply by freqs_cis (4 + 4), type_as(x) (4 + es):
+ *   2 es + 16 bytes in 3 kernels;
+ * - real: four half-width multiplies by cos or sin (4 x es), the subtract and the add of two
+ *   halves each (2 x 1.5 es), torch.cat of the halves (2 es): 9 es bytes in 7 kernels (the
+ *   seq x head_dim/2 cos and sin tables are read from L2 and not counted).
+ */
+static int64_t rope_eager_bytes(const graph_builder *gb, int *kernels)
+{
+	if (gb->t->rope == RM_ROPE_REAL) {
+		*kernels = 7;
+		return 9 * (int64_t)gb->es;
+	}
+	*kernels = 3;
+	return 2 * (int64_t)gb->es + 16;
+}
+
 static void graph_init(rm_graph *g, const char *name)
 {
 	memset(g, 0, sizeof(*g));
@@ -856,6 +891,7 @@ static void emit_backward(graph_builder *gb, int f)
 		/* the rotary backward is the same decomposition with the conjugate */
 		op->eager_bytes = fo.eager_bytes;
 		op->eager_kernels = fo.eager_kernels;
+		op->complex_arith = fo.complex_arith;
 	}
 	const char *suffix = strrchr(name, '_');
 	bool is_dropout = suffix && strcmp(suffix, "_dropout") == 0;
@@ -1111,18 +1147,22 @@ static void build_mla_qkv(graph_builder *gb, int xn, int64_t heads, int *q_out, 
 	int rq = fwd_elementwise(gb, "rotary_query", &q, 1, heads * qk, 0, 0);
 	rm_op *op = &gb->g->ops[gb->g->values[rq].producer];
 	op->flops = FLOPS_ROTARY * (double)T * (double)(heads * rope);
-	/* eager: the rotary of the slice as fwd_layer's (2 es + 16 bytes per element, 3 kernels) and
-	 * torch.cat reading both parts and writing the whole */
-	op->eager_bytes = T * heads * rope * (2 * es + 16) + 2 * T * heads * qk * es;
-	op->eager_kernels = 4;
+	/* eager: the rotary of the slice as fwd_layer's (rope_eager_bytes) and torch.cat reading
+	 * both parts and writing the whole */
+	int rk_kernels;
+	int64_t per = rope_eager_bytes(gb, &rk_kernels);
+	op->eager_bytes = T * heads * rope * per + 2 * T * heads * qk * es;
+	op->eager_kernels = rk_kernels + 1;
+	op->complex_arith = gb->t->rope == RM_ROPE_COMPLEX;
 	/* the key: rope over the one shared rope head, broadcast to every head in the cat */
 	int kin[2] = {kn, kva};
 	int rk = fwd_elementwise(gb, "rotary_key", kin, 2, heads * qk, 0, 0);
 	op = &gb->g->ops[gb->g->values[rk].producer];
 	op->flops = FLOPS_ROTARY * (double)T * (double)rope;
 	op->bytes_read = vbytes(gb, kn) + T * rope * es; /* k_nope and the rope slice of the latent */
-	op->eager_bytes = T * rope * (2 * es + 16) + (vbytes(gb, kn) + T * rope * es) + vbytes(gb, rk);
-	op->eager_kernels = 4;
+	op->eager_bytes = T * rope * per + (vbytes(gb, kn) + T * rope * es) + vbytes(gb, rk);
+	op->eager_kernels = rk_kernels + 1;
+	op->complex_arith = gb->t->rope == RM_ROPE_COMPLEX;
 	*q_out = rq;
 	*k_out = rk;
 	*v_out = v;
@@ -1202,13 +1242,15 @@ static void build_layer(graph_builder *gb)
 	if (!gpt2 && !m->mla) {
 		q = fwd_elementwise(gb, "rotary_query", &q, 1, qd, FLOPS_ROTARY, 0);
 		k = fwd_elementwise(gb, "rotary_key", &k, 1, kvd, FLOPS_ROTARY, 0);
-		/* eager rotary through complex numbers (torchtitan, Meta's Llama): x.float(), the
-		 * complex multiply by freqs_cis, type_as(x): (es + 4) + 8 + (4 + es) = 2 es + 16
-		 * bytes per element in 3 kernels */
+		/* eager: the rotary's decomposition (rope_eager_bytes); the complex one is Inductor's
+		 * fallback too */
+		int kernels;
+		int64_t per = rope_eager_bytes(gb, &kernels);
 		for (int r = 0; r < 2; r++) {
 			rm_op *op = &gb->g->ops[gb->g->values[r ? k : q].producer];
-			op->eager_bytes = (gb->g->values[r ? k : q].bytes / gb->es) * (2 * gb->es + 16);
-			op->eager_kernels = 3;
+			op->eager_bytes = (gb->g->values[r ? k : q].bytes / gb->es) * per;
+			op->eager_kernels = kernels;
+			op->complex_arith = gb->t->rope == RM_ROPE_COMPLEX;
 		}
 	}
 	int ctx;

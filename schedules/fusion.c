@@ -31,12 +31,12 @@ static bool is_reduction(rm_membound_class c)
 }
 
 /* Ops that may join a fusion at all. */
-static bool fusible(const rm_graph *g, const bool *run, int i)
+static bool fusible(const rm_graph *g, const bool *run, int i, sched_fusion_opts opts)
 {
 	const rm_op *op = &g->ops[i];
 	if (run && !run[i])
 		return false;
-	if (op->kind != RM_OP_ELEMENTWISE)
+	if (op->kind != RM_OP_ELEMENTWISE || (opts.no_complex && op->complex_arith))
 		return false;
 	return op->mclass != RM_MB_GATHER && op->mclass != RM_MB_OPTIMIZER;
 }
@@ -240,7 +240,7 @@ void sched_fusion_build(const rm_graph *g, const bool *run, const bool *keep, sc
 	for (int v = 0; v < g->n_values; v++)
 		out->written[v] = true;
 	for (int i = 0; i < g->n_ops; i++) {
-		grp[i] = fusible(g, run, i) ? i : -1;
+		grp[i] = fusible(g, run, i, opts) ? i : -1;
 		out->unfused_kernels += grp[i] >= 0;
 		out->ops[i].epilogue_of = -1;
 	}
@@ -334,7 +334,7 @@ bool sched_fusion_cost(const sched_fusion *f, int i, rm_elementwise_cost *out)
 		*out = (rm_elementwise_cost){.cls = f->ops[o->fusion].cls, .kernels = 0};
 		return true;
 	}
-	*out = (rm_elementwise_cost){o->bytes_read, o->bytes_written, o->flops, o->cls, 1};
+	*out = (rm_elementwise_cost){.bytes_read = o->bytes_read, .bytes_written = o->bytes_written, .flops = o->flops, .cls = o->cls, .kernels = 1};
 	return true;
 }
 

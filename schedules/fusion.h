@@ -65,6 +65,9 @@ typedef struct sched_fusion_opts {
 	bool gemm_epilogue; /* XLA's GEMM rewriter: an add of a GEMM's only use becomes the cuBLAS
 			     * call's C operand (beta = 1), no kernel of its own (Inductor keeps the
 			     * add as a Triton kernel) */
+	bool no_complex;    /* Inductor: ops in complex arithmetic (rm_op complex_arith) are ATen
+			     * fallbacks that join no fusion (torch/_inductor/lowering.py has no
+			     * complex code generation); XLA fuses them */
 } sched_fusion_opts;
 
 /*

@@ -55,6 +55,8 @@ static void canon_train(rm_canon *c, const rm_train_config *t)
 	rm_canon_int(c, "train.causal", t->causal);
 	rm_canon_int(c, "train.dropout", t->dropout);
 	rm_canon_int(c, "train.loss", t->loss);
+	if (t->rope != RM_ROPE_COMPLEX)
+		rm_canon_int(c, "train.rope", t->rope);
 	rm_canon_int(c, "train.grad_clip", t->grad_clip);
 	rm_canon_int(c, "train.gemm_dtype", t->gemm_dtype);
 	rm_canon_int(c, "train.fp8_all_gather", t->fp8_all_gather);

@@ -61,6 +61,7 @@ static const key_desc keys[] = {
 	{"training.attention_kernel", K_STR, S(attention_kernel), 0, 0, 0},
 	{"training.compile", K_TRIBOOL, S(compile), 0, 0, 0},
 	{"training.loss", K_STR, S(loss), 0, 0, 0},
+	{"training.rope", K_STR, S(rope), 0, 0, 0},
 	{"training.grad_clip", K_TRIBOOL, S(grad_clip), 0, 0, 0},
 	{"training.gemm_dtype", K_STR, S(gemm_dtype), 0, 0, 0},
 	{"training.fp8_all_gather", K_TRIBOOL, S(fp8_all_gather), 0, 0, 0},
@@ -1551,6 +1552,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		const char *key;
 		size_t off;
 	} enum_keys[] = {{"training.loss", offsetof(rm_scenario, loss)},
+			 {"training.rope", offsetof(rm_scenario, rope)},
 			 {"training.attention_kernel", offsetof(rm_scenario, attention_kernel)},
 			 {"training.gemm_dtype", offsetof(rm_scenario, gemm_dtype)}};
 	for (size_t i = 0; i < RM_ARRAY_SIZE(enum_keys); i++)
@@ -1559,6 +1561,8 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	if (sc->loss[0] && !rm_loss_kind_parse(sc->loss, &t.loss))
 		return key_error(sc, "training.loss", err, RM_INVALID, "expected plain, chunked or fused, got \"%s\"",
 				 sc->loss);
+	if (sc->rope[0] && !rm_rope_impl_parse(sc->rope, &t.rope))
+		return key_error(sc, "training.rope", err, RM_INVALID, "expected complex or real, got \"%s\"", sc->rope);
 	if (sc->grad_clip >= 0)
 		t.grad_clip = sc->grad_clip;
 	if (sc->gemm_dtype[0]) {

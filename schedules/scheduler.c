@@ -840,6 +840,8 @@ static int32_t emit(emitter *e, rm_program_op_desc *d, const int32_t *in, uint32
 
 static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
 {
+	/* an op eager PyTorch runs as its decomposition stays a decomposition under Inductor when
+	 * it computes in complex numbers (the caller passes eager for those) */
 	rm_cost_op c;
 	memset(&c, 0, sizeof(c));
 	if (op->kind == RM_OP_GEMM) {
@@ -855,7 +857,7 @@ static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
 		c.collective = (rm_collective_cost){.op = op->coll, .bytes = op->coll_bytes, .group_size = 1, .span = 1};
 	} else {
 		c.kind = RM_COST_ELEMENTWISE;
-		c.elementwise = (rm_elementwise_cost){op->bytes_read, op->bytes_written, op->flops, op->mclass, 1};
+		c.elementwise = (rm_elementwise_cost){.bytes_read = op->bytes_read, .bytes_written = op->bytes_written, .flops = op->flops, .cls = op->mclass, .kernels = 1};
 		if (eager && op->eager_bytes > 0) {
 			/* PyTorch eager: the op's decomposition, its bytes split as the fused op's */
 			int64_t fused = op->bytes_read + op->bytes_written;
@@ -863,6 +865,7 @@ static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
 							     : op->eager_bytes;
 			c.elementwise.bytes_written = op->eager_bytes - c.elementwise.bytes_read;
 			c.elementwise.kernels = op->eager_kernels > 1 ? op->eager_kernels : 1;
+			c.elementwise.eager = true;
 		}
 	}
 	return c;
@@ -890,7 +893,10 @@ static const sched_fusion *fusion_of(const ctx *x, const rm_op *op, int l, rm_pr
 /* graph_op_cost with the memory-bound ops as their fused kernels (fusing runtimes). */
 static rm_cost_op op_cost(const ctx *x, const rm_op *op, int l, rm_program_phase ph)
 {
-	rm_cost_op c = graph_op_cost(op, x->cfg->eager);
+	/* Inductor leaves complex arithmetic to ATen: such an op runs as its eager decomposition and
+	 * joins no fusion (sched_fusion_opts no_complex) */
+	bool inductor_fallback = x->fuse && x->cfg->mode == RM_SCHED_FSDP2 && op->complex_arith;
+	rm_cost_op c = graph_op_cost(op, x->cfg->eager || inductor_fallback);
 	if (c.kind == RM_COST_COLLECTIVE) {
 		const rm_train_config *t = &x->wl->train;
 		c.collective.group_size = (int32_t)(op->coll_group == RM_GROUP_CP ? t->cp : op->coll_group == RM_GROUP_EP ? t->ep : t->tp);
@@ -2545,7 +2551,9 @@ static void build_fusions(ctx *x)
 	x->fuse = !cfg->eager && cfg->fusion != RM_FUSION_OFF;
 	if (!x->fuse)
 		return;
-	sched_fusion_opts opts = {.horizontal = cfg->mode != RM_SCHED_FSDP2, .gemm_epilogue = cfg->mode != RM_SCHED_FSDP2};
+	sched_fusion_opts opts = {.horizontal = cfg->mode != RM_SCHED_FSDP2,
+				  .gemm_epilogue = cfg->mode != RM_SCHED_FSDP2,
+				  .no_complex = cfg->mode == RM_SCHED_FSDP2};
 	const rm_graph *g = x->layer;
 	int nv = g->n_values > x->head->n_values ? g->n_values : x->head->n_values;
 	if (x->embed->n_values > nv)

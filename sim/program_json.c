@@ -268,7 +268,7 @@ static bool read_cost(reader *r, json_t *op, const char *path, rm_program_op_des
 		break;
 	}
 	case RM_COST_ELEMENTWISE: {
-		static const char *const keys[] = {"bytes_read", "bytes_written", "flops", "class", "kernels", NULL};
+		static const char *const keys[] = {"bytes_read", "bytes_written", "flops", "class", "kernels", "eager", NULL};
 		rm_elementwise_cost *e = &cost->elementwise;
 		if (!check_keys(r, c, sub, keys) ||
 		    !get_int(r, c, "bytes_read", sub, true, 0, 0, big, &e->bytes_read) ||
@@ -283,6 +283,8 @@ static bool read_cost(reader *r, json_t *op, const char *path, rm_program_op_des
 				return false;
 			e->kernels = (int32_t)kn;
 		}
+		if (!get_bool(r, c, "eager", sub, false, &e->eager))
+			return false;
 		break;
 	}
 	case RM_COST_COLLECTIVE: {
@@ -626,6 +628,8 @@ static json_t *cost_json(const rm_program_op *op)
 			json_object_set_new(o, "class", json_string(rm_membound_class_name(c->elementwise.cls)));
 		if (c->elementwise.kernels > 1)
 			json_object_set_new(o, "kernels", json_integer(c->elementwise.kernels));
+		if (c->elementwise.eager)
+			json_object_set_new(o, "eager", json_true());
 		break;
 	case RM_COST_COLLECTIVE:
 		json_object_set_new(o, "op", json_string(rm_collective_name(c->collective.op)));

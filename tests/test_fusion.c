@@ -532,13 +532,20 @@ Test(fusion, compiled_fsdp2_fuses_as_inductor_and_eager_never)
 {
 	const char *const compiled[] = {"scheduler.mode=fsdp2", "remat.scan=false", "training.compile=true", NULL};
 	const char *const eager[] = {"scheduler.mode=fsdp2", "remat.scan=false", "training.compile=false", NULL};
-	run a, on, e;
+	const char *const real[] = {"scheduler.mode=fsdp2", "remat.scan=false", "training.compile=true",
+				    "training.rope=real", NULL};
+	run a, on, e, re;
 	run_seed(&a, RM_FUSION_OFF, compiled);
 	run_seed(&on, RM_FUSION_AUTO, compiled);
 	run_seed(&e, RM_FUSION_AUTO, eager);
+	run_seed(&re, RM_FUSION_AUTO, real);
 	cr_assert_eq(launches(a.prog, "layer00/fwd/"), 8);
-	/* Inductor: the vertical pairs, no horizontal rotary kernel, the adds stay kernels */
-	cr_assert_eq(launches(on.prog, "layer00/fwd/"), 6);
+	/* Inductor with a real rotary: the vertical pairs, no horizontal rotary kernel, the adds
+	 * stay kernels */
+	cr_assert_eq(launches(re.prog, "layer00/fwd/"), 6);
+	/* the complex rotary (the default) is an ATen fallback: 3 kernels each for q and k instead
+	 * of one */
+	cr_assert_eq(launches(on.prog, "layer00/fwd/"), 6 - 2 + 3 + 3);
 	cr_assert_eq(tensor_bytes(on.prog, "layer00/dot_attention_out"), H_BYTES);
 	/* eager: every op as its decomposition (RMSNorm 8 kernels, rotary 3, the rest 1) */
 	cr_assert_eq(launches(e.prog, "layer00/fwd/"), 8 + 3 + 3 + 1 + 8 + 1 + 1 + 1);
@@ -547,4 +554,49 @@ Test(fusion, compiled_fsdp2_fuses_as_inductor_and_eager_never)
 	run_finish(&a);
 	run_finish(&on);
 	run_finish(&e);
+	run_finish(&re);
+}
+
+static const rm_program_op *program_op(const rm_program *p, const char *name)
+{
+	for (int32_t i = 0; i < p->n_ops; i++)
+		if (p->ops[i].name && strcmp(p->ops[i].name, name) == 0)
+			return &p->ops[i];
+	cr_assert_fail("no op %s", name);
+	return NULL;
+}
+
+Test(fusion, the_complex_rotary_is_an_inductor_fallback_and_xla_fuses_it)
+{
+	const char *const compiled[] = {"scheduler.mode=fsdp2", "remat.scan=false", "training.compile=true", NULL};
+	const char *const xla[] = {"remat.scan=false", NULL};
+	const char *const real_eager[] = {"scheduler.mode=fsdp2", "remat.scan=false", "training.compile=false",
+					  "training.rope=real", NULL};
+	run on, x, re;
+	run_seed(&on, RM_FUSION_AUTO, compiled);
+	run_seed(&x, RM_FUSION_AUTO, xla);
+	run_seed(&re, RM_FUSION_AUTO, real_eager);
+	/* 4096 x 4096 query elements: x.float() 2 + 4, the complex multiply 4 + 4, type_as 4 + 2 =
+	 * 20 bytes each, in 3 kernels at the eager per-kernel rate, forward and backward */
+	const char *const names[] = {"layer00/fwd/rotary_query", "layer00/bwd/rotary_query.bwd"};
+	for (int i = 0; i < 2; i++) {
+		const rm_elementwise_cost *e = &program_op(on.prog, names[i])->cost.elementwise;
+		cr_assert_eq(e->bytes_read + e->bytes_written, H_BYTES / 2 * 20, "%s", names[i]);
+		cr_assert_eq(e->kernels, 3, "%s", names[i]);
+		cr_assert(e->eager, "%s", names[i]);
+	}
+	/* the same rotary under XLA: one generated kernel with the key's (horizontal fusion), each
+	 * read and written once in bf16 */
+	const rm_elementwise_cost *xe = &program_op(x.prog, "layer00/fwd/rotary_query")->cost.elementwise;
+	cr_assert_eq(xe->bytes_read + xe->bytes_written, 2 * H_BYTES * 2);
+	cr_assert_leq(xe->kernels, 1);
+	cr_assert_not(xe->eager);
+	/* a real rotary in eager: four half-width multiplies (4 x 2), the subtract and the add (2 x
+	 * 3), the cat (4): 18 bytes per element in 7 kernels */
+	const rm_elementwise_cost *r = &program_op(re.prog, "layer00/fwd/rotary_query")->cost.elementwise;
+	cr_assert_eq(r->bytes_read + r->bytes_written, H_BYTES / 2 * 18);
+	cr_assert_eq(r->kernels, 7);
+	run_finish(&on);
+	run_finish(&x);
+	run_finish(&re);
 }

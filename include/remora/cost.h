@@ -67,6 +67,8 @@ typedef struct rm_elementwise_cost {
 	double flops;          /* FLOPs executed (FP32 SIMT), usually negligible */
 	rm_membound_class cls; /* what the kernel does (its bandwidth fraction); 0 = pointwise */
 	int32_t kernels;       /* kernels the op launches (an eager decomposition); 0 = one */
+	bool eager;            /* ATen's eager kernels even in a fused program (an Inductor
+				* fallback): the eager per-kernel rate */
 } rm_elementwise_cost;
 
 typedef struct rm_collective_cost {

@@ -202,6 +202,23 @@ typedef enum rm_loss_kind { RM_LOSS_PLAIN, RM_LOSS_CHUNKED, RM_LOSS_FUSED, RM_LO
 const char *rm_loss_kind_name(rm_loss_kind k);
 bool rm_loss_kind_parse(const char *name, rm_loss_kind *out);
 
+/*
+ * How the model code applies the rotary position embedding (training.rope):
+ * - complex: as a complex multiply, x.float() viewed as complex, times freqs_cis, back to the
+ *   activation dtype (torchtitan's apply_rotary_emb, Meta's reference Llama). Inductor has no code
+ *   generation for complex operators ("Torchinductor does not support code generation for complex
+ *   operators. Performance may be worse than eager.", torch/_inductor/lowering.py; reported for
+ *   torchtitan's rope in pytorch/torchtitan#15): under torch.compile the multiply stays an ATen
+ *   kernel and the casts around it are kernels of their own, so the rotary runs as its eager
+ *   decomposition, 3 kernels, and fuses with nothing. XLA generates complex code and fuses it.
+ * - real: as real sin/cos rotations of the two halves, x1 cos - x2 sin and x2 cos + x1 sin
+ *   concatenated (Hugging Face's rotate_half, KempnerForge's apply_rope): Inductor fuses it.
+ */
+typedef enum rm_rope_impl { RM_ROPE_COMPLEX, RM_ROPE_REAL, RM_ROPE_COUNT } rm_rope_impl;
+
+const char *rm_rope_impl_name(rm_rope_impl r);
+bool rm_rope_impl_parse(const char *name, rm_rope_impl *out);
+
 /* How one step is trained on one GPU. */
 typedef struct rm_train_config {
 	int64_t seq_len;       /* s */
@@ -261,6 +278,7 @@ typedef struct rm_train_config {
 	bool causal;           /* causal mask (default) */
 	int dropout;           /* -1: as the config says; 0: off; 1: on (the config's rates) */
 	rm_loss_kind loss;     /* plain (default), chunked or fused cross-entropy */
+	rm_rope_impl rope;     /* complex (default: torchtitan) or real rotary embedding */
 	rm_dtype gemm_dtype;   /* the layers' projections: bf16, or fp8 (E4M3 forward, E5M2
 				* gradients) with their quantization kernels, as Transformer Engine and
 				* torchao run them; attention and the LM head stay in dtype */
@@ -370,6 +388,9 @@ typedef struct rm_op {
 	int64_t eager_bytes;          /* memory-bound ops run as PyTorch eager kernels: the HBM bytes of
 				       * their decomposition (0: bytes_read + bytes_written) ... */
 	int eager_kernels;            /* ... in this many kernels (0: one) */
+	bool complex_arith;           /* computes in complex numbers (the complex rotary, rm_rope_impl):
+				       * Inductor runs it as its eager decomposition and fuses it with
+				       * nothing; XLA fuses it as any elementwise op */
 	rm_coll coll;                 /* kind == RM_OP_COLLECTIVE: all-gather, reduce-scatter or
 				       * all-reduce over the tensor-parallel group ... */
 	int64_t coll_bytes;           /* ... of this full buffer (nccl-tests' size) */

@@ -148,7 +148,16 @@ double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms)
 		q = ceil(tiles / avail) * avail / tiles;
 	double fill = hw->gemm_k_overhead > 0 ? ((double)g->k + hw->gemm_k_overhead) / (double)g->k : 1.0;
 	double rate = gemm_rate(g->dtype, hw) * rm_cost_power_factor(hw) * avail / sm_count;
-	return hw->gemm_overhead_us * 1e-6 + flops / rate * q * fill;
+	double t = flops / rate * q * fill;
+	double t_mem = rm_cost_gemm_min_bytes(g) / (hw->hbm_achievable_GBps * RM_GB);
+	return hw->gemm_overhead_us * 1e-6 + (t_mem > t ? t_mem : t);
+}
+
+double rm_cost_gemm_min_bytes(const rm_gemm_shape *g)
+{
+	double in = rm_dtype_size(g->dtype), out = in < 2 ? 2 : in; /* fp8 GEMMs write bf16 */
+	double b = (double)g->batch;
+	return b * ((double)g->m * (double)g->k + (double)g->k * (double)g->n) * in + b * (double)g->m * (double)g->n * out;
 }
 
 /* The head dim of the values and the output: v_head_dim, or head_dim when unset. */

@@ -303,3 +303,17 @@ Test(cost, sliding_window_attention_executes_only_the_window)
 	a.shape.window = 32768;
 	cr_assert_float_eq(rm_cost_attention_s(&a, h100(), NULL), rm_cost_attention_s(&full, h100(), NULL), 1e-15);
 }
+
+/* A tensor-parallel key projection, Llama-3-8B at TP 8 on 98,304 tokens: 98304 x 4096 x 128 does
+ * 103 GFLOP (131 us at the FLOP side) but moves 831 MB (287 us at H100's 2.9 TB/s
+ * BabelStream figure): the roofline's memory side prices it, to the byte. */
+Test(cost, skinny_projection_is_priced_by_its_bytes)
+{
+	rm_gemm_shape g = {.batch = 1, .m = 98304, .n = 128, .k = 4096, .dtype = RM_DTYPE_BF16};
+	double bytes = (98304.0 * 4096 + 4096.0 * 128 + 98304.0 * 128) * 2;
+	cr_assert_float_eq(rm_cost_gemm_min_bytes(&g), bytes, 0);
+	cr_assert_float_eq(rm_cost_gemm_s(&g, h100(), 0), 6.5e-6 + bytes / 2900e9, 1e-15);
+	/* fp8 operands write a bf16 C */
+	g.dtype = RM_DTYPE_FP8_E4M3;
+	cr_assert_float_eq(rm_cost_gemm_min_bytes(&g), 98304.0 * 4096 + 4096.0 * 128 + 98304.0 * 128 * 2, 0);
+}

@@ -230,9 +230,15 @@ double rm_cost_gemm_flops(const rm_gemm_shape *g);
  * gemm_k_overhead (each output tile's pipeline fill and epilogue, in elements of K), p is
  * rm_cost_power_factor. t0 = 6.5 us, R = 840 TFLOP/s and K0 = 152 are a least-squares fit to the
  * 45 measured BF16 shapes of docs/reference/gemm-h100.csv and kernels-h100-gemm.csv (rms error 11%,
- * every row in docs/sim.md).
+ * every row in docs/sim.md). The result is never below the roofline's memory side,
+ *   gemm_overhead_us + rm_cost_gemm_min_bytes / hbm_achievable_GBps
+ * (a skinny GEMM of a tensor-parallel projection, n or k of 128-512 against m of 10^4-10^5
+ * tokens, moves its activation at HBM speed: Williams et al., "Roofline", CACM 2009).
  */
 double rm_cost_gemm_s(const rm_gemm_shape *g, const rm_hw_profile *hw, int sms);
+/* The fewest HBM bytes a GEMM moves: A (m x k) and B (k x n) read once, C (m x n) written once,
+ * per batch; fp8 operands write a bf16 C. */
+double rm_cost_gemm_min_bytes(const rm_gemm_shape *g);
 /* Attention FLOPs: forward 4*b*heads*s*s*d (halved when causal; a fused kernel with a causal
  * sliding window w < s executes 4*b*heads*d*(w(w+1)/2 + (s-w)w)), backward 2.5x that. With a value
  * head dim d_v != d (latent attention) QK^T contracts d and PV d_v: 2*b*heads*(d + d_v) per

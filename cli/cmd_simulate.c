@@ -722,9 +722,12 @@ static int run(const char *cmd, int argc, char **argv)
 				       fab->tiers[i].oversubscription, fab->tiers[i].hop_latency_us);
 			printf("\n");
 		}
-		printf("  kernels    %s attention%s%s, GPU at %.4g W%s\n\n", rm_attention_kernel_name(res.cost.kernels.attention),
+		/* Inductor leaves a complex rotary to ATen (docs/sim.md "Fusion") */
+		bool rope_fallback = res.sched.mode == RM_SCHED_FSDP2 && !res.sched.eager && res.train.rope == RM_ROPE_COMPLEX;
+		printf("  kernels    %s attention%s%s%s, GPU at %.4g W%s\n\n", rm_attention_kernel_name(res.cost.kernels.attention),
 		       res.train.gemm_dtype == RM_DTYPE_FP8_E4M3 ? ", fp8 GEMMs" : "",
 		       res.train.loss != RM_LOSS_PLAIN ? (res.train.loss == RM_LOSS_CHUNKED ? ", chunked loss" : ", fused loss") : "",
+		       rope_fallback ? ", complex rotary (3 unfused ATen kernels under torch.compile; training.rope)" : "",
 		       res.hw.power_W > 0 ? res.hw.power_W : res.hw.tdp_W,
 		       res.hw.power_W > 0 && res.hw.power_W < res.hw.tdp_W ? " (tensor cores scaled by the power limit)" : "");
 		printf("  step time          %.3f ms   (lower bound %.3f ms)\n", rm_time_to_s(m->step_time) * 1e3,

@@ -728,6 +728,20 @@ Test(golden, plan_plot_points)
 	script[n] = '\0';
 	fclose(f);
 	cr_assert(strstr(script, "index 1 using 1:2 with linespoints pt 7 title 'h200-sxm'"), "%s", script);
+	/* each hardware's answer marked and labelled with the plan's own figures (the fewest GPU-hours
+	 * at 8 or 16 GPUs: the label's GPUs are the marked point's), and PNGs where gnuplot can */
+	for (int h = 0; h < 2; h++) {
+		char key[64];
+		snprintf(key, sizeof(key), "\nanswer%d_gpus = ", h);
+		const char *at = strstr(script, key);
+		cr_assert_not_null(at, "%s", script);
+		long long g = atoll(at + strlen(key));
+		cr_assert(g == 8 || g == 16, "%s", script);
+		snprintf(key, sizeof(key), "set label %d \"answer on %s: %lld GPUs, ", h + 1, h ? "h200-sxm" : "h100-sxm", g);
+		cr_assert(strstr(script, key), "no %s in %s", key, script);
+	}
+	cr_assert(strstr(script, "$answers using 1:2 with points"), "%s", script);
+	cr_assert(strstr(script, "set terminal pngcairo"), "%s", script);
 	cr_assert_null(strstr(script, "cost-vs-time"), "one hardware has no price: no cost plot");
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

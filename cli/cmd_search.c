@@ -135,14 +135,15 @@ static json_t *result_json(const rm_scenario *sc, const rm_candidate_result *r, 
 	return o;
 }
 
-/* The full XLA_FLAGS of a candidate: the scenario's flags with its variant applied. */
+/* The full XLA_FLAGS of a candidate: the scenario's flags with its variant applied; every flag
+ * the scenario or the variant gives is kept, the rest only where it differs from the defaults. */
 static void candidate_flags(const rm_scenario *sc, const rm_candidate_result *r, char *buf, size_t size)
 {
 	int version = rm_xla_version_find(sc->xla_version);
 	rm_xla_flags f = rm_xla_flags_for_version(version > 0 ? version : 0, true);
 	rm_xla_flags_parse(sc->xla_flags, &f, NULL);
 	rm_xla_flags_parse(r->c.flags, &f, NULL);
-	rm_xla_flags_format(&f, buf, size);
+	rm_xla_flags_format_keep(&f, f.given, buf, size);
 }
 
 /* What the plot files are made of: the search's own figures, in GiB and ms. */
@@ -1068,11 +1069,12 @@ int cli_cmd_search(int argc, char **argv)
 	if (!fsdp2) {
 		int version = rm_xla_version_find(sc.xla_version);
 		if (version > 0)
-			printf("  XLA_FLAGS=\"%s\"   (the flags that differ from the defaults of JAX %s's XLA)\n", flags,
-			       rm_xla_version_at(version)->name);
+			printf("  XLA_FLAGS=\"%s\"   (the flags you gave, and those that differ from the defaults of JAX %s's "
+			       "XLA)\n",
+			       flags, rm_xla_version_at(version)->name);
 		else
-			printf("  XLA_FLAGS=\"%s\"   (the flags that differ from remora's unversioned XLA defaults, JAX "
-			       "0.4.30's with the LHS flag true; xla.version names a release)\n",
+			printf("  XLA_FLAGS=\"%s\"   (the flags you gave, and those that differ from remora's unversioned XLA "
+			       "defaults, JAX 0.4.30's with the LHS flag true; xla.version names a release)\n",
 			       flags);
 	}
 	printf("  micro-batch  = %lld\n", (long long)w->c.micro_batch);

@@ -260,8 +260,11 @@ Test(golden, search_seed_text, .timeout = 240)
 				"--xla_gpu_enable_while_loop_double_buffering=false\n"),
 		  "%s", front);
 	cr_expect_null(strstr(front, ", ideal"), "%s", front);
-	/* the flags to paste differ from a named XLA's defaults */
-	cr_expect(strstr(out, "   (the flags that differ from the defaults of JAX 0.4.30's XLA)\n"), "%s", out);
+	/* the flags to paste: those the scenario gives, even at 0.4.30's defaults (pipelined
+	 * collectives false, the highest-priority async stream true), and those that differ */
+	cr_expect(strstr(out, "   (the flags you gave, and those that differ from the defaults of JAX 0.4.30's XLA)\n"), "%s", out);
+	cr_expect(strstr(out, " --xla_gpu_enable_pipelined_collectives=false "), "%s", out);
+	cr_expect(strstr(out, " --xla_gpu_enable_highest_priority_async_stream=true "), "%s", out);
 	free(out);
 }
 

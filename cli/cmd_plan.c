@@ -113,10 +113,49 @@ static bool parse_amount(const char *text, double *out)
 	return end && !*end && isfinite(*out);
 }
 
+/* What the progress lines name: the search under way ("h100-sxm, 64 GPUs"). */
+typedef struct progress_ctx {
+	char search[128];
+} progress_ctx;
+
+/* Each search's header line on stderr: hardware, GPU count, what it sweeps. user: progress_ctx,
+ * which keeps the search's name for search_progress. */
 static void progress(const char *what, void *user)
 {
-	(void)user;
+	progress_ctx *pc = user;
 	fprintf(stderr, "remora: plan %s\n", what);
+	size_t n = strcspn(what, ":");
+	snprintf(pc->search, sizeof(pc->search), "%.*s", (int)(n < 127 ? n : 127), what);
+}
+
+/* On a terminal: the search under way as one line rewritten in place, candidates done of its
+ * total, the rate (candidates simulated now per second of its sweep) and the ETA at that rate. */
+static void search_progress(const rm_search_progress *p, void *user)
+{
+	const progress_ctx *pc = user;
+	double rate = p->elapsed_s > 0 ? (double)(p->done - p->skipped) / p->elapsed_s : 0;
+	double eta = rate > 0 ? (double)(p->total - p->done) / rate : 0;
+	fprintf(stderr, "\rremora: plan %s: %lld/%lld candidates, %.0f/s, ETA %.0f s   ", pc->search, (long long)p->done,
+		(long long)p->total, rate, eta);
+	if (p->done == p->total)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+/* -vv: one line per candidate a search simulates now: its place in the search, label (the
+ * layout's degrees in brackets, then the remat policy), micro-batch, then step time, tokens/s per
+ * GPU and peak, or its error. */
+static void row_line(const rm_candidate_result *r, int64_t done, int64_t total, void *user)
+{
+	(void)user;
+	if (!r->ok)
+		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld: error: %s\n", (long long)done, (long long)total,
+			r->c.label, (long long)r->c.micro_batch, r->error);
+	else
+		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld: step %.2f ms, %.0f tok/s/GPU, peak %.2f GiB%s\n",
+			(long long)done, (long long)total, r->c.label, (long long)r->c.micro_batch,
+			r->step_time_s * 1e3, r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB,
+			r->fits ? "" : ", does not fit");
 }
 
 /* "TP 8 (SP) x PP 4 x FSDP 16 x 2 replicas" */
@@ -934,8 +973,17 @@ int cli_cmd_plan(int argc, char **argv)
 		opt.gather = cli_sweep_gather_fn;
 		opt.gather_user = &split;
 	}
-	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(&split))
+	/* -vv: each search's header and a line per candidate; else on a terminal the header and a
+	 * progress line with the rate and ETA per search; nothing on a pipe */
+	progress_ctx pctx = {.search = ""};
+	opt.user = &pctx;
+	if (rm_log_get_level() >= RM_LOG_DEBUG && cli_sweep_is_root(&split)) {
 		opt.progress = progress;
+		opt.on_row = row_line;
+	} else if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(&split)) {
+		opt.progress = progress;
+		opt.search_progress = search_progress;
+	}
 	rm_plan_result res;
 	rm_status pst = rm_plan_run(&req, rm_calib_hw_resolver, &opt, &res, &err);
 	/* the scaling curves: on every rank under MPI (their searches are split too); a shard alone

@@ -63,6 +63,28 @@ static void progress_line(const rm_search_progress *p, void *user)
 	fflush(stderr);
 }
 
+static void variant_name(const rm_scenario *sc, const rm_candidate *c, char *buf, size_t size);
+
+/*
+ * -vv: one line on stderr per candidate simulated now, in index order: its place in the sweep,
+ * label, micro-batch, flag variant (and the runtime when it is the ideal bound), then its step
+ * time (ms), tokens/s per GPU and peak (GiB), or its error. user: the scenario (variant names).
+ */
+static void row_line(const rm_candidate_result *r, int64_t done, int64_t total, void *user)
+{
+	const rm_scenario *sc = user;
+	char vn[32], what[48];
+	variant_name(sc, &r->c, vn, sizeof(vn));
+	snprintf(what, sizeof(what), r->c.ideal ? "ideal runtime" : "flags %s", vn);
+	if (!r->ok)
+		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld, %s: error: %s\n", (long long)done, (long long)total,
+			r->c.label, (long long)r->c.micro_batch, what, r->error);
+	else
+		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld, %s: step %.2f ms, %.0f tok/s/GPU, peak %.2f GiB%s\n",
+			(long long)done, (long long)total, r->c.label, (long long)r->c.micro_batch, what, r->step_time_s * 1e3,
+			r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB, r->fits ? "" : ", does not fit");
+}
+
 /*
  * The name of a candidate's XLA flag variant, the same in the table, the best plan, the Pareto
  * front and the plots: "as given" (the scenario's flags alone), "vN" for search.flag_variants[N]
@@ -705,8 +727,8 @@ enum { SWEEP_PRINT = -1 };
  * rank's under MPI (cli_sweep_gather); *damaged: the rows of the database that failed their
  * checksum (recomputed).
  */
-static int sweep(rm_search *s, cli_sweep *sw, int jobs, int64_t stop_after, bool json, bool dump_rows,
-		 rm_search_progress *out, int64_t *damaged, rm_error *err)
+static int sweep(rm_search *s, const rm_scenario *sc, cli_sweep *sw, int jobs, int64_t stop_after, bool json,
+		 bool dump_rows, rm_search_progress *out, int64_t *damaged, rm_error *err)
 {
 	*damaged = 0;
 	if (sw->mpi && cli_sweep_is_root(sw)) {
@@ -723,8 +745,14 @@ static int sweep(rm_search *s, cli_sweep *sw, int jobs, int64_t stop_after, bool
 	cli_sweep_reduce(sw, 0, false);
 	rm_search_options opt = {.jobs = jobs, .stop_after = stop_after};
 	cli_sweep_options(sw, &opt);
-	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(sw))
+	/* -vv: a line per candidate (the progress line would be torn by them); else on a terminal,
+	 * one progress line with the rate and ETA, nothing on a pipe */
+	if (rm_log_get_level() >= RM_LOG_DEBUG && cli_sweep_is_root(sw)) {
+		opt.on_row = row_line;
+		opt.progress_user = (void *)sc;
+	} else if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(sw)) {
 		opt.progress = progress_line;
+	}
 	rm_search_progress prog = {0};
 	rm_status st = rm_search_run(s, &opt, &prog, err);
 	if (sw->mpi) {
@@ -911,7 +939,7 @@ int cli_cmd_search(int argc, char **argv)
 	}
 	rm_search_progress prog_of;
 	int64_t damaged = 0;
-	rc = sweep(s, &sw, (int)jobs, stop_after, json, dump_rows, &prog_of, &damaged, &err);
+	rc = sweep(s, &sc, &sw, (int)jobs, stop_after, json, dump_rows, &prog_of, &damaged, &err);
 	if (rc != SWEEP_PRINT) {
 		rm_search_destroy(s);
 		cli_sweep_end(&sw);

@@ -352,7 +352,7 @@ static bool write_script(FILE *f, void *user, rm_error *err)
 		"set title 'Candidates: throughput against peak memory, one Pareto front per runtime'\n"
 		"set xlabel 'tokens/s per GPU'\nset ylabel 'peak device memory (GiB)'\nset grid\n"
 		"set key outside below center horizontal maxcols 2 width -8\n"
-		"set offsets 0, graph 0.45, graph 0.08, 0\n"
+		"set offsets 0, graph 0.45, graph 0.08, 0\nset yrange [0:*]\n"
 		"plot 'candidates.dat' using 1:($3==1 && strcol(4) eq '%s' ? $2 : 1/0) with points pt 7 ps 0.4 lc rgb '#8080c0' "
 		"title '%s: fits', \\\n"
 		"     'candidates.dat' using 1:($3==1 && strcol(4) eq 'ideal' ? $2 : 1/0) with points pt 9 ps 0.4 lc rgb "

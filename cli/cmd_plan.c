@@ -57,7 +57,8 @@ static void plan_usage(FILE *out)
 		"      --scaling           then the answer's strong and weak scaling, one node up to\n"
 		"                          --max-gpus (the first hardware; TP and PP kept)\n"
 		"      --plot DIR          write time to train against GPUs (and cost against time, with\n"
-		"                          prices) as data, a gnuplot script and SVGs\n"
+		"                          prices), each answer marked, as data, a gnuplot script, SVGs\n"
+		"                          and PNGs (where gnuplot has pngcairo)\n"
 		"  -d, --db FILE           keep the sweeps in this SQLite file; a killed plan resumes\n"
 		"  -J, --jobs N            simulate on N threads (same results for any N)\n"
 		"      --shard K/N         sweep only the K-th of N shards of every search into --db (array\n"
@@ -112,10 +113,49 @@ static bool parse_amount(const char *text, double *out)
 	return end && !*end && isfinite(*out);
 }
 
+/* What the progress lines name: the search under way ("h100-sxm, 64 GPUs"). */
+typedef struct progress_ctx {
+	char search[128];
+} progress_ctx;
+
+/* Each search's header line on stderr: hardware, GPU count, what it sweeps. user: progress_ctx,
+ * which keeps the search's name for search_progress. */
 static void progress(const char *what, void *user)
 {
-	(void)user;
+	progress_ctx *pc = user;
 	fprintf(stderr, "remora: plan %s\n", what);
+	size_t n = strcspn(what, ":");
+	snprintf(pc->search, sizeof(pc->search), "%.*s", (int)(n < 127 ? n : 127), what);
+}
+
+/* On a terminal: the search under way as one line rewritten in place, candidates done of its
+ * total, the rate (candidates simulated now per second of its sweep) and the ETA at that rate. */
+static void search_progress(const rm_search_progress *p, void *user)
+{
+	const progress_ctx *pc = user;
+	double rate = p->elapsed_s > 0 ? (double)(p->done - p->skipped) / p->elapsed_s : 0;
+	double eta = rate > 0 ? (double)(p->total - p->done) / rate : 0;
+	fprintf(stderr, "\rremora: plan %s: %lld/%lld candidates, %.0f/s, ETA %.0f s   ", pc->search, (long long)p->done,
+		(long long)p->total, rate, eta);
+	if (p->done == p->total)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+/* -vv: one line per candidate a search simulates now: its place in the search, label (the
+ * layout's degrees in brackets, then the remat policy), micro-batch, then step time, tokens/s per
+ * GPU and peak, or its error. */
+static void row_line(const rm_candidate_result *r, int64_t done, int64_t total, void *user)
+{
+	(void)user;
+	if (!r->ok)
+		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld: error: %s\n", (long long)done, (long long)total,
+			r->c.label, (long long)r->c.micro_batch, r->error);
+	else
+		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld: step %.2f ms, %.0f tok/s/GPU, peak %.2f GiB%s\n",
+			(long long)done, (long long)total, r->c.label, (long long)r->c.micro_batch,
+			r->step_time_s * 1e3, r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB,
+			r->fits ? "" : ", does not fit");
 }
 
 /* "TP 8 (SP) x PP 4 x FSDP 16 x 2 replicas" */
@@ -399,12 +439,13 @@ typedef struct plot_ctx {
 	bool priced;
 } plot_ctx;
 
-/* One block per hardware (gnuplot's index): GPUs, days to train, GPU-hours, cost. */
+/* One block per hardware (gnuplot's index): GPUs, days to train, GPU-hours, cost, and the plan's
+ * layout and micro-batch x accumulation (a quoted string; the layout text holds no quote). */
 static bool write_points(FILE *f, void *user, rm_error *err)
 {
 	(void)err;
 	const plot_ctx *p = user;
-	fprintf(f, "# one block per hardware: gpus time_to_train_days gpu_hours cost\n");
+	fprintf(f, "# one block per hardware: gpus time_to_train_days gpu_hours cost \"layout, micro-batch x grad_accum\"\n");
 	for (int h = 0; h < p->req->n_hardware; h++) {
 		fprintf(f, "# %s\n", p->req->hardware[h]);
 		for (int i = 0; i < p->res->n_points; i++) {
@@ -414,13 +455,95 @@ static bool write_points(FILE *f, void *user, rm_error *err)
 			fprintf(f, "%lld %.6f %.3f ", (long long)pt->gpus, pt->best.time_to_train_s / 86400.0,
 				pt->best.gpu_hours);
 			if (pt->best.cost >= 0)
-				fprintf(f, "%.3f\n", pt->best.cost);
+				fprintf(f, "%.3f", pt->best.cost);
 			else
-				fprintf(f, "?\n"); /* no price: missing (plots.gp: set datafile missing) */
+				fprintf(f, "?"); /* no price: missing (plots.gp: set datafile missing) */
+			char lt[200];
+			layout_text(&pt->best, lt, sizeof(lt));
+			fprintf(f, " \"%s, mb %lld x %lld\"\n", lt, (long long)pt->best.r.c.micro_batch,
+				(long long)pt->best.grad_accum);
 		}
 		fprintf(f, "\n\n");
 	}
 	return true;
+}
+
+/* The plan that answers the request on hardware h, or NULL. */
+static const rm_plan_row *plot_answer(const plot_ctx *p, int h)
+{
+	return p->res->chosen[h] >= 0 ? &p->res->points[p->res->chosen[h]].best : NULL;
+}
+
+/* Where answer w sits on a plot: (GPUs, days), or with cost (days, cost). */
+static void answer_xy(const rm_plan_row *w, bool cost, double *x, double *y)
+{
+	*x = cost ? w->time_to_train_s / 86400.0 : (double)w->gpus;
+	*y = cost ? w->cost : w->time_to_train_s / 86400.0;
+}
+
+/*
+ * The answers' labels at (x, y) = (GPUs, days), or with cost (days, cost): two lines each, on the
+ * side of the point facing the middle of the plot (x on a log scale for GPUs), the highest answer's
+ * above its point and the others below, stacked, so that two hardware's labels do not overlap.
+ */
+static void script_answer_labels(FILE *f, const plot_ctx *p, bool cost)
+{
+	fprintf(f, "unset label\n");
+	double lo = 0, hi = 0;
+	bool any = false;
+	for (int i = 0; i < p->res->n_points; i++) {
+		const rm_plan_point *pt = &p->res->points[i];
+		if (!pt->have_best || (cost && pt->best.cost < 0))
+			continue;
+		double x, y;
+		answer_xy(&pt->best, cost, &x, &y);
+		x = cost ? x : log2(x);
+		lo = any && lo < x ? lo : x;
+		hi = any && hi > x ? hi : x;
+		any = true;
+	}
+	for (int h = 0; h < p->req->n_hardware; h++) {
+		const rm_plan_row *w = plot_answer(p, h);
+		if (!w || (cost && w->cost < 0))
+			continue;
+		double x, y;
+		answer_xy(w, cost, &x, &y);
+		int above = 0; /* answers drawn higher than this one */
+		for (int k = 0; k < p->req->n_hardware; k++) {
+			const rm_plan_row *o = plot_answer(p, k);
+			double ox, oy;
+			if (k == h || !o || (cost && o->cost < 0))
+				continue;
+			answer_xy(o, cost, &ox, &oy);
+			above += oy > y || (oy == y && k < h);
+		}
+		bool right_half = (cost ? x : log2(x)) > (lo + hi) / 2;
+		char lt[200], t[32];
+		layout_text(w, lt, sizeof(lt));
+		duration_text(w->time_to_train_s, t, sizeof(t));
+		fprintf(f, "set label %d \"answer on %s: %lld GPUs, %s\\n%s, %.0f GPU-hours", h + 1, p->req->hardware[h],
+			(long long)w->gpus, lt, t, w->gpu_hours);
+		if (w->cost >= 0)
+			fprintf(f, ", cost %.0f", w->cost);
+		if (cost)
+			fprintf(f, "\" at answer%d_days, answer%d_cost", h, h);
+		else
+			fprintf(f, "\" at answer%d_gpus, answer%d_days", h, h);
+		fprintf(f, " %s offset %s,%.1f boxed front font ',10'\n", right_half ? "right" : "left",
+			right_half ? "-1.5" : "1.5", above == 0 ? 2.0 : -1.5 - 2.5 * (above - 1));
+	}
+}
+
+/* After a plot drawn on the SVG terminal: the same as PNG (pngcairo) when gnuplot has it. */
+static void script_png(FILE *f, const char *name)
+{
+	fprintf(f,
+		"if (png) {\n"
+		"  set terminal pngcairo size 1200,800 noenhanced font 'sans,10' background '#ffffff'\n"
+		"  set output '%s.png'\n  replot\n"
+		"  set terminal svg size 1200,800 dynamic noenhanced font 'sans,12' background '#ffffff'\n"
+		"}\n",
+		name);
 }
 
 static bool write_plan_script(FILE *f, void *user, rm_error *err)
@@ -428,23 +551,64 @@ static bool write_plan_script(FILE *f, void *user, rm_error *err)
 	(void)err;
 	const plot_ctx *p = user;
 	fprintf(f, "# gnuplot script written by remora plan; run: gnuplot plots.gp\n"
-		   "set terminal svg size 900,600 dynamic font 'sans,12' background '#ffffff'\n"
+		   "# the answer per hardware (the plan's own figures: GPUs, days to train, cost)\n");
+	bool any = false;
+	for (int h = 0; h < p->req->n_hardware; h++) {
+		const rm_plan_row *w = plot_answer(p, h);
+		if (!w)
+			continue;
+		any = true;
+		fprintf(f, "answer%d_gpus = %lld\nanswer%d_days = %.6f\n", h, (long long)w->gpus, h,
+			w->time_to_train_s / 86400.0);
+		if (w->cost >= 0)
+			fprintf(f, "answer%d_cost = %.3f\n", h, w->cost);
+	}
+	fprintf(f, "$answers << EOD\n");
+	for (int h = 0; h < p->req->n_hardware; h++) {
+		const rm_plan_row *w = plot_answer(p, h);
+		if (w)
+			fprintf(f, "%lld %.6f\n", (long long)w->gpus, w->time_to_train_s / 86400.0);
+	}
+	fprintf(f, "EOD\n");
+	/* the cost of each answer, as a third column where priced */
+	fprintf(f, "$answer_costs << EOD\n");
+	for (int h = 0; h < p->req->n_hardware; h++) {
+		const rm_plan_row *w = plot_answer(p, h);
+		if (w && w->cost >= 0)
+			fprintf(f, "%.6f %.3f\n", w->time_to_train_s / 86400.0, w->cost);
+	}
+	fprintf(f, "EOD\n");
+	fprintf(f, "png = strstrt(GPVAL_TERMINALS, 'pngcairo') > 0\n"
+		   "set terminal svg size 1200,800 dynamic noenhanced font 'sans,12' background '#ffffff'\n"
+		   "set style textbox opaque noborder\n"
 		   "set datafile missing '?'\nset grid\nset key top right\nset logscale x 2\nset logscale y\n"
 		   "set output 'time-to-train.svg'\n"
-		   "set title 'Time to train against GPUs (each point a simulated plan)'\n"
-		   "set xlabel 'GPUs'\nset ylabel 'days'\n");
+		   "set title 'Time to train against GPUs (each point the fastest plan that fits at that count)'\n"
+		   "set xlabel 'GPUs'\nset ylabel 'days'\nset offsets graph 0.05, graph 0.05, graph 0.1, 0\n");
+	script_answer_labels(f, p, false);
 	fprintf(f, "plot");
 	for (int h = 0; h < p->req->n_hardware; h++)
 		fprintf(f, "%s 'points.dat' index %d using 1:2 with linespoints pt 7 title '%s'", h ? ", \\\n    " : " ", h,
 			p->req->hardware[h]);
+	if (any)
+		fprintf(f, ", \\\n     $answers using 1:2 with points pt 3 ps 3 lw 2 lc rgb '#000000' title 'answer (per "
+			   "hardware)'");
 	fprintf(f, "\n");
+	script_png(f, "time-to-train");
 	if (p->priced) {
-		fprintf(f, "unset logscale\nset logscale y\nset output 'cost-vs-time.svg'\n"
-			   "set title 'Cost against time to train'\nset xlabel 'days'\nset ylabel 'cost'\nplot");
+		fprintf(f, "unset logscale\nset logscale y\nset offsets 0, graph 0.05, graph 0.1, 0\nset xrange [0:*]\n"
+			   "set output 'cost-vs-time.svg'\n"
+			   "set title 'Cost against time to train'\nset xlabel 'days'\nset ylabel 'cost'\n");
+		script_answer_labels(f, p, true);
+		fprintf(f, "plot");
 		for (int h = 0; h < p->req->n_hardware; h++)
 			fprintf(f, "%s 'points.dat' index %d using 2:4 with linespoints pt 7 title '%s'",
 				h ? ", \\\n    " : " ", h, p->req->hardware[h]);
+		if (any)
+			fprintf(f, ", \\\n     $answer_costs using 1:2 with points pt 3 ps 3 lw 2 lc rgb '#000000' title "
+				   "'answer (per hardware)'");
 		fprintf(f, "\n");
+		script_png(f, "cost-vs-time");
 	}
 	return true;
 }
@@ -458,7 +622,8 @@ static int write_plan_plots(const char *dir, const rm_plan_request *req, const r
 		return cli_fail(&err);
 	}
 	for (int h = 0; h < req->n_hardware; h++)
-		if (strchr(req->hardware[h], '\'') || strchr(req->hardware[h], '\n')) {
+		if (strchr(req->hardware[h], '\'') || strchr(req->hardware[h], '"') || strchr(req->hardware[h], '\\') ||
+		    strchr(req->hardware[h], '\n')) {
 			rm_error_set(&err, RM_INVALID, NULL, 0, 0, "--plot: the hardware name '%s' cannot be a plot title",
 				     req->hardware[h]);
 			return cli_fail(&err);
@@ -471,10 +636,19 @@ static int write_plan_plots(const char *dir, const rm_plan_request *req, const r
 	snprintf(path, sizeof(path), "%s/plots.gp", dir);
 	if (!rm_file_write(path, write_plan_script, &p, &err))
 		return cli_fail(&err);
+	/* a PNG of an earlier run must not pass for this one's */
+	char png[2][1200];
+	snprintf(png[0], sizeof(png[0]), "%s/time-to-train.png", dir);
+	snprintf(png[1], sizeof(png[1]), "%s/cost-vs-time.png", dir);
+	for (int i = 0; i < 2; i++)
+		if (unlink(png[i]) != 0 && errno != ENOENT) {
+			rm_error_set(&err, RM_IO, png[i], 0, 0, "cannot replace the earlier plot: %s", strerror(errno));
+			return cli_fail(&err);
+		}
 	int status = 0, rc = cli_run_gnuplot(dir, &status);
 	if (rc == ENOENT) {
 		rm_log_warn("gnuplot not found on PATH: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
-			    "gnuplot-nox) and run it there for the SVGs",
+			    "gnuplot-nox) and run it there for the SVGs and PNGs",
 			    dir);
 		return CLI_EXIT_OK;
 	}
@@ -483,6 +657,12 @@ static int write_plan_plots(const char *dir, const rm_plan_request *req, const r
 			     rc > 0 ? strerror(rc) : "");
 		return cli_fail(&err);
 	}
+	struct stat st;
+	if (stat(png[0], &st) != 0)
+		rm_log_warn("this gnuplot has no pngcairo terminal: wrote the SVGs only (a gnuplot built with cairo, e.g. "
+			    "Debian's gnuplot-nox, writes the PNGs too)");
+	else
+		fprintf(stderr, "remora: wrote %s/time-to-train.png%s\n", dir, priced ? " and cost-vs-time.png" : "");
 	fprintf(stderr, "remora: wrote %s/time-to-train.svg%s\n", dir, priced ? " and cost-vs-time.svg" : "");
 	return CLI_EXIT_OK;
 }
@@ -762,15 +942,16 @@ int cli_cmd_plan(int argc, char **argv)
 			return cli_fail(&err);
 		}
 		/* nothing written may land on what the plan reads: the database, a config.json */
-		static const char *const files[] = {"points.dat", "plots.gp", "time-to-train.svg", "cost-vs-time.svg"};
-		char paths[4][1200];
-		const char *outs[4];
-		for (int i = 0; i < 4; i++) {
+		static const char *const files[] = {"points.dat",	 "plots.gp",	     "time-to-train.svg",
+						    "cost-vs-time.svg", "time-to-train.png", "cost-vs-time.png"};
+		char paths[6][1200];
+		const char *outs[6];
+		for (int i = 0; i < 6; i++) {
 			snprintf(paths[i], sizeof(paths[i]), "%s/%s", plot_dir, files[i]);
 			outs[i] = paths[i];
 		}
 		const char *ins[] = {db, req.model};
-		int crc = cli_check_outputs("plan", outs, 4, ins, 2);
+		int crc = cli_check_outputs("plan", outs, 6, ins, 2);
 		if (crc != CLI_EXIT_OK)
 			return crc;
 	}
@@ -792,8 +973,17 @@ int cli_cmd_plan(int argc, char **argv)
 		opt.gather = cli_sweep_gather_fn;
 		opt.gather_user = &split;
 	}
-	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(&split))
+	/* -vv: each search's header and a line per candidate; else on a terminal the header and a
+	 * progress line with the rate and ETA per search; nothing on a pipe */
+	progress_ctx pctx = {.search = ""};
+	opt.user = &pctx;
+	if (rm_log_get_level() >= RM_LOG_DEBUG && cli_sweep_is_root(&split)) {
 		opt.progress = progress;
+		opt.on_row = row_line;
+	} else if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(&split)) {
+		opt.progress = progress;
+		opt.search_progress = search_progress;
+	}
 	rm_plan_result res;
 	rm_status pst = rm_plan_run(&req, rm_calib_hw_resolver, &opt, &res, &err);
 	/* the scaling curves: on every rank under MPI (their searches are split too); a shard alone

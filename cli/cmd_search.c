@@ -7,6 +7,7 @@
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,8 @@ static void search_usage(FILE *out)
 		"  -k, --top K          show the best K rows, same schedules folded into one (default 10)\n"
 		"  -j, --json           machine-readable output\n"
 		"  -t, --trace OUT      write the winner's Perfetto trace\n"
-		"  -p, --plot DIR       write the Pareto front and the winner's memory timeline (SVG, gnuplot)\n"
+		"  -p, --plot DIR       write the Pareto fronts and the winner's memory timeline (gnuplot: SVG,\n"
+		"                       and PNG where gnuplot has pngcairo)\n"
 		"      --shard K/N      sweep only the K-th of N shards into --db (array jobs without MPI;\n"
 		"                       then remora merge OUT.db the shards' files and search --db OUT.db)\n"
 		"      --rows           print every stored row of the space (index order, exact figures)\n"
@@ -59,6 +61,28 @@ static void progress_line(const rm_search_progress *p, void *user)
 	if (p->done == p->total)
 		fputc('\n', stderr);
 	fflush(stderr);
+}
+
+static void variant_name(const rm_scenario *sc, const rm_candidate *c, char *buf, size_t size);
+
+/*
+ * -vv: one line on stderr per candidate simulated now, in index order: its place in the sweep,
+ * label, micro-batch, flag variant (and the runtime when it is the ideal bound), then its step
+ * time (ms), tokens/s per GPU and peak (GiB), or its error. user: the scenario (variant names).
+ */
+static void row_line(const rm_candidate_result *r, int64_t done, int64_t total, void *user)
+{
+	const rm_scenario *sc = user;
+	char vn[32], what[48];
+	variant_name(sc, &r->c, vn, sizeof(vn));
+	snprintf(what, sizeof(what), r->c.ideal ? "ideal runtime" : "flags %s", vn);
+	if (!r->ok)
+		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld, %s: error: %s\n", (long long)done, (long long)total,
+			r->c.label, (long long)r->c.micro_batch, what, r->error);
+	else
+		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld, %s: step %.2f ms, %.0f tok/s/GPU, peak %.2f GiB%s\n",
+			(long long)done, (long long)total, r->c.label, (long long)r->c.micro_batch, what, r->step_time_s * 1e3,
+			r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB, r->fits ? "" : ", does not fit");
 }
 
 /*
@@ -133,62 +157,121 @@ static json_t *result_json(const rm_scenario *sc, const rm_candidate_result *r, 
 	return o;
 }
 
-/* The full XLA_FLAGS of a candidate: the scenario's flags with its variant applied. */
+/* The full XLA_FLAGS of a candidate: the scenario's flags with its variant applied; every flag
+ * the scenario or the variant gives is kept, the rest only where it differs from the defaults. */
 static void candidate_flags(const rm_scenario *sc, const rm_candidate_result *r, char *buf, size_t size)
 {
 	int version = rm_xla_version_find(sc->xla_version);
 	rm_xla_flags f = rm_xla_flags_for_version(version > 0 ? version : 0, true);
 	rm_xla_flags_parse(sc->xla_flags, &f, NULL);
 	rm_xla_flags_parse(r->c.flags, &f, NULL);
-	rm_xla_flags_format(&f, buf, size);
+	rm_xla_flags_format_keep(&f, f.given, buf, size);
 }
 
-/* What the plot files are made of. */
+/* What the plot files are made of: the search's own figures, in GiB and ms. */
 typedef struct plot_ctx {
 	rm_search *s;
 	const rm_scenario *sc;
-	const rm_candidate_result *pareto;
-	int n_pareto;
+	const char *rt; /* the scenario's runtime as the table names it: "XLA", "PyTorch FSDP2" */
+	const rm_candidate_result *pareto, *pareto_ideal;
+	int n_pareto, n_pareto_ideal;
+	const rm_candidate_result *winner; /* the best plan of the runtime; NULL: none fits */
+	const rm_candidate_result *base;   /* the scenario as written; NULL: not simulated */
 	const rm_mem_point *pts;
 	size_t n_pts;
-	double capacity_gib;
+	double hbm_gib, usable_gib, pool_gib; /* pool 0: no BFC pool (candidates fit in usable) */
+	double limit_gib, tracked_gib;        /* XLA's scheduler memory limit and the LHS-tracked
+					       * peak of the winner; limit 0: none drawn */
+	double backward_ms;                   /* the winner's first backward op start; < 0: none */
 	FILE *all;
+	double max_tok, max_gib;              /* over the simulated candidates (write_candidates) */
 } plot_ctx;
+
+/* The label of candidate r on the plots: the table's label, micro-batch and variant name, with no
+ * double quote or newline (a gnuplot string ends at a double quote). */
+static void plot_label(const plot_ctx *p, const rm_candidate_result *r, char *buf, size_t size)
+{
+	char vn[32];
+	variant_name(p->sc, &r->c, vn, sizeof(vn));
+	snprintf(buf, size, "%s, mb %lld, flags %s", r->c.label, (long long)r->c.micro_batch, vn);
+	for (char *q = buf; *q; q++)
+		if (*q == '"' || *q == '\n' || *q == '\\')
+			*q = '\'';
+}
 
 static void plot_row(const rm_candidate_result *r, void *user)
 {
 	plot_ctx *p = user;
+	if (r->ok && r->tokens_per_s_per_gpu > p->max_tok)
+		p->max_tok = r->tokens_per_s_per_gpu;
+	if (r->ok && (double)r->peak_memory_bytes / (double)RM_GiB > p->max_gib)
+		p->max_gib = (double)r->peak_memory_bytes / (double)RM_GiB;
 	if (r->ok)
-		fprintf(p->all, "%.3f %.4f %d\n", r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB,
-			r->fits);
+		fprintf(p->all, "%.3f %.4f %d %s\n", r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB,
+			r->fits, r->c.ideal ? "ideal" : rm_sched_mode_name(rm_search_runtime(p->s)));
 }
 
 static bool write_candidates(FILE *f, void *user, rm_error *err)
 {
 	plot_ctx *p = user;
 	p->all = f;
-	fprintf(f, "# tokens_per_s_per_gpu peak_memory_GiB fits\n");
+	fprintf(f, "# tokens_per_s_per_gpu peak_memory_GiB fits runtime (ideal: the ideal bound)\n");
 	return rm_search_each(p->s, plot_row, p, err) == RM_OK;
+}
+
+/* Whether a label at (tok, gib) would sit clear of the one at (x, y): apart by 4.5% of the memory
+ * axis, or by 35% of the throughput axis (a label runs about that far to the right). */
+static bool label_clear(const plot_ctx *p, double tok, double gib, double x, double y)
+{
+	return fabs(gib - y) > 0.045 * p->max_gib || fabs(tok - x) > 0.35 * p->max_tok;
+}
+
+/* One front: tokens/s, GiB, 1 when the plot labels the point, the label. Labelled: from the
+ * fastest end, each point whose label keeps clear of those already placed, the winner's and the
+ * as-written one (they carry their own); the rest are named in the file. */
+static void write_front(FILE *f, const plot_ctx *p, const rm_candidate_result *front, int n, bool labels)
+{
+	fprintf(f, "# tokens_per_s_per_gpu peak_memory_GiB labelled label\n");
+	double placed[2 * 16 + 2][2];
+	int n_placed = 0;
+	if (p->winner) {
+		placed[n_placed][0] = p->winner->tokens_per_s_per_gpu;
+		placed[n_placed++][1] = (double)p->winner->peak_memory_bytes / (double)RM_GiB;
+	}
+	if (p->base) {
+		placed[n_placed][0] = p->base->tokens_per_s_per_gpu;
+		placed[n_placed++][1] = (double)p->base->peak_memory_bytes / (double)RM_GiB;
+	}
+	for (int i = 0; i < n; i++) {
+		const rm_candidate_result *r = &front[i];
+		char label[200];
+		plot_label(p, r, label, sizeof(label));
+		double tok = r->tokens_per_s_per_gpu, gib = (double)r->peak_memory_bytes / (double)RM_GiB;
+		bool shown = labels && n_placed < (int)(sizeof(placed) / sizeof(placed[0])) &&
+			     !(p->winner && r->c.index == p->winner->c.index);
+		for (int k = 0; shown && k < n_placed; k++)
+			shown = label_clear(p, tok, gib, placed[k][0], placed[k][1]);
+		if (shown) {
+			placed[n_placed][0] = tok;
+			placed[n_placed++][1] = gib;
+		}
+		fprintf(f, "%.3f %.4f %d \"%s\"\n", tok, gib, shown, label);
+	}
 }
 
 static bool write_pareto(FILE *f, void *user, rm_error *err)
 {
 	(void)err;
 	const plot_ctx *p = user;
-	fprintf(f, "# tokens_per_s_per_gpu peak_memory_GiB label\n");
-	for (int i = 0; i < p->n_pareto; i++) {
-		const rm_candidate_result *r = &p->pareto[i];
-		/* gnuplot strings end at a double quote: a label keeps none */
-		char label[200], vn[32];
-		variant_name(p->sc, &r->c, vn, sizeof(vn));
-		snprintf(label, sizeof(label), "%s, mb %lld, flags %s%s", r->c.label, (long long)r->c.micro_batch, vn,
-			 r->c.ideal ? ", ideal" : "");
-		for (char *q = label; *q; q++)
-			if (*q == '"' || *q == '\n')
-				*q = '\'';
-		fprintf(f, "%.3f %.4f \"%s\"\n", r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB,
-			label);
-	}
+	write_front(f, p, p->pareto, p->n_pareto, true);
+	return true;
+}
+
+static bool write_pareto_ideal(FILE *f, void *user, rm_error *err)
+{
+	(void)err;
+	const plot_ctx *p = user;
+	write_front(f, p, p->pareto_ideal, p->n_pareto_ideal, false);
 	return true;
 }
 
@@ -202,28 +285,119 @@ static bool write_memory(FILE *f, void *user, rm_error *err)
 	return true;
 }
 
+/* After a plot drawn on the SVG terminal: the same again as PNG (pngcairo) when gnuplot has it. */
+static void script_png(FILE *f, const char *name)
+{
+	fprintf(f,
+		"if (png) {\n"
+		"  set terminal pngcairo size 1200,800 noenhanced font 'sans,10' background '#ffffff'\n"
+		"  set output '%s.png'\n  replot\n"
+		"  set terminal svg size 1200,800 dynamic noenhanced font 'sans,12' background '#ffffff'\n"
+		"}\n",
+		name);
+}
+
 static bool write_script(FILE *f, void *user, rm_error *err)
 {
 	(void)err;
 	const plot_ctx *p = user;
+	const char *mode = rm_sched_mode_name(rm_search_runtime(p->s));
+	double fit_gib = p->pool_gib > 0 ? p->pool_gib : p->usable_gib;
+	char label[200];
+	fprintf(f, "# gnuplot script written by remora search; run: gnuplot plots.gp\n"
+		   "# the search's own figures (GiB = 2^30 bytes, tokens/s per GPU, ms)\n");
+	if (p->winner)
+		fprintf(f, "winner_tok = %.3f\nwinner_gib = %.4f\n", p->winner->tokens_per_s_per_gpu,
+			(double)p->winner->peak_memory_bytes / (double)RM_GiB);
+	if (p->base)
+		fprintf(f, "as_written_tok = %.3f\nas_written_gib = %.4f\n", p->base->tokens_per_s_per_gpu,
+			(double)p->base->peak_memory_bytes / (double)RM_GiB);
+	fprintf(f, "hbm_gib = %.4f\nusable_gib = %.4f\n", p->hbm_gib, p->usable_gib);
+	if (p->pool_gib > 0)
+		fprintf(f, "bfc_pool_gib = %.4f\n", p->pool_gib);
+	if (p->limit_gib > 0)
+		fprintf(f, "xla_limit_gib = %.4f\ntracked_peak_gib = %.4f\n", p->limit_gib, p->tracked_gib);
+	if (p->backward_ms >= 0)
+		fprintf(f, "backward_ms = %.6f\n", p->backward_ms);
+	fprintf(f, "fit_gib = %.4f\n", fit_gib);
+	/* the marked points: their labels, two lines each (a double-quoted gnuplot string reads \\n) */
+	fprintf(f, "$marks << EOD\n");
+	if (p->winner)
+		fprintf(f, "%.3f %.4f\n", p->winner->tokens_per_s_per_gpu, (double)p->winner->peak_memory_bytes / (double)RM_GiB);
+	fprintf(f, "EOD\n$as_written << EOD\n");
+	if (p->base)
+		fprintf(f, "%.3f %.4f\n", p->base->tokens_per_s_per_gpu, (double)p->base->peak_memory_bytes / (double)RM_GiB);
+	fprintf(f, "EOD\n");
+	if (p->winner) {
+		plot_label(p, p->winner, label, sizeof(label));
+		fprintf(f,
+			"set label 10 \"best plan: %s\\n%.0f tok/s/GPU, %.2f GiB\" at winner_tok, winner_gib left offset "
+			"1.5,-1.5 boxed front font ',10' tc rgb '#000000'\n",
+			label, p->winner->tokens_per_s_per_gpu, (double)p->winner->peak_memory_bytes / (double)RM_GiB);
+	}
+	if (p->base) {
+		char vn[32];
+		variant_name(p->sc, &p->base->c, vn, sizeof(vn));
+		fprintf(f,
+			"set label 11 \"the scenario as written: mb %lld, flags %s\\n%.0f tok/s/GPU, %.2f GiB%s\" at "
+			"as_written_tok, as_written_gib left offset 1.5,-1.5 boxed front font ',10' tc rgb '#106010'\n",
+			(long long)p->base->c.micro_batch, vn, p->base->tokens_per_s_per_gpu,
+			(double)p->base->peak_memory_bytes / (double)RM_GiB, p->base->fits ? "" : ", does not fit");
+	}
 	fprintf(f,
-		"# gnuplot script written by remora search; run: gnuplot plots.gp\n"
-		"set terminal svg size 900,600 dynamic font 'sans,12' background '#ffffff'\n"
+		"png = strstrt(GPVAL_TERMINALS, 'pngcairo') > 0\n"
+		"set terminal svg size 1200,800 dynamic noenhanced font 'sans,12' background '#ffffff'\n"
+		"set style textbox opaque noborder\n"
 		"set output 'pareto.svg'\n"
-		"set title 'Candidates: throughput against peak memory (Pareto front in red)'\n"
-		"set xlabel 'tokens/s per GPU (step time per token, inverted)'\nset ylabel 'peak device memory (GiB)'\nset grid\n"
-		"set key top left\n"
-		"capacity = %.4f\n"
-		"plot 'candidates.dat' using 1:($3==1?$2:1/0) with points pt 7 ps 0.5 lc rgb '#8080c0' title 'fits', \\\n"
-		"     'candidates.dat' using 1:($3==0?$2:1/0) with points pt 6 ps 0.5 lc rgb '#c0c0c0' title 'does not fit', \\\n"
-		"     'pareto.dat' using 1:2 with linespoints pt 7 lc rgb '#d02020' title 'Pareto front', \\\n"
-		"     capacity with lines dt 2 lc rgb '#404040' title 'usable memory (HBM less context, NCCL buffers, workspace)'\n"
-		"set output 'winner-memory.svg'\n"
-		"set title 'Winner: device memory over one step'\n"
-		"set xlabel 'time (ms)'\nset ylabel 'device memory (GiB)'\n"
-		"plot 'winner-memory.dat' using 1:2 with steps lw 2 lc rgb '#2060c0' title 'allocated', \\\n"
-		"     capacity with lines dt 2 lc rgb '#404040' title 'usable memory'\n",
-		p->capacity_gib);
+		"set title 'Candidates: throughput against peak memory, one Pareto front per runtime'\n"
+		"set xlabel 'tokens/s per GPU'\nset ylabel 'peak device memory (GiB)'\nset grid\n"
+		"set key outside below center horizontal maxcols 2 width -8\n"
+		"set offsets 0, graph 0.45, graph 0.08, 0\nset yrange [0:*]\n"
+		"plot 'candidates.dat' using 1:($3==1 && strcol(4) eq '%s' ? $2 : 1/0) with points pt 7 ps 0.4 lc rgb '#8080c0' "
+		"title '%s: fits', \\\n"
+		"     'candidates.dat' using 1:($3==1 && strcol(4) eq 'ideal' ? $2 : 1/0) with points pt 9 ps 0.4 lc rgb "
+		"'#e0b070' title 'ideal bound: fits', \\\n"
+		"     'candidates.dat' using 1:($3==0 ? $2 : 1/0) with points pt 6 ps 0.4 lc rgb '#c8c8c8' title 'does not fit "
+		"(either runtime)', \\\n"
+		"     'pareto-ideal.dat' using 1:2 with linespoints dt 2 pt 8 ps 0.8 lc rgb '#d08000' title 'ideal bound: its "
+		"Pareto front', \\\n"
+		"     'pareto.dat' using 1:2 with linespoints pt 7 ps 0.8 lc rgb '#d02020' title '%s: Pareto front', \\\n"
+		"     'pareto.dat' using 1:($3==1 ? $2 : 1/0):4 with labels left offset 1,0 boxed font ',9' tc rgb '#a01010' "
+		"notitle, \\\n"
+		"     fit_gib with lines dt 2 lw 1.5 lc rgb '#404040' title sprintf('%s %%.2f GiB: a candidate fits below', "
+		"fit_gib)",
+		mode, p->rt, p->rt, p->pool_gib > 0 ? "BFC pool (xla.mem_fraction of HBM)" : "usable memory (HBM less context, NCCL buffers, workspace)");
+	if (p->base)
+		fprintf(f, ", \\\n     $as_written using 1:2 with points pt 5 ps 2 lc rgb '#208020' title 'the scenario as written'");
+	if (p->winner)
+		fprintf(f, ", \\\n     $marks using 1:2 with points pt 3 ps 3 lw 2 lc rgb '#000000' title 'best plan'");
+	fprintf(f, "\n");
+	script_png(f, "pareto");
+	if (!p->winner || p->n_pts == 0)
+		return true;
+	plot_label(p, p->winner, label, sizeof(label));
+	fprintf(f,
+		"set output 'winner-memory.svg'\nunset offsets\nunset label\nset key outside below center horizontal maxcols 2 width -8\n"
+		"set title 'Best plan (%s): device memory over one step'\n"
+		"set xlabel 'time (ms)'\nset ylabel 'device memory (GiB)'\nset yrange [0:hbm_gib * 1.08]\nset autoscale xfix\n",
+		label);
+	if (p->backward_ms >= 0)
+		fprintf(f, "set arrow 1 from backward_ms, graph 0 to backward_ms, graph 1 nohead dt 3 lw 2 lc rgb '#208020'\n"
+			   "set label 1 sprintf('forward | backward (first backward op at %%.2f ms)', backward_ms) at "
+			   "backward_ms, graph 0.96 center boxed tc rgb '#106010'\n");
+	fprintf(f, "plot 'winner-memory.dat' using 1:2 with steps lw 2 lc rgb '#2060c0' title 'allocated', \\\n"
+		   "     hbm_gib with lines lw 1.5 lc rgb '#000000' title sprintf('HBM %%.2f GiB', hbm_gib), \\\n"
+		   "     usable_gib with lines dt 2 lw 1.5 lc rgb '#404040' title sprintf('usable %%.2f GiB (HBM less CUDA "
+		   "context, NCCL buffers, workspace)', usable_gib)");
+	if (p->pool_gib > 0)
+		fprintf(f, ", \\\n     bfc_pool_gib with lines dt 4 lw 1.5 lc rgb '#c06000' title sprintf('BFC pool %%.2f GiB "
+			   "(xla.mem_fraction of HBM): the winner fits below', bfc_pool_gib)");
+	if (p->limit_gib > 0)
+		fprintf(f, ", \\\n     xla_limit_gib with lines dt 5 lw 1.5 lc rgb '#a000a0' title sprintf('XLA scheduler memory "
+			   "limit %%.2f GiB, on LHS-tracked memory (I/O excluded; tracked peak %%.2f GiB)', xla_limit_gib, "
+			   "tracked_peak_gib)");
+	fprintf(f, "\n");
+	script_png(f, "winner-memory");
 	return true;
 }
 
@@ -262,8 +436,13 @@ static bool plot_file(const char *dir, const char *name, rm_file_write_fn fn, pl
 	return rm_file_write(path, fn, p, err);
 }
 
-static int write_plots(rm_search *s, const rm_scenario *sc, const char *dir, const rm_candidate_result *pareto, int n_pareto,
-		       const rm_sim *winner, double capacity_gib)
+/*
+ * Writes the plot folder: candidates.dat (every simulated candidate, its runtime), pareto.dat and
+ * pareto-ideal.dat (one front per runtime, labelled), winner-memory.dat and plots.gp, then runs
+ * gnuplot there for pareto.svg and winner-memory.svg, and the same as PNG where gnuplot has the
+ * pngcairo terminal (a warning says when it has not). p carries the figures; returns the exit code.
+ */
+static int write_plots(const char *dir, plot_ctx *p)
 {
 	rm_error err;
 	rm_error_clear(&err);
@@ -271,18 +450,25 @@ static int write_plots(rm_search *s, const rm_scenario *sc, const char *dir, con
 		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
 		return cli_fail(&err);
 	}
-	plot_ctx p = {.s = s, .sc = sc, .pareto = pareto, .n_pareto = n_pareto, .capacity_gib = capacity_gib};
-	p.pts = winner ? rm_sim_memory_timeline(winner, &p.n_pts) : NULL;
-	if (!plot_file(dir, "candidates.dat", write_candidates, &p, &err) ||
-	    !plot_file(dir, "pareto.dat", write_pareto, &p, &err) ||
-	    !plot_file(dir, "winner-memory.dat", write_memory, &p, &err) ||
-	    !plot_file(dir, "plots.gp", write_script, &p, &err))
+	if (!plot_file(dir, "candidates.dat", write_candidates, p, &err) ||
+	    !plot_file(dir, "pareto.dat", write_pareto, p, &err) ||
+	    !plot_file(dir, "pareto-ideal.dat", write_pareto_ideal, p, &err) ||
+	    !plot_file(dir, "winner-memory.dat", write_memory, p, &err) || !plot_file(dir, "plots.gp", write_script, p, &err))
 		return cli_fail(&err);
+	/* a PNG of an earlier run must not pass for this one's: gnuplot writes them anew or not at all */
+	char png[2][1200];
+	snprintf(png[0], sizeof(png[0]), "%s/pareto.png", dir);
+	snprintf(png[1], sizeof(png[1]), "%s/winner-memory.png", dir);
+	for (int i = 0; i < 2; i++)
+		if (unlink(png[i]) != 0 && errno != ENOENT) {
+			rm_error_set(&err, RM_IO, png[i], 0, 0, "cannot replace the earlier plot: %s", strerror(errno));
+			return cli_fail(&err);
+		}
 	int status = 0;
 	int rc = cli_run_gnuplot(dir, &status);
 	if (rc == ENOENT) {
 		rm_log_warn("gnuplot not found on PATH: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
-			    "gnuplot-nox) and run it there for pareto.svg and winner-memory.svg",
+			    "gnuplot-nox) and run it there for pareto.svg, winner-memory.svg and their PNGs",
 			    dir);
 		return CLI_EXIT_OK;
 	}
@@ -298,8 +484,55 @@ static int write_plots(rm_search *s, const rm_scenario *sc, const char *dir, con
 				     WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 		return cli_fail(&err);
 	}
-	fprintf(stderr, "remora: wrote %s/pareto.svg and %s/winner-memory.svg\n", dir, dir);
+	bool memory = p->winner && p->n_pts > 0;
+	struct stat st;
+	if (stat(png[0], &st) != 0)
+		rm_log_warn("this gnuplot has no pngcairo terminal: wrote the SVGs only (a gnuplot built with cairo, e.g. "
+			    "Debian's gnuplot-nox, writes the PNGs too)");
+	else
+		fprintf(stderr, "remora: wrote %s/pareto.png%s\n", dir, memory ? " and winner-memory.png" : "");
+	fprintf(stderr, "remora: wrote %s/pareto.svg%s%s\n", dir, memory ? " and " : "", memory ? "winner-memory.svg" : "");
 	return CLI_EXIT_OK;
+}
+
+/* The plot context of a search: its figures in GiB, the winner's memory timeline, XLA's limit and
+ * the forward/backward boundary from wsim and wrep (NULL: a pipelined winner, none drawn). */
+static plot_ctx plot_context(rm_search *s, const rm_scenario *sc, const char *rt, const rm_candidate_result *pareto,
+			     int n_pareto, const rm_candidate_result *pareto_ideal, int n_pareto_ideal,
+			     const rm_candidate_result *winner, const rm_candidate_result *base, const rm_sim *wsim,
+			     const rm_schedule_report *wrep)
+{
+	const rm_memory_budget *mb = rm_search_memory_budget(s);
+	plot_ctx p = {.s = s,
+		      .sc = sc,
+		      .rt = rt,
+		      .pareto = pareto,
+		      .n_pareto = n_pareto,
+		      .pareto_ideal = pareto_ideal,
+		      .n_pareto_ideal = n_pareto_ideal,
+		      .winner = winner,
+		      .base = base && base->ok ? base : NULL,
+		      .hbm_gib = (double)mb->hbm_bytes / (double)RM_GiB,
+		      .usable_gib = (double)mb->usable_bytes / (double)RM_GiB,
+		      .pool_gib = (double)rm_search_jax_pool_bytes(s) / (double)RM_GiB,
+		      .backward_ms = -1};
+	if (wsim) {
+		p.pts = rm_sim_memory_timeline(wsim, &p.n_pts);
+		rm_time_ps bwd = 0, rec = 0;
+		bool have_bwd = rm_sim_phase_start(wsim, RM_PPHASE_BWD, &bwd);
+		/* a recomputation runs inside the backward: the earlier of the two starts it */
+		if (rm_sim_phase_start(wsim, RM_PPHASE_RECOMPUTE, &rec) && (!have_bwd || rec < bwd)) {
+			bwd = rec;
+			have_bwd = true;
+		}
+		if (have_bwd)
+			p.backward_ms = rm_time_to_s(bwd) * 1e3;
+	}
+	if (wrep && rm_search_runtime(s) == RM_SCHED_XLA && wrep->memory_limit_bytes > 0) {
+		p.limit_gib = (double)wrep->memory_limit_bytes / (double)RM_GiB;
+		p.tracked_gib = (double)wrep->tracked_peak_bytes / (double)RM_GiB;
+	}
+	return p;
 }
 
 /* Whether b folds into a's row of the table: candidates whose schedules are the same (a name
@@ -494,8 +727,8 @@ enum { SWEEP_PRINT = -1 };
  * rank's under MPI (cli_sweep_gather); *damaged: the rows of the database that failed their
  * checksum (recomputed).
  */
-static int sweep(rm_search *s, cli_sweep *sw, int jobs, int64_t stop_after, bool json, bool dump_rows,
-		 rm_search_progress *out, int64_t *damaged, rm_error *err)
+static int sweep(rm_search *s, const rm_scenario *sc, cli_sweep *sw, int jobs, int64_t stop_after, bool json,
+		 bool dump_rows, rm_search_progress *out, int64_t *damaged, rm_error *err)
 {
 	*damaged = 0;
 	if (sw->mpi && cli_sweep_is_root(sw)) {
@@ -512,8 +745,14 @@ static int sweep(rm_search *s, cli_sweep *sw, int jobs, int64_t stop_after, bool
 	cli_sweep_reduce(sw, 0, false);
 	rm_search_options opt = {.jobs = jobs, .stop_after = stop_after};
 	cli_sweep_options(sw, &opt);
-	if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(sw))
+	/* -vv: a line per candidate (the progress line would be torn by them); else on a terminal,
+	 * one progress line with the rate and ETA, nothing on a pipe */
+	if (rm_log_get_level() >= RM_LOG_DEBUG && cli_sweep_is_root(sw)) {
+		opt.on_row = row_line;
+		opt.progress_user = (void *)sc;
+	} else if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(sw)) {
 		opt.progress = progress_line;
+	}
 	rm_search_progress prog = {0};
 	rm_status st = rm_search_run(s, &opt, &prog, err);
 	if (sw->mpi) {
@@ -670,12 +909,14 @@ int cli_cmd_search(int argc, char **argv)
 	free(sets);
 	{
 		/* no output may land on what the search reads: the scenario, its model, the database */
-		static const char *const plot_files[] = {"candidates.dat", "pareto.dat", "winner-memory.dat",
-							 "plots.gp", "pareto.svg", "winner-memory.svg"};
-		char model[1100], plot_paths[6][1100];
-		const char *outs[7] = {trace};
+		static const char *const plot_files[] = {"candidates.dat", "pareto.dat", "pareto-ideal.dat",
+							 "winner-memory.dat", "plots.gp", "pareto.svg",
+							 "winner-memory.svg", "pareto.png", "winner-memory.png"};
+		enum { N_PLOT_FILES = sizeof(plot_files) / sizeof(plot_files[0]) };
+		char model[1100], plot_paths[N_PLOT_FILES][1100];
+		const char *outs[N_PLOT_FILES + 1] = {trace};
 		int n_out = 1;
-		for (int i = 0; plot && i < 6; i++) {
+		for (int i = 0; plot && i < N_PLOT_FILES; i++) {
 			snprintf(plot_paths[i], sizeof(plot_paths[i]), "%s/%s", plot, plot_files[i]);
 			outs[n_out++] = plot_paths[i];
 		}
@@ -698,7 +939,7 @@ int cli_cmd_search(int argc, char **argv)
 	}
 	rm_search_progress prog_of;
 	int64_t damaged = 0;
-	rc = sweep(s, &sw, (int)jobs, stop_after, json, dump_rows, &prog_of, &damaged, &err);
+	rc = sweep(s, &sc, &sw, (int)jobs, stop_after, json, dump_rows, &prog_of, &damaged, &err);
 	if (rc != SWEEP_PRINT) {
 		rm_search_destroy(s);
 		cli_sweep_end(&sw);
@@ -725,6 +966,8 @@ int cli_cmd_search(int argc, char **argv)
 		rc = cli_fail(&err);
 		goto out;
 	}
+	bool fsdp2 = rm_search_runtime(s) == RM_SCHED_FSDP2;
+	const char *rt = fsdp2 ? "PyTorch FSDP2" : "XLA";
 	/* the winner's trace and memory timeline */
 	rm_sim *wsim = NULL;
 	rm_program *wprog = NULL;
@@ -744,8 +987,9 @@ int cli_cmd_search(int argc, char **argv)
 				    "simulated stage by stage)",
 				    wc.label);
 			if (plot) {
-				rc = write_plots(s, &sc, plot, pareto, n_pareto, NULL,
-						 (double)rm_search_memory_budget(s)->usable_bytes / (double)RM_GiB);
+				plot_ctx pc = plot_context(s, &sc, rt, pareto, n_pareto, pareto_ideal, n_pareto_ideal, &best_xla,
+							   have_base ? &base : NULL, NULL, NULL);
+				rc = write_plots(plot, &pc);
 				if (rc != CLI_EXIT_OK)
 					goto out_w;
 			}
@@ -767,11 +1011,19 @@ int cli_cmd_search(int argc, char **argv)
 			goto out_w;
 		}
 		if (have_w && plot) {
-			rc = write_plots(s, &sc, plot, pareto, n_pareto, wsim,
-					 (double)rm_search_memory_budget(s)->usable_bytes / (double)RM_GiB);
+			plot_ctx pc = plot_context(s, &sc, rt, pareto, n_pareto, pareto_ideal, n_pareto_ideal, &best_xla,
+						   have_base ? &base : NULL, wsim, &wrep);
+			rc = write_plots(plot, &pc);
 			if (rc != CLI_EXIT_OK)
 				goto out_w;
 		}
+	} else if (plot) {
+		/* nothing of the runtime fits: the candidates and the as-written point, no winner */
+		plot_ctx pc = plot_context(s, &sc, rt, pareto, n_pareto, pareto_ideal, n_pareto_ideal, NULL,
+					   have_base ? &base : NULL, NULL, NULL);
+		rc = write_plots(plot, &pc);
+		if (rc != CLI_EXIT_OK)
+			goto out_w;
 	}
 	char flags[4096];
 	if (json) {
@@ -817,8 +1069,6 @@ int cli_cmd_search(int argc, char **argv)
 	printf("%s: %lld candidates in the space, %lld simulated now%s\n\n", sc.path, (long long)rm_search_count(s),
 	       (long long)(prog_of.done - prog_of.skipped),
 	       prog_of.skipped ? " (the rest were already in the database)" : "");
-	bool fsdp2 = rm_search_runtime(s) == RM_SCHED_FSDP2;
-	const char *rt = fsdp2 ? "PyTorch FSDP2" : "XLA";
 	rc = print_table(s, &sc, best, n_best, top, rt, &err);
 	if (rc != CLI_EXIT_OK)
 		goto out_w;
@@ -847,11 +1097,12 @@ int cli_cmd_search(int argc, char **argv)
 	if (!fsdp2) {
 		int version = rm_xla_version_find(sc.xla_version);
 		if (version > 0)
-			printf("  XLA_FLAGS=\"%s\"   (the flags that differ from the defaults of JAX %s's XLA)\n", flags,
-			       rm_xla_version_at(version)->name);
+			printf("  XLA_FLAGS=\"%s\"   (the flags you gave, and those that differ from the defaults of JAX %s's "
+			       "XLA)\n",
+			       flags, rm_xla_version_at(version)->name);
 		else
-			printf("  XLA_FLAGS=\"%s\"   (the flags that differ from remora's unversioned XLA defaults, JAX "
-			       "0.4.30's with the LHS flag true; xla.version names a release)\n",
+			printf("  XLA_FLAGS=\"%s\"   (the flags you gave, and those that differ from remora's unversioned XLA "
+			       "defaults, JAX 0.4.30's with the LHS flag true; xla.version names a release)\n",
 			       flags);
 	}
 	printf("  micro-batch  = %lld\n", (long long)w->c.micro_batch);

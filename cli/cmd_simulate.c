@@ -684,9 +684,12 @@ static int run(const char *cmd, int argc, char **argv)
 							  : "ideal schedule",
 		       res.sched.scan ? " (scan)" : " (unrolled)");
 		printf("  policy     %s\n", rm_remat_policy_format(res.policy, pol, sizeof(pol)));
-		rm_xla_flags_format(&res.flags, fl, sizeof(fl));
-		if (res.sched.mode == RM_SCHED_XLA)
-			printf("  XLA_FLAGS  %s\n", fl[0] ? fl : "(XLA's defaults)");
+		/* the flags the scenario gives, even at their defaults, and those that differ */
+		rm_xla_flags_format_keep(&res.flags, res.flags.given, fl, sizeof(fl));
+		if (res.sched.mode == RM_SCHED_XLA && fl[0])
+			printf("  XLA_FLAGS  %s   (the flags you gave, and those that differ from the defaults below)\n", fl);
+		else if (res.sched.mode == RM_SCHED_XLA)
+			printf("  XLA_FLAGS  (none: XLA's defaults)\n");
 		if (res.sched.mode == RM_SCHED_XLA && res.flags.version > 0) {
 			const rm_xla_version *v = rm_xla_version_at(res.flags.version);
 			printf("  XLA        defaults of JAX %s (openxla/xla %.12s, %s); LHS %s\n", v->name, v->xla_commit, v->xla_date,

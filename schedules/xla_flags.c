@@ -307,40 +307,40 @@ static size_t put(char *buf, size_t size, size_t used, const char *fmt, ...)
 	return used + (n > 0 ? (size_t)n : 0);
 }
 
-const char *rm_xla_flags_format(const rm_xla_flags *f, char *buf, size_t size)
+const char *rm_xla_flags_format_keep(const rm_xla_flags *f, uint32_t keep, char *buf, size_t size)
 {
 	rm_xla_flags d = rm_xla_flags_for_version(f->version, f->hopper);
 	size_t u = 0;
 	if (size)
 		buf[0] = '\0';
-#define FMT_BOOL(field, flag)                                                                    \
-	if (f->field != d.field)                                                                 \
+#define FMT_BOOL(id, field, flag)                                                                \
+	if (f->field != d.field || (keep & RM_XLA_FLAG_BIT(id)))                                 \
 	u = put(buf, size, u, "%s--" flag "=%s", u ? " " : "", f->field ? "true" : "false")
-#define FMT_INT(field, flag)                                                                     \
-	if (f->field != d.field)                                                                 \
+#define FMT_INT(id, field, flag)                                                                 \
+	if (f->field != d.field || (keep & RM_XLA_FLAG_BIT(id)))                                 \
 	u = put(buf, size, u, "%s--" flag "=%lld", u ? " " : "", (long long)f->field)
-	FMT_BOOL(lhs_flag, "xla_gpu_enable_latency_hiding_scheduler");
-	FMT_BOOL(pipelined_collectives, "xla_gpu_enable_pipelined_collectives");
-	FMT_BOOL(pipelined_all_gather, "xla_gpu_enable_pipelined_all_gather");
-	FMT_BOOL(pipelined_reduce_scatter, "xla_gpu_enable_pipelined_reduce_scatter");
-	FMT_BOOL(pipelined_all_reduce, "xla_gpu_enable_pipelined_all_reduce");
-	FMT_BOOL(while_loop_double_buffering, "xla_gpu_enable_while_loop_double_buffering");
-	FMT_BOOL(highest_priority_async_stream, "xla_gpu_enable_highest_priority_async_stream");
-	FMT_INT(all_gather_combine_threshold_bytes, "xla_gpu_all_gather_combine_threshold_bytes");
-	FMT_INT(reduce_scatter_combine_threshold_bytes, "xla_gpu_reduce_scatter_combine_threshold_bytes");
-	FMT_INT(all_reduce_combine_threshold_bytes, "xla_gpu_all_reduce_combine_threshold_bytes");
-	FMT_BOOL(all_gather_combine_by_dim, "xla_gpu_enable_all_gather_combine_by_dim");
-	FMT_BOOL(reduce_scatter_combine_by_dim, "xla_gpu_enable_reduce_scatter_combine_by_dim");
-	FMT_INT(memory_limit_slop_factor, "xla_gpu_memory_limit_slop_factor");
-	FMT_INT(parallel_collective_overlap_limit, "xla_gpu_experimental_parallel_collective_overlap_limit");
-	FMT_INT(graph_level, "xla_gpu_graph_level");
-	FMT_BOOL(analytical_sol_latency_estimator, "xla_gpu_enable_analytical_sol_latency_estimator");
+	FMT_BOOL(LATENCY_HIDING_SCHEDULER, lhs_flag, "xla_gpu_enable_latency_hiding_scheduler");
+	FMT_BOOL(PIPELINED_COLLECTIVES, pipelined_collectives, "xla_gpu_enable_pipelined_collectives");
+	FMT_BOOL(PIPELINED_ALL_GATHER, pipelined_all_gather, "xla_gpu_enable_pipelined_all_gather");
+	FMT_BOOL(PIPELINED_REDUCE_SCATTER, pipelined_reduce_scatter, "xla_gpu_enable_pipelined_reduce_scatter");
+	FMT_BOOL(PIPELINED_ALL_REDUCE, pipelined_all_reduce, "xla_gpu_enable_pipelined_all_reduce");
+	FMT_BOOL(WHILE_LOOP_DOUBLE_BUFFERING, while_loop_double_buffering, "xla_gpu_enable_while_loop_double_buffering");
+	FMT_BOOL(HIGHEST_PRIORITY_ASYNC_STREAM, highest_priority_async_stream, "xla_gpu_enable_highest_priority_async_stream");
+	FMT_INT(ALL_GATHER_COMBINE_THRESHOLD, all_gather_combine_threshold_bytes, "xla_gpu_all_gather_combine_threshold_bytes");
+	FMT_INT(REDUCE_SCATTER_COMBINE_THRESHOLD, reduce_scatter_combine_threshold_bytes, "xla_gpu_reduce_scatter_combine_threshold_bytes");
+	FMT_INT(ALL_REDUCE_COMBINE_THRESHOLD, all_reduce_combine_threshold_bytes, "xla_gpu_all_reduce_combine_threshold_bytes");
+	FMT_BOOL(ALL_GATHER_COMBINE_BY_DIM, all_gather_combine_by_dim, "xla_gpu_enable_all_gather_combine_by_dim");
+	FMT_BOOL(REDUCE_SCATTER_COMBINE_BY_DIM, reduce_scatter_combine_by_dim, "xla_gpu_enable_reduce_scatter_combine_by_dim");
+	FMT_INT(MEMORY_LIMIT_SLOP_FACTOR, memory_limit_slop_factor, "xla_gpu_memory_limit_slop_factor");
+	FMT_INT(PARALLEL_COLLECTIVE_OVERLAP_LIMIT, parallel_collective_overlap_limit, "xla_gpu_experimental_parallel_collective_overlap_limit");
+	FMT_INT(GRAPH_LEVEL, graph_level, "xla_gpu_graph_level");
+	FMT_BOOL(ANALYTICAL_SOL_LATENCY_ESTIMATOR, analytical_sol_latency_estimator, "xla_gpu_enable_analytical_sol_latency_estimator");
 #undef FMT_BOOL
 #undef FMT_INT
 	bool any = false;
 	for (int k = 0; k < RM_XLA_COLL_KIND_COUNT; k++)
 		any |= f->async_disabled[k];
-	if (any) {
+	if (any || (keep & RM_XLA_FLAG_BIT(DISABLE_ASYNC_COLLECTIVES))) {
 		u = put(buf, size, u, "%s--xla_gpu_disable_async_collectives=", u ? " " : "");
 		bool first = true;
 		for (int k = 0; k < RM_XLA_COLL_KIND_COUNT; k++)
@@ -352,4 +352,9 @@ const char *rm_xla_flags_format(const rm_xla_flags *f, char *buf, size_t size)
 	if (f->command_buffer_disabled)
 		u = put(buf, size, u, "%s--xla_gpu_enable_command_buffer=", u ? " " : "");
 	return buf;
+}
+
+const char *rm_xla_flags_format(const rm_xla_flags *f, char *buf, size_t size)
+{
+	return rm_xla_flags_format_keep(f, 0, buf, size);
 }

@@ -565,7 +565,11 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	free(sc);
 	if (!s)
 		return plan_error(err->status, err);
-	rm_search_options so = {.db_path = opt ? opt->db_path : NULL, .jobs = opt && opt->jobs > 0 ? opt->jobs : 1};
+	rm_search_options so = {.db_path = opt ? opt->db_path : NULL,
+				.jobs = opt && opt->jobs > 0 ? opt->jobs : 1,
+				.progress = opt ? opt->search_progress : NULL,
+				.on_row = opt ? opt->on_row : NULL,
+				.progress_user = opt ? opt->user : NULL};
 	if (opt && opt->shard_count > 1) {
 		so.shard_index = opt->shard_index;
 		so.shard_count = opt->shard_count;

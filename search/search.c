@@ -1000,6 +1000,8 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 		st = search_store_put(s, &r, err);
 		if (st != RM_OK)
 			break;
+		if (opt->on_row)
+			opt->on_row(&r, prog.done, prog.total, opt->progress_user);
 		in_batch++;
 		written++;
 		double t = now_s();

@@ -1111,6 +1111,16 @@ rm_time_ps rm_sim_stream_busy(const rm_sim *sim, int32_t stream)
 {
 	return stream >= 0 && stream < sim->n_streams ? sim->stream_busy[stream] : 0;
 }
+bool rm_sim_phase_start(const rm_sim *sim, rm_program_phase phase, rm_time_ps *start)
+{
+	bool found = false;
+	for (int32_t i = 0; i < sim->n_ops; i++)
+		if (sim->prog->ops[i].phase == phase && (!found || sim->op_start[i] < *start)) {
+			*start = sim->op_start[i];
+			found = true;
+		}
+	return found;
+}
 const rm_mem_point *rm_sim_memory_timeline(const rm_sim *sim, size_t *n)
 {
 	*n = sim->tl_n;

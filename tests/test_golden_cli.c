@@ -260,8 +260,11 @@ Test(golden, search_seed_text, .timeout = 240)
 				"--xla_gpu_enable_while_loop_double_buffering=false\n"),
 		  "%s", front);
 	cr_expect_null(strstr(front, ", ideal"), "%s", front);
-	/* the flags to paste differ from a named XLA's defaults */
-	cr_expect(strstr(out, "   (the flags that differ from the defaults of JAX 0.4.30's XLA)\n"), "%s", out);
+	/* the flags to paste: those the scenario gives, even at 0.4.30's defaults (pipelined
+	 * collectives false, the highest-priority async stream true), and those that differ */
+	cr_expect(strstr(out, "   (the flags you gave, and those that differ from the defaults of JAX 0.4.30's XLA)\n"), "%s", out);
+	cr_expect(strstr(out, " --xla_gpu_enable_pipelined_collectives=false "), "%s", out);
+	cr_expect(strstr(out, " --xla_gpu_enable_highest_priority_async_stream=true "), "%s", out);
 	free(out);
 }
 
@@ -678,6 +681,59 @@ Test(golden, plan_llama3_70b_15t_json)
 					    "--tp 4,8 --pp 1,2 --price h100-sxm=2.5,h200-sxm=3.4 --json");
 }
 
+/* Lines of text that start with prefix. */
+static int count_lines(const char *text, const char *prefix)
+{
+	int n = 0;
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		n += strncmp(p, prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+/* -vv: a line per candidate the sweep simulates, in index order; the first is the scenario as
+ * written with search-seed.txt's figures for it (351.34 ms, 11658 tokens/s per GPU, 18.35 GiB:
+ * 19699638272 B). -v adds none; on a pipe there is no progress line either. */
+Test(golden, search_vv_logs_each_candidate)
+{
+	char args[1400];
+	snprintf(args, sizeof(args),
+		 "-vv search %s --set search.names=[] --set search.micro_batches=[1] --set search.flag_variants=[]", seed_arg());
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_assert(strstr(r.out, ": 15 candidates in the space, 15 simulated now\n"), "%s", r.out);
+	cr_assert_eq(count_lines(r.out, "remora: candidate "), 15, "%s", r.out);
+	cr_assert(strstr(r.out, "\nremora: candidate 1/15: as written, mb 1, flags as given: step 351.34 ms, 11658 tok/s/GPU, "
+				"peak 18.35 GiB\n") ||
+			  strncmp(r.out, "remora: candidate 1/15: as written, mb 1, flags as given: step 351.34 ms", 70) == 0,
+		  "%s", r.out);
+	cr_assert(strstr(r.out, "remora: candidate 15/15: "), "%s", r.out);
+	cr_assert(strstr(r.out, ", ideal runtime: step "), "%s", r.out);
+	cr_assert_null(strstr(r.out, "\r"), "no progress line on a pipe");
+	free(r.out);
+	snprintf(args, sizeof(args),
+		 "-v search %s --set search.names=[] --set search.micro_batches=[1] --set search.flag_variants=[]", seed_arg());
+	r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_assert_eq(count_lines(r.out, "remora: candidate "), 0, "%s", r.out);
+	free(r.out);
+}
+
+/* plan -vv: each search's header, then a line per candidate it simulates (2 layouts x 4
+ * micro-batches and the scenario as written: 9), labelled with the layout's degrees. */
+Test(golden, plan_vv_logs_each_candidate)
+{
+	run_result r = run_remora("-vv plan llama-2-7b --tokens 1G --gpus 8 --seq-len 1024 --global-batch 64 --tp 1,2 --pp 1 "
+				  "--policy nothing_saveable",
+				  true);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "remora: plan h100-sxm, 8 GPUs: 2 layouts x 1 policies x 4 micro-batches\n"), "%s", r.out);
+	cr_assert_eq(count_lines(r.out, "remora: candidate "), 9, "%s", r.out);
+	cr_assert(strstr(r.out, "remora: candidate 6/9: [tp=2 sp pp=1 cp=1 fsdp=4 rep=1] nothing_saveable, mb 1: step "),
+		  "%s", r.out);
+	cr_assert_null(strstr(r.out, "\r"), "no progress line on a pipe");
+	free(r.out);
+}
+
 /* `plan --plot DIR`: one block per hardware of GPUs, days, GPU-hours and cost, where GPU-hours =
  * GPUs x days x 24 and an unpriced cost is gnuplot's missing value; the script names each block. */
 Test(golden, plan_plot_points)
@@ -728,6 +784,20 @@ Test(golden, plan_plot_points)
 	script[n] = '\0';
 	fclose(f);
 	cr_assert(strstr(script, "index 1 using 1:2 with linespoints pt 7 title 'h200-sxm'"), "%s", script);
+	/* each hardware's answer marked and labelled with the plan's own figures (the fewest GPU-hours
+	 * at 8 or 16 GPUs: the label's GPUs are the marked point's), and PNGs where gnuplot can */
+	for (int h = 0; h < 2; h++) {
+		char key[64];
+		snprintf(key, sizeof(key), "\nanswer%d_gpus = ", h);
+		const char *at = strstr(script, key);
+		cr_assert_not_null(at, "%s", script);
+		long long g = atoll(at + strlen(key));
+		cr_assert(g == 8 || g == 16, "%s", script);
+		snprintf(key, sizeof(key), "set label %d \"answer on %s: %lld GPUs, ", h + 1, h ? "h200-sxm" : "h100-sxm", g);
+		cr_assert(strstr(script, key), "no %s in %s", key, script);
+	}
+	cr_assert(strstr(script, "$answers using 1:2 with points"), "%s", script);
+	cr_assert(strstr(script, "set terminal pngcairo"), "%s", script);
 	cr_assert_null(strstr(script, "cost-vs-time"), "one hardware has no price: no cost plot");
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

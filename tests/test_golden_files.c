@@ -339,10 +339,13 @@ Test(files, plot_folder_with_a_quote_runs_no_command, .timeout = 60)
 	cr_assert_neq(stat(in_dir("x"), &st), 0, "the folder's name ran `touch x`");
 	cr_assert_neq(stat(in_dir("y"), &st), 0, "the folder's name ran `touch y`");
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	char r_err[4096];
+	snprintf(r_err, sizeof(r_err), "%s", r.err ? r.err : "");
 	run_free(&r);
 	char folder[1200];
 	snprintf(folder, sizeof(folder), "%s/%s", dir, plot);
-	static const char *const data[] = {"candidates.dat", "pareto.dat", "winner-memory.dat", "plots.gp", NULL};
+	static const char *const data[] = {"candidates.dat", "pareto.dat", "pareto-ideal.dat", "winner-memory.dat",
+					   "plots.gp", NULL};
 	char p[1300];
 	for (const char *const *d = data; *d; d++) {
 		snprintf(p, sizeof(p), "%s/%s", folder, *d);
@@ -359,8 +362,22 @@ Test(files, plot_folder_with_a_quote_runs_no_command, .timeout = 60)
 		free(svg);
 		snprintf(p, sizeof(p), "%s/winner-memory.svg", folder);
 		cr_assert_eq(stat(p, &st), 0, "%s missing", p);
-		cr_assert_eq(others(folder, (const char *const[]){"candidates.dat", "pareto.dat", "winner-memory.dat",
-								 "plots.gp", "pareto.svg", "winner-memory.svg", NULL}),
+		/* and as PNG, where this gnuplot has pngcairo (else a warning said so) */
+		snprintf(p, sizeof(p), "%s/pareto.png", folder);
+		bool png = stat(p, &st) == 0;
+		if (png) {
+			snprintf(p, sizeof(p), "%s/winner-memory.png", folder);
+			cr_assert_eq(stat(p, &st), 0, "%s missing", p);
+		} else {
+			cr_assert(strstr(r_err, "no pngcairo terminal"), "no PNG and no warning: %s", r_err);
+		}
+		cr_assert_eq(others(folder, png ? (const char *const[]){"candidates.dat", "pareto.dat", "pareto-ideal.dat",
+								      "winner-memory.dat", "plots.gp", "pareto.svg",
+								      "winner-memory.svg", "pareto.png",
+								      "winner-memory.png", NULL}
+						: (const char *const[]){"candidates.dat", "pareto.dat", "pareto-ideal.dat",
+									"winner-memory.dat", "plots.gp", "pareto.svg",
+									"winner-memory.svg", NULL}),
 			     0);
 	} else {
 		cr_log_warn("gnuplot is not installed: checked only that nothing ran");
@@ -409,6 +426,107 @@ static json_t *stdout_json(run_result *r)
 	json_t *doc = json_loads(r->out, 0, &jerr);
 	cr_assert_not_null(doc, "not JSON (%s): %s", jerr.text, r->out);
 	return doc;
+}
+
+/* The value of `name = VALUE` in a plots.gp (a line of its own); fails the test when absent. */
+static double gp_value(const char *script, const char *name)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "\n%s = ", name);
+	const char *at = strstr(script, key);
+	cr_assert_not_null(at, "plots.gp has no %s", name);
+	return strtod(at + strlen(key), NULL);
+}
+
+static double json_num(json_t *o, const char *path)
+{
+	char buf[200];
+	snprintf(buf, sizeof(buf), "%s", path);
+	json_t *v = o;
+	for (char *save = NULL, *k = strtok_r(buf, ".", &save); k; k = strtok_r(NULL, ".", &save))
+		v = json_object_get(v, k);
+	cr_assert(json_is_number(v), "no number at %s", path);
+	return json_number_value(v);
+}
+
+/*
+ * `search --plot`: plots.gp carries the figures it draws, and they are the search's own: the
+ * winner and the scenario as written at their tokens/s per GPU and peak GiB (search --json), the
+ * HBM, usable, BFC pool and XLA limit lines and the first backward op of the winner (simulate
+ * --json of the winner's policy and micro-batch: the same program); the winner heads its
+ * runtime's front; candidates.dat names each row's runtime.
+ */
+Test(files, plot_carries_the_winner_the_scenario_and_the_memory_lines, .timeout = 60)
+{
+	run_result r = run(NULL, (const char *const[]){"search", seed(), QUICK, "--json", "--plot", "plots", NULL});
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	json_t *doc = stdout_json(&r);
+	run_free(&r);
+	json_t *best = json_object_get(doc, "best");
+	const char *policy = json_string_value(json_object_get(best, "policy"));
+	cr_assert_not_null(policy);
+	cr_assert_str_eq(json_string_value(json_object_get(best, "flags_variant_name")), "as given");
+	char pol[600], mb[64];
+	snprintf(pol, sizeof(pol), "remat.policy=%s", policy);
+	snprintf(mb, sizeof(mb), "training.micro_batch=%lld", (long long)json_integer_value(json_object_get(best, "micro_batch")));
+	/* the search's policy is complete (a names policy carries its names): the scenario's names cleared */
+	run_result sim = run(NULL, (const char *const[]){"simulate", seed(), "--set", pol, "--set", mb, "--set", "remat.names=[]",
+						       "--set", "remat.offload_names=[]", "--json", NULL});
+	cr_assert_eq(sim.exit_code, 0, "%s", sim.err);
+	json_t *sd = stdout_json(&sim);
+	run_free(&sim);
+	/* the same program: simulate's figures are the winner's row */
+	double tok = json_num(best, "tokens_per_s_per_gpu");
+	cr_assert_float_eq(json_num(sd, "tokens_per_s_per_gpu"), tok, 1e-6 * tok);
+
+	size_t len;
+	char *gp = slurp(in_dir("plots/plots.gp"), &len);
+	cr_assert_not_null(gp);
+	const double gib = 1024.0 * 1024.0 * 1024.0;
+	/* printed to 3 decimals (tokens/s) and 4 (GiB): half a unit of the last digit */
+	cr_assert_float_eq(gp_value(gp, "winner_tok"), tok, 5e-4);
+	cr_assert_float_eq(gp_value(gp, "winner_gib"), json_num(best, "peak_memory_bytes") / gib, 5e-5);
+	cr_assert_float_eq(gp_value(gp, "as_written_tok"), json_num(doc, "as_written.tokens_per_s_per_gpu"), 5e-4);
+	cr_assert_float_eq(gp_value(gp, "as_written_gib"), json_num(doc, "as_written.peak_memory_bytes") / gib, 5e-5);
+	cr_assert_float_eq(gp_value(gp, "hbm_gib"), json_num(sd, "memory_budget.hbm_bytes") / gib, 5e-5);
+	cr_assert_float_eq(gp_value(gp, "usable_gib"), json_num(sd, "memory_budget.usable_bytes") / gib, 5e-5);
+	/* the seed reports JAX's allocator: the pool XLA starts from is what a candidate fits in */
+	cr_assert_float_eq(gp_value(gp, "bfc_pool_gib"), json_num(sd, "schedule.memory_base_bytes") / gib, 5e-5);
+	cr_assert_float_eq(gp_value(gp, "fit_gib"), gp_value(gp, "bfc_pool_gib"), 1e-9);
+	cr_assert_float_eq(gp_value(gp, "xla_limit_gib"), json_num(sd, "schedule.memory_limit_bytes") / gib, 5e-5);
+	cr_assert_float_eq(gp_value(gp, "tracked_peak_gib"), json_num(sd, "schedule.tracked_peak_bytes") / gib, 5e-5);
+	double bwd = gp_value(gp, "backward_ms"), step_ms = json_num(sd, "step_time_s") * 1e3;
+	cr_assert(bwd > 0 && bwd < step_ms, "the backward starts at %g ms of a %g ms step", bwd, step_ms);
+	/* the marks, their labels, the lines and the PNG terminal */
+	char want[300];
+	snprintf(want, sizeof(want), "set label 10 \"best plan: %s, mb %lld, flags as given\\n%.0f tok/s/GPU",
+		 json_string_value(json_object_get(best, "label")), (long long)json_integer_value(json_object_get(best, "micro_batch")),
+		 tok);
+	cr_assert_not_null(strstr(gp, want), "no %s in:\n%s", want, gp);
+	cr_assert_not_null(strstr(gp, "set label 11 \"the scenario as written: mb 1, flags as given\\n"), "%s", gp);
+	cr_assert_not_null(strstr(gp, "title 'best plan'"));
+	cr_assert_not_null(strstr(gp, "title 'the scenario as written'"));
+	cr_assert_not_null(strstr(gp, "xla_limit_gib with lines"));
+	cr_assert_not_null(strstr(gp, "bfc_pool_gib with lines"));
+	cr_assert_not_null(strstr(gp, "hbm_gib with lines"));
+	cr_assert_not_null(strstr(gp, "set arrow 1 from backward_ms"));
+	cr_assert_not_null(strstr(gp, "set terminal pngcairo"));
+	free(gp);
+	/* the winner heads its front (fastest first) */
+	char *front = slurp(in_dir("plots/pareto.dat"), &len);
+	cr_assert_not_null(front);
+	const char *row = strchr(front, '\n');
+	cr_assert_not_null(row);
+	cr_assert_float_eq(strtod(row + 1, NULL), tok, 5e-4);
+	free(front);
+	/* each candidate's runtime: the scenario's (xla) and the ideal bound */
+	char *all = slurp(in_dir("plots/candidates.dat"), &len);
+	cr_assert_not_null(all);
+	cr_assert_not_null(strstr(all, " xla\n"));
+	cr_assert_not_null(strstr(all, " ideal\n"));
+	free(all);
+	json_decref(sd);
+	json_decref(doc);
 }
 
 static void copy_file(const char *from, const char *to)

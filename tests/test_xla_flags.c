@@ -282,6 +282,29 @@ Test(xla_versions, format_is_relative_to_the_versions_defaults)
 	cr_assert_eq(g.reduce_scatter_combine_by_dim, f.reduce_scatter_combine_by_dim);
 }
 
+/* format_keep writes a flag the user gave even where it equals the release's default (0.4.30:
+ * pipelined collectives false, highest-priority async stream true), and the others as format does. */
+Test(xla_versions, format_keep_writes_the_flags_given_at_their_default)
+{
+	char buf[1024];
+	rm_xla_flags f = at_version("0.4.30", true);
+	rm_error err;
+	cr_assert_eq(rm_xla_flags_parse("--xla_gpu_enable_pipelined_collectives=false "
+					"--xla_gpu_enable_highest_priority_async_stream=true "
+					"--xla_gpu_enable_while_loop_double_buffering=true",
+					&f, &err),
+		     RM_OK, "%s", err.msg);
+	cr_assert_str_eq(rm_xla_flags_format(&f, buf, sizeof(buf)), "--xla_gpu_enable_while_loop_double_buffering=true");
+	cr_assert_str_eq(rm_xla_flags_format_keep(&f, f.given, buf, sizeof(buf)),
+			 "--xla_gpu_enable_pipelined_collectives=false --xla_gpu_enable_while_loop_double_buffering=true "
+			 "--xla_gpu_enable_highest_priority_async_stream=true");
+	/* a flag not given and at its default stays out */
+	cr_assert_null(strstr(buf, "pipelined_all_gather"));
+	/* an empty keep is format */
+	char plain[1024];
+	cr_assert_str_eq(rm_xla_flags_format_keep(&f, 0, buf, sizeof(buf)), rm_xla_flags_format(&f, plain, sizeof(plain)));
+}
+
 Test(xla_versions, flag_names_follow_the_map)
 {
 	cr_assert_str_eq(rm_xla_flag_name(RM_XLA_FLAG_LATENCY_HIDING_SCHEDULER), "xla_gpu_enable_latency_hiding_scheduler");

@@ -142,6 +142,11 @@ typedef struct rm_plan_options {
 	int jobs;
 	void (*progress)(const char *what, void *user);
 	void *user;
+	/* with user: each search's sweep progress (rm_search_options.progress; the rate and ETA of
+	 * the search under way) and each candidate it simulates (rm_search_options.on_row); NULL:
+	 * none */
+	rm_search_progress_fn search_progress;
+	void (*on_row)(const rm_candidate_result *r, int64_t done, int64_t total, void *user);
 	/* shard_count > 1: each search sweeps only shard shard_index (rm_search_options). Without
 	 * gather the process sees only its shard's rows, so the GPU-count ladder is walked to its
 	 * top (no early stop) and the result is not a plan: merge the shards' databases and plan

@@ -97,6 +97,10 @@ typedef struct rm_search_options {
 	int64_t stop_after;    /* > 0: stop (as if killed) after this many new rows; tests only */
 	rm_search_progress_fn progress;
 	void *progress_user;
+	/* called with progress_user for each row the sweep simulates now (not those already
+	 * stored), in index order from the one writer thread, with the progress's done and total
+	 * counting it (-vv's per-candidate lines); NULL: none */
+	void (*on_row)(const rm_candidate_result *r, int64_t done, int64_t total, void *user);
 	/* shard_count > 1: evaluate only the candidates of shard shard_index (0 <= shard_index <
 	 * shard_count, rm_search_shard_of); the others are neither evaluated nor counted in the
 	 * progress. 0 or 1: every candidate. */

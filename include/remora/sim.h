@@ -155,6 +155,10 @@ rm_time_ps rm_sim_op_solo(const rm_sim *sim, int32_t op);
 int rm_sim_op_sms(const rm_sim *sim, int32_t op);
 /* Busy time of stream s (sum of its ops' durations; a stream runs one op at a time). */
 rm_time_ps rm_sim_stream_busy(const rm_sim *sim, int32_t stream);
+/* The earliest start (ps) in the last run of an op of the program in phase, into *start (e.g.
+ * RM_PPHASE_BWD: when the step's first backward op starts, the forward/backward boundary the
+ * plots mark); false, *start untouched, when the program has no op in that phase. O(ops). */
+bool rm_sim_phase_start(const rm_sim *sim, rm_program_phase phase, rm_time_ps *start);
 /* Device memory timeline (only with options.memory_timeline): n points of (time, bytes). */
 typedef struct rm_mem_point {
 	rm_time_ps time;

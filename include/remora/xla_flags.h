@@ -202,6 +202,12 @@ rm_status rm_xla_flags_parse(const char *text, rm_xla_flags *flags, rm_error *er
 /* Writes the flags that differ from the defaults of flags->version as an XLA_FLAGS string (the
  * line users paste), in a fixed order; unmodelled flags are not repeated. */
 const char *rm_xla_flags_format(const rm_xla_flags *flags, char *buf, size_t size);
+/* The same, also writing each modelled flag whose bit (RM_XLA_FLAG_BIT) is in keep even where it
+ * equals the default: pass flags->given to keep every flag the user wrote (a flag that equals
+ * the default in one XLA release may not in the next). A kept flag whose value remora does not
+ * hold is still left out: the PGLE profile's path, --xla_gpu_enable_command_buffer= other than
+ * empty. */
+const char *rm_xla_flags_format_keep(const rm_xla_flags *flags, uint32_t keep, char *buf, size_t size);
 
 /* Logs one warning listing the unmodelled flags, if any, and one listing the flags given that
  * remora parses but whose effect it does not model (graph level, command buffers, PGLE profile). */

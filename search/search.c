@@ -686,9 +686,18 @@ void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 	rm_canon_finish(&id);
 }
 
-/* Evaluates with explicit workload, policy and flags. */
+/* What a worker keeps between its candidates (rm_search_run): the collective prices. */
+typedef struct search_reuse {
+	rm_sim_prices *prices; /* NULL: each simulation prices its own shapes */
+} search_reuse;
+
+static void search_evaluate(const rm_search *s, const rm_candidate *c, const search_reuse *reuse,
+			    rm_candidate_result *out);
+
+/* Evaluates with explicit workload, policy and flags; reuse NULL: the reference path. */
 static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const rm_candidate *c, const rm_workload *wl,
-		     const rm_remat_policy *pol, const rm_xla_flags *flags, rm_candidate_result *r)
+		     const rm_remat_policy *pol, const rm_xla_flags *flags, const search_reuse *reuse,
+		     rm_candidate_result *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->c = *c;
@@ -717,7 +726,9 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 			      .cost = cfg.cost,
 			      .memory_headroom_bytes = res->memory.headroom_bytes,
 			      .allocator = jax_pool ? RM_SIM_ALLOC_JAX_PREALLOC : RM_SIM_ALLOC_EXACT,
-			      .alloc_fraction = res->alloc_fraction};
+			      .alloc_fraction = res->alloc_fraction,
+			      .prices = reuse ? reuse->prices : NULL,
+			      .unpriced_cache = !reuse};
 	rm_sim *sim = rm_sim_create(prog, &res->hw, &opt, &err);
 	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
@@ -793,11 +804,19 @@ static void evaluate_pipelined(const rm_search *s, const rm_candidate *c, rm_can
 
 void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_result *out)
 {
+	search_reuse none = {0};
+	search_evaluate(s, c, &none, out);
+}
+
+/* rm_search_evaluate with a worker's reuse (NULL: the reference path, no caches at all). */
+static void search_evaluate(const rm_search *s, const rm_candidate *c, const search_reuse *reuse,
+			    rm_candidate_result *out)
+{
 	if (c->as_written) {
 		if (s->res0.train.pp > 1)
 			evaluate_pipelined(s, c, out);
 		else
-			evaluate(s, &s->res0, c, s->res0.wl, s->res0.policy, &s->res0.flags, out);
+			evaluate(s, &s->res0, c, s->res0.wl, s->res0.policy, &s->res0.flags, reuse, out);
 		return;
 	}
 	int par, p, m, v;
@@ -828,7 +847,7 @@ void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_
 		return;
 	}
 	const rm_xla_flags *flags = v < s->n_variants ? &s->variant_flags[v] : &s->res0.flags;
-	evaluate(s, par_resolved(s, par), c, s->wl[par][m], s->policies[p].parsed, flags, out);
+	evaluate(s, par_resolved(s, par), c, s->wl[par][m], s->policies[p].parsed, flags, reuse, out);
 }
 
 rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c, rm_scenario_resolved *out,
@@ -1021,17 +1040,17 @@ static bool memo_key_make(const rm_search *s, memo_key *k, int par, int p, int m
 
 /* rm_search_evaluate, with the results of an equal earlier candidate when the memo has them
  * (memo NULL: always simulated). */
-static void evaluate_memo(const rm_search *s, search_memo *memo, memo_key *k, const rm_candidate *c,
-			  rm_candidate_result *out)
+static void evaluate_memo(const rm_search *s, search_memo *memo, memo_key *k, const search_reuse *reuse,
+			  const rm_candidate *c, rm_candidate_result *out)
 {
 	if (!memo || c->as_written) {
-		rm_search_evaluate(s, c, out);
+		search_evaluate(s, c, reuse, out);
 		return;
 	}
 	int par, p, m, v;
 	decode(s, c->index, &par, &p, &m, &v);
 	if (par_resolved(s, par)->train.pp > 1 || !s->wl[par][m] || !memo_key_make(s, k, par, p, m, v)) {
-		rm_search_evaluate(s, c, out);
+		search_evaluate(s, c, reuse, out);
 		return;
 	}
 	uint64_t h = rm_hash_fnv1a(k->buf, k->len, RM_FNV1A_SEED);
@@ -1040,7 +1059,7 @@ static void evaluate_memo(const rm_search *s, search_memo *memo, memo_key *k, co
 		out->c = *c;
 		return;
 	}
-	rm_search_evaluate(s, c, out);
+	search_evaluate(s, c, reuse, out);
 	memo_put(memo, h, k, out);
 }
 
@@ -1070,7 +1089,7 @@ typedef struct work {
 } work;
 
 /* Evaluates candidate i into its slot (or marks it skipped); false once the sweep stops. */
-static bool work_one(work *w, memo_key *k, int64_t i)
+static bool work_one(work *w, memo_key *k, const search_reuse *reuse, int64_t i)
 {
 	int64_t slot = i % w->window;
 	/* stay within the writer's window so memory stays bounded: candidate i may use its slot
@@ -1090,7 +1109,7 @@ static bool work_one(work *w, memo_key *k, int64_t i)
 	else
 		rm_search_candidate(w->s, i, &c);
 	if (state == SLOT_SKIPPED && !search_store_has(w->s, c.key)) {
-		evaluate_memo(w->s, w->memo, k, &c, &r);
+		evaluate_memo(w->s, w->memo, k, reuse, &c, &r);
 		state = SLOT_RESULT;
 	}
 	pthread_mutex_lock(&w->mu);
@@ -1106,14 +1125,16 @@ static void *worker(void *arg)
 {
 	work *w = arg;
 	memo_key k = {.par = -1};
+	search_reuse reuse = {.prices = rm_sim_prices_create()};
 	for (;;) {
 		if (atomic_load(&w->stop))
 			break;
 		int64_t i = atomic_fetch_add(&w->next, 1);
-		if (i >= w->count || !work_one(w, &k, i))
+		if (i >= w->count || !work_one(w, &k, w->memo ? &reuse : NULL, i))
 			break;
 	}
 	free(k.buf);
+	rm_sim_prices_destroy(reuse.prices);
 	return NULL;
 }
 

@@ -686,9 +686,11 @@ void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 	rm_canon_finish(&id);
 }
 
-/* What a worker keeps between its candidates (rm_search_run): the collective prices. */
+/* What a worker keeps between its candidates (rm_search_run): the collective prices and the
+ * program storage. */
 typedef struct search_reuse {
 	rm_sim_prices *prices; /* NULL: each simulation prices its own shapes */
+	rm_program *prog;      /* NULL: each candidate's program is a new one */
 } search_reuse;
 
 static void search_evaluate(const rm_search *s, const rm_candidate *c, const search_reuse *reuse,
@@ -712,6 +714,7 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	cfg.lean = true;
 	if (s->cost)
 		cfg.cost = s->cost; /* a test's own model; otherwise the resolved run's */
+	cfg.into = reuse ? reuse->prog : NULL;
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&cfg, &rep, &err);
 	if (!prog) {
@@ -733,7 +736,8 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
 		rm_sim_destroy(sim);
-		rm_program_destroy(prog);
+		if (prog != cfg.into)
+			rm_program_destroy(prog);
 		rm_schedule_report_finish(&rep);
 		return;
 	}
@@ -761,7 +765,8 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	r->sync_no_lhs = rep.sync_by_reason[RM_SYNC_NO_LHS];
 	r->saved_bytes_step = rep.saved_bytes_step;
 	rm_sim_destroy(sim);
-	rm_program_destroy(prog);
+	if (prog != cfg.into)
+		rm_program_destroy(prog);
 	rm_schedule_report_finish(&rep);
 }
 
@@ -1039,28 +1044,29 @@ static bool memo_key_make(const rm_search *s, memo_key *k, int par, int p, int m
 }
 
 /* rm_search_evaluate, with the results of an equal earlier candidate when the memo has them
- * (memo NULL: always simulated). */
-static void evaluate_memo(const rm_search *s, search_memo *memo, memo_key *k, const search_reuse *reuse,
+ * (memo NULL: always simulated). True when they were copied. */
+static bool evaluate_memo(const rm_search *s, search_memo *memo, memo_key *k, const search_reuse *reuse,
 			  const rm_candidate *c, rm_candidate_result *out)
 {
 	if (!memo || c->as_written) {
 		search_evaluate(s, c, reuse, out);
-		return;
+		return false;
 	}
 	int par, p, m, v;
 	decode(s, c->index, &par, &p, &m, &v);
 	if (par_resolved(s, par)->train.pp > 1 || !s->wl[par][m] || !memo_key_make(s, k, par, p, m, v)) {
 		search_evaluate(s, c, reuse, out);
-		return;
+		return false;
 	}
 	uint64_t h = rm_hash_fnv1a(k->buf, k->len, RM_FNV1A_SEED);
 	memset(out, 0, sizeof(*out));
 	if (memo_get(memo, h, k, out)) {
 		out->c = *c;
-		return;
+		return true;
 	}
 	search_evaluate(s, c, reuse, out);
 	memo_put(memo, h, k, out);
+	return false;
 }
 
 /* ---- the sweep ---- */
@@ -1071,7 +1077,7 @@ static void evaluate_memo(const rm_search *s, search_memo *memo, memo_key *k, co
  * rows are written in the same order for any number of threads, and nothing proportional to the
  * size of the space is allocated: a window of slots bounds what is in flight.
  */
-enum { SLOT_EMPTY, SLOT_RESULT, SLOT_SKIPPED, SLOT_OTHER_SHARD };
+enum { SLOT_EMPTY, SLOT_RESULT, SLOT_REUSED, SLOT_SKIPPED, SLOT_OTHER_SHARD };
 
 typedef struct work {
 	rm_search *s;
@@ -1109,11 +1115,10 @@ static bool work_one(work *w, memo_key *k, const search_reuse *reuse, int64_t i)
 	else
 		rm_search_candidate(w->s, i, &c);
 	if (state == SLOT_SKIPPED && !search_store_has(w->s, c.key)) {
-		evaluate_memo(w->s, w->memo, k, reuse, &c, &r);
-		state = SLOT_RESULT;
+		state = evaluate_memo(w->s, w->memo, k, reuse, &c, &r) ? SLOT_REUSED : SLOT_RESULT;
 	}
 	pthread_mutex_lock(&w->mu);
-	if (state == SLOT_RESULT)
+	if (state == SLOT_RESULT || state == SLOT_REUSED)
 		w->slots[slot] = r;
 	atomic_store(&w->state[slot], state);
 	pthread_cond_broadcast(&w->cv);
@@ -1125,7 +1130,7 @@ static void *worker(void *arg)
 {
 	work *w = arg;
 	memo_key k = {.par = -1};
-	search_reuse reuse = {.prices = rm_sim_prices_create()};
+	search_reuse reuse = {.prices = rm_sim_prices_create(), .prog = rm_program_create(NULL)};
 	for (;;) {
 		if (atomic_load(&w->stop))
 			break;
@@ -1135,6 +1140,7 @@ static void *worker(void *arg)
 	}
 	free(k.buf);
 	rm_sim_prices_destroy(reuse.prices);
+	rm_program_destroy(reuse.prog);
 	return NULL;
 }
 
@@ -1206,7 +1212,7 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 			pthread_cond_wait(&w.cv, &w.mu);
 		int state = atomic_load(&w.state[slot]);
 		rm_candidate_result r;
-		if (state == SLOT_RESULT)
+		if (state == SLOT_RESULT || state == SLOT_REUSED)
 			r = w.slots[slot];
 		atomic_store(&w.state[slot], SLOT_EMPTY);
 		w.consumed = i + 1;
@@ -1219,6 +1225,8 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 			prog.skipped++;
 			continue;
 		}
+		if (state == SLOT_REUSED)
+			prog.reused++;
 		r.schedule_hash = 0;
 		st = search_store_put(s, &r, err);
 		if (st != RM_OK)

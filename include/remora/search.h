@@ -87,6 +87,7 @@ void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_
 
 typedef struct rm_search_progress {
 	int64_t done, total, skipped;
+	int64_t reused; /* of done: rows copied from an equal earlier candidate (not simulated) */
 	double elapsed_s;
 } rm_search_progress;
 typedef void (*rm_search_progress_fn)(const rm_search_progress *p, void *user);

@@ -101,8 +101,8 @@ typedef struct rm_sim_options {
 	rm_sim_allocator allocator; /* reserved memory model; EXACT (0) costs nothing */
 	double alloc_fraction;      /* JAX_PREALLOC: of HBM preallocated; <= 0: 0.75 */
 	bool scheduler_built;       /* the program is rm_schedule_build's own, in memory: skip
-				     * rm_program_validate (the scheduler's output is validated by
-				     * `simulate`, which builds without lean, and by the tests); a
+				     * rm_program_validate (the scheduler checks its own output in
+				     * every build but release, REMORA_SELF_CHECK, unless lean); a
 				     * program read from a file or made by hand is always validated */
 	rm_sim_prices *prices;      /* collective prices kept between calls (one thread's); NULL:
 				     * each shape is still priced once, for this call only */

@@ -123,20 +123,19 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	for (int q = 0; q < n_queues; q++)
 		last_in_queue[q] = -1;
 	uint32_t n_succ = 0, n_mem = 0;
-	/* ops are priced once per shape: in the caller's cache, or in one of this call */
+	/* collectives are priced once per shape: in the caller's cache, or in one of this call */
 	rm_sim_prices *prices = sim->opt.prices, *own_prices = NULL;
 	int32_t price_ctx = -1;
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		sim_op *so = &sim->ops[i];
 		const rm_sim_price *pr = NULL;
-		rm_sim_price scratch;
-		if (op->time_s < 0 && !sim->opt.unpriced_cache) {
+		if (op->cost.kind == RM_COST_COLLECTIVE && op->time_s < 0 && !sim->opt.unpriced_cache) {
 			if (!prices)
 				prices = own_prices = rm_sim_prices_create();
 			if (price_ctx < 0)
 				price_ctx = sim_prices_context(prices, cm, hw);
-			pr = sim_prices_get(prices, price_ctx, cm, &op->cost, hw, &scratch);
+			pr = sim_prices_get(prices, price_ctx, cm, &op->cost, hw);
 		}
 		double t_s = op->time_s >= 0 ? op->time_s : pr ? pr->time_s : cm->op_time_s(cm, &op->cost, hw);
 		if (!isfinite(t_s) || t_s < 0 || rm_time_from_s(t_s) > SIM_MAX_SOLO_PS) {
@@ -157,7 +156,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		so->sms = (uint16_t)(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
 		so->res = (uint8_t)rm_cost_op_resource(&op->cost);
 		if (op->cost.kind == RM_COST_GEMM) {
-			double tiles = pr ? pr->tiles : rm_cost_gemm_tiles(&op->cost.gemm, hw);
+			double tiles = rm_cost_gemm_tiles(&op->cost.gemm, hw);
 			so->tiles = tiles >= 1 && tiles < 4e9 ? (uint32_t)tiles : 0;
 		} else if (op->cost.kind == RM_COST_COLLECTIVE && t_s > 0) {
 			double gbps = rm_cost_collective_hbm_GBps(&op->cost.collective, t_s);

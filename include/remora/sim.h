@@ -81,14 +81,12 @@ bool rm_sim_allocator_from_name(const char *name, rm_sim_allocator *out);
 #define RM_SIM_JAX_MEM_FRACTION 0.75
 
 /*
- * A cache of op prices (sim/prices.c): the cost model's time alone and SMs held, a GEMM's tiles
- * and a collective's network shares, for each shape an op prices by the model (every field of
- * its cost inputs: a collective's kind, bytes, group size and node span, a GEMM's dimensions and
- * dtype, ...) in each context (cost model, hardware profile compared byte for byte), asked once
- * and kept across rm_sim_create calls that pass it. The cost model's functions are pure
- * (remora/cost.h), so the prices are the same as asked again; a cost model's data must not change
- * while a cache holds its prices. Not thread-safe: one cache per thread. Holds at most 65536
- * shapes (a search sees hundreds); past them ops are priced by the model.
+ * A cache of collective prices (sim/prices.c): the cost model's time alone, SMs held and network
+ * shares of each collective shape (kind, bytes, group size, node span) in each context (cost
+ * model, hardware profile compared byte for byte), asked once and kept across rm_sim_create calls
+ * that pass it. The cost model's functions are pure (remora/cost.h), so the prices are the same
+ * as asked again; a cost model's data must not change while a cache holds its prices. Not
+ * thread-safe: one cache per thread. Grows with the distinct shapes seen (tens per search).
  */
 typedef struct rm_sim_prices rm_sim_prices;
 rm_sim_prices *rm_sim_prices_create(void);
@@ -106,8 +104,8 @@ typedef struct rm_sim_options {
 				     * rm_program_validate (the scheduler checks its own output in
 				     * every build but release, REMORA_SELF_CHECK, unless lean); a
 				     * program read from a file or made by hand is always validated */
-	rm_sim_prices *prices;      /* op prices kept between calls (one thread's); NULL: each
-				     * shape is still priced once, for this call only */
+	rm_sim_prices *prices;      /* collective prices kept between calls (one thread's); NULL:
+				     * each shape is still priced once, for this call only */
 	bool unpriced_cache;        /* ask the cost model for every op, no cache (the reference
 				     * path tests compare the cache with) */
 } rm_sim_options;

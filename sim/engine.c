@@ -130,12 +130,13 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		const rm_program_op *op = &prog->ops[i];
 		sim_op *so = &sim->ops[i];
 		const rm_sim_price *pr = NULL;
+		rm_sim_price scratch;
 		if (op->cost.kind == RM_COST_COLLECTIVE && op->time_s < 0 && !sim->opt.unpriced_cache) {
 			if (!prices)
 				prices = own_prices = rm_sim_prices_create();
 			if (price_ctx < 0)
 				price_ctx = sim_prices_context(prices, cm, hw);
-			pr = sim_prices_get(prices, price_ctx, cm, &op->cost, hw);
+			pr = sim_prices_get(prices, price_ctx, cm, &op->cost, hw, &scratch);
 		}
 		double t_s = op->time_s >= 0 ? op->time_s : pr ? pr->time_s : cm->op_time_s(cm, &op->cost, hw);
 		if (!isfinite(t_s) || t_s < 0 || rm_time_from_s(t_s) > SIM_MAX_SOLO_PS) {

@@ -25,6 +25,9 @@ typedef struct price_entry {
 	rm_sim_price price;
 } price_entry;
 
+/* Shapes kept at most (a search sees tens); past it collectives are priced by the model. */
+#define PRICES_MAX ((size_t)1 << 16)
+
 struct rm_sim_prices {
 	price_ctx *ctx;
 	int32_t n_ctx, cap_ctx;
@@ -96,13 +99,17 @@ static void price_of(const rm_cost_model *cm, const rm_cost_op *op, const rm_hw_
 }
 
 const rm_sim_price *sim_prices_get(rm_sim_prices *p, int32_t ctx, const rm_cost_model *cm, const rm_cost_op *op,
-				   const rm_hw_profile *hw)
+				   const rm_hw_profile *hw, rm_sim_price *scratch)
 {
 	const rm_collective_cost *c = &op->collective;
 	uint64_t h = shape_hash(ctx, c);
 	size_t i = find_slot(p, h, ctx, c);
 	if (p->slot[i].used)
 		return &p->slot[i].price;
+	if (p->n >= PRICES_MAX) {
+		price_of(cm, op, hw, scratch);
+		return scratch;
+	}
 	if (2 * (p->n + 1) > p->cap) {
 		size_t old_cap = p->cap;
 		price_entry *old = p->slot;

@@ -75,9 +75,10 @@ typedef struct rm_sim_price {
 /* The context index of (cm, hw) in p, added when new. */
 int32_t sim_prices_context(rm_sim_prices *p, const rm_cost_model *cm, const rm_hw_profile *hw);
 /* The price of a model-priced collective op (op->kind RM_COST_COLLECTIVE) in context ctx, asked
- * of cm on hw (the context's) the first time; valid until the next call. */
+ * of cm on hw (the context's) the first time, or into scratch when the cache is full; valid
+ * until the next call. */
 const rm_sim_price *sim_prices_get(rm_sim_prices *p, int32_t ctx, const rm_cost_model *cm, const rm_cost_op *op,
-				   const rm_hw_profile *hw);
+				   const rm_hw_profile *hw, rm_sim_price *scratch);
 
 struct rm_sim {
 	const rm_program *prog;

@@ -86,7 +86,8 @@ bool rm_sim_allocator_from_name(const char *name, rm_sim_allocator *out);
  * model, hardware profile compared byte for byte), asked once and kept across rm_sim_create calls
  * that pass it. The cost model's functions are pure (remora/cost.h), so the prices are the same
  * as asked again; a cost model's data must not change while a cache holds its prices. Not
- * thread-safe: one cache per thread. Grows with the distinct shapes seen (tens per search).
+ * thread-safe: one cache per thread. Holds at most 65536 shapes (a search sees tens); past them
+ * collectives are priced by the model.
  */
 typedef struct rm_sim_prices rm_sim_prices;
 rm_sim_prices *rm_sim_prices_create(void);

@@ -690,7 +690,8 @@ static int explain_no_fit(rm_search *s, const char *rt, rm_error *err)
 	rm_breakdown bd;
 	if (rm_search_resolve_candidate(s, &c->c, &res, err) == RM_OK && res.train.pp <= 1 &&
 	    (prog = rm_schedule_build(&res.sched, &rep, err)) != NULL) {
-		rm_sim_options so = {.hw_queues = res.hw_queues,
+		rm_sim_options so = {.scheduler_built = true,
+				     .hw_queues = res.hw_queues,
 				     .cost = res.sched.cost,
 				     .memory_headroom_bytes = res.memory.headroom_bytes};
 		sim = rm_sim_create(prog, &res.hw, &so, err);
@@ -994,7 +995,8 @@ int cli_cmd_search(int argc, char **argv)
 					goto out_w;
 			}
 		} else if (resolved && (wprog = rm_schedule_build(&wres.sched, &wrep, &err)) != NULL) {
-			rm_sim_options so = {.hw_queues = wres.hw_queues,
+			rm_sim_options so = {.scheduler_built = true,
+					     .hw_queues = wres.hw_queues,
 					     .memory_timeline = true,
 					     .cost = wres.sched.cost,
 					     .memory_headroom_bytes = wres.memory.headroom_bytes};

@@ -605,7 +605,8 @@ static int run(const char *cmd, int argc, char **argv)
 		}
 		goto done;
 	}
-	rm_sim_options opt = {.hw_queues = res.hw_queues,
+	rm_sim_options opt = {.scheduler_built = true, /* rm_schedule_build's, checked there */
+			      .hw_queues = res.hw_queues,
 			      .memory_timeline = trace != NULL,
 			      .cost = res.sched.cost,
 			      .memory_headroom_bytes = res.memory.headroom_bytes,

@@ -123,7 +123,7 @@ static rm_status price_stage(const rm_scenario_resolved *res, int64_t dense, sta
 		rm_workload_destroy(wl);
 		return err ? err->status : RM_INVALID;
 	}
-	rm_sim_options opt = {.scheduler_built = true, /* rm_schedule_build validated it */
+	rm_sim_options opt = {.scheduler_built = true, /* rm_schedule_build's (checked there) */
 			      .hw_queues = res->hw_queues,
 			      .cost = res->sched.cost,
 			      .memory_headroom_bytes = res->memory.headroom_bytes,

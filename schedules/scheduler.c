@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "remora/schedule.h"
 #include "schedules/sched_internal.h"
 #include "schedules/fusion.h"
@@ -2853,7 +2854,10 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	schedule_comp(&x, &entry);
 
 	/* emission */
-	emitter e = {.x = &x, .p = rm_program_create(NULL), .last_event = -1, .chain = -1, .replica_last = -1};
+	rm_program *into = cfg->into;
+	if (into)
+		rm_program_reset(into);
+	emitter e = {.x = &x, .p = into ? into : rm_program_create(NULL), .last_event = -1, .chain = -1, .replica_last = -1};
 	char pname[160];
 	snprintf(pname, sizeof(pname), "%s fsdp%d b%lld s%lld %s", wl->model.name, fsdp,
 		 (long long)wl->train.micro_batch, (long long)wl->train.seq_len, rm_sched_mode_name(cfg->mode));
@@ -2948,10 +2952,13 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		rm_remat_plan_finish(&x.plan_keep);
 	if (rep == &local)
 		rm_remat_plan_finish(&rep->plan);
+#if REMORA_SELF_CHECK
 	if (!cfg->lean && rm_program_validate(prog, "schedule", err) != RM_OK) {
 		rm_error_prefix(err, "internal: the scheduler built an invalid program: ");
-		rm_program_destroy(prog);
+		if (prog != into)
+			rm_program_destroy(prog);
 		return NULL;
 	}
+#endif
 	return prog;
 }

@@ -20,7 +20,7 @@ names=("$@")
 jobs=${FUZZ_JOBS:-2}
 build=build-clang
 
-CC=clang scripts/setup.sh "$build" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
+CC=clang scripts/setup.sh "$build" -Dbuildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
   -Dcuda=disabled -Dnccl=disabled -Dfuzz=enabled \
   "-Dc_args=-fsanitize=float-cast-overflow -fno-sanitize-recover=all" \
   "-Dc_link_args=-fsanitize=float-cast-overflow -fno-sanitize-recover=all" \

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages remora needs (only those missing), then configures and builds.
 # Usage: [CC=clang] scripts/setup.sh [BUILD_DIR] [extra meson args...]
-# Idempotent: a second run installs nothing and rebuilds only what changed.
+# A new build directory is a release build (-Dbuildtype=release: -O3, no self-checks of the
+# scheduler's programs, the fastest search) unless the arguments name a build type; scripts/test.sh
+# names its own (debugoptimized). An existing directory keeps its configuration unless arguments
+# change it. Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,11 +27,20 @@ fi
 
 build=${1:-build}
 shift || true
+typed=false
+for a in "$@"; do
+  case "$a" in -Dbuildtype=* | --buildtype | --buildtype=*) typed=true ;; esac
+done
 if [ ! -f "$build/build.ninja" ]; then
-  echo "setup: configuring $build" >&2
+  $typed || set -- -Dbuildtype=release "$@"
+  echo "setup: configuring $build ($*)" >&2
   meson setup "$build" "$@" >/dev/null
 elif [ $# -gt 0 ]; then
   meson configure "$build" "$@" >/dev/null
+elif ! $typed; then
+  type=$(meson introspect --buildoptions "$build" 2>/dev/null | jq -r '.[] | select(.name == "buildtype") | .value' 2>/dev/null || true)
+  [ -n "$type" ] && [ "$type" != release ] &&
+    echo "setup: $build is a $type build; scripts/setup.sh $build -Dbuildtype=release makes the faster one" >&2
 fi
 # progress every tenth of ninja's steps; the compiler's own words when it fails
 log=$(mktemp)

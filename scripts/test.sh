@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs remora's whole test suite on a fresh machine, as CI does:
-#   1. installs missing Debian packages and builds with -Dwerror=true (build/),
+#   1. installs missing Debian packages and builds with -Dwerror=true (build/; the test builds
+#      are debugoptimized, with asserts and the scheduler's self-checks, whatever setup.sh's
+#      release default),
 #   2. builds again with -Db_sanitize=address,undefined (build-asan/),
 #   3. builds with clang, its address and undefined sanitizers (NULL + 0 and float-to-int
 #      overflow included, every report fatal) and the libFuzzer harnesses (build-clang/,
@@ -13,8 +15,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh build -Dwerror=true || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
-scripts/setup.sh build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
+scripts/setup.sh build -Dbuildtype=debugoptimized -Dwerror=true || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+scripts/setup.sh build-asan -Dbuildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
   || { echo "sanitizer build failed"; echo "0 passed, 1 failed"; exit 1; }
 scripts/fuzz.sh --build || { echo "clang build failed"; echo "0 passed, 1 failed"; exit 1; }
 

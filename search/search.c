@@ -4,6 +4,7 @@
  */
 #include <assert.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -685,9 +686,20 @@ void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 	rm_canon_finish(&id);
 }
 
-/* Evaluates with explicit workload, policy and flags. */
+/* What a worker keeps between its candidates (rm_search_run): the collective prices and the
+ * program storage. */
+typedef struct search_reuse {
+	rm_sim_prices *prices; /* NULL: each simulation prices its own shapes */
+	rm_program *prog;      /* NULL: each candidate's program is a new one */
+} search_reuse;
+
+static void search_evaluate(const rm_search *s, const rm_candidate *c, const search_reuse *reuse,
+			    rm_candidate_result *out);
+
+/* Evaluates with explicit workload, policy and flags; reuse NULL: the reference path. */
 static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const rm_candidate *c, const rm_workload *wl,
-		     const rm_remat_policy *pol, const rm_xla_flags *flags, rm_candidate_result *r)
+		     const rm_remat_policy *pol, const rm_xla_flags *flags, const search_reuse *reuse,
+		     rm_candidate_result *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->c = *c;
@@ -702,6 +714,7 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	cfg.lean = true;
 	if (s->cost)
 		cfg.cost = s->cost; /* a test's own model; otherwise the resolved run's */
+	cfg.into = reuse ? reuse->prog : NULL;
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&cfg, &rep, &err);
 	if (!prog) {
@@ -716,12 +729,15 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 			      .cost = cfg.cost,
 			      .memory_headroom_bytes = res->memory.headroom_bytes,
 			      .allocator = jax_pool ? RM_SIM_ALLOC_JAX_PREALLOC : RM_SIM_ALLOC_EXACT,
-			      .alloc_fraction = res->alloc_fraction};
+			      .alloc_fraction = res->alloc_fraction,
+			      .prices = reuse ? reuse->prices : NULL,
+			      .unpriced_cache = !reuse};
 	rm_sim *sim = rm_sim_create(prog, &res->hw, &opt, &err);
 	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
 		rm_sim_destroy(sim);
-		rm_program_destroy(prog);
+		if (prog != cfg.into)
+			rm_program_destroy(prog);
 		rm_schedule_report_finish(&rep);
 		return;
 	}
@@ -749,7 +765,8 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	r->sync_no_lhs = rep.sync_by_reason[RM_SYNC_NO_LHS];
 	r->saved_bytes_step = rep.saved_bytes_step;
 	rm_sim_destroy(sim);
-	rm_program_destroy(prog);
+	if (prog != cfg.into)
+		rm_program_destroy(prog);
 	rm_schedule_report_finish(&rep);
 }
 
@@ -792,11 +809,19 @@ static void evaluate_pipelined(const rm_search *s, const rm_candidate *c, rm_can
 
 void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_result *out)
 {
+	search_reuse none = {0};
+	search_evaluate(s, c, &none, out);
+}
+
+/* rm_search_evaluate with a worker's reuse (NULL: the reference path, no caches at all). */
+static void search_evaluate(const rm_search *s, const rm_candidate *c, const search_reuse *reuse,
+			    rm_candidate_result *out)
+{
 	if (c->as_written) {
 		if (s->res0.train.pp > 1)
 			evaluate_pipelined(s, c, out);
 		else
-			evaluate(s, &s->res0, c, s->res0.wl, s->res0.policy, &s->res0.flags, out);
+			evaluate(s, &s->res0, c, s->res0.wl, s->res0.policy, &s->res0.flags, reuse, out);
 		return;
 	}
 	int par, p, m, v;
@@ -827,7 +852,7 @@ void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_
 		return;
 	}
 	const rm_xla_flags *flags = v < s->n_variants ? &s->variant_flags[v] : &s->res0.flags;
-	evaluate(s, par_resolved(s, par), c, s->wl[par][m], s->policies[p].parsed, flags, out);
+	evaluate(s, par_resolved(s, par), c, s->wl[par][m], s->policies[p].parsed, flags, reuse, out);
 }
 
 rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c, rm_scenario_resolved *out,
@@ -853,6 +878,197 @@ rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c,
 	return rm_scenario_resolve(&sc, s->resolver, out, err);
 }
 
+/* ---- the memo of equal plans (rm_search_run) ---- */
+
+/*
+ * A candidate's simulation reads its parallelism variant's resolved scenario, the workload of
+ * its micro-batch, its flag variant (or the ideal runtime), the cost model, and of its policy
+ * only the remat plan the scheduler builds from it (rm_schedule_build: the fates of the layer's
+ * values and the recomputed ops, for the layer graph and a mixture's dense layer graph). The
+ * memo key is exactly that: (variant, micro-batch, flag variant) and the plans' bytes, compared
+ * in full; equal keys give equal rows, so a hit copies the earlier candidate's results. Entries
+ * past MEMO_MAX_ENTRIES are not kept (those candidates are simulated: the same rows, slower),
+ * which bounds the memo at ~20 MiB whatever the size of the space.
+ */
+#define MEMO_MAX_ENTRIES 32768
+#define RESULT_TAIL offsetof(rm_candidate_result, ok)
+
+typedef struct memo_entry {
+	uint64_t hash;
+	size_t key_len;
+	uint8_t *key;
+	unsigned char tail[sizeof(rm_candidate_result) - RESULT_TAIL]; /* the result after its candidate */
+} memo_entry;
+
+typedef struct search_memo {
+	pthread_mutex_t mu;
+	memo_entry **slot; /* open addressing, cap a power of two, at most half full */
+	size_t cap, n;
+} search_memo;
+
+/* A worker's key: the plan bytes of the last (variant, policy, micro-batch) it saw, so the
+ * flag variants of one policy (the index's fastest digit) build its plan once. */
+typedef struct memo_key {
+	int par, p, m; /* whose plan bytes buf holds after the header; par -1: none */
+	bool ok;       /* the plan built (false: no key, the candidate is simulated) */
+	uint8_t *buf;
+	size_t len, cap;
+} memo_key;
+
+#define MEMO_HEADER (3 * sizeof(int32_t))
+
+static void memo_init(search_memo *mm)
+{
+	memset(mm, 0, sizeof(*mm));
+	pthread_mutex_init(&mm->mu, NULL);
+	mm->cap = 1024;
+	mm->slot = rm_new(memo_entry *, mm->cap);
+}
+
+static void memo_finish(search_memo *mm)
+{
+	for (size_t i = 0; i < mm->cap; i++)
+		if (mm->slot[i]) {
+			free(mm->slot[i]->key);
+			free(mm->slot[i]);
+		}
+	free(mm->slot);
+	pthread_mutex_destroy(&mm->mu);
+}
+
+/* The slot of key (its entry, or the empty slot where it goes); under mm->mu. */
+static size_t memo_find(const search_memo *mm, uint64_t h, const uint8_t *key, size_t len)
+{
+	size_t i = (size_t)h & (mm->cap - 1);
+	for (;;) {
+		const memo_entry *e = mm->slot[i];
+		if (!e || (e->hash == h && e->key_len == len && memcmp(e->key, key, len) == 0))
+			return i;
+		i = (i + 1) & (mm->cap - 1);
+	}
+}
+
+static bool memo_get(search_memo *mm, uint64_t h, const memo_key *k, rm_candidate_result *out)
+{
+	pthread_mutex_lock(&mm->mu);
+	const memo_entry *e = mm->slot[memo_find(mm, h, k->buf, k->len)];
+	if (e)
+		memcpy((unsigned char *)out + RESULT_TAIL, e->tail, sizeof(e->tail));
+	pthread_mutex_unlock(&mm->mu);
+	return e != NULL;
+}
+
+static void memo_put(search_memo *mm, uint64_t h, const memo_key *k, const rm_candidate_result *r)
+{
+	pthread_mutex_lock(&mm->mu);
+	if (mm->n < MEMO_MAX_ENTRIES && !mm->slot[memo_find(mm, h, k->buf, k->len)]) {
+		if (2 * (mm->n + 1) > mm->cap) {
+			size_t old_cap = mm->cap;
+			memo_entry **old = mm->slot;
+			mm->cap *= 2;
+			mm->slot = rm_new(memo_entry *, mm->cap);
+			for (size_t i = 0; i < old_cap; i++)
+				if (old[i])
+					mm->slot[memo_find(mm, old[i]->hash, old[i]->key, old[i]->key_len)] = old[i];
+			free(old);
+		}
+		memo_entry *e = rm_new(memo_entry, 1);
+		e->hash = h;
+		e->key_len = k->len;
+		e->key = rm_xmalloc(k->len);
+		memcpy(e->key, k->buf, k->len);
+		memcpy(e->tail, (const unsigned char *)r + RESULT_TAIL, sizeof(e->tail));
+		mm->slot[memo_find(mm, h, k->buf, k->len)] = e;
+		mm->n++;
+	}
+	pthread_mutex_unlock(&mm->mu);
+}
+
+static void key_put(memo_key *k, const void *data, size_t n)
+{
+	if (k->len + n > k->cap) {
+		k->cap = 2 * (k->len + n) + 64;
+		k->buf = rm_xrealloc(k->buf, k->cap);
+	}
+	memcpy(k->buf + k->len, data, n);
+	k->len += n;
+}
+
+/* Appends a plan's bytes: its sizes, every value's fate and every op's recompute flag. */
+static bool key_put_plan(memo_key *k, const rm_graph *g, const rm_remat_policy *pol, bool partitioner)
+{
+	rm_remat_plan plan;
+	rm_error err;
+	rm_error_clear(&err);
+	/* the scheduler gives the plan's warnings; this copy of it is silent */
+	bool was = rm_log_thread_quiet(true);
+	rm_status st = rm_remat_plan_build_compiled(g, pol, partitioner, &plan, &err);
+	rm_log_thread_quiet(was);
+	if (st != RM_OK)
+		return false;
+	int32_t sizes[2] = {plan.n_values, plan.n_ops};
+	key_put(k, sizes, sizeof(sizes));
+	for (int v = 0; v < plan.n_values; v++) {
+		uint8_t f = (uint8_t)plan.fate[v];
+		key_put(k, &f, 1);
+	}
+	for (int o = 0; o < plan.n_ops; o++) {
+		uint8_t f = plan.recompute[o] ? 1 : 0;
+		key_put(k, &f, 1);
+	}
+	rm_remat_plan_finish(&plan);
+	return true;
+}
+
+/* Makes k the key of candidate (par, p, m, v) of a single-program variant; false: no key. */
+static bool memo_key_make(const rm_search *s, memo_key *k, int par, int p, int m, int v)
+{
+	if (k->par != par || k->p != p || k->m != m) {
+		const rm_workload *wl = s->wl[par][m];
+		bool partitioner = par_resolved(s, par)->sched.compile_partitioner;
+		k->par = par;
+		k->p = p;
+		k->m = m;
+		k->len = MEMO_HEADER;
+		if (k->cap < k->len) {
+			k->cap = 256;
+			k->buf = rm_xrealloc(k->buf, k->cap);
+		}
+		k->ok = key_put_plan(k, &wl->layer, s->policies[p].parsed, partitioner) &&
+			(rm_workload_dense_layers(wl) == 0 ||
+			 key_put_plan(k, &wl->dense_layer, s->policies[p].parsed, partitioner));
+	}
+	int32_t head[3] = {par, m, v};
+	memcpy(k->buf, head, sizeof(head));
+	return k->ok;
+}
+
+/* rm_search_evaluate, with the results of an equal earlier candidate when the memo has them
+ * (memo NULL: always simulated). True when they were copied. */
+static bool evaluate_memo(const rm_search *s, search_memo *memo, memo_key *k, const search_reuse *reuse,
+			  const rm_candidate *c, rm_candidate_result *out)
+{
+	if (!memo || c->as_written) {
+		search_evaluate(s, c, reuse, out);
+		return false;
+	}
+	int par, p, m, v;
+	decode(s, c->index, &par, &p, &m, &v);
+	if (par_resolved(s, par)->train.pp > 1 || !s->wl[par][m] || !memo_key_make(s, k, par, p, m, v)) {
+		search_evaluate(s, c, reuse, out);
+		return false;
+	}
+	uint64_t h = rm_hash_fnv1a(k->buf, k->len, RM_FNV1A_SEED);
+	memset(out, 0, sizeof(*out));
+	if (memo_get(memo, h, k, out)) {
+		out->c = *c;
+		return true;
+	}
+	search_evaluate(s, c, reuse, out);
+	memo_put(memo, h, k, out);
+	return false;
+}
+
 /* ---- the sweep ---- */
 
 /*
@@ -861,7 +1077,7 @@ rm_status rm_search_resolve_candidate(const rm_search *s, const rm_candidate *c,
  * rows are written in the same order for any number of threads, and nothing proportional to the
  * size of the space is allocated: a window of slots bounds what is in flight.
  */
-enum { SLOT_EMPTY, SLOT_RESULT, SLOT_SKIPPED, SLOT_OTHER_SHARD };
+enum { SLOT_EMPTY, SLOT_RESULT, SLOT_REUSED, SLOT_SKIPPED, SLOT_OTHER_SHARD };
 
 typedef struct work {
 	rm_search *s;
@@ -875,10 +1091,11 @@ typedef struct work {
 	pthread_cond_t cv;
 	atomic_bool stop;
 	int shard, shards; /* shards > 1: only candidates of this shard are evaluated */
+	search_memo *memo; /* NULL: the reference path (rm_search_options.reference) */
 } work;
 
 /* Evaluates candidate i into its slot (or marks it skipped); false once the sweep stops. */
-static bool work_one(work *w, int64_t i)
+static bool work_one(work *w, memo_key *k, const search_reuse *reuse, int64_t i)
 {
 	int64_t slot = i % w->window;
 	/* stay within the writer's window so memory stays bounded: candidate i may use its slot
@@ -898,11 +1115,10 @@ static bool work_one(work *w, int64_t i)
 	else
 		rm_search_candidate(w->s, i, &c);
 	if (state == SLOT_SKIPPED && !search_store_has(w->s, c.key)) {
-		rm_search_evaluate(w->s, &c, &r);
-		state = SLOT_RESULT;
+		state = evaluate_memo(w->s, w->memo, k, reuse, &c, &r) ? SLOT_REUSED : SLOT_RESULT;
 	}
 	pthread_mutex_lock(&w->mu);
-	if (state == SLOT_RESULT)
+	if (state == SLOT_RESULT || state == SLOT_REUSED)
 		w->slots[slot] = r;
 	atomic_store(&w->state[slot], state);
 	pthread_cond_broadcast(&w->cv);
@@ -913,13 +1129,19 @@ static bool work_one(work *w, int64_t i)
 static void *worker(void *arg)
 {
 	work *w = arg;
+	memo_key k = {.par = -1};
+	search_reuse reuse = {.prices = rm_sim_prices_create(), .prog = rm_program_create(NULL)};
 	for (;;) {
 		if (atomic_load(&w->stop))
-			return NULL;
+			break;
 		int64_t i = atomic_fetch_add(&w->next, 1);
-		if (i >= w->count || !work_one(w, i))
-			return NULL;
+		if (i >= w->count || !work_one(w, &k, w->memo ? &reuse : NULL, i))
+			break;
 	}
+	free(k.buf);
+	rm_sim_prices_destroy(reuse.prices);
+	rm_program_destroy(reuse.prog);
+	return NULL;
 }
 
 /* Starts the worker threads; false (with err) when none can be made. Fewer than asked is fine. */
@@ -958,6 +1180,13 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 		RM_CHECK(search_store_skip_from(s, opt->resume_from, err));
 	int jobs = opt->jobs > 0 ? opt->jobs : 1;
 	work w = {.s = s, .count = s->count, .window = 256, .shard = opt->shard_index, .shards = shards};
+	search_memo memo;
+	/* REMORA_SEARCH_REFERENCE=1 in the environment: the reference path, as opt->reference */
+	const char *ref_env = getenv("REMORA_SEARCH_REFERENCE");
+	if (!opt->reference && !(ref_env && ref_env[0] && strcmp(ref_env, "0") != 0)) {
+		memo_init(&memo);
+		w.memo = &memo;
+	}
 	atomic_init(&w.next, 0);
 	atomic_init(&w.stop, false);
 	w.slots = rm_new(rm_candidate_result, (size_t)w.window);
@@ -983,7 +1212,7 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 			pthread_cond_wait(&w.cv, &w.mu);
 		int state = atomic_load(&w.state[slot]);
 		rm_candidate_result r;
-		if (state == SLOT_RESULT)
+		if (state == SLOT_RESULT || state == SLOT_REUSED)
 			r = w.slots[slot];
 		atomic_store(&w.state[slot], SLOT_EMPTY);
 		w.consumed = i + 1;
@@ -996,6 +1225,8 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 			prog.skipped++;
 			continue;
 		}
+		if (state == SLOT_REUSED)
+			prog.reused++;
 		r.schedule_hash = 0;
 		st = search_store_put(s, &r, err);
 		if (st != RM_OK)
@@ -1039,6 +1270,8 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 	free(threads);
 	free(w.slots);
 	free(w.state);
+	if (w.memo)
+		memo_finish(w.memo);
 	prog.elapsed_s = now_s() - t0;
 	if (opt->progress)
 		opt->progress(&prog, opt->progress_user);

@@ -583,7 +583,7 @@ rm_status rm_validation_run(const rm_validation_case *c, rm_hw_resolver resolver
 		goto resolved;
 	}
 	/* the options `remora simulate` runs with (cli/cmd_simulate.c) */
-	rm_sim_options opt = {.hw_queues = res.hw_queues, .cost = res.sched.cost,
+	rm_sim_options opt = {.scheduler_built = true, .hw_queues = res.hw_queues, .cost = res.sched.cost,
 			      .memory_headroom_bytes = res.memory.headroom_bytes,
 			      .allocator = res.allocator, .alloc_fraction = res.alloc_fraction};
 	rm_sim *s = rm_sim_create(prog, &res.hw, &opt, err);

@@ -123,10 +123,22 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	for (int q = 0; q < n_queues; q++)
 		last_in_queue[q] = -1;
 	uint32_t n_succ = 0, n_mem = 0;
+	/* collectives are priced once per shape: in the caller's cache, or in one of this call */
+	rm_sim_prices *prices = sim->opt.prices, *own_prices = NULL;
+	int32_t price_ctx = -1;
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		sim_op *so = &sim->ops[i];
-		double t_s = op->time_s >= 0 ? op->time_s : cm->op_time_s(cm, &op->cost, hw);
+		const rm_sim_price *pr = NULL;
+		rm_sim_price scratch;
+		if (op->cost.kind == RM_COST_COLLECTIVE && op->time_s < 0 && !sim->opt.unpriced_cache) {
+			if (!prices)
+				prices = own_prices = rm_sim_prices_create();
+			if (price_ctx < 0)
+				price_ctx = sim_prices_context(prices, cm, hw);
+			pr = sim_prices_get(prices, price_ctx, cm, &op->cost, hw, &scratch);
+		}
+		double t_s = op->time_s >= 0 ? op->time_s : pr ? pr->time_s : cm->op_time_s(cm, &op->cost, hw);
 		if (!isfinite(t_s) || t_s < 0 || rm_time_from_s(t_s) > SIM_MAX_SOLO_PS) {
 			rm_error_set(err, RM_INVALID, NULL, 0, 0,
 				     "ops[%d] '%s': the cost model gives %g s (expected 0 to 1e4 s)", i,
@@ -136,11 +148,12 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			free(last_in_queue);
 			free(stream_prev);
 			free(stream_rank);
+			rm_sim_prices_destroy(own_prices);
 			rm_sim_destroy(sim);
 			return NULL;
 		}
 		so->solo = rm_time_from_s(t_s);
-		int sms = cm->sms_held(cm, &op->cost, hw);
+		int sms = pr ? pr->sms : cm->sms_held(cm, &op->cost, hw);
 		so->sms = (uint16_t)(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
 		so->res = (uint8_t)rm_cost_op_resource(&op->cost);
 		if (op->cost.kind == RM_COST_GEMM) {
@@ -151,11 +164,18 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			so->hbm_GBps = gbps < 4e9 ? (uint32_t)llround(gbps) : UINT32_MAX;
 		}
 		rm_net_load load;
-		if (so->res == RM_RES_NET && cm->net_load && t_s > 0 && cm->net_load(cm, &op->cost, hw, t_s, &load)) {
+		const rm_net_load *ld = NULL;
+		if (so->res == RM_RES_NET && cm->net_load && t_s > 0) {
+			if (pr)
+				ld = pr->has_net ? &pr->net : NULL;
+			else if (cm->net_load(cm, &op->cost, hw, t_s, &load))
+				ld = &load;
+		}
+		if (ld) {
 			if (!sim->net_share)
 				sim->net_share = rm_xcalloc(nn * RM_NET_LEVELS, sizeof(uint32_t));
 			for (int l = 0; l < RM_NET_LEVELS; l++) {
-				double ppm = load.share[l] * 1e6;
+				double ppm = ld->share[l] * 1e6;
 				sim->net_share[(size_t)i * RM_NET_LEVELS + l] =
 					ppm > 0 ? (uint32_t)llround(fmin(fmax(ppm, 1.0), 1e6)) : 0;
 			}
@@ -198,6 +218,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	}
 	free(stream_rank);
 	free(last_in_queue);
+	rm_sim_prices_destroy(own_prices);
 
 	/* Successor lists (CSR): stream successor and the waiters of each event recorded. */
 	for (int32_t i = 0; i < n; i++) {

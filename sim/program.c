@@ -59,6 +59,9 @@ static const char *arena_strdup(rm_program *prog, const char *s)
 {
 	if (!s)
 		return NULL;
+	/* a search's programs name nothing (rm_schedule_config.lean): one shared empty name */
+	if (!s[0])
+		return "";
 	size_t len = strlen(s) + 1;
 	arena_chunk *c = prog->arena;
 	if (!c || c->size - c->used < len) {
@@ -86,6 +89,29 @@ rm_program *rm_program_create(const char *name)
 	prog->cap_refs = 64;
 	prog->refs = rm_new(int32_t, prog->cap_refs);
 	return prog;
+}
+
+void rm_program_reset(rm_program *prog)
+{
+	arena_chunk *c = prog->arena;
+	if (c) {
+		/* keep the newest chunk, the largest the arena grew to in the last program */
+		arena_chunk *prev = c->prev;
+		while (prev) {
+			arena_chunk *pp = prev->prev;
+			free(prev);
+			prev = pp;
+		}
+		c->prev = NULL;
+		c->used = 0;
+	}
+	free(prog->name);
+	prog->name = rm_xstrdup("");
+	memset(&prog->runtime, 0, sizeof(prog->runtime));
+	prog->tokens = 0;
+	prog->model_flops = -1;
+	prog->n_streams = prog->n_tensors = prog->n_events = prog->n_ops = 0;
+	prog->n_refs = 0;
 }
 
 void rm_program_destroy(rm_program *prog)

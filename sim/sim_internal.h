@@ -65,6 +65,21 @@ typedef struct sim_event {
 } sim_event;
 static_assert(sizeof(sim_event) == 24, "sim_event is a hot record: keep it at 24 bytes");
 
+/* One collective shape's price (sim/prices.c). */
+typedef struct rm_sim_price {
+	double time_s; /* cm->op_time_s */
+	int sms;       /* cm->sms_held */
+	bool has_net;  /* cm->net_load returned true (net is then its shares) */
+	rm_net_load net;
+} rm_sim_price;
+/* The context index of (cm, hw) in p, added when new. */
+int32_t sim_prices_context(rm_sim_prices *p, const rm_cost_model *cm, const rm_hw_profile *hw);
+/* The price of a model-priced collective op (op->kind RM_COST_COLLECTIVE) in context ctx, asked
+ * of cm on hw (the context's) the first time, or into scratch when the cache is full; valid
+ * until the next call. */
+const rm_sim_price *sim_prices_get(rm_sim_prices *p, int32_t ctx, const rm_cost_model *cm, const rm_cost_op *op,
+				   const rm_hw_profile *hw, rm_sim_price *scratch);
+
 struct rm_sim {
 	const rm_program *prog;
 	const rm_hw_profile *hw;

@@ -1002,3 +1002,89 @@ Test(engine, two_dp_all_reduces_on_one_nic_with_the_nccl_model)
 	rm_sim_destroy(sim);
 	rm_program_destroy(p);
 }
+
+/* ---- the collective price cache (rm_sim_prices) ---- */
+
+/* The default model, counting the collectives it is asked to time. */
+static int timed_collectives;
+static double counting_time_s(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	const rm_cost_model *d = rm_cost_model_default();
+	if (op->kind == RM_COST_COLLECTIVE)
+		timed_collectives++;
+	return d->op_time_s(d, op, hw);
+}
+static int counting_sms_held(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	const rm_cost_model *d = rm_cost_model_default();
+	return d->sms_held(d, op, hw);
+}
+
+/* 5 model-priced collectives of 2 shapes (3 all-gathers of 1 GiB, 2 reduce-scatters of 256 MiB
+ * over 8 GPUs) in a chain on one stream. */
+static rm_program *five_collectives(void)
+{
+	rm_program *p = rm_program_create("collectives");
+	rm_program_add_stream(p, "collectives", RM_STREAM_COLLECTIVE, 0);
+	for (int i = 0; i < 5; i++) {
+		rm_program_op_desc d = rm_program_op_desc_init("", RM_COST_COLLECTIVE, 0);
+		bool ag = i % 2 == 0;
+		d.cost.collective = (rm_collective_cost){.op = ag ? RM_COLL_ALL_GATHER : RM_COLL_REDUCE_SCATTER,
+							 .bytes = ag ? INT64_C(1) << 30 : INT64_C(1) << 28,
+							 .group_size = 8,
+							 .span = 1};
+		rm_program_add_op(p, &d);
+	}
+	return p;
+}
+
+static void run_priced(const rm_program *p, const rm_hw_profile *hw, const rm_cost_model *cm, rm_sim_prices *prices,
+		       bool uncached, rm_time_ps *end)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_sim_options opt = {.cost = cm, .prices = prices, .unpriced_cache = uncached};
+	rm_sim *sim = rm_sim_create(p, hw, &opt, &err);
+	cr_assert_not_null(sim, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+	for (int32_t i = 0; i < p->n_ops; i++)
+		end[i] = rm_sim_op_end(sim, i);
+	rm_sim_destroy(sim);
+}
+
+Test(engine, each_collective_shape_is_priced_once_with_the_same_times)
+{
+	const rm_cost_model counting = {.name = "counting", .op_time_s = counting_time_s, .sms_held = counting_sms_held};
+	rm_program *p = five_collectives();
+	/* nodes of 4 GPUs: the group of 8 spans 2 nodes, over the network */
+	rm_hw_profile slow = *h100();
+	slow.gpus_per_node = 4;
+	rm_time_ps ref[5], got[5], ref_slow[5], got_slow[5];
+	timed_collectives = 0;
+	run_priced(p, h100(), &counting, NULL, true, ref);
+	cr_assert_eq(timed_collectives, 5, "uncached: every op asked");
+	run_priced(p, &slow, &counting, NULL, true, ref_slow);
+	cr_assert(ref_slow[4] > ref[4], "across nodes is slower");
+	timed_collectives = 0;
+	run_priced(p, h100(), &counting, NULL, false, got);
+	cr_assert_eq(timed_collectives, 2, "a call's own cache: 2 shapes, 2 questions");
+	cr_assert_eq(memcmp(got, ref, sizeof(ref)), 0);
+	rm_sim_prices *prices = rm_sim_prices_create();
+	timed_collectives = 0;
+	for (int k = 0; k < 3; k++) {
+		run_priced(p, h100(), &counting, prices, false, got);
+		cr_assert_eq(memcmp(got, ref, sizeof(ref)), 0, "run %d", k);
+	}
+	cr_assert_eq(timed_collectives, 2, "a kept cache: asked in the first run only");
+	/* another profile (same address as no other, different bytes) is another context */
+	run_priced(p, &slow, &counting, prices, false, got_slow);
+	cr_assert_eq(timed_collectives, 4);
+	cr_assert_eq(memcmp(got_slow, ref_slow, sizeof(ref_slow)), 0);
+	/* the same bytes at another address are the same context */
+	rm_hw_profile copy = *h100();
+	run_priced(p, &copy, &counting, prices, false, got);
+	cr_assert_eq(memcmp(got, ref, sizeof(ref)), 0);
+	cr_assert_eq(timed_collectives, 4, "a copy of a profile is priced from the cache");
+	rm_sim_prices_destroy(prices);
+	rm_program_destroy(p);
+}

@@ -316,3 +316,54 @@ Test(program, runtime_round_trips_and_is_checked)
 		cr_assert_gt(err.line, 0, "%s: no position", err.msg);
 	}
 }
+
+/* A reset program is empty as a new one, and one built into it again writes the same file. */
+static void build_small(rm_program *p)
+{
+	int32_t s = rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	int32_t t = rm_program_add_tensor(p, "x", 1024, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	int32_t e = rm_program_add_event(p, "");
+	rm_program_op_desc d = rm_program_op_desc_init("a", RM_COST_ELEMENTWISE, s);
+	d.cost.elementwise.bytes_written = 1024;
+	d.outputs = &t;
+	d.n_outputs = 1;
+	d.records = &e;
+	d.n_records = 1;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("", RM_COST_ELEMENTWISE, s);
+	d.cost.elementwise.bytes_read = 1024;
+	d.inputs = &t;
+	d.n_inputs = 1;
+	d.waits = &e;
+	d.n_waits = 1;
+	rm_program_add_op(p, &d);
+}
+
+Test(program, reset_keeps_storage_and_rebuilds_the_same_program)
+{
+	rm_program *fresh = rm_program_create(NULL), *reused = rm_program_create(NULL);
+	build_small(fresh);
+	for (int i = 0; i < 40; i++)
+		build_small(reused); /* 80 ops: the arrays grow past their first capacity */
+	int32_t cap_ops = reused->cap_ops;
+	rm_program_reset(reused);
+	cr_assert_eq(reused->n_ops, 0);
+	cr_assert_eq(reused->n_tensors + reused->n_streams + reused->n_events, 0);
+	cr_assert_eq(reused->n_refs, 0u);
+	cr_assert_eq(reused->model_flops, -1);
+	cr_assert_str_eq(reused->name, "");
+	cr_assert_eq(reused->cap_ops, cap_ops, "the op array keeps its capacity");
+	build_small(reused);
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_program_validate(reused, NULL, &err), RM_OK, "%s", err.msg);
+	size_t l1, l2;
+	char *t1 = write_to_string(fresh, &l1), *t2 = write_to_string(reused, &l2);
+	cr_assert_eq(l1, l2);
+	cr_assert_eq(memcmp(t1, t2, l1), 0, "the same program");
+	cr_assert_str_eq(reused->ops[1].name, "", "an empty name");
+	free(t1);
+	free(t2);
+	rm_program_destroy(fresh);
+	rm_program_destroy(reused);
+}

@@ -158,6 +158,10 @@ typedef struct rm_program_op_desc {
 /* An empty program named name (may be NULL). Never NULL (allocation failure aborts). */
 rm_program *rm_program_create(const char *name);
 void rm_program_destroy(rm_program *prog);
+/* Empties prog as rm_program_create(NULL) makes it, keeping the storage of its arrays, reference
+ * pool and (the newest chunk of) its name arena for the next program built into it. Pointers
+ * into the old program (names, rm_program_refs) are invalid afterwards. */
+void rm_program_reset(rm_program *prog);
 
 /* Builders: each returns the new entity's index. References are checked by validate, not here. */
 int32_t rm_program_add_stream(rm_program *prog, const char *name, rm_stream_kind kind,

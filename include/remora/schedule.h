@@ -130,9 +130,11 @@ typedef struct rm_schedule_config {
 				       * so the pipeliner cannot fetch them an iteration ahead */
 	int recompute_num_layers;     /* unrolled only: layers 0..n-1 follow the policy, the rest keep
 				       * everything (NeMo's recompute_num_layers, block method); 0: all */
-	bool lean;                    /* searches: no tensor names, no self-validation (the engine
-				       * validates the program anyway) */
+	bool lean;                    /* searches: no tensor names, no self-validation */
 	rm_fusion_mode fusion;        /* memory-bound ops as fused kernels (docs/sim.md "Fusion") */
+	rm_program *into;             /* NULL: the program is a new one; else it is into, emptied
+				       * (rm_program_reset: its storage reused) and filled, still the
+				       * caller's on an error (a search's worker keeps one) */
 } rm_schedule_config;
 
 /* Defaults: scan, XLA mode, prefetch 1, XLA's default LHS costs, XLA's flags. */
@@ -175,7 +177,10 @@ void rm_schedule_report_finish(rm_schedule_report *rep);
 
 /*
  * Builds the program of one training step. Returns NULL with err on an invalid configuration
- * (fsdp group larger than the nodes hold, a policy error). rep may be NULL.
+ * (fsdp group larger than the nodes hold, a policy error). rep may be NULL. Builds with
+ * REMORA_SELF_CHECK (every build type but release, meson.build: the tests' builds) validate
+ * the program built (rm_program_validate) unless cfg->lean; an invalid one is an internal error.
+ * Callers then simulate it with rm_sim_options.scheduler_built, which validates nothing again.
  */
 rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report *rep, rm_error *err);
 

@@ -87,6 +87,7 @@ void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_
 
 typedef struct rm_search_progress {
 	int64_t done, total, skipped;
+	int64_t reused; /* of done: rows copied from an equal earlier candidate (not simulated) */
 	double elapsed_s;
 } rm_search_progress;
 typedef void (*rm_search_progress_fn)(const rm_search_progress *p, void *user);
@@ -109,11 +110,18 @@ typedef struct rm_search_options {
 	 * this scenario count as stored, so a shard writing its own database skips what the merged
 	 * one already holds */
 	const char *resume_from;
+	/* true: the unoptimised reference path (every candidate simulated on its own: no memo of
+	 * equal plans, no shared caches); the rows are the same bit for bit (tests compare them) */
+	bool reference;
 } rm_search_options;
 
 /*
  * Runs the sweep: evaluates every candidate (of the shard, when opt asks for one) not yet in the
- * database and stores its row. Returns RM_IO with err on a database error (rows already
+ * database and stores its row. A candidate whose simulated inputs equal an earlier one's (the
+ * same parallelism variant, micro-batch and flag variant or runtime, and a policy that resolves
+ * to the same remat plan: every value's fate and every recomputed op) gets that candidate's
+ * results copied instead of a second simulation (a memo of the run, compared in full, bounded in
+ * size; the copy is what the simulation would give, so rows do not depend on --jobs or shards). Returns RM_IO with err on a database error (rows already
  * committed stay), RM_INVALID for a shard index outside 0..shard_count-1.
  */
 rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_progress *out, rm_error *err);

@@ -80,6 +80,19 @@ bool rm_sim_allocator_from_name(const char *name, rm_sim_allocator *out);
  * gpu_memory_allocation). */
 #define RM_SIM_JAX_MEM_FRACTION 0.75
 
+/*
+ * A cache of collective prices (sim/prices.c): the cost model's time alone, SMs held and network
+ * shares of each collective shape (kind, bytes, group size, node span) in each context (cost
+ * model, hardware profile compared byte for byte), asked once and kept across rm_sim_create calls
+ * that pass it. The cost model's functions are pure (remora/cost.h), so the prices are the same
+ * as asked again; a cost model's data must not change while a cache holds its prices. Not
+ * thread-safe: one cache per thread. Holds at most 65536 shapes (a search sees tens); past them
+ * collectives are priced by the model.
+ */
+typedef struct rm_sim_prices rm_sim_prices;
+rm_sim_prices *rm_sim_prices_create(void);
+void rm_sim_prices_destroy(rm_sim_prices *p);
+
 typedef struct rm_sim_options {
 	int hw_queues;              /* CUDA_DEVICE_MAX_CONNECTIONS; <= 0: 8 */
 	const rm_cost_model *cost;  /* NULL: rm_cost_model_default() */
@@ -89,9 +102,13 @@ typedef struct rm_sim_options {
 	rm_sim_allocator allocator; /* reserved memory model; EXACT (0) costs nothing */
 	double alloc_fraction;      /* JAX_PREALLOC: of HBM preallocated; <= 0: 0.75 */
 	bool scheduler_built;       /* the program is rm_schedule_build's own, in memory: skip
-				     * rm_program_validate (the scheduler's output is validated by
-				     * `simulate`, which builds without lean, and by the tests); a
+				     * rm_program_validate (the scheduler checks its own output in
+				     * every build but release, REMORA_SELF_CHECK, unless lean); a
 				     * program read from a file or made by hand is always validated */
+	rm_sim_prices *prices;      /* collective prices kept between calls (one thread's); NULL:
+				     * each shape is still priced once, for this call only */
+	bool unpriced_cache;        /* ask the cost model for every op, no cache (the reference
+				     * path tests compare the cache with) */
 } rm_sim_options;
 
 typedef struct rm_sim_metrics {

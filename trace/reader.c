@@ -108,6 +108,23 @@ static inline void src_advance(src *s, int c)
 	}
 }
 
+/* Consumes the buffered bytes up to q, keeping line and column. */
+static void advance_range(src *s, const unsigned char *q)
+{
+	const unsigned char *p = s->p;
+	s->offset += q - p;
+	for (;;) {
+		const unsigned char *nl = memchr(p, '\n', (size_t)(q - p));
+		if (!nl)
+			break;
+		s->line++;
+		s->col = 1;
+		p = nl + 1;
+	}
+	s->col += q - p;
+	s->p = q;
+}
+
 static int skip_ws(src *s)
 {
 	for (;;) {
@@ -157,10 +174,11 @@ static bool capture_value(src *s, const char *what)
 				  "the trace ends inside %s (truncated JSON?)", what);
 			return false;
 		}
-		const unsigned char *start = s->p;
+		const unsigned char *start = s->p, *q = s->p, *end = s->end;
 		bool done = false;
-		while (s->p < s->end) {
-			unsigned char ch = *s->p;
+		/* the position is brought up to date once per chunk (advance_range), not per byte */
+		while (q < end) {
+			unsigned char ch = *q;
 			if (scalar) {
 				if (ch == ',' || ch == '}' || ch == ']' || ch == ' ' || ch == '\t' || ch == '\n' ||
 				    ch == '\r') {
@@ -175,7 +193,7 @@ static bool capture_value(src *s, const char *what)
 				else if (ch == '"') {
 					in_str = false;
 					if (depth == 0) {
-						src_advance(s, ch);
+						q++;
 						done = true;
 						break;
 					}
@@ -187,13 +205,14 @@ static bool capture_value(src *s, const char *what)
 			} else if (ch == '}' || ch == ']') {
 				depth--;
 				if (depth <= 0) {
-					src_advance(s, ch);
+					q++;
 					done = true;
 					break;
 				}
 			}
-			src_advance(s, ch);
+			q++;
 		}
+		advance_range(s, q);
 		val_push(s, start, (size_t)(s->p - start));
 		if (done)
 			return true;
@@ -261,6 +280,8 @@ typedef struct builder {
 	/* name interning: open addressing on FNV-1a */
 	int32_t *slots;
 	uint32_t n_slots;
+	uint8_t *name_cls; /* per name: its class by name alone (0xFF: not yet), for Kineto kernels */
+	int32_t cap_cls;
 	kv_name *meta;
 	int n_meta, cap_meta;
 	pending *pend;
@@ -559,8 +580,25 @@ static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t 
 			json_id(json_object_get(args, "External id"), &ext);
 			json_id(json_object_get(args, "bytes"), &bytes);
 		}
-		rm_trace_class cls = rm_trace_classify(name, cat, NULL);
-		add_event(b, (int)device, stream, ts, dur, intern(b, name), cls, ext, bytes, seq);
+		int32_t id = intern(b, name);
+		rm_trace_class cls;
+		if (strstr(cat, "emcpy") || strstr(cat, "emset")) {
+			cls = rm_trace_classify(name, cat, NULL);
+		} else {
+			/* a kernel: its class depends on its name alone, worked out once per name */
+			if (id >= b->cap_cls) {
+				int32_t cap = b->cap_cls ? b->cap_cls : 256;
+				while (cap <= id)
+					cap *= 2;
+				b->name_cls = rm_xrealloc(b->name_cls, (size_t)cap);
+				memset(b->name_cls + b->cap_cls, 0xFF, (size_t)(cap - b->cap_cls));
+				b->cap_cls = cap;
+			}
+			if (b->name_cls[id] == 0xFF)
+				b->name_cls[id] = (uint8_t)rm_trace_classify(name, cat, NULL);
+			cls = (rm_trace_class)b->name_cls[id];
+		}
+		add_event(b, (int)device, stream, ts, dur, id, cls, ext, bytes, seq);
 		return true;
 	}
 	int64_t step = profiler_step(name);
@@ -611,6 +649,97 @@ static void process_member(builder *b, const char *key, json_t *v)
 	}
 }
 
+/* A string member of an event's top level, found without decoding: the raw bytes between the
+ * quotes (escapes left as they are), or NULL. */
+typedef struct raw_str {
+	const char *p;
+	size_t len;
+} raw_str;
+
+static bool raw_is(raw_str r, const char *lit)
+{
+	size_t n = strlen(lit);
+	return r.p && r.len == n && memcmp(r.p, lit, n) == 0;
+}
+
+static bool raw_starts(raw_str r, const char *lit)
+{
+	size_t n = strlen(lit);
+	return r.p && r.len >= n && memcmp(r.p, lit, n) == 0;
+}
+
+/* Finds the top-level string members ph, cat and name of an event object's text. */
+static void raw_members(const unsigned char *v, size_t len, raw_str *ph, raw_str *cat, raw_str *name)
+{
+	*ph = *cat = *name = (raw_str){NULL, 0};
+	int depth = 0;
+	const unsigned char *key = NULL;
+	size_t key_len = 0;
+	bool expect_value = false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = v[i];
+		if (c == '"') {
+			size_t j = i + 1;
+			while (j < len && v[j] != '"')
+				j += v[j] == '\\' ? 2 : 1;
+			if (j >= len)
+				return;
+			if (depth == 1 && expect_value && key) {
+				raw_str r = {(const char *)v + i + 1, j - i - 1};
+				if (key_len == 2 && memcmp(key, "ph", 2) == 0)
+					*ph = r;
+				else if (key_len == 3 && memcmp(key, "cat", 3) == 0)
+					*cat = r;
+				else if (key_len == 4 && memcmp(key, "name", 4) == 0)
+					*name = r;
+				key = NULL;
+				expect_value = false;
+			} else if (depth == 1 && !expect_value) {
+				key = v + i + 1;
+				key_len = j - i - 1;
+			}
+			i = j;
+		} else if (c == ':' && depth == 1) {
+			expect_value = true;
+		} else if (c == ',' && depth == 1) {
+			expect_value = false;
+			key = NULL;
+		} else if (c == '{' || c == '[') {
+			depth++;
+			expect_value = false;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+}
+
+/*
+ * Whether an event can be left undecoded because the analysis keeps nothing of it: flow and
+ * instant events, and Kineto's CPU-side categories other than a GEMM operator (its shapes) or a
+ * ProfilerStep annotation. Such an event is checked for its extent only (strings and brackets
+ * balanced), not decoded: that is most of a trace's bytes (docs/trace.md "Speed").
+ */
+static bool skippable(const unsigned char *v, size_t len)
+{
+	raw_str ph, cat, name;
+	raw_members(v, len, &ph, &cat, &name);
+	if (!ph.p || !name.p)
+		return false;
+	if (!raw_is(ph, "X") && !raw_is(ph, "M"))
+		return true;
+	if (!raw_is(ph, "X") || !cat.p || raw_starts(name, "ProfilerStep#"))
+		return false;
+	static const char *const drop[] = {"cuda_runtime", "cuda_driver", "python_function", "user_annotation",
+					   "gpu_user_annotation", "Trace", "overhead", "cpu_instant_event"};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(drop); i++)
+		if (raw_is(cat, drop[i]))
+			return true;
+	if (raw_is(cat, "cpu_op"))
+		return !(raw_is(name, "aten::mm") || raw_is(name, "aten::addmm") || raw_is(name, "aten::bmm") ||
+			 raw_is(name, "aten::baddbmm"));
+	return false;
+}
+
 /* Reads the array whose '[' is next. top: the document itself (its "]" may be missing). */
 static bool read_events(src *s, builder *b, bool top)
 {
@@ -627,6 +756,11 @@ static bool read_events(src *s, builder *b, bool top)
 			return true; /* "[ {...}, {...}," then the end: the format allows it */
 		if (!capture_value(s, "an element of traceEvents"))
 			return false;
+		if (skippable(s->val, s->val_len)) {
+			b->t->events++;
+			b->seq++;
+			goto next;
+		}
 		json_t *ev = decode_value(s, line, col);
 		if (!ev)
 			return false;
@@ -634,6 +768,7 @@ static bool read_events(src *s, builder *b, bool top)
 		json_decref(ev);
 		if (!ok)
 			return false;
+next:
 		c = skip_ws(s);
 		if (c == ',') {
 			src_advance(s, c);
@@ -881,6 +1016,7 @@ static void finish(builder *b)
 static void builder_free(builder *b)
 {
 	free(b->slots);
+	free(b->name_cls);
 	for (int i = 0; i < b->n_meta; i++)
 		free(b->meta[i].name);
 	free(b->meta);

@@ -144,7 +144,7 @@ static json_t *report_json(const rm_trace_report *r, const char *file)
 	json_object_set_new(head, "rank", json_integer(r->rank));
 	json_object_set_new(head, "device", json_integer(r->device));
 	json_object_set_new(head, "file", rm_json_string(file));
-	json_object_set_new(head, "window", json_string(r->from_steps ? "profiler_steps_median" : "gpu_span"));
+	json_object_set_new(head, "window", json_string(r->from_steps ? "steps_median" : "gpu_span"));
 	json_object_update(head, o);
 	json_decref(o);
 	json_t *steps = json_array();
@@ -172,7 +172,7 @@ static void print_fig_row(const char *label, const rm_trace_fig *f)
 static void report_text(const rm_trace_report *r, const char *file)
 {
 	printf("rank %d, device %d (%s): %s\n", r->rank, r->device, file,
-	       r->from_steps ? "ProfilerStep windows" : "no step annotation: the span of the GPU events");
+	       r->from_steps ? "step windows (ProfilerStep#N or JAX Steps)" : "no step annotation: the span of the GPU events");
 	printf("  %-12s %10s %10s %10s %10s %10s %7s %10s\n", "step", "step_ms", "compute_ms", "comm_ms",
 	       "exposed_ms", "idle_ms", "coll@cs", "coll@cs_ms");
 	for (int w = 0; w < r->n_windows && r->from_steps; w++) {

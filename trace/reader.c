@@ -80,6 +80,10 @@ static bool src_fill(src *s)
 	const char *msg = gzerror(s->gz, &errnum);
 	if (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) {
 		const char *why = errnum == Z_ERRNO ? strerror(errno) : msg;
+		/* zlib's message starts with the path it was opened with */
+		size_t nl = strlen(s->name);
+		if (why && strncmp(why, s->name, nl) == 0 && strncmp(why + nl, ": ", 2) == 0)
+			why += nl + 2;
 		pos_error(s, s->gzip ? RM_PARSE : RM_IO, s->line, s->col,
 			  "%s: the gzip stream is truncated or corrupt, the text stops here",
 			  why && why[0] ? why : "read error");

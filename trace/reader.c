@@ -698,6 +698,8 @@ static void raw_members(const unsigned char *v, size_t len, raw_str *ph, raw_str
 					*name = r;
 				key = NULL;
 				expect_value = false;
+				if (ph->p && cat->p && name->p)
+					return; /* Kineto writes them first: the rest need not be looked at */
 			} else if (depth == 1 && !expect_value) {
 				key = v + i + 1;
 				key_len = j - i - 1;

@@ -81,6 +81,8 @@ Test(trace, classes)
 	cr_assert_eq(rm_trace_classify("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN", "kernel", NULL), RM_TRACE_GEMM);
 	cr_assert_eq(rm_trace_classify("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm>(...)", "kernel", NULL), RM_TRACE_GEMM);
 	cr_assert_eq(rm_trace_classify("ampere_sgemm_128x64_nn", "kernel", NULL), RM_TRACE_GEMM);
+	cr_assert_eq(rm_trace_classify("void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int)", "kernel", NULL),
+		     RM_TRACE_MEMORY_BOUND);
 	cr_assert_eq(rm_trace_classify("void at::native::vectorized_elementwise_kernel<4>(int)", "kernel", NULL),
 		     RM_TRACE_MEMORY_BOUND);
 	/* JAX: the XLA op decides when the kernel name says nothing */

@@ -71,6 +71,10 @@ static const pattern_row patterns[] = {
 	{ON_NAME, false, "attn_fwd", RM_TRACE_ATTENTION},
 	{ON_NAME, false, "attn_bwd", RM_TRACE_ATTENTION},
 	{ON_NAME, false, "attention", RM_TRACE_ATTENTION},
+	/* FBGEMM's embedding kernels say "gemm" in their namespace but are gathers and permutes
+	 * ("void fbgemm_gpu::permute_2D_lengths_kernel<int>(...)", HTA
+	 * trace_filter/sampled_rank-0.json.gz and negative_queue_length_values_check/rank0.json.gz). */
+	{ON_NAME, true, "fbgemm_gpu::", RM_TRACE_MEMORY_BOUND},
 	/* GEMM: cuBLAS/cuBLASLt kernels ("ampere_sgemm_128x64_nn", "sm90_xmma_gemm_..."; "nvjet_*" of
 	 * cuBLAS 12.x on Hopper), CUTLASS ("cutlass_80_tensorop_s1688gemm", "cutlass::Kernel2"),
 	 * Triton/XLA GEMM fusions ("triton_gemm_dot", "gemm_fusion_dot"), cuDNN convolutions as implicit

@@ -33,6 +33,7 @@ int cli_cmd_bench(int argc, char **argv);
 int cli_cmd_exec(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
 int cli_cmd_plan(int argc, char **argv);
+int cli_cmd_trace(int argc, char **argv);
 
 /*
  * The cost model a scenario's simulation uses: the default one with collectives priced by the

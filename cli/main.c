@@ -28,6 +28,8 @@ static const cli_command commands[] = {
 	 cli_cmd_run_program},
 	{"bench", "benchmarks: engine (events per second), search (candidates per second)", cli_cmd_bench},
 	{"exec", "run a schedule program on GPUs and compare with the prediction; --dry-run plans it", cli_cmd_exec},
+	{"trace", "profiler traces (PyTorch/Kineto, JAX): import, report the step, overlap and exposed comm",
+	 cli_cmd_trace},
 	{"validate", "predicted vs measured on the shipped end-to-end cases (data/validation)", cli_cmd_validate},
 };
 

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(meson ninja-build pkg-config gcc g++ libgsl-dev libsqlite3-dev libcriterion-dev
-      libfyaml-dev libjansson-dev libssl-dev jq gnuplot-nox
+      libfyaml-dev libjansson-dev libssl-dev zlib1g-dev jq gnuplot-nox
       openmpi-bin libopenmpi-dev)
 # the clang sanitizer build and the libFuzzer harnesses (CC=clang scripts/setup.sh build-clang ...)
 [ "${CC:-}" = clang ] && pkgs+=(clang libclang-rt-14-dev)

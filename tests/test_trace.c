@@ -1,0 +1,394 @@
+/*
+ * Measured traces (remora/trace.h): the NCCL name parse, the kernel classes, the streaming reader
+ * (plain, gzip, the array form, truncation and other errors with their positions) and the step
+ * analysis on hand-written traces whose figures are worked out below by hand.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <zlib.h>
+
+#include "remora/trace.h"
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	cr_assert_not_null(v, "%s must be set (meson test sets it)", name);
+	return v;
+}
+
+static const char *test_file(const char *name)
+{
+	static char path[1024];
+	snprintf(path, sizeof(path), "%s/trace/%s", env("REMORA_TEST_DATA"), name);
+	return path;
+}
+
+/* Times in the fixtures are whole microseconds: compare in microseconds, exactly up to the
+ * conversion to seconds. */
+#define assert_us(seconds, us) cr_assert_float_eq((seconds) * 1e6, (double)(us), 1e-6, "%s = %.9g s, expected %g us", #seconds, (seconds), (double)(us))
+
+Test(trace, nccl_names)
+{
+	rm_trace_nccl_name n;
+	cr_assert(rm_trace_nccl_parse("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", &n));
+	cr_assert_str_eq(n.op, "AllGather");
+	cr_assert_str_eq(n.algo, "RING");
+	cr_assert_str_eq(n.proto, "LL");
+	cr_assert_str_eq(n.redop, "");
+	cr_assert(rm_trace_nccl_parse("void ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", &n));
+	cr_assert_str_eq(n.op, "AllReduce");
+	cr_assert_str_eq(n.algo, "RING");
+	cr_assert_str_eq(n.proto, "LL");
+	cr_assert_str_eq(n.redop, "Sum");
+	cr_assert_str_eq(n.type, "float");
+	/* >= 2.19 order: coll_redop_type_algo_proto */
+	cr_assert(rm_trace_nccl_parse("ncclDevKernel_ReduceScatter_Sum_bf16_NVLS_TREE_SIMPLE(x)", &n));
+	cr_assert_str_eq(n.op, "ReduceScatter");
+	cr_assert_str_eq(n.redop, "Sum");
+	cr_assert_str_eq(n.type, "bf16");
+	cr_assert_str_eq(n.algo, "NVLS_TREE");
+	cr_assert_str_eq(n.proto, "SIMPLE");
+	cr_assert(rm_trace_nccl_parse("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", &n));
+	cr_assert_str_eq(n.op, "SendRecv");
+	cr_assert_str_eq(n.type, "int8_t");
+	cr_assert(rm_trace_nccl_parse("ncclDevKernel_AllReduce_Sum_f32_COLLNET_DIRECT_LL128", &n));
+	cr_assert_str_eq(n.algo, "COLLNET_DIRECT");
+	cr_assert_str_eq(n.proto, "LL128");
+	cr_assert_str_eq(n.type, "f32");
+	cr_assert(rm_trace_nccl_parse("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", &n));
+	cr_assert_str_eq(n.op, "Generic");
+	cr_assert_str_eq(n.algo, "");
+	cr_assert_not(rm_trace_nccl_parse("sm90_xmma_gemm_bf16", &n));
+	cr_assert_str_eq(n.op, "");
+}
+
+Test(trace, classes)
+{
+	cr_assert_eq(rm_trace_classify("ncclDevKernel_AllGather_RING_LL(x)", "kernel", NULL), RM_TRACE_NCCL);
+	cr_assert_eq(rm_trace_classify("Memcpy DtoD (Device -> Device)", "gpu_memcpy", NULL), RM_TRACE_MEMCPY);
+	cr_assert_eq(rm_trace_classify("Memset (Device)", "gpu_memset", NULL), RM_TRACE_MEMSET);
+	cr_assert_eq(rm_trace_classify("void flash_fwd_kernel<...>(Flash_fwd_params)", "kernel", NULL), RM_TRACE_ATTENTION);
+	cr_assert_eq(rm_trace_classify("fmha_cutlassF_bf16_aligned_64x128_rf_sm80", "kernel", NULL), RM_TRACE_ATTENTION);
+	cr_assert_eq(rm_trace_classify("cudnn_generated_fort_native_sdpa_sm90_knob_7", "kernel", NULL), RM_TRACE_ATTENTION);
+	cr_assert_eq(rm_trace_classify("sm90_xmma_gemm_bf16bf16_bf16f32", "kernel", NULL), RM_TRACE_GEMM);
+	cr_assert_eq(rm_trace_classify("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN", "kernel", NULL), RM_TRACE_GEMM);
+	cr_assert_eq(rm_trace_classify("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm>(...)", "kernel", NULL), RM_TRACE_GEMM);
+	cr_assert_eq(rm_trace_classify("ampere_sgemm_128x64_nn", "kernel", NULL), RM_TRACE_GEMM);
+	cr_assert_eq(rm_trace_classify("void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int)", "kernel", NULL),
+		     RM_TRACE_MEMORY_BOUND);
+	cr_assert_eq(rm_trace_classify("void at::native::vectorized_elementwise_kernel<4>(int)", "kernel", NULL),
+		     RM_TRACE_MEMORY_BOUND);
+	/* JAX: the XLA op decides when the kernel name says nothing */
+	cr_assert_eq(rm_trace_classify("loop_fusion_3", NULL, "all-gather-start.1"), RM_TRACE_NCCL);
+	cr_assert_eq(rm_trace_classify("loop_multiply_fusion", NULL, "multiply_fusion"), RM_TRACE_MEMORY_BOUND);
+	cr_assert_str_eq(rm_trace_class_key(RM_TRACE_MEMORY_BOUND), "memory_bound");
+	cr_assert(rm_trace_class_is_compute(RM_TRACE_ATTENTION));
+	cr_assert_not(rm_trace_class_is_compute(RM_TRACE_MEMCPY));
+}
+
+/*
+ * overlap.json, by hand (microseconds). Stream 7: GEMM [100,130) (aten::mm 64x128 @ 128x256:
+ * 2*64*128*256 = 4194304 FLOPs), elementwise [140,160), flash [170,180), an AllReduce [185,195) ON
+ * THE COMPUTE STREAM, GEMM [205,220). Stream 20: AllGather [120,150), ReduceScatter [190,210)
+ * (across the step boundary), memcpy [230,240) of 1e6 bytes.
+ * Step 1 = [100,200): compute = 30+20+10 = 60; comm = [120,150) + [185,200) = 45;
+ *   exposed = [130,140) + [185,200) = 25; all work = [100,160) + [170,180) + [185,200) = 85 ->
+ *   idle 15; collectives on the compute stream: 1, 10; stream 7 = 70 (4 events), stream 20 =
+ *   [120,150) + [190,200) = 40 (2 events).
+ * Step 2 = [200,250): compute = 15; comm = [200,210) = 10; exposed = [200,205) = 5; all work =
+ *   [200,220) + [230,240) = 30 -> idle 20; stream 20 = 20.
+ * Median of two: the mean of the two.
+ */
+Test(trace, overlap_steps)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_trace *t = rm_trace_read(test_file("overlap.json"), &err);
+	cr_assert_not_null(t, "%s", err.msg);
+	rm_trace_summary s;
+	rm_trace_summary_get(t, &s);
+	cr_assert_eq(s.rank, 3);
+	cr_assert_eq(s.events, 18);
+	cr_assert_eq(s.gpu_events, 8);
+	cr_assert_eq(s.kernels, 7);
+	cr_assert_eq(s.nccl_kernels, 3);
+	cr_assert_eq(s.steps, 2, "the gpu_user_annotation ProfilerStep is not a step");
+	cr_assert_eq(s.streams, 2);
+	cr_assert_eq(s.devices, 1);
+	cr_assert_eq(s.gemm_shapes, 1);
+	cr_assert_str_eq(s.format, "kineto");
+	rm_trace_report *r = NULL;
+	int n = 0;
+	rm_trace_analyze(t, 0, &r, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(r[0].rank, 3);
+	cr_assert(r[0].from_steps);
+	cr_assert_eq(r[0].n_windows, 2);
+	const rm_trace_fig *f1 = &r[0].windows[0].fig, *f2 = &r[0].windows[1].fig, *m = &r[0].median;
+	cr_assert_eq(r[0].windows[0].number, 1);
+	assert_us(f1->step_s, 100);
+	assert_us(f1->compute_busy_s, 60);
+	assert_us(f1->comm_busy_s, 45);
+	assert_us(f1->exposed_comm_s, 25);
+	assert_us(f1->gpu_busy_s, 85);
+	assert_us(f1->idle_s, 15);
+	cr_assert_eq(f1->coll_on_compute_count, 1);
+	assert_us(f1->coll_on_compute_s, 10);
+	assert_us(f1->class_s[RM_TRACE_GEMM], 30);
+	assert_us(f1->class_s[RM_TRACE_ATTENTION], 10);
+	assert_us(f1->class_s[RM_TRACE_MEMORY_BOUND], 20);
+	assert_us(f1->class_s[RM_TRACE_NCCL], 45);
+	cr_assert_eq(f1->class_count[RM_TRACE_NCCL], 3);
+	cr_assert_eq(r[0].n_streams, 2);
+	cr_assert_eq(f1->streams[0].stream, 7);
+	assert_us(f1->streams[0].busy_s, 70);
+	cr_assert_eq(f1->streams[0].kernels, 4);
+	cr_assert(f1->streams[0].compute && f1->streams[0].comm);
+	cr_assert_eq(f1->streams[1].stream, 20);
+	assert_us(f1->streams[1].busy_s, 40);
+	cr_assert_not(f1->streams[1].compute);
+	cr_assert_float_eq(f1->gemm_flops, 4194304.0, 0.5);
+	assert_us(f1->gemm_shaped_s, 30);
+	/* NCCL kinds in (op, algo, proto) order */
+	cr_assert_eq(r[0].n_nccl, 3);
+	cr_assert_str_eq(f1->nccl[0].op, "AllGather");
+	cr_assert_str_eq(f1->nccl[2].op, "ReduceScatter");
+	cr_assert_str_eq(f1->nccl[2].proto, "SIMPLE");
+	assert_us(f1->nccl[2].busy_s, 10);
+	assert_us(f2->step_s, 50);
+	assert_us(f2->compute_busy_s, 15);
+	assert_us(f2->comm_busy_s, 10);
+	assert_us(f2->exposed_comm_s, 5);
+	assert_us(f2->idle_s, 20);
+	cr_assert_eq(f2->coll_on_compute_count, 0);
+	assert_us(f2->streams[1].busy_s, 20);
+	cr_assert_float_eq(f2->copy_bytes, 1e6, 0.5);
+	assert_us(f2->copy_bytes_s, 10);
+	assert_us(m->step_s, 75);
+	assert_us(m->compute_busy_s, 37.5);
+	assert_us(m->comm_busy_s, 27.5);
+	assert_us(m->exposed_comm_s, 15);
+	assert_us(m->idle_s, 17.5);
+	rm_trace_reports_free(r, n);
+	rm_trace_destroy(t);
+}
+
+/* jax.json: metadata after the events; stream 13 runs a fusion [10,40) and a GEMM [50,80),
+ * stream 14 an all-gather [30,60); the "XLA Ops" line repeats the fusion and is not GPU work; the
+ * Steps line gives step 7 = [0,100). compute 60, comm 30, exposed [40,50) = 10, work [10,80) = 70,
+ * idle 30. */
+Test(trace, jax_streams)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_trace *t = rm_trace_read(test_file("jax.json"), &err);
+	cr_assert_not_null(t, "%s", err.msg);
+	rm_trace_summary s;
+	rm_trace_summary_get(t, &s);
+	cr_assert_str_eq(s.format, "jax");
+	cr_assert_eq(s.gpu_events, 3);
+	cr_assert_eq(s.rank, -1);
+	rm_trace_report *r = NULL;
+	int n = 0;
+	rm_trace_analyze(t, 5, &r, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(r[0].rank, 5, "no distributedInfo: the file's index");
+	cr_assert(r[0].from_steps);
+	cr_assert_eq(r[0].windows[0].number, 7);
+	const rm_trace_fig *f = &r[0].median;
+	assert_us(f->step_s, 100);
+	assert_us(f->compute_busy_s, 60);
+	assert_us(f->comm_busy_s, 30);
+	assert_us(f->exposed_comm_s, 10);
+	assert_us(f->idle_s, 30);
+	assert_us(f->class_s[RM_TRACE_GEMM], 30);
+	rm_trace_reports_free(r, n);
+	rm_trace_destroy(t);
+}
+
+/* The array form without its closing bracket (allowed by the format) and no step: the window is
+ * the span of the GPU events, [1.5, 10) us; fractional microseconds become whole nanoseconds. */
+Test(trace, array_form_span)
+{
+	const char *text = "[{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 7, \"ts\": 1.5, \"dur\": 2.25},\n"
+			   " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"pid\": 0, \"tid\": 7, \"ts\": 8, \"dur\": 2},\n";
+	rm_error err;
+	rm_error_clear(&err);
+	rm_trace *t = rm_trace_read_mem(text, strlen(text), "array.json", &err);
+	cr_assert_not_null(t, "%s", err.msg);
+	rm_trace_report *r = NULL;
+	int n = 0;
+	rm_trace_analyze(t, 0, &r, &n);
+	cr_assert_not(r[0].from_steps);
+	cr_assert_eq(r[0].windows[0].start_ns, 1500);
+	cr_assert_eq(r[0].windows[0].end_ns, 10000);
+	cr_assert_float_eq(r[0].median.gpu_busy_s, 4.25e-6, 1e-15);
+	cr_assert_float_eq(r[0].median.idle_s, 4.25e-6, 1e-15);
+	rm_trace_reports_free(r, n);
+	rm_trace_destroy(t);
+}
+
+static rm_trace *read_text_expect_error(const char *text, rm_error *err)
+{
+	rm_error_clear(err);
+	rm_trace *t = rm_trace_read_mem(text, strlen(text), "bad.json", err);
+	cr_assert_null(t, "'%s' should not read", text);
+	cr_assert_str_eq(err->file, "bad.json");
+	cr_assert_neq(err->msg[0], '\0');
+	return t;
+}
+
+Test(trace, errors_with_positions)
+{
+	rm_error err;
+	/* truncated inside the second event: the position is the end of the text, line 3 column 25 (after its 24 bytes) */
+	read_text_expect_error("{\"traceEvents\": [\n"
+			       "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 1, \"dur\": 2},\n"
+			       "{\"ph\": \"X\", \"cat\": \"kern", &err);
+	cr_assert_eq(err.status, RM_PARSE);
+	cr_assert_eq(err.line, 3);
+	cr_assert_eq(err.column, 25);
+	cr_assert(strstr(err.msg, "truncated"), "%s", err.msg);
+	/* truncated between events of the object form */
+	read_text_expect_error("{\"traceEvents\": [\n"
+			       "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 1, \"dur\": 2},\n",
+			       &err);
+	cr_assert_eq(err.line, 3);
+	cr_assert_eq(err.column, 1);
+	/* malformed inside an event: jansson's error placed in the file (line 2, the '}' at column 14) */
+	read_text_expect_error("{\"traceEvents\": [\n {\"ph\": \"X\", }]}", &err);
+	cr_assert_eq(err.status, RM_PARSE);
+	cr_assert_eq(err.line, 2);
+	cr_assert_eq(err.column, 14);
+	cr_assert(strstr(err.msg, "malformed JSON"), "%s", err.msg);
+	/* no traceEvents */
+	read_text_expect_error("{\"schemaVersion\": 1, \"deviceProperties\": []}", &err);
+	cr_assert_eq(err.status, RM_NOT_FOUND);
+	cr_assert(strstr(err.msg, "traceEvents"), "%s", err.msg);
+	/* no GPU events: CPU operators only */
+	read_text_expect_error("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, "
+			       "\"tid\": 1, \"ts\": 1, \"dur\": 2}]}", &err);
+	cr_assert_eq(err.status, RM_NOT_FOUND);
+	cr_assert(strstr(err.msg, "no GPU events in 1 trace events"), "%s", err.msg);
+	/* empty */
+	read_text_expect_error("{\"traceEvents\": []}", &err);
+	cr_assert_eq(err.status, RM_NOT_FOUND);
+	/* a GPU event without its duration, at line 1 column 18 */
+	read_text_expect_error("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1}]}", &err);
+	cr_assert_eq(err.line, 1);
+	cr_assert_eq(err.column, 18);
+	cr_assert(strstr(err.msg, "dur"), "%s", err.msg);
+	/* not an object */
+	read_text_expect_error("{\"traceEvents\": [1]}", &err);
+	cr_assert(strstr(err.msg, "not an object"), "%s", err.msg);
+	read_text_expect_error("<html>", &err);
+	cr_assert(strstr(err.msg, "not a Chrome trace"), "%s", err.msg);
+}
+
+/* Writes overlap.json gzip-compressed to path; returns the compressed size. */
+static long write_gzip_copy(const char *path)
+{
+	FILE *in = fopen(test_file("overlap.json"), "rb");
+	cr_assert_not_null(in);
+	gzFile gz = gzopen(path, "wb9");
+	cr_assert_not_null(gz);
+	char buf[4096];
+	size_t got;
+	while ((got = fread(buf, 1, sizeof(buf), in)) > 0)
+		cr_assert_eq(gzwrite(gz, buf, (unsigned)got), (int)got);
+	fclose(in);
+	cr_assert_eq(gzclose(gz), Z_OK);
+	FILE *f = fopen(path, "rb");
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	fclose(f);
+	return size;
+}
+
+Test(trace, gzip_and_truncated_gzip)
+{
+	char path[] = "/tmp/remora-test-trace-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	long size = write_gzip_copy(path);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_trace *t = rm_trace_read(path, &err);
+	cr_assert_not_null(t, "%s", err.msg);
+	rm_trace_summary s;
+	rm_trace_summary_get(t, &s);
+	cr_assert_eq(s.gpu_events, 8, "the same trace as the plain file");
+	cr_assert_eq(s.rank, 3);
+	rm_trace_destroy(t);
+	/* cut the compressed stream in half: zlib reports the truncation, positioned in the text */
+	cr_assert_eq(truncate(path, size / 2), 0);
+	rm_error_clear(&err);
+	t = rm_trace_read(path, &err);
+	cr_assert_null(t);
+	cr_assert_eq(err.status, RM_PARSE);
+	cr_assert_str_eq(err.file, path);
+	cr_assert_gt(err.line, 1);
+	cr_assert(strstr(err.msg, "gzip stream is truncated"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "decompressed text"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "compressed byte offset"), "%s", err.msg);
+	unlink(path);
+}
+
+Test(trace, missing_file)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_null(rm_trace_read("/nonexistent/trace.json", &err));
+	cr_assert_eq(err.status, RM_IO);
+}
+
+/* Runs `remora ARGS` (a shell line) and returns its exit status; its stdout in out (size). */
+static int run_remora(const char *args, char *out, size_t size)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "'%s' %s 2>/dev/null", env("REMORA_BIN"), args);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t n = fread(out, 1, size - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(trace, cli)
+{
+	static char out[1 << 16];
+	char args[1200];
+	snprintf(args, sizeof(args), "trace report --json '%s'", test_file("overlap.json"));
+	cr_assert_eq(run_remora(args, out, sizeof(out)), 0);
+	json_error_t jerr;
+	json_t *doc = json_loads(out, 0, &jerr);
+	cr_assert_not_null(doc, "%s", jerr.text);
+	json_t *r0 = json_array_get(json_object_get(doc, "ranks"), 0);
+	cr_assert_eq(json_integer_value(json_object_get(r0, "rank")), 3);
+	cr_assert_float_eq(json_real_value(json_object_get(r0, "exposed_comm_s")), 15e-6, 1e-12);
+	cr_assert_float_eq(json_real_value(json_object_get(r0, "idle_s")), 17.5e-6, 1e-12);
+	json_t *coc = json_object_get(r0, "collectives_on_compute_stream");
+	cr_assert_eq(json_integer_value(json_object_get(coc, "count")), 1, "the median of 1 and 0, rounded");
+	cr_assert_eq(json_array_size(json_object_get(r0, "steps")), 2);
+	json_decref(doc);
+	/* a directory: its *.json files in name order (jax.json is file 0, overlap.json rank 3) */
+	snprintf(args, sizeof(args), "trace import '%s/trace'", env("REMORA_TEST_DATA"));
+	cr_assert_eq(run_remora(args, out, sizeof(out)), 0);
+	cr_assert(strstr(out, "jax.json: 13 events, 3 GPU events"), "%s", out);
+	cr_assert(strstr(out, "overlap.json: 18 events, 8 GPU events (7 kernels, 3 NCCL), 2 streams on 1 devices, rank 3"),
+		  "%s", out);
+	/* bad input: exit 1, nothing on stdout; bad usage: exit 2 */
+	cr_assert_eq(run_remora("trace report /nonexistent.json", out, sizeof(out)), 1);
+	cr_assert_str_eq(out, "");
+	cr_assert_eq(run_remora("trace frobnicate x", out, sizeof(out)), 2);
+	cr_assert_eq(run_remora("trace import --json x", out, sizeof(out)), 2);
+}

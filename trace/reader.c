@@ -1,0 +1,1134 @@
+/*
+ * The streaming reader of Chrome Trace Event JSON (remora/trace.h).
+ *
+ * The document is scanned here, byte by byte, to the "traceEvents" array; each element's extent
+ * is found with a small scanner (strings, escapes, brace depth) and only that slice is decoded by
+ * jansson (json_loadb). Position (line, column in bytes, 1-based) is kept for the decompressed
+ * text so every error points into it.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <zlib.h>
+
+#include "remora/file.h"
+#include "trace_private.h"
+
+/* An event larger than this is refused: no profiler writes one (the largest Kineto events are
+ * kernels with long template names, a few KiB), and it bounds the reader's memory. */
+#define RM_TRACE__MAX_EVENT_BYTES ((size_t)64 << 20)
+
+typedef struct src {
+	gzFile gz;               /* NULL: reading from memory */
+	const unsigned char *mem;
+	size_t mem_len;
+	unsigned char buf[1 << 16];
+	const unsigned char *p, *end; /* the unread bytes of buf (or of mem) */
+	bool eof, gzip;
+	int64_t line, col, offset;    /* position of the next byte */
+	const char *name;
+	rm_error *err;
+	bool failed;
+	/* the slice of one value */
+	unsigned char *val;
+	size_t val_len, val_cap;
+} src;
+
+static void pos_error(src *s, rm_status st, int64_t line, int64_t col, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* Records the first failure at (line, col) of the text; gzip input says so and adds the
+ * compressed byte offset reached. */
+static void pos_error(src *s, rm_status st, int64_t line, int64_t col, const char *fmt, ...)
+{
+	if (s->failed)
+		return;
+	s->failed = true;
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	char extra[160] = "";
+	if (s->gzip)
+		snprintf(extra, sizeof(extra), " (line:column in the decompressed text; compressed byte offset %lld)",
+			 (long long)(s->gz ? gzoffset(s->gz) : 0));
+	rm_error_set(s->err, st, s->name, (int)line, (int)col, "%s%s", msg, extra);
+}
+
+/* Refills; false at the end of the input or on a read error (then s->failed). */
+static bool src_fill(src *s)
+{
+	if (s->eof || s->failed)
+		return false;
+	if (!s->gz) {
+		s->eof = true;
+		return false;
+	}
+	int n = gzread(s->gz, s->buf, sizeof(s->buf));
+	if (n > 0) {
+		s->p = s->buf;
+		s->end = s->buf + n;
+		return true;
+	}
+	int errnum = Z_OK;
+	const char *msg = gzerror(s->gz, &errnum);
+	if (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) {
+		const char *why = errnum == Z_ERRNO ? strerror(errno) : msg;
+		/* zlib's message starts with the path it was opened with */
+		size_t nl = strlen(s->name);
+		if (why && strncmp(why, s->name, nl) == 0 && strncmp(why + nl, ": ", 2) == 0)
+			why += nl + 2;
+		pos_error(s, s->gzip ? RM_PARSE : RM_IO, s->line, s->col,
+			  "%s: the gzip stream is truncated or corrupt, the text stops here",
+			  why && why[0] ? why : "read error");
+		return false;
+	}
+	s->eof = true;
+	return false;
+}
+
+static inline int src_peek(src *s)
+{
+	if (s->p == s->end && !src_fill(s))
+		return -1;
+	return *s->p;
+}
+
+static inline void src_advance(src *s, int c)
+{
+	s->p++;
+	s->offset++;
+	if (c == '\n') {
+		s->line++;
+		s->col = 1;
+	} else {
+		s->col++;
+	}
+}
+
+/* Consumes the buffered bytes up to q, keeping line and column. */
+static void advance_range(src *s, const unsigned char *q)
+{
+	const unsigned char *p = s->p;
+	s->offset += q - p;
+	for (;;) {
+		const unsigned char *nl = memchr(p, '\n', (size_t)(q - p));
+		if (!nl)
+			break;
+		s->line++;
+		s->col = 1;
+		p = nl + 1;
+	}
+	s->col += q - p;
+	s->p = q;
+}
+
+static int skip_ws(src *s)
+{
+	for (;;) {
+		int c = src_peek(s);
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+			src_advance(s, c);
+		else
+			return c;
+	}
+}
+
+static void val_push(src *s, const unsigned char *from, size_t n)
+{
+	if (s->val_len + n + 1 > s->val_cap) {
+		size_t cap = s->val_cap ? s->val_cap : 4096;
+		while (cap < s->val_len + n + 1)
+			cap *= 2;
+		s->val = rm_xrealloc(s->val, cap);
+		s->val_cap = cap;
+	}
+	memcpy(s->val + s->val_len, from, n);
+	s->val_len += n;
+	s->val[s->val_len] = '\0';
+}
+
+/*
+ * Copies the JSON value that starts at the next byte into s->val (a container, a string or a
+ * scalar); its syntax inside is left to jansson. false on end of input inside it (truncated JSON)
+ * or when it is too large.
+ */
+static bool capture_value(src *s, const char *what)
+{
+	s->val_len = 0;
+	int64_t line = s->line, col = s->col;
+	int c = src_peek(s);
+	if (c < 0) {
+		pos_error(s, RM_PARSE, s->line, s->col, "the trace ends where %s should be (truncated JSON?)", what);
+		return false;
+	}
+	int depth = 0;
+	bool in_str = false, esc = false, scalar = c != '{' && c != '[' && c != '"';
+	for (;;) {
+		if (s->p == s->end && !src_fill(s)) {
+			if (scalar && !s->failed && s->val_len > 0)
+				return true;
+			pos_error(s, RM_PARSE, s->line, s->col,
+				  "the trace ends inside %s (truncated JSON?)", what);
+			return false;
+		}
+		const unsigned char *start = s->p, *q = s->p, *end = s->end;
+		bool done = false;
+		/* the position is brought up to date once per chunk (advance_range), not per byte */
+		while (q < end) {
+			unsigned char ch = *q;
+			if (scalar) {
+				if (ch == ',' || ch == '}' || ch == ']' || ch == ' ' || ch == '\t' || ch == '\n' ||
+				    ch == '\r') {
+					done = true;
+					break;
+				}
+			} else if (in_str) {
+				if (esc)
+					esc = false;
+				else if (ch == '\\')
+					esc = true;
+				else if (ch == '"') {
+					in_str = false;
+					if (depth == 0) {
+						q++;
+						done = true;
+						break;
+					}
+				}
+			} else if (ch == '"') {
+				in_str = true;
+			} else if (ch == '{' || ch == '[') {
+				depth++;
+			} else if (ch == '}' || ch == ']') {
+				depth--;
+				if (depth <= 0) {
+					q++;
+					done = true;
+					break;
+				}
+			}
+			q++;
+		}
+		advance_range(s, q);
+		val_push(s, start, (size_t)(s->p - start));
+		if (done)
+			return true;
+		if (s->val_len > RM_TRACE__MAX_EVENT_BYTES) {
+			pos_error(s, RM_RANGE, line, col, "%s is larger than 64 MiB: not a profiler trace?", what);
+			return false;
+		}
+	}
+}
+
+/* The position of byte `at` of the slice that started at (line, col). */
+static void slice_pos(const src *s, int64_t line, int64_t col, size_t at, int64_t *oline, int64_t *ocol)
+{
+	for (size_t i = 0; i < at && i < s->val_len; i++) {
+		if (s->val[i] == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
+		}
+	}
+	*oline = line;
+	*ocol = col;
+}
+
+/* Decodes s->val (captured at line, col) with jansson; NULL with the error positioned. */
+static json_t *decode_value(src *s, int64_t line, int64_t col)
+{
+	json_error_t jerr;
+	json_t *v = json_loadb((const char *)s->val, s->val_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+	if (v)
+		return v;
+	int64_t l, c;
+	size_t at = jerr.position > 0 ? (size_t)jerr.position - 1 : 0;
+	slice_pos(s, line, col, at, &l, &c);
+	char msg[300];
+	snprintf(msg, sizeof(msg), "malformed JSON: %s", jerr.text);
+	pos_error(s, RM_PARSE, l, c, "%s", msg);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* What is kept. */
+
+typedef struct kv_name {
+	int64_t pid, tid; /* tid INT64_MIN: a process name */
+	char *name;
+} kv_name;
+
+typedef struct pending {
+	int64_t ts_ns, dur_ns, pid, tid;
+	int32_t name;
+	uint8_t cls;
+	uint32_t seq;
+} pending;
+
+typedef struct gemm_op {
+	int64_t ext_id;
+	double flops;
+	bool used;
+} gemm_op;
+
+typedef struct builder {
+	rm_trace *t;
+	/* name interning: open addressing on FNV-1a */
+	int32_t *slots;
+	uint32_t n_slots;
+	uint8_t *name_cls; /* per name: its class by name alone (0xFF: not yet), for Kineto kernels */
+	int32_t cap_cls;
+	kv_name *meta;
+	int n_meta, cap_meta;
+	pending *pend;
+	int64_t n_pend, cap_pend;
+	gemm_op *gemm;
+	int64_t n_gemm, cap_gemm;
+	int last_stream;
+	uint32_t seq;
+} builder;
+
+#define GROW(ptr, n, cap)                                                      \
+	do {                                                                   \
+		if ((n) >= (cap)) {                                            \
+			(cap) = (cap) ? (cap) * 2 : 64;                        \
+			(ptr) = rm_xrealloc((ptr), (size_t)(cap) * sizeof(*(ptr))); \
+		}                                                              \
+	} while (0)
+
+static int32_t intern(builder *b, const char *s)
+{
+	rm_trace *t = b->t;
+	if ((uint32_t)t->n_names * 2 >= b->n_slots) {
+		uint32_t n = b->n_slots ? b->n_slots * 2 : 1024;
+		int32_t *slots = rm_xmalloc(n * sizeof(*slots));
+		for (uint32_t i = 0; i < n; i++)
+			slots[i] = -1;
+		for (int32_t k = 0; k < t->n_names; k++) {
+			uint32_t h = (uint32_t)rm_hash_fnv1a(t->names[k], strlen(t->names[k]), RM_FNV1A_SEED) & (n - 1);
+			while (slots[h] >= 0)
+				h = (h + 1) & (n - 1);
+			slots[h] = k;
+		}
+		free(b->slots);
+		b->slots = slots;
+		b->n_slots = n;
+	}
+	uint32_t h = (uint32_t)rm_hash_fnv1a(s, strlen(s), RM_FNV1A_SEED) & (b->n_slots - 1);
+	while (b->slots[h] >= 0) {
+		if (strcmp(t->names[b->slots[h]], s) == 0)
+			return b->slots[h];
+		h = (h + 1) & (b->n_slots - 1);
+	}
+	GROW(t->names, t->n_names, t->cap_names);
+	t->names[t->n_names] = rm_xstrdup(s);
+	b->slots[h] = t->n_names;
+	return t->n_names++;
+}
+
+static int stream_index(builder *b, int device, int64_t stream)
+{
+	rm_trace *t = b->t;
+	if (b->last_stream >= 0 && t->streams[b->last_stream].device == device &&
+	    t->streams[b->last_stream].stream == stream)
+		return b->last_stream;
+	for (int i = 0; i < t->n_streams; i++)
+		if (t->streams[i].device == device && t->streams[i].stream == stream)
+			return b->last_stream = i;
+	GROW(t->streams, t->n_streams, t->cap_streams);
+	t->streams[t->n_streams] = (rm_trace__stream){.device = device, .stream = stream};
+	return b->last_stream = t->n_streams++;
+}
+
+/* An integer id from a JSON number or string (pid/tid may be either in the format); false when
+ * absent. Strings that are not numbers are hashed. */
+static bool json_id(json_t *v, int64_t *out)
+{
+	if (json_is_integer(v)) {
+		*out = json_integer_value(v);
+		return true;
+	}
+	if (json_is_real(v)) {
+		*out = (int64_t)json_real_value(v);
+		return true;
+	}
+	if (json_is_string(v)) {
+		const char *str = json_string_value(v);
+		char *end;
+		errno = 0;
+		long long x = strtoll(str, &end, 10);
+		if (*str && !*end && errno == 0)
+			*out = x;
+		else
+			*out = (int64_t)(rm_hash_fnv1a(str, strlen(str), RM_FNV1A_SEED) >> 1);
+		return true;
+	}
+	return false;
+}
+
+/* Microseconds (a JSON number) to nanoseconds, rounded; false when not a finite number. */
+static bool json_us_to_ns(json_t *v, int64_t *ns)
+{
+	if (json_is_integer(v)) {
+		json_int_t x = json_integer_value(v);
+		if (x > INT64_MAX / 1000 || x < INT64_MIN / 1000)
+			return false;
+		*ns = (int64_t)x * 1000;
+		return true;
+	}
+	if (json_is_real(v)) {
+		double x = json_real_value(v) * 1000.0;
+		if (!isfinite(x) || fabs(x) > 9.2e18)
+			return false;
+		*ns = llround(x);
+		return true;
+	}
+	return false;
+}
+
+static const char *json_str(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static const char *meta_name(const builder *b, int64_t pid, int64_t tid)
+{
+	for (int i = b->n_meta - 1; i >= 0; i--)
+		if (b->meta[i].pid == pid && b->meta[i].tid == tid)
+			return b->meta[i].name;
+	return NULL;
+}
+
+static void meta_set(builder *b, int64_t pid, int64_t tid, const char *name)
+{
+	for (int i = 0; i < b->n_meta; i++)
+		if (b->meta[i].pid == pid && b->meta[i].tid == tid) {
+			free(b->meta[i].name);
+			b->meta[i].name = rm_xstrdup(name);
+			return;
+		}
+	GROW(b->meta, b->n_meta, b->cap_meta);
+	b->meta[b->n_meta++] = (kv_name){pid, tid, rm_xstrdup(name)};
+}
+
+/* The device number of a JAX process name ("/device:GPU:3", "/device:GPU:3 (pid 3)"); -1 when
+ * it names no GPU. */
+static int jax_gpu_device(const char *pname)
+{
+	const char *p = pname ? strstr(pname, "/device:GPU:") : NULL;
+	if (!p)
+		return -1;
+	return atoi(p + strlen("/device:GPU:"));
+}
+
+/* Kineto's categories of GPU activities (libkineto output_json.cpp; older traces capitalised). */
+static bool kineto_gpu_cat(const char *cat)
+{
+	static const char *const cats[] = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(cats); i++)
+		if (strcmp(cat, cats[i]) == 0)
+			return true;
+	return false;
+}
+
+/* "ProfilerStep#N" (torch.profiler's step annotation; HTA ProfilerStepGroupingPattern
+ * ^ProfilerStep#(\d+)): N, or -1. */
+static int64_t profiler_step(const char *name)
+{
+	static const char prefix[] = "ProfilerStep#";
+	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+		return -1;
+	const char *d = name + sizeof(prefix) - 1;
+	if (*d < '0' || *d > '9')
+		return -1;
+	return strtoll(d, NULL, 10);
+}
+
+/* The FLOPs of an aten GEMM operator from record_shapes' "Input Dims"; 0 when unknown.
+ * mm(A[M,K], B[K,N]) and addmm(bias, A, B): 2*M*N*K; bmm(A[b,M,K], B[b,K,N]), baddbmm(self, A, B):
+ * 2*b*M*N*K (a multiply and an add per term). */
+static double aten_gemm_flops(const char *name, json_t *dims)
+{
+	int first;
+	int rank;
+	if (strcmp(name, "aten::mm") == 0)
+		first = 0, rank = 2;
+	else if (strcmp(name, "aten::addmm") == 0)
+		first = 1, rank = 2;
+	else if (strcmp(name, "aten::bmm") == 0)
+		first = 0, rank = 3;
+	else if (strcmp(name, "aten::baddbmm") == 0)
+		first = 1, rank = 3;
+	else
+		return 0;
+	json_t *a = json_array_get(dims, (size_t)first), *bm = json_array_get(dims, (size_t)first + 1);
+	if (!json_is_array(a) || !json_is_array(bm) || json_array_size(a) != (size_t)rank ||
+	    json_array_size(bm) != (size_t)rank)
+		return 0;
+	double d[2][3];
+	for (int i = 0; i < rank; i++) {
+		json_t *x = json_array_get(a, (size_t)i), *y = json_array_get(bm, (size_t)i);
+		if (!json_is_integer(x) || !json_is_integer(y) || json_integer_value(x) <= 0 ||
+		    json_integer_value(y) <= 0)
+			return 0;
+		d[0][i] = (double)json_integer_value(x);
+		d[1][i] = (double)json_integer_value(y);
+	}
+	if (rank == 2)
+		return d[0][1] == d[1][0] ? 2.0 * d[0][0] * d[0][1] * d[1][1] : 0;
+	return d[0][0] == d[1][0] && d[0][2] == d[1][1] ? 2.0 * d[0][0] * d[0][1] * d[0][2] * d[1][2] : 0;
+}
+
+static int nccl_kind(rm_trace *t, const char *name)
+{
+	rm_trace_nccl_name nn;
+	if (!rm_trace_nccl_parse(name, &nn))
+		snprintf(nn.op, sizeof(nn.op), "%s", "other");
+	for (int i = 0; i < t->n_nccl_kinds; i++)
+		if (strcmp(t->nccl_kinds[i].op, nn.op) == 0 && strcmp(t->nccl_kinds[i].algo, nn.algo) == 0 &&
+		    strcmp(t->nccl_kinds[i].proto, nn.proto) == 0)
+			return i;
+	if (t->n_nccl_kinds >= INT16_MAX)
+		return 0;
+	t->nccl_kinds = rm_xrealloc(t->nccl_kinds, (size_t)(t->n_nccl_kinds + 1) * sizeof(*t->nccl_kinds));
+	rm_trace__nccl_kind *k = &t->nccl_kinds[t->n_nccl_kinds];
+	memcpy(k->op, nn.op, sizeof(k->op));
+	memcpy(k->algo, nn.algo, sizeof(k->algo));
+	memcpy(k->proto, nn.proto, sizeof(k->proto));
+	return t->n_nccl_kinds++;
+}
+
+static void add_event(builder *b, int device, int64_t stream, int64_t ts, int64_t dur, int32_t name,
+		      rm_trace_class cls, int64_t ext, int64_t bytes, uint32_t seq)
+{
+	rm_trace *t = b->t;
+	GROW(t->ev, t->n_ev, t->cap_ev);
+	rm_trace__event *e = &t->ev[t->n_ev++];
+	*e = (rm_trace__event){.ts_ns = ts, .dur_ns = dur, .ext_id = ext, .stream = stream_index(b, device, stream),
+			       .name = name, .nccl = -1, .cls = (uint8_t)cls, .seq = seq};
+	if (bytes >= 0 && (cls == RM_TRACE_MEMCPY || cls == RM_TRACE_MEMSET)) {
+		e->work = bytes;
+		e->flags |= RM_TRACE__BYTES;
+	}
+	if (cls == RM_TRACE_NCCL)
+		e->nccl = (int16_t)nccl_kind(t, t->names[name]);
+	rm_trace__stream *st = &t->streams[e->stream];
+	if (rm_trace_class_is_compute(cls))
+		st->compute = true;
+	if (cls == RM_TRACE_NCCL)
+		st->comm = true;
+}
+
+static void add_step(builder *b, int64_t number, int64_t ts, int64_t dur, int device)
+{
+	rm_trace *t = b->t;
+	GROW(t->steps, t->n_steps, t->cap_steps);
+	t->steps[t->n_steps++] = (rm_trace__step){number, ts, dur, device};
+}
+
+/* One element of traceEvents (at line, col). false with the error on bad input. */
+static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t col)
+{
+	rm_trace *t = b->t;
+	uint32_t seq = b->seq++;
+	t->events++;
+	if (!json_is_object(ev)) {
+		pos_error(s, RM_PARSE, line, col, "an element of traceEvents is not an object%s", "");
+		return false;
+	}
+	const char *ph = json_str(ev, "ph");
+	const char *name = json_str(ev, "name");
+	const char *cat = json_str(ev, "cat");
+	json_t *args = json_object_get(ev, "args");
+	int64_t pid = 0, tid = 0;
+	json_id(json_object_get(ev, "pid"), &pid);
+	json_id(json_object_get(ev, "tid"), &tid);
+	if (!ph || !name)
+		return true;
+	if (strcmp(ph, "M") == 0) {
+		/* metadata (the format's "Metadata Events"): process_name and thread_name */
+		const char *v = json_is_object(args) ? json_str(args, "name") : NULL;
+		if (v && strcmp(name, "process_name") == 0)
+			meta_set(b, pid, INT64_MIN, v);
+		else if (v && strcmp(name, "thread_name") == 0)
+			meta_set(b, pid, tid, v);
+		return true;
+	}
+	if (strcmp(ph, "X") != 0)
+		return true; /* complete events only: Kineto and xprof write every span as "X" */
+	bool gpu = cat && kineto_gpu_cat(cat);
+	int64_t ts = 0, dur = 0;
+	bool have_ts = json_us_to_ns(json_object_get(ev, "ts"), &ts);
+	bool have_dur = json_us_to_ns(json_object_get(ev, "dur"), &dur);
+	if (gpu && (!have_ts || !have_dur || dur < 0)) {
+		pos_error(s, RM_PARSE, line, col, "GPU event '%s' needs numeric ts and dur >= 0 (microseconds)",
+			  name);
+		return false;
+	}
+	if (!have_ts || !have_dur || dur < 0)
+		return true;
+	if (gpu) {
+		int64_t device = pid, stream = tid, ext = -1, bytes = -1;
+		if (json_is_object(args)) {
+			json_id(json_object_get(args, "device"), &device);
+			json_id(json_object_get(args, "stream"), &stream);
+			json_id(json_object_get(args, "External id"), &ext);
+			json_id(json_object_get(args, "bytes"), &bytes);
+		}
+		int32_t id = intern(b, name);
+		rm_trace_class cls;
+		if (strstr(cat, "emcpy") || strstr(cat, "emset")) {
+			cls = rm_trace_classify(name, cat, NULL);
+		} else {
+			/* a kernel: its class depends on its name alone, worked out once per name */
+			if (id >= b->cap_cls) {
+				int32_t cap = b->cap_cls ? b->cap_cls : 256;
+				while (cap <= id)
+					cap *= 2;
+				b->name_cls = rm_xrealloc(b->name_cls, (size_t)cap);
+				memset(b->name_cls + b->cap_cls, 0xFF, (size_t)(cap - b->cap_cls));
+				b->cap_cls = cap;
+			}
+			if (b->name_cls[id] == 0xFF)
+				b->name_cls[id] = (uint8_t)rm_trace_classify(name, cat, NULL);
+			cls = (rm_trace_class)b->name_cls[id];
+		}
+		add_event(b, (int)device, stream, ts, dur, id, cls, ext, bytes, seq);
+		return true;
+	}
+	int64_t step = profiler_step(name);
+	if (step >= 0 && !(cat && strcmp(cat, "gpu_user_annotation") == 0)) {
+		add_step(b, step, ts, dur, -1);
+		return true;
+	}
+	if (cat) {
+		/* a Kineto CPU-side event: only GEMM operators with shapes are kept */
+		if (strcmp(cat, "cpu_op") == 0 && json_is_object(args) && strncmp(name, "aten::", 6) == 0) {
+			json_t *dims = json_object_get(args, "Input Dims");
+			int64_t ext;
+			double flops = json_is_array(dims) ? aten_gemm_flops(name, dims) : 0;
+			if (flops > 0 && json_id(json_object_get(args, "External id"), &ext)) {
+				GROW(b->gemm, b->n_gemm, b->cap_gemm);
+				b->gemm[b->n_gemm++] = (gemm_op){ext, flops, false};
+			}
+		}
+		return true;
+	}
+	/* no category: an xprof (JAX) event, placed by its process and thread names; those seen
+	 * already decide now, the rest wait for the end of the file */
+	const char *pname = meta_name(b, pid, INT64_MIN);
+	const char *tname = meta_name(b, pid, tid);
+	if (pname && jax_gpu_device(pname) < 0)
+		return true;
+	if (tname && strncmp(tname, "Stream", 6) != 0 && strcmp(tname, "Steps") != 0)
+		return true;
+	const char *xla_op = NULL;
+	if (json_is_object(args)) {
+		xla_op = json_str(args, "hlo_op");
+		if (!xla_op)
+			xla_op = json_str(args, "long_name");
+	}
+	GROW(b->pend, b->n_pend, b->cap_pend);
+	b->pend[b->n_pend++] = (pending){ts, dur, pid, tid, intern(b, name),
+					 (uint8_t)rm_trace_classify(name, NULL, xla_op), seq};
+	return true;
+}
+
+/* Top-level members other than traceEvents: distributedInfo.rank is kept. */
+static void process_member(builder *b, const char *key, json_t *v)
+{
+	if (strcmp(key, "distributedInfo") == 0 && json_is_object(v)) {
+		json_t *r = json_object_get(v, "rank");
+		if (json_is_integer(r) && json_integer_value(r) >= 0 && json_integer_value(r) < INT32_MAX)
+			b->t->rank = (int)json_integer_value(r);
+	}
+}
+
+/* A string member of an event's top level, found without decoding: the raw bytes between the
+ * quotes (escapes left as they are), or NULL. */
+typedef struct raw_str {
+	const char *p;
+	size_t len;
+} raw_str;
+
+static bool raw_is(raw_str r, const char *lit)
+{
+	size_t n = strlen(lit);
+	return r.p && r.len == n && memcmp(r.p, lit, n) == 0;
+}
+
+static bool raw_starts(raw_str r, const char *lit)
+{
+	size_t n = strlen(lit);
+	return r.p && r.len >= n && memcmp(r.p, lit, n) == 0;
+}
+
+/* Finds the top-level string members ph, cat and name of an event object's text. */
+static void raw_members(const unsigned char *v, size_t len, raw_str *ph, raw_str *cat, raw_str *name)
+{
+	*ph = *cat = *name = (raw_str){NULL, 0};
+	int depth = 0;
+	const unsigned char *key = NULL;
+	size_t key_len = 0;
+	bool expect_value = false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = v[i];
+		if (c == '"') {
+			size_t j = i + 1;
+			while (j < len && v[j] != '"')
+				j += v[j] == '\\' ? 2 : 1;
+			if (j >= len)
+				return;
+			if (depth == 1 && expect_value && key) {
+				raw_str r = {(const char *)v + i + 1, j - i - 1};
+				if (key_len == 2 && memcmp(key, "ph", 2) == 0)
+					*ph = r;
+				else if (key_len == 3 && memcmp(key, "cat", 3) == 0)
+					*cat = r;
+				else if (key_len == 4 && memcmp(key, "name", 4) == 0)
+					*name = r;
+				key = NULL;
+				expect_value = false;
+				if (ph->p && cat->p && name->p)
+					return; /* Kineto writes them first: the rest need not be looked at */
+			} else if (depth == 1 && !expect_value) {
+				key = v + i + 1;
+				key_len = j - i - 1;
+			}
+			i = j;
+		} else if (c == ':' && depth == 1) {
+			expect_value = true;
+		} else if (c == ',' && depth == 1) {
+			expect_value = false;
+			key = NULL;
+		} else if (c == '{' || c == '[') {
+			depth++;
+			expect_value = false;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+}
+
+/*
+ * Whether an event can be left undecoded because the analysis keeps nothing of it: flow and
+ * instant events, and Kineto's CPU-side categories other than a GEMM operator (its shapes) or a
+ * ProfilerStep annotation. Such an event is checked for its extent only (strings and brackets
+ * balanced), not decoded: that is most of a trace's bytes (docs/trace.md "Speed").
+ */
+static bool skippable(const unsigned char *v, size_t len)
+{
+	raw_str ph, cat, name;
+	raw_members(v, len, &ph, &cat, &name);
+	if (!ph.p || !name.p)
+		return false;
+	if (!raw_is(ph, "X") && !raw_is(ph, "M"))
+		return true;
+	if (!raw_is(ph, "X") || !cat.p || raw_starts(name, "ProfilerStep#"))
+		return false;
+	static const char *const drop[] = {"cuda_runtime", "cuda_driver", "python_function", "user_annotation",
+					   "gpu_user_annotation", "Trace", "overhead", "cpu_instant_event"};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(drop); i++)
+		if (raw_is(cat, drop[i]))
+			return true;
+	if (raw_is(cat, "cpu_op"))
+		return !(raw_is(name, "aten::mm") || raw_is(name, "aten::addmm") || raw_is(name, "aten::bmm") ||
+			 raw_is(name, "aten::baddbmm"));
+	return false;
+}
+
+/* Reads the array whose '[' is next. top: the document itself (its "]" may be missing). */
+static bool read_events(src *s, builder *b, bool top)
+{
+	int c = src_peek(s);
+	src_advance(s, c); /* '[' */
+	c = skip_ws(s);
+	if (c == ']') {
+		src_advance(s, c);
+		return true;
+	}
+	for (;;) {
+		int64_t line = s->line, col = s->col;
+		if (c < 0 && top && !s->failed)
+			return true; /* "[ {...}, {...}," then the end: the format allows it */
+		if (!capture_value(s, "an element of traceEvents"))
+			return false;
+		if (skippable(s->val, s->val_len)) {
+			b->t->events++;
+			b->seq++;
+			goto next;
+		}
+		json_t *ev = decode_value(s, line, col);
+		if (!ev)
+			return false;
+		bool ok = process_event(s, b, ev, line, col);
+		json_decref(ev);
+		if (!ok)
+			return false;
+next:
+		c = skip_ws(s);
+		if (c == ',') {
+			src_advance(s, c);
+			c = skip_ws(s);
+			continue;
+		}
+		if (c == ']') {
+			src_advance(s, c);
+			return true;
+		}
+		if (c < 0 && top && !s->failed)
+			return true;
+		if (c < 0)
+			pos_error(s, RM_PARSE, s->line, s->col,
+				  "the trace ends inside the traceEvents array (truncated JSON?)%s", "");
+		else
+			pos_error(s, RM_PARSE, s->line, s->col, "expected ',' or ']' after an event, found '%s'",
+				  (char[]){(char)c, 0});
+		return false;
+	}
+}
+
+static bool read_document(src *s, builder *b)
+{
+	int c = skip_ws(s);
+	if (c == 0xEF) { /* a UTF-8 byte order mark */
+		for (int i = 0; i < 3 && src_peek(s) >= 0; i++)
+			src_advance(s, src_peek(s));
+		c = skip_ws(s);
+	}
+	if (c == '[')
+		return read_events(s, b, true);
+	if (c != '{') {
+		if (c < 0 && !s->failed)
+			pos_error(s, RM_PARSE, s->line, s->col, "empty file: no trace events%s", "");
+		else if (c >= 0)
+			pos_error(s, RM_PARSE, s->line, s->col,
+				  "not a Chrome trace: expected '{' or '[' at the start, found '%s'", (char[]){(char)c, 0});
+		return false;
+	}
+	int64_t oline = s->line, ocol = s->col;
+	src_advance(s, c);
+	bool have_events = false;
+	c = skip_ws(s);
+	if (c == '}') {
+		src_advance(s, c);
+		goto closed;
+	}
+	for (;;) {
+		int64_t line = s->line, col = s->col;
+		if (c != '"') {
+			if (c < 0)
+				pos_error(s, RM_PARSE, s->line, s->col, "the trace ends inside its top-level object "
+									"(truncated JSON?)%s", "");
+			else
+				pos_error(s, RM_PARSE, line, col, "expected a member name, found '%s'",
+					  (char[]){(char)c, 0});
+			return false;
+		}
+		if (!capture_value(s, "a member name"))
+			return false;
+		json_t *k = decode_value(s, line, col);
+		if (!k)
+			return false;
+		char key[64];
+		snprintf(key, sizeof(key), "%s", json_is_string(k) ? json_string_value(k) : "");
+		json_decref(k);
+		c = skip_ws(s);
+		if (c != ':') {
+			pos_error(s, RM_PARSE, s->line, s->col, "expected ':' after member \"%s\"", key);
+			return false;
+		}
+		src_advance(s, c);
+		c = skip_ws(s);
+		if (strcmp(key, "traceEvents") == 0 && c == '[') {
+			if (!read_events(s, b, false))
+				return false;
+			have_events = true;
+		} else {
+			int64_t vl = s->line, vc = s->col;
+			if (!capture_value(s, "a top-level member"))
+				return false;
+			json_t *v = decode_value(s, vl, vc);
+			if (!v)
+				return false;
+			process_member(b, key, v);
+			json_decref(v);
+		}
+		c = skip_ws(s);
+		if (c == ',') {
+			src_advance(s, c);
+			c = skip_ws(s);
+			continue;
+		}
+		if (c == '}') {
+			src_advance(s, c);
+			break;
+		}
+		if (c < 0)
+			pos_error(s, RM_PARSE, s->line, s->col,
+				  "the trace ends inside its top-level object (truncated JSON?)%s", "");
+		else
+			pos_error(s, RM_PARSE, s->line, s->col, "expected ',' or '}' in the top-level object, found '%s'",
+				  (char[]){(char)c, 0});
+		return false;
+	}
+closed:
+	if (!have_events) {
+		pos_error(s, RM_NOT_FOUND, oline, ocol, "no \"traceEvents\" array in the top-level object: not a "
+							 "Chrome trace%s", "");
+		return false;
+	}
+	c = skip_ws(s);
+	if (c >= 0) {
+		pos_error(s, RM_PARSE, s->line, s->col, "text after the end of the trace ('%s')", (char[]){(char)c, 0});
+		return false;
+	}
+	return !s->failed;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The end of the file: JAX events placed, events ordered, GEMM FLOPs attached. */
+
+static int cmp_event(const void *pa, const void *pb)
+{
+	const rm_trace__event *a = pa, *b = pb;
+	if (a->ts_ns != b->ts_ns)
+		return a->ts_ns < b->ts_ns ? -1 : 1;
+	int64_t ea = a->ts_ns + a->dur_ns, eb = b->ts_ns + b->dur_ns;
+	if (ea != eb)
+		return ea < eb ? -1 : 1;
+	if (a->stream != b->stream)
+		return a->stream < b->stream ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int cmp_step(const void *pa, const void *pb)
+{
+	const rm_trace__step *a = pa, *b = pb;
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	if (a->ts_ns != b->ts_ns)
+		return a->ts_ns < b->ts_ns ? -1 : 1;
+	return a->number < b->number ? -1 : a->number > b->number;
+}
+
+static int cmp_gemm(const void *pa, const void *pb)
+{
+	const gemm_op *a = pa, *b = pb;
+	return a->ext_id < b->ext_id ? -1 : a->ext_id > b->ext_id;
+}
+
+static int cmp_stream(const void *pa, const void *pb)
+{
+	const rm_trace__stream *a = pa, *b = pb;
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	return a->stream < b->stream ? -1 : a->stream > b->stream;
+}
+
+static int cmp_kind(const rm_trace__nccl_kind *a, const rm_trace__nccl_kind *b)
+{
+	int c = strcmp(a->op, b->op);
+	if (!c)
+		c = strcmp(a->algo, b->algo);
+	if (!c)
+		c = strcmp(a->proto, b->proto);
+	return c;
+}
+
+static void finish(builder *b)
+{
+	rm_trace *t = b->t;
+	/* JAX: streams of /device:GPU processes are kernels, their "Steps" thread the steps */
+	int64_t jax_steps = 0;
+	for (int64_t i = 0; i < b->n_pend; i++) {
+		const pending *p = &b->pend[i];
+		int dev = jax_gpu_device(meta_name(b, p->pid, INT64_MIN));
+		const char *tname = meta_name(b, p->pid, p->tid);
+		if (dev < 0 || !tname)
+			continue;
+		if (strncmp(tname, "Stream", 6) == 0) {
+			add_event(b, dev, p->tid, p->ts_ns, p->dur_ns, p->name, (rm_trace_class)p->cls, -1, -1, p->seq);
+			t->jax = true;
+		} else if (strcmp(tname, "Steps") == 0) {
+			const char *n = t->names[p->name];
+			char *end;
+			long long num = strtoll(n, &end, 10);
+			add_step(b, *n && !*end && num >= 0 ? num : jax_steps, p->ts_ns, p->dur_ns, dev);
+			jax_steps++;
+		}
+	}
+	/* streams in (device, stream) order, indices remapped */
+	int *order = rm_new(int, (size_t)t->n_streams + 1);
+	rm_trace__stream *sorted = rm_new(rm_trace__stream, (size_t)t->n_streams + 1);
+	memcpy(sorted, t->streams, (size_t)t->n_streams * sizeof(*sorted));
+	qsort(sorted, (size_t)t->n_streams, sizeof(*sorted), cmp_stream);
+	for (int i = 0; i < t->n_streams; i++)
+		for (int j = 0; j < t->n_streams; j++)
+			if (sorted[j].device == t->streams[i].device && sorted[j].stream == t->streams[i].stream)
+				order[i] = j;
+	/* NCCL kinds in (op, algo, proto) order */
+	int *korder = rm_new(int, (size_t)t->n_nccl_kinds + 1);
+	for (int i = 0; i < t->n_nccl_kinds; i++) {
+		int rank = 0;
+		for (int j = 0; j < t->n_nccl_kinds; j++)
+			rank += cmp_kind(&t->nccl_kinds[j], &t->nccl_kinds[i]) < 0;
+		korder[i] = rank;
+	}
+	rm_trace__nccl_kind *ks = rm_new(rm_trace__nccl_kind, (size_t)t->n_nccl_kinds + 1);
+	for (int i = 0; i < t->n_nccl_kinds; i++)
+		ks[korder[i]] = t->nccl_kinds[i];
+	for (int64_t i = 0; i < t->n_ev; i++) {
+		t->ev[i].stream = order[t->ev[i].stream];
+		if (t->ev[i].nccl >= 0)
+			t->ev[i].nccl = (int16_t)korder[t->ev[i].nccl];
+	}
+	free(t->streams);
+	t->streams = sorted;
+	t->cap_streams = t->n_streams + 1;
+	free(t->nccl_kinds);
+	t->nccl_kinds = ks;
+	free(order);
+	free(korder);
+
+	qsort(t->ev, (size_t)t->n_ev, sizeof(*t->ev), cmp_event);
+	qsort(t->steps, (size_t)t->n_steps, sizeof(*t->steps), cmp_step);
+	/* FLOPs: the first GEMM kernel (in time) of each operator with shapes carries them */
+	qsort(b->gemm, (size_t)b->n_gemm, sizeof(*b->gemm), cmp_gemm);
+	t->gemm_shapes = b->n_gemm;
+	for (int64_t i = 0; i < t->n_ev && b->n_gemm > 0; i++) {
+		rm_trace__event *e = &t->ev[i];
+		if (e->cls != RM_TRACE_GEMM || e->ext_id < 0)
+			continue;
+		gemm_op key = {.ext_id = e->ext_id};
+		gemm_op *g = bsearch(&key, b->gemm, (size_t)b->n_gemm, sizeof(*b->gemm), cmp_gemm);
+		if (!g)
+			continue;
+		e->flags |= RM_TRACE__SHAPED;
+		e->work = g->used ? 0 : (int64_t)llround(g->flops);
+		g->used = true;
+	}
+}
+
+static void builder_free(builder *b)
+{
+	free(b->slots);
+	free(b->name_cls);
+	for (int i = 0; i < b->n_meta; i++)
+		free(b->meta[i].name);
+	free(b->meta);
+	free(b->pend);
+	free(b->gemm);
+}
+
+static rm_trace *read_src(src *s, rm_error *err)
+{
+	rm_trace *t = rm_new(rm_trace, 1);
+	t->rank = -1;
+	builder b = {.t = t, .last_stream = -1};
+	s->line = 1;
+	s->col = 1;
+	s->err = err;
+	bool ok = read_document(s, &b);
+	t->text_bytes = s->offset;
+	if (ok)
+		finish(&b);
+	builder_free(&b);
+	free(s->val);
+	if (ok && t->n_ev == 0) {
+		rm_error_set(err, RM_NOT_FOUND, s->name, (int)s->line, (int)s->col,
+			     "no GPU events in %lld trace events (no Kineto \"kernel\"/\"gpu_memcpy\"/\"gpu_memset\" "
+			     "event, no event on a /device:GPU stream): was the profiler run with CUDA activities?",
+			     (long long)t->events);
+		ok = false;
+	}
+	if (!ok) {
+		rm_trace_destroy(t);
+		return NULL;
+	}
+	return t;
+}
+
+rm_trace *rm_trace_read(const char *path, rm_error *err)
+{
+	FILE *f = rm_file_open_read(path, err);
+	if (!f)
+		return NULL;
+	unsigned char magic[2] = {0, 0};
+	size_t got = fread(magic, 1, 2, f);
+	fclose(f);
+	src *s = rm_new(src, 1);
+	s->name = path;
+	s->gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b; /* RFC 1952 ID1 ID2 */
+	s->gz = gzopen(path, "rb");
+	if (!s->gz) {
+		rm_error_set(err, RM_IO, path, 0, 0, "cannot open: %s", strerror(errno ? errno : ENOMEM));
+		free(s);
+		return NULL;
+	}
+	gzbuffer(s->gz, 1 << 17);
+	s->p = s->end = s->buf;
+	rm_trace *t = read_src(s, err);
+	gzclose(s->gz);
+	free(s);
+	return t;
+}
+
+rm_trace *rm_trace_read_mem(const char *data, size_t len, const char *name, rm_error *err)
+{
+	src *s = rm_new(src, 1);
+	s->name = name;
+	s->mem = (const unsigned char *)data;
+	s->mem_len = len;
+	s->p = s->mem;
+	s->end = s->mem + len;
+	rm_trace *t = read_src(s, err);
+	free(s);
+	return t;
+}
+
+void rm_trace_destroy(rm_trace *t)
+{
+	if (!t)
+		return;
+	for (int32_t i = 0; i < t->n_names; i++)
+		free(t->names[i]);
+	free(t->names);
+	free(t->ev);
+	free(t->streams);
+	free(t->steps);
+	free(t->nccl_kinds);
+	free(t);
+}
+
+void rm_trace_summary_get(const rm_trace *t, rm_trace_summary *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->events = t->events;
+	out->gpu_events = t->n_ev;
+	out->steps = t->n_steps;
+	out->gemm_shapes = t->gemm_shapes;
+	out->streams = t->n_streams;
+	out->rank = t->rank;
+	out->format = t->jax ? "jax" : "kineto";
+	out->text_bytes = t->text_bytes;
+	for (int64_t i = 0; i < t->n_ev; i++) {
+		uint8_t c = t->ev[i].cls;
+		if (c != RM_TRACE_MEMCPY && c != RM_TRACE_MEMSET)
+			out->kernels++;
+		if (c == RM_TRACE_NCCL)
+			out->nccl_kernels++;
+	}
+	for (int i = 0; i < t->n_streams; i++)
+		if (i == 0 || t->streams[i].device != t->streams[i - 1].device)
+			out->devices++;
+}

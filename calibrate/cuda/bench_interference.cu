@@ -141,7 +141,8 @@ static int interf_measure(rmc_ctx *ctx, void *state, int i, double *us)
 		}
 		int rc = rmc_time_loop(ctx, &b, state, ctx->stream[0], ctx->warmup, iters, us);
 		flags[0] = 1;
-		RMC_CUDA(ctx, cudaStreamSynchronize(st->high[0]));
+		if (rmc_wait_stream(ctx, st->high[0], "interference: SM holder") != 0)
+			rc = -1;
 		return rc;
 	}
 #if RMC_HAVE_NCCL
@@ -153,17 +154,22 @@ static int interf_measure(rmc_ctx *ctx, void *state, int i, double *us)
 		int rc = rmc_nccl_background(ctx, (size_t)256 << 20, n, st->high, &bufs);
 		if (rc == 0)
 			rc = rmc_time_loop(ctx, &b, state, ctx->stream[0], ctx->warmup, iters, us);
+		/* the background all-gathers end (or fail, or time out) before their buffers go */
 		int local = ctx->mpi ? 1 : ctx->n_gpus;
 		for (int d = 0; d < local; d++) {
-			cudaSetDevice(ctx->devices[d]);
-			cudaStreamSynchronize(st->high[d]);
+			if (cudaSetDevice(ctx->devices[d]) != cudaSuccess && rc == 0)
+				rc = rmc_fail(ctx, __FILE__, __LINE__, "cudaSetDevice(ctx->devices[d])", "failed");
+			if (rmc_wait_stream(ctx, st->high[d], "interference: background all-gathers") != 0)
+				rc = -1;
 			if (bufs) {
-				cudaFree(bufs[2 * d]);
-				cudaFree(bufs[2 * d + 1]);
+				cudaError_t e1 = cudaFree(bufs[2 * d]), e2 = cudaFree(bufs[2 * d + 1]);
+				if ((e1 != cudaSuccess || e2 != cudaSuccess) && rc == 0)
+					rc = rmc_fail(ctx, __FILE__, __LINE__, "cudaFree(background buffers)",
+						      cudaGetErrorString(e1 != cudaSuccess ? e1 : e2));
 			}
 		}
 		free(bufs);
-		cudaSetDevice(ctx->devices[0]);
+		RMC_CUDA(ctx, cudaSetDevice(ctx->devices[0]));
 		return rc;
 	}
 #endif

@@ -14,10 +14,6 @@
 
 #include "harness.h"
 
-#if RMC_HAVE_MPI
-#include <mpi.h>
-#endif
-
 enum { COLL_AG, COLL_RS, COLL_AR, N_COLL };
 static const char *const coll_names[N_COLL] = {"all_gather", "reduce_scatter", "all_reduce"};
 
@@ -44,29 +40,6 @@ static int nccl_cases(const rmc_ctx *ctx)
 	return N_COLL * size_steps(ctx);
 }
 
-static int count_nodes(rmc_ctx *ctx)
-{
-#if RMC_HAVE_MPI
-	if (ctx->mpi) {
-		char host[64] = "";
-		gethostname(host, sizeof(host) - 1);
-		char *all = (char *)calloc((size_t)ctx->world, sizeof(host));
-		MPI_Allgather(host, sizeof(host), MPI_CHAR, all, sizeof(host), MPI_CHAR, MPI_COMM_WORLD);
-		int nodes = 0;
-		for (int i = 0; i < ctx->world; i++) {
-			bool seen = false;
-			for (int j = 0; j < i && !seen; j++)
-				seen = strncmp(all + (size_t)i * sizeof(host), all + (size_t)j * sizeof(host), sizeof(host)) == 0;
-			nodes += !seen;
-		}
-		free(all);
-		return nodes;
-	}
-#endif
-	(void)ctx;
-	return 1;
-}
-
 static int nccl_init(rmc_ctx *ctx, int i, void **state, const char **benchmark, rmc_params *p)
 {
 	int steps = size_steps(ctx);
@@ -86,7 +59,7 @@ static int nccl_init(rmc_ctx *ctx, int i, void **state, const char **benchmark, 
 	*benchmark = coll_names[st->coll];
 	rmc_param_int(p, "bytes", (long long)full);
 	rmc_param_int(p, "ranks", ctx->world);
-	rmc_param_int(p, "nodes", count_nodes(ctx));
+	rmc_param_int(p, "nodes", ctx->nodes);
 	rmc_param_bool(p, "inplace", false);
 	char algo[32] = "default";
 	const char *env = getenv("NCCL_ALGO");
@@ -134,13 +107,10 @@ static int sync_all(rmc_ctx *ctx, int local, cudaStream_t *streams)
 {
 	for (int d = 0; d < local; d++) {
 		RMC_CUDA(ctx, cudaSetDevice(ctx->devices[d]));
-		RMC_CUDA(ctx, cudaStreamSynchronize(streams[d]));
+		RMC_TRY(rmc_wait_stream(ctx, streams[d], "nccl: collectives"));
 	}
 	RMC_CUDA(ctx, cudaSetDevice(ctx->devices[0]));
-#if RMC_HAVE_MPI
-	if (ctx->mpi)
-		MPI_Barrier(MPI_COMM_WORLD);
-#endif
+	rm_dist_barrier(&ctx->dist);
 	return 0;
 }
 

@@ -28,6 +28,8 @@
 #include <nccl.h>
 #endif
 
+#include "gpudist/dist.h"
+
 #define RMC_MAX_GPUS 16
 
 typedef struct rmc_ctx {
@@ -39,6 +41,9 @@ typedef struct rmc_ctx {
 	int world;               /* ranks in the NCCL communicator: n_gpus, or the MPI size */
 	int rank;                /* MPI rank (0 in single-process mode) */
 	bool mpi;                /* one process per GPU under mpirun */
+	rm_dist dist;            /* the job (gpudist/dist.h): agreement, id broadcast */
+	int nodes;               /* distinct hosts among the ranks */
+	double timeout_s;        /* of one wait on device work (rm_dist_timeout_s) */
 	bool quick;              /* fewer cases and iterations (the gpu test suite) */
 	int warmup, iters;       /* defaults; benchmarks may scale them by size */
 	const char *only;        /* run only benchmarks whose name contains this */
@@ -50,6 +55,7 @@ typedef struct rmc_ctx {
 #if RMC_HAVE_NCCL
 	ncclComm_t comms[RMC_MAX_GPUS];
 	bool have_comms;
+	bool comms_aborted;      /* a wait failed or timed out: ncclCommAbort ran, no NCCL work after */
 #endif
 	char error[512];         /* the first failure: "file:line: expr: message" */
 	int cases_written;
@@ -80,6 +86,22 @@ int rmc_fail(rmc_ctx *ctx, const char *file, int line, const char *expr, const c
 			return rmc_fail((ctx), __FILE__, __LINE__, #expr, ncclGetErrorString(rmc__r)); \
 	} while (0)
 #endif
+
+/*
+ * Waits for an event / a stream by polling (cudaEventQuery / cudaStreamQuery) together with
+ * ncclCommGetAsyncError on this process's communicators, for at most ctx->timeout_s; on an error
+ * or the timeout aborts the communicators (ncclCommAbort) and fails with what and the reason
+ * (gpudist/dist.h rm_dist_wait). Never a blocking synchronise on work that may wait for peers.
+ */
+int rmc_wait_event(rmc_ctx *ctx, cudaEvent_t ev, const char *what);
+int rmc_wait_stream(rmc_ctx *ctx, cudaStream_t stream, const char *what);
+
+/*
+ * Under MPI, agreement on a step (rm_dist_agree): ok is this rank's status, ctx->error its
+ * message; on failure every rank's ctx->error becomes "rank R: MESSAGE" of the failing rank.
+ * Returns 0 when all were ok. Without MPI: ok ? 0 : -1.
+ */
+int rmc_agree(rmc_ctx *ctx, bool ok);
 
 /* Propagates a -1 from a helper. */
 #define RMC_TRY(expr)                                                                          \

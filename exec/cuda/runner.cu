@@ -37,15 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if RMX_HAVE_MPI
-#include <mpi.h>
-#endif
-
 extern "C" {
 #include "remora/exec.h"
 #include "remora/workload.h"
 }
 #include "exec/runner.h"
+#include "gpudist/dist.h"
 
 #define RMX_MAX_GEMMS 256
 
@@ -61,7 +58,9 @@ typedef struct rmx_ctx {
 	const rm_exec_plan *plan;
 	const rm_program *prog;
 	int device, world, rank, sm_count;
-	bool mpi, mpi_inited;
+	bool mpi;
+	rm_dist dist;     /* the job (gpudist/dist.h) */
+	double timeout_s; /* of one wait on an iteration (rm_dist_timeout_s) */
 	char *base[RM_EXEC_REGION_COUNT];
 	cudaStream_t *streams;
 	void **workspace; /* per stream, NULL where no GEMM runs */
@@ -70,7 +69,7 @@ typedef struct rmx_ctx {
 	rmx_gemm gemms[RMX_MAX_GEMMS];
 	int n_gemms;
 	ncclComm_t comm;
-	bool have_comm;
+	bool have_comm, comm_aborted;
 	rm_status status; /* of the first failure */
 	char error[768];
 } rmx_ctx;
@@ -110,6 +109,71 @@ static int rmx_fail(rmx_ctx *ctx, const char *file, int line, const char *expr, 
 		if ((expr) != 0)                                                                   \
 			return -1;                                                                 \
 	} while (0)
+
+/* ---- waits and agreement (gpudist/dist.h) ------------------------------------------------- */
+
+static int rmx_query_done(void *arg, char *msg, size_t n)
+{
+	rmx_ctx *ctx = (rmx_ctx *)arg;
+	cudaError_t e = cudaEventQuery(ctx->done);
+	if (e == cudaSuccess)
+		return 1;
+	if (e == cudaErrorNotReady)
+		return 0;
+	snprintf(msg, n, "cudaEventQuery(done): %s", cudaGetErrorString(e));
+	return -1;
+}
+
+static int rmx_async_error(void *arg, char *msg, size_t n)
+{
+	rmx_ctx *ctx = (rmx_ctx *)arg;
+	if (!ctx->have_comm)
+		return 0;
+	ncclResult_t r = ncclSuccess, q = ncclCommGetAsyncError(ctx->comm, &r);
+	if (q != ncclSuccess)
+		r = q;
+	if (r == ncclSuccess || r == ncclInProgress)
+		return 0;
+	snprintf(msg, n, "ncclCommGetAsyncError: %s", ncclGetErrorString(r));
+	return -1;
+}
+
+static void rmx_abort(void *arg)
+{
+	rmx_ctx *ctx = (rmx_ctx *)arg;
+	if (ctx->have_comm) {
+		ncclCommAbort(ctx->comm);
+		ctx->have_comm = false;
+		ctx->comm_aborted = true;
+	}
+}
+
+/* Waits for the iteration's `done` event by polling it and the communicator (never a blocking
+ * synchronise: a dead peer would hold it for ever); aborts the communicator on error/timeout. */
+static int rmx_wait_done(rmx_ctx *ctx)
+{
+	rm_dist_waiter w = {rmx_query_done, rmx_async_error, rmx_abort, ctx};
+	char msg[RM_DIST_MSG];
+	if (rm_dist_wait(&w, ctx->timeout_s, "iteration", msg, sizeof(msg)) != 0)
+		return rmx_fail(ctx, __FILE__, __LINE__, "rm_dist_wait(done)", msg);
+	return 0;
+}
+
+/* Agreement on a step across ranks (rm_dist_agree): every rank returns -1 with the failing rank's
+ * status and "rank R: message" when one failed. */
+static int rmx_agree(rmx_ctx *ctx, bool ok)
+{
+	if (!ok && !ctx->error[0])
+		snprintf(ctx->error, sizeof(ctx->error), "failed");
+	int code = ok ? RM_OK : (ctx->status != RM_OK ? ctx->status : RM_IO);
+	char msg[sizeof(ctx->error)];
+	snprintf(msg, sizeof(msg), "%s", ctx->error);
+	if (rm_dist_agree(&ctx->dist, ok, &code, msg, sizeof(msg)) == 0)
+		return 0;
+	snprintf(ctx->error, sizeof(ctx->error), "%s", msg);
+	ctx->status = code != RM_OK ? (rm_status)code : RM_IO;
+	return -1;
+}
 
 /* ---- kernels ------------------------------------------------------------------------------- */
 
@@ -481,27 +545,48 @@ static int rmx_iteration(rmx_ctx *ctx, bool op_events)
 		RMX_CUDA(ctx, cudaStreamWaitEvent(ctx->streams[0], ctx->tails[s], 0));
 	}
 	RMX_CUDA(ctx, cudaEventRecord(ctx->done, ctx->streams[0]));
-	RMX_CUDA(ctx, cudaDeviceSynchronize());
-	return 0;
+	return rmx_wait_done(ctx);
 }
 
 /* ---- setup and teardown ------------------------------------------------------------------- */
 
+/*
+ * The world communicator: rank 0's ncclGetUniqueId and its status reach every rank in one
+ * broadcast (a failure there ends every rank, not only rank 0), then ncclCommInitRank and an
+ * agreement, so that nobody enqueues a collective that a peer without a communicator never joins.
+ */
 static int rmx_setup_comm(rmx_ctx *ctx)
 {
 	ncclUniqueId id;
-	if (ctx->rank == 0)
-		RMX_NCCL(ctx, ncclGetUniqueId(&id));
-#if RMX_HAVE_MPI
-	if (ctx->mpi)
-		MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-#endif
-	RMX_NCCL(ctx, ncclCommInitRank(&ctx->comm, ctx->world, id, ctx->rank));
-	ctx->have_comm = true;
-	return 0;
+	memset(&id, 0, sizeof(id));
+	bool ok = true;
+	if (ctx->rank == 0) {
+		ncclResult_t r = ncclGetUniqueId(&id);
+		if (r != ncclSuccess)
+			ok = rmx_fail(ctx, __FILE__, __LINE__, "ncclGetUniqueId(&id)", ncclGetErrorString(r)) == 0;
+	}
+	char msg[sizeof(ctx->error)];
+	snprintf(msg, sizeof(msg), "%s", ctx->error);
+	if (rm_dist_bcast_status(&ctx->dist, ok, &id, sizeof(id), msg, sizeof(msg)) != 0) {
+		snprintf(ctx->error, sizeof(ctx->error), "%s", msg);
+		if (ctx->status == RM_OK)
+			ctx->status = RM_IO;
+		return -1;
+	}
+	ncclResult_t r = ncclCommInitRank(&ctx->comm, ctx->world, id, ctx->rank);
+	if (r != ncclSuccess)
+		rmx_fail(ctx, __FILE__, __LINE__, "ncclCommInitRank(&ctx->comm, ctx->world, id, ctx->rank)",
+			 ncclGetErrorString(r));
+	ctx->have_comm = r == ncclSuccess;
+	return rmx_agree(ctx, r == ncclSuccess);
 }
 
-static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurement *m, rm_error *err)
+/*
+ * This rank's part of the set-up, nothing collective: the device, the plan's checks against its
+ * free memory, the allocations, streams, events and cuBLASLt. *free0: free device memory before.
+ */
+static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurement *m, rm_error *err,
+		     size_t *free0_out)
 {
 	const rm_program *prog = ctx->prog;
 	int n_dev = 0;
@@ -512,8 +597,7 @@ static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurem
 			 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
 		return -1;
 	}
-	const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-	ctx->device = (ctx->mpi && local ? atoi(local) : ctx->rank) % n_dev;
+	ctx->device = rm_dist_device(&ctx->dist, n_dev); /* the local rank (gpudist/dist.h) */
 	RMX_CUDA(ctx, cudaSetDevice(ctx->device));
 	cudaDeviceProp prop;
 	RMX_CUDA(ctx, cudaGetDeviceProperties(&prop, ctx->device));
@@ -532,6 +616,7 @@ static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurem
 	/* the checks, with what this GPU has free and this launch's world, before any allocation */
 	size_t free0 = 0, total = 0;
 	RMX_CUDA(ctx, cudaMemGetInfo(&free0, &total));
+	*free0_out = free0;
 	rm_exec_limits lim = {opt->hw, (int64_t)free0, ctx->world};
 	rm_status st = rm_exec_plan_check(ctx->plan, &lim, err);
 	if (st != RM_OK) {
@@ -582,9 +667,14 @@ static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurem
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		RMX_CUDA(ctx, cudaEventCreateWithFlags(&ctx->tails[s], cudaEventDisableTiming));
 	RMX_CUBLAS(ctx, cublasLtCreate(&ctx->lt));
-	RMX_TRY(rmx_setup_comm(ctx));
+	return 0;
+}
+
+/* What the communicator and the set-up used on this GPU (after rmx_setup_comm). */
+static int rmx_setup_measure_memory(rmx_ctx *ctx, rm_exec_measurement *m, size_t free0)
+{
+	size_t free1 = 0, total = 0;
 	m->device_bytes = ctx->plan->device_bytes;
-	size_t free1 = 0;
 	RMX_CUDA(ctx, cudaMemGetInfo(&free1, &total));
 	m->device_used_bytes = (int64_t)free0 - (int64_t)free1;
 	return 0;
@@ -594,7 +684,7 @@ static void rmx_teardown(rmx_ctx *ctx)
 {
 	const rm_program *prog = ctx->prog;
 	if (ctx->have_comm) {
-		if (ctx->status != RM_OK)
+		if (ctx->status != RM_OK || ctx->comm_aborted)
 			ncclCommAbort(ctx->comm); /* peers may wait in a collective that never comes */
 		else
 			ncclCommDestroy(ctx->comm);
@@ -662,57 +752,65 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The elapsed seconds between two timing events, or -1 with the failure recorded. */
+static int rmx_elapsed(rmx_ctx *ctx, cudaEvent_t a, cudaEvent_t b, const char *what, double *s)
+{
+	float ms = 0;
+	cudaError_t e = cudaEventElapsedTime(&ms, a, b);
+	if (e != cudaSuccess)
+		return rmx_fail(ctx, __FILE__, __LINE__, what, cudaGetErrorString(e));
+	*s = ms * 1e-3;
+	return 0;
+}
+
+/* One timed iteration with per-op events: fills the op times (the trace from 0) and the span. */
+static int rmx_op_times(rmx_ctx *ctx, rm_exec_measurement *m, int iters, double *span)
+{
+	const rm_program *prog = ctx->prog;
+	RMX_TRY(rmx_iteration(ctx, true));
+	double first = 1e30, last = 0;
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		double s = 0, en = 0;
+		RMX_TRY(rmx_elapsed(ctx, ctx->origin, ctx->op_start[i], "cudaEventElapsedTime(origin, op start)", &s));
+		RMX_TRY(rmx_elapsed(ctx, ctx->origin, ctx->op_end[i], "cudaEventElapsedTime(origin, op end)", &en));
+		m->op_start_s[i] = s;
+		m->op_end_s[i] = en;
+		m->op_mean_s[i] += (en - s) / iters;
+		first = s < first ? s : first;
+		last = en > last ? en : last;
+	}
+	*span = prog->n_ops ? last - first : 0;
+	for (int32_t i = 0; i < prog->n_ops; i++) { /* the last iteration is traced from 0 */
+		m->op_start_s[i] -= first;
+		m->op_end_s[i] -= first;
+	}
+	return 0;
+}
+
 /*
  * Warm-up, then `iterations` plain iterations (the step: origin to the join of every stream; no
  * per-op events, whose host cost could make a step of many small ops launch-bound), then
- * `iterations` with per-op timing events (per-op means; the last one is the trace).
+ * `iterations` with per-op timing events (per-op means; the last one is the trace). Every
+ * iteration ends in an agreement across ranks, so one rank's failure stops all of them at the
+ * same iteration.
  */
 static int rmx_measure(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurement *m)
 {
-	const rm_program *prog = ctx->prog;
 	for (int it = 0; it < opt->warmup; it++)
-		RMX_TRY(rmx_iteration(ctx, false));
+		RMX_TRY(rmx_agree(ctx, rmx_iteration(ctx, false) == 0));
 	int iters = opt->iterations > 0 ? opt->iterations : 1;
 	double *steps = (double *)calloc((size_t)iters, sizeof(double));
 	double *steps_ev = (double *)calloc((size_t)iters, sizeof(double));
 	int rc = -1;
 	for (int it = 0; it < iters; it++) {
-		float ms = 0;
-		if (rmx_iteration(ctx, false) != 0)
+		bool ok = rmx_iteration(ctx, false) == 0 &&
+			  rmx_elapsed(ctx, ctx->origin, ctx->done, "cudaEventElapsedTime(origin, done)", &steps[it]) == 0;
+		if (rmx_agree(ctx, ok) != 0)
 			goto out;
-		cudaError_t e = cudaEventElapsedTime(&ms, ctx->origin, ctx->done);
-		if (e != cudaSuccess) {
-			rmx_fail(ctx, __FILE__, __LINE__, "cudaEventElapsedTime(origin, done)", cudaGetErrorString(e));
-			goto out;
-		}
-		steps[it] = ms * 1e-3;
 	}
-	for (int it = 0; it < iters; it++) {
-		if (rmx_iteration(ctx, true) != 0)
+	for (int it = 0; it < iters; it++)
+		if (rmx_agree(ctx, rmx_op_times(ctx, m, iters, &steps_ev[it]) == 0) != 0)
 			goto out;
-		double first = 1e30, last = 0;
-		for (int32_t i = 0; i < prog->n_ops; i++) {
-			float s_ms = 0, e_ms = 0;
-			cudaError_t e = cudaEventElapsedTime(&s_ms, ctx->origin, ctx->op_start[i]);
-			if (e == cudaSuccess)
-				e = cudaEventElapsedTime(&e_ms, ctx->origin, ctx->op_end[i]);
-			if (e != cudaSuccess) {
-				rmx_fail(ctx, __FILE__, __LINE__, "cudaEventElapsedTime(origin, op)", cudaGetErrorString(e));
-				goto out;
-			}
-			double s = s_ms * 1e-3, en = e_ms * 1e-3;
-			m->op_start_s[i] = s;
-			m->op_end_s[i] = en;
-			m->op_mean_s[i] += (en - s) / iters;
-			first = s < first ? s : first;
-			last = en > last ? en : last;
-		}
-		steps_ev[it] = prog->n_ops ? last - first : 0;
-		for (int32_t i = 0; i < prog->n_ops; i++) { /* the last iteration is traced from 0 */
-			m->op_start_s[i] -= first;
-			m->op_end_s[i] -= first;
-		}
-	}
 	m->step_s = median(steps, iters);
 	m->step_op_events_s = median(steps_ev, iters);
 	m->iterations = iters;
@@ -730,32 +828,31 @@ extern "C" rm_status rm_exec_run(const rm_exec_plan *plan, const rm_exec_run_opt
 	ctx->plan = plan;
 	ctx->prog = plan->prog;
 	ctx->world = 1;
+	ctx->timeout_s = rm_dist_timeout_s(opt->timeout_s);
 	rm_exec_measurement_init(m, plan->prog->n_ops);
-#if RMX_HAVE_MPI
-	const char *np = getenv("OMPI_COMM_WORLD_SIZE");
-	if (np && atoi(np) > 1) {
-		MPI_Init(NULL, NULL);
-		ctx->mpi = ctx->mpi_inited = true;
-		MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
-		MPI_Comm_size(MPI_COMM_WORLD, &ctx->world);
-	}
-#endif
-	*rank = ctx->rank;
 	rm_status st = RM_OK;
-	if (rmx_setup(ctx, opt, m, err) != 0 || rmx_measure(ctx, opt, m) != 0) {
+	*rank = 0;
+	if (rm_dist_init(&ctx->dist, ctx->error, sizeof(ctx->error)) != 0) {
+		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0, "%s", ctx->error);
+		free(ctx);
+		return RM_UNSUPPORTED;
+	}
+	ctx->mpi = ctx->dist.mpi;
+	ctx->rank = ctx->dist.rank;
+	ctx->world = ctx->dist.world;
+	*rank = ctx->rank;
+	/* this rank's set-up, then an agreement before the first collective call (the NCCL id) */
+	size_t free0 = 0;
+	bool ok = rmx_agree(ctx, rmx_setup(ctx, opt, m, err, &free0) == 0) == 0;
+	ok = ok && rmx_setup_comm(ctx) == 0;
+	ok = ok && rmx_agree(ctx, rmx_setup_measure_memory(ctx, m, free0) == 0) == 0;
+	ok = ok && rmx_measure(ctx, opt, m) == 0;
+	if (!ok) {
 		st = ctx->status != RM_OK ? ctx->status : RM_IO;
-		rm_error_set(err, st, NULL, 0, 0, "%s", ctx->error);
-		if (ctx->world > 1) {
-			char prefix[32];
-			snprintf(prefix, sizeof(prefix), "rank %d: ", ctx->rank);
-			rm_error_prefix(err, "%s", prefix);
-		}
+		rm_error_set(err, st, NULL, 0, 0, "%s", ctx->error); /* "rank R: ..." under MPI */
 	}
 	rmx_teardown(ctx);
-#if RMX_HAVE_MPI
-	if (ctx->mpi_inited)
-		MPI_Finalize();
-#endif
+	rm_dist_finish(&ctx->dist);
 	free(ctx);
 	return st;
 }

@@ -86,6 +86,14 @@ int64_t rm_exec_attention_chunk(const rm_attention_cost *a)
 	return chunk < 1 ? 1 : chunk > bh ? bh : chunk;
 }
 
+uint32_t rm_exec_alignment(uint64_t address)
+{
+	uint32_t al = 256;
+	while (al > 1 && address % al != 0)
+		al >>= 1;
+	return al;
+}
+
 double rm_exec_attention_unfused_s(const rm_attention_cost *a, const rm_hw_profile *hw)
 {
 	rm_gemm_shape g[5];

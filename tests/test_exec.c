@@ -687,3 +687,15 @@ Test(exec, operands_past_int64_are_refused)
 	int st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s", cmd);
 }
+
+/* cuBLASLt's alignment preference from an operand's address: the largest power of two dividing
+ * it, capped at cuBLASLt's default of 256 (e.g. an attention chunk at 3 x 80 x 2 = 480 bytes). */
+Test(exec, operand_alignment_for_cublaslt)
+{
+	cr_assert_eq(rm_exec_alignment(0), 256);
+	cr_assert_eq(rm_exec_alignment(4096), 256);
+	cr_assert_eq(rm_exec_alignment(256 + 128), 128);
+	cr_assert_eq(rm_exec_alignment(480), 32);
+	cr_assert_eq(rm_exec_alignment(2 * 7), 2);
+	cr_assert_eq(rm_exec_alignment(1001), 1);
+}

@@ -39,6 +39,28 @@ static int fill(rmc_ctx *ctx, void *p, size_t n, bool fp8)
 	return 0;
 }
 
+/* The largest power of two dividing p's address, at most 256 (exec/plan.c rm_exec_alignment). */
+static uint32_t rmc_alignment(const void *p)
+{
+	uint32_t al = 256;
+	while (al > 1 && (uintptr_t)p % al != 0)
+		al >>= 1;
+	return al;
+}
+
+/*
+ * Tells cuBLASLt's heuristic how aligned the operands are (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*,
+ * 256 bytes when unset): an algorithm chosen for 256 may refuse a less aligned pointer.
+ */
+static int set_alignment(rmc_ctx *ctx, cublasLtMatmulPreference_t pref, uint32_t a, uint32_t b, uint32_t d)
+{
+	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a, sizeof(a)));
+	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b, sizeof(b)));
+	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &d, sizeof(d)));
+	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d, sizeof(d)));
+	return 0;
+}
+
 int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8)
 {
 	memset(g, 0, sizeof(*g));
@@ -62,6 +84,10 @@ int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bo
 	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&pref));
 	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
 							     &ctx->workspace_bytes, sizeof(ctx->workspace_bytes)));
+	if (set_alignment(ctx, pref, rmc_alignment(g->a), rmc_alignment(g->b), rmc_alignment(g->d)) != 0) {
+		cublasLtMatmulPreferenceDestroy(pref);
+		return -1;
+	}
 	cublasLtMatmulHeuristicResult_t res;
 	int found = 0;
 	cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, g->op, g->la, g->lb, g->ld, g->ld, pref, 1, &res,

@@ -49,6 +49,7 @@ extern "C" {
 typedef struct rmx_gemm {
 	int64_t batch, m, n, k;
 	rm_dtype dtype;
+	uint32_t align_a, align_b, align_d; /* bytes the chosen algorithm may assume (rm_exec_alignment) */
 	cublasLtMatmulDesc_t op;
 	cublasLtMatrixLayout_t la, lb, ld;
 	cublasLtMatmulAlgo_t algo;
@@ -294,12 +295,21 @@ static int rmx_layout(rmx_ctx *ctx, cublasLtMatrixLayout_t *l, cudaDataType_t t,
 	return 0;
 }
 
-/* The prepared GEMM of a shape (created on first use). */
-static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_name, rmx_gemm **out)
+/*
+ * The prepared GEMM of a shape and operand alignments (created on first use). The alignments of
+ * the actual pointers go into the heuristic's preferences (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*):
+ * an attention chunk or a packed operand need not be 256-byte aligned, and an algorithm chosen
+ * for 256 bytes may refuse it (CUBLAS_STATUS_NOT_SUPPORTED at cublasLtMatmul).
+ */
+static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_name, const void *a, const void *b,
+			const void *d, rmx_gemm **out)
 {
+	uint32_t aa = rm_exec_alignment((uint64_t)(uintptr_t)a), ab = rm_exec_alignment((uint64_t)(uintptr_t)b);
+	uint32_t ad = rm_exec_alignment((uint64_t)(uintptr_t)d);
 	for (int i = 0; i < ctx->n_gemms; i++) {
 		rmx_gemm *p = &ctx->gemms[i];
-		if (p->batch == g->batch && p->m == g->m && p->n == g->n && p->k == g->k && p->dtype == g->dtype) {
+		if (p->batch == g->batch && p->m == g->m && p->n == g->n && p->k == g->k && p->dtype == g->dtype &&
+		    p->align_a == aa && p->align_b == ab && p->align_d == ad) {
 			*out = p;
 			return 0;
 		}
@@ -309,6 +319,7 @@ static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_nam
 	rmx_gemm *p = &ctx->gemms[ctx->n_gemms++];
 	memset(p, 0, sizeof(*p));
 	p->batch = g->batch, p->m = g->m, p->n = g->n, p->k = g->k, p->dtype = g->dtype;
+	p->align_a = aa, p->align_b = ab, p->align_d = ad;
 	bool f8 = g->dtype == RM_DTYPE_FP8_E4M3 || g->dtype == RM_DTYPE_FP8_E5M2;
 	cudaDataType_t ta = cuda_type(g->dtype);
 	cudaDataType_t tb = f8 ? CUDA_R_8F_E4M3 : ta;
@@ -326,6 +337,17 @@ static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_nam
 	RMX_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&pref));
 	cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
 								 sizeof(ws));
+	const struct {
+		cublasLtMatmulPreferenceAttributes_t attr;
+		uint32_t bytes;
+	} aligns[] = {
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, aa},
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, ab},
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, ad}, /* C is D (beta = 0, in place) */
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, ad},
+	};
+	for (size_t i = 0; i < sizeof(aligns) / sizeof(aligns[0]) && st == CUBLAS_STATUS_SUCCESS; i++)
+		st = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i].attr, &aligns[i].bytes, sizeof(aligns[i].bytes));
 	cublasLtMatmulHeuristicResult_t res;
 	int found = 0;
 	if (st == CUBLAS_STATUS_SUCCESS)
@@ -335,8 +357,10 @@ static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_nam
 		st = CUBLAS_STATUS_NOT_SUPPORTED;
 	if (st != CUBLAS_STATUS_SUCCESS) {
 		char what[300];
-		snprintf(what, sizeof(what), "%s: no cuBLASLt algorithm for %s %lld x %lld x %lld (batch %lld)", op_name,
-			 rm_dtype_name(g->dtype), (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch);
+		snprintf(what, sizeof(what),
+			 "%s: no cuBLASLt algorithm for %s %lld x %lld x %lld (batch %lld, operands aligned %u/%u/%u B)",
+			 op_name, rm_dtype_name(g->dtype), (long long)g->m, (long long)g->n, (long long)g->k,
+			 (long long)g->batch, aa, ab, ad);
 		ctx->status = RM_UNSUPPORTED;
 		return rmx_fail(ctx, __FILE__, __LINE__, what, cublasGetStatusString(st));
 	}
@@ -349,7 +373,7 @@ static int rmx_gemm_run(rmx_ctx *ctx, const rm_gemm_shape *g, const char *name, 
 			void *d, int32_t stream)
 {
 	rmx_gemm *p;
-	RMX_TRY(rmx_gemm_get(ctx, g, name, &p));
+	RMX_TRY(rmx_gemm_get(ctx, g, name, a, b, d, &p));
 	float alpha = 1.0f, beta = 0.0f;
 	RMX_CUBLAS(ctx, cublasLtMatmul(ctx->lt, p->op, &alpha, a, p->la, b, p->lb, &beta, d, p->ld, d, p->ld, &p->algo,
 				       ctx->workspace[stream], RM_EXEC_WORKSPACE_BYTES, ctx->streams[stream]));

@@ -157,6 +157,13 @@ int rm_exec_attention_lowering(const rm_attention_cost *a, rm_gemm_shape gemms[5
 /* The (batch x head) slices per chunk of the unfused attention: as many as keep each scores
  * buffer (s x s elements) within RM_EXEC_SCORES_BYTES, at least 1, at most b*heads. */
 int64_t rm_exec_attention_chunk(const rm_attention_cost *a);
+/*
+ * The alignment cuBLASLt may assume for an operand at address (bytes): the largest power of two
+ * dividing it, at most 256 (cuBLASLt's CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES default
+ * to 256, and an algorithm chosen under that default may refuse a less aligned pointer; cuBLAS
+ * documentation, cublasLtMatmulPreferenceAttributes_t). 256 for address 0.
+ */
+uint32_t rm_exec_alignment(uint64_t address);
 /* Seconds of that lowering on hw: the GEMMs' and the softmax's costs (rm_cost_gemm_s,
  * rm_cost_elementwise_s) plus one launch overhead per extra kernel. */
 double rm_exec_attention_unfused_s(const rm_attention_cost *a, const rm_hw_profile *hw);

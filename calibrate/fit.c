@@ -348,7 +348,9 @@ static void series_free(series *s)
 }
 
 typedef struct coll_group {
-	char bench[32], algo[32];
+	/* the key: benchmark, NCCL settings (rows' algo, proto, tuning; "default" when absent), ranks,
+	 * nodes. Rows under different NCCL settings are different collectives to fit. */
+	char bench[32], algo[32], proto[32], tuning[160];
 	int ranks, nodes;
 	int n, cap;
 	int64_t *bytes;
@@ -469,9 +471,11 @@ static void collect_row(collected *c, const char *bench, json_t *params, double 
 			return;
 		}
 		const char *algo = jstr(params, "algo", "default");
+		const char *proto = jstr(params, "proto", "default"), *tuning = jstr(params, "tuning", "default");
 		coll_group *g = NULL;
 		for (int i = 0; i < c->n_groups && !g; i++)
 			if (!strcmp(c->groups[i].bench, bench) && !strcmp(c->groups[i].algo, algo) &&
+			    !strcmp(c->groups[i].proto, proto) && !strcmp(c->groups[i].tuning, tuning) &&
 			    c->groups[i].ranks == ranks && c->groups[i].nodes == nodes)
 				g = &c->groups[i];
 		if (!g) {
@@ -480,6 +484,8 @@ static void collect_row(collected *c, const char *bench, json_t *params, double 
 			memset(g, 0, sizeof(*g));
 			snprintf(g->bench, sizeof(g->bench), "%s", bench);
 			snprintf(g->algo, sizeof(g->algo), "%s", algo);
+			snprintf(g->proto, sizeof(g->proto), "%s", proto);
+			snprintf(g->tuning, sizeof(g->tuning), "%s", tuning);
 			g->ranks = ranks;
 			g->nodes = nodes;
 		}
@@ -851,11 +857,20 @@ static rm_status fit_collectives(rm_calib_db *db, const rm_calib_fit_opts *opts,
 		const coll_group *g = &c->groups[i];
 		rm_coll coll;
 		rm_coll_parse(g->bench, &coll);
-		char model[64];
+		/* collective.OP.RxN[.ALGO][.proto-P][.tuning-T]: one fit per NCCL setting */
+		char model[256];
 		snprintf(model, sizeof(model), "collective.%s.%dx%d", rm_coll_name(coll), g->ranks, g->nodes);
 		if (strcmp(g->algo, "default") != 0) {
 			size_t l = strlen(model);
 			snprintf(model + l, sizeof(model) - l, ".%s", g->algo);
+		}
+		if (strcmp(g->proto, "default") != 0) {
+			size_t l = strlen(model);
+			snprintf(model + l, sizeof(model) - l, ".proto-%s", g->proto);
+		}
+		if (strcmp(g->tuning, "default") != 0) {
+			size_t l = strlen(model);
+			snprintf(model + l, sizeof(model) - l, ".tuning-%s", g->tuning);
 		}
 		rm_calib_fit_result *r = add_result(rep, model);
 		r->n_points = g->n;
@@ -911,6 +926,10 @@ static rm_status fit_collectives(rm_calib_db *db, const rm_calib_fit_opts *opts,
 		json_t *p = json_pack("{s:s, s:i, s:i, s:i, s:s, s:o, s:f}", "collective", rm_coll_name(coll), "ranks",
 				      g->ranks, "ranks_per_node", g->ranks / g->nodes, "nodes", g->nodes, "algo", g->algo,
 				      "regimes", regimes, "max_rel_error", worst);
+		if (strcmp(g->proto, "default") != 0)
+			json_object_set_new(p, "proto", json_string(g->proto));
+		if (strcmp(g->tuning, "default") != 0)
+			json_object_set_new(p, "tuning", json_string(g->tuning));
 		if (excluded) {
 			json_object_set_new(p, "launch_floor_points", json_integer(excluded));
 			json_object_set_new(p, "launch_floor_max_bytes", json_integer(floor_max));

@@ -294,3 +294,58 @@ int rm_dist_wait(const rm_dist_waiter *w, double timeout_s, const char *what, ch
 	snprintf(msg, msg_size, "%s: %s", what, why[0] ? why : "failed");
 	return -1;
 }
+
+/* s lower-cased into buf, or "default" when s is unset or empty. */
+static void lower_or_default(const char *s, char *buf, size_t n)
+{
+	if (!s || !*s)
+		s = "default";
+	size_t k = 0;
+	for (; s[k] && k + 1 < n; k++)
+		buf[k] = (char)(s[k] >= 'A' && s[k] <= 'Z' ? s[k] - 'A' + 'a' : s[k]);
+	buf[k] = '\0';
+}
+
+void rm_dist_nccl_env(rm_dist_getenv_fn get, char *algo, size_t algo_size, char *proto, size_t proto_size,
+		      char *tuning, size_t tuning_size)
+{
+	if (!get)
+		get = plain_getenv;
+	lower_or_default(get("NCCL_ALGO"), algo, algo_size);
+	lower_or_default(get("NCCL_PROTO"), proto, proto_size);
+	static const char *const names[] = {
+		"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS",	 "NCCL_MAX_CTAS",
+		"NCCL_NTHREADS",      "NCCL_NVLS_ENABLE",   "NCCL_NVLSTREE_MAX_CHUNKSIZE", "NCCL_CTA_POLICY",
+		"NCCL_BUFFSIZE",      "NCCL_P2P_LEVEL",     "NCCL_SHM_DISABLE",	 "NCCL_P2P_DISABLE",
+	};
+	char buf[1024];
+	size_t len = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = get(names[i]);
+		if (!v || !*v)
+			continue;
+		char name[64], val[128];
+		lower_or_default(names[i] + 5, name, sizeof(name));
+		lower_or_default(v, val, sizeof(val));
+		int w = snprintf(buf + len, sizeof(buf) - len, "%s%s=%s", len ? "," : "", name, val);
+		if (w < 0 || (size_t)w >= sizeof(buf) - len)
+			break;
+		len += (size_t)w;
+	}
+	snprintf(tuning, tuning_size, "%s", len ? buf : "default");
+}
+
+double rm_dist_max(const rm_dist *d, double v)
+{
+#if REMORA_DIST_MPI
+	if (d->mpi && d->world > 1) {
+		double out = v;
+		MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+		return out;
+	}
+#else
+	(void)d;
+#endif
+	return v;
+}

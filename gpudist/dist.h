@@ -119,6 +119,25 @@ int rm_dist_count_nodes(const rm_dist *d);
  */
 double rm_dist_timeout_s(double flag_s);
 
+/*
+ * The NCCL settings a collective's time depends on, as the keys of a calibration row (read
+ * through get, getenv when NULL; NCCL's environment variables, docs.nvidia.com/deeplearning/nccl
+ * "Environment Variables"):
+ * - algo: NCCL_ALGO lower-cased ("ring", "tree,ring", "^nvls"), or "default" when unset;
+ * - proto: NCCL_PROTO the same way ("simple", "ll,ll128");
+ * - tuning: the other variables that change the kernels or their resources, "name=value" lower-
+ *   cased without the NCCL_ prefix, comma-separated, in this fixed order: NCCL_MIN_NCHANNELS,
+ *   NCCL_MAX_NCHANNELS, NCCL_MIN_CTAS, NCCL_MAX_CTAS, NCCL_NTHREADS, NCCL_NVLS_ENABLE,
+ *   NCCL_NVLSTREE_MAX_CHUNKSIZE, NCCL_CTA_POLICY, NCCL_BUFFSIZE, NCCL_P2P_LEVEL,
+ *   NCCL_SHM_DISABLE, NCCL_P2P_DISABLE; "default" when none is set.
+ * Each is cut to its buffer (at least 16 bytes each). Pure.
+ */
+void rm_dist_nccl_env(rm_dist_getenv_fn get, char *algo, size_t algo_size, char *proto, size_t proto_size,
+		      char *tuning, size_t tuning_size);
+
+/* The largest v over every rank (MPI_Allreduce MAX); v itself with one rank. */
+double rm_dist_max(const rm_dist *d, double v);
+
 /* The device side of a wait, implemented by the caller (CUDA + NCCL, or a fake). */
 typedef struct rm_dist_waiter {
 	/* 1 done, 0 still running, -1 failed (msg filled). */

@@ -1374,3 +1374,63 @@ Test(calib, collective_fit_of_many_sizes_stays_fast)
 	free(b);
 	free(t);
 }
+
+/*
+ * Collective rows under different NCCL settings (remora-calibrate's proto and tuning keys) are
+ * fitted apart: one fit per setting, named by it; the profile takes the fit where NCCL chose
+ * freely, and a fit measured with channels/CTAs changed is stored but not applied.
+ */
+Test(calib, collective_fits_are_keyed_by_proto_and_tuning, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[256], jl[256], spec[300];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	tmp_path("nccl-env.jsonl", jl, sizeof(jl));
+	FILE *f = fopen(jl, "w");
+	cr_assert_not_null(f);
+	const char *run = "\"machine\":\"synth\",\"gpu\":\"NVIDIA H200\",\"driver\":\"580.65.06\",\"cuda\":\"13.0\","
+			  "\"nccl\":\"2.28.9\",\"started_at\":\"2026-03-01T00:00:00Z\"";
+	static const struct {
+		const char *proto, *tuning;
+		double slower;
+	} sets[] = {{"default", "default", 1.0}, {"simple", "default", 3.0}, {"default", "max_nchannels=2", 2.0}};
+	for (size_t s = 0; s < 3; s++)
+		for (int64_t b = 1024; b <= (INT64_C(1) << 30); b *= 4)
+			fprintf(f,
+				"{\"benchmark\":\"all_reduce\",\"params\":{\"bytes\":%lld,\"ranks\":2,\"nodes\":1,"
+				"\"algo\":\"default\",\"proto\":\"%s\",\"tuning\":\"%s\",\"timing\":\"graph\"},"
+				"\"value\":%.4f,\"unit\":\"us\",%s}\n",
+				(long long)b, sets[s].proto, sets[s].tuning, sets[s].slower * true_collective_us(b), run);
+	fclose(f);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_import_stats st;
+	cr_assert_eq(rm_calib_import_jsonl(db, jl, &st, &err), RM_OK, "%s", err.msg);
+	int64_t run_id = st.first_run_id;
+	rm_calib_fit_opts fo = {.profile = "synth", .runs = &run_id, .n_runs = 1};
+	rm_calib_fit_report rep;
+	cr_assert_eq(rm_calib_fit(db, &fo, &rep, &err), RM_OK, "%s", err.msg);
+	const char *want[] = {"collective.all-reduce.2x1", "collective.all-reduce.2x1.proto-simple",
+			      "collective.all-reduce.2x1.tuning-max_nchannels=2"};
+	for (size_t i = 0; i < 3; i++) {
+		int found = 0;
+		for (int r = 0; r < rep.n_results; r++)
+			found += !strcmp(rep.results[r].model, want[i]) && rep.results[r].ok && rep.results[r].n_points == 11;
+		cr_assert_eq(found, 1, "model %s fitted from its own 11 rows", want[i]);
+	}
+	rm_calib_fit_report_finish(&rep);
+	rm_calib_db_close(db);
+	snprintf(spec, sizeof(spec), "%s:synth", db_path);
+	rm_hw_profile hw;
+	rm_nccl_model *model = malloc(sizeof(*model));
+	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, model, &err), RM_OK, "%s", err.msg);
+	for (int64_t b = 4096; b <= (INT64_C(1) << 30); b *= 16) {
+		rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, b, 2, 1);
+		rm_coll_estimate e;
+		cr_assert_eq(rm_nccl_estimate(model, &q, &e, &err), RM_OK, "%s", err.msg);
+		cr_assert_lt(fabs(e.time_us - true_collective_us(b)) / true_collective_us(b), 0.05,
+			     "%lld B: %.2f us, the unforced fit's", (long long)b, e.time_us);
+	}
+	free(model);
+}

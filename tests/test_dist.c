@@ -204,3 +204,22 @@ Test(dist, one_rank_agreement_is_the_local_status)
 	cr_assert_eq(rm_dist_bcast_status(&d, true, blob, sizeof(blob), msg, sizeof(msg)), 0);
 	cr_assert_eq(blob[3], 4);
 }
+
+Test(dist, nccl_env_keys)
+{
+	char algo[32], proto[32], tuning[256];
+	static const char *const none[] = {"PATH=/bin", NULL};
+	fake_env = none;
+	rm_dist_nccl_env(fake_getenv, algo, sizeof(algo), proto, sizeof(proto), tuning, sizeof(tuning));
+	cr_assert_str_eq(algo, "default");
+	cr_assert_str_eq(proto, "default");
+	cr_assert_str_eq(tuning, "default");
+	/* set in another order than the fixed one: the key does not depend on it */
+	static const char *const env[] = {"NCCL_CTA_POLICY=1", "NCCL_ALGO=Ring,Tree", "NCCL_PROTO=Simple",
+					  "NCCL_NVLS_ENABLE=0", "NCCL_MAX_NCHANNELS=8", "NCCL_MIN_CTAS=", NULL};
+	fake_env = env;
+	rm_dist_nccl_env(fake_getenv, algo, sizeof(algo), proto, sizeof(proto), tuning, sizeof(tuning));
+	cr_assert_str_eq(algo, "ring,tree");
+	cr_assert_str_eq(proto, "simple");
+	cr_assert_str_eq(tuning, "max_nchannels=8,nvls_enable=0,cta_policy=1", "empty values are unset");
+}

@@ -387,11 +387,16 @@ static int run_bench(rmc_ctx *ctx, const rmc_bench *b, bool collective)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: remora-calibrate [--out FILE] [--quick] [--only NAME] [--gpus N] [--iters N] [--warmup N]\n\n"
+	fprintf(out, "usage: remora-calibrate [--out FILE] [--quick] [--only NAME] [--gpus N] [--iters N] [--warmup N]\n"
+		     "                        [--timeout S] [--no-graph]\n\n"
 		     "Runs remora's microbenchmarks on this machine's GPUs and writes JSON lines for\n"
 		     "`remora calib import` (cuBLASLt GEMM bf16/fp8, HBM copy/triad, launch with and without\n"
 		     "CUDA graphs, pinned host copies, NCCL all-gather/reduce-scatter/all-reduce 1 KiB..4 GiB,\n"
 		     "GEMM interference with SMs held and with a concurrent collective).\n"
+		     "  --timeout S   seconds one wait on GPU work may take before the NCCL communicators are\n"
+		     "                aborted and every rank stops (default REMORA_NCCL_TIMEOUT_S, else 120)\n"
+		     "  --no-graph    time the NCCL sweep's host-launched iterations with events on the stream\n"
+		     "                instead of replaying them from a CUDA graph (nccl-tests -G)\n"
 		     "Exit status 77 when there is no GPU.\n");
 }
 
@@ -401,7 +406,8 @@ int main(int argc, char **argv)
 		{"out", required_argument, NULL, 'o'},   {"quick", no_argument, NULL, 'q'},
 		{"only", required_argument, NULL, 'O'},  {"gpus", required_argument, NULL, 'g'},
 		{"iters", required_argument, NULL, 'n'}, {"warmup", required_argument, NULL, 'w'},
-		{"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+		{"timeout", required_argument, NULL, 't'}, {"no-graph", no_argument, NULL, 'G'},
+		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
 	rmc_ctx *ctx = (rmc_ctx *)calloc(1, sizeof(rmc_ctx));
@@ -413,7 +419,7 @@ int main(int argc, char **argv)
 	const char *out_path = NULL;
 	int want_gpus = 0, c;
 	double timeout_flag = 0;
-	while ((c = getopt_long(argc, argv, "o:qO:g:n:w:t:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:qO:g:n:w:t:Gh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out_path = optarg;
@@ -439,6 +445,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, "remora-calibrate: --timeout %s: a positive number of seconds\n", optarg);
 				return 2;
 			}
+			break;
+		case 'G':
+			ctx->no_graph = true;
 			break;
 		case 'h':
 			usage(stdout);

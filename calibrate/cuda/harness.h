@@ -45,6 +45,7 @@ typedef struct rmc_ctx {
 	int nodes;               /* distinct hosts among the ranks */
 	double timeout_s;        /* of one wait on device work (rm_dist_timeout_s) */
 	bool quick;              /* fewer cases and iterations (the gpu test suite) */
+	bool no_graph;           /* NCCL sweep: time host-launched iterations (events) instead of a graph */
 	int warmup, iters;       /* defaults; benchmarks may scale them by size */
 	const char *only;        /* run only benchmarks whose name contains this */
 	cudaStream_t stream[RMC_MAX_GPUS];
@@ -117,7 +118,7 @@ typedef struct rmc_params {
 	char kind[12]; /* 'i' integer, 'r' real, 'b' boolean, 's' string */
 	long long i[12];
 	double r[12];
-	char s[12][48];
+	char s[12][160];
 } rmc_params;
 
 void rmc_param_int(rmc_params *p, const char *key, long long v);

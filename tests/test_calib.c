@@ -1434,3 +1434,68 @@ Test(calib, collective_fits_are_keyed_by_proto_and_tuning, .init = make_dir, .fi
 	}
 	free(model);
 }
+
+/*
+ * GEMM rows of the dgrad (NN) and wgrad (NT) layouts and of FP8 fast accumulation get fits of
+ * their own; the profile's GEMM rate is the TN fit's (rows without a layout are TN).
+ */
+Test(calib, gemm_fits_are_keyed_by_layout_and_accumulation, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[256], jl[256];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	tmp_path("gemm-layouts.jsonl", jl, sizeof(jl));
+	FILE *f = fopen(jl, "w");
+	cr_assert_not_null(f);
+	const char *run = "\"machine\":\"synth\",\"gpu\":\"NVIDIA H200\",\"driver\":\"580.65.06\",\"cuda\":\"13.0\","
+			  "\"nccl\":\"2.28.9\",\"started_at\":\"2026-03-01T00:00:00Z\"";
+	/* true_gemm_us is 790 TFLOP/s; NN at half the rate, NT at 0.8x, FP8 as 2x BF16, fast 2.5x */
+	static const struct {
+		const char *dtype, *extra;
+		double rate;
+	} sets[] = {{"bf16", "", 1.0},
+		    {"bf16", ",\"layout\":\"nn\"", 0.5},
+		    {"bf16", ",\"layout\":\"nt\"", 0.8},
+		    {"fp8", ",\"layout\":\"tn\",\"fast_accum\":false", 2.0},
+		    {"fp8", ",\"layout\":\"tn\",\"fast_accum\":true", 2.5},
+		    {"fp8", ",\"layout\":\"nn\"", 9.0}};
+	for (size_t v = 0; v < sizeof(sets) / sizeof(sets[0]); v++)
+		for (size_t i = 0; i < 6; i++)
+			for (size_t j = 0; j < 6; j += 2) {
+				int64_t m = gemm_dims[i], n = gemm_dims[j], k = 4096;
+				double t = 6.0 + (true_gemm_us(m, n, k) - 6.0) / sets[v].rate;
+				fprintf(f, "{\"benchmark\":\"gemm\",\"params\":{\"dtype\":\"%s\",\"m\":%lld,\"n\":%lld,"
+					   "\"k\":%lld%s},\"value\":%.4f,\"unit\":\"us\",%s}\n",
+					sets[v].dtype, (long long)m, (long long)n, (long long)k, sets[v].extra, t, run);
+			}
+	fclose(f);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_import_stats st;
+	cr_assert_eq(rm_calib_import_jsonl(db, jl, &st, &err), RM_OK, "%s", err.msg);
+	int64_t run_id = st.first_run_id;
+	rm_calib_fit_opts fo = {.profile = "synth", .runs = &run_id, .n_runs = 1};
+	rm_calib_fit_report rep;
+	cr_assert_eq(rm_calib_fit(db, &fo, &rep, &err), RM_OK, "%s", err.msg);
+	rm_calib_fit_report_finish(&rep);
+	rm_calib_db_close(db);
+	char spec[300];
+	snprintf(spec, sizeof(spec), "%s:synth", db_path);
+	static const struct {
+		const char *model;
+		double TFLOPs;
+	} want[] = {{"gemm.bf16", 790},	      {"gemm.bf16.nn", 395},	    {"gemm.bf16.nt", 632},
+		    {"gemm.fp8", 1580}, {"gemm.fp8.fast_accum", 1975}};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		double R = 0;
+		cr_assert_eq(rm_calib_fit_value(spec, want[i].model, "TFLOPs", &R, &err), RM_OK, "%s: %s", want[i].model,
+			     err.msg);
+		cr_assert_lt(fabs(R - want[i].TFLOPs) / want[i].TFLOPs, 0.02, "%s: %.1f TFLOP/s", want[i].model, R);
+	}
+	rm_hw_profile hw;
+	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, NULL, &err), RM_OK, "%s", err.msg);
+	cr_assert_lt(fabs(hw.gemm_bf16_TFLOPs - 790) / 790, 0.02, "the profile takes TN: %.1f", hw.gemm_bf16_TFLOPs);
+	cr_assert_lt(fabs(hw.gemm_fp8_TFLOPs - 1580) / 1580, 0.02, "and FP8 without fast accumulation: %.1f",
+		     hw.gemm_fp8_TFLOPs);
+}

@@ -284,3 +284,47 @@ int rmc_nccl_background(rmc_ctx *ctx, size_t bytes, int n, cudaStream_t *streams
 		RMC_TRY(nccl_once(ctx, &st, streams));
 	return 0;
 }
+
+/*
+ * Used by the interference benchmark to size its background: the time of one all-gather of
+ * bytes on streams (one untimed first, then one between events on streams[0]), *us. No MPI call.
+ */
+int rmc_nccl_time_all_gather(rmc_ctx *ctx, size_t bytes, cudaStream_t *streams, double *us);
+int rmc_nccl_time_all_gather(rmc_ctx *ctx, size_t bytes, cudaStream_t *streams, double *us)
+{
+	void **bufs = NULL;
+	cudaEvent_t a = NULL, b = NULL;
+	int local = ctx->mpi ? 1 : ctx->n_gpus;
+	int rc = rmc_nccl_background(ctx, bytes, 1, streams, &bufs);
+	for (int d = 0; d < local && rc == 0; d++)
+		rc = rmc_wait_stream(ctx, streams[d], "interference: sizing all-gather");
+	if (rc == 0 && (cudaSetDevice(ctx->devices[0]) != cudaSuccess || cudaEventCreate(&a) != cudaSuccess ||
+			cudaEventCreate(&b) != cudaSuccess || cudaEventRecord(a, streams[0]) != cudaSuccess))
+		rc = rmc_fail(ctx, __FILE__, __LINE__, "cudaEventCreate/Record (sizing all-gather)", "failed");
+	void **bufs2 = NULL;
+	if (rc == 0)
+		rc = rmc_nccl_background(ctx, bytes, 1, streams, &bufs2);
+	if (rc == 0 && cudaEventRecord(b, streams[0]) != cudaSuccess)
+		rc = rmc_fail(ctx, __FILE__, __LINE__, "cudaEventRecord(b, streams[0])", "failed");
+	for (int d = 0; d < local && rc == 0; d++)
+		rc = rmc_wait_stream(ctx, streams[d], "interference: sizing all-gather");
+	float ms = 0;
+	if (rc == 0 && cudaEventElapsedTime(&ms, a, b) != cudaSuccess)
+		rc = rmc_fail(ctx, __FILE__, __LINE__, "cudaEventElapsedTime(a, b)", "failed");
+	*us = 1e3 * (double)ms;
+	void **all[2] = {bufs, bufs2};
+	for (int k = 0; k < 2; k++) {
+		for (int d = 0; all[k] && d < local; d++) {
+			cudaSetDevice(ctx->devices[d]);
+			cudaFree(all[k][2 * d]);
+			cudaFree(all[k][2 * d + 1]);
+		}
+		free(all[k]);
+	}
+	if (a)
+		cudaEventDestroy(a);
+	if (b)
+		cudaEventDestroy(b);
+	cudaSetDevice(ctx->devices[0]);
+	return rc;
+}

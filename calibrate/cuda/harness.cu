@@ -250,6 +250,7 @@ static int describe_run(rmc_ctx *ctx)
 	cudaDeviceProp prop;
 	RMC_CUDA(ctx, cudaGetDeviceProperties(&prop, ctx->devices[0]));
 	ctx->sm_count = prop.multiProcessorCount;
+	ctx->l2_bytes = (size_t)prop.l2CacheSize;
 	char host[256] = "", drv[64], cuda[32], nccl[32] = "", when[40];
 	gethostname(host, sizeof(host) - 1);
 	driver_version(drv, sizeof(drv));

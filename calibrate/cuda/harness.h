@@ -53,6 +53,7 @@ typedef struct rmc_ctx {
 	void *workspace;         /* cuBLASLt workspace on device 0 */
 	size_t workspace_bytes;
 	int sm_count;
+	size_t l2_bytes;         /* device 0's L2 (cudaDeviceProp.l2CacheSize) */
 #if RMC_HAVE_NCCL
 	ncclComm_t comms[RMC_MAX_GPUS];
 	bool have_comms;
@@ -159,11 +160,26 @@ extern const rmc_bench rmc_bench_interference;
 extern const rmc_bench rmc_bench_nccl;
 #endif
 
-/* GEMM helper shared by gemm and interference: a cuBLASLt matmul D[m,n] = A^T[m,k] B[k,n]. */
+/*
+ * GEMM helper shared by gemm and interference: a cuBLASLt matmul D[m,n] = op(A) op(B) in one of
+ * three layouts (column-major, as cuBLASLt names them):
+ *   RMC_TN  A stored k x m, transposed; B k x n       (the forward; the only one FP8 allows)
+ *   RMC_NN  A stored m x k;             B k x n       (dgrad: dX = dY W)
+ *   RMC_NT  A m x k;                    B stored n x k, transposed  (wgrad: dW = dY^T X)
+ * With `rotate`, enough copies of A, B and D that one pass over them is at least twice the L2
+ * (ctx->l2_bytes), at most 2 GiB: each call then reads operands that are not L2-resident (a cold
+ * figure, as in a training step where the GEMM's inputs come from HBM).
+ */
+enum { RMC_TN, RMC_NN, RMC_NT };
+
 typedef struct rmc_gemm {
 	int64_t m, n, k;
-	bool fp8;
-	void *a, *b, *d;
+	bool fp8, fast_accum;
+	int layout;       /* RMC_TN, RMC_NN, RMC_NT */
+	int n_rot, next;  /* operand sets, the one the next call uses */
+	void *mem;        /* the sets, each A | B | D at 256-byte-aligned offsets */
+	size_t set_bytes, off_b, off_d;
+	void *a, *b, *d;  /* set 0 */
 	cublasLtMatmulDesc_t op;
 	cublasLtMatrixLayout_t la, lb, ld;
 	cublasLtMatmulAlgo_t algo;
@@ -171,7 +187,12 @@ typedef struct rmc_gemm {
 	bool unsupported; /* cuBLASLt has no algorithm for it: measure nothing */
 } rmc_gemm;
 
+/* TN, no fast accumulation, no rotation (the interference benchmark's GEMM). */
 int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8);
+/* Any layout (FP8: TN only), FP8 fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM), rotation. */
+int rmc_gemm_init_ex(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8, int layout,
+		     bool fast_accum, bool rotate);
+/* One call on the next operand set. */
 int rmc_gemm_run(rmc_ctx *ctx, rmc_gemm *g, cudaStream_t stream);
 void rmc_gemm_fini(rmc_gemm *g);
 

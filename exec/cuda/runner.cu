@@ -16,9 +16,11 @@
  * - GEMMs: cuBLASLt, "TN" (D[m,n] = A^T[m,k] B[k,n]) as FP8 requires, FP32 accumulation, one
  *   prepared descriptor per distinct shape, batched with strided layouts. fp8_e5m2 runs as
  *   E5M2 x E4M3 (cuBLASLt has no E5M2 x E5M2).
- * - Attention: no fused kernel (cuDNN's SDPA is not wired up yet): the lowering of
- *   rm_exec_attention_lowering, chunk by chunk over batch x heads: batched cuBLASLt GEMMs and a
- *   row softmax kernel (forward) or softmax-backward kernel, as the comparison prices it.
+ * - Attention: no fused kernel (cuDNN's SDPA is not wired up yet): the steps of
+ *   rm_exec_attention_steps (row-major [s,d] slices, scores [s,s] with query rows; backward
+ *   recomputes P with its softmax), chunk by chunk over batch x heads: batched cuBLASLt GEMMs in
+ *   TN, NN and NT layouts and the row softmax / softmax-backward kernels, as the comparison
+ *   prices it (rm_exec_attention_lowering) and as exec/attention.c computes it on the CPU.
  * - Elementwise: a kernel that streams bytes_read from its source and bytes_written to its
  *   destination in 16-byte words, wrapping around each buffer's extent.
  * - Copies: cudaMemcpyAsync (pinned host memory). Collectives: NCCL on the op's stream over the
@@ -46,10 +48,17 @@ extern "C" {
 
 #define RMX_MAX_GEMMS 256
 
-typedef struct rmx_gemm {
-	int64_t batch, m, n, k;
+/* What a prepared GEMM is for: cuBLAS's column-major D[m,n] = op(A)[m,k] op(B)[k,n], leading
+ * dimensions and batch strides in elements, and the operands' alignments. */
+typedef struct rmx_gemm_key {
+	int64_t batch, m, n, k, lda, ldb, ldd, stride_a, stride_b, stride_d;
+	bool trans_a, trans_b;
 	rm_dtype dtype;
 	uint32_t align_a, align_b, align_d; /* bytes the chosen algorithm may assume (rm_exec_alignment) */
+} rmx_gemm_key;
+
+typedef struct rmx_gemm {
+	rmx_gemm_key key;
 	cublasLtMatmulDesc_t op;
 	cublasLtMatrixLayout_t la, lb, ld;
 	cublasLtMatmulAlgo_t algo;
@@ -282,12 +291,11 @@ static cudaDataType_t cuda_type(rm_dtype d)
 }
 
 static int rmx_layout(rmx_ctx *ctx, cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows, int64_t cols,
-		      int64_t batch)
+		      int64_t ld, int64_t batch, int64_t stride)
 {
-	RMX_CUBLAS(ctx, cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, rows));
+	RMX_CUBLAS(ctx, cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld));
 	if (batch > 1) {
 		int32_t b = (int32_t)batch;
-		int64_t stride = rows * cols;
 		RMX_CUBLAS(ctx, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof(b)));
 		RMX_CUBLAS(ctx, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
 								 sizeof(stride)));
@@ -296,42 +304,39 @@ static int rmx_layout(rmx_ctx *ctx, cublasLtMatrixLayout_t *l, cudaDataType_t t,
 }
 
 /*
- * The prepared GEMM of a shape and operand alignments (created on first use). The alignments of
- * the actual pointers go into the heuristic's preferences (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*):
- * an attention chunk or a packed operand need not be 256-byte aligned, and an algorithm chosen
- * for 256 bytes may refuse it (CUBLAS_STATUS_NOT_SUPPORTED at cublasLtMatmul).
+ * The prepared GEMM of a key (created on first use). The alignments of the actual pointers are
+ * in the key and go into the heuristic's preferences (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*): an
+ * attention chunk or a packed operand need not be 256-byte aligned, and an algorithm chosen for
+ * 256 bytes may refuse it (CUBLAS_STATUS_NOT_SUPPORTED at cublasLtMatmul).
  */
-static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_name, const void *a, const void *b,
-			const void *d, rmx_gemm **out)
+static int rmx_gemm_get(rmx_ctx *ctx, const rmx_gemm_key *key, const char *op_name, rmx_gemm **out)
 {
-	uint32_t aa = rm_exec_alignment((uint64_t)(uintptr_t)a), ab = rm_exec_alignment((uint64_t)(uintptr_t)b);
-	uint32_t ad = rm_exec_alignment((uint64_t)(uintptr_t)d);
-	for (int i = 0; i < ctx->n_gemms; i++) {
-		rmx_gemm *p = &ctx->gemms[i];
-		if (p->batch == g->batch && p->m == g->m && p->n == g->n && p->k == g->k && p->dtype == g->dtype &&
-		    p->align_a == aa && p->align_b == ab && p->align_d == ad) {
-			*out = p;
+	for (int i = 0; i < ctx->n_gemms; i++)
+		if (memcmp(&ctx->gemms[i].key, key, sizeof(*key)) == 0) {
+			*out = &ctx->gemms[i];
 			return 0;
 		}
-	}
 	if (ctx->n_gemms == RMX_MAX_GEMMS)
 		return rmx_fail(ctx, __FILE__, __LINE__, op_name, "more distinct GEMM shapes than the runner holds");
 	rmx_gemm *p = &ctx->gemms[ctx->n_gemms++];
 	memset(p, 0, sizeof(*p));
-	p->batch = g->batch, p->m = g->m, p->n = g->n, p->k = g->k, p->dtype = g->dtype;
-	p->align_a = aa, p->align_b = ab, p->align_d = ad;
+	p->key = *key;
+	const rmx_gemm_key *g = key;
 	bool f8 = g->dtype == RM_DTYPE_FP8_E4M3 || g->dtype == RM_DTYPE_FP8_E5M2;
 	cudaDataType_t ta = cuda_type(g->dtype);
 	cudaDataType_t tb = f8 ? CUDA_R_8F_E4M3 : ta;
 	cudaDataType_t td = f8 ? CUDA_R_16BF : ta;
 	cublasComputeType_t ct = g->dtype == RM_DTYPE_FP32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 	RMX_CUBLAS(ctx, cublasLtMatmulDescCreate(&p->op, ct, CUDA_R_32F));
-	cublasOperation_t opt = CUBLAS_OP_T, opn = CUBLAS_OP_N;
-	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opt, sizeof(opt)));
-	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof(opn)));
-	RMX_TRY(rmx_layout(ctx, &p->la, ta, g->k, g->m, g->batch));
-	RMX_TRY(rmx_layout(ctx, &p->lb, tb, g->k, g->n, g->batch));
-	RMX_TRY(rmx_layout(ctx, &p->ld, td, g->m, g->n, g->batch));
+	cublasOperation_t opa = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)));
+	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)));
+	/* stored shapes: A k x m when transposed else m x k; B n x k when transposed else k x n */
+	RMX_TRY(rmx_layout(ctx, &p->la, ta, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda, g->batch,
+			   g->stride_a));
+	RMX_TRY(rmx_layout(ctx, &p->lb, tb, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb, g->batch,
+			   g->stride_b));
+	RMX_TRY(rmx_layout(ctx, &p->ld, td, g->m, g->n, g->ldd, g->batch, g->stride_d));
 	cublasLtMatmulPreference_t pref;
 	size_t ws = RM_EXEC_WORKSPACE_BYTES;
 	RMX_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&pref));
@@ -341,10 +346,10 @@ static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_nam
 		cublasLtMatmulPreferenceAttributes_t attr;
 		uint32_t bytes;
 	} aligns[] = {
-		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, aa},
-		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, ab},
-		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, ad}, /* C is D (beta = 0, in place) */
-		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, ad},
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g->align_a},
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g->align_b},
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g->align_d}, /* C is D (beta = 0, in place) */
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g->align_d},
 	};
 	for (size_t i = 0; i < sizeof(aligns) / sizeof(aligns[0]) && st == CUBLAS_STATUS_SUCCESS; i++)
 		st = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i].attr, &aligns[i].bytes, sizeof(aligns[i].bytes));
@@ -356,11 +361,11 @@ static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_nam
 	if (st == CUBLAS_STATUS_SUCCESS && found == 0)
 		st = CUBLAS_STATUS_NOT_SUPPORTED;
 	if (st != CUBLAS_STATUS_SUCCESS) {
-		char what[300];
+		char what[320];
 		snprintf(what, sizeof(what),
-			 "%s: no cuBLASLt algorithm for %s %lld x %lld x %lld (batch %lld, operands aligned %u/%u/%u B)",
-			 op_name, rm_dtype_name(g->dtype), (long long)g->m, (long long)g->n, (long long)g->k,
-			 (long long)g->batch, aa, ab, ad);
+			 "%s: no cuBLASLt algorithm for %s %c%c %lld x %lld x %lld (batch %lld, operands aligned %u/%u/%u B)",
+			 op_name, rm_dtype_name(g->dtype), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
+			 (long long)g->n, (long long)g->k, (long long)g->batch, g->align_a, g->align_b, g->align_d);
 		ctx->status = RM_UNSUPPORTED;
 		return rmx_fail(ctx, __FILE__, __LINE__, what, cublasGetStatusString(st));
 	}
@@ -369,15 +374,31 @@ static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_nam
 	return 0;
 }
 
-static int rmx_gemm_run(rmx_ctx *ctx, const rm_gemm_shape *g, const char *name, const void *a, const void *b,
-			void *d, int32_t stream)
+static int rmx_gemm_launch(rmx_ctx *ctx, rmx_gemm_key *key, float alpha, const char *name, const void *a,
+			   const void *b, void *d, int32_t stream)
 {
+	key->align_a = rm_exec_alignment((uint64_t)(uintptr_t)a);
+	key->align_b = rm_exec_alignment((uint64_t)(uintptr_t)b);
+	key->align_d = rm_exec_alignment((uint64_t)(uintptr_t)d);
 	rmx_gemm *p;
-	RMX_TRY(rmx_gemm_get(ctx, g, name, a, b, d, &p));
-	float alpha = 1.0f, beta = 0.0f;
+	RMX_TRY(rmx_gemm_get(ctx, key, name, &p));
+	float beta = 0.0f;
 	RMX_CUBLAS(ctx, cublasLtMatmul(ctx->lt, p->op, &alpha, a, p->la, b, p->lb, &beta, d, p->ld, d, p->ld, &p->algo,
 				       ctx->workspace[stream], RM_EXEC_WORKSPACE_BYTES, ctx->streams[stream]));
 	return 0;
+}
+
+/* A program GEMM: TN, D[m,n] = A^T[m,k] B[k,n], A stored k x m, B k x n, D m x n (column-major). */
+static int rmx_gemm_run(rmx_ctx *ctx, const rm_gemm_shape *g, const char *name, const void *a, const void *b,
+			void *d, int32_t stream)
+{
+	rmx_gemm_key key;
+	memset(&key, 0, sizeof(key)); /* compared with memcmp: no stray padding bytes */
+	key.batch = g->batch, key.m = g->m, key.n = g->n, key.k = g->k, key.dtype = g->dtype;
+	key.trans_a = true, key.trans_b = false;
+	key.lda = g->k, key.ldb = g->k, key.ldd = g->m;
+	key.stride_a = g->m * g->k, key.stride_b = g->k * g->n, key.stride_d = g->m * g->n;
+	return rmx_gemm_launch(ctx, &key, 1.0f, name, a, b, d, stream);
 }
 
 /* ---- ops ------------------------------------------------------------------------------------- */
@@ -387,6 +408,12 @@ static char *addr(rmx_ctx *ctx, const rm_exec_operand *o)
 	return ctx->base[o->region] ? ctx->base[o->region] + o->offset : NULL;
 }
 
+/*
+ * Attention without a fused kernel: the steps of rm_exec_attention_steps (the same ones the CPU
+ * reference in exec/attention.c runs in tests/test_exec.c), chunk by chunk over batch x heads:
+ * batched cuBLASLt GEMMs on row-major [s,d] slices and [s,s] scores, and the row softmax (over
+ * each query's keys, causal mask) and its backward.
+ */
 static int rmx_attention(rmx_ctx *ctx, int32_t i)
 {
 	const rm_program_op *op = &ctx->prog->ops[i];
@@ -395,42 +422,62 @@ static int rmx_attention(rmx_ctx *ctx, int32_t i)
 	cudaStream_t st = ctx->streams[op->stream];
 	int64_t s = a->shape.seq, d = a->shape.head_dim, es = rm_dtype_size(a->shape.dtype);
 	int64_t bh = a->shape.batch * a->shape.heads, chunk = rm_exec_attention_chunk(a);
+	rm_attn_step steps[7];
+	int n_steps = rm_exec_attention_steps(s, d, a->backward, steps);
+	/* the operands of each buffer (exec.h: Q, K, V, then O, S / dO, dQ, dK, dV, S, dP) */
+	int slot[RM_ATTN_BUF_COUNT];
+	for (int b = 0; b < RM_ATTN_BUF_COUNT; b++)
+		slot[b] = -1;
+	slot[RM_ATTN_Q] = 0, slot[RM_ATTN_K] = 1, slot[RM_ATTN_V] = 2;
+	if (a->backward)
+		slot[RM_ATTN_DO] = 3, slot[RM_ATTN_DQ] = 4, slot[RM_ATTN_DK] = 5, slot[RM_ATTN_DV] = 6, slot[RM_ATTN_P] = 7,
+		slot[RM_ATTN_DP] = 8;
+	else
+		slot[RM_ATTN_O] = 3, slot[RM_ATTN_P] = 4;
 	for (int64_t c0 = 0; c0 < bh; c0 += chunk) {
 		int64_t nb = bh - c0 < chunk ? bh - c0 : chunk;
-		int64_t qoff = c0 * s * d * es;
-		rm_gemm_shape ss = {nb, s, s, d, a->shape.dtype, true}, sd = {nb, s, d, s, a->shape.dtype, true};
-		char *q = addr(ctx, &pl->operand[0]) + qoff, *k = addr(ctx, &pl->operand[1]) + qoff;
-		char *v = addr(ctx, &pl->operand[2]) + qoff;
+		char *ptr[RM_ATTN_BUF_COUNT];
+		for (int b = 0; b < RM_ATTN_BUF_COUNT; b++) {
+			ptr[b] = slot[b] >= 0 ? addr(ctx, &pl->operand[slot[b]]) : NULL;
+			/* the [s,d] tensors hold every slice; the scores one chunk */
+			if (ptr[b] && b != RM_ATTN_P && b != RM_ATTN_DP)
+				ptr[b] += c0 * s * d * es;
+		}
 		int blocks = (int)(nb * s < 65535 ? nb * s : 65535);
-		if (!a->backward) {
-			char *o = addr(ctx, &pl->operand[3]) + qoff, *sc = addr(ctx, &pl->operand[4]);
-			RMX_TRY(rmx_gemm_run(ctx, &ss, op->name, q, k, sc, op->stream));
-			if (a->shape.dtype == RM_DTYPE_FP32)
-				rmx_softmax<float><<<blocks, 256, 0, st>>>((float *)sc, nb * s, s, a->shape.causal);
-			else if (a->shape.dtype == RM_DTYPE_FP16)
-				rmx_softmax<__half><<<blocks, 256, 0, st>>>((__half *)sc, nb * s, s, a->shape.causal);
-			else
-				rmx_softmax<__nv_bfloat16><<<blocks, 256, 0, st>>>((__nv_bfloat16 *)sc, nb * s, s,
-										   a->shape.causal);
+		for (int k = 0; k < n_steps; k++) {
+			const rm_attn_step *t = &steps[k];
+			if (t->kind == RM_ATTN_GEMM) {
+				rmx_gemm_key key;
+				memset(&key, 0, sizeof(key));
+				key.batch = nb, key.m = t->m, key.n = t->n, key.k = t->k, key.dtype = a->shape.dtype;
+				key.trans_a = t->trans_a, key.trans_b = t->trans_b;
+				key.lda = t->lda, key.ldb = t->ldb, key.ldd = t->ldd;
+				key.stride_a = t->stride_a, key.stride_b = t->stride_b, key.stride_d = t->stride_d;
+				RMX_TRY(rmx_gemm_launch(ctx, &key, (float)t->alpha, op->name, ptr[t->a], ptr[t->b], ptr[t->d],
+							op->stream));
+				continue;
+			}
+			char *x = ptr[t->d], *pp = ptr[t->a];
+			bool softmax = t->kind == RM_ATTN_SOFTMAX;
+			if (a->shape.dtype == RM_DTYPE_FP32) {
+				if (softmax)
+					rmx_softmax<float><<<blocks, 256, 0, st>>>((float *)x, nb * s, s, a->shape.causal);
+				else
+					rmx_softmax_bwd<float><<<blocks, 256, 0, st>>>((const float *)pp, (float *)x, nb * s, s);
+			} else if (a->shape.dtype == RM_DTYPE_FP16) {
+				if (softmax)
+					rmx_softmax<__half><<<blocks, 256, 0, st>>>((__half *)x, nb * s, s, a->shape.causal);
+				else
+					rmx_softmax_bwd<__half><<<blocks, 256, 0, st>>>((const __half *)pp, (__half *)x, nb * s, s);
+			} else {
+				if (softmax)
+					rmx_softmax<__nv_bfloat16><<<blocks, 256, 0, st>>>((__nv_bfloat16 *)x, nb * s, s,
+											   a->shape.causal);
+				else
+					rmx_softmax_bwd<__nv_bfloat16><<<blocks, 256, 0, st>>>(
+						(const __nv_bfloat16 *)pp, (__nv_bfloat16 *)x, nb * s, s);
+			}
 			RMX_CUDA(ctx, cudaGetLastError());
-			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, sc, v, o, op->stream));
-		} else {
-			char *dout = addr(ctx, &pl->operand[3]) + qoff, *dq = addr(ctx, &pl->operand[4]) + qoff;
-			char *dk = addr(ctx, &pl->operand[5]) + qoff, *dv = addr(ctx, &pl->operand[6]) + qoff;
-			char *p = addr(ctx, &pl->operand[7]), *dp = addr(ctx, &pl->operand[8]);
-			RMX_TRY(rmx_gemm_run(ctx, &ss, op->name, q, k, p, op->stream));     /* S again */
-			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, p, dout, dv, op->stream)); /* dV = P^T dO */
-			RMX_TRY(rmx_gemm_run(ctx, &ss, op->name, dout, v, dp, op->stream)); /* dP = dO V^T */
-			if (a->shape.dtype == RM_DTYPE_FP32)
-				rmx_softmax_bwd<float><<<blocks, 256, 0, st>>>((float *)p, (float *)dp, nb * s, s);
-			else if (a->shape.dtype == RM_DTYPE_FP16)
-				rmx_softmax_bwd<__half><<<blocks, 256, 0, st>>>((__half *)p, (__half *)dp, nb * s, s);
-			else
-				rmx_softmax_bwd<__nv_bfloat16><<<blocks, 256, 0, st>>>((__nv_bfloat16 *)p,
-										       (__nv_bfloat16 *)dp, nb * s, s);
-			RMX_CUDA(ctx, cudaGetLastError());
-			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, dp, k, dq, op->stream)); /* dQ = dS K */
-			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, dp, q, dk, op->stream)); /* dK = dS^T Q */
 		}
 	}
 	return 0;

@@ -3,10 +3,13 @@
 # -np 2 on the CPU, through tests/dist_fake.c's fake device (TAP): rank/device mapping, the id
 # broadcast, one rank's failure ending both ranks with the same message, a wait that times out.
 # Every run is bounded by `timeout 60`: a hang fails the check (exit 124) instead of the suite.
-# Usage: dist_mpi.sh DIST_FAKE MPIRUN
+# With the CUDA parts built, remora-calibrate and remora-gpu under -np 2 too, on a machine without
+# a GPU (skipped where one is visible): both ranks leave with rank 0's "no GPU", no hang.
+# Usage: dist_mpi.sh DIST_FAKE MPIRUN [REMORA_CALIBRATE REMORA_GPU PROGRAM.json]
 set -uo pipefail
 fake=$1
 mpirun=("$2" --allow-run-as-root --oversubscribe)
+calibrate=${3:-} gpu=${4:-} program=${5:-}
 work=$(mktemp -d /tmp/remora-dist-mpi-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
@@ -19,7 +22,7 @@ run() { # run ENV... : mpirun -np 2 of dist_fake, stdout to out, stderr to err, 
 	rc=$?
 }
 errors() { grep -c "^dist_fake: error: $1" err || true; }
-echo "1..14"
+echo "1..16"
 
 run REMORA_FAKE_DEVICES=2
 check "-np 2: both ranks finish" '[ $rc -eq 0 ] && [ "$(grep -c "step 2 done" out)" = 2 ]'
@@ -55,4 +58,16 @@ check "an asynchronous NCCL error on rank 0 ends both ranks with its message" \
 env -u OMPI_COMM_WORLD_SIZE "$fake" > out 2> err
 rc=$?
 check "without a launcher: one rank, no MPI" '[ $rc -eq 0 ] && grep -q "^rank 0/1 local 0 device 0 source none" out'
+if [ -z "$calibrate" ] || nvidia-smi -L > /dev/null 2>&1; then
+	n=$((n + 2)); echo "ok $((n - 1)) # SKIP no CUDA build, or a GPU is visible"; echo "ok $n # SKIP"
+else
+	timeout 60 "${mpirun[@]}" -np 2 "$calibrate" --quick > out 2> err
+	rc=$?
+	check "remora-calibrate -np 2 without a GPU: every rank skips (77), no hang" \
+		'[ $rc -eq 77 ] && grep -q "rank 0: no CUDA GPU here" err'
+	timeout 60 "${mpirun[@]}" -np 2 "$gpu" exec "$program" > out 2> err
+	rc=$?
+	check "remora-gpu exec -np 2 without a GPU: both ranks report rank 0's error, no hang" \
+		'[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c "error: rank 0: no CUDA GPU is visible" err)" = 2 ]'
+fi
 exit $failed

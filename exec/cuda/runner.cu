@@ -320,7 +320,7 @@ static int rmx_gemm_get(rmx_ctx *ctx, const rmx_gemm_key *key, const char *op_na
 		return rmx_fail(ctx, __FILE__, __LINE__, op_name, "more distinct GEMM shapes than the runner holds");
 	rmx_gemm *p = &ctx->gemms[ctx->n_gemms++];
 	memset(p, 0, sizeof(*p));
-	p->key = *key;
+	memcpy(&p->key, key, sizeof(*key)); /* padding included: keys are compared with memcmp */
 	const rmx_gemm_key *g = key;
 	bool f8 = g->dtype == RM_DTYPE_FP8_E4M3 || g->dtype == RM_DTYPE_FP8_E5M2;
 	cudaDataType_t ta = cuda_type(g->dtype);

@@ -348,7 +348,9 @@ static void series_free(series *s)
 }
 
 typedef struct coll_group {
-	char bench[32], algo[32];
+	/* the key: benchmark, NCCL settings (rows' algo, proto, tuning; "default" when absent), ranks,
+	 * nodes. Rows under different NCCL settings are different collectives to fit. */
+	char bench[32], algo[32], proto[32], tuning[160];
 	int ranks, nodes;
 	int n, cap;
 	int64_t *bytes;
@@ -369,6 +371,27 @@ typedef struct gemm_set {
 	rm_calib_gemm_point *p;
 } gemm_set;
 
+/*
+ * The GEMM fits, one per variant of remora-calibrate's rows (params dtype, layout, fast_accum;
+ * rows without layout are "tn", without fast_accum false, as before those keys existed). The
+ * profile takes gemm.bf16 and gemm.fp8 (TN, FP8 with cuBLASLt's default split accumulation); the
+ * dgrad (NN), wgrad (NT) and fast-accumulation fits are stored beside them for comparison.
+ */
+enum { GEMM_BF16, GEMM_FP8, GEMM_BF16_NN, GEMM_BF16_NT, GEMM_FP8_FAST, GEMM_VARIANTS };
+static const char *const gemm_names[GEMM_VARIANTS] = {"gemm.bf16", "gemm.fp8", "gemm.bf16.nn", "gemm.bf16.nt",
+						      "gemm.fp8.fast_accum"};
+
+/* The variant of a gemm row, or -1 (a combination no fit covers: FP8 NN/NT). */
+static int gemm_variant(const char *dtype, const char *layout, bool fast)
+{
+	bool fp8 = !strcmp(dtype, "fp8");
+	if (!strcmp(layout, "tn"))
+		return fp8 ? (fast ? GEMM_FP8_FAST : GEMM_FP8) : GEMM_BF16;
+	if (fp8)
+		return -1;
+	return !strcmp(layout, "nn") ? GEMM_BF16_NN : !strcmp(layout, "nt") ? GEMM_BF16_NT : -1;
+}
+
 typedef struct interf_row {
 	int64_t m, n, k;
 	char dtype[8], concurrent[8];
@@ -376,7 +399,7 @@ typedef struct interf_row {
 } interf_row;
 
 typedef struct collected {
-	gemm_set gemm[2]; /* bf16, fp8 */
+	gemm_set gemm[GEMM_VARIANTS]; /* gemm_names */
 	series hbm[2];    /* copy, triad: bytes, us */
 	series launch[2]; /* no graph, graph: kernels, us */
 	series copy[3];   /* h2d, d2h, bidir */
@@ -395,8 +418,9 @@ typedef struct collected {
 
 static void collected_free(collected *c)
 {
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < GEMM_VARIANTS; i++)
 		free(c->gemm[i].p);
+	for (int i = 0; i < 2; i++) {
 		series_free(&c->hbm[i]);
 		series_free(&c->launch[i]);
 	}
@@ -430,7 +454,11 @@ static void collect_row(collected *c, const char *bench, json_t *params, double 
 {
 	c->total++;
 	if (!strcmp(bench, "gemm")) {
-		gemm_set *g = &c->gemm[!strcmp(jstr(params, "dtype", "bf16"), "fp8")];
+		int v = gemm_variant(jstr(params, "dtype", "bf16"), jstr(params, "layout", "tn"),
+				     json_is_true(json_object_get(params, "fast_accum")));
+		if (v < 0)
+			return;
+		gemm_set *g = &c->gemm[v];
 		if (g->n == g->cap) {
 			g->cap = g->cap ? 2 * g->cap : 32;
 			g->p = rm_xrealloc(g->p, (size_t)g->cap * sizeof(*g->p));
@@ -469,9 +497,11 @@ static void collect_row(collected *c, const char *bench, json_t *params, double 
 			return;
 		}
 		const char *algo = jstr(params, "algo", "default");
+		const char *proto = jstr(params, "proto", "default"), *tuning = jstr(params, "tuning", "default");
 		coll_group *g = NULL;
 		for (int i = 0; i < c->n_groups && !g; i++)
 			if (!strcmp(c->groups[i].bench, bench) && !strcmp(c->groups[i].algo, algo) &&
+			    !strcmp(c->groups[i].proto, proto) && !strcmp(c->groups[i].tuning, tuning) &&
 			    c->groups[i].ranks == ranks && c->groups[i].nodes == nodes)
 				g = &c->groups[i];
 		if (!g) {
@@ -480,6 +510,8 @@ static void collect_row(collected *c, const char *bench, json_t *params, double 
 			memset(g, 0, sizeof(*g));
 			snprintf(g->bench, sizeof(g->bench), "%s", bench);
 			snprintf(g->algo, sizeof(g->algo), "%s", algo);
+			snprintf(g->proto, sizeof(g->proto), "%s", proto);
+			snprintf(g->tuning, sizeof(g->tuning), "%s", tuning);
 			g->ranks = ranks;
 			g->nodes = nodes;
 		}
@@ -851,11 +883,20 @@ static rm_status fit_collectives(rm_calib_db *db, const rm_calib_fit_opts *opts,
 		const coll_group *g = &c->groups[i];
 		rm_coll coll;
 		rm_coll_parse(g->bench, &coll);
-		char model[64];
+		/* collective.OP.RxN[.ALGO][.proto-P][.tuning-T]: one fit per NCCL setting */
+		char model[256];
 		snprintf(model, sizeof(model), "collective.%s.%dx%d", rm_coll_name(coll), g->ranks, g->nodes);
 		if (strcmp(g->algo, "default") != 0) {
 			size_t l = strlen(model);
 			snprintf(model + l, sizeof(model) - l, ".%s", g->algo);
+		}
+		if (strcmp(g->proto, "default") != 0) {
+			size_t l = strlen(model);
+			snprintf(model + l, sizeof(model) - l, ".proto-%s", g->proto);
+		}
+		if (strcmp(g->tuning, "default") != 0) {
+			size_t l = strlen(model);
+			snprintf(model + l, sizeof(model) - l, ".tuning-%s", g->tuning);
 		}
 		rm_calib_fit_result *r = add_result(rep, model);
 		r->n_points = g->n;
@@ -911,6 +952,10 @@ static rm_status fit_collectives(rm_calib_db *db, const rm_calib_fit_opts *opts,
 		json_t *p = json_pack("{s:s, s:i, s:i, s:i, s:s, s:o, s:f}", "collective", rm_coll_name(coll), "ranks",
 				      g->ranks, "ranks_per_node", g->ranks / g->nodes, "nodes", g->nodes, "algo", g->algo,
 				      "regimes", regimes, "max_rel_error", worst);
+		if (strcmp(g->proto, "default") != 0)
+			json_object_set_new(p, "proto", json_string(g->proto));
+		if (strcmp(g->tuning, "default") != 0)
+			json_object_set_new(p, "tuning", json_string(g->tuning));
 		if (excluded) {
 			json_object_set_new(p, "launch_floor_points", json_integer(excluded));
 			json_object_set_new(p, "launch_floor_max_bytes", json_integer(floor_max));
@@ -1031,8 +1076,7 @@ rm_status rm_calib_fit(rm_calib_db *db, const rm_calib_fit_opts *opts, rm_calib_
 	st = store(db, opts->profile, pr,
 		   json_pack("{s:s, s:s, s:s, s:o}", "base", hw->name, "gpu", c.gpu, "nccl_version", c.nccl, "runs", runs),
 		   0.0, c.total, err);
-	static const char *const gemm_names[2] = {"gemm.bf16", "gemm.fp8"};
-	for (int i = 0; i < 2 && st == RM_OK; i++) {
+	for (int i = 0; i < GEMM_VARIANTS && st == RM_OK; i++) {
 		if (c.gemm[i].n == 0)
 			continue;
 		rm_calib_fit_result *r = add_result(rep, gemm_names[i]);

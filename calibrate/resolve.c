@@ -81,7 +81,7 @@ static rm_status add_override(rm_nccl_model *m, const rm_nccl_override *ov, rm_e
  * would beat the measured time somewhere in the range, so the model returns what was measured.
  */
 static rm_status apply_regime(rm_nccl_model *m, rm_coll coll, int ranks, int nodes, unsigned algo_mask,
-			      json_t *reg, const char *label, rm_error *err)
+			      unsigned proto_mask, json_t *reg, const char *label, rm_error *err)
 {
 	json_t *jmin = json_object_get(reg, "min_bytes"), *jmax = json_object_get(reg, "max_bytes");
 	double lat = jreal(reg, "latency_us"), bw = jreal(reg, "algbw_GBps");
@@ -98,6 +98,8 @@ static rm_status apply_regime(rm_nccl_model *m, rm_coll coll, int ranks, int nod
 		if (!(algo_mask & (1u << al)))
 			continue;
 		for (int p = 0; p < RM_NCCL_PROTO_COUNT; p++) {
+			if (!(proto_mask & (1u << p)))
+				continue;
 			double t = rm_nccl_pair_time(m, &q, (rm_nccl_algo)al, (rm_nccl_proto)p, NULL);
 			if (t >= 0 && t < best) {
 				best = t;
@@ -159,10 +161,12 @@ static json_int_t fit_reach(const fit_row *r)
 	return n ? json_integer_value(json_object_get(json_array_get(regs, n - 1), "max_bytes")) : 0;
 }
 
+/* NCCL chose the algorithm and the protocol itself (neither NCCL_ALGO nor NCCL_PROTO forced). */
 static bool is_default_algo(const fit_row *r)
 {
 	const char *a = json_string_value(json_object_get(r->params, "algo"));
-	return !a || !strcmp(a, "default");
+	const char *p = json_string_value(json_object_get(r->params, "proto"));
+	return (!a || !strcmp(a, "default")) && (!p || !strcmp(p, "default"));
 }
 
 /*
@@ -222,13 +226,29 @@ static rm_status apply_collectives(rm_nccl_model *m, fit_row *rows, int n, const
 			if (!rm_nccl_parse_algos(algo, &mask, &e))
 				mask = RM_NCCL_ALL_ALGOS;
 		}
+		unsigned proto_mask = RM_NCCL_ALL_PROTOS;
+		const char *proto = json_string_value(json_object_get(p, "proto"));
+		if (proto && strcmp(proto, "default") != 0) {
+			rm_error e;
+			rm_error_clear(&e);
+			if (!rm_nccl_parse_protos(proto, &proto_mask, &e))
+				proto_mask = RM_NCCL_ALL_PROTOS;
+		}
+		const char *tuning = json_string_value(json_object_get(p, "tuning"));
+		if (tuning && strcmp(tuning, "default") != 0) {
+			/* measured with channels, CTAs, NVLS or the CTA policy changed: a setting the model
+			 * does not represent, stored for comparison and not applied */
+			rm_log_debug("fit %s of profile %s ran under NCCL tuning %s: not applied", colls[i].model, profile,
+				     tuning);
+			continue;
+		}
 		json_t *regs = json_object_get(p, "regimes");
 		size_t k;
 		json_t *reg;
 		json_array_foreach(regs, k, reg) {
-			char label[96];
+			char label[320];
 			snprintf(label, sizeof(label), "calib %s: %s regime %zu", profile, colls[i].model, k + 1);
-			st = apply_regime(m, coll, ranks, nodes, mask, reg, label, err);
+			st = apply_regime(m, coll, ranks, nodes, mask, proto_mask, reg, label, err);
 			if (st != RM_OK)
 				break;
 		}

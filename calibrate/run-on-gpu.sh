@@ -41,11 +41,13 @@ if [ -z "$exe" ]; then
   [ -f "$cudatk/include/nccl.h" ] || nccl=0
   srcs=(calibrate/cuda/harness.cu calibrate/cuda/bench_gemm.cu calibrate/cuda/bench_mem.cu
         calibrate/cuda/bench_interference.cu)
-  libs=(-lcublasLt -lcublas)
+  # gpudist/dist.c (plain C, compiled by nvcc's host compiler) without MPI: one process
+  srcs+=(gpudist/dist.c)
+  libs=(-lcublasLt -lcublas -ljansson)
   if [ $nccl = 1 ]; then srcs+=(calibrate/cuda/bench_nccl.cu); libs+=(-lnccl); fi
   if ! nvcc -std=c++17 -O2 -lineinfo \
       -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-      -DRMC_HAVE_NCCL=$nccl -DRMC_HAVE_MPI=0 -I"$cudatk/include" "${srcs[@]}" \
+      -DRMC_HAVE_NCCL=$nccl -DRMC_HAVE_MPI=0 -DREMORA_DIST_MPI=0 -I"$cudatk/include" -I"$root" "${srcs[@]}" \
       -L"$cudatk/lib64" -L"$cudatk/lib" -Xlinker -rpath="$cudatk/lib64:$cudatk/lib" "${libs[@]}" \
       -o "$build/remora-calibrate" >"$out/nvcc.log" 2>&1; then
     echo "run-on-gpu: nvcc failed, see $out/nvcc.log" >&2

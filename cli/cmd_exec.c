@@ -28,7 +28,7 @@ static void exec_usage(FILE *out)
 	fprintf(out,
 		"usage: remora exec PROGRAM.json [--dry-run] [--hardware NAME] [--world N]\n"
 		"                   [--iterations N] [--warmup N] [--trace OUT] [--compare] [--calib DB]\n"
-		"                   [--queues N] [--json] [--tensors] [--replay FILE]\n\n"
+		"                   [--queues N] [--json] [--tensors] [--replay FILE] [--timeout S]\n\n"
 		"Runs a schedule program (written by `remora schedule` or `remora search`) on this\n"
 		"machine's GPU(s): tensors from one pool sized by the program's memory plan, its streams\n"
 		"with their priorities, every op on its stream in program order with its events. One\n"
@@ -50,13 +50,16 @@ static void exec_usage(FILE *out)
 		"  -T, --tensors        with --dry-run --json: every tensor's placement\n"
 		"  -R, --replay FILE    report a measurement saved with --json (from a GPU machine)\n"
 		"                       instead of running: --trace, --compare work without a GPU\n"
+		"  -O, --timeout S      seconds one iteration may wait on the GPU and its peers before\n"
+		"                       the NCCL communicator is aborted (default REMORA_NCCL_TIMEOUT_S,\n"
+		"                       else 120)\n"
 		"  -h, --help           this help\n");
 }
 
 typedef struct exec_opts {
 	const char *path, *hw_name, *trace, *calib, *replay;
 	bool dry_run, compare, json, tensors;
-	int64_t world, iterations, warmup, queues;
+	int64_t world, iterations, warmup, queues, timeout_s;
 } exec_opts;
 
 /* Stores the measurement's calibration rows in db (through the JSONL importer). */
@@ -157,7 +160,8 @@ static int run(const exec_opts *o, const rm_program *prog, const rm_exec_plan *p
 {
 	rm_error err;
 	rm_error_clear(&err);
-	rm_exec_run_opts ro = {.hw = hw, .iterations = (int)o->iterations, .warmup = (int)o->warmup};
+	rm_exec_run_opts ro = {.hw = hw, .iterations = (int)o->iterations, .warmup = (int)o->warmup,
+			       .timeout_s = (double)o->timeout_s};
 	rm_exec_measurement m;
 	int rank = 0;
 	memset(&m, 0, sizeof(m));
@@ -199,12 +203,13 @@ int cli_cmd_exec(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"tensors", no_argument, NULL, 'T'},
 		{"replay", required_argument, NULL, 'R'},
+		{"timeout", required_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
 	exec_opts o = {.hw_name = "h100-sxm", .iterations = 10, .warmup = 3, .queues = 8};
 	int c;
-	const char *shortopts = "nH:w:i:W:t:cC:Q:jTR:h";
+	const char *shortopts = "nH:w:i:W:t:cC:Q:jTR:O:h";
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
@@ -248,6 +253,10 @@ int cli_cmd_exec(int argc, char **argv)
 			break;
 		case 'R':
 			o.replay = optarg;
+			break;
+		case 'O':
+			if (!cli_parse_positive("exec", "--timeout", optarg, &o.timeout_s))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'h':
 			exec_usage(stdout);

@@ -72,8 +72,9 @@ int rm_exec_attention_lowering(const rm_attention_cost *a, rm_gemm_shape gemms[5
 	gemms[n++] = batched(bh, s, s, d, sh->dtype); /* dP = dO V^T */
 	gemms[n++] = batched(bh, s, d, s, sh->dtype); /* dQ = dS K */
 	gemms[n++] = batched(bh, s, d, s, sh->dtype); /* dK = dS^T Q */
-	*softmax = (rm_elementwise_cost){.bytes_read = sat_add(scores, scores), .bytes_written = scores,
-					 .flops = 4.0 * pairs};
+	/* the recomputed softmax (read S, write P) and its backward (read P, dP; write dS) */
+	*softmax = (rm_elementwise_cost){.bytes_read = sat_mul(scores, 3), .bytes_written = sat_add(scores, scores),
+					 .flops = 9.0 * pairs};
 	return n;
 }
 
@@ -84,6 +85,14 @@ int64_t rm_exec_attention_chunk(const rm_attention_cost *a)
 	int64_t bh = sat_mul(sh->batch, sh->heads);
 	int64_t chunk = per > 0 ? RM_EXEC_SCORES_BYTES / per : bh;
 	return chunk < 1 ? 1 : chunk > bh ? bh : chunk;
+}
+
+uint32_t rm_exec_alignment(uint64_t address)
+{
+	uint32_t al = 256;
+	while (al > 1 && address % al != 0)
+		al >>= 1;
+	return al;
 }
 
 double rm_exec_attention_unfused_s(const rm_attention_cost *a, const rm_hw_profile *hw)
@@ -97,7 +106,7 @@ double rm_exec_attention_unfused_s(const rm_attention_cost *a, const rm_hw_profi
 	/* chunks x (GEMMs + softmax) kernels; the first is the op's own launch, the model's t0
 	 * covers it; the others launch back to back on the stream */
 	int64_t bh = sat_mul(a->shape.batch, a->shape.heads), chunk = rm_exec_attention_chunk(a);
-	int64_t kernels = (bh + chunk - 1) / chunk * (n + 1);
+	int64_t kernels = (bh + chunk - 1) / chunk * (n + (a->backward ? 2 : 1)); /* 2 softmax kernels */
 	return t + (double)(kernels - 1) * hw->launch_us * 1e-6;
 }
 

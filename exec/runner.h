@@ -15,13 +15,17 @@ typedef struct rm_exec_run_opts {
 	const rm_hw_profile *hw; /* for rm_exec_plan_check (capacity, FP8) */
 	int iterations;          /* timed iterations (>= 1) */
 	int warmup;              /* untimed iterations before them (>= 0) */
+	double timeout_s;        /* of one iteration's wait, s; 0: REMORA_NCCL_TIMEOUT_S or 120 */
 } rm_exec_run_opts;
 
 /*
- * Runs plan's program on this process's GPU: one process per GPU under mpirun (the rank picks
- * device rank % devices; NCCL's unique id is broadcast with MPI), else a single GPU (an NCCL
- * communicator of 1). Before anything launches: no GPU (RM_UNSUPPORTED), then
- * rm_exec_plan_check with the free device memory and the world size. Fills m (rm_exec_measurement_init
+ * Runs plan's program on this process's GPU: one process per GPU under mpirun (the local rank
+ * picks the device, gpudist/dist.h; NCCL's unique id is broadcast with rank 0's status), else a
+ * single GPU (an NCCL communicator of 1). Before anything launches: no GPU (RM_UNSUPPORTED), then
+ * rm_exec_plan_check with the free device memory and the world size; every rank's result is
+ * agreed before the first collective call, and again after each iteration, so all ranks fail
+ * together with the failing rank's message ("rank R: ..."). Waits poll the iteration's last
+ * event and ncclCommGetAsyncError; past opt->timeout_s the communicator is aborted. Fills m (rm_exec_measurement_init
  * is called here) and *rank (0 without MPI): only rank 0 should report. On failure (err names
  * the CUDA/cuBLAS/NCCL call, file:line and the library's message) every allocation is released.
  */

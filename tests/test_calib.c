@@ -1374,3 +1374,128 @@ Test(calib, collective_fit_of_many_sizes_stays_fast)
 	free(b);
 	free(t);
 }
+
+/*
+ * Collective rows under different NCCL settings (remora-calibrate's proto and tuning keys) are
+ * fitted apart: one fit per setting, named by it; the profile takes the fit where NCCL chose
+ * freely, and a fit measured with channels/CTAs changed is stored but not applied.
+ */
+Test(calib, collective_fits_are_keyed_by_proto_and_tuning, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[256], jl[256], spec[300];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	tmp_path("nccl-env.jsonl", jl, sizeof(jl));
+	FILE *f = fopen(jl, "w");
+	cr_assert_not_null(f);
+	const char *run = "\"machine\":\"synth\",\"gpu\":\"NVIDIA H200\",\"driver\":\"580.65.06\",\"cuda\":\"13.0\","
+			  "\"nccl\":\"2.28.9\",\"started_at\":\"2026-03-01T00:00:00Z\"";
+	static const struct {
+		const char *proto, *tuning;
+		double slower;
+	} sets[] = {{"default", "default", 1.0}, {"simple", "default", 3.0}, {"default", "max_nchannels=2", 2.0}};
+	for (size_t s = 0; s < 3; s++)
+		for (int64_t b = 1024; b <= (INT64_C(1) << 30); b *= 4)
+			fprintf(f,
+				"{\"benchmark\":\"all_reduce\",\"params\":{\"bytes\":%lld,\"ranks\":2,\"nodes\":1,"
+				"\"algo\":\"default\",\"proto\":\"%s\",\"tuning\":\"%s\",\"timing\":\"graph\"},"
+				"\"value\":%.4f,\"unit\":\"us\",%s}\n",
+				(long long)b, sets[s].proto, sets[s].tuning, sets[s].slower * true_collective_us(b), run);
+	fclose(f);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_import_stats st;
+	cr_assert_eq(rm_calib_import_jsonl(db, jl, &st, &err), RM_OK, "%s", err.msg);
+	int64_t run_id = st.first_run_id;
+	rm_calib_fit_opts fo = {.profile = "synth", .runs = &run_id, .n_runs = 1};
+	rm_calib_fit_report rep;
+	cr_assert_eq(rm_calib_fit(db, &fo, &rep, &err), RM_OK, "%s", err.msg);
+	const char *want[] = {"collective.all-reduce.2x1", "collective.all-reduce.2x1.proto-simple",
+			      "collective.all-reduce.2x1.tuning-max_nchannels=2"};
+	for (size_t i = 0; i < 3; i++) {
+		int found = 0;
+		for (int r = 0; r < rep.n_results; r++)
+			found += !strcmp(rep.results[r].model, want[i]) && rep.results[r].ok && rep.results[r].n_points == 11;
+		cr_assert_eq(found, 1, "model %s fitted from its own 11 rows", want[i]);
+	}
+	rm_calib_fit_report_finish(&rep);
+	rm_calib_db_close(db);
+	snprintf(spec, sizeof(spec), "%s:synth", db_path);
+	rm_hw_profile hw;
+	rm_nccl_model *model = malloc(sizeof(*model));
+	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, model, &err), RM_OK, "%s", err.msg);
+	for (int64_t b = 4096; b <= (INT64_C(1) << 30); b *= 16) {
+		rm_coll_query q = rm_coll_query_make(RM_COLL_ALL_REDUCE, b, 2, 1);
+		rm_coll_estimate e;
+		cr_assert_eq(rm_nccl_estimate(model, &q, &e, &err), RM_OK, "%s", err.msg);
+		cr_assert_lt(fabs(e.time_us - true_collective_us(b)) / true_collective_us(b), 0.05,
+			     "%lld B: %.2f us, the unforced fit's", (long long)b, e.time_us);
+	}
+	free(model);
+}
+
+/*
+ * GEMM rows of the dgrad (NN) and wgrad (NT) layouts and of FP8 fast accumulation get fits of
+ * their own; the profile's GEMM rate is the TN fit's (rows without a layout are TN).
+ */
+Test(calib, gemm_fits_are_keyed_by_layout_and_accumulation, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[256], jl[256];
+	tmp_path("calib.db", db_path, sizeof(db_path));
+	tmp_path("gemm-layouts.jsonl", jl, sizeof(jl));
+	FILE *f = fopen(jl, "w");
+	cr_assert_not_null(f);
+	const char *run = "\"machine\":\"synth\",\"gpu\":\"NVIDIA H200\",\"driver\":\"580.65.06\",\"cuda\":\"13.0\","
+			  "\"nccl\":\"2.28.9\",\"started_at\":\"2026-03-01T00:00:00Z\"";
+	/* true_gemm_us is 790 TFLOP/s; NN at half the rate, NT at 0.8x, FP8 as 2x BF16, fast 2.5x */
+	static const struct {
+		const char *dtype, *extra;
+		double rate;
+	} sets[] = {{"bf16", "", 1.0},
+		    {"bf16", ",\"layout\":\"nn\"", 0.5},
+		    {"bf16", ",\"layout\":\"nt\"", 0.8},
+		    {"fp8", ",\"layout\":\"tn\",\"fast_accum\":false", 2.0},
+		    {"fp8", ",\"layout\":\"tn\",\"fast_accum\":true", 2.5},
+		    {"fp8", ",\"layout\":\"nn\"", 9.0}};
+	for (size_t v = 0; v < sizeof(sets) / sizeof(sets[0]); v++)
+		for (size_t i = 0; i < 6; i++)
+			for (size_t j = 0; j < 6; j += 2) {
+				int64_t m = gemm_dims[i], n = gemm_dims[j], k = 4096;
+				double t = 6.0 + (true_gemm_us(m, n, k) - 6.0) / sets[v].rate;
+				fprintf(f, "{\"benchmark\":\"gemm\",\"params\":{\"dtype\":\"%s\",\"m\":%lld,\"n\":%lld,"
+					   "\"k\":%lld%s},\"value\":%.4f,\"unit\":\"us\",%s}\n",
+					sets[v].dtype, (long long)m, (long long)n, (long long)k, sets[v].extra, t, run);
+			}
+	fclose(f);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	rm_calib_import_stats st;
+	cr_assert_eq(rm_calib_import_jsonl(db, jl, &st, &err), RM_OK, "%s", err.msg);
+	int64_t run_id = st.first_run_id;
+	rm_calib_fit_opts fo = {.profile = "synth", .runs = &run_id, .n_runs = 1};
+	rm_calib_fit_report rep;
+	cr_assert_eq(rm_calib_fit(db, &fo, &rep, &err), RM_OK, "%s", err.msg);
+	rm_calib_fit_report_finish(&rep);
+	rm_calib_db_close(db);
+	char spec[300];
+	snprintf(spec, sizeof(spec), "%s:synth", db_path);
+	static const struct {
+		const char *model;
+		double TFLOPs;
+	} want[] = {{"gemm.bf16", 790},	      {"gemm.bf16.nn", 395},	    {"gemm.bf16.nt", 632},
+		    {"gemm.fp8", 1580}, {"gemm.fp8.fast_accum", 1975}};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		double R = 0;
+		cr_assert_eq(rm_calib_fit_value(spec, want[i].model, "TFLOPs", &R, &err), RM_OK, "%s: %s", want[i].model,
+			     err.msg);
+		cr_assert_lt(fabs(R - want[i].TFLOPs) / want[i].TFLOPs, 0.02, "%s: %.1f TFLOP/s", want[i].model, R);
+	}
+	rm_hw_profile hw;
+	cr_assert_eq(rm_calib_resolve_hw(spec, NULL, &hw, NULL, &err), RM_OK, "%s", err.msg);
+	cr_assert_lt(fabs(hw.gemm_bf16_TFLOPs - 790) / 790, 0.02, "the profile takes TN: %.1f", hw.gemm_bf16_TFLOPs);
+	cr_assert_lt(fabs(hw.gemm_fp8_TFLOPs - 1580) / 1580, 0.02, "and FP8 without fast accumulation: %.1f",
+		     hw.gemm_fp8_TFLOPs);
+}

@@ -5,6 +5,7 @@
  * --dry-run` exit codes. No GPU needed.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -686,4 +687,179 @@ Test(exec, operands_past_int64_are_refused)
 		 test_file("exec/huge_gemm.json"));
 	int st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s", cmd);
+}
+
+/* cuBLASLt's alignment preference from an operand's address: the largest power of two dividing
+ * it, capped at cuBLASLt's default of 256 (e.g. an attention chunk at 3 x 80 x 2 = 480 bytes). */
+Test(exec, operand_alignment_for_cublaslt)
+{
+	cr_assert_eq(rm_exec_alignment(0), 256);
+	cr_assert_eq(rm_exec_alignment(4096), 256);
+	cr_assert_eq(rm_exec_alignment(256 + 128), 128);
+	cr_assert_eq(rm_exec_alignment(480), 32);
+	cr_assert_eq(rm_exec_alignment(2 * 7), 2);
+	cr_assert_eq(rm_exec_alignment(1001), 1);
+}
+
+/* ---- the unfused attention's lowering against attention computed directly ------------------ */
+
+enum { AS = 5, AD = 3, ANB = 2 }; /* sequence, head dim, slices: tiny, hand-checkable sizes */
+
+/* Deterministic values in [-1, 1). */
+static void attn_fill(float *x, int n, unsigned seed)
+{
+	for (int i = 0; i < n; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		x[i] = (float)(seed >> 8) / 8388608.0f - 1.0f;
+	}
+}
+
+/* Direct row-major attention of one slice: P = softmax(Q K^T / sqrt(d)) over keys (causal:
+ * key <= query), O = P V; and, given dO, the gradients of L = sum(O * dO). */
+static void attn_direct(const float *q, const float *k, const float *v, const float *dout, bool causal, double *o,
+			double *dq, double *dk, double *dv)
+{
+	double p[AS][AS], dp[AS][AS], ds[AS][AS], scale = 1.0 / sqrt((double)AD);
+	for (int i = 0; i < AS; i++) {
+		double mx = -1e300, sum = 0;
+		for (int j = 0; j < AS; j++) {
+			double sij = 0;
+			for (int c = 0; c < AD; c++)
+				sij += (double)q[i * AD + c] * k[j * AD + c];
+			p[i][j] = sij * scale;
+			if (!causal || j <= i)
+				mx = fmax(mx, p[i][j]);
+		}
+		for (int j = 0; j < AS; j++) {
+			p[i][j] = causal && j > i ? 0 : exp(p[i][j] - mx);
+			sum += p[i][j];
+		}
+		for (int j = 0; j < AS; j++)
+			p[i][j] /= sum;
+	}
+	for (int i = 0; i < AS; i++)
+		for (int c = 0; c < AD; c++) {
+			o[i * AD + c] = 0;
+			for (int j = 0; j < AS; j++)
+				o[i * AD + c] += p[i][j] * v[j * AD + c];
+		}
+	if (!dq)
+		return;
+	for (int i = 0; i < AS; i++) {
+		double rowdot = 0;
+		for (int j = 0; j < AS; j++) {
+			dp[i][j] = 0;
+			for (int c = 0; c < AD; c++)
+				dp[i][j] += (double)dout[i * AD + c] * v[j * AD + c];
+			rowdot += p[i][j] * dp[i][j];
+		}
+		for (int j = 0; j < AS; j++)
+			ds[i][j] = p[i][j] * (dp[i][j] - rowdot);
+	}
+	for (int x = 0; x < AS; x++)
+		for (int c = 0; c < AD; c++) {
+			dq[x * AD + c] = dk[x * AD + c] = dv[x * AD + c] = 0;
+			for (int y = 0; y < AS; y++) {
+				dq[x * AD + c] += scale * ds[x][y] * k[y * AD + c];
+				dk[x * AD + c] += scale * ds[y][x] * q[y * AD + c];
+				dv[x * AD + c] += p[y][x] * dout[y * AD + c];
+			}
+		}
+}
+
+/* L = sum(O * dO) of one slice, for the finite-difference check of attn_direct's gradients. */
+static double attn_loss(const float *q, const float *k, const float *v, const float *dout, bool causal)
+{
+	double o[AS * AD], l = 0;
+	attn_direct(q, k, v, dout, causal, o, NULL, NULL, NULL);
+	for (int i = 0; i < AS * AD; i++)
+		l += o[i] * dout[i];
+	return l;
+}
+
+Test(exec, attention_steps_shapes_and_strides)
+{
+	rm_attn_step st[7];
+	cr_assert_eq(rm_exec_attention_steps(4096, 128, false, st), 3);
+	/* S = Q K^T as column-major S^T = K^T Q: A = K transposed (ld d), B = Q (ld d), D ld s */
+	cr_assert(st[0].kind == RM_ATTN_GEMM && st[0].a == RM_ATTN_K && st[0].b == RM_ATTN_Q && st[0].d == RM_ATTN_P);
+	cr_assert(st[0].trans_a && !st[0].trans_b);
+	cr_assert_eq(st[0].m, 4096);
+	cr_assert_eq(st[0].n, 4096);
+	cr_assert_eq(st[0].k, 128);
+	cr_assert_eq(st[0].lda, 128);
+	cr_assert_eq(st[0].ldb, 128);
+	cr_assert_eq(st[0].ldd, 4096);
+	cr_assert_eq(st[0].stride_a, 4096 * 128);
+	cr_assert_eq(st[0].stride_d, 4096LL * 4096);
+	cr_assert_float_eq(st[0].alpha, 1.0 / sqrt(128.0), 1e-15);
+	cr_assert_eq(st[1].kind, RM_ATTN_SOFTMAX);
+	/* O = P V: column-major O^T = V^T P^T, A = V (ld d), B = P (ld s), both as stored (NN) */
+	cr_assert(st[2].a == RM_ATTN_V && st[2].b == RM_ATTN_P && !st[2].trans_a && !st[2].trans_b);
+	cr_assert_eq(st[2].m, 128);
+	cr_assert_eq(st[2].n, 4096);
+	cr_assert_eq(st[2].k, 4096);
+	cr_assert_eq(st[2].lda, 128);
+	cr_assert_eq(st[2].ldb, 4096);
+	cr_assert_eq(st[2].ldd, 128);
+	cr_assert_eq(rm_exec_attention_steps(4096, 128, true, st), 7);
+	cr_assert_eq(st[1].kind, RM_ATTN_SOFTMAX, "the backward recomputes P, softmax included");
+	/* dV = P^T dO: B = P transposed (NT) */
+	cr_assert(st[2].d == RM_ATTN_DV && st[2].b == RM_ATTN_P && st[2].trans_b && !st[2].trans_a);
+	cr_assert_eq(st[4].kind, RM_ATTN_SOFTMAX_BWD);
+	cr_assert(st[6].d == RM_ATTN_DK && st[6].trans_b && st[6].b == RM_ATTN_DP);
+}
+
+/* The steps run by the CPU reference give the directly computed O, dQ, dK, dV (causal and not),
+ * and the direct gradients agree with finite differences of L = sum(O * dO). */
+Test(exec, attention_lowering_matches_direct_attention)
+{
+	const int n = ANB * AS * AD;
+	for (int causal = 0; causal < 2; causal++) {
+		float q[ANB * AS * AD], k[ANB * AS * AD], v[ANB * AS * AD], dout[ANB * AS * AD];
+		float o[ANB * AS * AD], dq[ANB * AS * AD], dk[ANB * AS * AD], dv[ANB * AS * AD];
+		float p[ANB * AS * AS], dp[ANB * AS * AS];
+		attn_fill(q, n, 1), attn_fill(k, n, 2), attn_fill(v, n, 3), attn_fill(dout, n, 4);
+		float *buf[RM_ATTN_BUF_COUNT] = {q, k, v, o, dout, dq, dk, dv, p, dp};
+		rm_attn_step st[7];
+		int ns = rm_exec_attention_steps(AS, AD, false, st);
+		rm_exec_attention_reference(st, ns, AS, AD, ANB, causal, buf);
+		for (int z = 0; z < ANB; z++) {
+			double od[AS * AD];
+			attn_direct(q + z * AS * AD, k + z * AS * AD, v + z * AS * AD, NULL, causal, od, NULL, NULL, NULL);
+			for (int i = 0; i < AS * AD; i++)
+				cr_assert_float_eq(o[z * AS * AD + i], od[i], 1e-5, "O slice %d [%d]", z, i);
+		}
+		if (causal) /* row 0 attends to key 0 alone: O[0] = V[0] */
+			for (int c = 0; c < AD; c++)
+				cr_assert_float_eq(o[c], v[c], 1e-6);
+		ns = rm_exec_attention_steps(AS, AD, true, st);
+		memset(p, 0, sizeof(p));
+		rm_exec_attention_reference(st, ns, AS, AD, ANB, causal, buf);
+		for (int z = 0; z < ANB; z++) {
+			size_t off = (size_t)z * AS * AD;
+			double od[AS * AD], gq[AS * AD], gk[AS * AD], gv[AS * AD];
+			attn_direct(q + off, k + off, v + off, dout + off, causal, od, gq, gk, gv);
+			for (int i = 0; i < AS * AD; i++) {
+				cr_assert_float_eq(dq[off + i], gq[i], 1e-5, "dQ slice %d [%d]", z, i);
+				cr_assert_float_eq(dk[off + i], gk[i], 1e-5, "dK slice %d [%d]", z, i);
+				cr_assert_float_eq(dv[off + i], gv[i], 1e-5, "dV slice %d [%d]", z, i);
+			}
+			/* central differences on every element of the slice's Q, K and V */
+			float *in[3] = {q + off, k + off, v + off};
+			double *g[3] = {gq, gk, gv};
+			for (int t = 0; t < 3; t++)
+				for (int i = 0; i < AS * AD; i++) {
+					float keep = in[t][i];
+					const float h = 1e-2f;
+					in[t][i] = keep + h;
+					double up = attn_loss(q + off, k + off, v + off, dout + off, causal);
+					in[t][i] = keep - h;
+					double down = attn_loss(q + off, k + off, v + off, dout + off, causal);
+					in[t][i] = keep;
+					double fd = (up - down) / (2.0 * (double)h);
+					cr_assert_float_eq(g[t][i], fd, 2e-4, "tensor %d [%d]: %.6f vs %.6f", t, i, g[t][i], fd);
+				}
+		}
+	}
 }

@@ -1,9 +1,14 @@
 /*
- * cuBLASLt GEMM, BF16 and FP8 (E4M3 inputs, BF16 output), "TN" layout as FP8 requires:
- * D[m,n] = A^T[m,k] . B[k,n], FP32 accumulation. The shape grid holds squares for the fit of
- * t = t0 + FLOPs/R (docs/reference/hardware.md "Compute efficiency") and the GEMMs of the shipped models
- * (data/models/NAME.json) at 4096 tokens: fused QKV, attention output, gate+up, down, LM head.
- * Row: {"benchmark":"gemm","params":{"dtype","m","n","k","batch":1},"value":us}.
+ * cuBLASLt GEMM, BF16 and FP8 (E4M3 inputs, BF16 output), FP32 accumulation, D[m,n] =
+ * op(A) op(B) (harness.h rmc_gemm): per shape five variants, BF16 TN (forward), BF16 NN (dgrad),
+ * BF16 NT (wgrad), FP8 TN with cuBLASLt's default split accumulation and FP8 TN with fast
+ * accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM; FP8 on Hopper is TN only). Operands rotate over
+ * enough copies that every timed call reads A and B from HBM, not from the L2 (a cold figure).
+ * The shape grid holds squares for the fit of t = t0 + FLOPs/R (docs/reference/hardware.md
+ * "Compute efficiency") and the GEMMs of the shipped models (data/models/NAME.json) at 4096
+ * tokens: fused QKV, attention output, gate+up, down, LM head.
+ * Row: {"benchmark":"gemm","params":{"dtype","m","n","k","batch":1,"layout":"tn"|"nn"|"nt",
+ * "fast_accum","cold","rotations"},"value":us}.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -39,29 +44,91 @@ static int fill(rmc_ctx *ctx, void *p, size_t n, bool fp8)
 	return 0;
 }
 
-int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8)
+/* The largest power of two dividing p's address, at most 256 (exec/plan.c rm_exec_alignment). */
+static uint32_t rmc_alignment(const void *p)
+{
+	uint32_t al = 256;
+	while (al > 1 && (uintptr_t)p % al != 0)
+		al >>= 1;
+	return al;
+}
+
+/*
+ * Tells cuBLASLt's heuristic how aligned the operands are (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*,
+ * 256 bytes when unset): an algorithm chosen for 256 may refuse a less aligned pointer.
+ */
+static int set_alignment(rmc_ctx *ctx, cublasLtMatmulPreference_t pref, uint32_t a, uint32_t b, uint32_t d)
+{
+	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a, sizeof(a)));
+	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b, sizeof(b)));
+	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &d, sizeof(d)));
+	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d, sizeof(d)));
+	return 0;
+}
+
+static size_t round256(size_t n)
+{
+	return (n + 255) / 256 * 256;
+}
+
+int rmc_gemm_init_ex(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8, int layout,
+		     bool fast_accum, bool rotate)
 {
 	memset(g, 0, sizeof(*g));
-	g->m = m, g->n = n, g->k = k, g->fp8 = fp8;
+	g->m = m, g->n = n, g->k = k, g->fp8 = fp8, g->layout = layout, g->fast_accum = fast_accum;
 	g->alpha = 1.0f, g->beta = 0.0f;
 	size_t in_size = fp8 ? 1 : 2;
 	cudaDataType_t in_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
-	RMC_CUDA(ctx, cudaMalloc(&g->a, (size_t)(m * k) * in_size));
-	RMC_CUDA(ctx, cudaMalloc(&g->b, (size_t)(k * n) * in_size));
-	RMC_CUDA(ctx, cudaMalloc(&g->d, (size_t)(m * n) * 2));
-	RMC_TRY(fill(ctx, g->a, (size_t)(m * k), fp8));
-	RMC_TRY(fill(ctx, g->b, (size_t)(k * n), fp8));
+	size_t bytes_a = (size_t)(m * k) * in_size, bytes_b = (size_t)(k * n) * in_size, bytes_d = (size_t)(m * n) * 2;
+	g->off_b = round256(bytes_a);
+	g->off_d = g->off_b + round256(bytes_b);
+	g->set_bytes = g->off_d + round256(bytes_d);
+	g->n_rot = 1;
+	if (rotate && ctx->l2_bytes > 0) {
+		/* one pass over the sets at least twice the L2, at most 64 sets and 2 GiB */
+		size_t want = (2 * ctx->l2_bytes + g->set_bytes - 1) / g->set_bytes + 1;
+		size_t cap = ((size_t)2 << 30) / g->set_bytes;
+		want = want > 64 ? 64 : want;
+		want = want > cap ? cap : want;
+		g->n_rot = want < 1 ? 1 : (int)want;
+	}
+	RMC_CUDA(ctx, cudaMalloc(&g->mem, g->set_bytes * (size_t)g->n_rot));
+	g->a = g->mem;
+	g->b = (char *)g->mem + g->off_b;
+	g->d = (char *)g->mem + g->off_d;
+	for (int r = 0; r < g->n_rot; r++) {
+		char *set = (char *)g->mem + (size_t)r * g->set_bytes;
+		RMC_TRY(fill(ctx, set, (size_t)(m * k), fp8));
+		RMC_TRY(fill(ctx, set + g->off_b, (size_t)(k * n), fp8));
+	}
 	RMC_CUBLAS(ctx, cublasLtMatmulDescCreate(&g->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-	cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+	cublasOperation_t ta = layout == RMC_TN ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasOperation_t tb = layout == RMC_NT ? CUBLAS_OP_T : CUBLAS_OP_N;
 	RMC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
 	RMC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-	RMC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&g->la, in_type, (uint64_t)k, (uint64_t)m, k));
-	RMC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&g->lb, in_type, (uint64_t)k, (uint64_t)n, k));
+	if (fp8) {
+		int8_t fast = fast_accum ? 1 : 0;
+		RMC_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+	}
+	/* stored shapes (rows x cols, column-major, leading dimension = rows) */
+	if (layout == RMC_TN)
+		RMC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&g->la, in_type, (uint64_t)k, (uint64_t)m, k));
+	else
+		RMC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&g->la, in_type, (uint64_t)m, (uint64_t)k, m));
+	if (layout == RMC_NT)
+		RMC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&g->lb, in_type, (uint64_t)n, (uint64_t)k, n));
+	else
+		RMC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&g->lb, in_type, (uint64_t)k, (uint64_t)n, k));
 	RMC_CUBLAS(ctx, cublasLtMatrixLayoutCreate(&g->ld, CUDA_R_16BF, (uint64_t)m, (uint64_t)n, m));
 	cublasLtMatmulPreference_t pref;
 	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&pref));
 	RMC_CUBLAS(ctx, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
 							     &ctx->workspace_bytes, sizeof(ctx->workspace_bytes)));
+	/* every set's operands are at the same offsets of 256-byte-aligned sets: set 0's alignment */
+	if (set_alignment(ctx, pref, rmc_alignment(g->a), rmc_alignment(g->b), rmc_alignment(g->d)) != 0) {
+		cublasLtMatmulPreferenceDestroy(pref);
+		return -1;
+	}
 	cublasLtMatmulHeuristicResult_t res;
 	int found = 0;
 	cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, g->op, g->la, g->lb, g->ld, g->ld, pref, 1, &res,
@@ -69,8 +136,9 @@ int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bo
 	cublasLtMatmulPreferenceDestroy(pref);
 	if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) {
 		/* a shape this cuBLASLt cannot run (FP8 alignment): skipped, not fatal */
-		fprintf(stderr, "remora-calibrate: gemm %s %lldx%lldx%lld: no cuBLASLt algorithm, skipped\n",
-			fp8 ? "fp8" : "bf16", (long long)m, (long long)n, (long long)k);
+		static const char *const names[] = {"tn", "nn", "nt"};
+		fprintf(stderr, "remora-calibrate: gemm %s %s %lldx%lldx%lld: no cuBLASLt algorithm, skipped\n",
+			fp8 ? "fp8" : "bf16", names[layout], (long long)m, (long long)n, (long long)k);
 		g->unsupported = true;
 		return 0;
 	}
@@ -80,10 +148,18 @@ int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bo
 	return 0;
 }
 
+int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8)
+{
+	return rmc_gemm_init_ex(ctx, g, m, n, k, fp8, RMC_TN, false, false);
+}
+
 int rmc_gemm_run(rmc_ctx *ctx, rmc_gemm *g, cudaStream_t stream)
 {
-	RMC_CUBLAS(ctx, cublasLtMatmul(ctx->lt, g->op, &g->alpha, g->a, g->la, g->b, g->lb, &g->beta, g->d, g->ld,
-				       g->d, g->ld, &g->algo, ctx->workspace, ctx->workspace_bytes, stream));
+	char *set = (char *)g->mem + (size_t)g->next * g->set_bytes;
+	g->next = (g->next + 1) % g->n_rot;
+	void *d = set + g->off_d;
+	RMC_CUBLAS(ctx, cublasLtMatmul(ctx->lt, g->op, &g->alpha, set, g->la, set + g->off_b, g->lb, &g->beta, d, g->ld,
+				       d, g->ld, &g->algo, ctx->workspace, ctx->workspace_bytes, stream));
 	return 0;
 }
 
@@ -97,9 +173,7 @@ void rmc_gemm_fini(rmc_gemm *g)
 		cublasLtMatrixLayoutDestroy(g->ld);
 	if (g->op)
 		cublasLtMatmulDescDestroy(g->op);
-	cudaFree(g->a);
-	cudaFree(g->b);
-	cudaFree(g->d);
+	cudaFree(g->mem);
 	memset(g, 0, sizeof(*g));
 }
 
@@ -155,27 +229,45 @@ typedef struct gemm_state {
 	rmc_gemm g;
 } gemm_state;
 
+/* The variants of each shape, in case order. */
+static const struct {
+	bool fp8, fast;
+	int layout;
+	const char *name;
+} variants[] = {
+	{false, false, RMC_TN, "tn"}, {false, false, RMC_NN, "nn"}, {false, false, RMC_NT, "nt"},
+	{true, false, RMC_TN, "tn"},  {true, true, RMC_TN, "tn"},
+};
+enum { N_VARIANTS = sizeof(variants) / sizeof(variants[0]) };
+
 static int gemm_cases(const rmc_ctx *ctx)
 {
 	shape s[MAX_SHAPES];
-	return 2 * shape_grid(ctx, s);
+	return N_VARIANTS * shape_grid(ctx, s);
 }
 
 static int gemm_init(rmc_ctx *ctx, int i, void **state, const char **benchmark, rmc_params *p)
 {
 	shape s[MAX_SHAPES];
 	int n = shape_grid(ctx, s);
-	bool fp8 = i >= n;
+	int v = i / n;
 	const shape *sh = &s[i % n];
 	gemm_state *st = (gemm_state *)calloc(1, sizeof(gemm_state));
 	*state = st;
 	*benchmark = "gemm";
-	rmc_param_str(p, "dtype", fp8 ? "fp8" : "bf16");
+	RMC_TRY(rmc_gemm_init_ex(ctx, &st->g, sh->m, sh->n, sh->k, variants[v].fp8, variants[v].layout, variants[v].fast,
+				 true));
+	rmc_param_str(p, "dtype", variants[v].fp8 ? "fp8" : "bf16");
 	rmc_param_int(p, "m", sh->m);
 	rmc_param_int(p, "n", sh->n);
 	rmc_param_int(p, "k", sh->k);
 	rmc_param_int(p, "batch", 1);
-	return rmc_gemm_init(ctx, &st->g, sh->m, sh->n, sh->k, fp8);
+	rmc_param_str(p, "layout", variants[v].name);
+	rmc_param_bool(p, "fast_accum", variants[v].fast);
+	/* cold: one pass over the rotated sets is at least twice the L2 */
+	rmc_param_bool(p, "cold", st->g.set_bytes * (size_t)st->g.n_rot >= 2 * ctx->l2_bytes);
+	rmc_param_int(p, "rotations", st->g.n_rot);
+	return 0;
 }
 
 static int gemm_run(rmc_ctx *ctx, void *state, cudaStream_t stream)

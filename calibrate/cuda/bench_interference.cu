@@ -15,6 +15,7 @@
 
 #if RMC_HAVE_NCCL
 int rmc_nccl_background(rmc_ctx *ctx, size_t bytes, int n, cudaStream_t *streams, void ***bufs);
+int rmc_nccl_time_all_gather(rmc_ctx *ctx, size_t bytes, cudaStream_t *streams, double *us);
 #endif
 
 /* flags[0]: stop (host -> GPU); flags[1 + b]: block b runs (GPU -> host; no host atomics needed) */
@@ -141,29 +142,60 @@ static int interf_measure(rmc_ctx *ctx, void *state, int i, double *us)
 		}
 		int rc = rmc_time_loop(ctx, &b, state, ctx->stream[0], ctx->warmup, iters, us);
 		flags[0] = 1;
-		RMC_CUDA(ctx, cudaStreamSynchronize(st->high[0]));
+		if (rmc_wait_stream(ctx, st->high[0], "interference: SM holder") != 0)
+			rc = -1;
 		return rc;
 	}
 #if RMC_HAVE_NCCL
 	if (st->nccl) {
-		/* enough 256 MiB all-gathers (~0.7 ms each on 8 GPUs) to outlast the timed GEMMs */
+		/*
+		 * Enough 256 MiB all-gathers to outlast the timed GEMMs: sized from one timed
+		 * all-gather (0.7 ms on 8 H100s, several ms on 2), the slowest rank's, so that every
+		 * rank enqueues the same count (the MPI call is made whatever happened here), with a
+		 * factor 3 for GEMMs slower than 700 TFLOP/s or slowed by the collective; an event
+		 * after the last one checks that they were still running when the GEMMs ended.
+		 */
+		const size_t ag_bytes = (size_t)256 << 20;
 		double gemm_us = 2.0 * (double)st->g.m * (double)st->g.n * (double)st->g.k / 700e6;
-		int n = (int)((ctx->warmup + iters) * gemm_us / 500.0) + 4;
+		double ag_us = 0;
+		int rc = rmc_nccl_time_all_gather(ctx, ag_bytes, st->high, &ag_us);
+		double ag = rm_dist_max(&ctx->dist, rc == 0 ? ag_us : 0);
+		int n = (int)(3.0 * (ctx->warmup + iters) * gemm_us / (ag > 1.0 ? ag : 500.0)) + 2;
 		void **bufs = NULL;
-		int rc = rmc_nccl_background(ctx, (size_t)256 << 20, n, st->high, &bufs);
+		cudaEvent_t bg_end = NULL;
+		if (rc == 0)
+			rc = rmc_nccl_background(ctx, ag_bytes, n, st->high, &bufs);
+		if (rc == 0 && (cudaEventCreateWithFlags(&bg_end, cudaEventDisableTiming) != cudaSuccess ||
+				cudaEventRecord(bg_end, st->high[0]) != cudaSuccess))
+			rc = rmc_fail(ctx, __FILE__, __LINE__, "cudaEventRecord(bg_end, st->high[0])", "failed");
 		if (rc == 0)
 			rc = rmc_time_loop(ctx, &b, state, ctx->stream[0], ctx->warmup, iters, us);
+		if (rc == 0 && cudaEventQuery(bg_end) == cudaSuccess) {
+			/* the collectives ended before the GEMMs: not an interference figure */
+			if (ctx->rank == 0)
+				fprintf(stderr, "remora-calibrate: interference %lldx%lldx%lld: the %d background "
+						"all-gathers (%.0f us each) ended before the timed GEMMs; no row\n",
+					(long long)st->g.m, (long long)st->g.n, (long long)st->g.k, n, ag);
+			*us = 0;
+		}
+		if (bg_end)
+			cudaEventDestroy(bg_end);
+		/* the background all-gathers end (or fail, or time out) before their buffers go */
 		int local = ctx->mpi ? 1 : ctx->n_gpus;
 		for (int d = 0; d < local; d++) {
-			cudaSetDevice(ctx->devices[d]);
-			cudaStreamSynchronize(st->high[d]);
+			if (cudaSetDevice(ctx->devices[d]) != cudaSuccess && rc == 0)
+				rc = rmc_fail(ctx, __FILE__, __LINE__, "cudaSetDevice(ctx->devices[d])", "failed");
+			if (rmc_wait_stream(ctx, st->high[d], "interference: background all-gathers") != 0)
+				rc = -1;
 			if (bufs) {
-				cudaFree(bufs[2 * d]);
-				cudaFree(bufs[2 * d + 1]);
+				cudaError_t e1 = cudaFree(bufs[2 * d]), e2 = cudaFree(bufs[2 * d + 1]);
+				if ((e1 != cudaSuccess || e2 != cudaSuccess) && rc == 0)
+					rc = rmc_fail(ctx, __FILE__, __LINE__, "cudaFree(background buffers)",
+						      cudaGetErrorString(e1 != cudaSuccess ? e1 : e2));
 			}
 		}
 		free(bufs);
-		cudaSetDevice(ctx->devices[0]);
+		RMC_CUDA(ctx, cudaSetDevice(ctx->devices[0]));
 		return rc;
 	}
 #endif

@@ -6,6 +6,7 @@
  * NCCL: one process per GPU under mpirun when built with MPI (rank 0 writes), otherwise one
  * process driving every visible GPU through ncclCommInitAll; one GPU works in both modes.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,14 +19,103 @@
 
 #include "harness.h"
 
-#if RMC_HAVE_MPI
-#include <mpi.h>
-#endif
-
 int rmc_fail(rmc_ctx *ctx, const char *file, int line, const char *expr, const char *msg)
 {
 	if (!ctx->error[0])
 		snprintf(ctx->error, sizeof(ctx->error), "%s:%d: %s: %s", file, line, expr, msg);
+	return -1;
+}
+
+/* ---- waits on device work and agreement across ranks (gpudist/dist.h) ---------------------- */
+
+typedef struct rmc_waited {
+	rmc_ctx *ctx;
+	cudaEvent_t ev;     /* or */
+	cudaStream_t stream;
+} rmc_waited;
+
+static int rmc_wait_query(void *arg, char *msg, size_t n)
+{
+	rmc_waited *w = (rmc_waited *)arg;
+	cudaError_t e = w->ev ? cudaEventQuery(w->ev) : cudaStreamQuery(w->stream);
+	if (e == cudaSuccess)
+		return 1;
+	if (e == cudaErrorNotReady)
+		return 0;
+	snprintf(msg, n, "%s: %s", w->ev ? "cudaEventQuery" : "cudaStreamQuery", cudaGetErrorString(e));
+	return -1;
+}
+
+#if RMC_HAVE_NCCL
+static int rmc_local_comms(const rmc_ctx *ctx)
+{
+	return ctx->have_comms ? (ctx->mpi ? 1 : ctx->n_gpus) : 0;
+}
+#endif
+
+static int rmc_wait_async(void *arg, char *msg, size_t n)
+{
+#if RMC_HAVE_NCCL
+	rmc_waited *w = (rmc_waited *)arg;
+	for (int i = 0; i < rmc_local_comms(w->ctx); i++) {
+		ncclResult_t r = ncclSuccess;
+		ncclResult_t q = ncclCommGetAsyncError(w->ctx->comms[i], &r);
+		if (q != ncclSuccess)
+			r = q;
+		if (r != ncclSuccess && r != ncclInProgress) {
+			snprintf(msg, n, "ncclCommGetAsyncError (communicator %d): %s", i, ncclGetErrorString(r));
+			return -1;
+		}
+	}
+#else
+	(void)arg, (void)msg, (void)n;
+#endif
+	return 0;
+}
+
+static void rmc_wait_abort(void *arg)
+{
+#if RMC_HAVE_NCCL
+	rmc_waited *w = (rmc_waited *)arg;
+	for (int i = 0; i < rmc_local_comms(w->ctx); i++)
+		ncclCommAbort(w->ctx->comms[i]);
+	if (w->ctx->have_comms)
+		w->ctx->comms_aborted = true;
+	w->ctx->have_comms = false;
+#else
+	(void)arg;
+#endif
+}
+
+static int rmc_wait(rmc_ctx *ctx, cudaEvent_t ev, cudaStream_t stream, const char *what)
+{
+	rmc_waited w = {ctx, ev, stream};
+	rm_dist_waiter waiter = {rmc_wait_query, rmc_wait_async, rmc_wait_abort, &w};
+	char msg[RM_DIST_MSG];
+	if (rm_dist_wait(&waiter, ctx->timeout_s, what, msg, sizeof(msg)) != 0)
+		return rmc_fail(ctx, __FILE__, __LINE__, "rm_dist_wait", msg);
+	return 0;
+}
+
+int rmc_wait_event(rmc_ctx *ctx, cudaEvent_t ev, const char *what)
+{
+	return rmc_wait(ctx, ev, NULL, what);
+}
+
+int rmc_wait_stream(rmc_ctx *ctx, cudaStream_t stream, const char *what)
+{
+	return rmc_wait(ctx, NULL, stream, what);
+}
+
+int rmc_agree(rmc_ctx *ctx, bool ok)
+{
+	if (!ok && !ctx->error[0])
+		snprintf(ctx->error, sizeof(ctx->error), "failed");
+	char msg[sizeof(ctx->error)];
+	snprintf(msg, sizeof(msg), "%s", ctx->error);
+	if (rm_dist_agree(&ctx->dist, ok, NULL, msg, sizeof(msg)) == 0)
+		return 0;
+	snprintf(ctx->error, sizeof(ctx->error), "%s", msg);
 	return -1;
 }
 
@@ -120,12 +210,12 @@ int rmc_time_loop(rmc_ctx *ctx, const rmc_bench *b, void *state, cudaStream_t st
 	RMC_CUDA(ctx, cudaEventCreate(&stop));
 	for (int i = 0; i < warmup; i++)
 		RMC_TRY(b->run(ctx, state, stream));
-	RMC_CUDA(ctx, cudaStreamSynchronize(stream));
+	RMC_TRY(rmc_wait_stream(ctx, stream, "warm-up"));
 	RMC_CUDA(ctx, cudaEventRecord(start, stream));
 	for (int i = 0; i < iters; i++)
 		RMC_TRY(b->run(ctx, state, stream));
 	RMC_CUDA(ctx, cudaEventRecord(stop, stream));
-	RMC_CUDA(ctx, cudaEventSynchronize(stop));
+	RMC_TRY(rmc_wait_event(ctx, stop, "timed iterations"));
 	float ms = 0;
 	RMC_CUDA(ctx, cudaEventElapsedTime(&ms, start, stop));
 	RMC_CUDA(ctx, cudaEventDestroy(start));
@@ -160,6 +250,7 @@ static int describe_run(rmc_ctx *ctx)
 	cudaDeviceProp prop;
 	RMC_CUDA(ctx, cudaGetDeviceProperties(&prop, ctx->devices[0]));
 	ctx->sm_count = prop.multiProcessorCount;
+	ctx->l2_bytes = (size_t)prop.l2CacheSize;
 	char host[256] = "", drv[64], cuda[32], nccl[32] = "", when[40];
 	gethostname(host, sizeof(host) - 1);
 	driver_version(drv, sizeof(drv));
@@ -204,20 +295,42 @@ static int setup(rmc_ctx *ctx)
 }
 
 #if RMC_HAVE_NCCL
+/*
+ * The communicators. Under MPI: rank 0 makes the unique id and broadcasts it with its status
+ * (a failed ncclGetUniqueId reaches every rank, which all leave), then ncclCommInitRank, then an
+ * agreement, so that no rank starts a collective that a peer without a communicator never joins.
+ */
 static int setup_nccl(rmc_ctx *ctx)
 {
-#if RMC_HAVE_MPI
 	if (ctx->mpi) {
 		ncclUniqueId id;
-		if (ctx->rank == 0)
-			RMC_NCCL(ctx, ncclGetUniqueId(&id));
-		MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-		RMC_CUDA(ctx, cudaSetDevice(ctx->devices[0]));
-		RMC_NCCL(ctx, ncclCommInitRank(&ctx->comms[0], ctx->world, id, ctx->rank));
-		ctx->have_comms = true;
-		return 0;
+		memset(&id, 0, sizeof(id));
+		bool ok = true;
+		if (ctx->rank == 0) {
+			ncclResult_t r = ncclGetUniqueId(&id);
+			if (r != ncclSuccess) {
+				rmc_fail(ctx, __FILE__, __LINE__, "ncclGetUniqueId(&id)", ncclGetErrorString(r));
+				ok = false;
+			}
+		}
+		char msg[sizeof(ctx->error)];
+		snprintf(msg, sizeof(msg), "%s", ctx->error);
+		if (rm_dist_bcast_status(&ctx->dist, ok, &id, sizeof(id), msg, sizeof(msg)) != 0) {
+			snprintf(ctx->error, sizeof(ctx->error), "%s", msg);
+			return -1;
+		}
+		ok = cudaSetDevice(ctx->devices[0]) == cudaSuccess;
+		if (!ok)
+			rmc_fail(ctx, __FILE__, __LINE__, "cudaSetDevice", "failed");
+		ncclResult_t r = ok ? ncclCommInitRank(&ctx->comms[0], ctx->world, id, ctx->rank) : ncclSuccess;
+		if (ok && r != ncclSuccess) {
+			rmc_fail(ctx, __FILE__, __LINE__, "ncclCommInitRank(&ctx->comms[0], ctx->world, id, ctx->rank)",
+				 ncclGetErrorString(r));
+			ok = false;
+		}
+		ctx->have_comms = ok;
+		return rmc_agree(ctx, ok);
 	}
-#endif
 	RMC_NCCL(ctx, ncclCommInitAll(ctx->comms, ctx->n_gpus, ctx->devices));
 	ctx->have_comms = true;
 	return 0;
@@ -240,7 +353,12 @@ static void teardown(rmc_ctx *ctx)
 			cudaStreamDestroy(ctx->stream[i]);
 }
 
-static int run_bench(rmc_ctx *ctx, const rmc_bench *b)
+/*
+ * The cases of b. collective: every rank runs them (under MPI), so each case's set-up and
+ * measurement end in an agreement: one rank's failure (a cudaMalloc, a timeout) stops every rank
+ * at the same case instead of leaving its peers in a collective.
+ */
+static int run_bench(rmc_ctx *ctx, const rmc_bench *b, bool collective)
 {
 	int n = b->cases(ctx);
 	for (int i = 0; i < n; i++) {
@@ -248,15 +366,18 @@ static int run_bench(rmc_ctx *ctx, const rmc_bench *b)
 		const char *benchmark = b->name;
 		rmc_params p;
 		memset(&p, 0, sizeof(p));
-		RMC_CUDA(ctx, cudaSetDevice(ctx->devices[0]));
-		if (b->init(ctx, i, &state, &benchmark, &p) != 0) {
-			b->fini(ctx, state);
-			return -1;
-		}
+		int rc = cudaSetDevice(ctx->devices[0]) == cudaSuccess ? 0 : rmc_fail(ctx, __FILE__, __LINE__, "cudaSetDevice", "failed");
+		if (rc == 0)
+			rc = b->init(ctx, i, &state, &benchmark, &p);
+		if (collective)
+			rc = rmc_agree(ctx, rc == 0);
 		double us = 0;
-		int rc = b->measure ? b->measure(ctx, state, i, &us)
-				    : rmc_time_loop(ctx, b, state, ctx->stream[0], ctx->warmup, ctx->iters, &us);
+		if (rc == 0)
+			rc = b->measure ? b->measure(ctx, state, i, &us)
+					: rmc_time_loop(ctx, b, state, ctx->stream[0], ctx->warmup, ctx->iters, &us);
 		b->fini(ctx, state);
+		if (collective)
+			rc = rmc_agree(ctx, rc == 0);
 		if (rc != 0)
 			return -1;
 		if (us > 0)
@@ -267,11 +388,16 @@ static int run_bench(rmc_ctx *ctx, const rmc_bench *b)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: remora-calibrate [--out FILE] [--quick] [--only NAME] [--gpus N] [--iters N] [--warmup N]\n\n"
+	fprintf(out, "usage: remora-calibrate [--out FILE] [--quick] [--only NAME] [--gpus N] [--iters N] [--warmup N]\n"
+		     "                        [--timeout S] [--no-graph]\n\n"
 		     "Runs remora's microbenchmarks on this machine's GPUs and writes JSON lines for\n"
 		     "`remora calib import` (cuBLASLt GEMM bf16/fp8, HBM copy/triad, launch with and without\n"
 		     "CUDA graphs, pinned host copies, NCCL all-gather/reduce-scatter/all-reduce 1 KiB..4 GiB,\n"
 		     "GEMM interference with SMs held and with a concurrent collective).\n"
+		     "  --timeout S   seconds one wait on GPU work may take before the NCCL communicators are\n"
+		     "                aborted and every rank stops (default REMORA_NCCL_TIMEOUT_S, else 120)\n"
+		     "  --no-graph    time the NCCL sweep's host-launched iterations with events on the stream\n"
+		     "                instead of replaying them from a CUDA graph (nccl-tests -G)\n"
 		     "Exit status 77 when there is no GPU.\n");
 }
 
@@ -281,7 +407,9 @@ int main(int argc, char **argv)
 		{"out", required_argument, NULL, 'o'},   {"quick", no_argument, NULL, 'q'},
 		{"only", required_argument, NULL, 'O'},  {"gpus", required_argument, NULL, 'g'},
 		{"iters", required_argument, NULL, 'n'}, {"warmup", required_argument, NULL, 'w'},
-		{"help", no_argument, NULL, 'h'},        {0, 0, 0, 0},
+		{"timeout", required_argument, NULL, 't'}, {"no-graph", no_argument, NULL, 'G'},
+		{"help", no_argument, NULL, 'h'},
+		{0, 0, 0, 0},
 	};
 	rmc_ctx *ctx = (rmc_ctx *)calloc(1, sizeof(rmc_ctx));
 	if (!ctx)
@@ -291,7 +419,8 @@ int main(int argc, char **argv)
 	ctx->iters = 20;
 	const char *out_path = NULL;
 	int want_gpus = 0, c;
-	while ((c = getopt_long(argc, argv, "o:qO:g:n:w:h", longopts, NULL)) != -1) {
+	double timeout_flag = 0;
+	while ((c = getopt_long(argc, argv, "o:qO:g:n:w:t:Gh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out_path = optarg;
@@ -311,6 +440,16 @@ int main(int argc, char **argv)
 		case 'w':
 			ctx->warmup = atoi(optarg);
 			break;
+		case 't':
+			timeout_flag = atof(optarg);
+			if (!(timeout_flag > 0)) {
+				fprintf(stderr, "remora-calibrate: --timeout %s: a positive number of seconds\n", optarg);
+				return 2;
+			}
+			break;
+		case 'G':
+			ctx->no_graph = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -323,75 +462,97 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	ctx->timeout_s = rm_dist_timeout_s(timeout_flag);
+	/* the job first (MPI_Init before any exit), so that every rank agrees on the way out */
+	int status = 0;
+	if (rm_dist_init(&ctx->dist, ctx->error, sizeof(ctx->error)) != 0) {
+		fprintf(stderr, "remora-calibrate: error: %s\n", ctx->error);
+		free(ctx);
+		return 2;
+	}
+	ctx->mpi = ctx->dist.mpi;
+	ctx->rank = ctx->dist.rank;
 	int count = 0;
 	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-		fprintf(stderr, "remora-calibrate: no CUDA GPU here; skipping\n");
-		free(ctx);
-		return 77;
+		count = 0;
+		snprintf(ctx->error, sizeof(ctx->error), "no CUDA GPU here; skipping");
 	}
-#if RMC_HAVE_MPI
-	const char *np = getenv("OMPI_COMM_WORLD_SIZE");
-	if (!np)
-		np = getenv("PMI_SIZE");
-	if (np && atoi(np) > 1) {
-		MPI_Init(&argc, &argv);
-		ctx->mpi = true;
-		MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
-		MPI_Comm_size(MPI_COMM_WORLD, &ctx->world);
-		const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+	int code = count == 0 ? 77 : 0;
+	if (rm_dist_agree(&ctx->dist, count > 0, &code, ctx->error, sizeof(ctx->error)) != 0) {
+		if (ctx->rank == 0)
+			fprintf(stderr, "remora-calibrate: %s\n", ctx->error);
+		status = code;
+		goto finish;
+	}
+	if (ctx->mpi) {
+		ctx->world = ctx->dist.world;
 		ctx->n_gpus = 1;
-		ctx->devices[0] = (lr ? atoi(lr) : ctx->rank) % count;
-	}
-#endif
-	if (ctx->n_gpus == 0) {
+		ctx->devices[0] = rm_dist_device(&ctx->dist, count);
+	} else {
 		ctx->n_gpus = want_gpus ? (want_gpus < count ? want_gpus : count) : (count < RMC_MAX_GPUS ? count : RMC_MAX_GPUS);
 		for (int i = 0; i < ctx->n_gpus; i++)
 			ctx->devices[i] = i;
 		ctx->world = ctx->n_gpus;
 	}
+	ctx->nodes = rm_dist_count_nodes(&ctx->dist);
 	if (out_path && ctx->rank == 0) {
 		ctx->out = fopen(out_path, "w");
 		if (!ctx->out) {
-			perror(out_path);
-			return 1;
+			snprintf(ctx->error, sizeof(ctx->error), "%s: %s", out_path, strerror(errno));
+			ctx->out = stdout;
+			status = 1;
 		}
 	}
-	const rmc_bench *benches[] = {
-		&rmc_bench_launch, &rmc_bench_hbm, &rmc_bench_host_copy, &rmc_bench_gemm, &rmc_bench_interference,
+	{
+		const rmc_bench *benches[] = {
+			&rmc_bench_launch, &rmc_bench_hbm, &rmc_bench_host_copy, &rmc_bench_gemm, &rmc_bench_interference,
 #if RMC_HAVE_NCCL
-		&rmc_bench_nccl,
+			&rmc_bench_nccl,
 #endif
-	};
-	int status = 0;
-	if (describe_run(ctx) != 0 || setup(ctx) != 0)
-		status = 1;
-#if RMC_HAVE_NCCL
-	if (status == 0 && setup_nccl(ctx) != 0)
-		status = 1;
-#endif
-	bool ready = status == 0;
-	for (size_t i = 0; ready && i < sizeof(benches) / sizeof(benches[0]); i++) {
-		const rmc_bench *b = benches[i];
-		if (ctx->only && !strstr(b->name, ctx->only))
-			continue;
-		/* under MPI only the NCCL benchmarks run on every rank; the rest on rank 0 */
-		if (ctx->mpi && !b->needs_nccl && ctx->rank != 0)
-			continue;
-		time_t t0 = time(NULL);
-		bool failed = run_bench(ctx, b) != 0;
-		if (ctx->rank == 0)
-			fprintf(stderr, "remora-calibrate: %-13s %s in %lds\n", b->name, failed ? "FAILED" : "done",
-				(long)(time(NULL) - t0));
-		if (failed) {
-			/* the rows already written stay; the next benchmark runs unless the context is lost */
-			fprintf(stderr, "remora-calibrate: error: %s\n", ctx->error[0] ? ctx->error : "unknown failure");
-			ctx->error[0] = '\0';
+		};
+		if (status == 0 && (describe_run(ctx) != 0 || setup(ctx) != 0))
 			status = 1;
-			cudaError_t sticky = cudaDeviceSynchronize();
-			if (sticky != cudaSuccess || ctx->mpi) {
-				fprintf(stderr, "remora-calibrate: stopping: %s\n",
-					sticky != cudaSuccess ? cudaGetErrorString(sticky) : "ranks may disagree under MPI");
-				ready = false;
+		/* every rank leaves together when one could not set up */
+		if (rmc_agree(ctx, status == 0) != 0)
+			status = 1;
+#if RMC_HAVE_NCCL
+		if (status == 0 && setup_nccl(ctx) != 0)
+			status = 1;
+#endif
+		bool ready = status == 0;
+		for (size_t i = 0; ready && i < sizeof(benches) / sizeof(benches[0]); i++) {
+			const rmc_bench *b = benches[i];
+			if (ctx->only && !strstr(b->name, ctx->only))
+				continue;
+#if RMC_HAVE_NCCL
+			if (b->needs_nccl && ctx->comms_aborted)
+				continue;
+#endif
+			/* under MPI only the NCCL benchmarks run on every rank; the rest on rank 0 */
+			bool runs_here = !ctx->mpi || b->needs_nccl || ctx->rank == 0;
+			time_t t0 = time(NULL);
+			bool failed = runs_here && run_bench(ctx, b, ctx->mpi && b->needs_nccl) != 0;
+			/* under MPI every rank learns how each benchmark went (a rank-0-only one included) */
+			if (ctx->mpi && rmc_agree(ctx, !failed) != 0)
+				failed = true;
+			if (ctx->rank == 0)
+				fprintf(stderr, "remora-calibrate: %-13s %s in %lds\n", b->name, failed ? "FAILED" : "done",
+					(long)(time(NULL) - t0));
+			if (failed) {
+				/* the rows already written stay; the next benchmark runs unless the context is lost */
+				if (ctx->rank == 0)
+					fprintf(stderr, "remora-calibrate: error: %s\n",
+						ctx->error[0] ? ctx->error : "unknown failure");
+				ctx->error[0] = '\0';
+				status = 1;
+				cudaError_t sticky = ctx->mpi ? cudaSuccess : cudaDeviceSynchronize();
+				if (sticky != cudaSuccess || ctx->mpi) {
+					if (ctx->rank == 0)
+						fprintf(stderr, "remora-calibrate: stopping: %s\n",
+							sticky != cudaSuccess ? cudaGetErrorString(sticky)
+									      : "a rank failed under MPI (all stop together)");
+					ready = false;
+				}
 			}
 		}
 	}
@@ -403,10 +564,8 @@ int main(int argc, char **argv)
 	teardown(ctx);
 	if (ctx->out != stdout)
 		fclose(ctx->out);
-#if RMC_HAVE_MPI
-	if (ctx->mpi)
-		MPI_Finalize();
-#endif
+finish:
+	rm_dist_finish(&ctx->dist);
 	free(ctx);
 	return status;
 }

@@ -28,6 +28,8 @@
 #include <nccl.h>
 #endif
 
+#include "gpudist/dist.h"
+
 #define RMC_MAX_GPUS 16
 
 typedef struct rmc_ctx {
@@ -39,7 +41,11 @@ typedef struct rmc_ctx {
 	int world;               /* ranks in the NCCL communicator: n_gpus, or the MPI size */
 	int rank;                /* MPI rank (0 in single-process mode) */
 	bool mpi;                /* one process per GPU under mpirun */
+	rm_dist dist;            /* the job (gpudist/dist.h): agreement, id broadcast */
+	int nodes;               /* distinct hosts among the ranks */
+	double timeout_s;        /* of one wait on device work (rm_dist_timeout_s) */
 	bool quick;              /* fewer cases and iterations (the gpu test suite) */
+	bool no_graph;           /* NCCL sweep: time host-launched iterations (events) instead of a graph */
 	int warmup, iters;       /* defaults; benchmarks may scale them by size */
 	const char *only;        /* run only benchmarks whose name contains this */
 	cudaStream_t stream[RMC_MAX_GPUS];
@@ -47,9 +53,11 @@ typedef struct rmc_ctx {
 	void *workspace;         /* cuBLASLt workspace on device 0 */
 	size_t workspace_bytes;
 	int sm_count;
+	size_t l2_bytes;         /* device 0's L2 (cudaDeviceProp.l2CacheSize) */
 #if RMC_HAVE_NCCL
 	ncclComm_t comms[RMC_MAX_GPUS];
 	bool have_comms;
+	bool comms_aborted;      /* a wait failed or timed out: ncclCommAbort ran, no NCCL work after */
 #endif
 	char error[512];         /* the first failure: "file:line: expr: message" */
 	int cases_written;
@@ -81,6 +89,22 @@ int rmc_fail(rmc_ctx *ctx, const char *file, int line, const char *expr, const c
 	} while (0)
 #endif
 
+/*
+ * Waits for an event / a stream by polling (cudaEventQuery / cudaStreamQuery) together with
+ * ncclCommGetAsyncError on this process's communicators, for at most ctx->timeout_s; on an error
+ * or the timeout aborts the communicators (ncclCommAbort) and fails with what and the reason
+ * (gpudist/dist.h rm_dist_wait). Never a blocking synchronise on work that may wait for peers.
+ */
+int rmc_wait_event(rmc_ctx *ctx, cudaEvent_t ev, const char *what);
+int rmc_wait_stream(rmc_ctx *ctx, cudaStream_t stream, const char *what);
+
+/*
+ * Under MPI, agreement on a step (rm_dist_agree): ok is this rank's status, ctx->error its
+ * message; on failure every rank's ctx->error becomes "rank R: MESSAGE" of the failing rank.
+ * Returns 0 when all were ok. Without MPI: ok ? 0 : -1.
+ */
+int rmc_agree(rmc_ctx *ctx, bool ok);
+
 /* Propagates a -1 from a helper. */
 #define RMC_TRY(expr)                                                                          \
 	do {                                                                                   \
@@ -95,7 +119,7 @@ typedef struct rmc_params {
 	char kind[12]; /* 'i' integer, 'r' real, 'b' boolean, 's' string */
 	long long i[12];
 	double r[12];
-	char s[12][48];
+	char s[12][160];
 } rmc_params;
 
 void rmc_param_int(rmc_params *p, const char *key, long long v);
@@ -136,11 +160,26 @@ extern const rmc_bench rmc_bench_interference;
 extern const rmc_bench rmc_bench_nccl;
 #endif
 
-/* GEMM helper shared by gemm and interference: a cuBLASLt matmul D[m,n] = A^T[m,k] B[k,n]. */
+/*
+ * GEMM helper shared by gemm and interference: a cuBLASLt matmul D[m,n] = op(A) op(B) in one of
+ * three layouts (column-major, as cuBLASLt names them):
+ *   RMC_TN  A stored k x m, transposed; B k x n       (the forward; the only one FP8 allows)
+ *   RMC_NN  A stored m x k;             B k x n       (dgrad: dX = dY W)
+ *   RMC_NT  A m x k;                    B stored n x k, transposed  (wgrad: dW = dY^T X)
+ * With `rotate`, enough copies of A, B and D that one pass over them is at least twice the L2
+ * (ctx->l2_bytes), at most 2 GiB: each call then reads operands that are not L2-resident (a cold
+ * figure, as in a training step where the GEMM's inputs come from HBM).
+ */
+enum { RMC_TN, RMC_NN, RMC_NT };
+
 typedef struct rmc_gemm {
 	int64_t m, n, k;
-	bool fp8;
-	void *a, *b, *d;
+	bool fp8, fast_accum;
+	int layout;       /* RMC_TN, RMC_NN, RMC_NT */
+	int n_rot, next;  /* operand sets, the one the next call uses */
+	void *mem;        /* the sets, each A | B | D at 256-byte-aligned offsets */
+	size_t set_bytes, off_b, off_d;
+	void *a, *b, *d;  /* set 0 */
 	cublasLtMatmulDesc_t op;
 	cublasLtMatrixLayout_t la, lb, ld;
 	cublasLtMatmulAlgo_t algo;
@@ -148,7 +187,12 @@ typedef struct rmc_gemm {
 	bool unsupported; /* cuBLASLt has no algorithm for it: measure nothing */
 } rmc_gemm;
 
+/* TN, no fast accumulation, no rotation (the interference benchmark's GEMM). */
 int rmc_gemm_init(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8);
+/* Any layout (FP8: TN only), FP8 fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM), rotation. */
+int rmc_gemm_init_ex(rmc_ctx *ctx, rmc_gemm *g, int64_t m, int64_t n, int64_t k, bool fp8, int layout,
+		     bool fast_accum, bool rotate);
+/* One call on the next operand set. */
 int rmc_gemm_run(rmc_ctx *ctx, rmc_gemm *g, cudaStream_t stream);
 void rmc_gemm_fini(rmc_gemm *g);
 

@@ -16,9 +16,11 @@
  * - GEMMs: cuBLASLt, "TN" (D[m,n] = A^T[m,k] B[k,n]) as FP8 requires, FP32 accumulation, one
  *   prepared descriptor per distinct shape, batched with strided layouts. fp8_e5m2 runs as
  *   E5M2 x E4M3 (cuBLASLt has no E5M2 x E5M2).
- * - Attention: no fused kernel (cuDNN's SDPA is not wired up yet): the lowering of
- *   rm_exec_attention_lowering, chunk by chunk over batch x heads: batched cuBLASLt GEMMs and a
- *   row softmax kernel (forward) or softmax-backward kernel, as the comparison prices it.
+ * - Attention: no fused kernel (cuDNN's SDPA is not wired up yet): the steps of
+ *   rm_exec_attention_steps (row-major [s,d] slices, scores [s,s] with query rows; backward
+ *   recomputes P with its softmax), chunk by chunk over batch x heads: batched cuBLASLt GEMMs in
+ *   TN, NN and NT layouts and the row softmax / softmax-backward kernels, as the comparison
+ *   prices it (rm_exec_attention_lowering) and as exec/attention.c computes it on the CPU.
  * - Elementwise: a kernel that streams bytes_read from its source and bytes_written to its
  *   destination in 16-byte words, wrapping around each buffer's extent.
  * - Copies: cudaMemcpyAsync (pinned host memory). Collectives: NCCL on the op's stream over the
@@ -37,21 +39,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if RMX_HAVE_MPI
-#include <mpi.h>
-#endif
-
 extern "C" {
 #include "remora/exec.h"
 #include "remora/workload.h"
 }
 #include "exec/runner.h"
+#include "gpudist/dist.h"
 
 #define RMX_MAX_GEMMS 256
 
-typedef struct rmx_gemm {
-	int64_t batch, m, n, k;
+/* What a prepared GEMM is for: cuBLAS's column-major D[m,n] = op(A)[m,k] op(B)[k,n], leading
+ * dimensions and batch strides in elements, and the operands' alignments. */
+typedef struct rmx_gemm_key {
+	int64_t batch, m, n, k, lda, ldb, ldd, stride_a, stride_b, stride_d;
+	bool trans_a, trans_b;
 	rm_dtype dtype;
+	uint32_t align_a, align_b, align_d; /* bytes the chosen algorithm may assume (rm_exec_alignment) */
+} rmx_gemm_key;
+
+typedef struct rmx_gemm {
+	rmx_gemm_key key;
 	cublasLtMatmulDesc_t op;
 	cublasLtMatrixLayout_t la, lb, ld;
 	cublasLtMatmulAlgo_t algo;
@@ -61,7 +68,9 @@ typedef struct rmx_ctx {
 	const rm_exec_plan *plan;
 	const rm_program *prog;
 	int device, world, rank, sm_count;
-	bool mpi, mpi_inited;
+	bool mpi;
+	rm_dist dist;     /* the job (gpudist/dist.h) */
+	double timeout_s; /* of one wait on an iteration (rm_dist_timeout_s) */
 	char *base[RM_EXEC_REGION_COUNT];
 	cudaStream_t *streams;
 	void **workspace; /* per stream, NULL where no GEMM runs */
@@ -70,7 +79,7 @@ typedef struct rmx_ctx {
 	rmx_gemm gemms[RMX_MAX_GEMMS];
 	int n_gemms;
 	ncclComm_t comm;
-	bool have_comm;
+	bool have_comm, comm_aborted;
 	rm_status status; /* of the first failure */
 	char error[768];
 } rmx_ctx;
@@ -110,6 +119,71 @@ static int rmx_fail(rmx_ctx *ctx, const char *file, int line, const char *expr, 
 		if ((expr) != 0)                                                                   \
 			return -1;                                                                 \
 	} while (0)
+
+/* ---- waits and agreement (gpudist/dist.h) ------------------------------------------------- */
+
+static int rmx_query_done(void *arg, char *msg, size_t n)
+{
+	rmx_ctx *ctx = (rmx_ctx *)arg;
+	cudaError_t e = cudaEventQuery(ctx->done);
+	if (e == cudaSuccess)
+		return 1;
+	if (e == cudaErrorNotReady)
+		return 0;
+	snprintf(msg, n, "cudaEventQuery(done): %s", cudaGetErrorString(e));
+	return -1;
+}
+
+static int rmx_async_error(void *arg, char *msg, size_t n)
+{
+	rmx_ctx *ctx = (rmx_ctx *)arg;
+	if (!ctx->have_comm)
+		return 0;
+	ncclResult_t r = ncclSuccess, q = ncclCommGetAsyncError(ctx->comm, &r);
+	if (q != ncclSuccess)
+		r = q;
+	if (r == ncclSuccess || r == ncclInProgress)
+		return 0;
+	snprintf(msg, n, "ncclCommGetAsyncError: %s", ncclGetErrorString(r));
+	return -1;
+}
+
+static void rmx_abort(void *arg)
+{
+	rmx_ctx *ctx = (rmx_ctx *)arg;
+	if (ctx->have_comm) {
+		ncclCommAbort(ctx->comm);
+		ctx->have_comm = false;
+		ctx->comm_aborted = true;
+	}
+}
+
+/* Waits for the iteration's `done` event by polling it and the communicator (never a blocking
+ * synchronise: a dead peer would hold it for ever); aborts the communicator on error/timeout. */
+static int rmx_wait_done(rmx_ctx *ctx)
+{
+	rm_dist_waiter w = {rmx_query_done, rmx_async_error, rmx_abort, ctx};
+	char msg[RM_DIST_MSG];
+	if (rm_dist_wait(&w, ctx->timeout_s, "iteration", msg, sizeof(msg)) != 0)
+		return rmx_fail(ctx, __FILE__, __LINE__, "rm_dist_wait(done)", msg);
+	return 0;
+}
+
+/* Agreement on a step across ranks (rm_dist_agree): every rank returns -1 with the failing rank's
+ * status and "rank R: message" when one failed. */
+static int rmx_agree(rmx_ctx *ctx, bool ok)
+{
+	if (!ok && !ctx->error[0])
+		snprintf(ctx->error, sizeof(ctx->error), "failed");
+	int code = ok ? RM_OK : (ctx->status != RM_OK ? ctx->status : RM_IO);
+	char msg[sizeof(ctx->error)];
+	snprintf(msg, sizeof(msg), "%s", ctx->error);
+	if (rm_dist_agree(&ctx->dist, ok, &code, msg, sizeof(msg)) == 0)
+		return 0;
+	snprintf(ctx->error, sizeof(ctx->error), "%s", msg);
+	ctx->status = code != RM_OK ? (rm_status)code : RM_IO;
+	return -1;
+}
 
 /* ---- kernels ------------------------------------------------------------------------------- */
 
@@ -217,12 +291,11 @@ static cudaDataType_t cuda_type(rm_dtype d)
 }
 
 static int rmx_layout(rmx_ctx *ctx, cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows, int64_t cols,
-		      int64_t batch)
+		      int64_t ld, int64_t batch, int64_t stride)
 {
-	RMX_CUBLAS(ctx, cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, rows));
+	RMX_CUBLAS(ctx, cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld));
 	if (batch > 1) {
 		int32_t b = (int32_t)batch;
-		int64_t stride = rows * cols;
 		RMX_CUBLAS(ctx, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof(b)));
 		RMX_CUBLAS(ctx, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
 								 sizeof(stride)));
@@ -230,38 +303,56 @@ static int rmx_layout(rmx_ctx *ctx, cublasLtMatrixLayout_t *l, cudaDataType_t t,
 	return 0;
 }
 
-/* The prepared GEMM of a shape (created on first use). */
-static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_name, rmx_gemm **out)
+/*
+ * The prepared GEMM of a key (created on first use). The alignments of the actual pointers are
+ * in the key and go into the heuristic's preferences (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*): an
+ * attention chunk or a packed operand need not be 256-byte aligned, and an algorithm chosen for
+ * 256 bytes may refuse it (CUBLAS_STATUS_NOT_SUPPORTED at cublasLtMatmul).
+ */
+static int rmx_gemm_get(rmx_ctx *ctx, const rmx_gemm_key *key, const char *op_name, rmx_gemm **out)
 {
-	for (int i = 0; i < ctx->n_gemms; i++) {
-		rmx_gemm *p = &ctx->gemms[i];
-		if (p->batch == g->batch && p->m == g->m && p->n == g->n && p->k == g->k && p->dtype == g->dtype) {
-			*out = p;
+	for (int i = 0; i < ctx->n_gemms; i++)
+		if (memcmp(&ctx->gemms[i].key, key, sizeof(*key)) == 0) {
+			*out = &ctx->gemms[i];
 			return 0;
 		}
-	}
 	if (ctx->n_gemms == RMX_MAX_GEMMS)
 		return rmx_fail(ctx, __FILE__, __LINE__, op_name, "more distinct GEMM shapes than the runner holds");
 	rmx_gemm *p = &ctx->gemms[ctx->n_gemms++];
 	memset(p, 0, sizeof(*p));
-	p->batch = g->batch, p->m = g->m, p->n = g->n, p->k = g->k, p->dtype = g->dtype;
+	memcpy(&p->key, key, sizeof(*key)); /* padding included: keys are compared with memcmp */
+	const rmx_gemm_key *g = key;
 	bool f8 = g->dtype == RM_DTYPE_FP8_E4M3 || g->dtype == RM_DTYPE_FP8_E5M2;
 	cudaDataType_t ta = cuda_type(g->dtype);
 	cudaDataType_t tb = f8 ? CUDA_R_8F_E4M3 : ta;
 	cudaDataType_t td = f8 ? CUDA_R_16BF : ta;
 	cublasComputeType_t ct = g->dtype == RM_DTYPE_FP32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 	RMX_CUBLAS(ctx, cublasLtMatmulDescCreate(&p->op, ct, CUDA_R_32F));
-	cublasOperation_t opt = CUBLAS_OP_T, opn = CUBLAS_OP_N;
-	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opt, sizeof(opt)));
-	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof(opn)));
-	RMX_TRY(rmx_layout(ctx, &p->la, ta, g->k, g->m, g->batch));
-	RMX_TRY(rmx_layout(ctx, &p->lb, tb, g->k, g->n, g->batch));
-	RMX_TRY(rmx_layout(ctx, &p->ld, td, g->m, g->n, g->batch));
+	cublasOperation_t opa = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)));
+	RMX_CUBLAS(ctx, cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)));
+	/* stored shapes: A k x m when transposed else m x k; B n x k when transposed else k x n */
+	RMX_TRY(rmx_layout(ctx, &p->la, ta, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda, g->batch,
+			   g->stride_a));
+	RMX_TRY(rmx_layout(ctx, &p->lb, tb, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb, g->batch,
+			   g->stride_b));
+	RMX_TRY(rmx_layout(ctx, &p->ld, td, g->m, g->n, g->ldd, g->batch, g->stride_d));
 	cublasLtMatmulPreference_t pref;
 	size_t ws = RM_EXEC_WORKSPACE_BYTES;
 	RMX_CUBLAS(ctx, cublasLtMatmulPreferenceCreate(&pref));
 	cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
 								 sizeof(ws));
+	const struct {
+		cublasLtMatmulPreferenceAttributes_t attr;
+		uint32_t bytes;
+	} aligns[] = {
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g->align_a},
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g->align_b},
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g->align_d}, /* C is D (beta = 0, in place) */
+		{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g->align_d},
+	};
+	for (size_t i = 0; i < sizeof(aligns) / sizeof(aligns[0]) && st == CUBLAS_STATUS_SUCCESS; i++)
+		st = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i].attr, &aligns[i].bytes, sizeof(aligns[i].bytes));
 	cublasLtMatmulHeuristicResult_t res;
 	int found = 0;
 	if (st == CUBLAS_STATUS_SUCCESS)
@@ -270,9 +361,11 @@ static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_nam
 	if (st == CUBLAS_STATUS_SUCCESS && found == 0)
 		st = CUBLAS_STATUS_NOT_SUPPORTED;
 	if (st != CUBLAS_STATUS_SUCCESS) {
-		char what[300];
-		snprintf(what, sizeof(what), "%s: no cuBLASLt algorithm for %s %lld x %lld x %lld (batch %lld)", op_name,
-			 rm_dtype_name(g->dtype), (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch);
+		char what[320];
+		snprintf(what, sizeof(what),
+			 "%s: no cuBLASLt algorithm for %s %c%c %lld x %lld x %lld (batch %lld, operands aligned %u/%u/%u B)",
+			 op_name, rm_dtype_name(g->dtype), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
+			 (long long)g->n, (long long)g->k, (long long)g->batch, g->align_a, g->align_b, g->align_d);
 		ctx->status = RM_UNSUPPORTED;
 		return rmx_fail(ctx, __FILE__, __LINE__, what, cublasGetStatusString(st));
 	}
@@ -281,15 +374,31 @@ static int rmx_gemm_get(rmx_ctx *ctx, const rm_gemm_shape *g, const char *op_nam
 	return 0;
 }
 
-static int rmx_gemm_run(rmx_ctx *ctx, const rm_gemm_shape *g, const char *name, const void *a, const void *b,
-			void *d, int32_t stream)
+static int rmx_gemm_launch(rmx_ctx *ctx, rmx_gemm_key *key, float alpha, const char *name, const void *a,
+			   const void *b, void *d, int32_t stream)
 {
+	key->align_a = rm_exec_alignment((uint64_t)(uintptr_t)a);
+	key->align_b = rm_exec_alignment((uint64_t)(uintptr_t)b);
+	key->align_d = rm_exec_alignment((uint64_t)(uintptr_t)d);
 	rmx_gemm *p;
-	RMX_TRY(rmx_gemm_get(ctx, g, name, &p));
-	float alpha = 1.0f, beta = 0.0f;
+	RMX_TRY(rmx_gemm_get(ctx, key, name, &p));
+	float beta = 0.0f;
 	RMX_CUBLAS(ctx, cublasLtMatmul(ctx->lt, p->op, &alpha, a, p->la, b, p->lb, &beta, d, p->ld, d, p->ld, &p->algo,
 				       ctx->workspace[stream], RM_EXEC_WORKSPACE_BYTES, ctx->streams[stream]));
 	return 0;
+}
+
+/* A program GEMM: TN, D[m,n] = A^T[m,k] B[k,n], A stored k x m, B k x n, D m x n (column-major). */
+static int rmx_gemm_run(rmx_ctx *ctx, const rm_gemm_shape *g, const char *name, const void *a, const void *b,
+			void *d, int32_t stream)
+{
+	rmx_gemm_key key;
+	memset(&key, 0, sizeof(key)); /* compared with memcmp: no stray padding bytes */
+	key.batch = g->batch, key.m = g->m, key.n = g->n, key.k = g->k, key.dtype = g->dtype;
+	key.trans_a = true, key.trans_b = false;
+	key.lda = g->k, key.ldb = g->k, key.ldd = g->m;
+	key.stride_a = g->m * g->k, key.stride_b = g->k * g->n, key.stride_d = g->m * g->n;
+	return rmx_gemm_launch(ctx, &key, 1.0f, name, a, b, d, stream);
 }
 
 /* ---- ops ------------------------------------------------------------------------------------- */
@@ -299,6 +408,12 @@ static char *addr(rmx_ctx *ctx, const rm_exec_operand *o)
 	return ctx->base[o->region] ? ctx->base[o->region] + o->offset : NULL;
 }
 
+/*
+ * Attention without a fused kernel: the steps of rm_exec_attention_steps (the same ones the CPU
+ * reference in exec/attention.c runs in tests/test_exec.c), chunk by chunk over batch x heads:
+ * batched cuBLASLt GEMMs on row-major [s,d] slices and [s,s] scores, and the row softmax (over
+ * each query's keys, causal mask) and its backward.
+ */
 static int rmx_attention(rmx_ctx *ctx, int32_t i)
 {
 	const rm_program_op *op = &ctx->prog->ops[i];
@@ -307,42 +422,62 @@ static int rmx_attention(rmx_ctx *ctx, int32_t i)
 	cudaStream_t st = ctx->streams[op->stream];
 	int64_t s = a->shape.seq, d = a->shape.head_dim, es = rm_dtype_size(a->shape.dtype);
 	int64_t bh = a->shape.batch * a->shape.heads, chunk = rm_exec_attention_chunk(a);
+	rm_attn_step steps[7];
+	int n_steps = rm_exec_attention_steps(s, d, a->backward, steps);
+	/* the operands of each buffer (exec.h: Q, K, V, then O, S / dO, dQ, dK, dV, S, dP) */
+	int slot[RM_ATTN_BUF_COUNT];
+	for (int b = 0; b < RM_ATTN_BUF_COUNT; b++)
+		slot[b] = -1;
+	slot[RM_ATTN_Q] = 0, slot[RM_ATTN_K] = 1, slot[RM_ATTN_V] = 2;
+	if (a->backward)
+		slot[RM_ATTN_DO] = 3, slot[RM_ATTN_DQ] = 4, slot[RM_ATTN_DK] = 5, slot[RM_ATTN_DV] = 6, slot[RM_ATTN_P] = 7,
+		slot[RM_ATTN_DP] = 8;
+	else
+		slot[RM_ATTN_O] = 3, slot[RM_ATTN_P] = 4;
 	for (int64_t c0 = 0; c0 < bh; c0 += chunk) {
 		int64_t nb = bh - c0 < chunk ? bh - c0 : chunk;
-		int64_t qoff = c0 * s * d * es;
-		rm_gemm_shape ss = {nb, s, s, d, a->shape.dtype, true}, sd = {nb, s, d, s, a->shape.dtype, true};
-		char *q = addr(ctx, &pl->operand[0]) + qoff, *k = addr(ctx, &pl->operand[1]) + qoff;
-		char *v = addr(ctx, &pl->operand[2]) + qoff;
+		char *ptr[RM_ATTN_BUF_COUNT];
+		for (int b = 0; b < RM_ATTN_BUF_COUNT; b++) {
+			ptr[b] = slot[b] >= 0 ? addr(ctx, &pl->operand[slot[b]]) : NULL;
+			/* the [s,d] tensors hold every slice; the scores one chunk */
+			if (ptr[b] && b != RM_ATTN_P && b != RM_ATTN_DP)
+				ptr[b] += c0 * s * d * es;
+		}
 		int blocks = (int)(nb * s < 65535 ? nb * s : 65535);
-		if (!a->backward) {
-			char *o = addr(ctx, &pl->operand[3]) + qoff, *sc = addr(ctx, &pl->operand[4]);
-			RMX_TRY(rmx_gemm_run(ctx, &ss, op->name, q, k, sc, op->stream));
-			if (a->shape.dtype == RM_DTYPE_FP32)
-				rmx_softmax<float><<<blocks, 256, 0, st>>>((float *)sc, nb * s, s, a->shape.causal);
-			else if (a->shape.dtype == RM_DTYPE_FP16)
-				rmx_softmax<__half><<<blocks, 256, 0, st>>>((__half *)sc, nb * s, s, a->shape.causal);
-			else
-				rmx_softmax<__nv_bfloat16><<<blocks, 256, 0, st>>>((__nv_bfloat16 *)sc, nb * s, s,
-										   a->shape.causal);
+		for (int k = 0; k < n_steps; k++) {
+			const rm_attn_step *t = &steps[k];
+			if (t->kind == RM_ATTN_GEMM) {
+				rmx_gemm_key key;
+				memset(&key, 0, sizeof(key));
+				key.batch = nb, key.m = t->m, key.n = t->n, key.k = t->k, key.dtype = a->shape.dtype;
+				key.trans_a = t->trans_a, key.trans_b = t->trans_b;
+				key.lda = t->lda, key.ldb = t->ldb, key.ldd = t->ldd;
+				key.stride_a = t->stride_a, key.stride_b = t->stride_b, key.stride_d = t->stride_d;
+				RMX_TRY(rmx_gemm_launch(ctx, &key, (float)t->alpha, op->name, ptr[t->a], ptr[t->b], ptr[t->d],
+							op->stream));
+				continue;
+			}
+			char *x = ptr[t->d], *pp = ptr[t->a];
+			bool softmax = t->kind == RM_ATTN_SOFTMAX;
+			if (a->shape.dtype == RM_DTYPE_FP32) {
+				if (softmax)
+					rmx_softmax<float><<<blocks, 256, 0, st>>>((float *)x, nb * s, s, a->shape.causal);
+				else
+					rmx_softmax_bwd<float><<<blocks, 256, 0, st>>>((const float *)pp, (float *)x, nb * s, s);
+			} else if (a->shape.dtype == RM_DTYPE_FP16) {
+				if (softmax)
+					rmx_softmax<__half><<<blocks, 256, 0, st>>>((__half *)x, nb * s, s, a->shape.causal);
+				else
+					rmx_softmax_bwd<__half><<<blocks, 256, 0, st>>>((const __half *)pp, (__half *)x, nb * s, s);
+			} else {
+				if (softmax)
+					rmx_softmax<__nv_bfloat16><<<blocks, 256, 0, st>>>((__nv_bfloat16 *)x, nb * s, s,
+											   a->shape.causal);
+				else
+					rmx_softmax_bwd<__nv_bfloat16><<<blocks, 256, 0, st>>>(
+						(const __nv_bfloat16 *)pp, (__nv_bfloat16 *)x, nb * s, s);
+			}
 			RMX_CUDA(ctx, cudaGetLastError());
-			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, sc, v, o, op->stream));
-		} else {
-			char *dout = addr(ctx, &pl->operand[3]) + qoff, *dq = addr(ctx, &pl->operand[4]) + qoff;
-			char *dk = addr(ctx, &pl->operand[5]) + qoff, *dv = addr(ctx, &pl->operand[6]) + qoff;
-			char *p = addr(ctx, &pl->operand[7]), *dp = addr(ctx, &pl->operand[8]);
-			RMX_TRY(rmx_gemm_run(ctx, &ss, op->name, q, k, p, op->stream));     /* S again */
-			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, p, dout, dv, op->stream)); /* dV = P^T dO */
-			RMX_TRY(rmx_gemm_run(ctx, &ss, op->name, dout, v, dp, op->stream)); /* dP = dO V^T */
-			if (a->shape.dtype == RM_DTYPE_FP32)
-				rmx_softmax_bwd<float><<<blocks, 256, 0, st>>>((float *)p, (float *)dp, nb * s, s);
-			else if (a->shape.dtype == RM_DTYPE_FP16)
-				rmx_softmax_bwd<__half><<<blocks, 256, 0, st>>>((__half *)p, (__half *)dp, nb * s, s);
-			else
-				rmx_softmax_bwd<__nv_bfloat16><<<blocks, 256, 0, st>>>((__nv_bfloat16 *)p,
-										       (__nv_bfloat16 *)dp, nb * s, s);
-			RMX_CUDA(ctx, cudaGetLastError());
-			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, dp, k, dq, op->stream)); /* dQ = dS K */
-			RMX_TRY(rmx_gemm_run(ctx, &sd, op->name, dp, q, dk, op->stream)); /* dK = dS^T Q */
 		}
 	}
 	return 0;
@@ -481,27 +616,48 @@ static int rmx_iteration(rmx_ctx *ctx, bool op_events)
 		RMX_CUDA(ctx, cudaStreamWaitEvent(ctx->streams[0], ctx->tails[s], 0));
 	}
 	RMX_CUDA(ctx, cudaEventRecord(ctx->done, ctx->streams[0]));
-	RMX_CUDA(ctx, cudaDeviceSynchronize());
-	return 0;
+	return rmx_wait_done(ctx);
 }
 
 /* ---- setup and teardown ------------------------------------------------------------------- */
 
+/*
+ * The world communicator: rank 0's ncclGetUniqueId and its status reach every rank in one
+ * broadcast (a failure there ends every rank, not only rank 0), then ncclCommInitRank and an
+ * agreement, so that nobody enqueues a collective that a peer without a communicator never joins.
+ */
 static int rmx_setup_comm(rmx_ctx *ctx)
 {
 	ncclUniqueId id;
-	if (ctx->rank == 0)
-		RMX_NCCL(ctx, ncclGetUniqueId(&id));
-#if RMX_HAVE_MPI
-	if (ctx->mpi)
-		MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-#endif
-	RMX_NCCL(ctx, ncclCommInitRank(&ctx->comm, ctx->world, id, ctx->rank));
-	ctx->have_comm = true;
-	return 0;
+	memset(&id, 0, sizeof(id));
+	bool ok = true;
+	if (ctx->rank == 0) {
+		ncclResult_t r = ncclGetUniqueId(&id);
+		if (r != ncclSuccess)
+			ok = rmx_fail(ctx, __FILE__, __LINE__, "ncclGetUniqueId(&id)", ncclGetErrorString(r)) == 0;
+	}
+	char msg[sizeof(ctx->error)];
+	snprintf(msg, sizeof(msg), "%s", ctx->error);
+	if (rm_dist_bcast_status(&ctx->dist, ok, &id, sizeof(id), msg, sizeof(msg)) != 0) {
+		snprintf(ctx->error, sizeof(ctx->error), "%s", msg);
+		if (ctx->status == RM_OK)
+			ctx->status = RM_IO;
+		return -1;
+	}
+	ncclResult_t r = ncclCommInitRank(&ctx->comm, ctx->world, id, ctx->rank);
+	if (r != ncclSuccess)
+		rmx_fail(ctx, __FILE__, __LINE__, "ncclCommInitRank(&ctx->comm, ctx->world, id, ctx->rank)",
+			 ncclGetErrorString(r));
+	ctx->have_comm = r == ncclSuccess;
+	return rmx_agree(ctx, r == ncclSuccess);
 }
 
-static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurement *m, rm_error *err)
+/*
+ * This rank's part of the set-up, nothing collective: the device, the plan's checks against its
+ * free memory, the allocations, streams, events and cuBLASLt. *free0: free device memory before.
+ */
+static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurement *m, rm_error *err,
+		     size_t *free0_out)
 {
 	const rm_program *prog = ctx->prog;
 	int n_dev = 0;
@@ -512,8 +668,7 @@ static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurem
 			 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
 		return -1;
 	}
-	const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-	ctx->device = (ctx->mpi && local ? atoi(local) : ctx->rank) % n_dev;
+	ctx->device = rm_dist_device(&ctx->dist, n_dev); /* the local rank (gpudist/dist.h) */
 	RMX_CUDA(ctx, cudaSetDevice(ctx->device));
 	cudaDeviceProp prop;
 	RMX_CUDA(ctx, cudaGetDeviceProperties(&prop, ctx->device));
@@ -532,6 +687,7 @@ static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurem
 	/* the checks, with what this GPU has free and this launch's world, before any allocation */
 	size_t free0 = 0, total = 0;
 	RMX_CUDA(ctx, cudaMemGetInfo(&free0, &total));
+	*free0_out = free0;
 	rm_exec_limits lim = {opt->hw, (int64_t)free0, ctx->world};
 	rm_status st = rm_exec_plan_check(ctx->plan, &lim, err);
 	if (st != RM_OK) {
@@ -582,9 +738,14 @@ static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurem
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		RMX_CUDA(ctx, cudaEventCreateWithFlags(&ctx->tails[s], cudaEventDisableTiming));
 	RMX_CUBLAS(ctx, cublasLtCreate(&ctx->lt));
-	RMX_TRY(rmx_setup_comm(ctx));
+	return 0;
+}
+
+/* What the communicator and the set-up used on this GPU (after rmx_setup_comm). */
+static int rmx_setup_measure_memory(rmx_ctx *ctx, rm_exec_measurement *m, size_t free0)
+{
+	size_t free1 = 0, total = 0;
 	m->device_bytes = ctx->plan->device_bytes;
-	size_t free1 = 0;
 	RMX_CUDA(ctx, cudaMemGetInfo(&free1, &total));
 	m->device_used_bytes = (int64_t)free0 - (int64_t)free1;
 	return 0;
@@ -594,7 +755,7 @@ static void rmx_teardown(rmx_ctx *ctx)
 {
 	const rm_program *prog = ctx->prog;
 	if (ctx->have_comm) {
-		if (ctx->status != RM_OK)
+		if (ctx->status != RM_OK || ctx->comm_aborted)
 			ncclCommAbort(ctx->comm); /* peers may wait in a collective that never comes */
 		else
 			ncclCommDestroy(ctx->comm);
@@ -662,57 +823,65 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The elapsed seconds between two timing events, or -1 with the failure recorded. */
+static int rmx_elapsed(rmx_ctx *ctx, cudaEvent_t a, cudaEvent_t b, const char *what, double *s)
+{
+	float ms = 0;
+	cudaError_t e = cudaEventElapsedTime(&ms, a, b);
+	if (e != cudaSuccess)
+		return rmx_fail(ctx, __FILE__, __LINE__, what, cudaGetErrorString(e));
+	*s = ms * 1e-3;
+	return 0;
+}
+
+/* One timed iteration with per-op events: fills the op times (the trace from 0) and the span. */
+static int rmx_op_times(rmx_ctx *ctx, rm_exec_measurement *m, int iters, double *span)
+{
+	const rm_program *prog = ctx->prog;
+	RMX_TRY(rmx_iteration(ctx, true));
+	double first = 1e30, last = 0;
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		double s = 0, en = 0;
+		RMX_TRY(rmx_elapsed(ctx, ctx->origin, ctx->op_start[i], "cudaEventElapsedTime(origin, op start)", &s));
+		RMX_TRY(rmx_elapsed(ctx, ctx->origin, ctx->op_end[i], "cudaEventElapsedTime(origin, op end)", &en));
+		m->op_start_s[i] = s;
+		m->op_end_s[i] = en;
+		m->op_mean_s[i] += (en - s) / iters;
+		first = s < first ? s : first;
+		last = en > last ? en : last;
+	}
+	*span = prog->n_ops ? last - first : 0;
+	for (int32_t i = 0; i < prog->n_ops; i++) { /* the last iteration is traced from 0 */
+		m->op_start_s[i] -= first;
+		m->op_end_s[i] -= first;
+	}
+	return 0;
+}
+
 /*
  * Warm-up, then `iterations` plain iterations (the step: origin to the join of every stream; no
  * per-op events, whose host cost could make a step of many small ops launch-bound), then
- * `iterations` with per-op timing events (per-op means; the last one is the trace).
+ * `iterations` with per-op timing events (per-op means; the last one is the trace). Every
+ * iteration ends in an agreement across ranks, so one rank's failure stops all of them at the
+ * same iteration.
  */
 static int rmx_measure(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurement *m)
 {
-	const rm_program *prog = ctx->prog;
 	for (int it = 0; it < opt->warmup; it++)
-		RMX_TRY(rmx_iteration(ctx, false));
+		RMX_TRY(rmx_agree(ctx, rmx_iteration(ctx, false) == 0));
 	int iters = opt->iterations > 0 ? opt->iterations : 1;
 	double *steps = (double *)calloc((size_t)iters, sizeof(double));
 	double *steps_ev = (double *)calloc((size_t)iters, sizeof(double));
 	int rc = -1;
 	for (int it = 0; it < iters; it++) {
-		float ms = 0;
-		if (rmx_iteration(ctx, false) != 0)
+		bool ok = rmx_iteration(ctx, false) == 0 &&
+			  rmx_elapsed(ctx, ctx->origin, ctx->done, "cudaEventElapsedTime(origin, done)", &steps[it]) == 0;
+		if (rmx_agree(ctx, ok) != 0)
 			goto out;
-		cudaError_t e = cudaEventElapsedTime(&ms, ctx->origin, ctx->done);
-		if (e != cudaSuccess) {
-			rmx_fail(ctx, __FILE__, __LINE__, "cudaEventElapsedTime(origin, done)", cudaGetErrorString(e));
-			goto out;
-		}
-		steps[it] = ms * 1e-3;
 	}
-	for (int it = 0; it < iters; it++) {
-		if (rmx_iteration(ctx, true) != 0)
+	for (int it = 0; it < iters; it++)
+		if (rmx_agree(ctx, rmx_op_times(ctx, m, iters, &steps_ev[it]) == 0) != 0)
 			goto out;
-		double first = 1e30, last = 0;
-		for (int32_t i = 0; i < prog->n_ops; i++) {
-			float s_ms = 0, e_ms = 0;
-			cudaError_t e = cudaEventElapsedTime(&s_ms, ctx->origin, ctx->op_start[i]);
-			if (e == cudaSuccess)
-				e = cudaEventElapsedTime(&e_ms, ctx->origin, ctx->op_end[i]);
-			if (e != cudaSuccess) {
-				rmx_fail(ctx, __FILE__, __LINE__, "cudaEventElapsedTime(origin, op)", cudaGetErrorString(e));
-				goto out;
-			}
-			double s = s_ms * 1e-3, en = e_ms * 1e-3;
-			m->op_start_s[i] = s;
-			m->op_end_s[i] = en;
-			m->op_mean_s[i] += (en - s) / iters;
-			first = s < first ? s : first;
-			last = en > last ? en : last;
-		}
-		steps_ev[it] = prog->n_ops ? last - first : 0;
-		for (int32_t i = 0; i < prog->n_ops; i++) { /* the last iteration is traced from 0 */
-			m->op_start_s[i] -= first;
-			m->op_end_s[i] -= first;
-		}
-	}
 	m->step_s = median(steps, iters);
 	m->step_op_events_s = median(steps_ev, iters);
 	m->iterations = iters;
@@ -730,32 +899,31 @@ extern "C" rm_status rm_exec_run(const rm_exec_plan *plan, const rm_exec_run_opt
 	ctx->plan = plan;
 	ctx->prog = plan->prog;
 	ctx->world = 1;
+	ctx->timeout_s = rm_dist_timeout_s(opt->timeout_s);
 	rm_exec_measurement_init(m, plan->prog->n_ops);
-#if RMX_HAVE_MPI
-	const char *np = getenv("OMPI_COMM_WORLD_SIZE");
-	if (np && atoi(np) > 1) {
-		MPI_Init(NULL, NULL);
-		ctx->mpi = ctx->mpi_inited = true;
-		MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
-		MPI_Comm_size(MPI_COMM_WORLD, &ctx->world);
-	}
-#endif
-	*rank = ctx->rank;
 	rm_status st = RM_OK;
-	if (rmx_setup(ctx, opt, m, err) != 0 || rmx_measure(ctx, opt, m) != 0) {
+	*rank = 0;
+	if (rm_dist_init(&ctx->dist, ctx->error, sizeof(ctx->error)) != 0) {
+		rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0, "%s", ctx->error);
+		free(ctx);
+		return RM_UNSUPPORTED;
+	}
+	ctx->mpi = ctx->dist.mpi;
+	ctx->rank = ctx->dist.rank;
+	ctx->world = ctx->dist.world;
+	*rank = ctx->rank;
+	/* this rank's set-up, then an agreement before the first collective call (the NCCL id) */
+	size_t free0 = 0;
+	bool ok = rmx_agree(ctx, rmx_setup(ctx, opt, m, err, &free0) == 0) == 0;
+	ok = ok && rmx_setup_comm(ctx) == 0;
+	ok = ok && rmx_agree(ctx, rmx_setup_measure_memory(ctx, m, free0) == 0) == 0;
+	ok = ok && rmx_measure(ctx, opt, m) == 0;
+	if (!ok) {
 		st = ctx->status != RM_OK ? ctx->status : RM_IO;
-		rm_error_set(err, st, NULL, 0, 0, "%s", ctx->error);
-		if (ctx->world > 1) {
-			char prefix[32];
-			snprintf(prefix, sizeof(prefix), "rank %d: ", ctx->rank);
-			rm_error_prefix(err, "%s", prefix);
-		}
+		rm_error_set(err, st, NULL, 0, 0, "%s", ctx->error); /* "rank R: ..." under MPI */
 	}
 	rmx_teardown(ctx);
-#if RMX_HAVE_MPI
-	if (ctx->mpi_inited)
-		MPI_Finalize();
-#endif
+	rm_dist_finish(&ctx->dist);
 	free(ctx);
 	return st;
 }

@@ -228,7 +228,7 @@ typedef struct rm_calib_fit_opts {
 
 /* What one model's fit gave. */
 typedef struct rm_calib_fit_result {
-	char model[64];     /* "gemm.bf16", "collective.all-gather.8x1", ... */
+	char model[256];    /* "gemm.bf16", "collective.all-gather.8x1", "....8x1.ring.proto-simple" */
 	bool ok;
 	double fit_error;   /* relative RMS */
 	int n_points;

@@ -148,8 +148,9 @@ void rm_exec_plan_print(const rm_exec_plan *plan, FILE *out);
  * expanded to heads) and a memory-bound softmax pass over the full s x s scores (the causal mask
  * is applied in the softmax, so the GEMMs do the non-causal FLOPs).
  * Forward: S = Q K^T (s,s,d), softmax(S) read + write, O = P V (s,d,s).
- * Backward: S recomputed (s,s,d), dV = P^T dO (s,d,s), dP = dO V^T (s,s,d), softmax backward
- * (read P, dP; write dS), dQ = dS K (s,d,s), dK = dS^T Q (s,d,s).
+ * Backward: S recomputed (s,s,d) and its softmax (read + write), dV = P^T dO (s,d,s),
+ * dP = dO V^T (s,s,d), softmax backward (read P, dP; write dS), dQ = dS K (s,d,s),
+ * dK = dS^T Q (s,d,s): the softmax cost covers both passes (rm_exec_attention_steps).
  * Fills gemms (up to 5) and softmax; returns the number of GEMMs.
  */
 int rm_exec_attention_lowering(const rm_attention_cost *a, rm_gemm_shape gemms[5],
@@ -157,6 +158,58 @@ int rm_exec_attention_lowering(const rm_attention_cost *a, rm_gemm_shape gemms[5
 /* The (batch x head) slices per chunk of the unfused attention: as many as keep each scores
  * buffer (s x s elements) within RM_EXEC_SCORES_BYTES, at least 1, at most b*heads. */
 int64_t rm_exec_attention_chunk(const rm_attention_cost *a);
+/*
+ * The unfused attention's kernels for one chunk of nb (batch x head) slices, as the runner
+ * launches them and as rm_exec_attention_reference computes them on the CPU. Every per-slice
+ * tensor is row-major: Q, K, V, O, dO, dQ, dK, dV [s, d] (slice stride s*d elements), P and dP
+ * [s, s] (query rows, key columns; stride s*s). A GEMM step is cuBLAS's column-major
+ * D[m,n] = alpha op(A)[m,k] op(B)[k,n] (op = transpose when trans_*), batched over the slices
+ * with the given strides: a row-major C = X Y is the column-major C^T = Y^T X^T, hence the
+ * swapped operands. Steps (scale = 1/sqrt(d)):
+ *   forward   P = scale Q K^T; P = softmax over each row's keys (causal: key <= query, the rest
+ *             0); O = P V
+ *   backward  P = scale Q K^T; P = softmax (recomputed, as FlashAttention-2's backward does);
+ *             dV = P^T dO; dP = dO V^T; dP = P * (dP - rowsum(P * dP)) (softmax backward, in
+ *             place: dS); dQ = scale dS K; dK = scale dS^T Q
+ * (FlashAttention-2, Dao 2023, Algorithms 1 and 2, without the tiling.)
+ */
+typedef enum rm_attn_buf {
+	RM_ATTN_Q, RM_ATTN_K, RM_ATTN_V, RM_ATTN_O, RM_ATTN_DO, RM_ATTN_DQ, RM_ATTN_DK, RM_ATTN_DV,
+	RM_ATTN_P, RM_ATTN_DP, RM_ATTN_BUF_COUNT
+} rm_attn_buf;
+
+typedef enum rm_attn_step_kind { RM_ATTN_GEMM, RM_ATTN_SOFTMAX, RM_ATTN_SOFTMAX_BWD } rm_attn_step_kind;
+
+typedef struct rm_attn_step {
+	rm_attn_step_kind kind;
+	/* GEMM: column-major, leading dimensions and slice strides in elements */
+	bool trans_a, trans_b;
+	int64_t m, n, k, lda, ldb, ldd, stride_a, stride_b, stride_d;
+	double alpha;
+	/* GEMM: operands a, b and output d. SOFTMAX: d in place, rows of s. SOFTMAX_BWD: a = P,
+	 * d = dP in place (dS). */
+	rm_attn_buf a, b, d;
+	const char *what; /* "S = scale Q K^T", ... */
+} rm_attn_step;
+
+/* Fills steps (at most 7) for sequence s and head_dim d; returns how many (3 forward, 7 back). */
+int rm_exec_attention_steps(int64_t s, int64_t d, bool backward, rm_attn_step steps[7]);
+
+/*
+ * Runs steps on the CPU in float (naive loops with cuBLAS's semantics; the softmax and its
+ * backward as the runner's kernels: one row per query, causal limit = query + 1) over nb slices.
+ * buf[i]: the tensor of rm_attn_buf i (NULL when the steps do not use it), sized for nb slices.
+ */
+void rm_exec_attention_reference(const rm_attn_step *steps, int n_steps, int64_t s, int64_t d, int64_t nb,
+				 bool causal, float *const buf[RM_ATTN_BUF_COUNT]);
+
+/*
+ * The alignment cuBLASLt may assume for an operand at address (bytes): the largest power of two
+ * dividing it, at most 256 (cuBLASLt's CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES default
+ * to 256, and an algorithm chosen under that default may refuse a less aligned pointer; cuBLAS
+ * documentation, cublasLtMatmulPreferenceAttributes_t). 256 for address 0.
+ */
+uint32_t rm_exec_alignment(uint64_t address);
 /* Seconds of that lowering on hw: the GEMMs' and the softmax's costs (rm_cost_gemm_s,
  * rm_cost_elementwise_s) plus one launch overhead per extra kernel. */
 double rm_exec_attention_unfused_s(const rm_attention_cost *a, const rm_hw_profile *hw);

@@ -85,6 +85,18 @@ void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, 
  */
 struct option;
 int cli_option_error(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts);
+/*
+ * getopt_long for a subcommand that also takes the global -v/--verbose and -q/--quiet after the
+ * command name (`remora simulate S -vv`), as `remora -vv simulate S` does: each one adjusts the
+ * log level at once and is not returned; a letter or name the command has itself stays the
+ * command's. Returns what getopt_long returns otherwise; shortopts and longopts are the
+ * command's own (those cli_option_error is given). Not reentrant (one static copy of the tables).
+ */
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+/* The log level the options before the command name set (`remora -v exec ...`), without those
+ * after it: what the handoff to remora-gpu passes ahead of the subcommand's own argv, which
+ * carries the rest. */
+rm_log_level cli_global_log_level(void);
 /* Parses a positive integer option value; on failure prints a usage error naming the option. */
 bool cli_parse_positive(const char *cmd, const char *option, const char *text, int64_t *out);
 /*

@@ -715,7 +715,7 @@ int cli_cmd_plan(int argc, char **argv)
 	rm_error err;
 	rm_error_clear(&err);
 	int c;
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 't':
 			if (!rm_plan_parse_tokens(optarg, &req.tokens, &err))

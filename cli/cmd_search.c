@@ -818,7 +818,7 @@ int cli_cmd_search(int argc, char **argv)
 	int shard = 0, shards = 0;
 	int rc = CLI_EXIT_OK;
 	const char *shortopts = "s:d:J:k:jt:p:h";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 's':
 			sets[n_sets++] = optarg;

@@ -208,9 +208,14 @@ static void log_resolved(const rm_scenario_resolved *res, const rm_schedule_repo
 	char b1[32], b2[32], b3[32], b4[32];
 	for (int f = 0; f < RM_HW_FIELD_COUNT; f++) {
 		const rm_hw_field_info *info = rm_hw_field_info_at((rm_hw_field)f);
-		rm_log_info("hardware %s: %s = %.6g %s (%s)", res->hw.name, info->key,
-			    rm_hw_profile_get(&res->hw, (rm_hw_field)f), info->unit,
-			    res->hw.source[f] ? res->hw.source[f] : "no source");
+		double v = rm_hw_profile_get(&res->hw, (rm_hw_field)f);
+		const char *src = res->hw.source[f] ? res->hw.source[f] : "no source";
+		/* bytes in binary units with the exact count beside them, as `hw show` prints them */
+		if (strcmp(info->unit, "B") == 0 && v >= 0 && v < 9e18)
+			rm_log_info("hardware %s: %s = %s (%.0f B) (%s)", res->hw.name, info->key,
+				    rm_format_bytes((int64_t)v, b1, sizeof(b1)), v, src);
+		else
+			rm_log_info("hardware %s: %s = %.6g %s (%s)", res->hw.name, info->key, v, info->unit, src);
 	}
 	const rm_memory_budget *m = &res->memory;
 	rm_log_info("memory budget: %s usable = %s HBM - %s headroom (%s)", rm_format_bytes(m->usable_bytes, b1, sizeof(b1)),
@@ -508,7 +513,7 @@ static int run(const char *cmd, int argc, char **argv)
 	bool json = false, breakdown = false;
 	const char *trace = NULL, *output = NULL;
 	const char *shortopts = sim ? "s:jt:bh" : "s:o:h";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 's':
 			sets[n_sets++] = optarg;

@@ -349,6 +349,30 @@ Test(golden, simulate_verbose_logs_resolved_inputs)
 				"Simple, 24 channels, 1068.96 us, busBW 331.31 GB/s\n"),
 		  "%s", r.out);
 	cr_expect(strstr(r.out, "remora: info: schedule: 133 collectives, 127 async"), "%s", r.out);
+	/* bytes in binary units with the exact count, as hw show gives them */
+	cr_expect(strstr(r.out, "remora: info: hardware h100-sxm: hbm_bytes = 79.65 GiB (85520809984 B) ("), "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: hardware h100-sxm: l2_bytes = 47.68 MiB (50000000 B) ("), "%s", r.out);
+	cr_expect_null(strstr(r.out, "e+"), "%s", r.out);
+	free(r.out);
+	/* the global options also after the command name, spelt either way; -q there too */
+	static const char *const after[] = {"-v", "--verbose", "-j -v"};
+	for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+		snprintf(args, sizeof(args), "simulate %s %s", seed_arg(), after[i]);
+		r = run_remora(args, true);
+		cr_expect_eq(r.exit_code, 0, "remora %s: %s", args, r.out);
+		cr_expect(strstr(r.out, "remora: info: XLA memory limit: 46.32 GiB"), "remora %s: %s", args, r.out);
+		cr_expect_null(strstr(r.out, "remora: debug:"), "remora %s: %s", args, r.out);
+		free(r.out);
+	}
+	snprintf(args, sizeof(args), "-v simulate %s -v --set training.micro_batch=4", seed_arg());
+	r = run_remora(args, true);
+	cr_expect_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: XLA memory limit:"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof(args), "simulate %s -q", seed_arg());
+	r = run_remora(args, true);
+	cr_expect_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect_null(strstr(r.out, "remora: warning:"), "%s", r.out);
 	free(r.out);
 	snprintf(args, sizeof(args), "simulate %s", seed_arg());
 	r = run_remora(args, true);
@@ -398,6 +422,7 @@ Test(cli_errors, bad_usage_exits_2)
 		{"simulate", "missing SCENARIO"},
 		{"search", "missing SCENARIO"},
 		{"search x.yaml --jobs 0", "--jobs expects a positive integer"},
+		{"bench", "missing the benchmark name: engine, search or plan"},
 		{"search x.yaml --db ''", "--db needs a file name"},
 		{"search x.yaml --trace ''", "--trace needs a file name"},
 		/* a malformed --set is usage in every command that takes one, before any file is read */

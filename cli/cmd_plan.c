@@ -142,18 +142,32 @@ static void search_progress(const rm_search_progress *p, void *user)
 	fflush(stderr);
 }
 
+static void layout_text(const rm_plan_row *r, char *buf, size_t n);
+static void row_of_overrides(const char *q, rm_plan_row *rr);
+
 /* -vv: one line per candidate a search simulates now: its place in the search, label (the
- * layout's degrees in brackets, then the remat policy), micro-batch, then step time, tokens/s per
- * GPU and peak, or its error. */
+ * layout as the tables name it, "TP 2 (SP) x FSDP 4", then the remat policy), micro-batch, then
+ * step time, tokens/s per GPU and peak, or its error. */
 static void row_line(const rm_candidate_result *r, int64_t done, int64_t total, void *user)
 {
 	(void)user;
+	char label[400];
+	if (r->c.parallelism[0]) {
+		rm_plan_row rr;
+		row_of_overrides(r->c.parallelism, &rr);
+		char lt[200];
+		layout_text(&rr, lt, sizeof(lt));
+		/* the search's label is "[degrees] policy": the policy after the brackets */
+		const char *pol = r->c.label[0] == '[' && strstr(r->c.label, "] ") ? strstr(r->c.label, "] ") + 2 : r->c.label;
+		snprintf(label, sizeof(label), "%s, %s", lt, pol);
+	} else
+		snprintf(label, sizeof(label), "%s", r->c.label);
 	if (!r->ok)
 		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld: error: %s\n", (long long)done, (long long)total,
-			r->c.label, (long long)r->c.micro_batch, r->error);
+			label, (long long)r->c.micro_batch, r->error);
 	else
 		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld: step %.2f ms, %.0f tok/s/GPU, peak %.2f GiB%s\n",
-			(long long)done, (long long)total, r->c.label, (long long)r->c.micro_batch,
+			(long long)done, (long long)total, label, (long long)r->c.micro_batch,
 			r->step_time_s * 1e3, r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB,
 			r->fits ? "" : ", does not fit");
 }
@@ -191,6 +205,31 @@ static void layout_text(const rm_plan_row *r, char *buf, size_t n)
 	if (strstr(r->layout, "training.global_batch="))
 		PUT(", batch %lld", (long long)r->global_batch); /* a --global-batch range */
 #undef PUT
+}
+
+/* The degrees of a layout read back from its overrides ("parallelism.tp=2 parallelism.sp=true
+ * ..." as rm_plan_layouts writes them) into a row layout_text can name: a refused layout's, or a
+ * candidate's on its -vv line. */
+static void row_of_overrides(const char *q, rm_plan_row *rr)
+{
+	memset(rr, 0, sizeof(*rr));
+	snprintf(rr->layout, sizeof(rr->layout), "%s", q);
+	char sp[8] = "";
+	long long tp = 1, pp = 1, cp = 1, fsdp = 1, rep = 1, gbv = 0, ep = 0;
+	sscanf(q, "parallelism.tp=%lld parallelism.sp=%7s parallelism.pp=%lld parallelism.cp=%lld "
+		  "parallelism.fsdp=%lld parallelism.dp_replicate=%lld",
+	       &tp, sp, &pp, &cp, &fsdp, &rep);
+	const char *g = strstr(q, "training.global_batch=");
+	if (g)
+		gbv = atoll(g + strlen("training.global_batch="));
+	const char *e = strstr(q, "parallelism.ep=");
+	if (e)
+		ep = atoll(e + strlen("parallelism.ep="));
+	rr->tp = tp, rr->pp = pp, rr->cp = cp, rr->fsdp = fsdp, rr->dp_replicate = rep, rr->ep = ep;
+	rr->sp = strcmp(sp, "true") == 0;
+	rr->global_batch = gbv;
+	const char *zz = strstr(q, "parallelism.zero=");
+	rr->zero = zz ? atoi(zz + strlen("parallelism.zero=")) : 3;
 }
 
 static const char *gib(int64_t b, char *buf)
@@ -1192,27 +1231,8 @@ int cli_cmd_plan(int argc, char **argv)
 			shown++;
 		}
 		for (int i = 0; i < pt->n_rejected && shown < top; i++, shown++) {
-			/* the refused layout's degrees, read back from its overrides */
 			rm_plan_row rr;
-			memset(&rr, 0, sizeof(rr));
-			snprintf(rr.layout, sizeof(rr.layout), "%s", pt->rejected[i]);
-			char sp[8] = "";
-			long long tp = 1, pp = 1, cp = 1, fsdp = 1, rep = 1, gbv = 0, ep = 0;
-			const char *q = pt->rejected[i];
-			sscanf(q, "parallelism.tp=%lld parallelism.sp=%7s parallelism.pp=%lld parallelism.cp=%lld "
-				  "parallelism.fsdp=%lld parallelism.dp_replicate=%lld",
-			       &tp, sp, &pp, &cp, &fsdp, &rep);
-			const char *g = strstr(q, "training.global_batch=");
-			if (g)
-				gbv = atoll(g + strlen("training.global_batch="));
-			const char *e = strstr(q, "parallelism.ep=");
-			if (e)
-				ep = atoll(e + strlen("parallelism.ep="));
-			rr.tp = tp, rr.pp = pp, rr.cp = cp, rr.fsdp = fsdp, rr.dp_replicate = rep, rr.ep = ep;
-			rr.sp = strcmp(sp, "true") == 0;
-			rr.global_batch = gbv;
-			const char *zz = strstr(q, "parallelism.zero=");
-			rr.zero = zz ? atoi(zz + strlen("parallelism.zero=")) : 3;
+			row_of_overrides(pt->rejected[i], &rr);
 			char a[200];
 			layout_text(&rr, a, sizeof(a));
 			printf("    %-42s %s\n", a, pt->rejected_why[i]);

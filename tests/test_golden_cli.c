@@ -753,7 +753,7 @@ Test(golden, plan_vv_logs_each_candidate)
 	cr_assert_eq(r.exit_code, 0, "%s", r.out);
 	cr_assert(strstr(r.out, "remora: plan h100-sxm, 8 GPUs: 2 layouts x 1 policies x 4 micro-batches\n"), "%s", r.out);
 	cr_assert_eq(count_lines(r.out, "remora: candidate "), 9, "%s", r.out);
-	cr_assert(strstr(r.out, "remora: candidate 6/9: [tp=2 sp pp=1 cp=1 fsdp=4 rep=1] nothing_saveable, mb 1: step "),
+	cr_assert(strstr(r.out, "remora: candidate 6/9: TP 2 (SP) x FSDP 4, nothing_saveable, mb 1: step "),
 		  "%s", r.out);
 	cr_assert_null(strstr(r.out, "\r"), "no progress line on a pipe");
 	free(r.out);

@@ -73,10 +73,15 @@ void cli_print_breakdown(const rm_breakdown *bd);
 /*
  * For a step that does not fit: what takes the memory at the peak (bd's roles, the largest three)
  * and each change's estimated peak (a smaller micro-batch, fewer saved names, offload, more FSDP
- * GPUs). peak and capacity in bytes; t the step's training configuration (micro_batch, fsdp).
- * Prints nothing when peak <= capacity (cmd_simulate.c; simulate and search).
+ * GPUs), each estimate with the --set options that try it as they can be pasted (more FSDP GPUs
+ * with the cluster.nodes that hold them). peak and capacity in
+ * bytes; t the step's training configuration (micro_batch, fsdp); gpus the cluster's GPUs and
+ * gpus_per_node its nodes' (the scenario's cluster). out NULL: printed; else set on out as
+ * over_bytes, peak_time_s, at_peak [{role, bytes}] and would_fit [{change, estimate_bytes (when
+ * estimated), note}]. Does nothing when peak <= capacity (cmd_simulate.c; simulate and search).
  */
-void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t);
+void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t,
+			int64_t gpus, int64_t gpus_per_node, json_t *out);
 /*
  * The usage error (exit 2) for getopt_long's '?': an unknown option, an option missing its value,
  * or a value given to a long option that takes none, told apart with the subcommand's own

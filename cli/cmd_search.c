@@ -48,7 +48,9 @@ static void search_usage(FILE *out)
 		"      --rows           print every stored row of the space (index order, exact figures)\n"
 		"                       instead of the ranking\n"
 		"  -h, --help           this help\n\n"
-		"Under mpirun -np N each rank sweeps its shard and rank 0 prints what one process would.\n");
+		"Under mpirun -np N each rank sweeps its shard and rank 0 prints what one process would.\n"
+		"When no candidate fits, the report (and --json's closest and hint) names the closest one\n"
+		"and what would fit it; the exit status is still 0 (docs/search.md).\n");
 }
 
 static void progress_line(const rm_search_progress *p, void *user)
@@ -593,6 +595,23 @@ static void print_variants(const rm_scenario *sc, const bool *shown)
 			       sc->search_flag_variants[v]);
 }
 
+/* The ideal gap of r in percent: the share of tokens/s r's runtime gives up against the ideal
+ * runtime at the same policy, micro-batch and layout (negative: faster), into *gap. 1 when there
+ * is one, 0 when the ideal runtime's row is not in the space or did not run, -1 with err when the
+ * store fails. */
+static int ideal_gap(rm_search *s, const rm_candidate_result *r, double *gap, rm_error *err)
+{
+	int64_t ideal = rm_search_ideal_of(s, r->c.index);
+	rm_candidate_result ir;
+	int got = ideal >= 0 ? rm_search_result(s, ideal, &ir, err) : 0;
+	if (got != 1)
+		return got;
+	if (!ir.ok || !(ir.tokens_per_s_per_gpu > 0))
+		return 0;
+	*gap = 100.0 * (1.0 - r->tokens_per_s_per_gpu / ir.tokens_per_s_per_gpu);
+	return 1;
+}
+
 /*
  * The ranking table: the first top rows of best (the runtime's candidates, fastest first) with
  * runs of same schedules folded into "(+N same)", each with its ideal gap: the share of tokens/s
@@ -621,13 +640,12 @@ static int print_table(rm_search *s, const rm_scenario *sc, const rm_candidate_r
 			snprintf(label, sizeof(label), "%.34s (+%d same)", r->c.label, same);
 		else
 			snprintf(label, sizeof(label), "%s", r->c.label);
-		int64_t ideal = rm_search_ideal_of(s, r->c.index);
-		rm_candidate_result ir;
-		int got = ideal >= 0 ? rm_search_result(s, ideal, &ir, err) : 0;
+		double g;
+		int got = ideal_gap(s, r, &g, err);
 		if (got < 0)
 			return cli_fail(err);
-		if (got == 1 && ir.ok && ir.tokens_per_s_per_gpu > 0) {
-			snprintf(gap, sizeof(gap), "%+.1f%%", 100.0 * (1.0 - r->tokens_per_s_per_gpu / ir.tokens_per_s_per_gpu));
+		if (got == 1) {
+			snprintf(gap, sizeof(gap), "%+.1f%%", g);
 			any_gap = true;
 		}
 		printf("  %-3d %-44.44s %4lld %-8s %10.2f %10.0f %5.1f%% %9.2f %10.2f %6d %9s\n", ++shown, label,
@@ -663,9 +681,11 @@ static void least_peak_row(const rm_candidate_result *r, void *user)
 /*
  * When no candidate of the runtime fits: the one closest to fitting (least peak), simulated again
  * for what takes its memory at the peak, and the changes that would fit it (cli_print_fit_hint).
+ * doc NULL: printed; else set on doc as "closest" (the candidate, null when none ran without an
+ * error) and "hint" (cli_print_fit_hint's object; null when its memory cannot be broken down).
  * Returns CLI_EXIT_OK, or the failure's exit code.
  */
-static int explain_no_fit(rm_search *s, const char *rt, rm_error *err)
+static int explain_no_fit(rm_search *s, const rm_scenario *sc, const char *rt, json_t *doc, rm_error *err)
 {
 	least_peak lp = {.have = false};
 	if (rm_search_each(s, least_peak_row, &lp, err) != RM_OK)
@@ -674,13 +694,24 @@ static int explain_no_fit(rm_search *s, const char *rt, rm_error *err)
 	int64_t cap = pool > 0 ? pool : rm_search_memory_budget(s)->usable_bytes;
 	char b1[32], b2[32];
 	if (!lp.have) {
-		printf("\n  no %s candidate fits in memory (none simulated without an error)\n", rt);
+		if (doc) {
+			json_object_set_new(doc, "closest", json_null());
+			json_object_set_new(doc, "hint", json_null());
+		} else
+			printf("\n  no %s candidate fits in memory (none simulated without an error)\n", rt);
 		return CLI_EXIT_OK;
 	}
 	const rm_candidate_result *c = &lp.best;
-	printf("\nbest plan for %s: DOES NOT FIT. Closest: %s, mb %lld, peak %s of %s %s\n", rt, c->c.label,
-	       (long long)c->c.micro_batch, rm_format_bytes(c->peak_memory_bytes, b1, sizeof(b1)),
-	       rm_format_bytes(cap, b2, sizeof(b2)), pool > 0 ? "in the BFC pool" : "usable");
+	json_t *hint = NULL;
+	if (doc) {
+		json_t *cj = result_json(sc, c, rm_search_runtime(s));
+		json_object_set_new(cj, "memory_limit_bytes", json_integer(cap));
+		json_object_set_new(cj, "memory_limit", json_string(pool > 0 ? "the BFC pool" : "usable"));
+		json_object_set_new(doc, "closest", cj);
+	} else
+		printf("\nbest plan for %s: DOES NOT FIT. Closest: %s, mb %lld, peak %s of %s %s\n", rt, c->c.label,
+		       (long long)c->c.micro_batch, rm_format_bytes(c->peak_memory_bytes, b1, sizeof(b1)),
+		       rm_format_bytes(cap, b2, sizeof(b2)), pool > 0 ? "in the BFC pool" : "usable");
 	rm_scenario_resolved res;
 	rm_schedule_report rep;
 	memset(&res, 0, sizeof(res));
@@ -695,11 +726,15 @@ static int explain_no_fit(rm_search *s, const char *rt, rm_error *err)
 				     .cost = res.sched.cost,
 				     .memory_headroom_bytes = res.memory.headroom_bytes};
 		sim = rm_sim_create(prog, &res.hw, &so, err);
-		if (sim && rm_sim_run(sim, err) == RM_OK && rm_sim_breakdown(sim, &res.memory, &bd, err) == RM_OK)
-			cli_print_fit_hint(&bd, c->peak_memory_bytes, cap, &res.train);
-		else
+		if (sim && rm_sim_run(sim, err) == RM_OK && rm_sim_breakdown(sim, &res.memory, &bd, err) == RM_OK) {
+			hint = doc ? json_object() : NULL;
+			cli_print_fit_hint(&bd, c->peak_memory_bytes, cap, &res.train, res.gpus,
+					   sc->gpus_per_node ? sc->gpus_per_node : (int64_t)res.hw.gpus_per_node, hint);
+		} else
 			rm_log_warn("cannot break the closest candidate's memory down: %s", err->msg);
 	}
+	if (doc)
+		json_object_set_new(doc, "hint", hint ? hint : json_null());
 	rm_sim_destroy(sim);
 	rm_program_destroy(prog);
 	rm_schedule_report_finish(&rep);
@@ -1050,10 +1085,36 @@ int cli_cmd_search(int argc, char **argv)
 		if (have_base && have_xla && base.ok && base.fits)
 			json_object_set_new(doc, "speedup_vs_as_written",
 					    json_real(best_xla.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu));
+		/* the table's rows: same schedules folded into the first of them ("same": how many more),
+		 * each with its ideal gap */
 		json_t *arr = json_array();
-		for (int i = 0; i < n_best && i < top; i++)
-			json_array_append_new(arr, result_json(&sc, &best[i], rm_search_runtime(s)));
+		for (int i = 0, shown = 0; i < n_best && shown < top; i++, shown++) {
+			int same = 0;
+			while (i + same + 1 < n_best && same_schedule(&best[i], &best[i + same + 1]))
+				same++;
+			json_t *o = result_json(&sc, &best[i], rm_search_runtime(s));
+			json_object_set_new(o, "same", json_integer(same));
+			double g;
+			int got = ideal_gap(s, &best[i], &g, &err);
+			if (got < 0) {
+				json_decref(o);
+				json_decref(arr);
+				json_decref(doc);
+				rc = cli_fail(&err);
+				goto out_w;
+			}
+			json_object_set_new(o, "ideal_gap_pct", got == 1 ? json_real(g) : json_null());
+			json_array_append_new(arr, o);
+			i += same;
+		}
 		json_object_set_new(doc, "top", arr);
+		if (!have_xla) {
+			rc = explain_no_fit(s, &sc, rt, doc, &err);
+			if (rc != CLI_EXIT_OK) {
+				json_decref(doc);
+				goto out_w;
+			}
+		}
 		arr = json_array();
 		for (int i = 0; i < n_pareto; i++)
 			json_array_append_new(arr, result_json(&sc, &pareto[i], rm_search_runtime(s)));
@@ -1075,7 +1136,7 @@ int cli_cmd_search(int argc, char **argv)
 	if (rc != CLI_EXIT_OK)
 		goto out_w;
 	if (!have_xla) {
-		rc = explain_no_fit(s, rt, &err);
+		rc = explain_no_fit(s, &sc, rt, NULL, &err);
 		goto out_w;
 	}
 	/* the best XLA candidate is what a JAX user can paste */

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,18 @@ Test(golden, search_seed_json, .timeout = 240)
 	cr_assert_gt(json_real_value(json_object_get(doc, "speedup_vs_as_written")), 1.0);
 	cr_assert_eq(json_integer_value(json_object_get(doc, "candidates_evaluated")),
 		     json_integer_value(json_object_get(doc, "candidates_total")));
+	/* top is the table's ten rows (search-seed.txt): the first folds 5 same schedules, XLA gives
+	 * up -0.2% against the ideal runtime there; the tenth is the winner's policy at mb 2 */
+	json_t *top = json_object_get(doc, "top");
+	cr_assert_eq(json_array_size(top), 10);
+	json_t *t0 = json_array_get(top, 0), *t9 = json_array_get(top, 9);
+	cr_expect_str_eq(json_string_value(json_object_get(t0, "label")), "save: q,k,v,gate,up,ctx");
+	cr_expect_eq(json_integer_value(json_object_get(t0, "same")), 5);
+	cr_expect(fabs(json_real_value(json_object_get(t0, "ideal_gap_pct")) - -0.2) < 0.05);
+	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(top, 2), "label")), "dots_saveable");
+	cr_expect_eq(json_integer_value(json_object_get(json_array_get(top, 2), "same")), 14);
+	cr_expect_str_eq(json_string_value(json_object_get(t9, "label")), "save: q,k,v,gate,up,ctx");
+	cr_expect_eq(json_integer_value(json_object_get(t9, "micro_batch")), 2);
 	json_decref(doc);
 	free(out);
 }
@@ -283,9 +296,27 @@ Test(golden, simulate_does_not_fit_says_what_would)
 	cr_expect(strstr(r.out, ", micro-batch 12 x grad_accum 1, XLA schedule (scan)\n"), "%s", r.out);
 	cr_expect(strstr(r.out, "\n  over by            8.73 GiB; at the peak (t = "), "%s", r.out);
 	cr_expect(strstr(r.out, "residual 35.25 GiB, activation 20.05 GiB, optimizer_state 9.41 GiB"), "%s", r.out);
-	cr_expect(strstr(r.out, "\n    training.micro_batch=10    about 59.25 GiB"), "%s", r.out);
-	cr_expect(strstr(r.out, "\n    parallelism.fsdp=32  about 58.87 GiB (4 x the GPUs"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    --set training.micro_batch=10   about 59.25 GiB"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    --set parallelism.fsdp=32 --set cluster.nodes=4   about 58.87 GiB (4 x the GPUs"), "%s",
+		  r.out);
 	cr_expect(strstr(r.out, "moves up to 35.25 GiB to host memory"), "%s", r.out);
+	/* each --set line runs as pasted: 4 x the GPUs as 4 nodes of 8 (fsdp 32 must divide the
+	 * cluster's GPUs), and it fits */
+	static const char *const lines[] = {"\n    --set parallelism.fsdp=", "\n    --set training.micro_batch="};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		const char *at = strstr(r.out, lines[i]);
+		cr_assert_not_null(at, "%s", r.out);
+		at += 5;
+		const char *stop = strstr(at, "   about");
+		cr_assert_not_null(stop);
+		char again[1600];
+		snprintf(again, sizeof(again), "simulate %s --set training.micro_batch=12 %.*s", seed_arg(), (int)(stop - at), at);
+		run_result p = run_remora(again, true);
+		cr_expect_eq(p.exit_code, 0, "remora %s: %s", again, p.out);
+		cr_expect(strstr(p.out, " GiB of the 59.74 GiB BFC pool (78.63 GiB of HBM usable)  fits\n"), "remora %s: %s", again,
+			  p.out);
+		free(p.out);
+	}
 	free(r.out);
 	/* a step that fits says nothing of it */
 	snprintf(args, sizeof(args), "simulate %s --set training.micro_batch=10", seed_arg());
@@ -310,7 +341,32 @@ Test(golden, search_nothing_fits_says_what_would)
 	cr_expect(strstr(r.out, "\nbest plan for XLA: DOES NOT FIT. Closest: as written, mb 12, peak 68.47 GiB of 59.74 "
 				"GiB in the BFC pool\n  over by            8.73 GiB"),
 		  "%s", r.out);
-	cr_expect(strstr(r.out, "\n    training.micro_batch=10    about 59.25 GiB"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    --set training.micro_batch=10   about 59.25 GiB"), "%s", r.out);
+	free(r.out);
+	/* --json: no best and no rows, but the closest candidate and the hint, exit 0 */
+	char jargs[1700];
+	snprintf(jargs, sizeof(jargs), "%s --json", args);
+	r = run_remora(jargs, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	json_error_t jerr;
+	json_t *doc = json_loads(r.out, 0, &jerr);
+	cr_assert_not_null(doc, "%s: %s", jerr.text, r.out);
+	cr_expect(json_is_null(json_object_get(doc, "best")));
+	cr_expect_eq(json_array_size(json_object_get(doc, "top")), 0);
+	json_t *closest = json_object_get(doc, "closest");
+	cr_expect_str_eq(json_string_value(json_object_get(closest, "label")), "as written");
+	cr_expect_eq(json_integer_value(json_object_get(closest, "micro_batch")), 12);
+	/* 68.47 GiB over 59.74 GiB: 8.73 GiB = 9375784960 B over */
+	json_t *hint = json_object_get(doc, "hint");
+	cr_expect_eq(json_integer_value(json_object_get(hint, "over_bytes")), 9375784960);
+	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(hint, "at_peak"), 0), "role")),
+			 "residual");
+	json_t *fit = json_object_get(hint, "would_fit");
+	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(fit, 0), "change")),
+			 "--set training.micro_batch=10");
+	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(fit, 3), "change")),
+			 "--set parallelism.fsdp=32 --set cluster.nodes=4");
+	json_decref(doc);
 	free(r.out);
 }
 

@@ -880,6 +880,29 @@ Test(golden, plan_plot_points)
 	cr_assert(strstr(script, "$answers using 1:2 with points"), "%s", script);
 	cr_assert(strstr(script, "set terminal pngcairo"), "%s", script);
 	cr_assert_null(strstr(script, "cost-vs-time"), "one hardware has no price: no cost plot");
+	/* the ranges come from the data: GPUs 8 and 16 over log2 give [8/1.3, 16 x 1.3], a tic at
+	 * each count */
+	cr_assert(strstr(script, "\nset xrange [6.15385:20.8]\n"), "%s", script);
+	cr_assert(strstr(script, "\nset xtics (8, 16)\n"), "%s", script);
+	/* one GPU count, both priced: no empty range for gnuplot to warn of ([4:16] around 8), the
+	 * cost axis says what its unit is, and the table says where the cost comes from */
+	snprintf(args, sizeof(args),
+		 "plan llama-2-7b --tokens 1G --gpus 8 --seq-len 1024 --global-batch 64 --tp 1 --pp 1 "
+		 "--policy nothing_saveable --hardware h100-sxm,h200-sxm --price h100-sxm=2.5,h200-sxm=3.5 --plot %s",
+		 dir);
+	r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect_null(strstr(r.out, "Warning"), "%s", r.out);
+	cr_expect(strstr(r.out, "\nh100-sxm  (cost in price units: --price 2.5 per GPU-hour x GPU-hours)\n"), "%s", r.out);
+	free(r.out);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	static char script2[8192];
+	n = fread(script2, 1, sizeof(script2) - 1, f);
+	script2[n] = '\0';
+	fclose(f);
+	cr_expect(strstr(script2, "\nset xrange [4:16]\n"), "%s", script2);
+	cr_expect(strstr(script2, "\nset ylabel 'cost (price units: --price per GPU-hour x GPU-hours)'\n"), "%s", script2);
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);

@@ -102,6 +102,13 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
  * after it: what the handoff to remora-gpu passes ahead of the subcommand's own argv, which
  * carries the rest. */
 rm_log_level cli_global_log_level(void);
+/*
+ * The hint for an unexpected argument of a command where -j is --json and -J is --jobs: " (-j is
+ * --json; --jobs N or -J N sets the jobs)" when one of the arguments from index from (getopt's
+ * optind: the non-options, once getopt_long has moved them last) is a number and a short option
+ * cluster ending in j came before them (`search S -j 2`), else "".
+ */
+const char *cli_jobs_hint(int argc, char **argv, int from);
 /* Parses a positive integer option value; on failure prints a usage error naming the option. */
 bool cli_parse_positive(const char *cmd, const char *option, const char *text, int64_t *out);
 /*

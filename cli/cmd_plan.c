@@ -1101,7 +1101,8 @@ int cli_cmd_plan(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage_error("plan", "missing MODEL (a preset such as llama-3-70b, or a config.json)");
 	if (optind + 1 != argc)
-		return cli_usage_error("plan", "unexpected argument '%s'", argv[optind + 1]);
+		return cli_usage_error("plan", "unexpected argument '%s'%s", argv[optind + 1],
+				       cli_jobs_hint(argc, argv, optind));
 	snprintf(req.model, sizeof(req.model), "%s", argv[optind]);
 	int nh = split_list(hardware, req.hardware, RM_PLAN_MAX_HW);
 	if (nh < 1)

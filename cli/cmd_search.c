@@ -918,7 +918,8 @@ int cli_cmd_search(int argc, char **argv)
 	if (optind >= argc || optind + 1 != argc) {
 		free(sets);
 		return optind >= argc ? cli_usage_error("search", "missing SCENARIO")
-				      : cli_usage_error("search", "unexpected argument '%s'", argv[optind + 1]);
+				      : cli_usage_error("search", "unexpected argument '%s'%s", argv[optind + 1],
+								cli_jobs_hint(argc, argv, optind));
 	}
 	if (shards > 1 && !db) {
 		free(sets);

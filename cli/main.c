@@ -133,6 +133,18 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 	}
 }
 
+const char *cli_jobs_hint(int argc, char **argv, int from)
+{
+	bool number = false, j = false;
+	for (int i = from; i < argc; i++)
+		number |= argv[i][0] && argv[i][strspn(argv[i], "0123456789")] == '\0';
+	for (int i = 1; i < from && i < argc; i++) {
+		const char *a = argv[i];
+		j |= a[0] == '-' && a[1] && a[1] != '-' && a[strlen(a) - 1] == 'j';
+	}
+	return number && j ? " (-j is --json; --jobs N or -J N sets the jobs)" : "";
+}
+
 /* The absolute path of path's folder (links resolved) joined with its last component, for paths
  * that may not exist yet; false when its folder does not exist. */
 static bool folder_real(const char *path, char *out, size_t size)

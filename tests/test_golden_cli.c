@@ -479,6 +479,8 @@ Test(cli_errors, bad_usage_exits_2)
 		{"search", "missing SCENARIO"},
 		{"search x.yaml --jobs 0", "--jobs expects a positive integer"},
 		{"bench", "missing the benchmark name: engine, search or plan"},
+		{"search x.yaml -j 2", "unexpected argument '2' (-j is --json; --jobs N or -J N sets the jobs)"},
+		{"plan llama-2-7b -j 4", "unexpected argument '4' (-j is --json; --jobs N or -J N sets the jobs)"},
 		{"search x.yaml --db ''", "--db needs a file name"},
 		{"search x.yaml --trace ''", "--trace needs a file name"},
 		/* a malformed --set is usage in every command that takes one, before any file is read */

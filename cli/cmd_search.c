@@ -38,7 +38,8 @@ static void search_usage(FILE *out)
 		"  -s, --set KEY=VALUE  override a scenario key (e.g. --set search.micro_batches=[1,2])\n"
 		"  -d, --db FILE        keep the sweep in this SQLite file; a killed sweep resumes from it\n"
 		"  -J, --jobs N         simulate on N threads (same results for any N; default 1)\n"
-		"  -k, --top K          show the best K rows, same schedules folded into one (default 10)\n"
+		"  -k, --top K          show the best K rows, same schedules folded into one (default 10,\n"
+		"                       at most 1000)\n"
 		"  -j, --json           machine-readable output\n"
 		"  -t, --trace OUT      write the winner's Perfetto trace\n"
 		"  -p, --plot DIR       write the Pareto fronts and the winner's memory timeline (gnuplot: SVG,\n"
@@ -622,7 +623,14 @@ static int ideal_gap(rm_search *s, const rm_candidate_result *r, double *gap, rm
 static int print_table(rm_search *s, const rm_scenario *sc, const rm_candidate_result *best, int n_best, int64_t top,
 		       const char *rt, rm_error *err)
 {
-	printf("  %-3s %-44s %4s %-8s %10s %10s %6s %9s %10s %6s %9s\n", "#", "policy", "mb", "flags", "step ms",
+	/* the # column as wide as the last row's number (at least 3), the policy's narrower by as
+	 * much, so the columns after them stay where they are */
+	int64_t rows = 0;
+	for (int i = 0; i < n_best && rows < top; i++, rows++)
+		while (i + 1 < n_best && same_schedule(&best[i], &best[i + 1]))
+			i++;
+	int nw = rows >= 1000 ? 4 : 3, pw = 47 - nw;
+	printf("  %-*s %-*s %4s %-8s %10s %10s %6s %9s %10s %6s %9s\n", nw, "#", pw, "policy", "mb", "flags", "step ms",
 	       "tok/s/GPU", "MFU", "peak GiB", "exposed ms", "sync", "ideal gap");
 	bool shown_variant[RM_SCENARIO_MAX_LIST] = {false}, any_gap = false;
 	int shown = 0;
@@ -648,7 +656,7 @@ static int print_table(rm_search *s, const rm_scenario *sc, const rm_candidate_r
 			snprintf(gap, sizeof(gap), "%+.1f%%", g);
 			any_gap = true;
 		}
-		printf("  %-3d %-44.44s %4lld %-8s %10.2f %10.0f %5.1f%% %9.2f %10.2f %6d %9s\n", ++shown, label,
+		printf("  %-*d %-*.*s %4lld %-8s %10.2f %10.0f %5.1f%% %9.2f %10.2f %6d %9s\n", nw, ++shown, pw, pw, label,
 		       (long long)r->c.micro_batch, vn, r->step_time_s * 1e3, r->tokens_per_s_per_gpu, 100 * r->mfu,
 		       (double)r->peak_memory_bytes / (double)RM_GiB, r->exposed_comm_s * 1e3, r->sync, gap);
 		i += same;

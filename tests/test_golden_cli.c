@@ -734,6 +734,36 @@ Test(golden, search_top_shows_k_folded_rows, .timeout = 120)
 	free(all.out);
 }
 
+/* --top 1000 (the most it takes): the # column widens to the four digits of row 1000 and the
+ * policy column narrows by one, so every row's "mb" column starts where the header's does. */
+Test(golden, search_top_1000_keeps_the_columns, .timeout = 240)
+{
+	char args[1400];
+	snprintf(args, sizeof(args), "search %s --jobs 2 --top 1000", seed_arg());
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	const char *head = strstr(r.out, "\n  #    policy ");
+	cr_assert_not_null(head, "%s", r.out);
+	head++;
+	size_t mb_at = (size_t)(strstr(head, " mb flags") - head);
+	static const char *const rows[] = {"\n  1    ", "\n  999  ", "\n  1000 "};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const char *row = strstr(head, rows[i]);
+		cr_assert_not_null(row, "no row %s", rows[i] + 1);
+		row++;
+		/* the micro-batch right-aligned in 4 columns ending where "mb" does, then the flags */
+		cr_expect(row[mb_at + 2] >= '1' && row[mb_at + 2] <= '9' && row[mb_at + 3] == ' ', "%.150s", row);
+	}
+	cr_expect_null(strstr(head, "\n  1001 "), "%s", head);
+	/* past 1000 is refused */
+	snprintf(args, sizeof(args), "search %s --top 1001", seed_arg());
+	run_result e = run_remora(args, true);
+	cr_expect_eq(e.exit_code, 2);
+	cr_expect(strstr(e.out, "--top at most 1000"), "%s", e.out);
+	free(e.out);
+	free(r.out);
+}
+
 /* An XLA scenario without xla.version says which defaults it runs on; it was described as the
  * ideal runtime ("collectives on their own stream ... (not XLA)"). */
 Test(golden, simulate_unversioned_xla_names_its_defaults)

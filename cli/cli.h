@@ -48,8 +48,9 @@ int cli_cmd_plan(int argc, char **argv);
  */
 int cli_exec_on_gpu(int argc, char **argv);
 
-/* Exit codes: 0 success, 1 failure of the input or the environment, 2 bad usage. */
-enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+/* Exit codes: 0 success, 1 failure of the input or the environment, 2 bad usage; 130 (128 +
+ * SIGINT, as a shell reports a Ctrl-C) for a search into a --db stopped by Ctrl-C. */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 130 };
 
 /* Prints err as "remora: FILE:LINE:COL: error: MSG" and returns CLI_EXIT_FAIL. */
 int cli_fail(const rm_error *err);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -763,6 +764,15 @@ static void print_row(const rm_candidate_result *r, void *user)
 
 enum { SWEEP_PRINT = -1 };
 
+/* Set by SIGINT during a sweep into a --db (the sweep then stops after its next row). */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
 /*
  * Runs the sweep of this process (its shard under --shard or mpirun); under MPI gathers the
  * ranks' rows into the one database and reopens it on rank 0. Returns SWEEP_PRINT when this
@@ -797,8 +807,34 @@ static int sweep(rm_search *s, const rm_scenario *sc, cli_sweep *sw, int jobs, i
 	} else if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(sw)) {
 		opt.progress = progress_line;
 	}
+	/* Ctrl-C during a sweep into a --db (one process): the rows so far are committed and the
+	 * command says how many the database holds, exit 130 as a shell gives a SIGINT; a second
+	 * Ctrl-C kills at once (SA_RESETHAND) */
+	struct sigaction old_int;
+	bool catching = sw->final_db && !sw->mpi;
+	if (catching) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sigint;
+		sa.sa_flags = SA_RESETHAND | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		interrupted = 0;
+		catching = sigaction(SIGINT, &sa, &old_int) == 0;
+		if (catching)
+			opt.interrupt = &interrupted;
+	}
 	rm_search_progress prog = {0};
 	rm_status st = rm_search_run(s, &opt, &prog, err);
+	if (catching) {
+		sigaction(SIGINT, &old_int, NULL);
+		if (interrupted && st == RM_OK) {
+			fprintf(stderr, "%sremora: interrupted: %lld of %lld candidates stored in %s; rerun the same command to "
+					"resume\n",
+				opt.progress ? "\n" : "", (long long)rm_search_rows(s), (long long)rm_search_count(s),
+				sw->final_db);
+			return CLI_EXIT_INTERRUPTED;
+		}
+	}
 	if (sw->mpi) {
 		rm_error e;
 		rm_error_clear(&e);

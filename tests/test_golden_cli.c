@@ -8,10 +8,12 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct run_result {
@@ -534,6 +536,67 @@ Test(cli_errors, bad_options_are_named_once)
 		cr_expect(strncmp(r.out, "remora: error: ", 15) == 0, "remora %s said: %s", cases[i][0], r.out);
 		free(r.out);
 	}
+}
+
+/* Ctrl-C during a search into a --db: exit 130 as a shell gives, and a line on stderr saying how
+ * many candidates the database holds; the same command then simulates exactly the rest (the
+ * signal comes once the database exists, whichever row the sweep is at). */
+Test(cli_errors, ctrl_c_during_a_db_search_says_what_is_stored, .timeout = 120)
+{
+	const char *bin = getenv("REMORA_BIN"), *data = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(bin);
+	cr_assert_not_null(data);
+	char dir[] = "/tmp/remora-interrupt-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], errpath[600], seed[1200];
+	snprintf(db, sizeof(db), "%s/sweep.db", dir);
+	snprintf(errpath, sizeof(errpath), "%s/stderr.txt", dir);
+	snprintf(seed, sizeof(seed), "%s/scenarios/seed-llama2-7b-fsdp8-h100.yaml", data);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (!freopen("/dev/null", "w", stdout) || !freopen(errpath, "w", stderr))
+			_exit(127);
+		execl(bin, bin, "search", seed, "--db", db, (char *)NULL);
+		_exit(127);
+	}
+	struct timespec tick = {.tv_nsec = 50000000}, half = {.tv_nsec = 500000000};
+	for (int i = 0; i < 1200 && access(db, F_OK) != 0; i++)
+		nanosleep(&tick, NULL);
+	nanosleep(&half, NULL);
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	int status = 0;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d", status);
+	FILE *f = fopen(errpath, "r");
+	cr_assert_not_null(f);
+	static char err[4096];
+	size_t n = fread(err, 1, sizeof(err) - 1, f);
+	err[n] = '\0';
+	fclose(f);
+	const char *line = strstr(err, "remora: interrupted: ");
+	cr_assert_not_null(line, "%s", err);
+	long long stored = -1, total = -1;
+	char tail[256] = "";
+	cr_assert_eq(sscanf(line, "remora: interrupted: %lld of %lld candidates stored in %255[^\n]", &stored, &total, tail), 3,
+		     "%s", err);
+	cr_expect_eq(total, 12951);
+	cr_expect(stored > 0 && stored < total, "%s", err);
+	char want[800];
+	snprintf(want, sizeof(want), "%s; rerun the same command to resume", db);
+	cr_expect_str_eq(tail, want);
+	char args[1800];
+	snprintf(args, sizeof(args), "search '%s' --db '%s' --jobs 2", seed, db);
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	char again[200];
+	snprintf(again, sizeof(again), ": 12951 candidates in the space, %lld simulated now (the rest were already in the database)\n",
+		 total - stored);
+	cr_expect(strstr(r.out, again), "want %s in %s", again, r.out);
+	free(r.out);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
 }
 
 /* Output to a full disk is an error (exit 1), said once: --json's own message, or main's for text. */

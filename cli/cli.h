@@ -49,8 +49,9 @@ int cli_cmd_trace(int argc, char **argv);
  */
 int cli_exec_on_gpu(int argc, char **argv);
 
-/* Exit codes: 0 success, 1 failure of the input or the environment, 2 bad usage. */
-enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+/* Exit codes: 0 success, 1 failure of the input or the environment, 2 bad usage; 130 (128 +
+ * SIGINT, as a shell reports a Ctrl-C) for a search into a --db stopped by Ctrl-C. */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 130 };
 
 /* Prints err as "remora: FILE:LINE:COL: error: MSG" and returns CLI_EXIT_FAIL. */
 int cli_fail(const rm_error *err);
@@ -74,10 +75,15 @@ void cli_print_breakdown(const rm_breakdown *bd);
 /*
  * For a step that does not fit: what takes the memory at the peak (bd's roles, the largest three)
  * and each change's estimated peak (a smaller micro-batch, fewer saved names, offload, more FSDP
- * GPUs). peak and capacity in bytes; t the step's training configuration (micro_batch, fsdp).
- * Prints nothing when peak <= capacity (cmd_simulate.c; simulate and search).
+ * GPUs), each estimate with the --set options that try it as they can be pasted (more FSDP GPUs
+ * with the cluster.nodes that hold them). peak and capacity in
+ * bytes; t the step's training configuration (micro_batch, fsdp); gpus the cluster's GPUs and
+ * gpus_per_node its nodes' (the scenario's cluster). out NULL: printed; else set on out as
+ * over_bytes, peak_time_s, at_peak [{role, bytes}] and would_fit [{change, estimate_bytes (when
+ * estimated), note}]. Does nothing when peak <= capacity (cmd_simulate.c; simulate and search).
  */
-void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t);
+void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t,
+			int64_t gpus, int64_t gpus_per_node, json_t *out);
 /*
  * The usage error (exit 2) for getopt_long's '?': an unknown option, an option missing its value,
  * or a value given to a long option that takes none, told apart with the subcommand's own
@@ -86,6 +92,25 @@ void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, 
  */
 struct option;
 int cli_option_error(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts);
+/*
+ * getopt_long for a subcommand that also takes the global -v/--verbose and -q/--quiet after the
+ * command name (`remora simulate S -vv`), as `remora -vv simulate S` does: each one adjusts the
+ * log level at once and is not returned; a letter or name the command has itself stays the
+ * command's. Returns what getopt_long returns otherwise; shortopts and longopts are the
+ * command's own (those cli_option_error is given). Not reentrant (one static copy of the tables).
+ */
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+/* The log level the options before the command name set (`remora -v exec ...`), without those
+ * after it: what the handoff to remora-gpu passes ahead of the subcommand's own argv, which
+ * carries the rest. */
+rm_log_level cli_global_log_level(void);
+/*
+ * The hint for an unexpected argument of a command where -j is --json and -J is --jobs: " (-j is
+ * --json; --jobs N or -J N sets the jobs)" when one of the arguments from index from (getopt's
+ * optind: the non-options, once getopt_long has moved them last) is a number and a short option
+ * cluster ending in j came before them (`search S -j 2`), else "".
+ */
+const char *cli_jobs_hint(int argc, char **argv, int from);
 /* Parses a positive integer option value; on failure prints a usage error naming the option. */
 bool cli_parse_positive(const char *cmd, const char *option, const char *text, int64_t *out);
 /*

@@ -1,4 +1,4 @@
-/* `remora bench engine [--ops N] [--min-time S] [--json]`. */
+/* `remora bench engine|search|plan [OPTIONS]`. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,7 +220,7 @@ int cli_cmd_bench(int argc, char **argv)
 	double min_s = 1.0;
 	int c;
 	const char *shortopts = "n:c:M:g:m:jh";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 'c':
 			if (!cli_parse_positive("bench", "--candidates", optarg, &candidates))
@@ -272,7 +272,7 @@ int cli_cmd_bench(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return cli_usage_error("bench", "missing the benchmark name: engine or search");
+		return cli_usage_error("bench", "missing the benchmark name: engine, search or plan");
 	if (strcmp(argv[optind], "plan") == 0) {
 		if (optind + 1 != argc)
 			return cli_usage_error("bench", "unexpected argument '%s'", argv[optind + 1]);

@@ -427,7 +427,7 @@ int cli_cmd_calib(int argc, char **argv)
 	calib_opts o = {0};
 	int c;
 	const char *shortopts = "d:p:jh";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 'd':
 			o.db = optarg;

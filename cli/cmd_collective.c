@@ -246,7 +246,7 @@ int cli_cmd_collective(int argc, char **argv)
 	rm_error err;
 	rm_error_clear(&err);
 	const char *shortopts = "o:b:g:n:H:a:p:tjh";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 'o':
 			op = optarg;

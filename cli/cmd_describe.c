@@ -466,7 +466,7 @@ int cli_cmd_describe(int argc, char **argv)
 	int dropout = -1;
 	int c;
 	const char *shortopts = "s:b:f:g:jh";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 's':
 			if (!cli_parse_positive("describe", "--seq-len", optarg, &seq))

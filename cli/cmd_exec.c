@@ -210,7 +210,7 @@ int cli_cmd_exec(int argc, char **argv)
 	exec_opts o = {.hw_name = "h100-sxm", .iterations = 10, .warmup = 3, .queues = 8};
 	int c;
 	const char *shortopts = "nH:w:i:W:t:cC:Q:jTR:O:h";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 'n':
 			o.dry_run = true;

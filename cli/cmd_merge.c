@@ -31,7 +31,7 @@ int cli_cmd_merge(int argc, char **argv)
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}};
 	const char *shortopts = "h";
 	int c;
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		if (c == 'h') {
 			merge_usage(stdout);
 			return CLI_EXIT_OK;

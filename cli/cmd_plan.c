@@ -142,18 +142,32 @@ static void search_progress(const rm_search_progress *p, void *user)
 	fflush(stderr);
 }
 
+static void layout_text(const rm_plan_row *r, char *buf, size_t n);
+static void row_of_overrides(const char *q, rm_plan_row *rr);
+
 /* -vv: one line per candidate a search simulates now: its place in the search, label (the
- * layout's degrees in brackets, then the remat policy), micro-batch, then step time, tokens/s per
- * GPU and peak, or its error. */
+ * layout as the tables name it, "TP 2 (SP) x FSDP 4", then the remat policy), micro-batch, then
+ * step time, tokens/s per GPU and peak, or its error. */
 static void row_line(const rm_candidate_result *r, int64_t done, int64_t total, void *user)
 {
 	(void)user;
+	char label[400];
+	if (r->c.parallelism[0]) {
+		rm_plan_row rr;
+		row_of_overrides(r->c.parallelism, &rr);
+		char lt[200];
+		layout_text(&rr, lt, sizeof(lt));
+		/* the search's label is "[degrees] policy": the policy after the brackets */
+		const char *pol = r->c.label[0] == '[' && strstr(r->c.label, "] ") ? strstr(r->c.label, "] ") + 2 : r->c.label;
+		snprintf(label, sizeof(label), "%s, %s", lt, pol);
+	} else
+		snprintf(label, sizeof(label), "%s", r->c.label);
 	if (!r->ok)
 		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld: error: %s\n", (long long)done, (long long)total,
-			r->c.label, (long long)r->c.micro_batch, r->error);
+			label, (long long)r->c.micro_batch, r->error);
 	else
 		fprintf(stderr, "remora: candidate %lld/%lld: %s, mb %lld: step %.2f ms, %.0f tok/s/GPU, peak %.2f GiB%s\n",
-			(long long)done, (long long)total, r->c.label, (long long)r->c.micro_batch,
+			(long long)done, (long long)total, label, (long long)r->c.micro_batch,
 			r->step_time_s * 1e3, r->tokens_per_s_per_gpu, (double)r->peak_memory_bytes / (double)RM_GiB,
 			r->fits ? "" : ", does not fit");
 }
@@ -191,6 +205,31 @@ static void layout_text(const rm_plan_row *r, char *buf, size_t n)
 	if (strstr(r->layout, "training.global_batch="))
 		PUT(", batch %lld", (long long)r->global_batch); /* a --global-batch range */
 #undef PUT
+}
+
+/* The degrees of a layout read back from its overrides ("parallelism.tp=2 parallelism.sp=true
+ * ..." as rm_plan_layouts writes them) into a row layout_text can name: a refused layout's, or a
+ * candidate's on its -vv line. */
+static void row_of_overrides(const char *q, rm_plan_row *rr)
+{
+	memset(rr, 0, sizeof(*rr));
+	snprintf(rr->layout, sizeof(rr->layout), "%s", q);
+	char sp[8] = "";
+	long long tp = 1, pp = 1, cp = 1, fsdp = 1, rep = 1, gbv = 0, ep = 0;
+	sscanf(q, "parallelism.tp=%lld parallelism.sp=%7s parallelism.pp=%lld parallelism.cp=%lld "
+		  "parallelism.fsdp=%lld parallelism.dp_replicate=%lld",
+	       &tp, sp, &pp, &cp, &fsdp, &rep);
+	const char *g = strstr(q, "training.global_batch=");
+	if (g)
+		gbv = atoll(g + strlen("training.global_batch="));
+	const char *e = strstr(q, "parallelism.ep=");
+	if (e)
+		ep = atoll(e + strlen("parallelism.ep="));
+	rr->tp = tp, rr->pp = pp, rr->cp = cp, rr->fsdp = fsdp, rr->dp_replicate = rep, rr->ep = ep;
+	rr->sp = strcmp(sp, "true") == 0;
+	rr->global_batch = gbv;
+	const char *zz = strstr(q, "parallelism.zero=");
+	rr->zero = zz ? atoi(zz + strlen("parallelism.zero=")) : 3;
 }
 
 static const char *gib(int64_t b, char *buf)
@@ -481,57 +520,216 @@ static void answer_xy(const rm_plan_row *w, bool cost, double *x, double *y)
 	*y = cost ? w->cost : w->time_to_train_s / 86400.0;
 }
 
+/* A plot's ranges, set from its points (not gnuplot's autoscale, which widens a log axis to whole
+ * decades and finds an empty range for one point): x and y, each on a log scale or not. */
+typedef struct plot_range {
+	double x0, x1, y0, y1;
+	bool xlog, ylog, any;
+} plot_range;
+
+/* Where point i sits on the plot of cost (days, cost) or not (GPUs, days); false when it is not
+ * drawn there (no plan, no time to train, no cost). */
+static bool point_xy(const plot_ctx *p, int i, bool cost, double *x, double *y)
+{
+	const rm_plan_point *pt = &p->res->points[i];
+	if (!pt->have_best || !(pt->best.time_to_train_s > 0) || (cost && !(pt->best.cost > 0)))
+		return false;
+	answer_xy(&pt->best, cost, x, y);
+	return true;
+}
+
+/* The ranges around every drawn point: a log axis a factor 1.3 past the extremes (2 around a
+ * single value), the linear days axis of the cost plot from 0 to 15% past the longest. */
+static plot_range plot_ranges(const plot_ctx *p, bool cost)
+{
+	plot_range r = {.xlog = !cost, .ylog = true};
+	for (int i = 0; i < p->res->n_points; i++) {
+		double x, y;
+		if (!point_xy(p, i, cost, &x, &y))
+			continue;
+		if (!r.any || x < r.x0)
+			r.x0 = x;
+		if (!r.any || x > r.x1)
+			r.x1 = x;
+		if (!r.any || y < r.y0)
+			r.y0 = y;
+		if (!r.any || y > r.y1)
+			r.y1 = y;
+		r.any = true;
+	}
+	if (!r.any)
+		return r;
+	double fx = r.x0 == r.x1 ? 2.0 : 1.3, fy = r.y0 == r.y1 ? 2.0 : 1.3;
+	if (r.xlog) {
+		r.x0 /= fx;
+		r.x1 *= fx;
+	} else {
+		r.x0 = 0;
+		r.x1 *= 1.15;
+	}
+	r.y0 /= fy;
+	r.y1 *= fy;
+	return r;
+}
+
+/* (x, y) as fractions of the plot's width and height. */
+static void plot_frac(const plot_range *r, double x, double y, double *fx, double *fy)
+{
+	*fx = r->xlog ? log(x / r->x0) / log(r->x1 / r->x0) : (x - r->x0) / (r->x1 - r->x0);
+	*fy = r->ylog ? log(y / r->y0) / log(r->y1 / r->y0) : (y - r->y0) / (r->y1 - r->y0);
+}
+
+/* Whether the box [x0, x1] x [y0, y1] (plot fractions) meets a hardware's curve on the plot:
+ * each segment between consecutive drawn points of one hardware, sampled at 64 points. */
+static bool box_meets_curve(const plot_ctx *p, bool cost, const plot_range *rg, double x0, double x1, double y0,
+			    double y1)
+{
+	for (int i = 0; i + 1 < p->res->n_points; i++) {
+		double ax, ay, bx, by;
+		if (p->res->points[i].hw != p->res->points[i + 1].hw || !point_xy(p, i, cost, &ax, &ay) ||
+		    !point_xy(p, i + 1, cost, &bx, &by))
+			continue;
+		double fax, fay, fbx, fby;
+		plot_frac(rg, ax, ay, &fax, &fay);
+		plot_frac(rg, bx, by, &fbx, &fby);
+		for (int k = 0; k <= 64; k++) {
+			double t = k / 64.0, x = fax + t * (fbx - fax), y = fay + t * (fby - fay);
+			if (x >= x0 && x <= x1 && y >= y0 && y <= y1)
+				return true;
+		}
+	}
+	return false;
+}
+
 /*
- * The answers' labels at (x, y) = (GPUs, days), or with cost (days, cost): two lines each, on the
- * side of the point facing the middle of the plot (x on a log scale for GPUs), the highest answer's
- * above its point and the others below, stacked, so that two hardware's labels do not overlap.
+ * The answers' labels at (x, y) = (GPUs, days), or with cost (days, cost): two lines each, beside
+ * the point, placed where the label stays inside the plot and clear of the labels placed before
+ * it, of every hardware's curve and of the other answers' marks: tried towards the middle of the
+ * plot first, then the other way, each above and below the point at 2 text lines out, then 2.5
+ * lines further; when no place is clear, the first that is inside the plot and clear of the other
+ * labels. The geometry in fractions of the plot: a text line 1/40 of its height, a character
+ * 1/160 of its width (the 1200 x 800 terminals, labels at font size 10).
  */
-static void script_answer_labels(FILE *f, const plot_ctx *p, bool cost)
+static void script_answer_labels(FILE *f, const plot_ctx *p, bool cost, const plot_range *rg)
 {
 	fprintf(f, "unset label\n");
-	double lo = 0, hi = 0;
-	bool any = false;
-	for (int i = 0; i < p->res->n_points; i++) {
-		const rm_plan_point *pt = &p->res->points[i];
-		if (!pt->have_best || (cost && pt->best.cost < 0))
-			continue;
-		double x, y;
-		answer_xy(&pt->best, cost, &x, &y);
-		x = cost ? x : log2(x);
-		lo = any && lo < x ? lo : x;
-		hi = any && hi > x ? hi : x;
-		any = true;
-	}
+	const double line_h = 1.0 / 40, char_w = 1.0 / 160, mark = 0.015;
+	double placed[RM_PLAN_MAX_HW][4]; /* x0, x1, y0, y1 */
+	int n_placed = 0;
 	for (int h = 0; h < p->req->n_hardware; h++) {
-		const rm_plan_row *w = plot_answer(p, h);
-		if (!w || (cost && w->cost < 0))
-			continue;
+		int wi = p->res->chosen[h];
 		double x, y;
-		answer_xy(w, cost, &x, &y);
-		int above = 0; /* answers drawn higher than this one */
-		for (int k = 0; k < p->req->n_hardware; k++) {
-			const rm_plan_row *o = plot_answer(p, k);
-			double ox, oy;
-			if (k == h || !o || (cost && o->cost < 0))
-				continue;
-			answer_xy(o, cost, &ox, &oy);
-			above += oy > y || (oy == y && k < h);
-		}
-		bool right_half = (cost ? x : log2(x)) > (lo + hi) / 2;
-		char lt[200], t[32];
+		if (wi < 0 || !point_xy(p, wi, cost, &x, &y))
+			continue;
+		const rm_plan_row *w = &p->res->points[wi].best;
+		char text[2][300], lt[200], t[32];
 		layout_text(w, lt, sizeof(lt));
 		duration_text(w->time_to_train_s, t, sizeof(t));
-		fprintf(f, "set label %d \"answer on %s: %lld GPUs, %s\\n%s, %.0f GPU-hours", h + 1, p->req->hardware[h],
-			(long long)w->gpus, lt, t, w->gpu_hours);
+		snprintf(text[0], sizeof(text[0]), "answer on %s: %lld GPUs, %s", p->req->hardware[h], (long long)w->gpus, lt);
+		int u = snprintf(text[1], sizeof(text[1]), "%s, %.0f GPU-hours", t, w->gpu_hours);
 		if (w->cost >= 0)
-			fprintf(f, ", cost %.0f", w->cost);
+			snprintf(text[1] + u, sizeof(text[1]) - (size_t)u, ", cost %.0f", w->cost);
+		size_t chars = strlen(text[0]) > strlen(text[1]) ? strlen(text[0]) : strlen(text[1]);
+		double fx, fy, width = (double)(chars + 2) * char_w, height = 2.6 * line_h;
+		plot_frac(rg, x, y, &fx, &fy);
+		bool toward_left = fx > 0.5;
+		int best = -1, fallback = -1;
+		double box[64][4], offy[64];
+		bool left[64];
+		int n = 0;
+		for (int step = 0; step < 8; step++)
+			for (int hs = 0; hs < 2; hs++)
+				for (int vs = 0; vs < 2; vs++) {
+					bool l = hs ? !toward_left : toward_left;
+					double off = (vs ? -1 : 1) * (2.0 + 2.5 * step), cy = fy + off * line_h;
+					double x0 = l ? fx - 1.5 * char_w - width : fx + 1.5 * char_w;
+					box[n][0] = x0, box[n][1] = x0 + width, box[n][2] = cy - height / 2, box[n][3] = cy + height / 2;
+					offy[n] = off, left[n] = l;
+					n++;
+				}
+		for (int c = 0; c < n && best < 0; c++) {
+			const double *bx = box[c];
+			bool inside = bx[0] >= 0 && bx[1] <= 1 && bx[2] >= 0 && bx[3] <= 1;
+			for (int k = 0; k < n_placed && inside; k++)
+				inside = bx[1] <= placed[k][0] || bx[0] >= placed[k][1] || bx[3] <= placed[k][2] ||
+					 bx[2] >= placed[k][3];
+			if (!inside)
+				continue;
+			if (fallback < 0)
+				fallback = c;
+			bool clear = !box_meets_curve(p, cost, rg, bx[0], bx[1], bx[2], bx[3]);
+			/* the other answers' marks */
+			for (int k = 0; k < p->req->n_hardware && clear; k++) {
+				int oi = p->res->chosen[k];
+				double ox, oy, ofx, ofy;
+				if (k == h || oi < 0 || !point_xy(p, oi, cost, &ox, &oy))
+					continue;
+				plot_frac(rg, ox, oy, &ofx, &ofy);
+				clear = ofx + mark < bx[0] || ofx - mark > bx[1] || ofy + mark < bx[2] || ofy - mark > bx[3];
+			}
+			if (clear)
+				best = c;
+		}
+		int c = best >= 0 ? best : fallback >= 0 ? fallback : 0;
+		memcpy(placed[n_placed++], box[c], sizeof(box[c]));
+		fprintf(f, "set label %d \"%s\\n%s\"", h + 1, text[0], text[1]);
 		if (cost)
-			fprintf(f, "\" at answer%d_days, answer%d_cost", h, h);
+			fprintf(f, " at answer%d_days, answer%d_cost", h, h);
 		else
-			fprintf(f, "\" at answer%d_gpus, answer%d_days", h, h);
-		fprintf(f, " %s offset %s,%.1f boxed front font ',10'\n", right_half ? "right" : "left",
-			right_half ? "-1.5" : "1.5", above == 0 ? 2.0 : -1.5 - 2.5 * (above - 1));
+			fprintf(f, " at answer%d_gpus, answer%d_days", h, h);
+		fprintf(f, " %s offset %s,%.1f boxed front font ',10'\n", left[c] ? "right" : "left", left[c] ? "-1.5" : "1.5",
+			offy[c]);
 	}
+}
+
+/* Tics for a log axis from lo to hi: 1, 2 and 5 x 10^k where at least 4 of those fall in range,
+ * else evenly spaced ones (a step of 1, 2 or 5 x 10^k, the largest that gives at least 4), as
+ * plain numbers: gnuplot's own are whole decades, none on an axis of less than one. Nothing
+ * when the range is empty. */
+static void script_log_tics(FILE *f, const char *axis, double lo, double hi)
+{
+	static const double m[] = {1, 2, 5};
+	if (!(lo > 0) || !(hi > lo))
+		return;
+	int count = 0;
+	for (double d = pow(10, floor(log10(lo))); d <= hi; d *= 10)
+		for (int i = 0; i < 3; i++)
+			count += m[i] * d >= lo && m[i] * d <= hi;
+	fprintf(f, "set %stics (", axis);
+	bool first = true;
+	if (count >= 4) {
+		for (double d = pow(10, floor(log10(lo))); d <= hi; d *= 10)
+			for (int i = 0; i < 3; i++)
+				if (m[i] * d >= lo && m[i] * d <= hi) {
+					fprintf(f, "%s%.10g", first ? "" : ", ", m[i] * d);
+					first = false;
+				}
+	} else {
+		double step = pow(10, floor(log10(hi - lo)));
+		for (int k = 0; k < 12; k++) {
+			double st = step * (k % 3 == 0 ? 1 : k % 3 == 1 ? 0.5 : 0.2) * pow(0.1, k / 3);
+			if (floor(hi / st) - ceil(lo / st) + 1 >= 4) {
+				step = st;
+				break;
+			}
+		}
+		for (double v = ceil(lo / step) * step; v <= hi; v += step) {
+			fprintf(f, "%s%.10g", first ? "" : ", ", round(v / step) * step);
+			first = false;
+		}
+	}
+	fprintf(f, ")\n");
+}
+
+/* The ranges of rg as gnuplot commands, with the y axis's tics (script_log_tics; gnuplot's own
+ * when no point is drawn). */
+static void script_ranges(FILE *f, const plot_range *rg)
+{
+	fprintf(f, "set xtics autofreq\nset ytics autofreq\n");
+	if (!rg->any)
+		return;
+	fprintf(f, "set xrange [%.6g:%.6g]\nset yrange [%.6g:%.6g]\n", rg->x0, rg->x1, rg->y0, rg->y1);
+	script_log_tics(f, "y", rg->y0, rg->y1);
 }
 
 /* After a plot drawn on the SVG terminal: the same as PNG (pngcairo) when gnuplot has it. */
@@ -584,8 +782,24 @@ static bool write_plan_script(FILE *f, void *user, rm_error *err)
 		   "set datafile missing '?'\nset grid\nset key top right\nset logscale x 2\nset logscale y\n"
 		   "set output 'time-to-train.svg'\n"
 		   "set title 'Time to train against GPUs (each point the fastest plan that fits at that count)'\n"
-		   "set xlabel 'GPUs'\nset ylabel 'days'\nset offsets graph 0.05, graph 0.05, graph 0.1, 0\n");
-	script_answer_labels(f, p, false);
+		   "set xlabel 'GPUs'\nset ylabel 'days to train'\n");
+	plot_range rg = plot_ranges(p, false);
+	script_ranges(f, &rg);
+	/* a tic at each GPU count the plan tried */
+	bool first_tic = true;
+	for (int i = 0; i < p->res->n_points; i++) {
+		double x, y;
+		bool seen = false;
+		for (int j = 0; j < i && !seen; j++)
+			seen = p->res->points[j].gpus == p->res->points[i].gpus && point_xy(p, j, false, &x, &y);
+		if (seen || !point_xy(p, i, false, &x, &y))
+			continue;
+		fprintf(f, "%s%lld", first_tic ? "set xtics (" : ", ", (long long)p->res->points[i].gpus);
+		first_tic = false;
+	}
+	if (!first_tic)
+		fprintf(f, ")\n");
+	script_answer_labels(f, p, false, &rg);
 	fprintf(f, "plot");
 	for (int h = 0; h < p->req->n_hardware; h++)
 		fprintf(f, "%s 'points.dat' index %d using 1:2 with linespoints pt 7 title '%s'", h ? ", \\\n    " : " ", h,
@@ -596,10 +810,13 @@ static bool write_plan_script(FILE *f, void *user, rm_error *err)
 	fprintf(f, "\n");
 	script_png(f, "time-to-train");
 	if (p->priced) {
-		fprintf(f, "unset logscale\nset logscale y\nset offsets 0, graph 0.05, graph 0.1, 0\nset xrange [0:*]\n"
+		fprintf(f, "unset logscale\nset logscale y\n"
 			   "set output 'cost-vs-time.svg'\n"
-			   "set title 'Cost against time to train'\nset xlabel 'days'\nset ylabel 'cost'\n");
-		script_answer_labels(f, p, true);
+			   "set title 'Cost against time to train'\nset xlabel 'days to train'\n"
+			   "set ylabel 'cost (price units: --price per GPU-hour x GPU-hours)'\n");
+		plot_range rc = plot_ranges(p, true);
+		script_ranges(f, &rc);
+		script_answer_labels(f, p, true, &rc);
 		fprintf(f, "plot");
 		for (int h = 0; h < p->req->n_hardware; h++)
 			fprintf(f, "%s 'points.dat' index %d using 2:4 with linespoints pt 7 title '%s'",
@@ -715,7 +932,7 @@ int cli_cmd_plan(int argc, char **argv)
 	rm_error err;
 	rm_error_clear(&err);
 	int c;
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 't':
 			if (!rm_plan_parse_tokens(optarg, &req.tokens, &err))
@@ -884,7 +1101,8 @@ int cli_cmd_plan(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage_error("plan", "missing MODEL (a preset such as llama-3-70b, or a config.json)");
 	if (optind + 1 != argc)
-		return cli_usage_error("plan", "unexpected argument '%s'", argv[optind + 1]);
+		return cli_usage_error("plan", "unexpected argument '%s'%s", argv[optind + 1],
+				       cli_jobs_hint(argc, argv, optind));
 	snprintf(req.model, sizeof(req.model), "%s", argv[optind]);
 	int nh = split_list(hardware, req.hardware, RM_PLAN_MAX_HW);
 	if (nh < 1)
@@ -1104,7 +1322,10 @@ int cli_cmd_plan(int argc, char **argv)
 	else
 		printf("  global batch is a convergence choice (--global-batch): remora keeps it fixed\n");
 	for (int h = 0; h < nh; h++) {
-		printf("\n%s%s\n", req.hardware[h], req.price[h] >= 0 ? "" : "  (no --price: costs not shown)");
+		if (req.price[h] >= 0)
+			printf("\n%s  (cost in price units: --price %g per GPU-hour x GPU-hours)\n", req.hardware[h], req.price[h]);
+		else
+			printf("\n%s  (no --price: costs not shown)\n", req.hardware[h]);
 		printf("  %6s %5s  %-42s %8s %9s %6s %8s %12s %10s %10s\n", "GPUs", "nodes", "layout", "mb x ga", "tok/s/GPU",
 		       "MFU", "peak GiB", "time", "GPU-hours", "cost");
 		for (int i = 0; i < res.n_points; i++) {
@@ -1192,27 +1413,8 @@ int cli_cmd_plan(int argc, char **argv)
 			shown++;
 		}
 		for (int i = 0; i < pt->n_rejected && shown < top; i++, shown++) {
-			/* the refused layout's degrees, read back from its overrides */
 			rm_plan_row rr;
-			memset(&rr, 0, sizeof(rr));
-			snprintf(rr.layout, sizeof(rr.layout), "%s", pt->rejected[i]);
-			char sp[8] = "";
-			long long tp = 1, pp = 1, cp = 1, fsdp = 1, rep = 1, gbv = 0, ep = 0;
-			const char *q = pt->rejected[i];
-			sscanf(q, "parallelism.tp=%lld parallelism.sp=%7s parallelism.pp=%lld parallelism.cp=%lld "
-				  "parallelism.fsdp=%lld parallelism.dp_replicate=%lld",
-			       &tp, sp, &pp, &cp, &fsdp, &rep);
-			const char *g = strstr(q, "training.global_batch=");
-			if (g)
-				gbv = atoll(g + strlen("training.global_batch="));
-			const char *e = strstr(q, "parallelism.ep=");
-			if (e)
-				ep = atoll(e + strlen("parallelism.ep="));
-			rr.tp = tp, rr.pp = pp, rr.cp = cp, rr.fsdp = fsdp, rr.dp_replicate = rep, rr.ep = ep;
-			rr.sp = strcmp(sp, "true") == 0;
-			rr.global_batch = gbv;
-			const char *zz = strstr(q, "parallelism.zero=");
-			rr.zero = zz ? atoi(zz + strlen("parallelism.zero=")) : 3;
+			row_of_overrides(pt->rejected[i], &rr);
 			char a[200];
 			layout_text(&rr, a, sizeof(a));
 			printf("    %-42s %s\n", a, pt->rejected_why[i]);

@@ -83,7 +83,7 @@ int cli_cmd_run_program(int argc, char **argv)
 	bool queues_given = false;
 	int c;
 	const char *shortopts = "H:Q:jt:bh";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 'H':
 			hw_name = optarg;

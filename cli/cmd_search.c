@@ -7,6 +7,7 @@
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +39,8 @@ static void search_usage(FILE *out)
 		"  -s, --set KEY=VALUE  override a scenario key (e.g. --set search.micro_batches=[1,2])\n"
 		"  -d, --db FILE        keep the sweep in this SQLite file; a killed sweep resumes from it\n"
 		"  -J, --jobs N         simulate on N threads (same results for any N; default 1)\n"
-		"  -k, --top K          show the best K rows, same schedules folded into one (default 10)\n"
+		"  -k, --top K          show the best K rows, same schedules folded into one (default 10,\n"
+		"                       at most 1000)\n"
 		"  -j, --json           machine-readable output\n"
 		"  -t, --trace OUT      write the winner's Perfetto trace\n"
 		"  -p, --plot DIR       write the Pareto fronts and the winner's memory timeline (gnuplot: SVG,\n"
@@ -48,7 +50,9 @@ static void search_usage(FILE *out)
 		"      --rows           print every stored row of the space (index order, exact figures)\n"
 		"                       instead of the ranking\n"
 		"  -h, --help           this help\n\n"
-		"Under mpirun -np N each rank sweeps its shard and rank 0 prints what one process would.\n");
+		"Under mpirun -np N each rank sweeps its shard and rank 0 prints what one process would.\n"
+		"When no candidate fits, the report (and --json's closest and hint) names the closest one\n"
+		"and what would fit it; the exit status is still 0 (docs/search.md).\n");
 }
 
 static void progress_line(const rm_search_progress *p, void *user)
@@ -593,6 +597,23 @@ static void print_variants(const rm_scenario *sc, const bool *shown)
 			       sc->search_flag_variants[v]);
 }
 
+/* The ideal gap of r in percent: the share of tokens/s r's runtime gives up against the ideal
+ * runtime at the same policy, micro-batch and layout (negative: faster), into *gap. 1 when there
+ * is one, 0 when the ideal runtime's row is not in the space or did not run, -1 with err when the
+ * store fails. */
+static int ideal_gap(rm_search *s, const rm_candidate_result *r, double *gap, rm_error *err)
+{
+	int64_t ideal = rm_search_ideal_of(s, r->c.index);
+	rm_candidate_result ir;
+	int got = ideal >= 0 ? rm_search_result(s, ideal, &ir, err) : 0;
+	if (got != 1)
+		return got;
+	if (!ir.ok || !(ir.tokens_per_s_per_gpu > 0))
+		return 0;
+	*gap = 100.0 * (1.0 - r->tokens_per_s_per_gpu / ir.tokens_per_s_per_gpu);
+	return 1;
+}
+
 /*
  * The ranking table: the first top rows of best (the runtime's candidates, fastest first) with
  * runs of same schedules folded into "(+N same)", each with its ideal gap: the share of tokens/s
@@ -603,7 +624,14 @@ static void print_variants(const rm_scenario *sc, const bool *shown)
 static int print_table(rm_search *s, const rm_scenario *sc, const rm_candidate_result *best, int n_best, int64_t top,
 		       const char *rt, rm_error *err)
 {
-	printf("  %-3s %-44s %4s %-8s %10s %10s %6s %9s %10s %6s %9s\n", "#", "policy", "mb", "flags", "step ms",
+	/* the # column as wide as the last row's number (at least 3), the policy's narrower by as
+	 * much, so the columns after them stay where they are */
+	int64_t rows = 0;
+	for (int i = 0; i < n_best && rows < top; i++, rows++)
+		while (i + 1 < n_best && same_schedule(&best[i], &best[i + 1]))
+			i++;
+	int nw = rows >= 1000 ? 4 : 3, pw = 47 - nw;
+	printf("  %-*s %-*s %4s %-8s %10s %10s %6s %9s %10s %6s %9s\n", nw, "#", pw, "policy", "mb", "flags", "step ms",
 	       "tok/s/GPU", "MFU", "peak GiB", "exposed ms", "sync", "ideal gap");
 	bool shown_variant[RM_SCENARIO_MAX_LIST] = {false}, any_gap = false;
 	int shown = 0;
@@ -621,16 +649,15 @@ static int print_table(rm_search *s, const rm_scenario *sc, const rm_candidate_r
 			snprintf(label, sizeof(label), "%.34s (+%d same)", r->c.label, same);
 		else
 			snprintf(label, sizeof(label), "%s", r->c.label);
-		int64_t ideal = rm_search_ideal_of(s, r->c.index);
-		rm_candidate_result ir;
-		int got = ideal >= 0 ? rm_search_result(s, ideal, &ir, err) : 0;
+		double g;
+		int got = ideal_gap(s, r, &g, err);
 		if (got < 0)
 			return cli_fail(err);
-		if (got == 1 && ir.ok && ir.tokens_per_s_per_gpu > 0) {
-			snprintf(gap, sizeof(gap), "%+.1f%%", 100.0 * (1.0 - r->tokens_per_s_per_gpu / ir.tokens_per_s_per_gpu));
+		if (got == 1) {
+			snprintf(gap, sizeof(gap), "%+.1f%%", g);
 			any_gap = true;
 		}
-		printf("  %-3d %-44.44s %4lld %-8s %10.2f %10.0f %5.1f%% %9.2f %10.2f %6d %9s\n", ++shown, label,
+		printf("  %-*d %-*.*s %4lld %-8s %10.2f %10.0f %5.1f%% %9.2f %10.2f %6d %9s\n", nw, ++shown, pw, pw, label,
 		       (long long)r->c.micro_batch, vn, r->step_time_s * 1e3, r->tokens_per_s_per_gpu, 100 * r->mfu,
 		       (double)r->peak_memory_bytes / (double)RM_GiB, r->exposed_comm_s * 1e3, r->sync, gap);
 		i += same;
@@ -663,9 +690,11 @@ static void least_peak_row(const rm_candidate_result *r, void *user)
 /*
  * When no candidate of the runtime fits: the one closest to fitting (least peak), simulated again
  * for what takes its memory at the peak, and the changes that would fit it (cli_print_fit_hint).
+ * doc NULL: printed; else set on doc as "closest" (the candidate, null when none ran without an
+ * error) and "hint" (cli_print_fit_hint's object; null when its memory cannot be broken down).
  * Returns CLI_EXIT_OK, or the failure's exit code.
  */
-static int explain_no_fit(rm_search *s, const char *rt, rm_error *err)
+static int explain_no_fit(rm_search *s, const rm_scenario *sc, const char *rt, json_t *doc, rm_error *err)
 {
 	least_peak lp = {.have = false};
 	if (rm_search_each(s, least_peak_row, &lp, err) != RM_OK)
@@ -674,13 +703,24 @@ static int explain_no_fit(rm_search *s, const char *rt, rm_error *err)
 	int64_t cap = pool > 0 ? pool : rm_search_memory_budget(s)->usable_bytes;
 	char b1[32], b2[32];
 	if (!lp.have) {
-		printf("\n  no %s candidate fits in memory (none simulated without an error)\n", rt);
+		if (doc) {
+			json_object_set_new(doc, "closest", json_null());
+			json_object_set_new(doc, "hint", json_null());
+		} else
+			printf("\n  no %s candidate fits in memory (none simulated without an error)\n", rt);
 		return CLI_EXIT_OK;
 	}
 	const rm_candidate_result *c = &lp.best;
-	printf("\nbest plan for %s: DOES NOT FIT. Closest: %s, mb %lld, peak %s of %s %s\n", rt, c->c.label,
-	       (long long)c->c.micro_batch, rm_format_bytes(c->peak_memory_bytes, b1, sizeof(b1)),
-	       rm_format_bytes(cap, b2, sizeof(b2)), pool > 0 ? "in the BFC pool" : "usable");
+	json_t *hint = NULL;
+	if (doc) {
+		json_t *cj = result_json(sc, c, rm_search_runtime(s));
+		json_object_set_new(cj, "memory_limit_bytes", json_integer(cap));
+		json_object_set_new(cj, "memory_limit", json_string(pool > 0 ? "the BFC pool" : "usable"));
+		json_object_set_new(doc, "closest", cj);
+	} else
+		printf("\nbest plan for %s: DOES NOT FIT. Closest: %s, mb %lld, peak %s of %s %s\n", rt, c->c.label,
+		       (long long)c->c.micro_batch, rm_format_bytes(c->peak_memory_bytes, b1, sizeof(b1)),
+		       rm_format_bytes(cap, b2, sizeof(b2)), pool > 0 ? "in the BFC pool" : "usable");
 	rm_scenario_resolved res;
 	rm_schedule_report rep;
 	memset(&res, 0, sizeof(res));
@@ -695,11 +735,15 @@ static int explain_no_fit(rm_search *s, const char *rt, rm_error *err)
 				     .cost = res.sched.cost,
 				     .memory_headroom_bytes = res.memory.headroom_bytes};
 		sim = rm_sim_create(prog, &res.hw, &so, err);
-		if (sim && rm_sim_run(sim, err) == RM_OK && rm_sim_breakdown(sim, &res.memory, &bd, err) == RM_OK)
-			cli_print_fit_hint(&bd, c->peak_memory_bytes, cap, &res.train);
-		else
+		if (sim && rm_sim_run(sim, err) == RM_OK && rm_sim_breakdown(sim, &res.memory, &bd, err) == RM_OK) {
+			hint = doc ? json_object() : NULL;
+			cli_print_fit_hint(&bd, c->peak_memory_bytes, cap, &res.train, res.gpus,
+					   sc->gpus_per_node ? sc->gpus_per_node : (int64_t)res.hw.gpus_per_node, hint);
+		} else
 			rm_log_warn("cannot break the closest candidate's memory down: %s", err->msg);
 	}
+	if (doc)
+		json_object_set_new(doc, "hint", hint ? hint : json_null());
 	rm_sim_destroy(sim);
 	rm_program_destroy(prog);
 	rm_schedule_report_finish(&rep);
@@ -719,6 +763,15 @@ static void print_row(const rm_candidate_result *r, void *user)
 }
 
 enum { SWEEP_PRINT = -1 };
+
+/* Set by SIGINT during a sweep into a --db (the sweep then stops after its next row). */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
 
 /*
  * Runs the sweep of this process (its shard under --shard or mpirun); under MPI gathers the
@@ -754,8 +807,34 @@ static int sweep(rm_search *s, const rm_scenario *sc, cli_sweep *sw, int jobs, i
 	} else if (isatty(STDERR_FILENO) && !json && cli_sweep_is_root(sw)) {
 		opt.progress = progress_line;
 	}
+	/* Ctrl-C during a sweep into a --db (one process): the rows so far are committed and the
+	 * command says how many the database holds, exit 130 as a shell gives a SIGINT; a second
+	 * Ctrl-C kills at once (SA_RESETHAND) */
+	struct sigaction old_int;
+	bool catching = sw->final_db && !sw->mpi;
+	if (catching) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sigint;
+		sa.sa_flags = SA_RESETHAND | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		interrupted = 0;
+		catching = sigaction(SIGINT, &sa, &old_int) == 0;
+		if (catching)
+			opt.interrupt = &interrupted;
+	}
 	rm_search_progress prog = {0};
 	rm_status st = rm_search_run(s, &opt, &prog, err);
+	if (catching) {
+		sigaction(SIGINT, &old_int, NULL);
+		if (interrupted && st == RM_OK) {
+			fprintf(stderr, "%sremora: interrupted: %lld of %lld candidates stored in %s; rerun the same command to "
+					"resume\n",
+				opt.progress ? "\n" : "", (long long)rm_search_rows(s), (long long)rm_search_count(s),
+				sw->final_db);
+			return CLI_EXIT_INTERRUPTED;
+		}
+	}
 	if (sw->mpi) {
 		rm_error e;
 		rm_error_clear(&e);
@@ -818,7 +897,7 @@ int cli_cmd_search(int argc, char **argv)
 	int shard = 0, shards = 0;
 	int rc = CLI_EXIT_OK;
 	const char *shortopts = "s:d:J:k:jt:p:h";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 's':
 			sets[n_sets++] = optarg;
@@ -883,7 +962,8 @@ int cli_cmd_search(int argc, char **argv)
 	if (optind >= argc || optind + 1 != argc) {
 		free(sets);
 		return optind >= argc ? cli_usage_error("search", "missing SCENARIO")
-				      : cli_usage_error("search", "unexpected argument '%s'", argv[optind + 1]);
+				      : cli_usage_error("search", "unexpected argument '%s'%s", argv[optind + 1],
+								cli_jobs_hint(argc, argv, optind));
 	}
 	if (shards > 1 && !db) {
 		free(sets);
@@ -1050,10 +1130,36 @@ int cli_cmd_search(int argc, char **argv)
 		if (have_base && have_xla && base.ok && base.fits)
 			json_object_set_new(doc, "speedup_vs_as_written",
 					    json_real(best_xla.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu));
+		/* the table's rows: same schedules folded into the first of them ("same": how many more),
+		 * each with its ideal gap */
 		json_t *arr = json_array();
-		for (int i = 0; i < n_best && i < top; i++)
-			json_array_append_new(arr, result_json(&sc, &best[i], rm_search_runtime(s)));
+		for (int i = 0, shown = 0; i < n_best && shown < top; i++, shown++) {
+			int same = 0;
+			while (i + same + 1 < n_best && same_schedule(&best[i], &best[i + same + 1]))
+				same++;
+			json_t *o = result_json(&sc, &best[i], rm_search_runtime(s));
+			json_object_set_new(o, "same", json_integer(same));
+			double g;
+			int got = ideal_gap(s, &best[i], &g, &err);
+			if (got < 0) {
+				json_decref(o);
+				json_decref(arr);
+				json_decref(doc);
+				rc = cli_fail(&err);
+				goto out_w;
+			}
+			json_object_set_new(o, "ideal_gap_pct", got == 1 ? json_real(g) : json_null());
+			json_array_append_new(arr, o);
+			i += same;
+		}
 		json_object_set_new(doc, "top", arr);
+		if (!have_xla) {
+			rc = explain_no_fit(s, &sc, rt, doc, &err);
+			if (rc != CLI_EXIT_OK) {
+				json_decref(doc);
+				goto out_w;
+			}
+		}
 		arr = json_array();
 		for (int i = 0; i < n_pareto; i++)
 			json_array_append_new(arr, result_json(&sc, &pareto[i], rm_search_runtime(s)));
@@ -1075,7 +1181,7 @@ int cli_cmd_search(int argc, char **argv)
 	if (rc != CLI_EXIT_OK)
 		goto out_w;
 	if (!have_xla) {
-		rc = explain_no_fit(s, rt, &err);
+		rc = explain_no_fit(s, &sc, rt, NULL, &err);
 		goto out_w;
 	}
 	/* the best XLA candidate is what a JAX user can paste */

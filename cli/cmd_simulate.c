@@ -138,9 +138,30 @@ void cli_print_breakdown(const rm_breakdown *bd)
  * optimizer state over parallelism.fsdp (x2 per step, same global batch assumed); offloading or
  * not saving the residuals takes at most what they hold. capacity: the bytes the step must fit.
  */
-void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t)
+/* One change that would fit, printed as "    WHAT  about EST (WHY)" or appended to arr: change (the
+ * --set options to paste, or what to do), estimate_bytes (-1: none), note. */
+static void hint_change(json_t *arr, const char *change, int pad, int64_t est, const char *why)
 {
-	char b1[32], b2[32], b3[32];
+	char b[32];
+	if (!arr) {
+		if (est >= 0)
+			printf("    %-*s about %s (%s)\n", pad, change, rm_format_bytes(est, b, sizeof(b)), why);
+		else
+			printf("    %-*s %s\n", pad, change, why);
+		return;
+	}
+	json_t *o = json_object();
+	json_object_set_new(o, "change", json_string(change));
+	if (est >= 0)
+		json_object_set_new(o, "estimate_bytes", json_integer(est));
+	json_object_set_new(o, "note", json_string(why));
+	json_array_append_new(arr, o);
+}
+
+void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t,
+			int64_t gpus, int64_t gpus_per_node, json_t *out)
+{
+	char b1[32], b2[32], b3[32], what[160], why[400];
 	int64_t over = peak - capacity;
 	if (over <= 0)
 		return;
@@ -155,47 +176,77 @@ void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, 
 			order[j] = order[j - 1];
 			order[j - 1] = x;
 		}
-	printf("  over by            %s; at the peak (t = %.3f ms):", rm_format_bytes(over, b1, sizeof(b1)),
-	       rm_time_to_s(bd->peak_time) * 1e3);
-	for (int i = 0; i < n && i < 3; i++)
-		printf("%s %s %s", i ? "," : "", rm_tensor_role_name((rm_tensor_role)order[i]),
-		       rm_format_bytes(bd->role_bytes[order[i]], b2, sizeof(b2)));
-	printf(" (--breakdown)\n");
+	json_t *changes = NULL;
+	if (out) {
+		json_object_set_new(out, "over_bytes", json_integer(over));
+		json_object_set_new(out, "peak_time_s", json_real(rm_time_to_s(bd->peak_time)));
+		json_t *roles = json_array();
+		for (int i = 0; i < n && i < 3; i++) {
+			json_t *o = json_object();
+			json_object_set_new(o, "role", json_string(rm_tensor_role_name((rm_tensor_role)order[i])));
+			json_object_set_new(o, "bytes", json_integer(bd->role_bytes[order[i]]));
+			json_array_append_new(roles, o);
+		}
+		json_object_set_new(out, "at_peak", roles);
+		changes = json_array();
+		json_object_set_new(out, "would_fit", changes);
+	} else {
+		printf("  over by            %s; at the peak (t = %.3f ms):", rm_format_bytes(over, b1, sizeof(b1)),
+		       rm_time_to_s(bd->peak_time) * 1e3);
+		for (int i = 0; i < n && i < 3; i++)
+			printf("%s %s %s", i ? "," : "", rm_tensor_role_name((rm_tensor_role)order[i]),
+			       rm_format_bytes(bd->role_bytes[order[i]], b2, sizeof(b2)));
+		printf(" (--breakdown)\n");
+		printf("  would fit (estimates, first order; paste a line's --set options to check it):\n");
+	}
 	int64_t act = bd->role_bytes[RM_ROLE_ACTIVATION], res = bd->role_bytes[RM_ROLE_RESIDUAL];
 	int64_t state = bd->role_bytes[RM_ROLE_PARAM_SHARD] + bd->role_bytes[RM_ROLE_GRADIENT] +
 			bd->role_bytes[RM_ROLE_OPTIMIZER_STATE];
-	printf("  would fit (estimates, first order; check with --set):\n");
 	bool any = false;
 	int64_t mb = t->micro_batch > 0 ? t->micro_batch : 1;
 	for (int64_t m = mb - 1; m >= 1 && act + res > 0; m--) {
 		int64_t est = peak - (int64_t)((double)(act + res) * (double)(mb - m) / (double)mb);
 		if (est <= capacity) {
-			printf("    training.micro_batch=%lld    about %s (activations and saved residuals, %s, scale with it)\n",
-			       (long long)m, rm_format_bytes(est, b1, sizeof(b1)), rm_format_bytes(act + res, b2, sizeof(b2)));
+			snprintf(what, sizeof(what), "--set training.micro_batch=%lld", (long long)m);
+			snprintf(why, sizeof(why), "activations and saved residuals, %s, scale with it",
+				 rm_format_bytes(act + res, b2, sizeof(b2)));
+			hint_change(changes, what, (int)strlen(what) + 2, est, why);
 			any = true;
 			break;
 		}
 	}
 	if (res >= over) {
-		printf("    save fewer names   the saved residuals hold %s: saving %s less fits (remat.names, or\n"
-		       "                       nothing_saveable, which keeps only the layer inputs)\n",
-		       rm_format_bytes(res, b1, sizeof(b1)), rm_format_bytes(over, b2, sizeof(b2)));
-		printf("    offload them       remat.policy=save_and_offload_only_these_names moves up to %s to host memory\n",
-		       rm_format_bytes(res, b1, sizeof(b1)));
+		snprintf(why, sizeof(why),
+			 "the saved residuals hold %s: saving %s less fits (remat.names, or\n"
+			 "%23snothing_saveable, which keeps only the layer inputs)",
+			 rm_format_bytes(res, b1, sizeof(b1)), rm_format_bytes(over, b2, sizeof(b2)), "");
+		if (changes)
+			snprintf(why, sizeof(why),
+				 "the saved residuals hold %s: saving %s less fits (remat.names, or nothing_saveable, "
+				 "which keeps only the layer inputs)",
+				 rm_format_bytes(res, b1, sizeof(b1)), rm_format_bytes(over, b2, sizeof(b2)));
+		hint_change(changes, "save fewer names", 18, -1, why);
+		snprintf(why, sizeof(why), "remat.policy=save_and_offload_only_these_names moves up to %s to host memory",
+			 rm_format_bytes(res, b1, sizeof(b1)));
+		hint_change(changes, "offload them", 18, -1, why);
 		any = true;
 	}
 	for (int64_t k = 2; k <= 64 && state > 0 && t->fsdp >= 1; k *= 2) {
 		int64_t est = peak - state + state / k;
 		if (est <= capacity) {
-			printf("    parallelism.fsdp=%lld  about %s (%lld x the GPUs: the sharded state, %s, becomes %s)\n",
-			       (long long)(t->fsdp * k), rm_format_bytes(est, b1, sizeof(b1)), (long long)k,
-			       rm_format_bytes(state, b2, sizeof(b2)), rm_format_bytes(state / k, b3, sizeof(b3)));
+			/* k x the GPUs: k x the nodes (a cluster is whole nodes, gpus = gpus_per_node x nodes) */
+			int64_t gpn = gpus_per_node > 0 ? gpus_per_node : gpus;
+			snprintf(what, sizeof(what), "--set parallelism.fsdp=%lld --set cluster.nodes=%lld",
+				 (long long)(t->fsdp * k), (long long)(gpus / (gpn > 0 ? gpn : 1) * k));
+			snprintf(why, sizeof(why), "%lld x the GPUs: the sharded state, %s, becomes %s", (long long)k,
+				 rm_format_bytes(state, b2, sizeof(b2)), rm_format_bytes(state / k, b3, sizeof(b3)));
+			hint_change(changes, what, (int)strlen(what) + 2, est, why);
 			any = true;
 			break;
 		}
 	}
 	if (!any)
-		printf("    no single change: combine a smaller micro-batch, fewer saved names and more GPUs\n");
+		hint_change(changes, changes ? "no single change" : "no single change:", 0, -1, "combine a smaller micro-batch, fewer saved names and more GPUs");
 }
 
 /* At -v: the inputs the run resolved, each with where it came from (stderr; the output is the
@@ -208,9 +259,14 @@ static void log_resolved(const rm_scenario_resolved *res, const rm_schedule_repo
 	char b1[32], b2[32], b3[32], b4[32];
 	for (int f = 0; f < RM_HW_FIELD_COUNT; f++) {
 		const rm_hw_field_info *info = rm_hw_field_info_at((rm_hw_field)f);
-		rm_log_info("hardware %s: %s = %.6g %s (%s)", res->hw.name, info->key,
-			    rm_hw_profile_get(&res->hw, (rm_hw_field)f), info->unit,
-			    res->hw.source[f] ? res->hw.source[f] : "no source");
+		double v = rm_hw_profile_get(&res->hw, (rm_hw_field)f);
+		const char *src = res->hw.source[f] ? res->hw.source[f] : "no source";
+		/* bytes in binary units with the exact count beside them, as `hw show` prints them */
+		if (strcmp(info->unit, "B") == 0 && v >= 0 && v < 9e18)
+			rm_log_info("hardware %s: %s = %s (%.0f B) (%s)", res->hw.name, info->key,
+				    rm_format_bytes((int64_t)v, b1, sizeof(b1)), v, src);
+		else
+			rm_log_info("hardware %s: %s = %.6g %s (%s)", res->hw.name, info->key, v, info->unit, src);
 	}
 	const rm_memory_budget *m = &res->memory;
 	rm_log_info("memory budget: %s usable = %s HBM - %s headroom (%s)", rm_format_bytes(m->usable_bytes, b1, sizeof(b1)),
@@ -508,7 +564,7 @@ static int run(const char *cmd, int argc, char **argv)
 	bool json = false, breakdown = false;
 	const char *trace = NULL, *output = NULL;
 	const char *shortopts = sim ? "s:jt:bh" : "s:o:h";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 's':
 			sets[n_sets++] = optarg;
@@ -825,7 +881,8 @@ static int run(const char *cmd, int argc, char **argv)
 				    (int64_t)(frac * (double)m->memory_capacity_bytes) < cap)
 					cap = (int64_t)(frac * (double)m->memory_capacity_bytes);
 				printf("\n");
-				cli_print_fit_hint(breakdown ? &bd : &fb, m->peak_memory_bytes, cap, &res.train);
+				cli_print_fit_hint(breakdown ? &bd : &fb, m->peak_memory_bytes, cap, &res.train, res.gpus,
+						   sc.gpus_per_node ? sc.gpus_per_node : (int64_t)res.hw.gpus_per_node, NULL);
 			}
 		}
 		if (breakdown)

@@ -398,7 +398,7 @@ int cli_cmd_validate(int argc, char **argv)
 	double max_error = -1;
 	int c;
 	const char *shortopts = "jm:h";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;

@@ -48,12 +48,13 @@ int cli_exec_on_gpu(int argc, char **argv)
 			path, strerror(errno));
 		return CLI_EXIT_FAIL;
 	}
-	/* remora-gpu [-q|-v...] exec ARGS...: the subcommand's argv, the log level carried over */
+	/* remora-gpu [-q|-v...] exec ARGS...: the subcommand's argv, the log level carried over (the
+	 * level before the command name: a -v among ARGS is in argv and counts there again) */
 	static char quiet[] = "-q", verbose[] = "-v";
 	char **args = rm_xcalloc((size_t)argc + 5, sizeof(*args));
 	int k = 0;
 	args[k++] = path;
-	rm_log_level level = rm_log_get_level();
+	rm_log_level level = cli_global_log_level();
 	if (level == RM_LOG_ERROR)
 		args[k++] = quiet;
 	for (int v = RM_LOG_WARN; v < (int)level; v++)

@@ -26,7 +26,7 @@ static const cli_command commands[] = {
 	{"calib", "calibration database: import measurements, fit, show", cli_cmd_calib},
 	{"run-program", "simulate a schedule program: step time, memory, overlap, trace",
 	 cli_cmd_run_program},
-	{"bench", "benchmarks: engine (events per second), search (candidates per second)", cli_cmd_bench},
+	{"bench", "benchmarks: engine (events per second), search and plan (candidates per second)", cli_cmd_bench},
 	{"exec", "run a schedule program on GPUs and compare with the prediction; --dry-run plans it", cli_cmd_exec},
 	{"trace", "profiler traces (PyTorch/Kineto, JAX): import, report the step, overlap and exposed comm",
 	 cli_cmd_trace},
@@ -35,16 +35,21 @@ static const cli_command commands[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: remora [-v|-q] COMMAND [ARGS...]\n\n"
+	fprintf(out, "usage: remora [-v|-vv|-q] COMMAND [ARGS...]\n\n"
 		     "remora predicts the step time and memory of transformer training on H100/H200 "
 		     "GPUs.\n\ncommands:\n");
 	for (size_t i = 0; i < RM_ARRAY_SIZE(commands); i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\noptions:\n"
-		     "  -v, --verbose   more messages on stderr (repeat for debug)\n"
+		     "  -v, --verbose   on stderr, the inputs a run resolved: simulate logs the hardware\n"
+		     "                  profile's figures and their sources, the memory budget's terms,\n"
+		     "                  XLA's memory limit and NCCL's choice per collective shape\n"
+		     "  -vv             also debug lines: search and plan print a line per candidate\n"
+		     "                  (instead of the progress line); simulate adds nothing more\n"
 		     "  -q, --quiet     errors only\n"
 		     "  -V, --version   print the version\n"
-		     "  -h, --help      this help; `remora COMMAND --help` for a command\n");
+		     "  -h, --help      this help; `remora COMMAND --help` for a command\n"
+		     "-v, -vv, -q, --verbose and --quiet may also follow COMMAND (`remora simulate S -v`).\n");
 }
 
 int cli_fail(const rm_error *err)
@@ -88,6 +93,58 @@ int cli_option_error(const char *cmd, int argc, char **argv, const char *shortop
 	if (optopt > 0 && optopt < 256)
 		return cli_usage_error(cmd, "unrecognised option '-%c'", optopt);
 	return cli_usage_error(cmd, "unrecognised option");
+}
+
+/* the level main's own options set, before any the subcommand takes (cli_getopt) */
+static rm_log_level global_level = RM_LOG_WARN;
+
+rm_log_level cli_global_log_level(void)
+{
+	return global_level;
+}
+
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	/* the command's letters and names, then the global ones it does not have itself */
+	static char opts[160];
+	static struct option lo[128];
+	bool has_v = strchr(shortopts, 'v') != NULL, has_q = strchr(shortopts, 'q') != NULL;
+	bool has_verbose = false, has_quiet = false;
+	size_t n = 0;
+	for (const struct option *p = longopts; p && p->name && n + 3 < RM_ARRAY_SIZE(lo); p++) {
+		has_verbose |= strcmp(p->name, "verbose") == 0 || p->val == 'v';
+		has_quiet |= strcmp(p->name, "quiet") == 0 || p->val == 'q';
+		lo[n++] = *p;
+	}
+	if (!has_verbose && !has_v)
+		lo[n++] = (struct option){"verbose", no_argument, NULL, 'v'};
+	if (!has_quiet && !has_q)
+		lo[n++] = (struct option){"quiet", no_argument, NULL, 'q'};
+	lo[n] = (struct option){0, 0, 0, 0};
+	snprintf(opts, sizeof(opts), "%s%s%s", shortopts, has_v || has_verbose ? "" : "v",
+		 has_q || has_quiet ? "" : "q");
+	for (;;) {
+		int c = getopt_long(argc, argv, opts, lo, NULL);
+		if (c == 'v' && !has_v && !has_verbose) {
+			rm_log_level l = rm_log_get_level();
+			rm_log_set_level(l < RM_LOG_DEBUG ? (rm_log_level)(l + 1) : RM_LOG_DEBUG);
+		} else if (c == 'q' && !has_q && !has_quiet)
+			rm_log_set_level(RM_LOG_ERROR);
+		else
+			return c;
+	}
+}
+
+const char *cli_jobs_hint(int argc, char **argv, int from)
+{
+	bool number = false, j = false;
+	for (int i = from; i < argc; i++)
+		number |= argv[i][0] && argv[i][strspn(argv[i], "0123456789")] == '\0';
+	for (int i = 1; i < from && i < argc; i++) {
+		const char *a = argv[i];
+		j |= a[0] == '-' && a[1] && a[1] != '-' && a[strlen(a) - 1] == 'j';
+	}
+	return number && j ? " (-j is --json; --jobs N or -J N sets the jobs)" : "";
 }
 
 /* The absolute path of path's folder (links resolved) joined with its last component, for paths
@@ -193,6 +250,7 @@ int main(int argc, char **argv)
 	if (verbosity > RM_LOG_DEBUG)
 		verbosity = RM_LOG_DEBUG;
 	rm_log_set_level((rm_log_level)verbosity);
+	global_level = (rm_log_level)verbosity;
 	if (optind >= argc) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;

@@ -436,9 +436,11 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 		if (!t || end == t || *end || !(v >= 0) || !isfinite(v))
 			return fail_at(r, n, RM_INVALID, "%s: expected a non-negative number", k->path);
 		/* the range is checked here, so converting the value later cannot overflow */
+		/* xla.mem_fraction refuses 0 as well (resolving says why): its range reads (0, 1] */
 		if (v < (double)k->min || v > (double)k->max)
-			return fail_at(r, n, RM_RANGE, "%s: %g is outside [%lld, %lld]", k->path, v,
-				       (long long)k->min, (long long)k->max);
+			return fail_at(r, n, RM_RANGE, "%s: %g is outside %s%lld, %lld]", k->path, v,
+				       strcmp(k->path, "xla.mem_fraction") == 0 ? "(" : "[", (long long)k->min,
+				       (long long)k->max);
 		*(double *)(base + k->off) = v;
 		return RM_OK;
 	}

@@ -42,19 +42,24 @@ elif ! $typed; then
   [ -n "$type" ] && [ "$type" != release ] &&
     echo "setup: $build is a $type build; scripts/setup.sh $build -Dbuildtype=release makes the faster one" >&2
 fi
-# progress every tenth of ninja's steps; the compiler's own words when it fails
+# progress every tenth of ninja's steps; the compiler's own words when it fails. A bash loop, not
+# awk: mawk (Debian's awk) reads a pipe in blocks, so its lines came in bursts at the end.
+progress() {
+  local line n m p nx=0 t0=$SECONDS
+  while IFS= read -r line; do
+    [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]] || continue
+    n=${BASH_REMATCH[1]} m=${BASH_REMATCH[2]}
+    ((m > 0)) || continue
+    p=$((100 * n / m))
+    if ((p >= nx)); then
+      printf 'setup: %3d%% (%d of %d steps, %d s)\n' "$p" "$n" "$m" $((SECONDS - t0)) >&2
+      nx=$((p - p % 10 + 10))
+    fi
+  done
+}
 log=$(mktemp)
 echo "setup: building $build on ${NINJA_JOBS:-2} jobs" >&2
-if ! ninja -C "$build" -j "${NINJA_JOBS:-2}" 2>&1 | tee "$log" |
-  awk -F'[][/]' -v t0="$(date +%s)" '
-    $1 == "" && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $3 > 0 {
-      p = int(100 * $2 / $3)
-      if (p >= nx) {
-        "date +%s" | getline t; close("date +%s")
-        printf "setup: %3d%% (%d of %d steps, %d s)\n", p, $2, $3, t - t0 > "/dev/stderr"
-        nx = p - p % 10 + 10
-      }
-    }'; then
+if ! ninja -C "$build" -j "${NINJA_JOBS:-2}" 2>&1 | tee "$log" | progress; then
   grep -E -B2 -A6 'error|FAILED' "$log" | tail -60 >&2
   rm -f "$log"
   echo "setup: the build in $build failed (the errors above)" >&2

@@ -1243,8 +1243,8 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 			in_batch = 0;
 			last_commit = t;
 		}
-		if (opt->stop_after > 0 && written >= opt->stop_after) {
-			/* as if killed right after a commit: nothing more is written */
+		if ((opt->stop_after > 0 && written >= opt->stop_after) || (opt->interrupt && *opt->interrupt)) {
+			/* as if killed right after a commit (or interrupted): nothing more is written */
 			if (st == RM_OK)
 				st = search_store_commit(s, err);
 			in_batch = -1;

@@ -7,10 +7,13 @@
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct run_result {
@@ -228,6 +231,18 @@ Test(golden, search_seed_json, .timeout = 240)
 	cr_assert_gt(json_real_value(json_object_get(doc, "speedup_vs_as_written")), 1.0);
 	cr_assert_eq(json_integer_value(json_object_get(doc, "candidates_evaluated")),
 		     json_integer_value(json_object_get(doc, "candidates_total")));
+	/* top is the table's ten rows (search-seed.txt): the first folds 5 same schedules, XLA gives
+	 * up -0.2% against the ideal runtime there; the tenth is the winner's policy at mb 2 */
+	json_t *top = json_object_get(doc, "top");
+	cr_assert_eq(json_array_size(top), 10);
+	json_t *t0 = json_array_get(top, 0), *t9 = json_array_get(top, 9);
+	cr_expect_str_eq(json_string_value(json_object_get(t0, "label")), "save: q,k,v,gate,up,ctx");
+	cr_expect_eq(json_integer_value(json_object_get(t0, "same")), 5);
+	cr_expect(fabs(json_real_value(json_object_get(t0, "ideal_gap_pct")) - -0.2) < 0.05);
+	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(top, 2), "label")), "dots_saveable");
+	cr_expect_eq(json_integer_value(json_object_get(json_array_get(top, 2), "same")), 14);
+	cr_expect_str_eq(json_string_value(json_object_get(t9, "label")), "save: q,k,v,gate,up,ctx");
+	cr_expect_eq(json_integer_value(json_object_get(t9, "micro_batch")), 2);
 	json_decref(doc);
 	free(out);
 }
@@ -283,9 +298,27 @@ Test(golden, simulate_does_not_fit_says_what_would)
 	cr_expect(strstr(r.out, ", micro-batch 12 x grad_accum 1, XLA schedule (scan)\n"), "%s", r.out);
 	cr_expect(strstr(r.out, "\n  over by            8.73 GiB; at the peak (t = "), "%s", r.out);
 	cr_expect(strstr(r.out, "residual 35.25 GiB, activation 20.05 GiB, optimizer_state 9.41 GiB"), "%s", r.out);
-	cr_expect(strstr(r.out, "\n    training.micro_batch=10    about 59.25 GiB"), "%s", r.out);
-	cr_expect(strstr(r.out, "\n    parallelism.fsdp=32  about 58.87 GiB (4 x the GPUs"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    --set training.micro_batch=10   about 59.25 GiB"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    --set parallelism.fsdp=32 --set cluster.nodes=4   about 58.87 GiB (4 x the GPUs"), "%s",
+		  r.out);
 	cr_expect(strstr(r.out, "moves up to 35.25 GiB to host memory"), "%s", r.out);
+	/* each --set line runs as pasted: 4 x the GPUs as 4 nodes of 8 (fsdp 32 must divide the
+	 * cluster's GPUs), and it fits */
+	static const char *const lines[] = {"\n    --set parallelism.fsdp=", "\n    --set training.micro_batch="};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		const char *at = strstr(r.out, lines[i]);
+		cr_assert_not_null(at, "%s", r.out);
+		at += 5;
+		const char *stop = strstr(at, "   about");
+		cr_assert_not_null(stop);
+		char again[1600];
+		snprintf(again, sizeof(again), "simulate %s --set training.micro_batch=12 %.*s", seed_arg(), (int)(stop - at), at);
+		run_result p = run_remora(again, true);
+		cr_expect_eq(p.exit_code, 0, "remora %s: %s", again, p.out);
+		cr_expect(strstr(p.out, " GiB of the 59.74 GiB BFC pool (78.63 GiB of HBM usable)  fits\n"), "remora %s: %s", again,
+			  p.out);
+		free(p.out);
+	}
 	free(r.out);
 	/* a step that fits says nothing of it */
 	snprintf(args, sizeof(args), "simulate %s --set training.micro_batch=10", seed_arg());
@@ -310,7 +343,32 @@ Test(golden, search_nothing_fits_says_what_would)
 	cr_expect(strstr(r.out, "\nbest plan for XLA: DOES NOT FIT. Closest: as written, mb 12, peak 68.47 GiB of 59.74 "
 				"GiB in the BFC pool\n  over by            8.73 GiB"),
 		  "%s", r.out);
-	cr_expect(strstr(r.out, "\n    training.micro_batch=10    about 59.25 GiB"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    --set training.micro_batch=10   about 59.25 GiB"), "%s", r.out);
+	free(r.out);
+	/* --json: no best and no rows, but the closest candidate and the hint, exit 0 */
+	char jargs[1700];
+	snprintf(jargs, sizeof(jargs), "%s --json", args);
+	r = run_remora(jargs, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	json_error_t jerr;
+	json_t *doc = json_loads(r.out, 0, &jerr);
+	cr_assert_not_null(doc, "%s: %s", jerr.text, r.out);
+	cr_expect(json_is_null(json_object_get(doc, "best")));
+	cr_expect_eq(json_array_size(json_object_get(doc, "top")), 0);
+	json_t *closest = json_object_get(doc, "closest");
+	cr_expect_str_eq(json_string_value(json_object_get(closest, "label")), "as written");
+	cr_expect_eq(json_integer_value(json_object_get(closest, "micro_batch")), 12);
+	/* 68.47 GiB over 59.74 GiB: 8.73 GiB = 9375784960 B over */
+	json_t *hint = json_object_get(doc, "hint");
+	cr_expect_eq(json_integer_value(json_object_get(hint, "over_bytes")), 9375784960);
+	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(hint, "at_peak"), 0), "role")),
+			 "residual");
+	json_t *fit = json_object_get(hint, "would_fit");
+	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(fit, 0), "change")),
+			 "--set training.micro_batch=10");
+	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(fit, 3), "change")),
+			 "--set parallelism.fsdp=32 --set cluster.nodes=4");
+	json_decref(doc);
 	free(r.out);
 }
 
@@ -349,6 +407,30 @@ Test(golden, simulate_verbose_logs_resolved_inputs)
 				"Simple, 24 channels, 1068.96 us, busBW 331.31 GB/s\n"),
 		  "%s", r.out);
 	cr_expect(strstr(r.out, "remora: info: schedule: 133 collectives, 127 async"), "%s", r.out);
+	/* bytes in binary units with the exact count, as hw show gives them */
+	cr_expect(strstr(r.out, "remora: info: hardware h100-sxm: hbm_bytes = 79.65 GiB (85520809984 B) ("), "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: hardware h100-sxm: l2_bytes = 47.68 MiB (50000000 B) ("), "%s", r.out);
+	cr_expect_null(strstr(r.out, "e+"), "%s", r.out);
+	free(r.out);
+	/* the global options also after the command name, spelt either way; -q there too */
+	static const char *const after[] = {"-v", "--verbose", "-j -v"};
+	for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+		snprintf(args, sizeof(args), "simulate %s %s", seed_arg(), after[i]);
+		r = run_remora(args, true);
+		cr_expect_eq(r.exit_code, 0, "remora %s: %s", args, r.out);
+		cr_expect(strstr(r.out, "remora: info: XLA memory limit: 46.32 GiB"), "remora %s: %s", args, r.out);
+		cr_expect_null(strstr(r.out, "remora: debug:"), "remora %s: %s", args, r.out);
+		free(r.out);
+	}
+	snprintf(args, sizeof(args), "-v simulate %s -v --set training.micro_batch=4", seed_arg());
+	r = run_remora(args, true);
+	cr_expect_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect(strstr(r.out, "remora: info: XLA memory limit:"), "%s", r.out);
+	free(r.out);
+	snprintf(args, sizeof(args), "simulate %s -q", seed_arg());
+	r = run_remora(args, true);
+	cr_expect_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect_null(strstr(r.out, "remora: warning:"), "%s", r.out);
 	free(r.out);
 	snprintf(args, sizeof(args), "simulate %s", seed_arg());
 	r = run_remora(args, true);
@@ -398,6 +480,9 @@ Test(cli_errors, bad_usage_exits_2)
 		{"simulate", "missing SCENARIO"},
 		{"search", "missing SCENARIO"},
 		{"search x.yaml --jobs 0", "--jobs expects a positive integer"},
+		{"bench", "missing the benchmark name: engine, search or plan"},
+		{"search x.yaml -j 2", "unexpected argument '2' (-j is --json; --jobs N or -J N sets the jobs)"},
+		{"plan llama-2-7b -j 4", "unexpected argument '4' (-j is --json; --jobs N or -J N sets the jobs)"},
 		{"search x.yaml --db ''", "--db needs a file name"},
 		{"search x.yaml --trace ''", "--trace needs a file name"},
 		/* a malformed --set is usage in every command that takes one, before any file is read */
@@ -451,6 +536,67 @@ Test(cli_errors, bad_options_are_named_once)
 		cr_expect(strncmp(r.out, "remora: error: ", 15) == 0, "remora %s said: %s", cases[i][0], r.out);
 		free(r.out);
 	}
+}
+
+/* Ctrl-C during a search into a --db: exit 130 as a shell gives, and a line on stderr saying how
+ * many candidates the database holds; the same command then simulates exactly the rest (the
+ * signal comes once the database exists, whichever row the sweep is at). */
+Test(cli_errors, ctrl_c_during_a_db_search_says_what_is_stored, .timeout = 120)
+{
+	const char *bin = getenv("REMORA_BIN"), *data = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(bin);
+	cr_assert_not_null(data);
+	char dir[] = "/tmp/remora-interrupt-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char db[600], errpath[600], seed[1200];
+	snprintf(db, sizeof(db), "%s/sweep.db", dir);
+	snprintf(errpath, sizeof(errpath), "%s/stderr.txt", dir);
+	snprintf(seed, sizeof(seed), "%s/scenarios/seed-llama2-7b-fsdp8-h100.yaml", data);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (!freopen("/dev/null", "w", stdout) || !freopen(errpath, "w", stderr))
+			_exit(127);
+		execl(bin, bin, "search", seed, "--db", db, (char *)NULL);
+		_exit(127);
+	}
+	struct timespec tick = {.tv_nsec = 50000000}, half = {.tv_nsec = 500000000};
+	for (int i = 0; i < 1200 && access(db, F_OK) != 0; i++)
+		nanosleep(&tick, NULL);
+	nanosleep(&half, NULL);
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	int status = 0;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d", status);
+	FILE *f = fopen(errpath, "r");
+	cr_assert_not_null(f);
+	static char err[4096];
+	size_t n = fread(err, 1, sizeof(err) - 1, f);
+	err[n] = '\0';
+	fclose(f);
+	const char *line = strstr(err, "remora: interrupted: ");
+	cr_assert_not_null(line, "%s", err);
+	long long stored = -1, total = -1;
+	char tail[256] = "";
+	cr_assert_eq(sscanf(line, "remora: interrupted: %lld of %lld candidates stored in %255[^\n]", &stored, &total, tail), 3,
+		     "%s", err);
+	cr_expect_eq(total, 12951);
+	cr_expect(stored > 0 && stored < total, "%s", err);
+	char want[800];
+	snprintf(want, sizeof(want), "%s; rerun the same command to resume", db);
+	cr_expect_str_eq(tail, want);
+	char args[1800];
+	snprintf(args, sizeof(args), "search '%s' --db '%s' --jobs 2", seed, db);
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	char again[200];
+	snprintf(again, sizeof(again), ": 12951 candidates in the space, %lld simulated now (the rest were already in the database)\n",
+		 total - stored);
+	cr_expect(strstr(r.out, again), "want %s in %s", again, r.out);
+	free(r.out);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
 }
 
 /* Output to a full disk is an error (exit 1), said once: --json's own message, or main's for text. */
@@ -651,6 +797,36 @@ Test(golden, search_top_shows_k_folded_rows, .timeout = 120)
 	free(all.out);
 }
 
+/* --top 1000 (the most it takes): the # column widens to the four digits of row 1000 and the
+ * policy column narrows by one, so every row's "mb" column starts where the header's does. */
+Test(golden, search_top_1000_keeps_the_columns, .timeout = 240)
+{
+	char args[1400];
+	snprintf(args, sizeof(args), "search %s --jobs 2 --top 1000", seed_arg());
+	run_result r = run_remora(args, false);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	const char *head = strstr(r.out, "\n  #    policy ");
+	cr_assert_not_null(head, "%s", r.out);
+	head++;
+	size_t mb_at = (size_t)(strstr(head, " mb flags") - head);
+	static const char *const rows[] = {"\n  1    ", "\n  999  ", "\n  1000 "};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const char *row = strstr(head, rows[i]);
+		cr_assert_not_null(row, "no row %s", rows[i] + 1);
+		row++;
+		/* the micro-batch right-aligned in 4 columns ending where "mb" does, then the flags */
+		cr_expect(row[mb_at + 2] >= '1' && row[mb_at + 2] <= '9' && row[mb_at + 3] == ' ', "%.150s", row);
+	}
+	cr_expect_null(strstr(head, "\n  1001 "), "%s", head);
+	/* past 1000 is refused */
+	snprintf(args, sizeof(args), "search %s --top 1001", seed_arg());
+	run_result e = run_remora(args, true);
+	cr_expect_eq(e.exit_code, 2);
+	cr_expect(strstr(e.out, "--top at most 1000"), "%s", e.out);
+	free(e.out);
+	free(r.out);
+}
+
 /* An XLA scenario without xla.version says which defaults it runs on; it was described as the
  * ideal runtime ("collectives on their own stream ... (not XLA)"). */
 Test(golden, simulate_unversioned_xla_names_its_defaults)
@@ -728,7 +904,7 @@ Test(golden, plan_vv_logs_each_candidate)
 	cr_assert_eq(r.exit_code, 0, "%s", r.out);
 	cr_assert(strstr(r.out, "remora: plan h100-sxm, 8 GPUs: 2 layouts x 1 policies x 4 micro-batches\n"), "%s", r.out);
 	cr_assert_eq(count_lines(r.out, "remora: candidate "), 9, "%s", r.out);
-	cr_assert(strstr(r.out, "remora: candidate 6/9: [tp=2 sp pp=1 cp=1 fsdp=4 rep=1] nothing_saveable, mb 1: step "),
+	cr_assert(strstr(r.out, "remora: candidate 6/9: TP 2 (SP) x FSDP 4, nothing_saveable, mb 1: step "),
 		  "%s", r.out);
 	cr_assert_null(strstr(r.out, "\r"), "no progress line on a pipe");
 	free(r.out);
@@ -799,6 +975,29 @@ Test(golden, plan_plot_points)
 	cr_assert(strstr(script, "$answers using 1:2 with points"), "%s", script);
 	cr_assert(strstr(script, "set terminal pngcairo"), "%s", script);
 	cr_assert_null(strstr(script, "cost-vs-time"), "one hardware has no price: no cost plot");
+	/* the ranges come from the data: GPUs 8 and 16 over log2 give [8/1.3, 16 x 1.3], a tic at
+	 * each count */
+	cr_assert(strstr(script, "\nset xrange [6.15385:20.8]\n"), "%s", script);
+	cr_assert(strstr(script, "\nset xtics (8, 16)\n"), "%s", script);
+	/* one GPU count, both priced: no empty range for gnuplot to warn of ([4:16] around 8), the
+	 * cost axis says what its unit is, and the table says where the cost comes from */
+	snprintf(args, sizeof(args),
+		 "plan llama-2-7b --tokens 1G --gpus 8 --seq-len 1024 --global-batch 64 --tp 1 --pp 1 "
+		 "--policy nothing_saveable --hardware h100-sxm,h200-sxm --price h100-sxm=2.5,h200-sxm=3.5 --plot %s",
+		 dir);
+	r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_expect_null(strstr(r.out, "Warning"), "%s", r.out);
+	cr_expect(strstr(r.out, "\nh100-sxm  (cost in price units: --price 2.5 per GPU-hour x GPU-hours)\n"), "%s", r.out);
+	free(r.out);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	static char script2[8192];
+	n = fread(script2, 1, sizeof(script2) - 1, f);
+	script2[n] = '\0';
+	fclose(f);
+	cr_expect(strstr(script2, "\nset xrange [4:16]\n"), "%s", script2);
+	cr_expect(strstr(script2, "\nset ylabel 'cost (price units: --price per GPU-hour x GPU-hours)'\n"), "%s", script2);
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);

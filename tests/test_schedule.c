@@ -532,7 +532,7 @@ Test(scenario, bad_files_point_at_the_key)
 	expect_scenario_error("model: llama-2-7b\nscheduler:\n  mode: fast\n", RM_INVALID, 3, 9, "expected xla, ideal, fsdp2 or megatron");
 	/* JAX's client settings */
 	expect_scenario_error("model: llama-2-7b\nxla:\n  allocator: cuda\n", RM_INVALID, 3, 14, "expected bfc");
-	expect_scenario_error("model: llama-2-7b\nxla:\n  mem_fraction: 1.5\n", RM_RANGE, 3, 17, "outside [0, 1]");
+	expect_scenario_error("model: llama-2-7b\nxla:\n  mem_fraction: 1.5\n", RM_RANGE, 3, 17, "1.5 is outside (0, 1]");
 	expect_scenario_error("model: llama-2-7b\nxla:\n  mem_fraction: 0\n", RM_RANGE, 3, 17, "above 0");
 	expect_scenario_error("model: llama-2-7b\nxla:\n  allocator: platform\n  mem_fraction: 0.9\n", RM_INVALID, 4, 17,
 			      "takes no fraction");

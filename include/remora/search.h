@@ -27,6 +27,7 @@
 #ifndef REMORA_SEARCH_H
 #define REMORA_SEARCH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -113,6 +114,10 @@ typedef struct rm_search_options {
 	/* true: the unoptimised reference path (every candidate simulated on its own: no memo of
 	 * equal plans, no shared caches); the rows are the same bit for bit (tests compare them) */
 	bool reference;
+	/* non-NULL: polled after each row is stored; once it reads non-zero (a SIGINT handler set
+	 * it) the sweep commits what it wrote and returns RM_OK early, as stop_after does, with the
+	 * progress counting what was done. NULL: runs to the end. */
+	const volatile sig_atomic_t *interrupt;
 } rm_search_options;
 
 /*

@@ -220,7 +220,7 @@ int cli_cmd_trace(int argc, char **argv)
 	bool json = false;
 	int c;
 	const char *shortopts = "jh";
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;

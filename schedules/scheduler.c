@@ -742,6 +742,10 @@ typedef struct emitter {
 	int32_t s_tpce;              /* async TP: the copy-engine stream of its peer copies, -1 */
 	int32_t atp_ev[RM_ATP_MAX + 1]; /* async TP: event of the copy bringing shard i (i >= 1) */
 	int32_t atp_recv;            /* async TP: the received reduce-scatter chunks, -1 */
+	/* per (layer context, plan, phase, graph op): 1 + the program op that first emitted it
+	 * plainly (emit_plain), 0 none; [((kind * 2 + plan) * RM_PPHASE_COUNT + phase) * twin_ops + op] */
+	int32_t *twin;
+	int twin_ops;
 	char name[160];
 } emitter;
 
@@ -837,6 +841,29 @@ static int32_t emit(emitter *e, rm_program_op_desc *d, const int32_t *in, uint32
 	if (event_out)
 		*event_out = ev;
 	return op;
+}
+
+/*
+ * emit() for a layer op whose cost is op_cost's for (layer context, plan, phase, graph op),
+ * unchanged: the op names the first op emitted for the same key as its cost twin
+ * (rm_program_op.same_cost_as) when their costs are equal byte for byte, so the simulator prices
+ * the layers' copies of one op once.
+ */
+static void emit_plain(emitter *e, const ctx *x, int l, const slot *s, rm_program_op_desc *d, const int32_t *in,
+		       uint32_t n_in, const int32_t *out, uint32_t n_out)
+{
+	int kind = e->x->n_dense > 0 && x == e->x->kinds[1] ? 1 : 0;
+	int plan = plan_of(x, l) == &x->plan ? 0 : 1;
+	int32_t *slot_of = NULL;
+	if (e->twin && s->op >= 0 && s->op < e->twin_ops && (unsigned)s->phase < RM_PPHASE_COUNT)
+		slot_of = &e->twin[((size_t)(kind * 2 + plan) * RM_PPHASE_COUNT + (size_t)s->phase) * (size_t)e->twin_ops +
+				   (size_t)s->op];
+	d->same_cost_as = 0;
+	if (slot_of && *slot_of > 0 && memcmp(&e->p->ops[*slot_of - 1].cost, &d->cost, sizeof(d->cost)) == 0)
+		d->same_cost_as = *slot_of;
+	int32_t op = emit(e, d, in, n_in, out, n_out, -1, NULL);
+	if (slot_of && *slot_of == 0)
+		*slot_of = op + 1;
 }
 
 static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
@@ -1232,7 +1259,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 		else if (role == ATP_RS)
 			emit_atp_reduce(e, &d, in, ni, out, no, op->coll_bytes);
 		else
-			emit(e, &d, in, ni, out, no, -1, NULL);
+			emit_plain(e, x, l, s, &d, in, ni, out, no);
 		if (!rec)
 			emit_offloads(e, s, l, mb);
 		return;
@@ -1275,7 +1302,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 				in[ni++] = gt->grads[rg];
 			}
 		}
-		emit(e, &d, in, ni, out, no, -1, NULL);
+		emit_plain(e, x, l, s, &d, in, ni, out, no);
 		if (x->R > 1 && x->cfg->wl->train.fsdp == 1 && s->op == x->last_wgrad && mb == x->A - 1 &&
 		    (!x->cfg->megatron || x->cfg->overlap_grad_reduce)) {
 			/* data parallelism without FSDP: the layer's gradients, complete after its last
@@ -1311,7 +1338,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 		atp_keep(&u, &d, e->name, in, ni, out, no);
 		emit_atp_users(e, &u, 1, e->chain);
 	} else {
-		emit(e, &d, in, ni, out, no, -1, NULL);
+		emit_plain(e, x, l, s, &d, in, ni, out, no);
 	}
 	e->chain = gout;
 	t->bgrad[s->op] = gout;
@@ -2899,6 +2926,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	int nops = x.layer->n_ops;
 	if (x.n_dense > 0 && dense.layer->n_ops > nops)
 		nops = dense.layer->n_ops;
+	e.twin_ops = nops;
+	e.twin = rm_new(int32_t, (size_t)2 * 2 * RM_PPHASE_COUNT * (size_t)nops + 1);
 	int32_t *bgrad_pool = rm_new(int32_t, nlt * (size_t)nops + 1);
 	for (size_t i = 0; i < nlt * (size_t)nops; i++)
 		bgrad_pool[i] = -1;
@@ -2932,6 +2961,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	free(e.lt);
 	free(pool);
 	free(bgrad_pool);
+	free(e.twin);
 	free(e.embed_fwd);
 	free(e.head_fwd);
 	free(e.pending);

@@ -32,7 +32,10 @@ rm_time_ps rm_time_from_s(double s)
 	/* llround's result past LLONG_MAX is unspecified; doubles that large are whole numbers */
 	if (ps >= 9.2e18)
 		return (rm_time_ps)ps;
-	return (rm_time_ps)llround(ps);
+	/* llround(ps), half away from zero, without the libm call: ps - its integer part is exact
+	 * (both below 2^63, the difference below 1 and representable), so the test is too */
+	rm_time_ps whole = (rm_time_ps)ps;
+	return ps - (double)whole >= 0.5 ? whole + 1 : whole;
 }
 
 /* ---- creation --------------------------------------------------------------------------- */
@@ -129,55 +132,74 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		sim_op *so = &sim->ops[i];
-		const rm_sim_price *pr = NULL;
-		rm_sim_price scratch;
-		if (op->cost.kind == RM_COST_COLLECTIVE && op->time_s < 0 && !sim->opt.unpriced_cache) {
-			if (!prices)
-				prices = own_prices = rm_sim_prices_create();
-			if (price_ctx < 0)
-				price_ctx = sim_prices_context(prices, cm, hw);
-			pr = sim_prices_get(prices, price_ctx, cm, &op->cost, hw, &scratch);
-		}
-		double t_s = op->time_s >= 0 ? op->time_s : pr ? pr->time_s : cm->op_time_s(cm, &op->cost, hw);
-		if (!isfinite(t_s) || t_s < 0 || rm_time_from_s(t_s) > SIM_MAX_SOLO_PS) {
-			rm_error_set(err, RM_INVALID, NULL, 0, 0,
-				     "ops[%d] '%s': the cost model gives %g s (expected 0 to 1e4 s)", i,
-				     op->name, t_s);
-			free(recorder);
-			free(last_in_stream);
-			free(last_in_queue);
-			free(stream_prev);
-			free(stream_rank);
-			rm_sim_prices_destroy(own_prices);
-			rm_sim_destroy(sim);
-			return NULL;
-		}
-		so->solo = rm_time_from_s(t_s);
-		int sms = pr ? pr->sms : cm->sms_held(cm, &op->cost, hw);
-		so->sms = (uint16_t)(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
-		so->res = (uint8_t)rm_cost_op_resource(&op->cost);
-		if (op->cost.kind == RM_COST_GEMM) {
-			double tiles = rm_cost_gemm_tiles(&op->cost.gemm, hw);
-			so->tiles = tiles >= 1 && tiles < 4e9 ? (uint32_t)tiles : 0;
-		} else if (op->cost.kind == RM_COST_COLLECTIVE && t_s > 0) {
-			double gbps = rm_cost_collective_hbm_GBps(&op->cost.collective, t_s);
-			so->hbm_GBps = gbps < 4e9 ? (uint32_t)llround(gbps) : UINT32_MAX;
-		}
-		rm_net_load load;
-		const rm_net_load *ld = NULL;
-		if (so->res == RM_RES_NET && cm->net_load && t_s > 0) {
-			if (pr)
-				ld = pr->has_net ? &pr->net : NULL;
-			else if (cm->net_load(cm, &op->cost, hw, t_s, &load))
-				ld = &load;
-		}
-		if (ld) {
-			if (!sim->net_share)
-				sim->net_share = rm_xcalloc(nn * RM_NET_LEVELS, sizeof(uint32_t));
-			for (int l = 0; l < RM_NET_LEVELS; l++) {
-				double ppm = ld->share[l] * 1e6;
-				sim->net_share[(size_t)i * RM_NET_LEVELS + l] =
-					ppm > 0 ? (uint32_t)llround(fmin(fmax(ppm, 1.0), 1e6)) : 0;
+		/* a cost twin the program names (rm_program_op.same_cost_as), priced by the model too
+		 * and equal byte for byte: its figures are this op's */
+		const rm_program_op *twin =
+			op->same_cost_as > 0 && op->same_cost_as <= i && op->time_s < 0 && !sim->opt.unpriced_cache
+				? &prog->ops[op->same_cost_as - 1]
+				: NULL;
+		if (twin && twin->time_s < 0 && memcmp(&twin->cost, &op->cost, sizeof(op->cost)) == 0) {
+			const sim_op *tw = &sim->ops[op->same_cost_as - 1];
+			so->solo = tw->solo;
+			so->sms = tw->sms;
+			so->res = tw->res;
+			so->tiles = tw->tiles; /* or hbm_GBps: the union's one word */
+			if (sim->net_share)
+				memcpy(sim->net_share + (size_t)i * RM_NET_LEVELS,
+				       sim->net_share + (size_t)(op->same_cost_as - 1) * RM_NET_LEVELS,
+				       RM_NET_LEVELS * sizeof(uint32_t));
+		} else {
+			const rm_sim_price *pr = NULL;
+			rm_sim_price scratch;
+			if (op->cost.kind == RM_COST_COLLECTIVE && op->time_s < 0 && !sim->opt.unpriced_cache) {
+				if (!prices)
+					prices = own_prices = rm_sim_prices_create();
+				if (price_ctx < 0)
+					price_ctx = sim_prices_context(prices, cm, hw);
+				pr = sim_prices_get(prices, price_ctx, cm, &op->cost, hw, &scratch);
+			}
+			double t_s = op->time_s >= 0 ? op->time_s : pr ? pr->time_s : cm->op_time_s(cm, &op->cost, hw);
+			rm_time_ps solo = isfinite(t_s) && t_s >= 0 ? rm_time_from_s(t_s) : 0;
+			if (!isfinite(t_s) || t_s < 0 || solo > SIM_MAX_SOLO_PS) {
+				rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					     "ops[%d] '%s': the cost model gives %g s (expected 0 to 1e4 s)", i,
+					     op->name, t_s);
+				free(recorder);
+				free(last_in_stream);
+				free(last_in_queue);
+				free(stream_prev);
+				free(stream_rank);
+				rm_sim_prices_destroy(own_prices);
+				rm_sim_destroy(sim);
+				return NULL;
+			}
+			so->solo = solo;
+			int sms = pr ? pr->sms : cm->sms_held(cm, &op->cost, hw);
+			so->sms = (uint16_t)(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
+			so->res = (uint8_t)rm_cost_op_resource(&op->cost);
+			if (op->cost.kind == RM_COST_GEMM) {
+				double tiles = rm_cost_gemm_tiles(&op->cost.gemm, hw);
+				so->tiles = tiles >= 1 && tiles < 4e9 ? (uint32_t)tiles : 0;
+			} else if (op->cost.kind == RM_COST_COLLECTIVE && t_s > 0) {
+				double gbps = rm_cost_collective_hbm_GBps(&op->cost.collective, t_s);
+				so->hbm_GBps = gbps < 4e9 ? (uint32_t)llround(gbps) : UINT32_MAX;
+			}
+			rm_net_load load;
+			const rm_net_load *ld = NULL;
+			if (so->res == RM_RES_NET && cm->net_load && t_s > 0) {
+				if (pr)
+					ld = pr->has_net ? &pr->net : NULL;
+				else if (cm->net_load(cm, &op->cost, hw, t_s, &load))
+					ld = &load;
+			}
+			if (ld) {
+				if (!sim->net_share)
+					sim->net_share = rm_xcalloc(nn * RM_NET_LEVELS, sizeof(uint32_t));
+				for (int l = 0; l < RM_NET_LEVELS; l++) {
+					double ppm = ld->share[l] * 1e6;
+					sim->net_share[(size_t)i * RM_NET_LEVELS + l] =
+						ppm > 0 ? (uint32_t)llround(fmin(fmax(ppm, 1.0), 1e6)) : 0;
+				}
 			}
 		}
 		so->stream = op->stream;

@@ -99,7 +99,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	/* Tensors. */
 	size_t nt = (size_t)prog->n_tensors + 1;
 	sim->tensor_bytes = rm_xmalloc(nt * sizeof(int64_t));
-	sim->tensor_host = rm_xcalloc(nt, 1);
+	sim->tensor_host = rm_xmalloc(nt); /* every tensor's set below */
 	sim->tensor_consumers = rm_xcalloc(nt, sizeof(int32_t));
 	for (int32_t t = 0; t < prog->n_tensors; t++) {
 		const rm_program_tensor *tn = &prog->tensors[t];
@@ -114,7 +114,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	}
 
 	/* Ops: costs, stream and queue predecessors, event recorders. */
-	sim->ops = rm_xcalloc(nn, sizeof(sim_op));
+	/* not zeroed: the loop below sets every field of each op (succ_n, flags and tiles to 0
+	 * first), the successor and memory passes the rest */
+	sim->ops = rm_xmalloc(nn * sizeof(sim_op));
 	int32_t *recorder = rm_xmalloc(((size_t)prog->n_events + 1) * sizeof(int32_t));
 	int32_t *last_in_stream = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
 	/* Queues beyond the number of streams stay empty: allocate only those in use. */
@@ -132,6 +134,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		sim_op *so = &sim->ops[i];
+		so->succ_n = 0;
+		so->flags = 0;
+		so->tiles = 0;
 		/* a cost twin the program names (rm_program_op.same_cost_as), priced by the model too
 		 * and equal byte for byte: its figures are this op's */
 		const rm_program_op *twin =
@@ -303,7 +308,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 
 	/* Lower bound: work per shared resource alone, and the critical path (Kahn order). */
 	rm_time_ps res_work[RM_RES_COUNT] = {0};
-	rm_time_ps *est = rm_xcalloc(nn, sizeof(rm_time_ps));
+	rm_time_ps *est = rm_xmalloc(nn * sizeof(rm_time_ps)); /* zeroed with pend below */
 	int32_t *pend = rm_xmalloc(nn * sizeof(int32_t));
 	int32_t *queue = rm_xmalloc(nn * sizeof(int32_t));
 	int32_t head = 0, tail = 0;
@@ -322,6 +327,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			res_work[sim->ops[i].res] += sim->ops[i].solo;
 		}
 		pend[i] = 0;
+		est[i] = 0;
 	}
 	if (sim->net_share)
 		for (int l = 0; l < RM_NET_LEVELS; l++)
@@ -367,9 +373,10 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 
 	/* Run state. */
 	sim->st = rm_xmalloc(nn * sizeof(sim_state));
-	sim->op_start = rm_xcalloc(nn, sizeof(rm_time_ps));
-	sim->op_end = rm_xcalloc(nn, sizeof(rm_time_ps));
-	sim->op_grant = rm_xcalloc(nn, sizeof(rm_time_ps));
+	/* set by the run's reset; read only once it ran (rm_sim_op_start and the others) */
+	sim->op_start = rm_xmalloc(nn * sizeof(rm_time_ps));
+	sim->op_end = rm_xmalloc(nn * sizeof(rm_time_ps));
+	sim->op_grant = rm_xmalloc(nn * sizeof(rm_time_ps));
 	sim->tensor_left = rm_xmalloc(nt * sizeof(int32_t));
 	sim->tensor_state = rm_xmalloc(nt);
 	sim->heap_cap = 64;
@@ -1130,15 +1137,15 @@ const rm_sim_metrics *rm_sim_get_metrics(const rm_sim *sim)
 }
 rm_time_ps rm_sim_op_start(const rm_sim *sim, int32_t op)
 {
-	return op >= 0 && op < sim->n_ops ? sim->op_start[op] : 0;
+	return sim->ran && op >= 0 && op < sim->n_ops ? sim->op_start[op] : 0;
 }
 rm_time_ps rm_sim_op_end(const rm_sim *sim, int32_t op)
 {
-	return op >= 0 && op < sim->n_ops ? sim->op_end[op] : 0;
+	return sim->ran && op >= 0 && op < sim->n_ops ? sim->op_end[op] : 0;
 }
 rm_time_ps rm_sim_op_grant(const rm_sim *sim, int32_t op)
 {
-	if (op < 0 || op >= sim->n_ops)
+	if (!sim->ran || op < 0 || op >= sim->n_ops)
 		return 0;
 	return sim->op_grant[op] > sim->op_start[op] ? sim->op_grant[op] : sim->op_start[op];
 }
@@ -1157,7 +1164,7 @@ rm_time_ps rm_sim_stream_busy(const rm_sim *sim, int32_t stream)
 bool rm_sim_phase_start(const rm_sim *sim, rm_program_phase phase, rm_time_ps *start)
 {
 	bool found = false;
-	for (int32_t i = 0; i < sim->n_ops; i++)
+	for (int32_t i = 0; sim->ran && i < sim->n_ops; i++)
 		if (sim->prog->ops[i].phase == phase && (!found || sim->op_start[i] < *start)) {
 			*start = sim->op_start[i];
 			found = true;

@@ -38,6 +38,85 @@ rm_time_ps rm_time_from_s(double s)
 	return ps - (double)whole >= 0.5 ? whole + 1 : whole;
 }
 
+/* ---- storage kept between simulations (rm_sim_storage) -------------------------------- */
+
+/* The arrays a simulation takes from its storage: the run's and rm_sim_create's scratch. */
+enum {
+	SB_OPS, SB_SUCC, SB_MEM, SB_TENSOR_BYTES, SB_TENSOR_HOST, SB_TENSOR_CONSUMERS, SB_STREAM_QUEUE, SB_ST,
+	SB_OP_START, SB_OP_END, SB_OP_GRANT, SB_SM_WAITERS, SB_TENSOR_LEFT, SB_TENSOR_STATE, SB_HEAP, SB_READY,
+	SB_RUNNING, SB_STREAM_BUSY, SB_TENSOR_BLOCK, SB_NET_SHARE, SB_RECORDER, SB_STREAM_PREV, SB_EST, SB_PEND,
+	SB_QUEUE, SB_COUNT
+};
+
+struct rm_sim_storage {
+	void *buf[SB_COUNT];  /* NULL while lent (or never grown) */
+	size_t cap[SB_COUNT]; /* bytes of buf[k], or of the block lent */
+	bool busy;            /* a simulation holds the arrays */
+};
+
+rm_sim_storage *rm_sim_storage_create(void)
+{
+	return rm_new(rm_sim_storage, 1);
+}
+
+void rm_sim_storage_destroy(rm_sim_storage *st)
+{
+	if (!st)
+		return;
+	for (int k = 0; k < SB_COUNT; k++)
+		free(st->buf[k]);
+	free(st);
+}
+
+/* An array of at least bytes (zeroed if zero) for slot k: the storage's block when it has one
+ * large enough, else a new one (a simulation without storage: plain malloc or calloc). */
+static void *sim_take(rm_sim *sim, int k, size_t bytes, bool zero)
+{
+	rm_sim_storage *st = sim->storage;
+	if (!st)
+		return zero ? rm_xcalloc(bytes ? bytes : 1, 1) : rm_xmalloc(bytes ? bytes : 1);
+	if (bytes == 0)
+		bytes = 1;
+	void *p = st->buf[k];
+	if (!p || st->cap[k] < bytes) {
+		free(p);
+		p = rm_xmalloc(bytes);
+		st->cap[k] = bytes;
+	}
+	st->buf[k] = NULL;
+	if (zero)
+		memset(p, 0, bytes);
+	return p;
+}
+
+/* Hands slot k's array back (to the storage, or to free). */
+static void sim_give(rm_sim *sim, int k, void *p)
+{
+	if (!sim->storage) {
+		free(p);
+		return;
+	}
+	if (!p)
+		return;
+	sim->storage->buf[k] = p;
+}
+
+/* The event heap, which the run grows: the storage's, at its capacity, or 64 events. */
+static sim_event *sim_take_heap(rm_sim *sim)
+{
+	rm_sim_storage *st = sim->storage;
+	size_t cap = st && st->buf[SB_HEAP] ? st->cap[SB_HEAP] / sizeof(sim_event) : 64;
+	sim->heap_cap = cap >= 64 ? cap : 64;
+	return sim_take(sim, SB_HEAP, sim->heap_cap * sizeof(sim_event), false);
+}
+
+static void sim_give_heap(rm_sim *sim)
+{
+	if (sim->storage && sim->heap)
+		sim->storage->cap[SB_HEAP] = sim->heap_cap * sizeof(sim_event);
+	sim_give(sim, SB_HEAP, sim->heap);
+}
+
 /* ---- creation --------------------------------------------------------------------------- */
 
 static int cmp_i32(const void *a, const void *b)
@@ -57,6 +136,10 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		return NULL;
 	}
 	rm_sim *sim = rm_new(rm_sim, 1);
+	if (opt && opt->storage && !opt->storage->busy) {
+		sim->storage = opt->storage;
+		sim->storage->busy = true;
+	}
 	sim->prog = prog;
 	sim->hw = hw;
 	if (opt)
@@ -92,15 +175,15 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	}
 	free(prios);
 
-	sim->stream_queue = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
+	sim->stream_queue = sim_take(sim, SB_STREAM_QUEUE, ((size_t)prog->n_streams + 1) * sizeof(int32_t), false);
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		sim->stream_queue[s] = s % sim->opt.hw_queues;
 
 	/* Tensors. */
 	size_t nt = (size_t)prog->n_tensors + 1;
-	sim->tensor_bytes = rm_xmalloc(nt * sizeof(int64_t));
-	sim->tensor_host = rm_xmalloc(nt); /* every tensor's set below */
-	sim->tensor_consumers = rm_xcalloc(nt, sizeof(int32_t));
+	sim->tensor_bytes = sim_take(sim, SB_TENSOR_BYTES, nt * sizeof(int64_t), false);
+	sim->tensor_host = sim_take(sim, SB_TENSOR_HOST, nt, false); /* every tensor's set below */
+	sim->tensor_consumers = sim_take(sim, SB_TENSOR_CONSUMERS, nt * sizeof(int32_t), true);
 	for (int32_t t = 0; t < prog->n_tensors; t++) {
 		const rm_program_tensor *tn = &prog->tensors[t];
 		sim->tensor_bytes[t] = tn->bytes;
@@ -116,13 +199,13 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	/* Ops: costs, stream and queue predecessors, event recorders. */
 	/* not zeroed: the loop below sets every field of each op (succ_n, flags and tiles to 0
 	 * first), the successor and memory passes the rest */
-	sim->ops = rm_xmalloc(nn * sizeof(sim_op));
-	int32_t *recorder = rm_xmalloc(((size_t)prog->n_events + 1) * sizeof(int32_t));
+	sim->ops = sim_take(sim, SB_OPS, nn * sizeof(sim_op), false);
+	int32_t *recorder = sim_take(sim, SB_RECORDER, ((size_t)prog->n_events + 1) * sizeof(int32_t), false);
 	int32_t *last_in_stream = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
 	/* Queues beyond the number of streams stay empty: allocate only those in use. */
 	int n_queues = sim->opt.hw_queues < prog->n_streams ? sim->opt.hw_queues : prog->n_streams;
 	int32_t *last_in_queue = rm_xmalloc(((size_t)n_queues + 1) * sizeof(int32_t));
-	int32_t *stream_prev = rm_xmalloc(nn * sizeof(int32_t));
+	int32_t *stream_prev = sim_take(sim, SB_STREAM_PREV, nn * sizeof(int32_t), false);
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		last_in_stream[s] = -1;
 	for (int q = 0; q < n_queues; q++)
@@ -169,10 +252,10 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 				rm_error_set(err, RM_INVALID, NULL, 0, 0,
 					     "ops[%d] '%s': the cost model gives %g s (expected 0 to 1e4 s)", i,
 					     op->name, t_s);
-				free(recorder);
+				sim_give(sim, SB_RECORDER, recorder);
 				free(last_in_stream);
 				free(last_in_queue);
-				free(stream_prev);
+				sim_give(sim, SB_STREAM_PREV, stream_prev);
 				free(stream_rank);
 				rm_sim_prices_destroy(own_prices);
 				rm_sim_destroy(sim);
@@ -199,7 +282,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			}
 			if (ld) {
 				if (!sim->net_share)
-					sim->net_share = rm_xcalloc(nn * RM_NET_LEVELS, sizeof(uint32_t));
+					sim->net_share = sim_take(sim, SB_NET_SHARE, nn * RM_NET_LEVELS * sizeof(uint32_t), true);
 				for (int l = 0; l < RM_NET_LEVELS; l++) {
 					double ppm = ld->share[l] * 1e6;
 					sim->net_share[(size_t)i * RM_NET_LEVELS + l] =
@@ -262,7 +345,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		at += sim->ops[i].succ_n;
 		sim->ops[i].succ_n = 0;
 	}
-	sim->succ = rm_xmalloc(((size_t)n_succ + 1) * sizeof(int32_t));
+	sim->succ = sim_take(sim, SB_SUCC, ((size_t)n_succ + 1) * sizeof(int32_t), false);
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		if (stream_prev[i] >= 0) {
@@ -275,13 +358,13 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			sim->succ[p->succ_at + p->succ_n++] = i;
 		}
 	}
-	free(recorder);
+	sim_give(sim, SB_RECORDER, recorder);
 	free(last_in_stream);
-	free(stream_prev);
+	sim_give(sim, SB_STREAM_PREV, stream_prev);
 
 	/* Memory lists: allocate outputs at start; check inputs were produced; release inputs
 	 * (and unread outputs) at end. */
-	sim->mem = rm_xmalloc(((size_t)n_mem + 1) * sizeof(int32_t));
+	sim->mem = sim_take(sim, SB_MEM, ((size_t)n_mem + 1) * sizeof(int32_t), false);
 	uint32_t m = 0;
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
@@ -308,9 +391,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 
 	/* Lower bound: work per shared resource alone, and the critical path (Kahn order). */
 	rm_time_ps res_work[RM_RES_COUNT] = {0};
-	rm_time_ps *est = rm_xmalloc(nn * sizeof(rm_time_ps)); /* zeroed with pend below */
-	int32_t *pend = rm_xmalloc(nn * sizeof(int32_t));
-	int32_t *queue = rm_xmalloc(nn * sizeof(int32_t));
+	rm_time_ps *est = sim_take(sim, SB_EST, nn * sizeof(rm_time_ps), false); /* zeroed with pend below */
+	int32_t *pend = sim_take(sim, SB_PEND, nn * sizeof(int32_t), false);
+	int32_t *queue = sim_take(sim, SB_QUEUE, nn * sizeof(int32_t), false);
 	int32_t head = 0, tail = 0;
 	/* with a fabric the network's work is weighted by each collective's share of the most
 	 * drawn level (shares of one level add up to at most 1 at every instant) */
@@ -353,9 +436,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 				queue[tail++] = v;
 		}
 	}
-	free(est);
-	free(pend);
-	free(queue);
+	sim_give(sim, SB_EST, est);
+	sim_give(sim, SB_PEND, pend);
+	sim_give(sim, SB_QUEUE, queue);
 	sim->lower_bound = cp;
 	for (int r = 0; r < RM_RES_COUNT; r++)
 		if (res_work[r] > sim->lower_bound)
@@ -365,26 +448,25 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	 * tensors are allocated first, on the first compute stream (PyTorch's default stream). */
 	sim->alloc = sim_alloc_create(sim->opt.allocator, prog->n_streams);
 	if (sim->alloc) {
-		sim->tensor_block = rm_xmalloc(nt * sizeof(int32_t));
+		sim->tensor_block = sim_take(sim, SB_TENSOR_BLOCK, nt * sizeof(int32_t), false);
 		for (int32_t s = prog->n_streams - 1; s >= 0; s--)
 			if (prog->streams[s].kind == RM_STREAM_COMPUTE)
 				sim->param_stream = s;
 	}
 
 	/* Run state. */
-	sim->st = rm_xmalloc(nn * sizeof(sim_state));
+	sim->st = sim_take(sim, SB_ST, nn * sizeof(sim_state), false);
 	/* set by the run's reset; read only once it ran (rm_sim_op_start and the others) */
-	sim->op_start = rm_xmalloc(nn * sizeof(rm_time_ps));
-	sim->op_end = rm_xmalloc(nn * sizeof(rm_time_ps));
-	sim->op_grant = rm_xmalloc(nn * sizeof(rm_time_ps));
-	sim->tensor_left = rm_xmalloc(nt * sizeof(int32_t));
-	sim->tensor_state = rm_xmalloc(nt);
-	sim->heap_cap = 64;
-	sim->heap = rm_xmalloc(sim->heap_cap * sizeof(sim_event));
-	sim->ready = rm_xmalloc(nn * sizeof(uint64_t));
-	sim->running = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
-	sim->sm_waiters = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
-	sim->stream_busy = rm_xcalloc((size_t)prog->n_streams + 1, sizeof(rm_time_ps));
+	sim->op_start = sim_take(sim, SB_OP_START, nn * sizeof(rm_time_ps), false);
+	sim->op_end = sim_take(sim, SB_OP_END, nn * sizeof(rm_time_ps), false);
+	sim->op_grant = sim_take(sim, SB_OP_GRANT, nn * sizeof(rm_time_ps), false);
+	sim->tensor_left = sim_take(sim, SB_TENSOR_LEFT, nt * sizeof(int32_t), false);
+	sim->tensor_state = sim_take(sim, SB_TENSOR_STATE, nt, false);
+	sim->heap = sim_take_heap(sim);
+	sim->ready = sim_take(sim, SB_READY, nn * sizeof(uint64_t), false);
+	sim->running = sim_take(sim, SB_RUNNING, ((size_t)prog->n_streams + 1) * sizeof(int32_t), false);
+	sim->sm_waiters = sim_take(sim, SB_SM_WAITERS, ((size_t)prog->n_streams + 1) * sizeof(int32_t), false);
+	sim->stream_busy = sim_take(sim, SB_STREAM_BUSY, ((size_t)prog->n_streams + 1) * sizeof(rm_time_ps), true);
 	return sim;
 }
 
@@ -392,28 +474,30 @@ void rm_sim_destroy(rm_sim *sim)
 {
 	if (!sim)
 		return;
-	free(sim->ops);
-	free(sim->succ);
-	free(sim->mem);
-	free(sim->tensor_bytes);
-	free(sim->tensor_host);
-	free(sim->tensor_consumers);
-	free(sim->stream_queue);
-	free(sim->st);
-	free(sim->op_start);
-	free(sim->op_end);
-	free(sim->op_grant);
-	free(sim->sm_waiters);
-	free(sim->tensor_left);
-	free(sim->tensor_state);
-	free(sim->heap);
-	free(sim->ready);
-	free(sim->running);
-	free(sim->stream_busy);
+	sim_give(sim, SB_OPS, sim->ops);
+	sim_give(sim, SB_SUCC, sim->succ);
+	sim_give(sim, SB_MEM, sim->mem);
+	sim_give(sim, SB_TENSOR_BYTES, sim->tensor_bytes);
+	sim_give(sim, SB_TENSOR_HOST, sim->tensor_host);
+	sim_give(sim, SB_TENSOR_CONSUMERS, sim->tensor_consumers);
+	sim_give(sim, SB_STREAM_QUEUE, sim->stream_queue);
+	sim_give(sim, SB_ST, sim->st);
+	sim_give(sim, SB_OP_START, sim->op_start);
+	sim_give(sim, SB_OP_END, sim->op_end);
+	sim_give(sim, SB_OP_GRANT, sim->op_grant);
+	sim_give(sim, SB_SM_WAITERS, sim->sm_waiters);
+	sim_give(sim, SB_TENSOR_LEFT, sim->tensor_left);
+	sim_give(sim, SB_TENSOR_STATE, sim->tensor_state);
+	sim_give_heap(sim);
+	sim_give(sim, SB_READY, sim->ready);
+	sim_give(sim, SB_RUNNING, sim->running);
+	sim_give(sim, SB_STREAM_BUSY, sim->stream_busy);
 	free(sim->timeline);
 	sim_alloc_destroy(sim->alloc);
-	free(sim->tensor_block);
-	free(sim->net_share);
+	sim_give(sim, SB_TENSOR_BLOCK, sim->tensor_block);
+	sim_give(sim, SB_NET_SHARE, sim->net_share);
+	if (sim->storage)
+		sim->storage->busy = false;
 	free(sim);
 }
 

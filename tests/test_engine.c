@@ -1114,6 +1114,61 @@ Test(engine, an_op_naming_an_equal_cost_twin_is_priced_once)
 		rm_program_destroy(p[k]);
 }
 
+/* Ends of every op of p simulated with opt (storage or not). */
+static void run_with(const rm_program *p, const rm_sim_options *opt, rm_time_ps *end)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_sim *sim = rm_sim_create(p, h100(), opt, &err);
+	cr_assert_not_null(sim, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+	for (int32_t i = 0; i < p->n_ops; i++)
+		end[i] = rm_sim_op_end(sim, i);
+	rm_sim_destroy(sim);
+}
+
+Test(engine, kept_storage_gives_the_same_results_for_programs_of_any_size)
+{
+	/* a 4-op program, a 5-op one (other kinds, other sizes), the 4-op one again: with one kept
+	 * storage each ends as without it; a second simulation while the first holds the storage
+	 * allocates its own and ends the same */
+	rm_program *a = rm_program_create("gemms");
+	rm_program_add_stream(a, "compute", RM_STREAM_COMPUTE, 0);
+	for (int i = 0; i < 4; i++) {
+		rm_program_op_desc d = rm_program_op_desc_init("", RM_COST_GEMM, 0);
+		d.cost.gemm = (rm_gemm_shape){.batch = 1, .m = 1024 << i, .n = 4096, .k = 4096, .dtype = RM_DTYPE_BF16};
+		rm_program_add_op(a, &d);
+	}
+	rm_program *b = five_collectives();
+	rm_time_ps ref_a[4], ref_b[5], got_a[4], got_b[5];
+	rm_sim_options plain = {0};
+	run_with(a, &plain, ref_a);
+	run_with(b, &plain, ref_b);
+	rm_sim_storage *st = rm_sim_storage_create();
+	rm_sim_options kept = {.storage = st};
+	for (int round = 0; round < 2; round++) {
+		run_with(a, &kept, got_a);
+		cr_assert_eq(memcmp(got_a, ref_a, sizeof(ref_a)), 0, "round %d", round);
+		run_with(b, &kept, got_b);
+		cr_assert_eq(memcmp(got_b, ref_b, sizeof(ref_b)), 0, "round %d", round);
+	}
+	rm_error err;
+	rm_error_clear(&err);
+	rm_sim *holder = rm_sim_create(a, h100(), &kept, &err);
+	cr_assert_not_null(holder, "%s", err.msg);
+	run_with(b, &kept, got_b);
+	cr_assert_eq(memcmp(got_b, ref_b, sizeof(ref_b)), 0, "while the storage is held");
+	cr_assert_eq(rm_sim_run(holder, &err), RM_OK, "%s", err.msg);
+	for (int32_t i = 0; i < a->n_ops; i++)
+		cr_assert_eq(rm_sim_op_end(holder, i), ref_a[i]);
+	rm_sim_destroy(holder);
+	run_with(a, &kept, got_a);
+	cr_assert_eq(memcmp(got_a, ref_a, sizeof(ref_a)), 0, "after the holder");
+	rm_sim_storage_destroy(st);
+	rm_program_destroy(a);
+	rm_program_destroy(b);
+}
+
 Test(engine, each_collective_shape_is_priced_once_with_the_same_times)
 {
 	const rm_cost_model counting = {.name = "counting", .op_time_s = counting_time_s, .sms_held = counting_sms_held};

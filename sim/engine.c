@@ -979,7 +979,11 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 		} else if (num > 0) {
 			sim_u128 w = (sim_u128)s->work * den;
 			sim_u128 q = (sim_u128)SIM_WORK_SCALE * num;
-			heap_push(sim, t + (rm_time_ps)((w + q - 1) / q), i);
+			sim_u128 top = w + q - 1;
+			/* the same quotient in 64 bits when top fits (the common case: no __udivti3 call); work
+			 * > 0 here, so top >= q and q fits too */
+			rm_time_ps dt = (top >> 64) == 0 ? (rm_time_ps)((uint64_t)top / (uint64_t)q) : (rm_time_ps)(top / q);
+			heap_push(sim, t + dt, i);
 		}
 	}
 }

@@ -742,6 +742,10 @@ typedef struct emitter {
 	int32_t s_tpce;              /* async TP: the copy-engine stream of its peer copies, -1 */
 	int32_t atp_ev[RM_ATP_MAX + 1]; /* async TP: event of the copy bringing shard i (i >= 1) */
 	int32_t atp_recv;            /* async TP: the received reduce-scatter chunks, -1 */
+	/* per (layer context, plan, phase, graph op): 1 + the program op that first emitted it
+	 * plainly (emit_plain), 0 none; [((kind * 2 + plan) * RM_PPHASE_COUNT + phase) * twin_ops + op] */
+	int32_t *twin;
+	int twin_ops;
 	char name[160];
 } emitter;
 
@@ -837,6 +841,37 @@ static int32_t emit(emitter *e, rm_program_op_desc *d, const int32_t *in, uint32
 	if (event_out)
 		*event_out = ev;
 	return op;
+}
+
+/*
+ * The cost-twin slot of layer op s of layer l (context x = layer_ctx(e->x, l)): 1 + the program
+ * op that first emitted the same (layer context, plan, phase, graph op) plainly, 0 none yet;
+ * NULL outside the table. op_cost is a function of exactly that key (the context's graph and
+ * fusions, the plan's fusions, the phase), so the ops of one slot cost the same.
+ */
+static int32_t *twin_slot(emitter *e, const ctx *x, int l, const slot *s)
+{
+	if (!e->twin || s->op < 0 || s->op >= e->twin_ops || (unsigned)s->phase >= RM_PPHASE_COUNT)
+		return NULL;
+	int kind = e->x->n_dense > 0 && x == e->x->kinds[1] ? 1 : 0;
+	int plan = plan_of(x, l) == &x->plan ? 0 : 1;
+	return &e->twin[((size_t)(kind * 2 + plan) * RM_PPHASE_COUNT + (size_t)s->phase) * (size_t)e->twin_ops +
+			(size_t)s->op];
+}
+
+/*
+ * emit() for a layer op whose cost is op_cost's for its twin slot tw (twin_slot), unchanged: the
+ * op names the slot's first op as its cost twin (rm_program_op.same_cost_as; the simulator
+ * prices the layers' copies of one op once, after checking the costs are equal byte for byte),
+ * or becomes the slot's first op.
+ */
+static void emit_plain(emitter *e, int32_t *tw, rm_program_op_desc *d, const int32_t *in, uint32_t n_in,
+		       const int32_t *out, uint32_t n_out)
+{
+	d->same_cost_as = tw && *tw > 0 ? *tw : 0;
+	int32_t op = emit(e, d, in, n_in, out, n_out, -1, NULL);
+	if (tw && *tw == 0)
+		*tw = op + 1;
 }
 
 static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
@@ -1179,10 +1214,14 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 	if (x->A > 1)
 		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	TNAME(e, e->name, "%slayer%02d/%s/%s", mbs, l, phase, op->name);
-	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
-	d.cost = op_cost(x, op, l, s->phase);
-	d.layer = l;
-	d.phase = s->phase;
+	/* rm_program_op_desc_init's defaults, the cost op_cost's: the slot's first op's when it has
+	 * one (twin_slot: the same key, so the same cost) */
+	rm_program_op_desc d = {.name = e->name, .stream = e->s_compute, .layer = l, .phase = s->phase, .time_s = -1};
+	int32_t *tw = twin_slot(e, x, l, s);
+	if (tw && *tw > 0)
+		d.cost = e->p->ops[*tw - 1].cost;
+	else
+		d.cost = op_cost(x, op, l, s->phase);
 	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
 	uint32_t ni = 0, no = 0;
 	int fwd = op->phase == RM_PHASE_FWD ? s->op : op->fwd_op;
@@ -1232,7 +1271,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 		else if (role == ATP_RS)
 			emit_atp_reduce(e, &d, in, ni, out, no, op->coll_bytes);
 		else
-			emit(e, &d, in, ni, out, no, -1, NULL);
+			emit_plain(e, tw, &d, in, ni, out, no);
 		if (!rec)
 			emit_offloads(e, s, l, mb);
 		return;
@@ -1275,7 +1314,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 				in[ni++] = gt->grads[rg];
 			}
 		}
-		emit(e, &d, in, ni, out, no, -1, NULL);
+		emit_plain(e, tw, &d, in, ni, out, no);
 		if (x->R > 1 && x->cfg->wl->train.fsdp == 1 && s->op == x->last_wgrad && mb == x->A - 1 &&
 		    (!x->cfg->megatron || x->cfg->overlap_grad_reduce)) {
 			/* data parallelism without FSDP: the layer's gradients, complete after its last
@@ -1311,7 +1350,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 		atp_keep(&u, &d, e->name, in, ni, out, no);
 		emit_atp_users(e, &u, 1, e->chain);
 	} else {
-		emit(e, &d, in, ni, out, no, -1, NULL);
+		emit_plain(e, tw, &d, in, ni, out, no);
 	}
 	e->chain = gout;
 	t->bgrad[s->op] = gout;
@@ -2899,6 +2938,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	int nops = x.layer->n_ops;
 	if (x.n_dense > 0 && dense.layer->n_ops > nops)
 		nops = dense.layer->n_ops;
+	e.twin_ops = nops;
+	e.twin = rm_new(int32_t, (size_t)2 * 2 * RM_PPHASE_COUNT * (size_t)nops + 1);
 	int32_t *bgrad_pool = rm_new(int32_t, nlt * (size_t)nops + 1);
 	for (size_t i = 0; i < nlt * (size_t)nops; i++)
 		bgrad_pool[i] = -1;
@@ -2932,6 +2973,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	free(e.lt);
 	free(pool);
 	free(bgrad_pool);
+	free(e.twin);
 	free(e.embed_fwd);
 	free(e.head_fwd);
 	free(e.pending);

@@ -691,6 +691,7 @@ void rm_search_candidate(const rm_search *s, int64_t i, rm_candidate *c)
 typedef struct search_reuse {
 	rm_sim_prices *prices; /* NULL: each simulation prices its own shapes */
 	rm_program *prog;      /* NULL: each candidate's program is a new one */
+	rm_sim_storage *sim;   /* NULL: each simulation allocates its own arrays */
 } search_reuse;
 
 static void search_evaluate(const rm_search *s, const rm_candidate *c, const search_reuse *reuse,
@@ -731,7 +732,8 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 			      .allocator = jax_pool ? RM_SIM_ALLOC_JAX_PREALLOC : RM_SIM_ALLOC_EXACT,
 			      .alloc_fraction = res->alloc_fraction,
 			      .prices = reuse ? reuse->prices : NULL,
-			      .unpriced_cache = !reuse};
+			      .unpriced_cache = !reuse,
+			      .storage = reuse ? reuse->sim : NULL};
 	rm_sim *sim = rm_sim_create(prog, &res->hw, &opt, &err);
 	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
@@ -1130,7 +1132,7 @@ static void *worker(void *arg)
 {
 	work *w = arg;
 	memo_key k = {.par = -1};
-	search_reuse reuse = {.prices = rm_sim_prices_create(), .prog = rm_program_create(NULL)};
+	search_reuse reuse = {.prices = rm_sim_prices_create(), .prog = rm_program_create(NULL), .sim = rm_sim_storage_create()};
 	for (;;) {
 		if (atomic_load(&w->stop))
 			break;
@@ -1141,6 +1143,7 @@ static void *worker(void *arg)
 	free(k.buf);
 	rm_sim_prices_destroy(reuse.prices);
 	rm_program_destroy(reuse.prog);
+	rm_sim_storage_destroy(reuse.sim);
 	return NULL;
 }
 

@@ -57,6 +57,8 @@ struct rm_search {
 	/* store */
 	sqlite3 *db;
 	sqlite3_stmt *put;
+	sqlite3_stmt *space_put;   /* a stored row's key and index into the space table */
+	int64_t space_version;     /* PRAGMA data_version at the space table's last sync; -1: never */
 	search_key *keys; /* keys of the verified rows stored for this scenario, sorted, for resume */
 	int64_t n_keys;
 	int64_t damaged; /* rows whose checksum failed (deleted, so recomputed) */

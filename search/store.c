@@ -53,7 +53,7 @@ static const char *const schema_sql =
 
 /* This search's rows: the scenario's, joined with the keys of its space (load_space); the
  * candidate's current index is the column after the stored ones. */
-#define SPACE_ROWS "SELECT c.*, sp.idx FROM candidates c JOIN space sp ON sp.key = c.key WHERE c.scenario = ?"
+#define SPACE_ROWS "SELECT c.*, sp.idx FROM candidates c JOIN space sp ON sp.key = c.key WHERE c.scenario = ? AND sp.idx >= 0"
 
 static const char *db_name(const rm_search *s)
 {
@@ -287,32 +287,120 @@ static rm_status prepare_schema(rm_search *s, const char *path, rm_error *err)
  * The keys of this search's space with their index in it, in a temporary table the queries join
  * with: a database kept from another search of the same scenario holds rows of other spaces too
  * (other policies, micro-batches, flag variants), and only this space's rows may be ranked.
+ * The table holds only keys the database has: a row this search stores adds its own
+ * (search_store_put), and space_sync maps the scenario's other rows to this space's index by
+ * their configuration columns (or to -1, another space's row) before a query, so opening a store
+ * hashes no candidate of the space. A join only ever needs the keys of stored rows, so the
+ * queries read what a table of every candidate's key would give them.
  */
 static rm_status load_space(rm_search *s, rm_error *err)
 {
-	RM_CHECK(exec_sql(s, "CREATE TEMP TABLE IF NOT EXISTS space (key TEXT PRIMARY KEY, idx INTEGER NOT NULL) "
-			     "WITHOUT ROWID; DELETE FROM space;",
-			  err));
-	sqlite3_stmt *ins = NULL;
-	if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO space VALUES (?, ?)", -1, &ins, NULL) != SQLITE_OK)
-		return db_error(s, err, "preparing the search space");
-	RM_CHECK(exec_sql(s, "BEGIN", err));
+	s->space_version = -1;
+	return exec_sql(s, "CREATE TEMP TABLE IF NOT EXISTS space (key TEXT PRIMARY KEY, idx INTEGER NOT NULL) "
+			   "WITHOUT ROWID; DELETE FROM space;",
+			err);
+}
+
+/* The first position of row's value among n strings of stride bytes at base; -1: none. */
+static int first_str(const char *base, size_t stride, int n, const char *row)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(base + (size_t)i * stride, row) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * The index in s's space of the candidate a stored row's configuration names, or -1 when it
+ * names none. The first match of each digit gives the least index of that configuration, as
+ * decode's order is (parallelism, policy, micro-batch, variant) with the variant fastest; the
+ * candidate's own key is computed and must equal the row's, so the mapping is the key's.
+ */
+static int64_t space_index(const rm_search *s, const char *key, const char *policy, int64_t mb, const char *flags,
+			   const char *parallelism, bool ideal, bool as_written)
+{
+	int64_t i = -1;
+	if (as_written) {
+		i = 0;
+	} else if (s->n_policies > 0 && s->n_mbs > 0) {
+		int par = s->n_par > 0 ? first_str(s->par[0], sizeof(s->par[0]), s->n_par, parallelism) : -1;
+		int p = -1, m = -1, v = -1;
+		for (int k = 0; k < s->n_policies && p < 0; k++)
+			if (strcmp(s->policies[k].expr, policy) == 0)
+				p = k;
+		for (int k = 0; k < s->n_mbs && m < 0; k++)
+			if (s->mbs[k] == mb)
+				m = k;
+		if (ideal)
+			v = s->include_ideal && flags[0] == '\0' ? s->n_variants : -1;
+		else
+			v = first_str(s->variants[0], sizeof(s->variants[0]), s->n_variants, flags);
+		if (par >= 0 && p >= 0 && m >= 0 && v >= 0) {
+			int64_t vv = s->n_variants + (s->include_ideal ? 1 : 0);
+			i = 1 + (((int64_t)par * s->n_policies + p) * s->n_mbs + m) * vv + v;
+		}
+	}
+	if (i < 0 || i >= s->count)
+		return -1;
+	rm_candidate c;
+	rm_search_candidate(s, i, &c);
+	return strcmp(c.key, key) == 0 ? i : -1;
+}
+
+/*
+ * Adds to the space table the rows of this scenario it lacks, each with its index in this space
+ * or -1. PRAGMA data_version changes when another connection commits; this connection's own rows
+ * enter the table as they are stored, so a sync with no other writer since the last reads nothing.
+ */
+static rm_status space_sync(rm_search *s, rm_error *err)
+{
+	int64_t version = -1;
+	if (!query_int(s, "PRAGMA data_version", &version, err))
+		return RM_IO;
+	if (s->space_version >= 0 && version == s->space_version)
+		return RM_OK;
+	sqlite3_stmt *q = NULL, *ins = NULL;
 	rm_status st = RM_OK;
-	int64_t n = rm_search_count(s);
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT key, policy, micro_batch, flags, parallelism, mode, as_written FROM candidates "
+			       "WHERE scenario = ? AND key NOT IN (SELECT key FROM space)",
+			       -1, &q, NULL) != SQLITE_OK ||
+	    sqlite3_bind_text(q, 1, s->scenario_hash, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO space VALUES (?, ?)", -1, &ins, NULL) != SQLITE_OK)
+		st = db_error(s, err, "recording the search space");
+	/* the rows first, then the inserts: the table is not written while the scan reads it */
+	typedef struct {
+		char key[RM_SHA256_HEX];
+		int64_t idx;
+	} mapped;
+	mapped *rows = NULL;
+	int64_t n = 0, cap = 0;
+	int rc = SQLITE_DONE;
+	while (st == RM_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			rows = rm_xrealloc(rows, (size_t)cap * sizeof(*rows));
+		}
+		snprintf(rows[n].key, sizeof(rows[n].key), "%s", col_text(q, 0));
+		rows[n].idx = space_index(s, col_text(q, 0), col_text(q, 1), sqlite3_column_int64(q, 2), col_text(q, 3),
+					  col_text(q, 4), strcmp(col_text(q, 5), "ideal") == 0,
+					  sqlite3_column_int(q, 6) != 0);
+		n++;
+	}
+	if (st == RM_OK && rc != SQLITE_DONE)
+		st = db_error(s, err, "recording the search space");
+	sqlite3_finalize(q);
 	for (int64_t i = 0; i < n && st == RM_OK; i++) {
-		rm_candidate c;
-		rm_search_candidate(s, i, &c);
-		if (sqlite3_bind_text(ins, 1, c.key, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
-		    sqlite3_bind_int64(ins, 2, i) != SQLITE_OK || sqlite3_step(ins) != SQLITE_DONE)
-			st = db_error(s, err, "recording the search space");
 		sqlite3_reset(ins);
+		if (sqlite3_bind_text(ins, 1, rows[i].key, -1, SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_bind_int64(ins, 2, rows[i].idx) != SQLITE_OK || sqlite3_step(ins) != SQLITE_DONE)
+			st = db_error(s, err, "recording the search space");
 	}
 	sqlite3_finalize(ins);
-	if (st != RM_OK) {
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		return st;
-	}
-	return exec_sql(s, "COMMIT", err);
+	free(rows);
+	if (st == RM_OK)
+		s->space_version = version;
+	return st;
 }
 
 /* Loads the verified keys of this scenario and deletes the rows that fail their checksum. */
@@ -439,6 +527,9 @@ rm_status search_store_open(rm_search *s, const char *path, rm_error *err)
 		st = load_keys(s, err);
 	if (st == RM_OK)
 		st = load_space(s, err);
+	if (st == RM_OK &&
+	    sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO space VALUES (?, ?)", -1, &s->space_put, NULL) != SQLITE_OK)
+		st = db_error(s, err, "preparing the search space");
 	if (st != RM_OK)
 		search_store_close(s);
 	return st;
@@ -448,6 +539,8 @@ void search_store_close(rm_search *s)
 {
 	sqlite3_finalize(s->put);
 	s->put = NULL;
+	sqlite3_finalize(s->space_put);
+	s->space_put = NULL;
 	if (s->db)
 		sqlite3_close(s->db);
 	s->db = NULL;
@@ -524,6 +617,14 @@ rm_status search_store_put(rm_search *s, const rm_candidate_result *r, rm_error 
 #undef BIND
 	if (rc != SQLITE_OK || sqlite3_step(p) != SQLITE_DONE)
 		return db_error(s, err, "storing a row");
+	/* a row of this search's space: its key joins the space table (a merge's store has none) */
+	if (s->space_put && r->c.index >= 0 && r->c.index < s->count) {
+		sqlite3_reset(s->space_put);
+		if (sqlite3_bind_text(s->space_put, 1, r->c.key, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+		    sqlite3_bind_int64(s->space_put, 2, r->c.index) != SQLITE_OK ||
+		    sqlite3_step(s->space_put) != SQLITE_DONE)
+			return db_error(s, err, "recording the search space");
+	}
 	return RM_OK;
 }
 
@@ -532,7 +633,13 @@ rm_status search_store_put(rm_search *s, const rm_candidate_result *r, rm_error 
 static sqlite3_stmt *query(rm_search *s, const char *sql, rm_error *err)
 {
 	sqlite3_stmt *q = NULL;
-	if (!s->db || sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK ||
+	if (!s->db) {
+		db_error(s, err, "reading the sweep");
+		return NULL;
+	}
+	if (space_sync(s, err) != RM_OK)
+		return NULL;
+	if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK ||
 	    sqlite3_bind_text(q, 1, s->scenario_hash, -1, SQLITE_STATIC) != SQLITE_OK) {
 		db_error(s, err, "reading the sweep");
 		sqlite3_finalize(q);
@@ -652,7 +759,7 @@ rm_status rm_search_each(rm_search *s, void (*fn)(const rm_candidate_result *r, 
 
 int64_t rm_search_rows(rm_search *s)
 {
-	sqlite3_stmt *q = query(s, "SELECT count(*) FROM candidates c JOIN space sp ON sp.key = c.key WHERE c.scenario = ?",
+	sqlite3_stmt *q = query(s, "SELECT count(*) FROM candidates c JOIN space sp ON sp.key = c.key WHERE c.scenario = ? AND sp.idx >= 0",
 				NULL);
 	if (!q)
 		return -1;

@@ -32,7 +32,89 @@ rm_time_ps rm_time_from_s(double s)
 	/* llround's result past LLONG_MAX is unspecified; doubles that large are whole numbers */
 	if (ps >= 9.2e18)
 		return (rm_time_ps)ps;
-	return (rm_time_ps)llround(ps);
+	/* llround(ps), half away from zero, without the libm call: ps - its integer part is exact
+	 * (both below 2^63, the difference below 1 and representable), so the test is too */
+	rm_time_ps whole = (rm_time_ps)ps;
+	return ps - (double)whole >= 0.5 ? whole + 1 : whole;
+}
+
+/* ---- storage kept between simulations (rm_sim_storage) -------------------------------- */
+
+/* The arrays a simulation takes from its storage: the run's and rm_sim_create's scratch. */
+enum {
+	SB_OPS, SB_SUCC, SB_MEM, SB_TENSOR_BYTES, SB_TENSOR_HOST, SB_TENSOR_CONSUMERS, SB_STREAM_QUEUE, SB_ST,
+	SB_OP_START, SB_OP_END, SB_OP_GRANT, SB_SM_WAITERS, SB_TENSOR_LEFT, SB_TENSOR_STATE, SB_HEAP, SB_READY,
+	SB_RUNNING, SB_STREAM_BUSY, SB_TENSOR_BLOCK, SB_NET_SHARE, SB_RECORDER, SB_STREAM_PREV, SB_EST, SB_PEND,
+	SB_QUEUE, SB_COUNT
+};
+
+struct rm_sim_storage {
+	void *buf[SB_COUNT];  /* NULL while lent (or never grown) */
+	size_t cap[SB_COUNT]; /* bytes of buf[k], or of the block lent */
+	bool busy;            /* a simulation holds the arrays */
+};
+
+rm_sim_storage *rm_sim_storage_create(void)
+{
+	return rm_new(rm_sim_storage, 1);
+}
+
+void rm_sim_storage_destroy(rm_sim_storage *st)
+{
+	if (!st)
+		return;
+	for (int k = 0; k < SB_COUNT; k++)
+		free(st->buf[k]);
+	free(st);
+}
+
+/* An array of at least bytes (zeroed if zero) for slot k: the storage's block when it has one
+ * large enough, else a new one (a simulation without storage: plain malloc or calloc). */
+static void *sim_take(rm_sim *sim, int k, size_t bytes, bool zero)
+{
+	rm_sim_storage *st = sim->storage;
+	if (!st)
+		return zero ? rm_xcalloc(bytes ? bytes : 1, 1) : rm_xmalloc(bytes ? bytes : 1);
+	if (bytes == 0)
+		bytes = 1;
+	void *p = st->buf[k];
+	if (!p || st->cap[k] < bytes) {
+		free(p);
+		p = rm_xmalloc(bytes);
+		st->cap[k] = bytes;
+	}
+	st->buf[k] = NULL;
+	if (zero)
+		memset(p, 0, bytes);
+	return p;
+}
+
+/* Hands slot k's array back (to the storage, or to free). */
+static void sim_give(rm_sim *sim, int k, void *p)
+{
+	if (!sim->storage) {
+		free(p);
+		return;
+	}
+	if (!p)
+		return;
+	sim->storage->buf[k] = p;
+}
+
+/* The event heap, which the run grows: the storage's, at its capacity, or 64 events. */
+static sim_event *sim_take_heap(rm_sim *sim)
+{
+	rm_sim_storage *st = sim->storage;
+	size_t cap = st && st->buf[SB_HEAP] ? st->cap[SB_HEAP] / sizeof(sim_event) : 64;
+	sim->heap_cap = cap >= 64 ? cap : 64;
+	return sim_take(sim, SB_HEAP, sim->heap_cap * sizeof(sim_event), false);
+}
+
+static void sim_give_heap(rm_sim *sim)
+{
+	if (sim->storage && sim->heap)
+		sim->storage->cap[SB_HEAP] = sim->heap_cap * sizeof(sim_event);
+	sim_give(sim, SB_HEAP, sim->heap);
 }
 
 /* ---- creation --------------------------------------------------------------------------- */
@@ -54,6 +136,10 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		return NULL;
 	}
 	rm_sim *sim = rm_new(rm_sim, 1);
+	if (opt && opt->storage && !opt->storage->busy) {
+		sim->storage = opt->storage;
+		sim->storage->busy = true;
+	}
 	sim->prog = prog;
 	sim->hw = hw;
 	if (opt)
@@ -89,15 +175,15 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	}
 	free(prios);
 
-	sim->stream_queue = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
+	sim->stream_queue = sim_take(sim, SB_STREAM_QUEUE, ((size_t)prog->n_streams + 1) * sizeof(int32_t), false);
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		sim->stream_queue[s] = s % sim->opt.hw_queues;
 
 	/* Tensors. */
 	size_t nt = (size_t)prog->n_tensors + 1;
-	sim->tensor_bytes = rm_xmalloc(nt * sizeof(int64_t));
-	sim->tensor_host = rm_xcalloc(nt, 1);
-	sim->tensor_consumers = rm_xcalloc(nt, sizeof(int32_t));
+	sim->tensor_bytes = sim_take(sim, SB_TENSOR_BYTES, nt * sizeof(int64_t), false);
+	sim->tensor_host = sim_take(sim, SB_TENSOR_HOST, nt, false); /* every tensor's set below */
+	sim->tensor_consumers = sim_take(sim, SB_TENSOR_CONSUMERS, nt * sizeof(int32_t), true);
 	for (int32_t t = 0; t < prog->n_tensors; t++) {
 		const rm_program_tensor *tn = &prog->tensors[t];
 		sim->tensor_bytes[t] = tn->bytes;
@@ -111,13 +197,15 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	}
 
 	/* Ops: costs, stream and queue predecessors, event recorders. */
-	sim->ops = rm_xcalloc(nn, sizeof(sim_op));
-	int32_t *recorder = rm_xmalloc(((size_t)prog->n_events + 1) * sizeof(int32_t));
+	/* not zeroed: the loop below sets every field of each op (succ_n, flags and tiles to 0
+	 * first), the successor and memory passes the rest */
+	sim->ops = sim_take(sim, SB_OPS, nn * sizeof(sim_op), false);
+	int32_t *recorder = sim_take(sim, SB_RECORDER, ((size_t)prog->n_events + 1) * sizeof(int32_t), false);
 	int32_t *last_in_stream = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
 	/* Queues beyond the number of streams stay empty: allocate only those in use. */
 	int n_queues = sim->opt.hw_queues < prog->n_streams ? sim->opt.hw_queues : prog->n_streams;
 	int32_t *last_in_queue = rm_xmalloc(((size_t)n_queues + 1) * sizeof(int32_t));
-	int32_t *stream_prev = rm_xmalloc(nn * sizeof(int32_t));
+	int32_t *stream_prev = sim_take(sim, SB_STREAM_PREV, nn * sizeof(int32_t), false);
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		last_in_stream[s] = -1;
 	for (int q = 0; q < n_queues; q++)
@@ -129,55 +217,77 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		sim_op *so = &sim->ops[i];
-		const rm_sim_price *pr = NULL;
-		rm_sim_price scratch;
-		if (op->cost.kind == RM_COST_COLLECTIVE && op->time_s < 0 && !sim->opt.unpriced_cache) {
-			if (!prices)
-				prices = own_prices = rm_sim_prices_create();
-			if (price_ctx < 0)
-				price_ctx = sim_prices_context(prices, cm, hw);
-			pr = sim_prices_get(prices, price_ctx, cm, &op->cost, hw, &scratch);
-		}
-		double t_s = op->time_s >= 0 ? op->time_s : pr ? pr->time_s : cm->op_time_s(cm, &op->cost, hw);
-		if (!isfinite(t_s) || t_s < 0 || rm_time_from_s(t_s) > SIM_MAX_SOLO_PS) {
-			rm_error_set(err, RM_INVALID, NULL, 0, 0,
-				     "ops[%d] '%s': the cost model gives %g s (expected 0 to 1e4 s)", i,
-				     op->name, t_s);
-			free(recorder);
-			free(last_in_stream);
-			free(last_in_queue);
-			free(stream_prev);
-			free(stream_rank);
-			rm_sim_prices_destroy(own_prices);
-			rm_sim_destroy(sim);
-			return NULL;
-		}
-		so->solo = rm_time_from_s(t_s);
-		int sms = pr ? pr->sms : cm->sms_held(cm, &op->cost, hw);
-		so->sms = (uint16_t)(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
-		so->res = (uint8_t)rm_cost_op_resource(&op->cost);
-		if (op->cost.kind == RM_COST_GEMM) {
-			double tiles = rm_cost_gemm_tiles(&op->cost.gemm, hw);
-			so->tiles = tiles >= 1 && tiles < 4e9 ? (uint32_t)tiles : 0;
-		} else if (op->cost.kind == RM_COST_COLLECTIVE && t_s > 0) {
-			double gbps = rm_cost_collective_hbm_GBps(&op->cost.collective, t_s);
-			so->hbm_GBps = gbps < 4e9 ? (uint32_t)llround(gbps) : UINT32_MAX;
-		}
-		rm_net_load load;
-		const rm_net_load *ld = NULL;
-		if (so->res == RM_RES_NET && cm->net_load && t_s > 0) {
-			if (pr)
-				ld = pr->has_net ? &pr->net : NULL;
-			else if (cm->net_load(cm, &op->cost, hw, t_s, &load))
-				ld = &load;
-		}
-		if (ld) {
-			if (!sim->net_share)
-				sim->net_share = rm_xcalloc(nn * RM_NET_LEVELS, sizeof(uint32_t));
-			for (int l = 0; l < RM_NET_LEVELS; l++) {
-				double ppm = ld->share[l] * 1e6;
-				sim->net_share[(size_t)i * RM_NET_LEVELS + l] =
-					ppm > 0 ? (uint32_t)llround(fmin(fmax(ppm, 1.0), 1e6)) : 0;
+		so->succ_n = 0;
+		so->flags = 0;
+		so->tiles = 0;
+		/* a cost twin the program names (rm_program_op.same_cost_as), priced by the model too
+		 * and equal byte for byte: its figures are this op's */
+		const rm_program_op *twin =
+			op->same_cost_as > 0 && op->same_cost_as <= i && op->time_s < 0 && !sim->opt.unpriced_cache
+				? &prog->ops[op->same_cost_as - 1]
+				: NULL;
+		if (twin && twin->time_s < 0 && memcmp(&twin->cost, &op->cost, sizeof(op->cost)) == 0) {
+			const sim_op *tw = &sim->ops[op->same_cost_as - 1];
+			so->solo = tw->solo;
+			so->sms = tw->sms;
+			so->res = tw->res;
+			so->tiles = tw->tiles; /* or hbm_GBps: the union's one word */
+			if (sim->net_share)
+				memcpy(sim->net_share + (size_t)i * RM_NET_LEVELS,
+				       sim->net_share + (size_t)(op->same_cost_as - 1) * RM_NET_LEVELS,
+				       RM_NET_LEVELS * sizeof(uint32_t));
+		} else {
+			const rm_sim_price *pr = NULL;
+			rm_sim_price scratch;
+			if (op->cost.kind == RM_COST_COLLECTIVE && op->time_s < 0 && !sim->opt.unpriced_cache) {
+				if (!prices)
+					prices = own_prices = rm_sim_prices_create();
+				if (price_ctx < 0)
+					price_ctx = sim_prices_context(prices, cm, hw);
+				pr = sim_prices_get(prices, price_ctx, cm, &op->cost, hw, &scratch);
+			}
+			double t_s = op->time_s >= 0 ? op->time_s : pr ? pr->time_s : cm->op_time_s(cm, &op->cost, hw);
+			rm_time_ps solo = isfinite(t_s) && t_s >= 0 ? rm_time_from_s(t_s) : 0;
+			if (!isfinite(t_s) || t_s < 0 || solo > SIM_MAX_SOLO_PS) {
+				rm_error_set(err, RM_INVALID, NULL, 0, 0,
+					     "ops[%d] '%s': the cost model gives %g s (expected 0 to 1e4 s)", i,
+					     op->name, t_s);
+				sim_give(sim, SB_RECORDER, recorder);
+				free(last_in_stream);
+				free(last_in_queue);
+				sim_give(sim, SB_STREAM_PREV, stream_prev);
+				free(stream_rank);
+				rm_sim_prices_destroy(own_prices);
+				rm_sim_destroy(sim);
+				return NULL;
+			}
+			so->solo = solo;
+			int sms = pr ? pr->sms : cm->sms_held(cm, &op->cost, hw);
+			so->sms = (uint16_t)(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
+			so->res = (uint8_t)rm_cost_op_resource(&op->cost);
+			if (op->cost.kind == RM_COST_GEMM) {
+				double tiles = rm_cost_gemm_tiles(&op->cost.gemm, hw);
+				so->tiles = tiles >= 1 && tiles < 4e9 ? (uint32_t)tiles : 0;
+			} else if (op->cost.kind == RM_COST_COLLECTIVE && t_s > 0) {
+				double gbps = rm_cost_collective_hbm_GBps(&op->cost.collective, t_s);
+				so->hbm_GBps = gbps < 4e9 ? (uint32_t)llround(gbps) : UINT32_MAX;
+			}
+			rm_net_load load;
+			const rm_net_load *ld = NULL;
+			if (so->res == RM_RES_NET && cm->net_load && t_s > 0) {
+				if (pr)
+					ld = pr->has_net ? &pr->net : NULL;
+				else if (cm->net_load(cm, &op->cost, hw, t_s, &load))
+					ld = &load;
+			}
+			if (ld) {
+				if (!sim->net_share)
+					sim->net_share = sim_take(sim, SB_NET_SHARE, nn * RM_NET_LEVELS * sizeof(uint32_t), true);
+				for (int l = 0; l < RM_NET_LEVELS; l++) {
+					double ppm = ld->share[l] * 1e6;
+					sim->net_share[(size_t)i * RM_NET_LEVELS + l] =
+						ppm > 0 ? (uint32_t)llround(fmin(fmax(ppm, 1.0), 1e6)) : 0;
+				}
 			}
 		}
 		so->stream = op->stream;
@@ -235,7 +345,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		at += sim->ops[i].succ_n;
 		sim->ops[i].succ_n = 0;
 	}
-	sim->succ = rm_xmalloc(((size_t)n_succ + 1) * sizeof(int32_t));
+	sim->succ = sim_take(sim, SB_SUCC, ((size_t)n_succ + 1) * sizeof(int32_t), false);
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		if (stream_prev[i] >= 0) {
@@ -248,13 +358,13 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			sim->succ[p->succ_at + p->succ_n++] = i;
 		}
 	}
-	free(recorder);
+	sim_give(sim, SB_RECORDER, recorder);
 	free(last_in_stream);
-	free(stream_prev);
+	sim_give(sim, SB_STREAM_PREV, stream_prev);
 
 	/* Memory lists: allocate outputs at start; check inputs were produced; release inputs
 	 * (and unread outputs) at end. */
-	sim->mem = rm_xmalloc(((size_t)n_mem + 1) * sizeof(int32_t));
+	sim->mem = sim_take(sim, SB_MEM, ((size_t)n_mem + 1) * sizeof(int32_t), false);
 	uint32_t m = 0;
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
@@ -281,9 +391,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 
 	/* Lower bound: work per shared resource alone, and the critical path (Kahn order). */
 	rm_time_ps res_work[RM_RES_COUNT] = {0};
-	rm_time_ps *est = rm_xcalloc(nn, sizeof(rm_time_ps));
-	int32_t *pend = rm_xmalloc(nn * sizeof(int32_t));
-	int32_t *queue = rm_xmalloc(nn * sizeof(int32_t));
+	rm_time_ps *est = sim_take(sim, SB_EST, nn * sizeof(rm_time_ps), false); /* zeroed with pend below */
+	int32_t *pend = sim_take(sim, SB_PEND, nn * sizeof(int32_t), false);
+	int32_t *queue = sim_take(sim, SB_QUEUE, nn * sizeof(int32_t), false);
 	int32_t head = 0, tail = 0;
 	/* with a fabric the network's work is weighted by each collective's share of the most
 	 * drawn level (shares of one level add up to at most 1 at every instant) */
@@ -300,6 +410,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			res_work[sim->ops[i].res] += sim->ops[i].solo;
 		}
 		pend[i] = 0;
+		est[i] = 0;
 	}
 	if (sim->net_share)
 		for (int l = 0; l < RM_NET_LEVELS; l++)
@@ -325,9 +436,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 				queue[tail++] = v;
 		}
 	}
-	free(est);
-	free(pend);
-	free(queue);
+	sim_give(sim, SB_EST, est);
+	sim_give(sim, SB_PEND, pend);
+	sim_give(sim, SB_QUEUE, queue);
 	sim->lower_bound = cp;
 	for (int r = 0; r < RM_RES_COUNT; r++)
 		if (res_work[r] > sim->lower_bound)
@@ -337,25 +448,25 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	 * tensors are allocated first, on the first compute stream (PyTorch's default stream). */
 	sim->alloc = sim_alloc_create(sim->opt.allocator, prog->n_streams);
 	if (sim->alloc) {
-		sim->tensor_block = rm_xmalloc(nt * sizeof(int32_t));
+		sim->tensor_block = sim_take(sim, SB_TENSOR_BLOCK, nt * sizeof(int32_t), false);
 		for (int32_t s = prog->n_streams - 1; s >= 0; s--)
 			if (prog->streams[s].kind == RM_STREAM_COMPUTE)
 				sim->param_stream = s;
 	}
 
 	/* Run state. */
-	sim->st = rm_xmalloc(nn * sizeof(sim_state));
-	sim->op_start = rm_xcalloc(nn, sizeof(rm_time_ps));
-	sim->op_end = rm_xcalloc(nn, sizeof(rm_time_ps));
-	sim->op_grant = rm_xcalloc(nn, sizeof(rm_time_ps));
-	sim->tensor_left = rm_xmalloc(nt * sizeof(int32_t));
-	sim->tensor_state = rm_xmalloc(nt);
-	sim->heap_cap = 64;
-	sim->heap = rm_xmalloc(sim->heap_cap * sizeof(sim_event));
-	sim->ready = rm_xmalloc(nn * sizeof(uint64_t));
-	sim->running = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
-	sim->sm_waiters = rm_xmalloc(((size_t)prog->n_streams + 1) * sizeof(int32_t));
-	sim->stream_busy = rm_xcalloc((size_t)prog->n_streams + 1, sizeof(rm_time_ps));
+	sim->st = sim_take(sim, SB_ST, nn * sizeof(sim_state), false);
+	/* set by the run's reset; read only once it ran (rm_sim_op_start and the others) */
+	sim->op_start = sim_take(sim, SB_OP_START, nn * sizeof(rm_time_ps), false);
+	sim->op_end = sim_take(sim, SB_OP_END, nn * sizeof(rm_time_ps), false);
+	sim->op_grant = sim_take(sim, SB_OP_GRANT, nn * sizeof(rm_time_ps), false);
+	sim->tensor_left = sim_take(sim, SB_TENSOR_LEFT, nt * sizeof(int32_t), false);
+	sim->tensor_state = sim_take(sim, SB_TENSOR_STATE, nt, false);
+	sim->heap = sim_take_heap(sim);
+	sim->ready = sim_take(sim, SB_READY, nn * sizeof(uint64_t), false);
+	sim->running = sim_take(sim, SB_RUNNING, ((size_t)prog->n_streams + 1) * sizeof(int32_t), false);
+	sim->sm_waiters = sim_take(sim, SB_SM_WAITERS, ((size_t)prog->n_streams + 1) * sizeof(int32_t), false);
+	sim->stream_busy = sim_take(sim, SB_STREAM_BUSY, ((size_t)prog->n_streams + 1) * sizeof(rm_time_ps), true);
 	return sim;
 }
 
@@ -363,28 +474,30 @@ void rm_sim_destroy(rm_sim *sim)
 {
 	if (!sim)
 		return;
-	free(sim->ops);
-	free(sim->succ);
-	free(sim->mem);
-	free(sim->tensor_bytes);
-	free(sim->tensor_host);
-	free(sim->tensor_consumers);
-	free(sim->stream_queue);
-	free(sim->st);
-	free(sim->op_start);
-	free(sim->op_end);
-	free(sim->op_grant);
-	free(sim->sm_waiters);
-	free(sim->tensor_left);
-	free(sim->tensor_state);
-	free(sim->heap);
-	free(sim->ready);
-	free(sim->running);
-	free(sim->stream_busy);
+	sim_give(sim, SB_OPS, sim->ops);
+	sim_give(sim, SB_SUCC, sim->succ);
+	sim_give(sim, SB_MEM, sim->mem);
+	sim_give(sim, SB_TENSOR_BYTES, sim->tensor_bytes);
+	sim_give(sim, SB_TENSOR_HOST, sim->tensor_host);
+	sim_give(sim, SB_TENSOR_CONSUMERS, sim->tensor_consumers);
+	sim_give(sim, SB_STREAM_QUEUE, sim->stream_queue);
+	sim_give(sim, SB_ST, sim->st);
+	sim_give(sim, SB_OP_START, sim->op_start);
+	sim_give(sim, SB_OP_END, sim->op_end);
+	sim_give(sim, SB_OP_GRANT, sim->op_grant);
+	sim_give(sim, SB_SM_WAITERS, sim->sm_waiters);
+	sim_give(sim, SB_TENSOR_LEFT, sim->tensor_left);
+	sim_give(sim, SB_TENSOR_STATE, sim->tensor_state);
+	sim_give_heap(sim);
+	sim_give(sim, SB_READY, sim->ready);
+	sim_give(sim, SB_RUNNING, sim->running);
+	sim_give(sim, SB_STREAM_BUSY, sim->stream_busy);
 	free(sim->timeline);
 	sim_alloc_destroy(sim->alloc);
-	free(sim->tensor_block);
-	free(sim->net_share);
+	sim_give(sim, SB_TENSOR_BLOCK, sim->tensor_block);
+	sim_give(sim, SB_NET_SHARE, sim->net_share);
+	if (sim->storage)
+		sim->storage->busy = false;
 	free(sim);
 }
 
@@ -866,7 +979,11 @@ static void update_rates(rm_sim *sim, rm_time_ps t)
 		} else if (num > 0) {
 			sim_u128 w = (sim_u128)s->work * den;
 			sim_u128 q = (sim_u128)SIM_WORK_SCALE * num;
-			heap_push(sim, t + (rm_time_ps)((w + q - 1) / q), i);
+			sim_u128 top = w + q - 1;
+			/* the same quotient in 64 bits when top fits (the common case: no __udivti3 call); work
+			 * > 0 here, so top >= q and q fits too */
+			rm_time_ps dt = (top >> 64) == 0 ? (rm_time_ps)((uint64_t)top / (uint64_t)q) : (rm_time_ps)(top / q);
+			heap_push(sim, t + dt, i);
 		}
 	}
 }
@@ -1108,15 +1225,15 @@ const rm_sim_metrics *rm_sim_get_metrics(const rm_sim *sim)
 }
 rm_time_ps rm_sim_op_start(const rm_sim *sim, int32_t op)
 {
-	return op >= 0 && op < sim->n_ops ? sim->op_start[op] : 0;
+	return sim->ran && op >= 0 && op < sim->n_ops ? sim->op_start[op] : 0;
 }
 rm_time_ps rm_sim_op_end(const rm_sim *sim, int32_t op)
 {
-	return op >= 0 && op < sim->n_ops ? sim->op_end[op] : 0;
+	return sim->ran && op >= 0 && op < sim->n_ops ? sim->op_end[op] : 0;
 }
 rm_time_ps rm_sim_op_grant(const rm_sim *sim, int32_t op)
 {
-	if (op < 0 || op >= sim->n_ops)
+	if (!sim->ran || op < 0 || op >= sim->n_ops)
 		return 0;
 	return sim->op_grant[op] > sim->op_start[op] ? sim->op_grant[op] : sim->op_start[op];
 }
@@ -1135,7 +1252,7 @@ rm_time_ps rm_sim_stream_busy(const rm_sim *sim, int32_t stream)
 bool rm_sim_phase_start(const rm_sim *sim, rm_program_phase phase, rm_time_ps *start)
 {
 	bool found = false;
-	for (int32_t i = 0; i < sim->n_ops; i++)
+	for (int32_t i = 0; sim->ran && i < sim->n_ops; i++)
 		if (sim->prog->ops[i].phase == phase && (!found || sim->op_start[i] < *start)) {
 			*start = sim->op_start[i];
 			found = true;

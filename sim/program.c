@@ -1,6 +1,7 @@
 /*
  * The schedule program: builders and validation (remora/program.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,19 +174,13 @@ int32_t rm_program_add_event(rm_program *prog, const char *name)
 	return prog->n_events++;
 }
 
-static rm_program_list add_list(rm_program *prog, const int32_t *v, uint32_t n)
+/* Copies a list into the reference pool, which the caller has made room in. */
+static inline rm_program_list put_list(rm_program *prog, const int32_t *v, uint32_t n)
 {
 	rm_program_list l = {.at = prog->n_refs, .count = n};
-	if (n == 0)
-		return l;
-	if (prog->n_refs + n > prog->cap_refs) {
-		uint32_t cap = prog->cap_refs ? prog->cap_refs : 64;
-		while (cap < prog->n_refs + n)
-			cap *= 2;
-		prog->refs = rm_xrealloc(prog->refs, (size_t)cap * sizeof(int32_t));
-		prog->cap_refs = cap;
-	}
-	memcpy(prog->refs + prog->n_refs, v, n * sizeof(int32_t));
+	int32_t *dst = prog->refs + prog->n_refs;
+	for (uint32_t i = 0; i < n; i++)
+		dst[i] = v[i];
 	prog->n_refs += n;
 	return l;
 }
@@ -193,20 +188,32 @@ static rm_program_list add_list(rm_program *prog, const int32_t *v, uint32_t n)
 int32_t rm_program_add_op(rm_program *prog, const rm_program_op_desc *d)
 {
 	GROW(prog, ops, n_ops, cap_ops);
+	/* one capacity check for the op's four lists (a search's ops hold a handful each) */
+	uint64_t need = (uint64_t)prog->n_refs + d->n_inputs + d->n_outputs + d->n_waits + d->n_records;
+	if (need > prog->cap_refs) {
+		uint64_t cap = prog->cap_refs ? prog->cap_refs : 64;
+		while (cap < need)
+			cap *= 2;
+		if (cap > UINT32_MAX) {
+			fprintf(stderr, "remora: fatal: a program of more than 2^32 op references\n");
+			abort();
+		}
+		prog->refs = rm_xrealloc(prog->refs, (size_t)cap * sizeof(int32_t));
+		prog->cap_refs = (uint32_t)cap;
+	}
 	rm_program_op *op = &prog->ops[prog->n_ops];
-	*op = (rm_program_op){
-		.name = arena_strdup(prog, d->name ? d->name : ""),
-		.cost = d->cost,
-		.stream = d->stream,
-		.layer = d->layer,
-		.phase = d->phase,
-		.time_s = d->time_s,
-		.sync_reason = arena_strdup(prog, d->sync_reason),
-	};
-	op->inputs = add_list(prog, d->inputs, d->n_inputs);
-	op->outputs = add_list(prog, d->outputs, d->n_outputs);
-	op->waits = add_list(prog, d->waits, d->n_waits);
-	op->records = add_list(prog, d->records, d->n_records);
+	op->name = arena_strdup(prog, d->name ? d->name : "");
+	op->cost = d->cost;
+	op->stream = d->stream;
+	op->layer = d->layer;
+	op->phase = d->phase;
+	op->time_s = d->time_s;
+	op->sync_reason = arena_strdup(prog, d->sync_reason);
+	op->same_cost_as = d->same_cost_as;
+	op->inputs = put_list(prog, d->inputs, d->n_inputs);
+	op->outputs = put_list(prog, d->outputs, d->n_outputs);
+	op->waits = put_list(prog, d->waits, d->n_waits);
+	op->records = put_list(prog, d->records, d->n_records);
 	return prog->n_ops++;
 }
 
@@ -409,6 +416,11 @@ rm_status rm_program_validate(const rm_program *prog, const char *file, rm_error
 		if (op->stream < 0 || op->stream >= prog->n_streams) {
 			st = INVALID("ops[%d].stream: unknown stream %d (the program has %d)", i,
 				     op->stream, prog->n_streams);
+			goto out_free;
+		}
+		if (op->same_cost_as < 0 || op->same_cost_as > i) {
+			st = INVALID("ops[%d].same_cost_as: %d names no earlier op (1 + its index, 0: none)", i,
+				     op->same_cost_as);
 			goto out_free;
 		}
 		if ((unsigned)op->phase >= RM_PPHASE_COUNT) {

@@ -82,6 +82,7 @@ const rm_sim_price *sim_prices_get(rm_sim_prices *p, int32_t ctx, const rm_cost_
 
 struct rm_sim {
 	const rm_program *prog;
+	rm_sim_storage *storage; /* where the arrays come from and go back to; NULL: malloc and free */
 	const rm_hw_profile *hw;
 	rm_sim_options opt;
 	int32_t n_ops, n_streams, n_tensors;

@@ -3,6 +3,7 @@
  * by hand and compared exactly, to the picosecond.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -806,6 +807,15 @@ Test(engine, time_conversion_is_defined_over_the_whole_range)
 	cr_assert_eq(rm_time_from_s(1.7e7), UINT64_C(17000000000000000000));
 	cr_assert_eq(rm_time_from_s(1e8), UINT64_MAX);
 	cr_assert_eq(rm_time_from_s(-1.0), 0);
+	/* halves round away from zero, as llround: 2.5 ps -> 3, 3.5 ps -> 4; just below a half down */
+	cr_assert_eq(rm_time_from_s(2.5e-12), (rm_time_ps)llround(2.5e-12 * RM_PS_PER_S));
+	cr_assert_eq(rm_time_from_s(0.5e-12), 1);
+	cr_assert_eq(rm_time_from_s(nextafter(0.5, 0) * 1e-12), (rm_time_ps)llround(nextafter(0.5, 0) * 1e-12 * RM_PS_PER_S));
+	/* 2^52 + 0.5 ps, a representable half: up */
+	cr_assert_eq(rm_time_from_s((4503599627370496.0 + 0.5) / RM_PS_PER_S),
+		     (rm_time_ps)llround((4503599627370496.0 + 0.5) / RM_PS_PER_S * RM_PS_PER_S));
+	for (double s = 1e-13; s < 1e7; s *= 1.37)
+		cr_assert_eq(rm_time_from_s(s), (rm_time_ps)llround(s * RM_PS_PER_S), "%g s", s);
 }
 
 /* ---- network sharing with a fabric (rm_cost_model.net_load) ---------------------------- */
@@ -1050,6 +1060,113 @@ static void run_priced(const rm_program *p, const rm_hw_profile *hw, const rm_co
 	for (int32_t i = 0; i < p->n_ops; i++)
 		end[i] = rm_sim_op_end(sim, i);
 	rm_sim_destroy(sim);
+}
+
+/* The default model, counting the compute ops it is asked to time. */
+static int timed_compute;
+static double counting_compute_s(const rm_cost_model *self, const rm_cost_op *op, const rm_hw_profile *hw)
+{
+	const rm_cost_model *d = rm_cost_model_default();
+	if (op->kind != RM_COST_COLLECTIVE)
+		timed_compute++;
+	return d->op_time_s(d, op, hw);
+}
+
+Test(engine, an_op_naming_an_equal_cost_twin_is_priced_once)
+{
+	/* 4 GEMMs of one shape in a chain: ops 1 and 2 name op 0 as their twin (same_cost_as 1),
+	 * op 3 names op 0 but has another shape, so it is priced itself; the ends equal those of
+	 * the program without the hints, and the reference path (unpriced_cache) asks for all 4 */
+	const rm_cost_model counting = {.name = "counting", .op_time_s = counting_compute_s, .sms_held = counting_sms_held};
+	rm_program *p[2];
+	for (int k = 0; k < 2; k++) {
+		p[k] = rm_program_create("twins");
+		rm_program_add_stream(p[k], "compute", RM_STREAM_COMPUTE, 0);
+		for (int i = 0; i < 4; i++) {
+			rm_program_op_desc d = rm_program_op_desc_init("", RM_COST_GEMM, 0);
+			d.cost.gemm = (rm_gemm_shape){.batch = 1, .m = 4096, .n = i == 3 ? 8192 : 4096, .k = 4096,
+						      .dtype = RM_DTYPE_BF16};
+			d.same_cost_as = k == 1 && i > 0 ? 1 : 0;
+			rm_program_add_op(p[k], &d);
+		}
+	}
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_program_validate(p[1], NULL, &err), RM_OK, "%s", err.msg);
+	rm_time_ps ref[4], got[4], unc[4];
+	timed_compute = 0;
+	run_priced(p[0], h100(), &counting, NULL, false, ref);
+	cr_assert_eq(timed_compute, 4);
+	timed_compute = 0;
+	run_priced(p[1], h100(), &counting, NULL, false, got);
+	cr_assert_eq(timed_compute, 2, "op 0 and op 3 (another shape) asked; ops 1 and 2 copied");
+	cr_assert_eq(memcmp(got, ref, sizeof(ref)), 0);
+	cr_assert_eq(got[1] - got[0], got[0], "op 1 took op 0's time");
+	timed_compute = 0;
+	run_priced(p[1], h100(), &counting, NULL, true, unc);
+	cr_assert_eq(timed_compute, 4, "the reference path prices every op");
+	cr_assert_eq(memcmp(unc, ref, sizeof(ref)), 0);
+	/* a twin that is not earlier is refused */
+	p[1]->ops[1].same_cost_as = 2;
+	cr_assert_eq(rm_program_validate(p[1], "twins.json", &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "ops[1].same_cost_as"), "%s", err.msg);
+	for (int k = 0; k < 2; k++)
+		rm_program_destroy(p[k]);
+}
+
+/* Ends of every op of p simulated with opt (storage or not). */
+static void run_with(const rm_program *p, const rm_sim_options *opt, rm_time_ps *end)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_sim *sim = rm_sim_create(p, h100(), opt, &err);
+	cr_assert_not_null(sim, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+	for (int32_t i = 0; i < p->n_ops; i++)
+		end[i] = rm_sim_op_end(sim, i);
+	rm_sim_destroy(sim);
+}
+
+Test(engine, kept_storage_gives_the_same_results_for_programs_of_any_size)
+{
+	/* a 4-op program, a 5-op one (other kinds, other sizes), the 4-op one again: with one kept
+	 * storage each ends as without it; a second simulation while the first holds the storage
+	 * allocates its own and ends the same */
+	rm_program *a = rm_program_create("gemms");
+	rm_program_add_stream(a, "compute", RM_STREAM_COMPUTE, 0);
+	for (int i = 0; i < 4; i++) {
+		rm_program_op_desc d = rm_program_op_desc_init("", RM_COST_GEMM, 0);
+		d.cost.gemm = (rm_gemm_shape){.batch = 1, .m = 1024 << i, .n = 4096, .k = 4096, .dtype = RM_DTYPE_BF16};
+		rm_program_add_op(a, &d);
+	}
+	rm_program *b = five_collectives();
+	rm_time_ps ref_a[4], ref_b[5], got_a[4], got_b[5];
+	rm_sim_options plain = {0};
+	run_with(a, &plain, ref_a);
+	run_with(b, &plain, ref_b);
+	rm_sim_storage *st = rm_sim_storage_create();
+	rm_sim_options kept = {.storage = st};
+	for (int round = 0; round < 2; round++) {
+		run_with(a, &kept, got_a);
+		cr_assert_eq(memcmp(got_a, ref_a, sizeof(ref_a)), 0, "round %d", round);
+		run_with(b, &kept, got_b);
+		cr_assert_eq(memcmp(got_b, ref_b, sizeof(ref_b)), 0, "round %d", round);
+	}
+	rm_error err;
+	rm_error_clear(&err);
+	rm_sim *holder = rm_sim_create(a, h100(), &kept, &err);
+	cr_assert_not_null(holder, "%s", err.msg);
+	run_with(b, &kept, got_b);
+	cr_assert_eq(memcmp(got_b, ref_b, sizeof(ref_b)), 0, "while the storage is held");
+	cr_assert_eq(rm_sim_run(holder, &err), RM_OK, "%s", err.msg);
+	for (int32_t i = 0; i < a->n_ops; i++)
+		cr_assert_eq(rm_sim_op_end(holder, i), ref_a[i]);
+	rm_sim_destroy(holder);
+	run_with(a, &kept, got_a);
+	cr_assert_eq(memcmp(got_a, ref_a, sizeof(ref_a)), 0, "after the holder");
+	rm_sim_storage_destroy(st);
+	rm_program_destroy(a);
+	rm_program_destroy(b);
 }
 
 Test(engine, each_collective_shape_is_priced_once_with_the_same_times)

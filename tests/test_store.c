@@ -534,3 +534,38 @@ Test(store, rows_of_another_search_space_are_not_ranked)
 	rm_search_destroy(s);
 	rm_search_destroy(fresh);
 }
+
+Test(store, rows_another_search_stores_later_are_ranked_at_this_spaces_index)
+{
+	/* this search opens the database first (empty), then a search listing the policies the
+	 * other way round stores its 3 rows from its own connection: this one ranks all 3, each at
+	 * its index here (nothing_saveable 1, dots_saveable 2), not the other search's */
+	char dir[64], db[128];
+	rm_scenario sc, swapped;
+	tiny_scenario("model: gpt-2\ntraining: {seq_len: 1024}\n", dir, sizeof(dir), &sc);
+	tiny_scenario("model: gpt-2\ntraining: {seq_len: 1024}\n", dir, sizeof(dir), &swapped);
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_eq(rm_scenario_set(&swapped, "search.policies=[dots_saveable, nothing_saveable]", &err), RM_OK, "%s",
+		     err.msg);
+	db_path(db, sizeof(db));
+	rm_search *s = rm_search_create(&sc, NULL, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	cr_assert_eq(rm_search_reopen(s, db, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_search_rows(s), 0);
+	rm_search_progress p;
+	rm_search *other = run(&swapped, NULL, db, &p);
+	rm_search_destroy(other);
+	cr_assert_eq(rm_search_rows(s), 3);
+	const char *const want[] = {"", "nothing_saveable", "dots_saveable"};
+	for (int i = 1; i < 3; i++) {
+		rm_candidate_result r;
+		cr_assert_eq(rm_search_result(s, i, &r, &err), 1, "%s", err.msg);
+		cr_assert_eq(r.c.index, i);
+		cr_assert(strstr(r.c.policy, want[i]), "index %d: %s", i, r.c.policy);
+		rm_candidate c;
+		rm_search_candidate(s, i, &c);
+		cr_assert_str_eq(r.c.key, c.key);
+	}
+	rm_search_destroy(s);
+}

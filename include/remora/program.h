@@ -105,6 +105,11 @@ typedef struct rm_program_op {
 	rm_program_phase phase;
 	double time_s;     /* >= 0: fixed duration that overrides the cost model; < 0: model */
 	const char *sync_reason; /* collectives: why it runs synchronously; NULL if none given */
+	/* 1 + the index of an earlier op whose cost (kind and inputs, field for field) equals this
+	 * one's, so the simulator prices it once (the scheduler marks a layer op of the same graph
+	 * op, phase and plan as an earlier layer's); 0: none. A hint only: the simulator checks the
+	 * costs are equal byte for byte before using it. */
+	int32_t same_cost_as;
 	rm_program_list inputs, outputs; /* tensor indices */
 	rm_program_list waits, records;  /* event indices */
 } rm_program_op;
@@ -151,6 +156,7 @@ typedef struct rm_program_op_desc {
 	rm_program_phase phase;
 	double time_s; /* < 0 (set it!) to use the cost model */
 	const char *sync_reason;
+	int32_t same_cost_as; /* rm_program_op.same_cost_as; 0: none */
 	const int32_t *inputs, *outputs, *waits, *records;
 	uint32_t n_inputs, n_outputs, n_waits, n_records;
 } rm_program_op_desc;

@@ -93,6 +93,17 @@ typedef struct rm_sim_prices rm_sim_prices;
 rm_sim_prices *rm_sim_prices_create(void);
 void rm_sim_prices_destroy(rm_sim_prices *p);
 
+/*
+ * Arrays kept between simulations (a search worker's): rm_sim_destroy of a simulation made with
+ * it hands its arrays back, and the next rm_sim_create takes them (grown where a program needs
+ * more), so a sweep stops allocating and faulting in fresh pages for every candidate. One
+ * simulation at a time: while one holds it, another made with it allocates its own. Not
+ * thread-safe: one per thread. Results are the same with or without it.
+ */
+typedef struct rm_sim_storage rm_sim_storage;
+rm_sim_storage *rm_sim_storage_create(void);
+void rm_sim_storage_destroy(rm_sim_storage *st);
+
 typedef struct rm_sim_options {
 	int hw_queues;              /* CUDA_DEVICE_MAX_CONNECTIONS; <= 0: 8 */
 	const rm_cost_model *cost;  /* NULL: rm_cost_model_default() */
@@ -109,6 +120,8 @@ typedef struct rm_sim_options {
 				     * each shape is still priced once, for this call only */
 	bool unpriced_cache;        /* ask the cost model for every op, no cache (the reference
 				     * path tests compare the cache with) */
+	rm_sim_storage *storage;    /* arrays kept between calls (one thread's); NULL: allocated
+				     * for this simulation and freed with it */
 } rm_sim_options;
 
 typedef struct rm_sim_metrics {

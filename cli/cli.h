@@ -80,10 +80,15 @@ void cli_print_breakdown(const rm_breakdown *bd);
  * bytes; t the step's training configuration (micro_batch, fsdp); gpus the cluster's GPUs and
  * gpus_per_node its nodes' (the scenario's cluster). out NULL: printed; else set on out as
  * over_bytes, peak_time_s, at_peak [{role, bytes}] and would_fit [{change, estimate_bytes (when
- * estimated), note}]. Does nothing when peak <= capacity (cmd_simulate.c; simulate and search).
+ * estimated), note}]. saved: the names the plan saves by name (n_saved of them; 0: none, and no
+ * offload line is offered), so the offload line is the --set options that move them to host
+ * memory. search: the hint is for search's closest candidate, so a smaller micro-batch is
+ * search.micro_batches (training.micro_batch does not choose a search's micro-batches). Does
+ * nothing when peak <= capacity (cmd_simulate.c; simulate and search).
  */
 void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t,
-			int64_t gpus, int64_t gpus_per_node, json_t *out);
+			int64_t gpus, int64_t gpus_per_node, const char (*saved)[48], int n_saved, bool search,
+			json_t *out);
 /*
  * The usage error (exit 2) for getopt_long's '?': an unknown option, an option missing its value,
  * or a value given to a long option that takes none, told apart with the subcommand's own

@@ -738,7 +738,8 @@ static int explain_no_fit(rm_search *s, const rm_scenario *sc, const char *rt, j
 		if (sim && rm_sim_run(sim, err) == RM_OK && rm_sim_breakdown(sim, &res.memory, &bd, err) == RM_OK) {
 			hint = doc ? json_object() : NULL;
 			cli_print_fit_hint(&bd, c->peak_memory_bytes, cap, &res.train, res.gpus,
-					   sc->gpus_per_node ? sc->gpus_per_node : (int64_t)res.hw.gpus_per_node, hint);
+					   sc->gpus_per_node ? sc->gpus_per_node : (int64_t)res.hw.gpus_per_node, NULL, 0,
+					   true, hint);
 		} else
 			rm_log_warn("cannot break the closest candidate's memory down: %s", err->msg);
 	}

@@ -159,9 +159,10 @@ static void hint_change(json_t *arr, const char *change, int pad, int64_t est, c
 }
 
 void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, const rm_train_config *t,
-			int64_t gpus, int64_t gpus_per_node, json_t *out)
+			int64_t gpus, int64_t gpus_per_node, const char (*saved)[48], int n_saved, bool search,
+			json_t *out)
 {
-	char b1[32], b2[32], b3[32], what[160], why[400];
+	char b1[32], b2[32], b3[32], what[1200], why[400];
 	int64_t over = peak - capacity;
 	if (over <= 0)
 		return;
@@ -207,7 +208,8 @@ void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, 
 	for (int64_t m = mb - 1; m >= 1 && act + res > 0; m--) {
 		int64_t est = peak - (int64_t)((double)(act + res) * (double)(mb - m) / (double)mb);
 		if (est <= capacity) {
-			snprintf(what, sizeof(what), "--set training.micro_batch=%lld", (long long)m);
+			snprintf(what, sizeof(what), search ? "--set search.micro_batches=[%lld]" : "--set training.micro_batch=%lld",
+				 (long long)m);
 			snprintf(why, sizeof(why), "activations and saved residuals, %s, scale with it",
 				 rm_format_bytes(act + res, b2, sizeof(b2)));
 			hint_change(changes, what, (int)strlen(what) + 2, est, why);
@@ -226,9 +228,25 @@ void cli_print_fit_hint(const rm_breakdown *bd, int64_t peak, int64_t capacity, 
 				 "which keeps only the layer inputs)",
 				 rm_format_bytes(res, b1, sizeof(b1)), rm_format_bytes(over, b2, sizeof(b2)));
 		hint_change(changes, "save fewer names", 18, -1, why);
-		snprintf(why, sizeof(why), "remat.policy=save_and_offload_only_these_names moves up to %s to host memory",
-			 rm_format_bytes(res, b1, sizeof(b1)));
-		hint_change(changes, "offload them", 18, -1, why);
+		if (n_saved > 0 && !search) {
+			/* the saved names offloaded instead: --set remat.names=[] --set remat.offload_names=[...] */
+			int len = snprintf(what, sizeof(what), "--set remat.policy=save_and_offload_only_these_names --set remat.names=[] --set remat.offload_names=[");
+			for (int i = 0; i < n_saved && len > 0 && (size_t)len < sizeof(what); i++)
+				len += snprintf(what + len, sizeof(what) - (size_t)len, "%s%s", i ? "," : "", saved[i]);
+			if (len > 0 && (size_t)len < sizeof(what) - 1) {
+				what[len++] = ']';
+				what[len] = '\0';
+				snprintf(why, sizeof(why), "the saved names to host memory instead: "
+							  "up to %s off the device",
+					 rm_format_bytes(res, b1, sizeof(b1)));
+				hint_change(changes, what, (int)strlen(what) + 2, -1, why);
+			}
+		} else if (search) {
+			snprintf(why, sizeof(why), "the search's space: search.offload (the saved names moved to host memory, "
+						  "up to %s)",
+				 rm_format_bytes(res, b1, sizeof(b1)));
+			hint_change(changes, "offload them", 18, -1, why);
+		}
 		any = true;
 	}
 	for (int64_t k = 2; k <= 64 && state > 0 && t->fsdp >= 1; k *= 2) {
@@ -882,7 +900,8 @@ static int run(const char *cmd, int argc, char **argv)
 					cap = (int64_t)(frac * (double)m->memory_capacity_bytes);
 				printf("\n");
 				cli_print_fit_hint(breakdown ? &bd : &fb, m->peak_memory_bytes, cap, &res.train, res.gpus,
-						   sc.gpus_per_node ? sc.gpus_per_node : (int64_t)res.hw.gpus_per_node, NULL);
+						   sc.gpus_per_node ? sc.gpus_per_node : (int64_t)res.hw.gpus_per_node,
+						   (const char(*)[48])sc.names, sc.n_names, false, NULL);
 			}
 		}
 		if (breakdown)

@@ -301,15 +301,19 @@ Test(golden, simulate_does_not_fit_says_what_would)
 	cr_expect(strstr(r.out, "\n    --set training.micro_batch=10   about 59.25 GiB"), "%s", r.out);
 	cr_expect(strstr(r.out, "\n    --set parallelism.fsdp=32 --set cluster.nodes=4   about 58.87 GiB (4 x the GPUs"), "%s",
 		  r.out);
-	cr_expect(strstr(r.out, "moves up to 35.25 GiB to host memory"), "%s", r.out);
+	cr_expect(strstr(r.out, "\n    --set remat.policy=save_and_offload_only_these_names --set remat.names=[] --set "
+				"remat.offload_names=[dot_mlp_out,dot_attention_value,dot_attention_query,dot_attention_key]   "
+				"the saved names to host memory instead: up to 35.25 GiB off the device"),
+		  "%s", r.out);
 	/* each --set line runs as pasted: 4 x the GPUs as 4 nodes of 8 (fsdp 32 must divide the
-	 * cluster's GPUs), and it fits */
-	static const char *const lines[] = {"\n    --set parallelism.fsdp=", "\n    --set training.micro_batch="};
+	 * cluster's GPUs), the saved names offloaded, and it fits */
+	static const char *const lines[] = {"\n    --set parallelism.fsdp=", "\n    --set training.micro_batch=",
+					    "\n    --set remat.policy="};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		const char *at = strstr(r.out, lines[i]);
 		cr_assert_not_null(at, "%s", r.out);
 		at += 5;
-		const char *stop = strstr(at, "   about");
+		const char *stop = strstr(at, "   "); /* the options end at the column gap */
 		cr_assert_not_null(stop);
 		char again[1600];
 		snprintf(again, sizeof(again), "simulate %s --set training.micro_batch=12 %.*s", seed_arg(), (int)(stop - at), at);
@@ -343,7 +347,8 @@ Test(golden, search_nothing_fits_says_what_would)
 	cr_expect(strstr(r.out, "\nbest plan for XLA: DOES NOT FIT. Closest: as written, mb 12, peak 68.47 GiB of 59.74 "
 				"GiB in the BFC pool\n  over by            8.73 GiB"),
 		  "%s", r.out);
-	cr_expect(strstr(r.out, "\n    --set training.micro_batch=10   about 59.25 GiB"), "%s", r.out);
+	/* a search's micro-batches are search.micro_batches */
+	cr_expect(strstr(r.out, "\n    --set search.micro_batches=[10]   about 59.25 GiB"), "%s", r.out);
 	free(r.out);
 	/* --json: no best and no rows, but the closest candidate and the hint, exit 0 */
 	char jargs[1700];
@@ -365,7 +370,7 @@ Test(golden, search_nothing_fits_says_what_would)
 			 "residual");
 	json_t *fit = json_object_get(hint, "would_fit");
 	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(fit, 0), "change")),
-			 "--set training.micro_batch=10");
+			 "--set search.micro_batches=[10]");
 	cr_expect_str_eq(json_string_value(json_object_get(json_array_get(fit, 3), "change")),
 			 "--set parallelism.fsdp=32 --set cluster.nodes=4");
 	json_decref(doc);

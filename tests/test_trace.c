@@ -285,6 +285,12 @@ Test(trace, errors_with_positions)
 	cr_assert_eq(err.line, 1);
 	cr_assert_eq(err.column, 18);
 	cr_assert(strstr(err.msg, "dur"), "%s", err.msg);
+	/* times past 4e15 us: ts + dur would leave int64 nanoseconds */
+	read_text_expect_error("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, "
+			       "\"ts\": 9223372036854775, \"dur\": 9223372036854775}]}",
+			       &err);
+	cr_assert_eq(err.status, RM_PARSE);
+	cr_assert(strstr(err.msg, "at most 4e15"), "%s", err.msg);
 	/* not an object */
 	read_text_expect_error("{\"traceEvents\": [1]}", &err);
 	cr_assert(strstr(err.msg, "not an object"), "%s", err.msg);

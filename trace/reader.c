@@ -374,19 +374,24 @@ static bool json_id(json_t *v, int64_t *out)
 	return false;
 }
 
-/* Microseconds (a JSON number) to nanoseconds, rounded; false when not a finite number. */
+/* |ts| and dur at most 4e15 us (127 years) each, so ts + dur and any difference of two event
+ * times stay inside int64 nanoseconds */
+#define TRACE_MAX_US INT64_C(4000000000000000)
+
+/* Microseconds (a JSON number) to nanoseconds, rounded; false when not a finite number or past
+ * TRACE_MAX_US in magnitude. */
 static bool json_us_to_ns(json_t *v, int64_t *ns)
 {
 	if (json_is_integer(v)) {
 		json_int_t x = json_integer_value(v);
-		if (x > INT64_MAX / 1000 || x < INT64_MIN / 1000)
+		if (x > TRACE_MAX_US || x < -TRACE_MAX_US)
 			return false;
 		*ns = (int64_t)x * 1000;
 		return true;
 	}
 	if (json_is_real(v)) {
 		double x = json_real_value(v) * 1000.0;
-		if (!isfinite(x) || fabs(x) > 9.2e18)
+		if (!isfinite(x) || fabs(x) > (double)TRACE_MAX_US * 1000.0)
 			return false;
 		*ns = llround(x);
 		return true;
@@ -570,7 +575,8 @@ static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t 
 	bool have_ts = json_us_to_ns(json_object_get(ev, "ts"), &ts);
 	bool have_dur = json_us_to_ns(json_object_get(ev, "dur"), &dur);
 	if (gpu && (!have_ts || !have_dur || dur < 0)) {
-		pos_error(s, RM_PARSE, line, col, "GPU event '%s' needs numeric ts and dur >= 0 (microseconds)",
+		pos_error(s, RM_PARSE, line, col,
+			  "GPU event '%s' needs numeric ts and dur >= 0 (microseconds, at most 4e15 in magnitude)",
 			  name);
 		return false;
 	}

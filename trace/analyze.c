@@ -195,6 +195,8 @@ static int cmp_double(const void *pa, const void *pb)
 /* The median of n values (the mean of the two middle ones for an even n); tmp holds n. */
 static double median(double *tmp, int n)
 {
+	if (n <= 0)
+		return 0;
 	qsort(tmp, (size_t)n, sizeof(*tmp), cmp_double);
 	return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
 }

@@ -149,7 +149,8 @@ static void val_push(src *s, const unsigned char *from, size_t n)
 		s->val = rm_xrealloc(s->val, cap);
 		s->val_cap = cap;
 	}
-	memcpy(s->val + s->val_len, from, n);
+	if (n > 0)
+		memcpy(s->val + s->val_len, from, n);
 	s->val_len += n;
 	s->val[s->val_len] = '\0';
 }
@@ -976,8 +977,10 @@ static void finish(builder *b)
 	/* streams in (device, stream) order, indices remapped */
 	int *order = rm_new(int, (size_t)t->n_streams + 1);
 	rm_trace__stream *sorted = rm_new(rm_trace__stream, (size_t)t->n_streams + 1);
-	memcpy(sorted, t->streams, (size_t)t->n_streams * sizeof(*sorted));
-	qsort(sorted, (size_t)t->n_streams, sizeof(*sorted), cmp_stream);
+	if (t->n_streams > 0) {
+		memcpy(sorted, t->streams, (size_t)t->n_streams * sizeof(*sorted));
+		qsort(sorted, (size_t)t->n_streams, sizeof(*sorted), cmp_stream);
+	}
 	for (int i = 0; i < t->n_streams; i++)
 		for (int j = 0; j < t->n_streams; j++)
 			if (sorted[j].device == t->streams[i].device && sorted[j].stream == t->streams[i].stream)
@@ -1006,10 +1009,14 @@ static void finish(builder *b)
 	free(order);
 	free(korder);
 
-	qsort(t->ev, (size_t)t->n_ev, sizeof(*t->ev), cmp_event);
-	qsort(t->steps, (size_t)t->n_steps, sizeof(*t->steps), cmp_step);
+	/* qsort's base must not be NULL even for 0 elements (C17 7.22.5) */
+	if (t->n_ev > 0)
+		qsort(t->ev, (size_t)t->n_ev, sizeof(*t->ev), cmp_event);
+	if (t->n_steps > 0)
+		qsort(t->steps, (size_t)t->n_steps, sizeof(*t->steps), cmp_step);
 	/* FLOPs: the first GEMM kernel (in time) of each operator with shapes carries them */
-	qsort(b->gemm, (size_t)b->n_gemm, sizeof(*b->gemm), cmp_gemm);
+	if (b->n_gemm > 0)
+		qsort(b->gemm, (size_t)b->n_gemm, sizeof(*b->gemm), cmp_gemm);
 	t->gemm_shapes = b->n_gemm;
 	for (int64_t i = 0; i < t->n_ev && b->n_gemm > 0; i++) {
 		rm_trace__event *e = &t->ev[i];

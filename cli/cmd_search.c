@@ -60,8 +60,13 @@ static void progress_line(const rm_search_progress *p, void *user)
 	(void)user;
 	double rate = p->elapsed_s > 0 ? (double)(p->done - p->skipped) / p->elapsed_s : 0;
 	double eta = rate > 0 ? (double)(p->total - p->done) / rate : 0;
-	fprintf(stderr, "\rremora: search %lld/%lld candidates, %.0f/s, ETA %.0f s   ", (long long)p->done,
-		(long long)p->total, rate, eta);
+	/* the first second's rate is mostly set-up (the workloads, the store): no ETA from it */
+	if (p->elapsed_s < 1.0 && p->done < p->total)
+		fprintf(stderr, "\rremora: search %lld/%lld candidates, ETA after the first second   ", (long long)p->done,
+			(long long)p->total);
+	else
+		fprintf(stderr, "\rremora: search %lld/%lld candidates, %.0f/s, ETA %.0f s   ", (long long)p->done,
+			(long long)p->total, rate, eta);
 	if (p->done == p->total)
 		fputc('\n', stderr);
 	fflush(stderr);

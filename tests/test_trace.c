@@ -291,6 +291,12 @@ Test(trace, errors_with_positions)
 			       &err);
 	cr_assert_eq(err.status, RM_PARSE);
 	cr_assert(strstr(err.msg, "at most 4e15"), "%s", err.msg);
+	/* a GPU event's device must be an ordinal: a string pid (hashed) is none */
+	read_text_expect_error("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": \"abc\", "
+			       "\"tid\": 7, \"ts\": 1, \"dur\": 2}]}",
+			       &err);
+	cr_assert_eq(err.status, RM_PARSE);
+	cr_assert(strstr(err.msg, "is not a device ordinal"), "%s", err.msg);
 	/* not an object */
 	read_text_expect_error("{\"traceEvents\": [1]}", &err);
 	cr_assert(strstr(err.msg, "not an object"), "%s", err.msg);

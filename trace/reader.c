@@ -358,7 +358,11 @@ static bool json_id(json_t *v, int64_t *out)
 		return true;
 	}
 	if (json_is_real(v)) {
-		*out = (int64_t)json_real_value(v);
+		double x = json_real_value(v);
+		/* out of int64 the conversion is undefined: such an id is hashed like a string */
+		if (!isfinite(x) || fabs(x) >= 9.2e18)
+			return false;
+		*out = (int64_t)x;
 		return true;
 	}
 	if (json_is_string(v)) {
@@ -433,7 +437,19 @@ static int jax_gpu_device(const char *pname)
 	const char *p = pname ? strstr(pname, "/device:GPU:") : NULL;
 	if (!p)
 		return -1;
-	return atoi(p + strlen("/device:GPU:"));
+	p += strlen("/device:GPU:");
+	if (*p < '0' || *p > '9')
+		return -1;
+	errno = 0;
+	char *end;
+	long d = strtol(p, &end, 10);
+	/* a device ordinal past 65535 is no GPU of one process (and would not fit the event's index) */
+	if (errno != 0 || d > 65535) {
+		rm_log_warn("trace: process name \"%.80s\": device %.20s is out of range (0-65535); its events are not a GPU's",
+			    pname, p);
+		return -1;
+	}
+	return (int)d;
 }
 
 /* Kineto's categories of GPU activities (libkineto output_json.cpp; older traces capitalised). */
@@ -590,6 +606,12 @@ static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t 
 			json_id(json_object_get(args, "stream"), &stream);
 			json_id(json_object_get(args, "External id"), &ext);
 			json_id(json_object_get(args, "bytes"), &bytes);
+		}
+		if (device < 0 || device > 65535) {
+			pos_error(s, RM_PARSE, line, col,
+				  "GPU event '%s': device %lld (args.device, else pid) is not a device ordinal (0-65535)", name,
+				  (long long)device);
+			return false;
 		}
 		int32_t id = intern(b, name);
 		rm_trace_class cls;

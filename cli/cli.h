@@ -129,6 +129,19 @@ int cli_print_json(json_t *doc);
  * failed (its wait status in *status). gnuplot's output goes to stderr.
  */
 int cli_run_gnuplot(const char *dir, int *status);
+/*
+ * Runs gnuplot on dir/plots.gp (cli_run_gnuplot) after removing the n_png PNGs it writes (file
+ * names in dir; an earlier run's must not pass for this one's), then says on stderr what came out:
+ * "wrote DIR/<wrote_png>" when the first PNG exists, else a warning that this gnuplot has no
+ * pngcairo, and "wrote DIR/<wrote_svg>". gnuplot missing from PATH is a warning naming run_for
+ * (what running plots.gp by hand gives); exit 0. Cannot remove a PNG, start gnuplot, or gnuplot
+ * failed: an error (RM_IO) and its exit code. Returns the command's exit code.
+ */
+int cli_render_plots(const char *dir, const char *const *png, int n_png, const char *run_for, const char *wrote_png,
+		     const char *wrote_svg);
+/* Writes the gnuplot lines that, after a plot drawn on the SVG terminal, draw it again to
+ * <name>.png on pngcairo when the script's `png` variable says gnuplot has that terminal. */
+void cli_gnuplot_png(FILE *f, const char *name);
 
 /*
  * Sweeps across processes (cli/sweep.c): --shard K/N (array jobs without MPI: the process sweeps

@@ -732,18 +732,6 @@ static void script_ranges(FILE *f, const plot_range *rg)
 	script_log_tics(f, "y", rg->y0, rg->y1);
 }
 
-/* After a plot drawn on the SVG terminal: the same as PNG (pngcairo) when gnuplot has it. */
-static void script_png(FILE *f, const char *name)
-{
-	fprintf(f,
-		"if (png) {\n"
-		"  set terminal pngcairo size 1200,800 noenhanced font 'sans,10' background '#ffffff'\n"
-		"  set output '%s.png'\n  replot\n"
-		"  set terminal svg size 1200,800 dynamic noenhanced font 'sans,12' background '#ffffff'\n"
-		"}\n",
-		name);
-}
-
 static bool write_plan_script(FILE *f, void *user, rm_error *err)
 {
 	(void)err;
@@ -808,7 +796,7 @@ static bool write_plan_script(FILE *f, void *user, rm_error *err)
 		fprintf(f, ", \\\n     $answers using 1:2 with points pt 3 ps 3 lw 2 lc rgb '#000000' title 'answer (per "
 			   "hardware)'");
 	fprintf(f, "\n");
-	script_png(f, "time-to-train");
+	cli_gnuplot_png(f, "time-to-train");
 	if (p->priced) {
 		fprintf(f, "unset logscale\nset logscale y\n"
 			   "set output 'cost-vs-time.svg'\n"
@@ -825,7 +813,7 @@ static bool write_plan_script(FILE *f, void *user, rm_error *err)
 			fprintf(f, ", \\\n     $answer_costs using 1:2 with points pt 3 ps 3 lw 2 lc rgb '#000000' title "
 				   "'answer (per hardware)'");
 		fprintf(f, "\n");
-		script_png(f, "cost-vs-time");
+		cli_gnuplot_png(f, "cost-vs-time");
 	}
 	return true;
 }
@@ -853,35 +841,10 @@ static int write_plan_plots(const char *dir, const rm_plan_request *req, const r
 	snprintf(path, sizeof(path), "%s/plots.gp", dir);
 	if (!rm_file_write(path, write_plan_script, &p, &err))
 		return cli_fail(&err);
-	/* a PNG of an earlier run must not pass for this one's */
-	char png[2][1200];
-	snprintf(png[0], sizeof(png[0]), "%s/time-to-train.png", dir);
-	snprintf(png[1], sizeof(png[1]), "%s/cost-vs-time.png", dir);
-	for (int i = 0; i < 2; i++)
-		if (unlink(png[i]) != 0 && errno != ENOENT) {
-			rm_error_set(&err, RM_IO, png[i], 0, 0, "cannot replace the earlier plot: %s", strerror(errno));
-			return cli_fail(&err);
-		}
-	int status = 0, rc = cli_run_gnuplot(dir, &status);
-	if (rc == ENOENT) {
-		rm_log_warn("gnuplot not found on PATH: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
-			    "gnuplot-nox) and run it there for the SVGs and PNGs",
-			    dir);
-		return CLI_EXIT_OK;
-	}
-	if (rc != 0) {
-		rm_error_set(&err, RM_IO, dir, 0, 0, rc > 0 ? "cannot run gnuplot: %s" : "gnuplot failed on plots.gp%s",
-			     rc > 0 ? strerror(rc) : "");
-		return cli_fail(&err);
-	}
-	struct stat st;
-	if (stat(png[0], &st) != 0)
-		rm_log_warn("this gnuplot has no pngcairo terminal: wrote the SVGs only (a gnuplot built with cairo, e.g. "
-			    "Debian's gnuplot-nox, writes the PNGs too)");
-	else
-		fprintf(stderr, "remora: wrote %s/time-to-train.png%s\n", dir, priced ? " and cost-vs-time.png" : "");
-	fprintf(stderr, "remora: wrote %s/time-to-train.svg%s\n", dir, priced ? " and cost-vs-time.svg" : "");
-	return CLI_EXIT_OK;
+	const char *const png[] = {"time-to-train.png", "cost-vs-time.png"};
+	return cli_render_plots(dir, png, 2, "the SVGs and PNGs",
+				priced ? "time-to-train.png and cost-vs-time.png" : "time-to-train.png",
+				priced ? "time-to-train.svg and cost-vs-time.svg" : "time-to-train.svg");
 }
 
 /*

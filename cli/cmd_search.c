@@ -294,8 +294,7 @@ static bool write_memory(FILE *f, void *user, rm_error *err)
 	return true;
 }
 
-/* After a plot drawn on the SVG terminal: the same again as PNG (pngcairo) when gnuplot has it. */
-static void script_png(FILE *f, const char *name)
+void cli_gnuplot_png(FILE *f, const char *name)
 {
 	fprintf(f,
 		"if (png) {\n"
@@ -381,7 +380,7 @@ static bool write_script(FILE *f, void *user, rm_error *err)
 	if (p->winner)
 		fprintf(f, ", \\\n     $marks using 1:2 with points pt 3 ps 3 lw 2 lc rgb '#000000' title 'best plan'");
 	fprintf(f, "\n");
-	script_png(f, "pareto");
+	cli_gnuplot_png(f, "pareto");
 	if (!p->winner || p->n_pts == 0)
 		return true;
 	plot_label(p, p->winner, label, sizeof(label));
@@ -406,7 +405,7 @@ static bool write_script(FILE *f, void *user, rm_error *err)
 			   "limit %%.2f GiB, on LHS-tracked memory (I/O excluded; tracked peak %%.2f GiB)', xla_limit_gib, "
 			   "tracked_peak_gib)");
 	fprintf(f, "\n");
-	script_png(f, "winner-memory");
+	cli_gnuplot_png(f, "winner-memory");
 	return true;
 }
 
@@ -437,6 +436,51 @@ int cli_run_gnuplot(const char *dir, int *status)
 	return WIFEXITED(*status) && WEXITSTATUS(*status) == 0 ? 0 : -1;
 }
 
+int cli_render_plots(const char *dir, const char *const *png, int n_png, const char *run_for, const char *wrote_png,
+		     const char *wrote_svg)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	/* a PNG of an earlier run must not pass for this one's: gnuplot writes them anew or not at all */
+	char path[1200];
+	for (int i = 0; i < n_png; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, png[i]);
+		if (unlink(path) != 0 && errno != ENOENT) {
+			rm_error_set(&err, RM_IO, path, 0, 0, "cannot replace the earlier plot: %s", strerror(errno));
+			return cli_fail(&err);
+		}
+	}
+	int status = 0;
+	int rc = cli_run_gnuplot(dir, &status);
+	if (rc == ENOENT) {
+		rm_log_warn("gnuplot not found on PATH: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
+			    "gnuplot-nox) and run it there for %s",
+			    dir, run_for);
+		return CLI_EXIT_OK;
+	}
+	if (rc > 0) {
+		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot run gnuplot: %s", strerror(rc));
+		return cli_fail(&err);
+	}
+	if (rc < 0) {
+		if (WIFEXITED(status))
+			rm_error_set(&err, RM_IO, dir, 0, 0, "gnuplot failed on plots.gp (exit %d)", WEXITSTATUS(status));
+		else
+			rm_error_set(&err, RM_IO, dir, 0, 0, "gnuplot failed on plots.gp (signal %d)",
+				     WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		return cli_fail(&err);
+	}
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, png[0]);
+	if (stat(path, &st) != 0)
+		rm_log_warn("this gnuplot has no pngcairo terminal: wrote the SVGs only (a gnuplot built with cairo, e.g. "
+			    "Debian's gnuplot-nox, writes the PNGs too)");
+	else
+		fprintf(stderr, "remora: wrote %s/%s\n", dir, wrote_png);
+	fprintf(stderr, "remora: wrote %s/%s\n", dir, wrote_svg);
+	return CLI_EXIT_OK;
+}
+
 /* Writes one plot file dir/name through the atomic writer (remora/file.h). */
 static bool plot_file(const char *dir, const char *name, rm_file_write_fn fn, plot_ctx *p, rm_error *err)
 {
@@ -464,44 +508,11 @@ static int write_plots(const char *dir, plot_ctx *p)
 	    !plot_file(dir, "pareto-ideal.dat", write_pareto_ideal, p, &err) ||
 	    !plot_file(dir, "winner-memory.dat", write_memory, p, &err) || !plot_file(dir, "plots.gp", write_script, p, &err))
 		return cli_fail(&err);
-	/* a PNG of an earlier run must not pass for this one's: gnuplot writes them anew or not at all */
-	char png[2][1200];
-	snprintf(png[0], sizeof(png[0]), "%s/pareto.png", dir);
-	snprintf(png[1], sizeof(png[1]), "%s/winner-memory.png", dir);
-	for (int i = 0; i < 2; i++)
-		if (unlink(png[i]) != 0 && errno != ENOENT) {
-			rm_error_set(&err, RM_IO, png[i], 0, 0, "cannot replace the earlier plot: %s", strerror(errno));
-			return cli_fail(&err);
-		}
-	int status = 0;
-	int rc = cli_run_gnuplot(dir, &status);
-	if (rc == ENOENT) {
-		rm_log_warn("gnuplot not found on PATH: wrote the data and %s/plots.gp; install gnuplot (apt-get install "
-			    "gnuplot-nox) and run it there for pareto.svg, winner-memory.svg and their PNGs",
-			    dir);
-		return CLI_EXIT_OK;
-	}
-	if (rc > 0) {
-		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot run gnuplot: %s", strerror(rc));
-		return cli_fail(&err);
-	}
-	if (rc < 0) {
-		if (WIFEXITED(status))
-			rm_error_set(&err, RM_IO, dir, 0, 0, "gnuplot failed on plots.gp (exit %d)", WEXITSTATUS(status));
-		else
-			rm_error_set(&err, RM_IO, dir, 0, 0, "gnuplot failed on plots.gp (signal %d)",
-				     WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-		return cli_fail(&err);
-	}
 	bool memory = p->winner && p->n_pts > 0;
-	struct stat st;
-	if (stat(png[0], &st) != 0)
-		rm_log_warn("this gnuplot has no pngcairo terminal: wrote the SVGs only (a gnuplot built with cairo, e.g. "
-			    "Debian's gnuplot-nox, writes the PNGs too)");
-	else
-		fprintf(stderr, "remora: wrote %s/pareto.png%s\n", dir, memory ? " and winner-memory.png" : "");
-	fprintf(stderr, "remora: wrote %s/pareto.svg%s%s\n", dir, memory ? " and " : "", memory ? "winner-memory.svg" : "");
-	return CLI_EXIT_OK;
+	const char *const png[] = {"pareto.png", "winner-memory.png"};
+	return cli_render_plots(dir, png, 2, "pareto.svg, winner-memory.svg and their PNGs",
+				memory ? "pareto.png and winner-memory.png" : "pareto.png",
+				memory ? "pareto.svg and winner-memory.svg" : "pareto.svg");
 }
 
 /* The plot context of a search: its figures in GiB, the winner's memory timeline, XLA's limit and

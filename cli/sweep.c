@@ -29,17 +29,32 @@
 #include <sqlite3.h>
 
 #include "cli.h"
+#include "gpudist/env.h"
 #include "mpi_ops.h"
 #include "remora/search.h"
 
-/* Whether this process was started by mpirun (Open MPI's or a PMIx launcher's variables). */
-static bool launched_by_mpirun(int *size)
+/*
+ * Whether a launcher started this process as one of several (or as the one rank of
+ * `mpirun -np 1`): the launcher's variables as the GPU executables read them (gpudist/env.h).
+ * *size: the processes it says it started.
+ */
+static const char *launcher_name(const char *source)
 {
-	const char *n = getenv("OMPI_COMM_WORLD_SIZE");
-	if (!n)
-		n = getenv("PMIX_SIZE");
-	*size = n ? atoi(n) : 0;
-	return n || getenv("PMIX_RANK") || getenv("OMPI_COMM_WORLD_RANK");
+	if (strcmp(source, "slurm") == 0)
+		return "srun";
+	if (strcmp(source, "pmix") == 0)
+		return "a PMIx launcher";
+	if (strcmp(source, "pmi") == 0)
+		return "a PMI launcher (Hydra)";
+	return "mpirun";
+}
+
+static bool launched_by_mpirun(int *size, const char **source)
+{
+	rm_dist_env e = rm_dist_env_detect(NULL);
+	*size = e.size;
+	*source = e.source;
+	return strcmp(e.source, "none") != 0;
 }
 
 bool cli_parse_shard(const char *cmd, const char *text, int *k, int *n)
@@ -306,7 +321,8 @@ int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, in
 	if (db)
 		snprintf(w->db, sizeof(w->db), "%s", db);
 	int size = 0;
-	if (!launched_by_mpirun(&size))
+	const char *source = "none";
+	if (!launched_by_mpirun(&size, &source))
 		return CLI_EXIT_OK;
 	char why[PATH_MAX + 128];
 	w->ops = load_module(&w->module, why, sizeof(why));
@@ -314,17 +330,25 @@ int cli_sweep_begin(const char *cmd, cli_sweep *w, const char *db, int shard, in
 		if (size == 1)
 			return CLI_EXIT_OK; /* one rank: a plain run */
 		fprintf(stderr,
-			"remora: error: %s: started by mpirun with %d ranks, but MPI cannot be used (%s): every rank "
+			"remora: error: %s: started by %s as %d processes, but MPI cannot be used (%s): every rank "
 			"would run the whole sweep; build with Open MPI (libopenmpi-dev, meson -Dmpi=enabled) or use "
 			"--shard K/N and remora merge\n",
-			cmd, size, why);
+			cmd, launcher_name(source), size, why);
 		return CLI_EXIT_USAGE;
 	}
 	if (!w->ops->init(&w->rank, &w->size)) {
-		fprintf(stderr, "remora: error: MPI_Init failed under mpirun\n");
+		fprintf(stderr, "remora: error: MPI_Init failed under %s\n", launcher_name(source));
 		return CLI_EXIT_FAIL;
 	}
 	w->mpi_init = true;
+	if (w->size != size) {
+		/* e.g. srun without an MPI plugin: every process is its own MPI world of one */
+		fprintf(stderr,
+			"remora: error: %s: %s started %d processes but MPI_COMM_WORLD has %d: every rank would "
+			"run the whole sweep (for srun, --mpi=pmix; or use --shard K/N and remora merge)\n",
+			cmd, launcher_name(source), size, w->size);
+		return CLI_EXIT_USAGE;
+	}
 	if (w->size < 2)
 		return CLI_EXIT_OK; /* one rank: a plain run */
 	if (shards > 1)

@@ -27,6 +27,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "gpudist/env.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,26 +45,6 @@ extern "C" {
  * REMORA_NCCL_TIMEOUT_S overrides it, and a flag (--timeout) overrides that.
  */
 #define RM_DIST_TIMEOUT_S 120.0
-
-/* Where the rank came from, when a launcher set it (rm_dist_env_detect). */
-typedef struct rm_dist_env {
-	int size;       /* processes in the job, 1 when no launcher variable says otherwise */
-	int rank;       /* 0 when unknown */
-	int local_rank; /* rank among the processes of this node; -1 when no variable gives it */
-	const char *source; /* "ompi", "pmix", "pmi", "slurm" or "none" (a static string) */
-} rm_dist_env;
-
-/* getenv, or a stand-in for tests. */
-typedef const char *(*rm_dist_getenv_fn)(const char *name);
-
-/*
- * The launcher's rank, size and local rank from the environment through get (getenv when NULL),
- * in this order: Open MPI (OMPI_COMM_WORLD_SIZE / _RANK / _LOCAL_RANK), PMIx (PMIX_RANK, size
- * from OMPI_COMM_WORLD_SIZE or PMI_SIZE), PMI/Hydra (PMI_SIZE, PMI_RANK, MPI_LOCALRANKID), Slurm
- * (SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID). A value that is not a non-negative integer counts
- * as absent. Pure: returns the result, no error.
- */
-rm_dist_env rm_dist_env_detect(rm_dist_getenv_fn get);
 
 /* The job as this process sees it after rm_dist_init. */
 typedef struct rm_dist {

@@ -21,7 +21,7 @@ check() { # check DESCRIPTION COMMAND...
 	n=$((n + 1))
 	if "${@:2}" > "check$n.log" 2>&1; then echo "ok $n - $1"; else echo "not ok $n - $1"; sed 's/^/# /' "check$n.log"; failed=1; fi
 }
-echo "1..21"
+echo "1..23"
 "$remora" search "$sc" "${small[@]}" > one.txt
 "$remora" search "$sc" "${small[@]}" --db one.db --rows > one.rows
 "$remora" search "$sc" "${small[@]}" --json > one.json
@@ -115,4 +115,12 @@ check "a second mpirun sweep on a --db in use is refused, the database untouched
 "${mpirun[@]}" -np 2 "$remora" search "$sc" "${small[@]}" --db locked.db --rows > locked.rows 2> /dev/null
 check "once it is free the sweep runs, gives one process's rows and removes its lock" \
 	sh -c "cmp locked.rows one.rows && test ! -e locked.db.lock"
+# Slurm: a batch script's own process (the allocation's SLURM_NTASKS, SLURM_PROCID=0, no srun step)
+# is a plain run; an srun step whose processes are MPI worlds of one (no --mpi=pmix) is refused
+env SLURM_NTASKS=4 SLURM_PROCID=0 SLURM_LOCALID=0 "$remora" search "$sc" "${small[@]}" > batch.txt 2> batch.err
+check "a Slurm batch script's process is one plain run" cmp batch.txt one.txt
+env SLURM_STEP_NUM_TASKS=2 SLURM_PROCID=0 SLURM_LOCALID=0 "$remora" search "$sc" "${small[@]}" --db step.db > step.txt 2> step.err
+step_rc=$?
+check "an srun step of 2 whose MPI world is 1 is refused before it sweeps" \
+	sh -c "test $step_rc -eq 2 && test ! -s step.txt && grep -q 'srun started 2 processes but MPI_COMM_WORLD has 1' step.err && test ! -e step.db"
 exit $failed

@@ -71,7 +71,8 @@ Test(dist, pmi_hydra)
 
 Test(dist, slurm)
 {
-	static const char *const env[] = {"SLURM_NTASKS=32", "SLURM_PROCID=17", "SLURM_LOCALID=1", NULL};
+	static const char *const env[] = {"SLURM_NTASKS=32", "SLURM_STEP_NUM_TASKS=32", "SLURM_PROCID=17",
+					  "SLURM_LOCALID=1", NULL};
 	rm_dist_env e = detect(env);
 	cr_assert_eq(e.size, 32);
 	cr_assert_eq(e.rank, 17);
@@ -83,7 +84,7 @@ Test(dist, bad_values_count_as_absent)
 {
 	/* a signed, a trailing byte, an empty value: Open MPI's rank is unusable, Slurm's is taken */
 	static const char *const env[] = {"OMPI_COMM_WORLD_RANK=-1", "PMIX_RANK=3x", "PMI_RANK=",
-					  "SLURM_PROCID=2", "SLURM_NTASKS=1", NULL};
+					  "SLURM_PROCID=2", "SLURM_STEP_NUM_TASKS=1", NULL};
 	rm_dist_env e = detect(env);
 	cr_assert_str_eq(e.source, "slurm");
 	cr_assert_eq(e.rank, 2);
@@ -222,4 +223,29 @@ Test(dist, nccl_env_keys)
 	cr_assert_str_eq(algo, "ring,tree");
 	cr_assert_str_eq(proto, "simple");
 	cr_assert_str_eq(tuning, "max_nchannels=8,nvls_enable=0,cta_policy=1", "empty values are unset");
+}
+
+/* An sbatch script: the allocation's SLURM_NTASKS and SLURM_PROCID=0, but no srun step, so one
+ * process (srun(1): SLURM_STEP_NUM_TASKS is set for the tasks srun starts). Read as 4 ranks, the
+ * script's single process would wait for three peers that never come. */
+Test(dist, slurm_batch_script_is_one_process)
+{
+	static const char *const env[] = {"SLURM_NTASKS=4", "SLURM_PROCID=0", "SLURM_LOCALID=0",
+					  "SLURM_JOB_ID=200505", NULL};
+	rm_dist_env e = detect(env);
+	cr_assert_eq(e.size, 1);
+	cr_assert_eq(e.rank, 0);
+	cr_assert_str_eq(e.source, "none");
+}
+
+/* An srun step of 8 tasks inside a 32-task allocation: the step's count, not the allocation's. */
+Test(dist, slurm_step_size_is_the_steps)
+{
+	static const char *const env[] = {"SLURM_NTASKS=32", "SLURM_STEP_NUM_TASKS=8", "SLURM_PROCID=3",
+					  "SLURM_LOCALID=3", NULL};
+	rm_dist_env e = detect(env);
+	cr_assert_eq(e.size, 8);
+	cr_assert_eq(e.rank, 3);
+	cr_assert_eq(e.local_rank, 3);
+	cr_assert_str_eq(e.source, "slurm");
 }

@@ -874,6 +874,68 @@ static void emit_plain(emitter *e, int32_t *tw, rm_program_op_desc *d, const int
 		*tw = op + 1;
 }
 
+/*
+ * Whether a layer collective pays PyTorch DTensor's layout copy (emit_layer_plain): a
+ * sequence-parallel all-gather or reduce-scatter of the tensor-parallel group under the PyTorch
+ * runtime (scheduler.mode fsdp2; not Megatron). PyTorch keeps activations [b, s, h] and shards
+ * them on the sequence, Shard(1) (torchtitan's and KempnerForge's SequenceParallel and
+ * RowwiseParallel(output_layouts=Shard(1))); NCCL gathers and scatters along dim 0, so the
+ * functional collectives of torch/distributed/_functional_collectives.py reorder the buffer with
+ * one copy of the whole of it: all_gather_tensor with gather_dim != 0 returns
+ * torch.cat(torch.chunk(out, group_size, dim=0), dim=gather_dim), reduce_scatter_tensor with
+ * scatter_dim != 0 first makes torch.cat(torch.chunk(x, group_size, dim=scatter_dim)). The
+ * copy's neighbours are library calls (NCCL, cuBLAS), so Inductor fuses it with nothing.
+ * Megatron-LM keeps [s, b, h] and gathers along the first dimension (no copy); XLA gathers in
+ * the layout it assigns; async TP's fused ops (emit_atp_*) move only the shards and are not
+ * emitted through here.
+ */
+static bool layout_copy(const ctx *x, const rm_op *op, const rm_program_op_desc *d)
+{
+	return op->kind == RM_OP_COLLECTIVE && op->coll_group == RM_GROUP_TP && x->wl->train.sp &&
+	       x->wl->train.tp > 1 && x->cfg->mode == RM_SCHED_FSDP2 && !x->cfg->megatron &&
+	       d->cost.kind == RM_COST_COLLECTIVE &&
+	       (d->cost.collective.op == RM_COLL_ALL_GATHER || d->cost.collective.op == RM_COLL_REDUCE_SCATTER);
+}
+
+/*
+ * emit_plain for an op of the layer, embedding or head graph (tw NULL: no cost twin), with DTensor's layout copy around a sequence-parallel collective
+ * (layout_copy): an all-gather writes a buffer in rank order that one memory-bound kernel
+ * copies into the output (reads and writes the whole [b, s, h]); a reduce-scatter reads the
+ * copy of its input in rank order. The copy runs on the compute stream, one kernel; the
+ * buffer in rank order is a tensor of its own, live from the collective to the copy (or from
+ * the copy to the reduce-scatter).
+ */
+static void emit_layer_plain(emitter *e, const rm_op *op, int32_t *tw, rm_program_op_desc *d, const int32_t *in,
+			     uint32_t ni, const int32_t *out, uint32_t no)
+{
+	const ctx *x = e->x;
+	if (!layout_copy(x, op, d) || ni == 0 || no == 0 || out[0] < 0) {
+		emit_plain(e, tw, d, in, ni, out, no);
+		return;
+	}
+	bool gather = d->cost.collective.op == RM_COLL_ALL_GATHER;
+	int64_t full = d->cost.collective.bytes; /* the whole [b, s, h] buffer, nccl-tests' size */
+	char cn[192], tn[192];
+	TNAME(e, cn, "%s/chunk-cat", d->name);
+	TNAME(e, tn, "%s/rank-order", d->name);
+	int32_t buf = new_tensor(e, tn, full, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	rm_program_op_desc c = rm_program_op_desc_init(cn, RM_COST_ELEMENTWISE, e->s_compute);
+	c.cost.elementwise = (rm_elementwise_cost){.bytes_read = full, .bytes_written = full, .cls = RM_MB_POINTWISE,
+						   .kernels = 1, .eager = x->cfg->eager};
+	c.layer = d->layer;
+	c.phase = d->phase;
+	if (gather) {
+		int32_t o[RM_OP_MAX_OUTPUTS + 1];
+		memcpy(o, out, no * sizeof(int32_t));
+		o[0] = buf;
+		emit_plain(e, tw, d, in, ni, o, no);
+		emit(e, &c, &buf, 1, out, 1, -1, NULL);
+	} else {
+		emit(e, &c, in, ni, &buf, 1, -1, NULL);
+		emit_plain(e, tw, d, &buf, 1, out, no);
+	}
+}
+
 static rm_cost_op graph_op_cost(const rm_op *op, bool eager)
 {
 	/* an op eager PyTorch runs as its decomposition stays a decomposition under Inductor when
@@ -1271,7 +1333,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 		else if (role == ATP_RS)
 			emit_atp_reduce(e, &d, in, ni, out, no, op->coll_bytes);
 		else
-			emit_plain(e, tw, &d, in, ni, out, no);
+			emit_layer_plain(e, op, tw, &d, in, ni, out, no);
 		if (!rec)
 			emit_offloads(e, s, l, mb);
 		return;
@@ -1350,7 +1412,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 		atp_keep(&u, &d, e->name, in, ni, out, no);
 		emit_atp_users(e, &u, 1, e->chain);
 	} else {
-		emit_plain(e, tw, &d, in, ni, out, no);
+		emit_layer_plain(e, op, tw, &d, in, ni, out, no);
 	}
 	e->chain = gout;
 	t->bgrad[s->op] = gout;
@@ -1510,7 +1572,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		}
 		if (pt == PART_EMBED && s->op == 0 && s->mb == 0 && param_gather_ahead(x))
 			emit_param_gather(e, "embedding/fwd/param-all-gather-replicas", x->embed->params + x->head->params, -1);
-		emit(e, &d, in, ni, out, no, -1, NULL);
+		emit_layer_plain(e, op, NULL, &d, in, ni, out, no);
 		return;
 	}
 	for (int i = 0; i < op->n_residuals; i++) {
@@ -1545,7 +1607,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		int32_t gout = new_tensor(e, tn, grad_tensor_bytes(x, g, op, 0, gbytes > 0 ? gbytes : 1), RM_ROLE_ACTIVATION,
 					  RM_LOC_DEVICE, false);
 		out[no++] = gout;
-		emit(e, &d, in, ni, out, no, -1, NULL);
+		emit_layer_plain(e, op, NULL, &d, in, ni, out, no);
 		e->chain = gout;
 	} else {
 		emit(e, &d, in, ni, out, no, -1, NULL);

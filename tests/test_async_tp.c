@@ -209,3 +209,98 @@ Test(async_tp, bad_settings)
 			      "parallelism: {tp: 16, sp: true, fsdp: 1, async_tp: true}\n",
 			      RM_INVALID, 3, 52, "must fit in one node");
 }
+
+/* ---- DTensor's layout copies (scheduler.c layout_copy) ---- */
+
+/* The ops named ".../chunk-cat", the bytes each reads and the stream of the first. */
+static int32_t layout_copies(const rm_program *p, int64_t *bytes_each, bool *same_bytes, int32_t *stream)
+{
+	int32_t n = 0;
+	*same_bytes = true;
+	for (int32_t i = 0; i < p->n_ops; i++) {
+		const char *nm = p->ops[i].name;
+		size_t len = strlen(nm);
+		if (len < 10 || strcmp(nm + len - 10, "/chunk-cat") != 0 || strncmp(nm, "layer", 5) != 0)
+			continue;
+		const rm_cost_op *c = &p->ops[i].cost;
+		cr_assert_eq(c->kind, RM_COST_ELEMENTWISE);
+		cr_assert_eq(c->elementwise.bytes_read, c->elementwise.bytes_written);
+		if (n == 0) {
+			*bytes_each = c->elementwise.bytes_read;
+			*stream = p->ops[i].stream;
+		} else if (c->elementwise.bytes_read != *bytes_each) {
+			*same_bytes = false;
+		}
+		n++;
+	}
+	return n;
+}
+
+#define COPY_BASE                                                                                  \
+	"model: llama-2-7b\ncluster: {gpus_per_node: 8, nodes: 1}\ntraining: {seq_len: 4096}\n"      \
+	"remat: {policy: everything_saveable, scan: false}\n"
+
+/*
+ * PyTorch shards [b, s, h] activations on the sequence (Shard(1)) and NCCL gathers along dim 0, so
+ * each sequence-parallel all-gather is followed by torch.cat(torch.chunk(out, tp, dim=0), dim=1)
+ * and each reduce-scatter preceded by torch.cat(torch.chunk(x, tp, dim=1))
+ * (torch/distributed/_functional_collectives.py): one copy of the whole buffer, 1 x 4096 x 4096
+ * bf16 = 33,554,432 bytes read and as many written. Per layer at TP 2 with everything saved: the
+ * forward's 2 all-gathers and 2 reduce-scatters, their 4 conjugates in the backward, and the 2
+ * re-gathers of the projections' inputs the weight gradients read (sequence parallelism keeps
+ * the shard): 10, 320 in 32 layers, on the compute stream.
+ */
+Test(async_tp, dtensor_sequence_collectives_copy_their_buffer)
+{
+	run r;
+	run_text(&r, COPY_BASE "parallelism: {tp: 2, sp: true, fsdp: 4}\nscheduler: {mode: fsdp2}\n");
+	int64_t each = 0;
+	bool same = false;
+	int32_t stream = -1;
+	cr_assert_eq(layout_copies(r.prog, &each, &same, &stream), 320);
+	cr_assert(same);
+	cr_assert_eq(each, INT64_C(4096) * 4096 * 2);
+	cr_assert_eq(r.prog->streams[stream].kind, RM_STREAM_COMPUTE);
+	/* the gather's copy reads the rank-ordered buffer and writes the gathered input q reads */
+	int32_t ag = op_named(r.prog, "layer00/fwd/attention_input_gathered");
+	int32_t cp = op_named(r.prog, "layer00/fwd/attention_input_gathered/chunk-cat");
+	int32_t q = op_named(r.prog, "layer00/fwd/dot_attention_query");
+	cr_assert(ag < cp && cp < q);
+	const int32_t *ag_out = rm_program_refs(r.prog, r.prog->ops[ag].outputs);
+	const int32_t *cp_in = rm_program_refs(r.prog, r.prog->ops[cp].inputs);
+	cr_assert_eq(ag_out[0], cp_in[0]);
+	run_finish(&r);
+}
+
+/* Megatron-LM keeps [s, b, h] and gathers along the first dimension; without sequence parallelism
+ * the row-parallel outputs are all-reduced in place: no copy either way. */
+Test(async_tp, no_layout_copy_for_megatron_or_without_sp)
+{
+	int64_t each;
+	bool same;
+	int32_t stream;
+	run r;
+	run_text(&r, COPY_BASE "parallelism: {tp: 2, sp: true, fsdp: 1}\nscheduler: {mode: megatron}\n");
+	cr_assert_eq(layout_copies(r.prog, &each, &same, &stream), 0);
+	run_finish(&r);
+	run_text(&r, COPY_BASE "parallelism: {tp: 2, sp: false, fsdp: 4}\nscheduler: {mode: fsdp2}\n");
+	cr_assert_eq(layout_copies(r.prog, &each, &same, &stream), 0);
+	run_finish(&r);
+}
+
+/* Async TP's fused all-gather-matmul and matmul-reduce-scatter move the gather dim to the front
+ * and write the shards in place (torch/distributed/_symmetric_memory _fused_all_gather_matmul_impl):
+ * the 6 micro-pipelined collectives of a layer copy nothing; the other 4 (the backward
+ * reduce-scatters of the gathers' gradients and the 2 re-gathers) are NCCL calls with their
+ * copies: 128 in 32 layers. */
+Test(async_tp, fused_collectives_copy_nothing)
+{
+	int64_t each;
+	bool same;
+	int32_t stream;
+	run r;
+	run_text(&r, COPY_BASE "parallelism: {tp: 2, sp: true, fsdp: 4, async_tp: true}\nscheduler: {mode: fsdp2}\n");
+	cr_assert_eq(r.rep.async_tp_collectives, 32 * 6);
+	cr_assert_eq(layout_copies(r.prog, &each, &same, &stream), 32 * 4);
+	run_finish(&r);
+}

@@ -151,9 +151,9 @@ static void print_err(const rm_compare_row *r)
 {
 	double e = rm_compare_row_error_pct(r);
 	if (isnan(e))
-		printf(" %9s", "n/a");
+		printf(" %11s", "n/a");
 	else
-		printf(" %+8.1f%%", e);
+		printf(" %+10.1f%%", e);
 }
 
 static void print_row(const char *label, const rm_compare_row *r)
@@ -199,7 +199,7 @@ static void print_text(const compare_opts *o, const char *file, const rm_compare
 		       c->rank, c->device);
 	printf("predicted is one step from t = 0; times are unions of intervals (ms); error = (predicted - "
 	       "measured) / measured\n\n");
-	printf("  %-32s %12s %12s %9s %9s %9s\n", "", "predicted", "measured", "error", "pred_n", "meas_n");
+	printf("  %-32s %12s %12s %11s %9s %9s\n", "", "predicted", "measured", "error", "pred_n", "meas_n");
 	for (int i = 0; i < c->n_rows; i++) {
 		const rm_compare_row *r = &c->rows[i];
 		if (r->group == RM_COMPARE_STEP) {

@@ -308,9 +308,12 @@ static int median_window(const rm_trace_report *m)
 	return w;
 }
 
-static double row_diff(const rm_compare *c, int i)
+/* |predicted - measured| of row i in whole picoseconds: every figure is a whole nanosecond (a
+ * median of an even count, half of one), so equal differences compare equal, not by the last bit
+ * of two subtractions of doubles. */
+static int64_t row_diff(const rm_compare *c, int i)
 {
-	return fabs(c->rows[i].predicted_s - c->rows[i].measured_s);
+	return llround(fabs(c->rows[i].predicted_s - c->rows[i].measured_s) * 1e12);
 }
 
 /* The RM_COMPARE_TOP rows of largest |predicted - measured|, ties in row order. */

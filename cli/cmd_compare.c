@@ -189,7 +189,9 @@ static const char *figure_label(const char *key)
 static void print_text(const compare_opts *o, const char *file, const rm_compare *c)
 {
 	printf("remora compare: %s predicted vs %s measured\n", o->scenario, file);
-	if (c->from_steps)
+	if (c->from_steps && c->n_windows == 1)
+		printf("measured: rank %d, device %d: its one step, %lld\n", c->rank, c->device, (long long)c->shown_number);
+	else if (c->from_steps)
 		printf("measured: rank %d, device %d: the median of %d steps (each figure's own median); the "
 		       "merged trace shows step %lld\n",
 		       c->rank, c->device, c->n_windows, (long long)c->shown_number);

@@ -416,6 +416,25 @@ Test(compare, cli)
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "measured"), "window")), "gpu_span");
 	cr_assert_float_eq(json_real_value(json_object_get(json_object_get(doc, "step"), "measured_s")), 40e-6, 1e-12);
 	json_decref(doc);
+	/* --set reaches the prediction: micro-batch 2 makes a longer predicted step */
+	snprintf(args, sizeof(args), "compare '%s' --measured '%s' --json", seed(), test_file("compare.json"));
+	cr_assert_eq(run_remora(args, out, sizeof(out)), 0);
+	doc = json_loads(out, 0, &je);
+	cr_assert_not_null(doc, "%s", je.text);
+	double b1 = json_real_value(json_object_get(json_object_get(doc, "step"), "predicted_s"));
+	json_decref(doc);
+	snprintf(args, sizeof(args), "compare '%s' --set training.micro_batch=2 --measured '%s' --json", seed(),
+		 test_file("compare.json"));
+	cr_assert_eq(run_remora(args, out, sizeof(out)), 0);
+	doc = json_loads(out, 0, &je);
+	cr_assert_not_null(doc, "%s", je.text);
+	double b2 = json_real_value(json_object_get(json_object_get(doc, "step"), "predicted_s"));
+	json_decref(doc);
+	cr_assert(b2 > b1 * 1.5, "micro-batch 2: %g s, micro-batch 1: %g s", b2, b1);
+	/* the JAX fixture: one step, named; its device 0 of rank 0 */
+	snprintf(args, sizeof(args), "compare '%s' --measured '%s'", seed(), test_file("jax.json"));
+	cr_assert_eq(run_remora(args, out, sizeof(out)), 0);
+	cr_assert(strstr(out, "measured: rank 0, device 0: its one step, 7\n"), "%s", out);
 	/* a rank the trace does not have: exit 1; usage errors: exit 2 */
 	snprintf(args, sizeof(args), "compare '%s' --measured '%s' --rank 4", seed(), test_file("compare.json"));
 	cr_assert_eq(run_remora(args, out, sizeof(out)), 1);

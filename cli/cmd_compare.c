@@ -121,7 +121,10 @@ static void measured_free(measured_set *m)
 	free(m->report_file);
 }
 
-static int measured_read(const char *path, measured_set *m)
+/* Reads and analyses every file of path; keeps the trace of a file only where the merged trace
+ * may need it (a report of the wanted rank, or the first file, the fallback when rank < 0 finds
+ * no rank 0), so a directory of many ranks holds one or two traces, not all. */
+static int measured_read(const char *path, int rank, measured_set *m)
 {
 	char *arg[1] = {(char *)path};
 	if (!cli_trace_files(1, arg, &m->files, &m->n_files))
@@ -136,8 +139,15 @@ static int measured_read(const char *path, measured_set *m)
 		int before = m->n_reports;
 		rm_compare_analyze(m->traces[i], i, &m->reports, &m->n_reports);
 		m->report_file = rm_xrealloc(m->report_file, (size_t)(m->n_reports + 1) * sizeof(int));
-		for (int k = before; k < m->n_reports; k++)
+		bool keep = i == 0;
+		for (int k = before; k < m->n_reports; k++) {
 			m->report_file[k] = i;
+			keep |= m->reports[k].rank == (rank < 0 ? 0 : rank);
+		}
+		if (!keep) {
+			rm_trace_destroy(m->traces[i]);
+			m->traces[i] = NULL;
+		}
 	}
 	return CLI_EXIT_OK;
 }
@@ -322,7 +332,7 @@ int cli_cmd_compare(int argc, char **argv)
 	const char *ins[] = {o.scenario, rm_scenario_model_file(&sc, model, sizeof(model)), o.measured};
 	rc = cli_check_outputs("compare", outs, 1, ins, 3);
 	if (rc == CLI_EXIT_OK)
-		rc = measured_read(o.measured, &ms);
+		rc = measured_read(o.measured, o.rank, &ms);
 	if (rc == CLI_EXIT_OK) {
 		/* a trace file of a directory is an input too */
 		rc = cli_check_outputs("compare", outs, 1, (const char *const *)ms.files, ms.n_files);

@@ -435,6 +435,36 @@ Test(compare, cli)
 	snprintf(args, sizeof(args), "compare '%s' --measured '%s'", seed(), test_file("jax.json"));
 	cr_assert_eq(run_remora(args, out, sizeof(out)), 0);
 	cr_assert(strstr(out, "measured: rank 0, device 0: its one step, 7\n"), "%s", out);
+	/* a directory (compare.json rank 0, jax.json file 1, overlap.json rank 3): --rank 3 is
+	 * overlap.json, whose kernels the merged trace then holds (of its step 2, [200, 250) us:
+	 * ReduceScatter clipped to [0, 10), nvjet [5, 20), the memcpy [30, 40)) */
+	snprintf(args, sizeof(args), "compare '%s' --measured '%s/trace' --rank 3 --json --trace '%s'", seed(),
+		 env("REMORA_TEST_DATA"), trace);
+	cr_assert_eq(run_remora(args, out, sizeof(out)), 0);
+	doc = json_loads(out, 0, &je);
+	cr_assert_not_null(doc, "%s", je.text);
+	json_t *meas = json_object_get(doc, "measured");
+	cr_assert_eq(json_integer_value(json_object_get(meas, "rank")), 3);
+	cr_assert(strstr(json_string_value(json_object_get(meas, "file")), "overlap.json"));
+	json_decref(doc);
+	doc = json_load_file(trace, 0, &je);
+	cr_assert_not_null(doc, "%s", je.text);
+	size_t i;
+	json_t *e;
+	int n_meas = 0;
+	double last = 0;
+	json_array_foreach(json_object_get(doc, "traceEvents"), i, e)
+	{
+		if (json_integer_value(json_object_get(e, "pid")) != 2 || strcmp(json_string_value(json_object_get(e, "ph")), "X"))
+			continue;
+		n_meas++;
+		double end = json_number_value(json_object_get(e, "ts")) + json_number_value(json_object_get(e, "dur"));
+		last = end > last ? end : last;
+	}
+	cr_assert_eq(n_meas, 3);
+	cr_assert_float_eq(last, 40, 1e-9);
+	json_decref(doc);
+	unlink(trace);
 	/* a rank the trace does not have: exit 1; usage errors: exit 2 */
 	snprintf(args, sizeof(args), "compare '%s' --measured '%s' --rank 4", seed(), test_file("compare.json"));
 	cr_assert_eq(run_remora(args, out, sizeof(out)), 1);

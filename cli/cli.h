@@ -34,6 +34,22 @@ int cli_cmd_exec(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_trace(int argc, char **argv);
+int cli_cmd_compare(int argc, char **argv);
+
+/*
+ * Loads the scenario at path, applies the --set overrides (sets, n_sets) and resolves it into res
+ * (cmd_simulate.c; simulate, schedule and compare). CLI_EXIT_OK, or the exit code with the message
+ * printed: a bad --set form or key is a usage error, a bad file or value a failure.
+ */
+int cli_load_scenario(const char *cmd, const char *path, char **sets, int n_sets, rm_scenario *sc,
+		      rm_scenario_resolved *res);
+/*
+ * The trace files the arguments name (cmd_trace.c): a directory stands for its *.json and
+ * *.json.gz files in name order (hidden ones skipped). *files (n of them, each and the array
+ * malloc'd) are the caller's. false with a message on stderr when a directory cannot be read or
+ * holds no trace.
+ */
+bool cli_trace_files(int argc, char **argv, char ***files, int *n);
 
 /*
  * The cost model a scenario's simulation uses: the default one with collectives priced by the

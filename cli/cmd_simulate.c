@@ -363,7 +363,6 @@ static bool program_fn(FILE *out, void *user, rm_error *err)
 	return rm_program_write(user, out, err);
 }
 
-/* Loads the scenario, applies the overrides, resolves it. */
 /* The scenario's hardware spec for a program file: a calibration database as an absolute path
  * (the scenario resolves it against its own folder; a program may be run from anywhere). */
 static void runtime_hardware(const rm_scenario *sc, char *buf, size_t size)
@@ -379,8 +378,8 @@ static void runtime_hardware(const rm_scenario *sc, char *buf, size_t size)
 		snprintf(buf, size, "%s:%s", real, colon + 1);
 }
 
-static int load_scenario(const char *cmd, const char *path, char **sets, int n_sets, rm_scenario *sc,
-			 rm_scenario_resolved *res)
+int cli_load_scenario(const char *cmd, const char *path, char **sets, int n_sets, rm_scenario *sc,
+		      rm_scenario_resolved *res)
 {
 	rm_error err;
 	rm_error_clear(&err);
@@ -628,7 +627,7 @@ static int run(const char *cmd, int argc, char **argv)
 	}
 	rm_scenario sc;
 	rm_scenario_resolved res;
-	rc = load_scenario(cmd, argv[optind], sets, n_sets, &sc, &res);
+	rc = cli_load_scenario(cmd, argv[optind], sets, n_sets, &sc, &res);
 	free(sets);
 	if (rc != CLI_EXIT_OK)
 		return rc;

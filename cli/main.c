@@ -30,6 +30,8 @@ static const cli_command commands[] = {
 	{"exec", "run a schedule program on GPUs and compare with the prediction; --dry-run plans it", cli_cmd_exec},
 	{"trace", "profiler traces (PyTorch/Kineto, JAX): import, report the step, overlap and exposed comm",
 	 cli_cmd_trace},
+	{"compare", "a scenario's predicted step next to a profiler trace: per class, per collective, the step",
+	 cli_cmd_compare},
 	{"validate", "predicted vs measured on the shipped end-to-end cases (data/validation)", cli_cmd_validate},
 };
 

@@ -1088,3 +1088,17 @@ Test(golden, merge_failure_creates_nothing)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* `remora compare` on the seed and the hand-written three-step trace (tests/data/trace/compare.json),
+ * run from the source root so the printed paths are the relative ones given. */
+Test(golden, compare_seed_text)
+{
+	const char *data = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(data);
+	static char root[1200];
+	snprintf(root, sizeof(root), "%s/..", data);
+	run_cwd = root;
+	golden("compare-seed.txt",
+	       "compare data/scenarios/seed-llama2-7b-fsdp8-h100.yaml --measured tests/data/trace/compare.json");
+	run_cwd = NULL;
+}

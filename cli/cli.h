@@ -34,6 +34,9 @@ int cli_cmd_exec(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_trace(int argc, char **argv);
+/* The trace files named by argv (a directory stands for its *.json and *.json.gz in name order),
+ * into *files (n of them, each and the array freed by the caller); false with a message printed. */
+bool cli_trace_files(int argc, char **argv, char ***files, int *n);
 
 /*
  * The cost model a scenario's simulation uses: the default one with collectives priced by the

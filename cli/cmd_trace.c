@@ -39,8 +39,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The files named by the arguments (directories expanded, in name order); false with a message. */
-static bool collect_files(int argc, char **argv, char ***files, int *n)
+bool cli_trace_files(int argc, char **argv, char ***files, int *n)
 {
 	*files = NULL;
 	*n = 0;
@@ -244,7 +243,7 @@ int cli_cmd_trace(int argc, char **argv)
 		return cli_usage_error("trace", "--json applies to trace report");
 	char **files;
 	int n_files;
-	if (!collect_files(argc - optind, argv + optind, &files, &n_files))
+	if (!cli_trace_files(argc - optind, argv + optind, &files, &n_files))
 		return CLI_EXIT_FAIL;
 	int rc = CLI_EXIT_OK;
 	json_t *ranks = json_array();

@@ -769,7 +769,7 @@ static void add_step(builder *b, int64_t number, int64_t ts, int64_t dur, int de
 	t->steps[t->n_steps++] = (rm_trace__step){number, ts, dur, device};
 }
 
-static bool process_span(src *s, builder *b, json_t *ev, const char *name, const char *cat, json_t *args,
+static bool process_span(src *s, builder *b, const char *name, const char *cat, json_t *args,
 			 int64_t pid, int64_t tid, bool have_ts, int64_t ts, bool have_dur, int64_t dur, int64_t line,
 			 int64_t col, uint32_t seq);
 
@@ -829,7 +829,7 @@ static bool close_span(src *s, builder *b, json_t *ev, int64_t pid, int64_t tid,
 		}
 		args = json_object_get(o.ev, "args");
 	}
-	ok = process_span(s, b, o.ev, json_str(o.ev, "name"), json_str(o.ev, "cat"), args, o.pid, o.tid, true,
+	ok = process_span(s, b, json_str(o.ev, "name"), json_str(o.ev, "cat"), args, o.pid, o.tid, true,
 			  o.ts_ns, true, ts - o.ts_ns, o.line, o.col, o.seq);
 done:
 	json_decref(o.ev);
@@ -872,16 +872,15 @@ static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t 
 	int64_t ts = 0, dur = 0;
 	bool have_ts = json_us_to_ns(json_object_get(ev, "ts"), &ts);
 	bool have_dur = json_us_to_ns(json_object_get(ev, "dur"), &dur);
-	return process_span(s, b, ev, name, cat, args, pid, tid, have_ts, ts, have_dur, dur, line, col, seq);
+	return process_span(s, b, name, cat, args, pid, tid, have_ts, ts, have_dur, dur, line, col, seq);
 }
 
 /* A complete event ("X", or a B/E pair): a GPU event, a step, an operator with shapes, or a JAX
  * event placed later. */
-static bool process_span(src *s, builder *b, json_t *ev, const char *name, const char *cat, json_t *args,
+static bool process_span(src *s, builder *b, const char *name, const char *cat, json_t *args,
 			 int64_t pid, int64_t tid, bool have_ts, int64_t ts, bool have_dur, int64_t dur, int64_t line,
 			 int64_t col, uint32_t seq)
 {
-	(void)ev;
 	if (!name)
 		return true;
 	bool gpu = cat && kineto_gpu_cat(cat);

@@ -69,6 +69,7 @@ typedef struct rm_trace__op {
 	int64_t d[6];
 	int32_t ranks;    /* collective: "Process Group Ranks" text (index into names), -1 absent */
 } rm_trace__op;
+_Static_assert(sizeof(rm_trace__op) == 144, "rm_trace__op is kept per shaped operator: keep it small");
 
 struct rm_trace {
 	rm_trace__event *ev;

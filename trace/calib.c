@@ -34,6 +34,7 @@ typedef struct importer {
 	run_info *runs;
 	int n_runs;
 	rm_trace_calib_stats st;
+	int64_t unlinked_ops; /* operators with shapes no kernel's External id names */
 } importer;
 
 static int op_kind_of_class(int cls)
@@ -172,6 +173,8 @@ static void collect_trace(importer *im, const rm_trace *t, const char *path, int
 			linked[k * RM_TRACE_CALIB_KINDS + ck]++;
 	}
 	for (int64_t k = 0; k < t->n_ops; k++) {
+		if (nk[k] == 0 && !(k > 0 && t->ops[k - 1].ext_id == t->ops[k].ext_id))
+			im->unlinked_ops++;
 		if (nk[k] == 0 || sum_ns[k] <= 0) {
 			for (int c = 0; c < RM_TRACE_CALIB_KINDS; c++)
 				im->st.skipped[c] += linked[k * RM_TRACE_CALIB_KINDS + c];
@@ -251,10 +254,19 @@ rm_status rm_trace_calib_import(rm_calib_db *db, const char *const *paths, int n
 		im.st.files++;
 	}
 	if (im.n_in == 0) {
-		st = rm_error_set(err, RM_MISSING, n_paths > 0 ? paths[0] : "", 0, 0,
-				  "no GPU kernel with operator shapes (%lld GEMM, %lld attention, %lld NCCL kernels "
-				  "without them): was the profiler run with record_shapes=True? Nothing was imported",
-				  (long long)im.st.skipped[0], (long long)im.st.skipped[1], (long long)im.st.skipped[2]);
+		if (im.unlinked_ops > 0)
+			st = rm_error_set(err, RM_MISSING, n_paths > 0 ? paths[0] : "", 0, 0,
+					  "%lld operators have shapes but no kernel carries their External id (%lld GEMM, "
+					  "%lld attention, %lld NCCL kernels unlinked): an older Kineto gives a kernel its "
+					  "launch's correlation id instead, which this importer does not follow. Nothing "
+					  "was imported",
+					  (long long)im.unlinked_ops, (long long)im.st.skipped[0], (long long)im.st.skipped[1],
+					  (long long)im.st.skipped[2]);
+		else
+			st = rm_error_set(err, RM_MISSING, n_paths > 0 ? paths[0] : "", 0, 0,
+					  "no GPU kernel with operator shapes (%lld GEMM, %lld attention, %lld NCCL kernels "
+					  "without them): was the profiler run with record_shapes=True? Nothing was imported",
+					  (long long)im.st.skipped[0], (long long)im.st.skipped[1], (long long)im.st.skipped[2]);
 		goto done;
 	}
 	qsort(im.in, (size_t)im.n_in, sizeof(*im.in), cmp_inst);

@@ -381,9 +381,13 @@ enum { GEMM_BF16, GEMM_FP8, GEMM_BF16_NN, GEMM_BF16_NT, GEMM_FP8_FAST, GEMM_VARI
 static const char *const gemm_names[GEMM_VARIANTS] = {"gemm.bf16", "gemm.fp8", "gemm.bf16.nn", "gemm.bf16.nt",
 						      "gemm.fp8.fast_accum"};
 
-/* The variant of a gemm row, or -1 (a combination no fit covers: FP8 NN/NT). */
+/* The variant of a gemm row, or -1 (a combination no fit covers: FP8 NN/NT; a dtype other than
+ * bf16 and fp8, or a layout "unknown", as `calib import-trace` stores an FP32 GEMM or one without
+ * strides). */
 static int gemm_variant(const char *dtype, const char *layout, bool fast)
 {
+	if (strcmp(dtype, "bf16") != 0 && strcmp(dtype, "fp8") != 0)
+		return -1;
 	bool fp8 = !strcmp(dtype, "fp8");
 	if (!strcmp(layout, "tn"))
 		return fp8 ? (fast ? GEMM_FP8_FAST : GEMM_FP8) : GEMM_BF16;
@@ -751,7 +755,8 @@ static rm_status collect(rm_calib_db *db, const rm_calib_fit_opts *opts, collect
 		remember_row(c, bench, params, value, run);
 		json_decref(params);
 		const char *nccl = (const char *)sqlite3_column_text(st, 3);
-		if (nccl && !c->nccl[0])
+		/* a trace without distributedInfo.nccl_version stores "unknown": another run may know */
+		if (nccl && !c->nccl[0] && strcmp(nccl, "unknown") != 0)
 			snprintf(c->nccl, sizeof(c->nccl), "%s", nccl);
 		bool seen = false;
 		for (int i = 0; i < c->n_runs && !seen; i++)
@@ -769,7 +774,7 @@ done:
 		if (c->no_topology)
 			add_note(rep,
 				 "%d collective measurement%s without a group size or node count (stored by an older "
-				 "remora) not fitted",
+				 "remora, or imported from a trace without --gpus-per-node) not fitted",
 				 c->no_topology, c->no_topology == 1 ? "" : "s");
 	}
 	return status;

@@ -340,3 +340,66 @@ fail:
 	free(text);
 	return st;
 }
+
+/* ---- prepared rows ------------------------------------------------------------------------ */
+
+rm_status rm_calib_import_rows(rm_calib_db *db, const rm_calib_run_desc *runs, int n_runs,
+			       const rm_calib_row_desc *rows, int64_t n_rows, rm_calib_import_stats *stats,
+			       rm_error *err)
+{
+	if (n_rows <= 0 || n_runs <= 0)
+		return rm_error_set(err, RM_MISSING, db->path, 0, 0, "no measurements to import (nothing was changed)");
+	if (n_rows > INT32_MAX)
+		return rm_error_set(err, RM_RANGE, db->path, 0, 0, "%lld rows in one import: too many",
+				    (long long)n_rows);
+	json_t **params = rm_new(json_t *, (size_t)n_rows);
+	rm_status st = RM_OK;
+	for (int64_t i = 0; i < n_rows && st == RM_OK; i++) {
+		const rm_calib_row_desc *r = &rows[i];
+		json_error_t jerr;
+		params[i] = r->params ? json_loads(r->params, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+		if (r->run < 0 || r->run >= n_runs || !r->benchmark || !r->benchmark[0] || !r->unit || !r->unit[0] ||
+		    !json_is_object(params[i]) || !isfinite(r->value) || !(r->value > 0))
+			st = rm_error_set(err, RM_INVALID, db->path, 0, 0,
+					  "row %lld (%s): needs a run of the import, a benchmark, a unit, params as a "
+					  "JSON object and a positive value (nothing was changed)",
+					  (long long)i, r->benchmark ? r->benchmark : "no benchmark");
+	}
+	int64_t *ids = rm_new(int64_t, (size_t)n_runs);
+	if (st != RM_OK)
+		goto done;
+	st = rm_calib__begin(db, err);
+	if (st != RM_OK)
+		goto done;
+	for (int i = 0; i < n_runs && st == RM_OK; i++) {
+		rm_calib__run run = {0};
+		const rm_calib_run_desc *d = &runs[i];
+		snprintf(run.machine, sizeof(run.machine), "%s", d->machine ? d->machine : "");
+		snprintf(run.gpu, sizeof(run.gpu), "%s", d->gpu ? d->gpu : "");
+		snprintf(run.driver, sizeof(run.driver), "%s", d->driver ? d->driver : "");
+		snprintf(run.cuda, sizeof(run.cuda), "%s", d->cuda ? d->cuda : "");
+		snprintf(run.nccl, sizeof(run.nccl), "%s", d->nccl ? d->nccl : "");
+		snprintf(run.started_at, sizeof(run.started_at), "%s", d->started_at ? d->started_at : "");
+		snprintf(run.source, sizeof(run.source), "%s", d->source ? d->source : "");
+		st = rm_calib__insert_run(db, &run, &ids[i], err);
+	}
+	for (int64_t i = 0; i < n_rows && st == RM_OK; i++)
+		st = rm_calib__insert_measurement(db, ids[rows[i].run], rows[i].benchmark, params[i], rows[i].value,
+						  rows[i].unit, err);
+	if (st == RM_OK)
+		st = rm_calib__commit(db, err);
+	else
+		rm_calib__rollback(db);
+	if (st == RM_OK && stats) {
+		memset(stats, 0, sizeof(*stats));
+		stats->first_run_id = ids[0];
+		stats->runs = n_runs;
+		stats->measurements = (int)n_rows;
+	}
+done:
+	for (int64_t i = 0; i < n_rows; i++)
+		json_decref(params[i]);
+	free(params);
+	free(ids);
+	return st;
+}

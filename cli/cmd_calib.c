@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "remora/calib.h"
 #include "remora/nccl.h"
+#include "remora/trace.h"
 
 #define MAX_RUN_ARGS 64
 
@@ -21,10 +22,12 @@ static void calib_usage(FILE *out)
 	fprintf(out,
 		"usage: remora calib import FILE.jsonl --db DB\n"
 		"       remora calib import-nccl-tests LOG --db DB [--algo ALGO] [--gpus N]\n"
+		"       remora calib import-trace TRACE|DIR... --db DB [--gpus-per-node N]\n"
 		"       remora calib fit --db DB --profile NAME [--base HW] [--device GPU] [--run ID]...\n"
 		"                        [--tolerance X]\n"
 		"       remora calib show --db DB [--profile NAME] [--json]\n\n"
-		"Stores measurements of a real machine (remora-calibrate's JSON lines, nccl-tests logs)\n"
+		"Stores measurements of a real machine (remora-calibrate's JSON lines, nccl-tests logs,\n"
+		"the GEMM, attention and NCCL kernels of PyTorch profiler traces recorded with shapes)\n"
 		"in an SQLite database, fits the cost models to them, and names the result so that\n"
 		"--hardware DB:NAME makes a command use the fitted profile.\n\n"
 		"options:\n"
@@ -38,6 +41,8 @@ static void calib_usage(FILE *out)
 		"      --algo ALGO       what an nccl-tests run forced (NCCL_ALGO), e.g. ring; default:\n"
 		"                        NCCL's own choice ('ring' in the file name is taken as ring)\n"
 		"      --gpus N          GPU count when a log has no '#  Rank' lines\n"
+		"      --gpus-per-node N import-trace: GPUs per node, so a collective's group gets its\n"
+		"                        node count (rank / N); without it NCCL rows are not fitted\n"
 		"  -j, --json            machine-readable output\n"
 		"  -h, --help            this help\n");
 }
@@ -47,7 +52,7 @@ typedef struct calib_opts {
 	int64_t runs[MAX_RUN_ARGS];
 	int n_runs;
 	double tolerance;
-	int64_t gpus;
+	int64_t gpus, gpus_per_node;
 	bool json;
 } calib_opts;
 
@@ -131,6 +136,63 @@ static int do_import(const calib_opts *o, const char *file, bool nccl_tests)
 	if (o->json)
 		return cli_print_json(stats_json(&s));
 	print_stats(nccl_tests ? "nccl-tests log" : "measurements", file, o->db, &s);
+	return CLI_EXIT_OK;
+}
+
+/* Removes a database file this command created (and SQLite's side files) after a failure. */
+static void remove_created_db(const char *path)
+{
+	char side[1100];
+	remove(path);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	remove(side);
+	snprintf(side, sizeof(side), "%s-shm", path);
+	remove(side);
+	snprintf(side, sizeof(side), "%s-journal", path);
+	remove(side);
+}
+
+static int do_import_trace(const calib_opts *o, int argc, char **argv)
+{
+	int rc = need_db(o);
+	if (rc)
+		return rc;
+	char **files = NULL;
+	int n = 0;
+	if (!cli_trace_files(argc, argv, &files, &n))
+		return CLI_EXIT_FAIL;
+	rm_error err;
+	rm_error_clear(&err);
+	bool existed = access(o->db, F_OK) == 0;
+	rm_calib_db *db = rm_calib_db_open(o->db, true, &err);
+	rm_trace_calib_stats s;
+	rm_status st = db ? rm_trace_calib_import(db, (const char *const *)files, n, (int)o->gpus_per_node, &s, &err)
+			  : err.status;
+	rm_calib_db_close(db);
+	for (int i = 0; i < n; i++)
+		free(files[i]);
+	free(files);
+	if (st != RM_OK) {
+		if (db && !existed)
+			remove_created_db(o->db);
+		return cli_fail(&err);
+	}
+	static const char *const kinds[RM_TRACE_CALIB_KINDS] = {"gemm", "attention", "nccl"};
+	if (o->json) {
+		json_t *doc = json_pack("{s:s, s:i, s:i, s:I}", "schema", "remora.calib-import-trace/1", "files", s.files,
+					"runs", s.runs, "first_run_id", (json_int_t)s.first_run_id);
+		for (int k = 0; k < RM_TRACE_CALIB_KINDS; k++)
+			json_object_set_new(doc, kinds[k],
+					    json_pack("{s:I, s:I, s:I}", "rows", (json_int_t)s.rows[k], "kernels",
+						      (json_int_t)s.kernels[k], "skipped_no_shapes", (json_int_t)s.skipped[k]));
+		return cli_print_json(doc);
+	}
+	printf("imported %d trace%s into %s: %d run%s (first id %lld); rows: gemm %lld, attention %lld, nccl %lld "
+	       "(from %lld, %lld, %lld kernels); kernels skipped (no shapes): gemm %lld, attention %lld, nccl %lld\n",
+	       s.files, s.files == 1 ? "" : "s", o->db, s.runs, s.runs == 1 ? "" : "s", (long long)s.first_run_id,
+	       (long long)s.rows[0], (long long)s.rows[1], (long long)s.rows[2], (long long)s.kernels[0],
+	       (long long)s.kernels[1], (long long)s.kernels[2], (long long)s.skipped[0], (long long)s.skipped[1],
+	       (long long)s.skipped[2]);
 	return CLI_EXIT_OK;
 }
 
@@ -410,7 +472,7 @@ static int do_show(const calib_opts *o)
 
 int cli_cmd_calib(int argc, char **argv)
 {
-	enum { OPT_BASE = 256, OPT_RUN, OPT_TOL, OPT_ALGO, OPT_GPUS, OPT_DEVICE };
+	enum { OPT_BASE = 256, OPT_RUN, OPT_TOL, OPT_ALGO, OPT_GPUS, OPT_DEVICE, OPT_GPN };
 	static const struct option longopts[] = {
 		{"db", required_argument, NULL, 'd'},
 		{"profile", required_argument, NULL, 'p'},
@@ -420,6 +482,7 @@ int cli_cmd_calib(int argc, char **argv)
 		{"algo", required_argument, NULL, OPT_ALGO},
 		{"gpus", required_argument, NULL, OPT_GPUS},
 		{"device", required_argument, NULL, OPT_DEVICE},
+		{"gpus-per-node", required_argument, NULL, OPT_GPN},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
@@ -465,6 +528,12 @@ int cli_cmd_calib(int argc, char **argv)
 			if (o.gpus > 100000)
 				return cli_usage_error("calib", "--gpus must be at most 100000");
 			break;
+		case OPT_GPN:
+			if (!cli_parse_positive("calib", "--gpus-per-node", optarg, &o.gpus_per_node))
+				return CLI_EXIT_USAGE;
+			if (o.gpus_per_node > 65536)
+				return cli_usage_error("calib", "--gpus-per-node must be at most 65536");
+			break;
 		case 'j':
 			o.json = true;
 			break;
@@ -476,9 +545,14 @@ int cli_cmd_calib(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return cli_usage_error("calib", "missing action: import, import-nccl-tests, fit or show");
+		return cli_usage_error("calib", "missing action: import, import-nccl-tests, import-trace, fit or show");
 	const char *action = argv[optind++];
 	bool import = !strcmp(action, "import"), nccl = !strcmp(action, "import-nccl-tests");
+	if (!strcmp(action, "import-trace")) {
+		if (optind >= argc)
+			return cli_usage_error("calib", "import-trace needs a TRACE or DIR");
+		return do_import_trace(&o, argc - optind, argv + optind);
+	}
 	if (import || nccl) {
 		if (optind >= argc)
 			return cli_usage_error("calib", "%s needs a FILE", action);
@@ -493,5 +567,5 @@ int cli_cmd_calib(int argc, char **argv)
 		return do_fit(&o);
 	if (!strcmp(action, "show"))
 		return do_show(&o);
-	return cli_usage_error("calib", "unknown action '%s' (import, import-nccl-tests, fit, show)", action);
+	return cli_usage_error("calib", "unknown action '%s' (import, import-nccl-tests, import-trace, fit, show)", action);
 }

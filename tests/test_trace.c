@@ -1,7 +1,8 @@
 /*
  * Measured traces (remora/trace.h): the NCCL name parse, the kernel classes, the streaming reader
  * (plain, gzip, the array form, truncation and other errors with their positions) and the step
- * analysis on hand-written traces whose figures are worked out below by hand.
+ * analysis on hand-written traces whose figures are worked out below by hand; Chrome "B"/"E"
+ * duration pairs; and `calib import-trace` (the kernels of a trace as calibration rows).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sqlite3.h>
 #include <zlib.h>
 
 #include "remora/trace.h"
@@ -403,4 +405,291 @@ Test(trace, cli)
 	cr_assert_str_eq(out, "");
 	cr_assert_eq(run_remora("trace frobnicate x", out, sizeof(out)), 2);
 	cr_assert_eq(run_remora("trace import --json x", out, sizeof(out)), 2);
+}
+
+/* ---- B/E duration events ------------------------------------------------------------------- */
+
+/*
+ * be.json writes every span as a B/E pair: ProfilerStep#1 [0, 100) us on the CPU thread, with
+ * aten::mm [5, 8) nested inside it (shapes A[256,512] . B[512,1024]); a GEMM kernel [10, 30) on
+ * stream 7 whose External id 5 is in its E's args (merged into the B's); an elementwise kernel
+ * [20, 50) on stream 8; and a kernel whose B has no E (dropped, with a warning). By hand: busy =
+ * union [10, 50) = 40 us, idle = 100 - 40 = 60 us, GEMM FLOPs 2 * 256 * 1024 * 512 = 268435456.
+ */
+Test(trace, begin_end_pairs)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_trace *t = rm_trace_read(test_file("be.json"), &err);
+	cr_assert_not_null(t, "%s", err.msg);
+	rm_trace_summary s;
+	rm_trace_summary_get(t, &s);
+	cr_assert_eq(s.events, 9);
+	cr_assert_eq(s.gpu_events, 2, "the B without its E is dropped");
+	cr_assert_eq(s.steps, 1);
+	cr_assert_eq(s.gemm_shapes, 1);
+	cr_assert_eq(s.streams, 2);
+	rm_trace_report *r = NULL;
+	int n = 0;
+	rm_trace_analyze(t, 0, &r, &n);
+	cr_assert_eq(n, 1);
+	cr_assert(r[0].from_steps);
+	cr_assert_eq(r[0].windows[0].start_ns, 0);
+	cr_assert_eq(r[0].windows[0].end_ns, 100000);
+	assert_us(r[0].median.gpu_busy_s, 40);
+	assert_us(r[0].median.idle_s, 60);
+	assert_us(r[0].median.class_s[RM_TRACE_GEMM], 20);
+	assert_us(r[0].median.class_s[RM_TRACE_MEMORY_BOUND], 30);
+	cr_assert_float_eq(r[0].median.gemm_flops, 268435456.0, 0.5);
+	rm_trace_reports_free(r, n);
+	rm_trace_destroy(t);
+}
+
+Test(trace, begin_end_errors)
+{
+	rm_error err;
+	/* an E that closes nothing: an error at the E (line 2, column 1) */
+	read_text_expect_error("{\"traceEvents\": [\n"
+			       "{\"ph\": \"E\", \"pid\": 1, \"tid\": 2, \"ts\": 5}]}",
+			       &err);
+	cr_assert_eq(err.status, RM_PARSE);
+	cr_assert_eq(err.line, 2);
+	cr_assert_eq(err.column, 1);
+	cr_assert(strstr(err.msg, "closes no B event"), "%s", err.msg);
+	/* B/E pairs nest per thread: an E on another tid does not close the B */
+	read_text_expect_error("{\"traceEvents\": [\n"
+			       "{\"ph\": \"B\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 1},\n"
+			       "{\"ph\": \"E\", \"pid\": 0, \"tid\": 8, \"ts\": 3}]}",
+			       &err);
+	cr_assert_eq(err.line, 3);
+	cr_assert(strstr(err.msg, "tid 8"), "%s", err.msg);
+	/* an E before its B */
+	read_text_expect_error("{\"traceEvents\": [\n"
+			       "{\"ph\": \"B\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 10},\n"
+			       "{\"ph\": \"E\", \"pid\": 0, \"tid\": 7, \"ts\": 4}]}",
+			       &err);
+	cr_assert_eq(err.line, 3);
+	cr_assert(strstr(err.msg, "before its B"), "%s", err.msg);
+	/* a B without ts */
+	read_text_expect_error("{\"traceEvents\": [{\"ph\": \"B\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7}]}",
+			       &err);
+	cr_assert_eq(err.column, 18);
+	cr_assert(strstr(err.msg, "numeric ts"), "%s", err.msg);
+}
+
+/* ---- calib import-trace -------------------------------------------------------------------- */
+
+static char tmpdir[64];
+
+static void make_dir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/remora-trace-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void cleanup_dir(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+static const char *calib_file(const char *name)
+{
+	static char path[1024];
+	snprintf(path, sizeof(path), "%s/trace/calib/%s", env("REMORA_TEST_DATA"), name);
+	return path;
+}
+
+/* "benchmark|params|value" of every measurement in rowid order, one per line, into out. */
+static void dump_rows(const char *db, const char *sql, char *out, size_t size)
+{
+	sqlite3 *s = NULL;
+	sqlite3_stmt *st = NULL;
+	cr_assert_eq(sqlite3_open(db, &s), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(s));
+	out[0] = '\0';
+	size_t len = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		for (int c = 0; c < sqlite3_column_count(st); c++) {
+			const unsigned char *v = sqlite3_column_text(st, c);
+			len += (size_t)snprintf(out + len, size - len, "%s%s", c ? "|" : "", v ? (const char *)v : "NULL");
+		}
+		len += (size_t)snprintf(out + len, size - len, "\n");
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(s);
+}
+
+/*
+ * calib/calib.json, by hand (tests/data/trace/calib): three aten::mm A[256,512] . B[512,1024]
+ * (B a transposed view: "tn") whose kernels take 10, 14 and 30 us: one row, median 14, count 3;
+ * addmm(bias, A[512,256], B[256,1024]) contiguous ("nn") with a GEMM kernel of 8 us and its
+ * split-K reduction of 2 us: 10 us; bmm fp32 A[4,128,64] . B[4,64,128] (B transposed: "tn") 5 us;
+ * a GEMM kernel whose operator has no shapes: skipped. Attention: the SDPA flash forward, q
+ * [2,16,1024,128], k [2,4,1024,128], Concrete Inputs[4] "True": 100 us; _flash_attention_backward
+ * in [batch, seq, heads, dim] with two kernels 20 + 180 = 200 us. NCCL: an all-gather of 8388608
+ * bf16 out (16777216 bytes, nccl-tests' size is the output) over ranks 8..15, which on nodes of
+ * 4 GPUs are nodes 2 and 3; an all-reduce of 4194304 bf16 (8388608 bytes) over ranks 0 and 4
+ * (start 0, stride 4): nodes 0 and 1; an NCCL kernel without arguments and a broadcast: skipped.
+ * The run: GPU of deviceProperties[0], CUDA 12040 -> 12.4, driver API 12080 -> 12.8, NCCL 2.21.5;
+ * rank 9 from distributedInfo.
+ */
+Test(trace, calib_import_rows, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[128];
+	snprintf(db_path, sizeof(db_path), "%s/calib.db", tmpdir);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	const char *paths[] = {calib_file("calib.json")};
+	rm_trace_calib_stats st;
+	cr_assert_eq(rm_trace_calib_import(db, paths, 1, 4, &st, &err), RM_OK, "%s", err.msg);
+	rm_calib_db_close(db);
+	cr_assert_eq(st.files, 1);
+	cr_assert_eq(st.runs, 1);
+	cr_assert_eq(st.rows[RM_TRACE_CALIB_GEMM], 3);
+	cr_assert_eq(st.kernels[RM_TRACE_CALIB_GEMM], 6);
+	cr_assert_eq(st.skipped[RM_TRACE_CALIB_GEMM], 1);
+	cr_assert_eq(st.rows[RM_TRACE_CALIB_ATTENTION], 2);
+	cr_assert_eq(st.kernels[RM_TRACE_CALIB_ATTENTION], 3);
+	cr_assert_eq(st.skipped[RM_TRACE_CALIB_ATTENTION], 0);
+	cr_assert_eq(st.rows[RM_TRACE_CALIB_NCCL], 2);
+	cr_assert_eq(st.kernels[RM_TRACE_CALIB_NCCL], 2);
+	cr_assert_eq(st.skipped[RM_TRACE_CALIB_NCCL], 2);
+	static char out[8192];
+	dump_rows(db_path, "SELECT machine, gpu, driver, cuda, nccl, source FROM runs", out, sizeof(out));
+	char want[1400];
+	snprintf(want, sizeof(want), "unknown|NVIDIA H100 80GB HBM3|12.8|12.4|2.21.5|trace: %s\n", paths[0]);
+	cr_assert_str_eq(out, want);
+	dump_rows(db_path, "SELECT benchmark, params, value, unit FROM measurements ORDER BY rowid", out, sizeof(out));
+	cr_assert_str_eq(out,
+			 "gemm|{\"batch\":1,\"count\":1,\"device\":0,\"dtype\":\"bf16\",\"k\":256,\"layout\":\"nn\",\"m\":512,"
+			 "\"n\":1024,\"op\":\"aten::addmm\",\"rank\":9}|10.0|us\n"
+			 "gemm|{\"batch\":1,\"count\":3,\"device\":0,\"dtype\":\"bf16\",\"k\":512,\"layout\":\"tn\",\"m\":256,"
+			 "\"n\":1024,\"op\":\"aten::mm\",\"rank\":9}|14.0|us\n"
+			 "gemm|{\"batch\":4,\"count\":1,\"device\":0,\"dtype\":\"fp32\",\"k\":64,\"layout\":\"tn\",\"m\":128,"
+			 "\"n\":128,\"op\":\"aten::bmm\",\"rank\":9}|5.0|us\n"
+			 "attention|{\"batch\":2,\"causal\":true,\"count\":1,\"device\":0,\"dtype\":\"bf16\",\"head_dim\":128,"
+			 "\"heads\":16,\"kv_heads\":4,\"op\":\"aten::_flash_attention_backward\",\"pass\":\"bwd\",\"rank\":9,"
+			 "\"seq_kv\":1024,\"seq_q\":1024}|200.0|us\n"
+			 "attention|{\"batch\":2,\"causal\":true,\"count\":1,\"device\":0,\"dtype\":\"bf16\",\"head_dim\":128,"
+			 "\"heads\":16,\"kv_heads\":4,\"op\":\"aten::_scaled_dot_product_flash_attention\",\"pass\":\"fwd\","
+			 "\"rank\":9,\"seq_kv\":1024,\"seq_q\":1024}|100.0|us\n"
+			 "all_gather|{\"algo\":\"default\",\"bytes\":16777216,\"count\":1,\"device\":0,\"dtype\":\"bf16\","
+			 "\"kernel_algo\":\"RING\",\"kernel_proto\":\"LL\",\"nodes\":2,\"rank\":9,\"ranks\":8}|300.0|us\n"
+			 "all_reduce|{\"algo\":\"default\",\"bytes\":8388608,\"count\":1,\"device\":0,\"dtype\":\"bf16\","
+			 "\"kernel_algo\":\"RING\",\"kernel_proto\":\"LL\",\"nodes\":2,\"rank\":9,\"ranks\":2}|250.0|us\n");
+	/* without --gpus-per-node the collectives carry no node count; on nodes of 8 GPUs both groups
+	 * sit on one node (ranks 8..15 on node 1; ranks 0 and 4 on node 0) */
+	db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_eq(rm_trace_calib_import(db, paths, 1, 0, &st, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_trace_calib_import(db, paths, 1, 8, &st, &err), RM_OK, "%s", err.msg);
+	rm_calib_db_close(db);
+	dump_rows(db_path,
+		  "SELECT run_id, benchmark, json_extract(params, '$.nodes') FROM measurements WHERE benchmark LIKE 'all%' "
+		  "AND run_id > 1 ORDER BY rowid",
+		  out, sizeof(out));
+	cr_assert_str_eq(out, "2|all_gather|NULL\n2|all_reduce|NULL\n3|all_gather|1\n3|all_reduce|1\n");
+}
+
+/* One transaction for every file: a bad second file leaves the database as it was; a trace
+ * without shapes imports nothing (RM_MISSING). */
+Test(trace, calib_import_atomic, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[128], bad[128];
+	snprintf(db_path, sizeof(db_path), "%s/calib.db", tmpdir);
+	snprintf(bad, sizeof(bad), "%s/bad.json", tmpdir);
+	FILE *f = fopen(bad, "w");
+	cr_assert_not_null(f);
+	fputs("{\"traceEvents\": [\n{\"ph\": \"E\", \"pid\": 1, \"tid\": 1, \"ts\": 3}]}\n", f);
+	fclose(f);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	const char *paths[] = {calib_file("calib.json"), bad};
+	cr_assert_eq(rm_trace_calib_import(db, paths, 2, 4, NULL, &err), RM_PARSE);
+	cr_assert_str_eq(err.file, bad);
+	cr_assert_eq(err.line, 2);
+	const char *none[] = {test_file("jax.json")};
+	rm_error_clear(&err);
+	cr_assert_eq(rm_trace_calib_import(db, none, 1, 0, NULL, &err), RM_MISSING);
+	cr_assert(strstr(err.msg, "record_shapes"), "%s", err.msg);
+	rm_calib_db_close(db);
+	static char out[256];
+	dump_rows(db_path, "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM measurements)", out, sizeof(out));
+	cr_assert_str_eq(out, "0|0\n");
+}
+
+/*
+ * `calib fit` reads imported GEMM rows with no change: calib/fit.json holds two BF16 TN GEMMs on
+ * an H100 (132 SMs, 128x256 tiles: 8x4 = 32 and 16x8 = 128 tiles, both under one wave, q = 1),
+ * 1024x1024x4096 in 22.18 us and 2048x2048x4096 in 73.719 us. FLOPs 2*m*n*k = 8589.934592 and
+ * 34359.738368 MFLOP; the line through both points: R = (34359.738368 - 8589.934592) /
+ * (73.719 - 22.18) = 500.00589 TFLOP/s, t0 = 22.18 - 8589.934592 / R = 5.00033 us.
+ */
+Test(trace, calib_fit_from_trace, .init = make_dir, .fini = cleanup_dir)
+{
+	char db_path[128];
+	snprintf(db_path, sizeof(db_path), "%s/calib.db", tmpdir);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_calib_db *db = rm_calib_db_open(db_path, true, &err);
+	cr_assert_not_null(db, "%s", err.msg);
+	const char *paths[] = {calib_file("fit.json")};
+	cr_assert_eq(rm_trace_calib_import(db, paths, 1, 0, NULL, &err), RM_OK, "%s", err.msg);
+	rm_calib_fit_opts opts = {.profile = "trace"};
+	rm_calib_fit_report rep;
+	cr_assert_eq(rm_calib_fit(db, &opts, &rep, &err), RM_OK, "%s", err.msg);
+	rm_calib_db_close(db);
+	const rm_calib_fit_result *g = NULL;
+	for (int i = 0; i < rep.n_results; i++)
+		if (!strcmp(rep.results[i].model, "gemm.bf16"))
+			g = &rep.results[i];
+	cr_assert_not_null(g);
+	cr_assert(g->ok, "%s", g->why);
+	cr_assert_eq(g->n_points, 2);
+	rm_calib_fit_report_finish(&rep);
+	static char out[512];
+	dump_rows(db_path, "SELECT json_extract(params, '$.TFLOPs'), json_extract(params, '$.t0_us') FROM fits "
+			   "WHERE model = 'gemm.bf16'",
+		  out, sizeof(out));
+	double R = 0, t0 = 0;
+	cr_assert_eq(sscanf(out, "%lf|%lf", &R, &t0), 2, "%s", out);
+	double want_R = (34359.738368 - 8589.934592) / (73.719 - 22.18);
+	cr_assert_float_eq(R, want_R, 1e-6 * want_R);
+	cr_assert_float_eq(t0, 22.18 - 8589.934592 / want_R, 1e-6);
+}
+
+Test(trace, calib_cli, .init = make_dir, .fini = cleanup_dir)
+{
+	static char out[1 << 14];
+	char args[1400];
+	cr_assert_eq(run_remora("calib --help", out, sizeof(out)), 0);
+	cr_assert(strstr(out, "import-trace TRACE|DIR... --db DB"), "%s", out);
+	/* a directory: calib.json and fit.json, one run each */
+	snprintf(args, sizeof(args), "calib import-trace '%s/trace/calib' --db '%s/c.db' --gpus-per-node 4",
+		 env("REMORA_TEST_DATA"), tmpdir);
+	cr_assert_eq(run_remora(args, out, sizeof(out)), 0);
+	cr_assert(strstr(out, "imported 2 traces into"), "%s", out);
+	cr_assert(strstr(out, "2 runs (first id 1); rows: gemm 5, attention 2, nccl 2 (from 8, 3, 2 kernels); kernels "
+			      "skipped (no shapes): gemm 1, attention 0, nccl 2"),
+		  "%s", out);
+	snprintf(args, sizeof(args), "calib import-trace --json '%s' --db '%s/c.db'", calib_file("fit.json"), tmpdir);
+	cr_assert_eq(run_remora(args, out, sizeof(out)), 0);
+	json_t *doc = json_loads(out, 0, NULL);
+	cr_assert_not_null(doc, "%s", out);
+	cr_assert_eq(json_integer_value(json_object_get(doc, "first_run_id")), 3);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(doc, "gemm"), "rows")), 2);
+	json_decref(doc);
+	/* bad input: exit 1 and a database the command would have created is not left behind */
+	snprintf(args, sizeof(args), "calib import-trace '%s' --db '%s/new.db'", test_file("jax.json"), tmpdir);
+	cr_assert_eq(run_remora(args, out, sizeof(out)), 1);
+	char p[128];
+	snprintf(p, sizeof(p), "%s/new.db", tmpdir);
+	cr_assert_neq(access(p, F_OK), 0, "the failed import left %s", p);
+	cr_assert_eq(run_remora("calib import-trace --db x.db", out, sizeof(out)), 2);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 #include <zlib.h>
@@ -274,11 +275,13 @@ typedef struct pending {
 	uint32_t seq;
 } pending;
 
-typedef struct gemm_op {
-	int64_t ext_id;
-	double flops;
-	bool used;
-} gemm_op;
+/* A "B" event waiting for its "E" (the format's Duration Events, nested per thread). */
+typedef struct open_span {
+	int64_t pid, tid, ts_ns;
+	json_t *ev; /* the B event (a reference) */
+	int64_t line, col;
+	uint32_t seq;
+} open_span;
 
 typedef struct builder {
 	rm_trace *t;
@@ -291,8 +294,8 @@ typedef struct builder {
 	int n_meta, cap_meta;
 	pending *pend;
 	int64_t n_pend, cap_pend;
-	gemm_op *gemm;
-	int64_t n_gemm, cap_gemm;
+	open_span *open;
+	int n_open, cap_open;
 	int last_stream;
 	uint32_t seq;
 } builder;
@@ -475,10 +478,68 @@ static int64_t profiler_step(const char *name)
 	return strtoll(d, NULL, 10);
 }
 
-/* The FLOPs of an aten GEMM operator from record_shapes' "Input Dims"; 0 when unknown.
- * mm(A[M,K], B[K,N]) and addmm(bias, A, B): 2*M*N*K; bmm(A[b,M,K], B[b,K,N]), baddbmm(self, A, B):
- * 2*b*M*N*K (a multiply and an add per term). */
-static double aten_gemm_flops(const char *name, json_t *dims)
+/* A PyTorch dtype name ("c10::BFloat16" of "Input type", "BFloat16" of record_param_comms'
+ * "dtype", "float") as remora spells it ("bf16"), with its size in bytes; "unknown" and 0 when
+ * not one of c10's ScalarTypes below (c10/core/ScalarType.h). */
+static const char *torch_dtype(const char *s, int *size)
+{
+	static const struct {
+		const char *torch, *ours;
+		int size;
+	} map[] = {
+		{"BFloat16", "bf16", 2}, {"Half", "fp16", 2},   {"Float", "fp32", 4},  {"Double", "fp64", 8},
+		{"Float8_e4m3fn", "fp8", 1}, {"Float8_e4m3fnuz", "fp8", 1}, {"Float8_e5m2", "fp8_e5m2", 1},
+		{"Float8_e5m2fnuz", "fp8_e5m2", 1}, {"Byte", "uint8", 1}, {"Char", "int8", 1},
+		{"Short", "int16", 2}, {"Int", "int32", 4},     {"Long", "int64", 8},  {"Bool", "bool", 1},
+	};
+	*size = 0;
+	if (!s)
+		return "unknown";
+	if (strncmp(s, "c10::", 5) == 0)
+		s += 5;
+	for (size_t i = 0; i < RM_ARRAY_SIZE(map); i++)
+		if (strcasecmp(s, map[i].torch) == 0) {
+			*size = map[i].size;
+			return map[i].ours;
+		}
+	return "unknown";
+}
+
+/* Element i of a JSON array of positive integers (record_shapes' dims); 0 when not one. */
+static int64_t dim_at(json_t *dims, size_t i)
+{
+	json_t *x = json_array_get(dims, i);
+	return json_is_integer(x) && json_integer_value(x) > 0 ? (int64_t)json_integer_value(x) : 0;
+}
+
+/* 'n' when the last two dims [r, c] with strides [sr, sc] are row-major contiguous, 't' when they
+ * are a transposed view (sr == 1), '?' otherwise or when the strides are unknown. */
+static char operand_layout(json_t *dims, json_t *strides)
+{
+	size_t nd = json_array_size(dims);
+	if (nd < 2 || json_array_size(strides) != nd)
+		return '?';
+	int64_t r = dim_at(dims, nd - 2), c = dim_at(dims, nd - 1);
+	json_t *jr = json_array_get(strides, nd - 2), *jc = json_array_get(strides, nd - 1);
+	if (!json_is_integer(jr) || !json_is_integer(jc))
+		return '?';
+	int64_t sr = json_integer_value(jr), sc = json_integer_value(jc);
+	if (sc == 1 && (sr >= c || r == 1))
+		return 'n';
+	if (sr == 1 && (sc >= r || c == 1))
+		return 't';
+	return '?';
+}
+
+/*
+ * A GEMM operator from record_shapes' "Input Dims" (and "Input type", "Input Strides" when
+ * present): mm(A[M,K], B[K,N]), addmm(bias, A, B): batch 1; bmm(A[b,M,K], B[b,K,N]), baddbmm(self,
+ * A, B). m, n, k are the output's rows, columns and the contraction, as remora-calibrate's rows
+ * (C[batch, m, n] = A . B). Layout (remora-calibrate's names, harness.h): "tn" = B a transposed
+ * view (the forward X . W^T), "nn" = both contiguous (dgrad), "nt" = A transposed (wgrad dY^T . X),
+ * "tt" both, "unknown" without strides. false when not a GEMM or the shapes do not agree.
+ */
+static bool aten_gemm(const char *name, json_t *args, rm_trace__op *op)
 {
 	int first;
 	int rank;
@@ -491,23 +552,174 @@ static double aten_gemm_flops(const char *name, json_t *dims)
 	else if (strcmp(name, "aten::baddbmm") == 0)
 		first = 1, rank = 3;
 	else
-		return 0;
+		return false;
+	json_t *dims = json_object_get(args, "Input Dims");
 	json_t *a = json_array_get(dims, (size_t)first), *bm = json_array_get(dims, (size_t)first + 1);
 	if (!json_is_array(a) || !json_is_array(bm) || json_array_size(a) != (size_t)rank ||
 	    json_array_size(bm) != (size_t)rank)
-		return 0;
-	double d[2][3];
+		return false;
+	int64_t d[2][3];
 	for (int i = 0; i < rank; i++) {
-		json_t *x = json_array_get(a, (size_t)i), *y = json_array_get(bm, (size_t)i);
-		if (!json_is_integer(x) || !json_is_integer(y) || json_integer_value(x) <= 0 ||
-		    json_integer_value(y) <= 0)
-			return 0;
-		d[0][i] = (double)json_integer_value(x);
-		d[1][i] = (double)json_integer_value(y);
+		d[0][i] = dim_at(a, (size_t)i);
+		d[1][i] = dim_at(bm, (size_t)i);
+		if (d[0][i] <= 0 || d[1][i] <= 0)
+			return false;
 	}
-	if (rank == 2)
-		return d[0][1] == d[1][0] ? 2.0 * d[0][0] * d[0][1] * d[1][1] : 0;
-	return d[0][0] == d[1][0] && d[0][2] == d[1][1] ? 2.0 * d[0][0] * d[0][1] * d[0][2] * d[1][2] : 0;
+	int off = rank - 2;
+	if (d[0][off + 1] != d[1][off] || (rank == 3 && d[0][0] != d[1][0]))
+		return false;
+	op->kind = RM_TRACE__OP_GEMM;
+	op->d[0] = rank == 3 ? d[0][0] : 1;
+	op->d[1] = d[0][off];
+	op->d[2] = d[1][off + 1];
+	op->d[3] = d[0][off + 1];
+	int size;
+	json_t *types = json_object_get(args, "Input type");
+	snprintf(op->dtype, sizeof(op->dtype), "%s",
+		 torch_dtype(json_string_value(json_array_get(types, (size_t)first)), &size));
+	json_t *strides = json_object_get(args, "Input Strides");
+	char la = operand_layout(a, json_array_get(strides, (size_t)first));
+	char lb = operand_layout(bm, json_array_get(strides, (size_t)first + 1));
+	if (la == '?' || lb == '?')
+		snprintf(op->layout, sizeof(op->layout), "unknown");
+	else
+		snprintf(op->layout, sizeof(op->layout), "%c%c", lb, la);
+	snprintf(op->name, sizeof(op->name), "%s", name);
+	return true;
+}
+
+/*
+ * The attention operators of PyTorch's scaled_dot_product_attention (their schemas in
+ * aten/src/ATen/native/native_functions.yaml): the index of query (key follows it), whether the
+ * tensors are [batch, heads, seq, dim] (the _scaled_dot_product_* ops) or [batch, seq, heads, dim]
+ * (_flash_attention_*, _efficient_attention_*), and the index of is_causal in "Concrete Inputs"
+ * (-1: the op has none, e.g. the mask-type int of _efficient_attention_forward).
+ */
+static const struct attn_schema {
+	const char *name;
+	int query;
+	bool bshd;
+	int causal;
+	bool bwd;
+} attn_schemas[] = {
+	{"aten::_scaled_dot_product_flash_attention", 0, false, 4, false},
+	{"aten::_scaled_dot_product_efficient_attention", 0, false, 6, false},
+	{"aten::_scaled_dot_product_cudnn_attention", 0, false, 6, false},
+	{"aten::_flash_attention_forward", 0, true, 8, false},
+	{"aten::_efficient_attention_forward", 0, true, -1, false},
+	{"aten::_scaled_dot_product_flash_attention_backward", 1, false, 11, true},
+	{"aten::_scaled_dot_product_efficient_attention_backward", 1, false, 11, true},
+	{"aten::_scaled_dot_product_cudnn_attention_backward", 1, false, 14, true},
+	{"aten::_flash_attention_backward", 1, true, 11, true},
+	{"aten::_efficient_attention_backward", 1, true, -1, true},
+};
+
+/* An attention operator's shapes; false when not one or its query/key are not 4-D. causal is
+ * read only where "Concrete Inputs" holds "True" or "False" at the schema's index. */
+static bool aten_attention(const char *name, json_t *args, rm_trace__op *op)
+{
+	const struct attn_schema *sc = NULL;
+	for (size_t i = 0; i < RM_ARRAY_SIZE(attn_schemas) && !sc; i++)
+		if (strcmp(name, attn_schemas[i].name) == 0)
+			sc = &attn_schemas[i];
+	if (!sc)
+		return false;
+	json_t *dims = json_object_get(args, "Input Dims");
+	json_t *q = json_array_get(dims, (size_t)sc->query), *k = json_array_get(dims, (size_t)sc->query + 1);
+	if (json_array_size(q) != 4 || json_array_size(k) != 4)
+		return false;
+	int s_ax = sc->bshd ? 1 : 2, h_ax = sc->bshd ? 2 : 1;
+	op->kind = RM_TRACE__OP_ATTENTION;
+	op->d[0] = dim_at(q, 0);
+	op->d[1] = dim_at(q, (size_t)h_ax);
+	op->d[2] = dim_at(k, (size_t)h_ax);
+	op->d[3] = dim_at(q, (size_t)s_ax);
+	op->d[4] = dim_at(k, (size_t)s_ax);
+	op->d[5] = dim_at(q, 3);
+	for (int i = 0; i < 6; i++)
+		if (op->d[i] <= 0)
+			return false;
+	op->bwd = sc->bwd;
+	op->causal = -1;
+	json_t *conc = sc->causal >= 0 ? json_array_get(json_object_get(args, "Concrete Inputs"), (size_t)sc->causal) : NULL;
+	if (json_is_string(conc) && strcmp(json_string_value(conc), "True") == 0)
+		op->causal = 1;
+	else if (json_is_string(conc) && strcmp(json_string_value(conc), "False") == 0)
+		op->causal = 0;
+	int size;
+	json_t *types = json_object_get(args, "Input type");
+	snprintf(op->dtype, sizeof(op->dtype), "%s",
+		 torch_dtype(json_string_value(json_array_get(types, (size_t)sc->query)), &size));
+	snprintf(op->name, sizeof(op->name), "%s", name);
+	return true;
+}
+
+/* The calibration benchmark of a c10d collective name ("allreduce", "_allgather_base",
+ * "reduce_scatter_tensor_coalesced", "all_to_all", "send"... as record_param_comms writes them,
+ * torch/csrc/distributed/c10d/ParamCommsUtils.hpp), or NULL for one remora does not model. */
+static const char *comm_benchmark(const char *coll)
+{
+	while (*coll == '_')
+		coll++;
+	static const struct {
+		const char *prefix, *bench;
+	} map[] = {
+		{"allreduce", "all_reduce"},         {"all_reduce", "all_reduce"},
+		{"allgather", "all_gather"},         {"all_gather", "all_gather"},
+		{"reduce_scatter", "reduce_scatter"}, {"reducescatter", "reduce_scatter"},
+		{"alltoall", "all_to_all"},          {"all_to_all", "all_to_all"},
+		{"send", "send_recv"},               {"recv", "send_recv"},
+	};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(map); i++)
+		if (strncasecmp(coll, map[i].prefix, strlen(map[i].prefix)) == 0)
+			return map[i].bench;
+	return NULL;
+}
+
+/*
+ * A collective from the arguments Kineto writes on record_param_comms (and, in newer traces, on
+ * the NCCL kernel itself): "Collective name", "In msg nelems", "Out msg nelems", "dtype", "Group
+ * size", and where present "Global rank start"/"Global rank stride" and "Process Group Ranks".
+ * bytes is nccl-tests' size column (the full buffer): the output for all_gather, the input for
+ * reduce_scatter, all_reduce and all_to_all, the larger of the two for send/recv. false when the
+ * collective is not one remora models or a size is missing.
+ */
+static bool comm_op(builder *b, json_t *args, rm_trace__op *op)
+{
+	const char *coll = json_str(args, "Collective name");
+	const char *bench = coll ? comm_benchmark(coll) : NULL;
+	if (!bench)
+		return false;
+	json_t *in = json_object_get(args, "In msg nelems"), *out = json_object_get(args, "Out msg nelems");
+	json_t *group = json_object_get(args, "Group size");
+	int size = 0;
+	const char *dt = torch_dtype(json_str(args, "dtype"), &size);
+	if (!json_is_integer(in) || !json_is_integer(out) || !json_is_integer(group) || size == 0 ||
+	    json_integer_value(group) < 1 || json_integer_value(in) < 0 || json_integer_value(out) < 0)
+		return false;
+	int64_t ni = (int64_t)json_integer_value(in), no = (int64_t)json_integer_value(out);
+	int64_t n = !strcmp(bench, "all_gather") ? no : !strcmp(bench, "send_recv") ? (ni > no ? ni : no) : ni;
+	if (n <= 0 || n > INT64_MAX / 8)
+		return false;
+	op->kind = RM_TRACE__OP_COMM;
+	op->d[0] = n * size;
+	op->d[1] = (int64_t)json_integer_value(group);
+	json_t *start = json_object_get(args, "Global rank start"), *stride = json_object_get(args, "Global rank stride");
+	op->d[2] = json_is_integer(start) ? (int64_t)json_integer_value(start) : -1;
+	op->d[3] = json_is_integer(stride) ? (int64_t)json_integer_value(stride) : -1;
+	const char *ranks = json_str(args, "Process Group Ranks");
+	op->ranks = ranks ? intern(b, ranks) : -1;
+	snprintf(op->dtype, sizeof(op->dtype), "%s", dt);
+	snprintf(op->name, sizeof(op->name), "%s", bench);
+	snprintf(op->layout, sizeof(op->layout), "%s", "");
+	return true;
+}
+
+static void add_op(builder *b, const rm_trace__op *op)
+{
+	rm_trace *t = b->t;
+	GROW(t->ops, t->n_ops, t->cap_ops);
+	t->ops[t->n_ops++] = *op;
 }
 
 static int nccl_kind(rm_trace *t, const char *name)
@@ -557,12 +769,78 @@ static void add_step(builder *b, int64_t number, int64_t ts, int64_t dur, int de
 	t->steps[t->n_steps++] = (rm_trace__step){number, ts, dur, device};
 }
 
+static bool process_span(src *s, builder *b, const char *name, const char *cat, json_t *args,
+			 int64_t pid, int64_t tid, bool have_ts, int64_t ts, bool have_dur, int64_t dur, int64_t line,
+			 int64_t col, uint32_t seq);
+
+/* A "B" event: kept (a reference) until its "E". */
+static bool open_span_push(src *s, builder *b, json_t *ev, const char *name, int64_t pid, int64_t tid,
+			   int64_t line, int64_t col, uint32_t seq)
+{
+	int64_t ts;
+	if (!json_us_to_ns(json_object_get(ev, "ts"), &ts)) {
+		pos_error(s, RM_PARSE, line, col, "B event '%s' needs a numeric ts (microseconds, at most 4e15 in magnitude)",
+			  name ? name : "");
+		return false;
+	}
+	GROW(b->open, b->n_open, b->cap_open);
+	b->open[b->n_open++] = (open_span){pid, tid, ts, json_incref(ev), line, col, seq};
+	return true;
+}
+
+/*
+ * An "E" event closes the innermost open "B" of its pid/tid (the format: "Duration events ...
+ * must be properly nested" per thread); the pair becomes the complete event B describes, with
+ * dur = E.ts - B.ts and E's args merged into B's. An E with no open B, or one before its B, is
+ * an error at the E.
+ */
+static bool close_span(src *s, builder *b, json_t *ev, int64_t pid, int64_t tid, int64_t line, int64_t col)
+{
+	int64_t ts;
+	if (!json_us_to_ns(json_object_get(ev, "ts"), &ts)) {
+		pos_error(s, RM_PARSE, line, col, "E event needs a numeric ts (microseconds, at most 4e15 in magnitude)%s",
+			  "");
+		return false;
+	}
+	int i = b->n_open - 1;
+	while (i >= 0 && !(b->open[i].pid == pid && b->open[i].tid == tid))
+		i--;
+	if (i < 0) {
+		pos_error(s, RM_PARSE, line, col,
+			  "E event on pid %lld tid %lld closes no B event (B/E pairs nest per thread)", (long long)pid,
+			  (long long)tid);
+		return false;
+	}
+	open_span o = b->open[i];
+	memmove(&b->open[i], &b->open[i + 1], (size_t)(b->n_open - i - 1) * sizeof(*b->open));
+	b->n_open--;
+	bool ok = false;
+	if (ts < o.ts_ns) {
+		pos_error(s, RM_PARSE, line, col, "E event at ts %.3f us is before its B event (line %lld) at %.3f us",
+			  (double)ts / 1e3, (long long)o.line, (double)o.ts_ns / 1e3);
+		goto done;
+	}
+	json_t *args = json_object_get(o.ev, "args"), *eargs = json_object_get(ev, "args");
+	if (json_is_object(eargs)) {
+		if (!json_is_object(args)) {
+			json_object_set(o.ev, "args", eargs);
+		} else {
+			json_object_update(args, eargs);
+		}
+		args = json_object_get(o.ev, "args");
+	}
+	ok = process_span(s, b, json_str(o.ev, "name"), json_str(o.ev, "cat"), args, o.pid, o.tid, true,
+			  o.ts_ns, true, ts - o.ts_ns, o.line, o.col, o.seq);
+done:
+	json_decref(o.ev);
+	return ok;
+}
+
 /* One element of traceEvents (at line, col). false with the error on bad input. */
 static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t col)
 {
-	rm_trace *t = b->t;
 	uint32_t seq = b->seq++;
-	t->events++;
+	b->t->events++;
 	if (!json_is_object(ev)) {
 		pos_error(s, RM_PARSE, line, col, "an element of traceEvents is not an object%s", "");
 		return false;
@@ -574,6 +852,8 @@ static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t 
 	int64_t pid = 0, tid = 0;
 	json_id(json_object_get(ev, "pid"), &pid);
 	json_id(json_object_get(ev, "tid"), &tid);
+	if (ph && strcmp(ph, "E") == 0)
+		return close_span(s, b, ev, pid, tid, line, col); /* E need not repeat the name */
 	if (!ph || !name)
 		return true;
 	if (strcmp(ph, "M") == 0) {
@@ -585,12 +865,25 @@ static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t 
 			meta_set(b, pid, tid, v);
 		return true;
 	}
+	if (strcmp(ph, "B") == 0)
+		return open_span_push(s, b, ev, name, pid, tid, line, col, seq);
 	if (strcmp(ph, "X") != 0)
-		return true; /* complete events only: Kineto and xprof write every span as "X" */
-	bool gpu = cat && kineto_gpu_cat(cat);
+		return true; /* complete events and B/E pairs only: Kineto and xprof write every span as "X" */
 	int64_t ts = 0, dur = 0;
 	bool have_ts = json_us_to_ns(json_object_get(ev, "ts"), &ts);
 	bool have_dur = json_us_to_ns(json_object_get(ev, "dur"), &dur);
+	return process_span(s, b, name, cat, args, pid, tid, have_ts, ts, have_dur, dur, line, col, seq);
+}
+
+/* A complete event ("X", or a B/E pair): a GPU event, a step, an operator with shapes, or a JAX
+ * event placed later. */
+static bool process_span(src *s, builder *b, const char *name, const char *cat, json_t *args,
+			 int64_t pid, int64_t tid, bool have_ts, int64_t ts, bool have_dur, int64_t dur, int64_t line,
+			 int64_t col, uint32_t seq)
+{
+	if (!name)
+		return true;
+	bool gpu = cat && kineto_gpu_cat(cat);
 	if (gpu && (!have_ts || !have_dur || dur < 0)) {
 		pos_error(s, RM_PARSE, line, col,
 			  "GPU event '%s' needs numeric ts and dur >= 0 (microseconds, at most 4e15 in magnitude)",
@@ -631,6 +924,10 @@ static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t 
 				b->name_cls[id] = (uint8_t)rm_trace_classify(name, cat, NULL);
 			cls = (rm_trace_class)b->name_cls[id];
 		}
+		/* newer Kineto writes the collective's arguments on the NCCL kernel itself */
+		rm_trace__op op = {.ext_id = ext, .seq = seq};
+		if (cls == RM_TRACE_NCCL && ext >= 0 && json_is_object(args) && comm_op(b, args, &op))
+			add_op(b, &op);
 		add_event(b, (int)device, stream, ts, dur, id, cls, ext, bytes, seq);
 		return true;
 	}
@@ -640,15 +937,18 @@ static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t 
 		return true;
 	}
 	if (cat) {
-		/* a Kineto CPU-side event: only GEMM operators with shapes are kept */
-		if (strcmp(cat, "cpu_op") == 0 && json_is_object(args) && strncmp(name, "aten::", 6) == 0) {
-			json_t *dims = json_object_get(args, "Input Dims");
-			int64_t ext;
-			double flops = json_is_array(dims) ? aten_gemm_flops(name, dims) : 0;
-			if (flops > 0 && json_id(json_object_get(args, "External id"), &ext)) {
-				GROW(b->gemm, b->n_gemm, b->cap_gemm);
-				b->gemm[b->n_gemm++] = (gemm_op){ext, flops, false};
-			}
+		/* a Kineto CPU-side event: only operators with shapes (GEMM, attention, collective) are kept */
+		int64_t ext;
+		if (strcmp(cat, "cpu_op") == 0 && json_is_object(args) &&
+		    json_id(json_object_get(args, "External id"), &ext) && ext >= 0) {
+			rm_trace__op op = {.ext_id = ext, .seq = seq, .ranks = -1};
+			bool ok = false;
+			if (strcmp(name, "record_param_comms") == 0)
+				ok = comm_op(b, args, &op);
+			else if (strncmp(name, "aten::", 6) == 0)
+				ok = aten_gemm(name, args, &op) || aten_attention(name, args, &op);
+			if (ok)
+				add_op(b, &op);
 		}
 		return true;
 	}
@@ -672,13 +972,47 @@ static bool process_event(src *s, builder *b, json_t *ev, int64_t line, int64_t 
 	return true;
 }
 
-/* Top-level members other than traceEvents: distributedInfo.rank is kept. */
+/* A CUDA version integer (1000 * major + 10 * minor, as cudaRuntimeGetVersion gives it) as "12.4". */
+static void cuda_version(json_t *v, char *out, size_t size)
+{
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 1000000)
+		snprintf(out, size, "%d.%d", (int)(json_integer_value(v) / 1000), (int)(json_integer_value(v) % 1000 / 10));
+}
+
+/* Top-level members other than traceEvents: distributedInfo.rank and nccl_version, the names of
+ * deviceProperties by id, cuda_runtime_version and cuda_driver_version are kept. */
 static void process_member(builder *b, const char *key, json_t *v)
 {
+	rm_trace *t = b->t;
 	if (strcmp(key, "distributedInfo") == 0 && json_is_object(v)) {
 		json_t *r = json_object_get(v, "rank");
 		if (json_is_integer(r) && json_integer_value(r) >= 0 && json_integer_value(r) < INT32_MAX)
-			b->t->rank = (int)json_integer_value(r);
+			t->rank = (int)json_integer_value(r);
+		const char *nv = json_str(v, "nccl_version");
+		if (nv)
+			snprintf(t->nccl, sizeof(t->nccl), "%s", nv);
+	} else if (strcmp(key, "deviceProperties") == 0 && json_is_array(v)) {
+		size_t i;
+		json_t *d;
+		json_array_foreach(v, i, d) {
+			json_t *id = json_object_get(d, "id");
+			const char *name = json_str(d, "name");
+			if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > 65535 || !name)
+				continue;
+			int k = (int)json_integer_value(id);
+			if (k >= t->n_device_names) {
+				t->device_names = rm_xrealloc(t->device_names, (size_t)(k + 1) * sizeof(char *));
+				for (int j = t->n_device_names; j <= k; j++)
+					t->device_names[j] = NULL;
+				t->n_device_names = k + 1;
+			}
+			free(t->device_names[k]);
+			t->device_names[k] = rm_xstrdup(name);
+		}
+	} else if (strcmp(key, "cuda_runtime_version") == 0) {
+		cuda_version(v, t->cuda, sizeof(t->cuda));
+	} else if (strcmp(key, "cuda_driver_version") == 0) {
+		cuda_version(v, t->driver, sizeof(t->driver));
 	}
 }
 
@@ -758,9 +1092,9 @@ static bool skippable(const unsigned char *v, size_t len)
 {
 	raw_str ph, cat, name;
 	raw_members(v, len, &ph, &cat, &name);
-	if (!ph.p || !name.p)
-		return false;
-	if (!raw_is(ph, "X") && !raw_is(ph, "M"))
+	if (!ph.p || !name.p || raw_is(ph, "B") || raw_is(ph, "E"))
+		return false; /* a B is decoded, and so is every E: it need not name its category */
+	if (!raw_is(ph, "X") && !raw_is(ph, "M") && !raw_is(ph, "B") && !raw_is(ph, "E"))
 		return true;
 	if (!raw_is(ph, "X") || !cat.p || raw_starts(name, "ProfilerStep#"))
 		return false;
@@ -771,7 +1105,9 @@ static bool skippable(const unsigned char *v, size_t len)
 			return true;
 	if (raw_is(cat, "cpu_op"))
 		return !(raw_is(name, "aten::mm") || raw_is(name, "aten::addmm") || raw_is(name, "aten::bmm") ||
-			 raw_is(name, "aten::baddbmm"));
+			 raw_is(name, "aten::baddbmm") || raw_is(name, "record_param_comms") ||
+			 raw_starts(name, "aten::_scaled_dot_product_") || raw_starts(name, "aten::_flash_attention_") ||
+			 raw_starts(name, "aten::_efficient_attention_"));
 	return false;
 }
 
@@ -950,10 +1286,25 @@ static int cmp_step(const void *pa, const void *pb)
 	return a->number < b->number ? -1 : a->number > b->number;
 }
 
-static int cmp_gemm(const void *pa, const void *pb)
+static int cmp_op(const void *pa, const void *pb)
 {
-	const gemm_op *a = pa, *b = pb;
-	return a->ext_id < b->ext_id ? -1 : a->ext_id > b->ext_id;
+	const rm_trace__op *a = pa, *b = pb;
+	if (a->ext_id != b->ext_id)
+		return a->ext_id < b->ext_id ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+int64_t rm_trace__op_find(const rm_trace *t, int64_t ext_id)
+{
+	int64_t lo = 0, hi = t->n_ops;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (t->ops[mid].ext_id < ext_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->n_ops && t->ops[lo].ext_id == ext_id ? lo : -1;
 }
 
 static int cmp_stream(const void *pa, const void *pb)
@@ -1036,22 +1387,27 @@ static void finish(builder *b)
 		qsort(t->ev, (size_t)t->n_ev, sizeof(*t->ev), cmp_event);
 	if (t->n_steps > 0)
 		qsort(t->steps, (size_t)t->n_steps, sizeof(*t->steps), cmp_step);
-	/* FLOPs: the first GEMM kernel (in time) of each operator with shapes carries them */
-	if (b->n_gemm > 0)
-		qsort(b->gemm, (size_t)b->n_gemm, sizeof(*b->gemm), cmp_gemm);
-	t->gemm_shapes = b->n_gemm;
-	for (int64_t i = 0; i < t->n_ev && b->n_gemm > 0; i++) {
+	/* FLOPs: the first GEMM kernel (in time) of each GEMM operator with shapes carries them */
+	if (t->n_ops > 0)
+		qsort(t->ops, (size_t)t->n_ops, sizeof(*t->ops), cmp_op);
+	bool *used = rm_new(bool, (size_t)t->n_ops + 1);
+	for (int64_t i = 0; i < t->n_ops; i++)
+		t->gemm_shapes += t->ops[i].kind == RM_TRACE__OP_GEMM;
+	for (int64_t i = 0; i < t->n_ev && t->gemm_shapes > 0; i++) {
 		rm_trace__event *e = &t->ev[i];
 		if (e->cls != RM_TRACE_GEMM || e->ext_id < 0)
 			continue;
-		gemm_op key = {.ext_id = e->ext_id};
-		gemm_op *g = bsearch(&key, b->gemm, (size_t)b->n_gemm, sizeof(*b->gemm), cmp_gemm);
-		if (!g)
+		int64_t k = rm_trace__op_find(t, e->ext_id);
+		if (k < 0 || t->ops[k].kind != RM_TRACE__OP_GEMM)
 			continue;
+		const rm_trace__op *g = &t->ops[k];
+		/* 2 * batch * m * n * k: a multiply and an add per term */
+		double flops = 2.0 * (double)g->d[0] * (double)g->d[1] * (double)g->d[2] * (double)g->d[3];
 		e->flags |= RM_TRACE__SHAPED;
-		e->work = g->used ? 0 : (int64_t)llround(g->flops);
-		g->used = true;
+		e->work = used[k] ? 0 : (int64_t)llround(flops);
+		used[k] = true;
 	}
+	free(used);
 }
 
 static void builder_free(builder *b)
@@ -1062,7 +1418,9 @@ static void builder_free(builder *b)
 		free(b->meta[i].name);
 	free(b->meta);
 	free(b->pend);
-	free(b->gemm);
+	for (int i = 0; i < b->n_open; i++)
+		json_decref(b->open[i].ev);
+	free(b->open);
 }
 
 static rm_trace *read_src(src *s, rm_error *err)
@@ -1075,6 +1433,13 @@ static rm_trace *read_src(src *s, rm_error *err)
 	s->err = err;
 	bool ok = read_document(s, &b);
 	t->text_bytes = s->offset;
+	/* a B without its E (a trace cut while a span was open): dropped, with a warning at the B */
+	for (int i = 0; ok && i < b.n_open; i++) {
+		const char *n = json_str(b.open[i].ev, "name");
+		rm_log_warn("%s:%lld:%lld: B event '%.80s' (pid %lld, tid %lld) has no E event: dropped", s->name,
+			    (long long)b.open[i].line, (long long)b.open[i].col, n ? n : "", (long long)b.open[i].pid,
+			    (long long)b.open[i].tid);
+	}
 	if (ok)
 		finish(&b);
 	builder_free(&b);
@@ -1142,6 +1507,10 @@ void rm_trace_destroy(rm_trace *t)
 	free(t->streams);
 	free(t->steps);
 	free(t->nccl_kinds);
+	free(t->ops);
+	for (int i = 0; i < t->n_device_names; i++)
+		free(t->device_names[i]);
+	free(t->device_names);
 	free(t);
 }
 

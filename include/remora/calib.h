@@ -151,6 +151,32 @@ rm_status rm_calib_import_nccl_tests(rm_calib_db *db, const char *path, const ch
 rm_status rm_calib_import_jsonl(rm_calib_db *db, const char *path, rm_calib_import_stats *stats,
 				rm_error *err);
 
+/* Where a group of prepared rows came from: one run each (NULL or "" stored as NULL). */
+typedef struct rm_calib_run_desc {
+	const char *machine, *gpu, *driver, *cuda, *nccl, *started_at, *source;
+} rm_calib_run_desc;
+
+/* One prepared measurement: run indexes the runs array; params a JSON object's text. */
+typedef struct rm_calib_row_desc {
+	int run;
+	const char *benchmark; /* "gemm", "all_reduce", "attention", ... (docs/calibrate.md) */
+	const char *params;    /* JSON object text, e.g. {"m":4096,"n":4096,"k":4096,"dtype":"bf16"} */
+	double value;          /* > 0, finite, in unit */
+	const char *unit;      /* "us" */
+} rm_calib_row_desc;
+
+/*
+ * Stores rows prepared by another importer (trace/calib.c: a profiler trace's kernels) as
+ * n_runs runs and n_rows measurements, in one transaction. Every row is checked before anything
+ * is written: a run index out of range, an empty benchmark or unit, params that are not a JSON
+ * object, a value that is not a positive finite number are RM_INVALID naming the row; no rows at
+ * all is RM_MISSING. stats (may be NULL) receives the run ids and counts. RM_IO from the
+ * database, rolled back.
+ */
+rm_status rm_calib_import_rows(rm_calib_db *db, const rm_calib_run_desc *runs, int n_runs,
+			       const rm_calib_row_desc *rows, int64_t n_rows, rm_calib_import_stats *stats,
+			       rm_error *err);
+
 /* ---- fits on arrays (pure; GSL) ---------------------------------------------------------- */
 
 /*

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "remora/calib.h"
 #include "remora/common.h"
 
 /*
@@ -182,5 +183,42 @@ typedef struct rm_trace_report {
 void rm_trace_analyze(const rm_trace *t, int rank_default, rm_trace_report **reports, int *n);
 /* Frees what rm_trace_analyze allocated for n reports, and the array. */
 void rm_trace_reports_free(rm_trace_report *reports, int n);
+
+/* ---- calibration rows from a trace (trace/calib.c) --------------------------------------- */
+
+/* The kinds of kernel that become calibration rows. */
+enum { RM_TRACE_CALIB_GEMM, RM_TRACE_CALIB_ATTENTION, RM_TRACE_CALIB_NCCL, RM_TRACE_CALIB_KINDS };
+
+typedef struct rm_trace_calib_stats {
+	int files, runs;
+	int64_t first_run_id;
+	int64_t rows[RM_TRACE_CALIB_KINDS];    /* measurement rows written (identical shapes aggregated) */
+	int64_t kernels[RM_TRACE_CALIB_KINDS]; /* kernels linked to the operators of those rows */
+	int64_t skipped[RM_TRACE_CALIB_KINDS]; /* kernels of the class (by name: GEMM, attention, NCCL)
+						  linked to no operator with shapes: not stored */
+} rm_trace_calib_stats;
+
+/*
+ * Imports the kernels of n_paths traces (rm_trace_read: plain or gzip Kineto JSON) whose operator
+ * shapes are known as calibration measurements (docs/calibrate.md "From a profiler trace"), one
+ * run per (file, device), all in one transaction after every file is read:
+ *   gemm       {m, n, k, batch, dtype, layout, op, count, device[, rank]}  us  (remora-calibrate's)
+ *   attention  {batch, heads, kv_heads, seq_q, seq_kv, head_dim, pass, dtype, op, count, device
+ *               [, causal][, rank]}                                         us  (no fit reads it yet)
+ *   all_gather, reduce_scatter, all_reduce, all_to_all, send_recv {bytes, ranks, dtype, algo
+ *               "default", count, device[, nodes][, rank][, kernel_algo, kernel_proto]}     us
+ * An operator's time is the sum of the durations of the GPU kernels linked to it by Kineto's
+ * "External id" (a split-K GEMM's reduction included); identical params (count aside) aggregate to
+ * the median of those times, count keeping how many. nodes is the number of distinct rank /
+ * gpus_per_node over the group's ranks ("Process Group Ranks", else "Global rank start"/"stride")
+ * when gpus_per_node > 0; without it the collective rows carry no node count and the fit leaves
+ * them out. The run: source "trace: PATH", gpu from deviceProperties[device].name, cuda and driver
+ * from cuda_runtime_version/cuda_driver_version, nccl from distributedInfo.nccl_version, each
+ * "unknown" when absent. Errors: those of rm_trace_read (FILE:LINE:COL) and of
+ * rm_calib_import_rows; RM_MISSING when no kernel of any file has shapes. Nothing is written then.
+ * stats may be NULL.
+ */
+rm_status rm_trace_calib_import(rm_calib_db *db, const char *const *paths, int n_paths, int gpus_per_node,
+				rm_trace_calib_stats *stats, rm_error *err);
 
 #endif /* REMORA_TRACE_H */

@@ -693,3 +693,30 @@ Test(trace, calib_cli, .init = make_dir, .fini = cleanup_dir)
 	cr_assert_neq(access(p, F_OK), 0, "the failed import left %s", p);
 	cr_assert_eq(run_remora("calib import-trace --db x.db", out, sizeof(out)), 2);
 }
+
+/*
+ * launch.json, the layout of older Kineto traces: the kernel and its cudaLaunchKernel carry the
+ * launch's correlation as "External id" (900), the operator its own (5). The launch at 120 us
+ * runs inside aten::mm [100, 150) on thread 11, so kernel [200, 204) is that 256 x 512 x 1024 GEMM:
+ * 2 x 256 x 512 x 1024 = 268,435,456 FLOPs in 4 us. The launch at 160 us (after the operator
+ * ended) and the one on thread 12 enclose in no operator: those kernels stay unshaped. The launch
+ * at 140.5 us names its pid as a string (read by decoding the event, not from its text): its
+ * kernel [230, 234) is the same operator's second kernel, shaped, its FLOPs already counted.
+ */
+Test(trace, older_kineto_links_kernels_through_their_launch)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_trace *t = rm_trace_read(test_file("launch.json"), &err);
+	cr_assert_not_null(t, "%s", err.msg);
+	rm_trace_report *r = NULL;
+	int n = 0;
+	rm_trace_analyze(t, 0, &r, &n);
+	cr_assert_eq(n, 1);
+	const rm_trace_fig *m = &r[0].median;
+	assert_us(m->class_s[RM_TRACE_GEMM], 16);
+	cr_assert_float_eq(m->gemm_flops, 268435456.0, 0.5);
+	assert_us(m->gemm_shaped_s, 8);
+	rm_trace_reports_free(r, n);
+	rm_trace_destroy(t);
+}

@@ -275,6 +275,17 @@ typedef struct pending {
 	uint32_t seq;
 } pending;
 
+/* A CUDA/HIP runtime or driver launch: its "External id" (the kernel's in older Kineto traces),
+ * the CPU thread it ran on and when. */
+typedef struct launch_rec {
+	int64_t ext, pid, tid, ts_ns;
+} launch_rec;
+
+/* A kept operator with shapes on its CPU thread: [ts_ns, end_ns). */
+typedef struct op_span {
+	int64_t ext, pid, tid, ts_ns, end_ns;
+} op_span;
+
 /* A "B" event waiting for its "E" (the format's Duration Events, nested per thread). */
 typedef struct open_span {
 	int64_t pid, tid, ts_ns;
@@ -296,6 +307,12 @@ typedef struct builder {
 	int64_t n_pend, cap_pend;
 	open_span *open;
 	int n_open, cap_open;
+	/* older Kineto (2022-23 traces): a kernel's "External id" is its launch's, not its operator's;
+	 * the launch's runtime event and the operators with shapes, to link them by time (finish) */
+	launch_rec *launch;
+	int64_t n_launch, cap_launch;
+	op_span *spans;
+	int64_t n_spans, cap_spans;
 	int last_stream;
 	uint32_t seq;
 } builder;
@@ -769,6 +786,16 @@ static void add_step(builder *b, int64_t number, int64_t ts, int64_t dur, int de
 	t->steps[t->n_steps++] = (rm_trace__step){number, ts, dur, device};
 }
 
+/* A kernel launch of the CUDA runtime or driver API (or HIP's), by name: cudaLaunchKernel,
+ * cudaLaunchKernelExC, cudaLaunchCooperativeKernel, cuLaunchKernel(Ex), hipLaunchKernel,
+ * hipExtLaunchKernel, hipModuleLaunchKernel, hipExtModuleLaunchKernel. */
+static bool is_launch(const char *name)
+{
+	return strncmp(name, "cudaLaunch", 10) == 0 || strncmp(name, "cuLaunch", 8) == 0 ||
+	       strncmp(name, "hipLaunch", 9) == 0 || strncmp(name, "hipExtLaunch", 12) == 0 ||
+	       strncmp(name, "hipModuleLaunch", 15) == 0 || strncmp(name, "hipExtModuleLaunch", 18) == 0;
+}
+
 static bool process_span(src *s, builder *b, const char *name, const char *cat, json_t *args,
 			 int64_t pid, int64_t tid, bool have_ts, int64_t ts, bool have_dur, int64_t dur, int64_t line,
 			 int64_t col, uint32_t seq);
@@ -947,8 +974,15 @@ static bool process_span(src *s, builder *b, const char *name, const char *cat, 
 				ok = comm_op(b, args, &op);
 			else if (strncmp(name, "aten::", 6) == 0)
 				ok = aten_gemm(name, args, &op) || aten_attention(name, args, &op);
-			if (ok)
+			if (ok) {
 				add_op(b, &op);
+				GROW(b->spans, b->n_spans, b->cap_spans);
+				b->spans[b->n_spans++] = (op_span){ext, pid, tid, ts, ts + dur};
+			}
+		} else if ((strcmp(cat, "cuda_runtime") == 0 || strcmp(cat, "cuda_driver") == 0) && is_launch(name) &&
+			   json_is_object(args) && json_id(json_object_get(args, "External id"), &ext) && ext >= 0) {
+			GROW(b->launch, b->n_launch, b->cap_launch);
+			b->launch[b->n_launch++] = (launch_rec){ext, pid, tid, ts};
 		}
 		return true;
 	}
@@ -1082,6 +1116,150 @@ static void raw_members(const unsigned char *v, size_t len, raw_str *ph, raw_str
 	}
 }
 
+/* A JSON number at v[0..len) (no surrounding space): an integer into *i (is_int), or a real into *x.
+ * false when it is not a plain number (a string, null, an object...). */
+static bool raw_number(const unsigned char *v, size_t len, bool *is_int, long long *i, double *x)
+{
+	char buf[40];
+	if (len == 0 || len >= sizeof(buf) || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')))
+		return false;
+	memcpy(buf, v, len);
+	buf[len] = '\0';
+	bool integral = true;
+	for (size_t k = 0; k < len; k++)
+		if (buf[k] == '.' || buf[k] == 'e' || buf[k] == 'E')
+			integral = false;
+	char *end;
+	errno = 0;
+	if (integral) {
+		*i = strtoll(buf, &end, 10);
+		*is_int = true;
+		/* out of long long: jansson reads it as an error too; let it say so */
+		return *end == '\0' && errno == 0;
+	}
+	*x = strtod(buf, &end);
+	*is_int = false;
+	return *end == '\0';
+}
+
+/* A number value's extent from v[i] (the first byte after ':' and blanks). */
+static size_t raw_number_len(const unsigned char *v, size_t len, size_t i)
+{
+	size_t j = i;
+	while (j < len && (v[j] == '-' || v[j] == '+' || v[j] == '.' || v[j] == 'e' || v[j] == 'E' ||
+			   (v[j] >= '0' && v[j] <= '9')))
+		j++;
+	return j - i;
+}
+
+/* The microseconds of a raw number in nanoseconds, as json_us_to_ns reads them. */
+static bool raw_us_to_ns(bool is_int, long long i, double x, int64_t *ns)
+{
+	if (is_int) {
+		if (i > TRACE_MAX_US || i < -TRACE_MAX_US)
+			return false;
+		*ns = (int64_t)i * 1000;
+		return true;
+	}
+	double y = x * 1000.0;
+	if (!isfinite(y) || fabs(y) > (double)TRACE_MAX_US * 1000.0)
+		return false;
+	*ns = llround(y);
+	return true;
+}
+
+/*
+ * A kernel launch of a CUDA/HIP runtime or driver "X" event read from its text without decoding
+ * it (older traces have one per kernel, and decoding each costs a third of the import): its
+ * integer "pid", "tid", "ts", "dur" (>= 0) and args."External id" (>= 0). false when any is absent
+ * or not a plain integer (ts and dur may be reals, in microseconds), so that the event is decoded
+ * and read the usual way instead. The caller checked ph, cat and name.
+ */
+static bool raw_launch(const unsigned char *v, size_t len, launch_rec *out)
+{
+	bool got_pid = false, got_tid = false, got_ts = false, got_dur = false, got_ext = false;
+	int64_t dur = -1;
+	int depth = 0;
+	bool in_args = false;
+	const unsigned char *key = NULL;
+	size_t key_len = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = v[i];
+		if (c == '"') {
+			size_t j = i + 1;
+			while (j < len && v[j] != '"')
+				j += v[j] == '\\' ? 2 : 1;
+			if (j >= len)
+				return false;
+			key = v + i + 1;
+			key_len = j - i - 1;
+			i = j;
+			/* a key: its ':' and then its value */
+			size_t k = i + 1;
+			while (k < len && (v[k] == ' ' || v[k] == '\t' || v[k] == '\n' || v[k] == '\r'))
+				k++;
+			if (k >= len || v[k] != ':')
+				continue; /* a string value */
+			k++;
+			while (k < len && (v[k] == ' ' || v[k] == '\t' || v[k] == '\n' || v[k] == '\r'))
+				k++;
+			if (k >= len)
+				return false;
+			if (depth == 1 && key_len == 4 && memcmp(key, "args", 4) == 0 && v[k] == '{') {
+				in_args = true;
+				i = k - 1;
+				continue;
+			}
+			bool want = (depth == 1 && ((key_len == 3 && (memcmp(key, "pid", 3) == 0 || memcmp(key, "tid", 3) == 0 ||
+								     memcmp(key, "dur", 3) == 0)) ||
+						    (key_len == 2 && memcmp(key, "ts", 2) == 0))) ||
+				    (depth == 2 && in_args && key_len == 11 && memcmp(key, "External id", 11) == 0);
+			if (!want) {
+				i = k - 1;
+				continue;
+			}
+			size_t n = raw_number_len(v, len, k);
+			bool is_int;
+			long long iv = 0;
+			double xv = 0;
+			if (!raw_number(v + k, n, &is_int, &iv, &xv))
+				return false;
+			if (depth == 2) {
+				if (!is_int || iv < 0)
+					return false;
+				out->ext = iv;
+				got_ext = true;
+			} else if (key_len == 2) {
+				if (!raw_us_to_ns(is_int, iv, xv, &out->ts_ns))
+					return false;
+				got_ts = true;
+			} else if (memcmp(key, "dur", 3) == 0) {
+				if (!raw_us_to_ns(is_int, iv, xv, &dur) || dur < 0)
+					return false;
+				got_dur = true;
+			} else {
+				if (!is_int)
+					return false;
+				if (memcmp(key, "pid", 3) == 0) {
+					out->pid = iv;
+					got_pid = true;
+				} else {
+					out->tid = iv;
+					got_tid = true;
+				}
+			}
+			i = k + n - 1;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			depth--;
+			if (depth == 1)
+				in_args = false;
+		}
+	}
+	return got_pid && got_tid && got_ts && got_dur && got_ext;
+}
+
 /*
  * Whether an event can be left undecoded because the analysis keeps nothing of it: flow and
  * instant events, and Kineto's CPU-side categories other than a GEMM operator (its shapes) or a
@@ -1098,6 +1276,11 @@ static bool skippable(const unsigned char *v, size_t len)
 		return true;
 	if (!raw_is(ph, "X") || !cat.p || raw_starts(name, "ProfilerStep#"))
 		return false;
+	if ((raw_is(cat, "cuda_runtime") || raw_is(cat, "cuda_driver")) &&
+	    (raw_starts(name, "cudaLaunch") || raw_starts(name, "cuLaunch") || raw_starts(name, "hipLaunch") ||
+	     raw_starts(name, "hipExtLaunch") || raw_starts(name, "hipModuleLaunch") ||
+	     raw_starts(name, "hipExtModuleLaunch")))
+		return false; /* a launch: it may link an older trace's kernel to its operator */
 	static const char *const drop[] = {"cuda_runtime", "cuda_driver", "python_function", "user_annotation",
 					   "gpu_user_annotation", "Trace", "overhead", "cpu_instant_event"};
 	for (size_t i = 0; i < RM_ARRAY_SIZE(drop); i++)
@@ -1109,6 +1292,17 @@ static bool skippable(const unsigned char *v, size_t len)
 			 raw_starts(name, "aten::_scaled_dot_product_") || raw_starts(name, "aten::_flash_attention_") ||
 			 raw_starts(name, "aten::_efficient_attention_"));
 	return false;
+}
+
+/* Whether the event's text is an "X" kernel launch of the CUDA/HIP runtime or driver (is_launch). */
+static bool launch_text(const unsigned char *v, size_t len)
+{
+	raw_str ph, cat, name;
+	raw_members(v, len, &ph, &cat, &name);
+	return ph.p && raw_is(ph, "X") && cat.p && (raw_is(cat, "cuda_runtime") || raw_is(cat, "cuda_driver")) && name.p &&
+	       (raw_starts(name, "cudaLaunch") || raw_starts(name, "cuLaunch") || raw_starts(name, "hipLaunch") ||
+		raw_starts(name, "hipExtLaunch") || raw_starts(name, "hipModuleLaunch") ||
+		raw_starts(name, "hipExtModuleLaunch"));
 }
 
 /* Reads the array whose '[' is next. top: the document itself (its "]" may be missing). */
@@ -1131,6 +1325,16 @@ static bool read_events(src *s, builder *b, bool top)
 			b->t->events++;
 			b->seq++;
 			goto next;
+		}
+		if (launch_text(s->val, s->val_len)) {
+			launch_rec l;
+			if (raw_launch(s->val, s->val_len, &l)) {
+				GROW(b->launch, b->n_launch, b->cap_launch);
+				b->launch[b->n_launch++] = l;
+				b->t->events++;
+				b->seq++;
+				goto next;
+			}
 		}
 		json_t *ev = decode_value(s, line, col);
 		if (!ev)
@@ -1325,6 +1529,83 @@ static int cmp_kind(const rm_trace__nccl_kind *a, const rm_trace__nccl_kind *b)
 	return c;
 }
 
+static int cmp_launch(const void *pa, const void *pb)
+{
+	const launch_rec *a = pa, *b = pb;
+	if (a->ext != b->ext)
+		return a->ext < b->ext ? -1 : 1;
+	return (a->ts_ns > b->ts_ns) - (a->ts_ns < b->ts_ns);
+}
+
+static int cmp_span(const void *pa, const void *pb)
+{
+	const op_span *a = pa, *b = pb;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->ts_ns != b->ts_ns)
+		return a->ts_ns < b->ts_ns ? -1 : 1;
+	/* the outer of two operators starting together first: the inner one is then found first
+	 * when scanning back */
+	return (a->end_ns < b->end_ns) - (a->end_ns > b->end_ns);
+}
+
+/*
+ * Older Kineto traces (HolisticTraceAnalysis' 2022-23 test traces) give a kernel and its launch
+ * the launch's correlation as "External id" and the operator its own: the kernel then names no
+ * operator. Kineto links them by the CPU thread's nesting: the launch runs inside the operator
+ * that issued it. So a GPU event whose id matches no operator takes the id of the innermost kept
+ * operator (GEMM, attention, record_param_comms) that encloses its launch on the launch's thread;
+ * a launch inside none leaves the kernel unlinked. Ops are sorted (ext_id) already.
+ */
+static void link_launches(builder *b)
+{
+	rm_trace *t = b->t;
+	if (b->n_launch == 0 || b->n_spans == 0 || t->n_ops == 0)
+		return;
+	qsort(b->launch, (size_t)b->n_launch, sizeof(*b->launch), cmp_launch);
+	qsort(b->spans, (size_t)b->n_spans, sizeof(*b->spans), cmp_span);
+	for (int64_t i = 0; i < t->n_ev; i++) {
+		rm_trace__event *e = &t->ev[i];
+		if (e->ext_id < 0 || rm_trace__op_find(t, e->ext_id) >= 0)
+			continue;
+		/* the launch with this id (the first in time when ids repeat) */
+		int64_t lo = 0, hi = b->n_launch;
+		while (lo < hi) {
+			int64_t mid = lo + (hi - lo) / 2;
+			if (b->launch[mid].ext < e->ext_id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo >= b->n_launch || b->launch[lo].ext != e->ext_id)
+			continue;
+		const launch_rec *l = &b->launch[lo];
+		/* the last span of the launch's thread starting at or before it */
+		op_span key = {.pid = l->pid, .tid = l->tid, .ts_ns = l->ts_ns, .end_ns = INT64_MIN};
+		int64_t a = 0, z = b->n_spans;
+		while (a < z) {
+			int64_t mid = a + (z - a) / 2;
+			if (cmp_span(&b->spans[mid], &key) <= 0)
+				a = mid + 1;
+			else
+				z = mid;
+		}
+		/* back over that thread's spans: the first that still encloses the launch is the
+		 * innermost (kept operators nest a few deep at most; 64 bounds the walk) */
+		for (int64_t k = a - 1, n = 0; k >= 0 && n < 64; k--, n++) {
+			const op_span *sp = &b->spans[k];
+			if (sp->pid != l->pid || sp->tid != l->tid)
+				break;
+			if (sp->ts_ns <= l->ts_ns && l->ts_ns < sp->end_ns) {
+				e->ext_id = sp->ext;
+				break;
+			}
+		}
+	}
+}
+
 static void finish(builder *b)
 {
 	rm_trace *t = b->t;
@@ -1390,6 +1671,7 @@ static void finish(builder *b)
 	/* FLOPs: the first GEMM kernel (in time) of each GEMM operator with shapes carries them */
 	if (t->n_ops > 0)
 		qsort(t->ops, (size_t)t->n_ops, sizeof(*t->ops), cmp_op);
+	link_launches(b);
 	bool *used = rm_new(bool, (size_t)t->n_ops + 1);
 	for (int64_t i = 0; i < t->n_ops; i++)
 		t->gemm_shapes += t->ops[i].kind == RM_TRACE__OP_GEMM;
@@ -1421,6 +1703,8 @@ static void builder_free(builder *b)
 	for (int i = 0; i < b->n_open; i++)
 		json_decref(b->open[i].ev);
 	free(b->open);
+	free(b->launch);
+	free(b->spans);
 }
 
 static rm_trace *read_src(src *s, rm_error *err)

@@ -433,6 +433,7 @@ static rm_program *attention_program(rm_dtype dtype, int64_t head_dim)
 	d = rm_program_op_desc_init("attention.bwd", RM_COST_ATTENTION, st);
 	d.cost.attention.shape = sh;
 	d.cost.attention.backward = true;
+	d.phase = RM_PPHASE_BWD; /* what the program's JSON derives backward from */
 	d.inputs = &t[0], d.n_inputs = 6, d.outputs = &t[6], d.n_outputs = 1;
 	rm_program_add_op(p, &d);
 	return p;
@@ -602,6 +603,59 @@ static void fake_measurement(const rm_program *prog, const rm_hw_profile *h, rm_
 	snprintf(m->device, sizeof(m->device), "fake H100");
 	snprintf(m->attention_kernel, sizeof(m->attention_kernel), "none");
 	rm_sim_destroy(sim);
+}
+
+/* The predicted attention of a comparison: the fused kernel's figure where cuDNN's SDPA ran,
+ * rm_exec_attention_unfused_s where the unfused lowering ran. */
+static double compare_attention(const rm_program *prog, const char *kernel, int *fused, int *unfused)
+{
+	rm_error err;
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
+	cr_assert_not_null(plan, "%s", err.msg);
+	rm_exec_measurement m;
+	rm_exec_measurement_init(&m, prog->n_ops);
+	for (int32_t i = 0; i < prog->n_ops; i++)
+		m.op_start_s[i] = i * 1e-3, m.op_end_s[i] = (i + 1) * 1e-3, m.op_mean_s[i] = 1e-3;
+	m.step_s = prog->n_ops * 1e-3;
+	m.iterations = 1;
+	m.world = 1;
+	snprintf(m.attention_kernel, sizeof(m.attention_kernel), "%s", kernel);
+	json_t *cmp = rm_exec_compare(prog, plan, hw("h100-sxm"), 8, &m, &err);
+	cr_assert_not_null(cmp, "%s", err.msg);
+	json_t *ap = json_object_get(cmp, "attention_priced");
+	*fused = (int)json_integer_value(json_object_get(ap, "fused"));
+	*unfused = (int)json_integer_value(json_object_get(ap, "unfused"));
+	double p = json_real_value(json_object_get(json_object_get(json_object_get(cmp, "kinds"), "attention"),
+						   "predicted_s"));
+	json_decref(cmp);
+	rm_exec_measurement_finish(&m);
+	rm_exec_plan_destroy(plan);
+	return p;
+}
+
+Test(exec, compare_prices_attention_as_it_ran)
+{
+	rm_program *prog = attention_program(RM_DTYPE_BF16, 128);
+	const rm_hw_profile *h = hw("h100-sxm");
+	double unfused_s = rm_exec_attention_unfused_s(&prog->ops[0].cost.attention, h) +
+			   rm_exec_attention_unfused_s(&prog->ops[1].cost.attention, h);
+	int nf = 0, nu = 0;
+	double fused = compare_attention(prog, RM_EXEC_ATTN_FUSED_KERNEL, &nf, &nu);
+	cr_assert_eq(nf, 2);
+	cr_assert_eq(nu, 0);
+	double unfused = compare_attention(prog, RM_EXEC_ATTN_UNFUSED_KERNEL, &nf, &nu);
+	cr_assert_eq(nf, 0);
+	cr_assert_eq(nu, 2);
+	cr_assert_float_eq(unfused, unfused_s, 1e-9, "%g vs %g", unfused, unfused_s);
+	/* the fused kernel skips the causal half and the scores' HBM traffic */
+	cr_assert_lt(fused, unfused);
+	rm_program_destroy(prog);
+	/* fp32 attention has no cuDNN flash kernel: unfused even in a fused run */
+	prog = attention_program(RM_DTYPE_FP32, 128);
+	compare_attention(prog, RM_EXEC_ATTN_FUSED_KERNEL, &nf, &nu);
+	cr_assert_eq(nf, 0);
+	cr_assert_eq(nu, 2);
+	rm_program_destroy(prog);
 }
 
 Test(exec, compare_trace_and_calibration_rows)

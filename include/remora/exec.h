@@ -283,7 +283,7 @@ typedef struct rm_exec_measurement {
 	int64_t device_used_bytes; /* cudaMemGetInfo used at the end minus at the start; 0 unknown */
 	int world;
 	char device[96];           /* "NVIDIA H200" */
-	char attention_kernel[64]; /* "cublaslt-unfused" */
+	char attention_kernel[64]; /* RM_EXEC_ATTN_FUSED_KERNEL, RM_EXEC_ATTN_UNFUSED_KERNEL or "mixed" */
 	char driver[32], cuda[32], nccl[32];
 } rm_exec_measurement;
 
@@ -316,8 +316,11 @@ bool rm_exec_write_trace(const rm_program *prog, const rm_exec_measurement *m, F
 			 rm_error *err);
 
 /*
- * Predicts prog on hw with the engine (attention priced as the kernel that ran: unfused
- * attention gets rm_exec_attention_unfused_s as its fixed time) and compares with m: per op kind
+ * Predicts prog on hw with the engine (attention priced as the kernel that ran: where m ran
+ * cuDNN's SDPA (attention_kernel RM_EXEC_ATTN_FUSED_KERNEL or "mixed") the ops
+ * rm_exec_attention_fusable takes keep the engine's fused-kernel figure; unfused attention gets
+ * rm_exec_attention_unfused_s as its fixed time; "attention_priced" counts both) and compares
+ * with m: per op kind
  * the summed solo prediction against the summed measured mean durations, the whole step
  * (simulated step time against the measured median) and peak memory (engine peak against the
  * run's device bytes). Errors are (predicted - measured) / measured. Returns a new JSON object

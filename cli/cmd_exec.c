@@ -1,7 +1,7 @@
 /*
  * `remora exec PROGRAM.json [--dry-run] [--hardware NAME] [--world N] [--iterations N]
  *  [--warmup N] [--trace OUT] [--compare] [--calib DB] [--queues N] [--json] [--tensors]
- *  [--replay FILE]`.
+ *  [--replay FILE] [--attention fused|unfused]`.
  * The plan and its checks come from remora/exec.h (always built); the run from the CUDA runner
  * (exec/runner.h), linked only into remora-gpu (REMORA_EXEC_RUNNER), which `remora` execs.
  */
@@ -28,7 +28,8 @@ static void exec_usage(FILE *out)
 	fprintf(out,
 		"usage: remora exec PROGRAM.json [--dry-run] [--hardware NAME] [--world N]\n"
 		"                   [--iterations N] [--warmup N] [--trace OUT] [--compare] [--calib DB]\n"
-		"                   [--queues N] [--json] [--tensors] [--replay FILE] [--timeout S]\n\n"
+		"                   [--queues N] [--json] [--tensors] [--replay FILE] [--timeout S]\n"
+		"                   [--attention fused|unfused]\n\n"
 		"Runs a schedule program (written by `remora schedule` or `remora search`) on this\n"
 		"machine's GPU(s): tensors from one pool sized by the program's memory plan, its streams\n"
 		"with their priorities, every op on its stream in program order with its events. One\n"
@@ -53,12 +54,16 @@ static void exec_usage(FILE *out)
 		"  -O, --timeout S      seconds one iteration may wait on the GPU and its peers before\n"
 		"                       the NCCL communicator is aborted (default REMORA_NCCL_TIMEOUT_S,\n"
 		"                       else 120)\n"
+		"  -a, --attention M    fused (default): attention the model prices fused runs cuDNN's\n"
+		"                       flash SDPA (unfused where cuDNN refuses it); unfused: every\n"
+		"                       attention op runs as cuBLASLt GEMMs + softmax kernels\n"
 		"  -h, --help           this help\n");
 }
 
 typedef struct exec_opts {
 	const char *path, *hw_name, *trace, *calib, *replay;
 	bool dry_run, compare, json, tensors;
+	rm_exec_attention_mode attention;
 	int64_t world, iterations, warmup, queues, timeout_s;
 } exec_opts;
 
@@ -204,12 +209,13 @@ int cli_cmd_exec(int argc, char **argv)
 		{"tensors", no_argument, NULL, 'T'},
 		{"replay", required_argument, NULL, 'R'},
 		{"timeout", required_argument, NULL, 'O'},
+		{"attention", required_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
 	exec_opts o = {.hw_name = "h100-sxm", .iterations = 10, .warmup = 3, .queues = 8};
 	int c;
-	const char *shortopts = "nH:w:i:W:t:cC:Q:jTR:O:h";
+	const char *shortopts = "nH:w:i:W:t:cC:Q:jTR:O:a:h";
 	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 'n':
@@ -258,6 +264,10 @@ int cli_cmd_exec(int argc, char **argv)
 			if (!cli_parse_positive("exec", "--timeout", optarg, &o.timeout_s))
 				return CLI_EXIT_USAGE;
 			break;
+		case 'a':
+			if (!rm_exec_attention_mode_parse(optarg, &o.attention))
+				return cli_usage_error("exec", "--attention: expected fused or unfused, got '%s'", optarg);
+			break;
 		case 'h':
 			exec_usage(stdout);
 			return CLI_EXIT_OK;
@@ -292,7 +302,7 @@ int cli_cmd_exec(int argc, char **argv)
 		return cli_fail(&err);
 	int rc = CLI_EXIT_FAIL;
 	char *db = NULL;
-	rm_exec_plan *plan = rm_exec_plan_create(prog, o.path, &err);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, o.path, o.attention, &err);
 	if (!plan) {
 		rc = cli_fail(&err);
 		goto out_program;

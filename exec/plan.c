@@ -16,6 +16,23 @@ const char *rm_exec_region_name(rm_exec_region r)
 	return (unsigned)r < RM_EXEC_REGION_COUNT ? region_names[r] : "unknown";
 }
 
+static const char *const attention_mode_names[] = {"fused", "unfused"};
+
+const char *rm_exec_attention_mode_name(rm_exec_attention_mode m)
+{
+	return (unsigned)m < 2 ? attention_mode_names[m] : "unknown";
+}
+
+bool rm_exec_attention_mode_parse(const char *name, rm_exec_attention_mode *out)
+{
+	for (unsigned i = 0; i < 2; i++)
+		if (strcmp(name, attention_mode_names[i]) == 0) {
+			*out = (rm_exec_attention_mode)i;
+			return true;
+		}
+	return false;
+}
+
 /*
  * Byte arithmetic of the plan saturates at RM_EXEC_BYTES_MAX instead of overflowing int64: a
  * program may give sizes up to 2^61 each (program_json.c), and their products (a GEMM's batch x m
@@ -87,6 +104,37 @@ int64_t rm_exec_attention_chunk(const rm_attention_cost *a)
 	return chunk < 1 ? 1 : chunk > bh ? bh : chunk;
 }
 
+int rm_exec_attention_fused_bytes(const rm_attention_cost *a, int64_t bytes[RM_ATTN_F_COUNT])
+{
+	const rm_attention_shape *sh = &a->shape;
+	int64_t es = rm_dtype_size(sh->dtype);
+	int64_t kvh = sh->kv_heads > 0 ? sh->kv_heads : sh->heads;
+	int64_t rows = sat_mul(sat_mul(sh->batch, sh->heads), sh->seq); /* query rows, b*h*s */
+	int64_t q = sat_mul(sat_mul(rows, sh->head_dim), es);
+	int64_t kv = sat_mul(sat_mul4(sh->batch, kvh, sh->seq, sh->head_dim), es);
+	int64_t stats = sat_mul(rows, 4); /* fp32 */
+	bytes[RM_ATTN_F_Q] = q;
+	bytes[RM_ATTN_F_K] = bytes[RM_ATTN_F_V] = kv;
+	bytes[RM_ATTN_F_O] = q;
+	bytes[RM_ATTN_F_STATS] = stats;
+	if (!a->backward)
+		return RM_ATTN_F_DO;
+	bytes[RM_ATTN_F_DO] = bytes[RM_ATTN_F_DQ] = q;
+	bytes[RM_ATTN_F_DK] = bytes[RM_ATTN_F_DV] = kv;
+	bytes[RM_ATTN_F_DQ_ACCUM] = sat_mul(sat_mul(rows, sh->head_dim), 4); /* fp32 */
+	bytes[RM_ATTN_F_SOFTMAX_SUM] = stats;
+	return RM_ATTN_F_COUNT;
+}
+
+bool rm_exec_attention_fusable(const rm_attention_cost *a)
+{
+	const rm_attention_shape *sh = &a->shape;
+	int64_t kvh = sh->kv_heads > 0 ? sh->kv_heads : sh->heads;
+	bool one_dim = sh->v_head_dim <= 0 || sh->v_head_dim == sh->head_dim;
+	return sh->fused && (sh->dtype == RM_DTYPE_BF16 || sh->dtype == RM_DTYPE_FP16) && one_dim &&
+	       sh->head_dim > 0 && sh->head_dim % 8 == 0 && sh->head_dim <= 256 && kvh > 0 && sh->heads % kvh == 0;
+}
+
 uint32_t rm_exec_alignment(uint64_t address)
 {
 	uint32_t al = 256;
@@ -144,11 +192,9 @@ static void add_operand(operand_builder *b, int64_t bytes, bool source, rm_locat
 	b->scratch = sat_add(b->scratch, align_up(bytes));
 }
 
-/* A streamed operand of an elementwise kernel: bytes over the largest device tensor of list
- * (wrapping around it), else over at most RM_EXEC_STREAM_SCRATCH of scratch. */
-static void add_stream_operand(operand_builder *b, int64_t bytes, const int32_t *list, uint32_t n)
+/* The largest device tensor of list that takes memory, or -1. */
+static int32_t stream_target(const operand_builder *b, const int32_t *list, uint32_t n)
 {
-	rm_exec_operand *o = &b->op->operand[b->op->n_operands++];
 	int32_t best = -1;
 	for (uint32_t k = 0; k < n; k++) {
 		int32_t t = list[k];
@@ -158,6 +204,15 @@ static void add_stream_operand(operand_builder *b, int64_t bytes, const int32_t 
 		if (best < 0 || pt->bytes > b->prog->tensors[best].bytes)
 			best = t;
 	}
+	return best;
+}
+
+/* A streamed operand of an elementwise kernel: bytes over the largest device tensor of list
+ * (wrapping around it), else over at most RM_EXEC_STREAM_SCRATCH of scratch. */
+static void add_stream_operand(operand_builder *b, int64_t bytes, const int32_t *list, uint32_t n)
+{
+	rm_exec_operand *o = &b->op->operand[b->op->n_operands++];
+	int32_t best = stream_target(b, list, n);
 	if (best >= 0 && bytes > 0) {
 		int64_t have = b->prog->tensors[best].bytes;
 		*o = (rm_exec_operand){.region = b->place[best].region, .offset = b->place[best].offset,
@@ -170,8 +225,60 @@ static void add_stream_operand(operand_builder *b, int64_t bytes, const int32_t 
 	b->scratch = sat_add(b->scratch, align_up(extent));
 }
 
+/*
+ * dQ, dK, dV of a fused backward: three consecutive slices of its first output when that is one
+ * device tensor large enough for all three (the program's combined q/k/v gradient), else each
+ * the next output or scratch.
+ */
+static void add_fused_grads(operand_builder *b, const int64_t bytes[RM_ATTN_F_COUNT])
+{
+	int64_t total = sat_add(bytes[RM_ATTN_F_DQ], sat_add(bytes[RM_ATTN_F_DK], bytes[RM_ATTN_F_DV]));
+	if (b->n_out > 0) {
+		int32_t t = b->out[0];
+		const rm_program_tensor *pt = &b->prog->tensors[t];
+		if (pt->location == RM_LOC_DEVICE && pt->bytes >= total && b->place[t].first_op >= 0 &&
+		    total < RM_EXEC_BYTES_MAX) {
+			int64_t off = b->place[t].offset;
+			for (int k = RM_ATTN_F_DQ; k <= RM_ATTN_F_DV; k++) {
+				b->op->operand[b->op->n_operands++] = (rm_exec_operand){
+					.region = b->place[t].region, .offset = off, .bytes = bytes[k],
+					.extent = bytes[k], .tensor = t};
+				off += bytes[k];
+			}
+			b->next_out = 1;
+			return;
+		}
+	}
+	for (int k = RM_ATTN_F_DQ; k <= RM_ATTN_F_DV; k++)
+		add_operand(b, bytes[k], false, RM_LOC_DEVICE);
+}
+
+/* The operands of attention run fused (rm_exec_attention_fused_bytes' order). */
+static void add_fused_attention(operand_builder *b, const rm_attention_cost *a)
+{
+	int64_t bytes[RM_ATTN_F_COUNT];
+	int n = rm_exec_attention_fused_bytes(a, bytes);
+	const rm_location dev = RM_LOC_DEVICE;
+	b->op->fused = true;
+	add_operand(b, bytes[RM_ATTN_F_Q], true, dev);
+	add_operand(b, bytes[RM_ATTN_F_K], true, dev);
+	add_operand(b, bytes[RM_ATTN_F_V], true, dev);
+	if (n == RM_ATTN_F_DO) {
+		add_operand(b, bytes[RM_ATTN_F_O], false, dev);
+		add_operand(b, bytes[RM_ATTN_F_STATS], false, dev);
+		return;
+	}
+	add_operand(b, bytes[RM_ATTN_F_O], true, dev);
+	add_operand(b, bytes[RM_ATTN_F_STATS], true, dev);
+	add_operand(b, bytes[RM_ATTN_F_DO], true, dev);
+	add_fused_grads(b, bytes);
+	b->next_out = b->n_out; /* the workspace is never a program tensor */
+	add_operand(b, bytes[RM_ATTN_F_DQ_ACCUM], false, dev);
+	add_operand(b, bytes[RM_ATTN_F_SOFTMAX_SUM], false, dev);
+}
+
 static int64_t plan_operands(const rm_program *prog, const rm_exec_placement *place, int32_t i,
-			     rm_exec_op_plan *op, int64_t *host_scratch)
+			     rm_exec_op_plan *op, rm_exec_attention_mode mode, int64_t *host_scratch)
 {
 	const rm_program_op *p = &prog->ops[i];
 	operand_builder b = {.prog = prog, .place = place, .op = op,
@@ -190,6 +297,10 @@ static int64_t plan_operands(const rm_program *prog, const rm_exec_placement *pl
 		break;
 	}
 	case RM_COST_ATTENTION: {
+		if (mode == RM_EXEC_ATTN_FUSED && rm_exec_attention_fusable(&p->cost.attention)) {
+			add_fused_attention(&b, &p->cost.attention);
+			break;
+		}
 		const rm_attention_shape *a = &p->cost.attention.shape;
 		int64_t es = rm_dtype_size(a->dtype);
 		int64_t qkv = sat_mul(sat_mul4(a->batch, a->heads, a->seq, a->head_dim), es);
@@ -214,7 +325,10 @@ static int64_t plan_operands(const rm_program *prog, const rm_exec_placement *pl
 	}
 	case RM_COST_ELEMENTWISE:
 		add_stream_operand(&b, p->cost.elementwise.bytes_read, b.in, b.n_in);
-		if (b.n_out)
+		/* writes over the largest output; with none that takes memory (no output, or only
+		 * outputs fused into their consumer with 0 bytes, as a loss's gradient is) in place
+		 * over the largest input, as the optimizer updates its state */
+		if (stream_target(&b, b.out, b.n_out) >= 0)
 			add_stream_operand(&b, p->cost.elementwise.bytes_written, b.out, b.n_out);
 		else
 			add_stream_operand(&b, p->cost.elementwise.bytes_written, b.in, b.n_in);
@@ -328,12 +442,14 @@ static int64_t place_region(const rm_program *prog, rm_exec_placement *place, in
 	return top;
 }
 
-rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_error *err)
+rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_exec_attention_mode mode,
+				  rm_error *err)
 {
 	if (rm_program_validate(prog, file, err) != RM_OK)
 		return NULL;
 	rm_exec_plan *plan = rm_new(rm_exec_plan, 1);
 	plan->prog = prog;
+	plan->attention_mode = mode;
 	int32_t nt = prog->n_tensors, no = prog->n_ops;
 	plan->tensors = rm_new(rm_exec_placement, (size_t)nt + 1);
 	plan->ops = rm_new(rm_exec_op_plan, (size_t)no + 1);
@@ -426,7 +542,7 @@ rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_e
 	bool *gemm_stream = rm_new(bool, (size_t)prog->n_streams + 1);
 	for (int32_t i = 0; i < no; i++) {
 		const rm_program_op *op = &prog->ops[i];
-		int64_t s = plan_operands(prog, plan->tensors, i, &plan->ops[i], &host_scratch);
+		int64_t s = plan_operands(prog, plan->tensors, i, &plan->ops[i], mode, &host_scratch);
 		if (s > scratch)
 			scratch = s;
 		plan->stream_ops[op->stream]++;
@@ -438,13 +554,20 @@ rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_e
 			gemm_stream[op->stream] = true;
 			break;
 		case RM_COST_ATTENTION: {
+			/* a stream running attention keeps a workspace: cuBLASLt's for the unfused
+			 * GEMMs, cuDNN's engine workspace for the fused kernel (the runner shares it) */
+			gemm_stream[op->stream] = true;
+			if (plan->ops[i].fused) {
+				plan->kind_flops[k] += rm_cost_attention_flops(&op->cost.attention);
+				plan->attention_fused++;
+				break;
+			}
 			rm_gemm_shape g[5];
 			rm_elementwise_cost sm;
 			int n = rm_exec_attention_lowering(&op->cost.attention, g, &sm);
 			for (int q = 0; q < n; q++)
 				plan->kind_flops[k] += rm_cost_gemm_flops(&g[q]);
 			plan->attention_unfused++;
-			gemm_stream[op->stream] = true;
 			break;
 		}
 		case RM_COST_ELEMENTWISE:
@@ -634,6 +757,8 @@ json_t *rm_exec_plan_json(const rm_exec_plan *plan, bool with_tensors)
 	json_object_set_new(mem, "pool_live_peak", json_integer(plan->pool_live_peak_bytes));
 	json_object_set_new(mem, "workspaces", json_integer(plan->workspace_bytes));
 	json_object_set_new(mem, "device_total", json_integer(plan->device_bytes));
+	json_object_set_new(mem, "tensors_live_peak",
+			    json_integer(sat_add(plan->pool_live_peak_bytes, plan->region_bytes[RM_EXEC_PERSISTENT])));
 	json_object_set_new(o, "memory_bytes", mem);
 	json_t *kinds = json_object();
 	for (int k = 0; k < RM_COST_KIND_COUNT; k++)
@@ -643,8 +768,14 @@ json_t *rm_exec_plan_json(const rm_exec_plan *plan, bool with_tensors)
 	json_object_set_new(o, "kinds", kinds);
 	json_object_set_new(o, "max_group", json_integer(plan->max_group));
 	json_object_set_new(o, "early_waits", json_integer(plan->early_waits));
+	json_object_set_new(o, "attention_mode", json_string(rm_exec_attention_mode_name(plan->attention_mode)));
 	json_object_set_new(o, "attention_kernel",
-			    json_string(plan->attention_unfused ? "cublaslt-unfused" : "none"));
+			    json_string(plan->attention_fused && plan->attention_unfused ? "mixed"
+					: plan->attention_fused				     ? RM_EXEC_ATTN_FUSED_KERNEL
+					: plan->attention_unfused			     ? RM_EXEC_ATTN_UNFUSED_KERNEL
+											     : "none"));
+	json_object_set_new(o, "attention_fused", json_integer(plan->attention_fused));
+	json_object_set_new(o, "attention_unfused", json_integer(plan->attention_unfused));
 	if (with_tensors) {
 		json_t *ts = json_array();
 		for (int32_t t = 0; t < prog->n_tensors; t++) {
@@ -679,6 +810,10 @@ void rm_exec_plan_print(const rm_exec_plan *plan, FILE *out)
 	fprintf(out, "  scratch        %12s\n", rm_format_bytes(plan->region_bytes[RM_EXEC_SCRATCH], b[0], sizeof(b[0])));
 	fprintf(out, "  workspaces     %12s  (cuBLASLt)\n", rm_format_bytes(plan->workspace_bytes, b[0], sizeof(b[0])));
 	fprintf(out, "  device total   %12s\n", rm_format_bytes(plan->device_bytes, b[0], sizeof(b[0])));
+	/* what the engine's peak counts: live program tensors (docs/exec.md, "The plan") */
+	fprintf(out, "  tensors peak   %12s  (pool live peak + persistent: the engine's peak in launch order)\n",
+		rm_format_bytes(sat_add(plan->pool_live_peak_bytes, plan->region_bytes[RM_EXEC_PERSISTENT]), b[0],
+				sizeof(b[0])));
 	fprintf(out, "  host (pinned)  %12s\n", rm_format_bytes(plan->region_bytes[RM_EXEC_HOST], b[0], sizeof(b[0])));
 	fprintf(out, "ops by kind\n");
 	for (int k = 0; k < RM_COST_KIND_COUNT; k++) {
@@ -695,7 +830,12 @@ void rm_exec_plan_print(const rm_exec_plan *plan, FILE *out)
 		fprintf(out, "warning        %d waits come before their event's record in launch order: CUDA "
 			     "waits on the previous iteration's record there\n",
 			plan->early_waits);
+	if (plan->attention_fused)
+		fprintf(out, "attention      %d ops run fused: cuDNN's flash SDPA (graph API; unfused if cuDNN "
+			     "refuses it on the GPU)\n",
+			plan->attention_fused);
 	if (plan->attention_unfused)
-		fprintf(out, "attention      %d ops run unfused: cuBLASLt batched GEMMs + a softmax kernel\n",
-			plan->attention_unfused);
+		fprintf(out, "attention      %d ops run unfused%s: cuBLASLt batched GEMMs + a softmax kernel\n",
+			plan->attention_unfused,
+			plan->attention_mode == RM_EXEC_ATTN_UNFUSED ? " (--attention unfused)" : "");
 }

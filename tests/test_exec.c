@@ -117,7 +117,7 @@ Test(exec, small_plan_by_hand)
 {
 	rm_error err;
 	rm_program *prog = small_program();
-	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
 	cr_assert_not_null(plan, "%s", err.msg);
 	/* greedy by size: b (2048 aligned) at 0; a (1024) lives with b at op1: after it, 2048;
 	 * c (512) lives with b at op2 but never with a: a's place, 2048 */
@@ -188,7 +188,7 @@ Test(exec, dry_run_plans_of_every_shipped_scenario)
 		}
 		rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
 		cr_assert_not_null(prog, "%s: %s", path, err.msg);
-		rm_exec_plan *plan = rm_exec_plan_create(prog, path, &err);
+		rm_exec_plan *plan = rm_exec_plan_create(prog, path, RM_EXEC_ATTN_FUSED, &err);
 		cr_assert_not_null(plan, "%s: %s", path, err.msg);
 		/* the plan's counts add up */
 		int32_t ops = 0, kinds = 0;
@@ -268,7 +268,7 @@ Test(exec, offloaded_residuals_live_in_pinned_host_memory)
 	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
 	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
 	cr_assert_not_null(prog, "%s", err.msg);
-	rm_exec_plan *plan = rm_exec_plan_create(prog, path, &err);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, path, RM_EXEC_ATTN_FUSED, &err);
 	cr_assert_not_null(plan, "%s", err.msg);
 	cr_assert_gt(plan->kind_ops[RM_COST_COPY], 0);
 	cr_assert_gt(plan->region_bytes[RM_EXEC_HOST], 0);
@@ -298,7 +298,7 @@ Test(exec, too_much_memory_fails_with_sizes)
 	rm_error err;
 	rm_program *prog = rm_program_load(test_file("exec/too_much_memory.json"), &err);
 	cr_assert_not_null(prog, "%s", err.msg);
-	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
 	cr_assert_not_null(plan);
 	rm_exec_limits lim = {.hw = hw("h200-sxm")};
 	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_RANGE);
@@ -324,7 +324,7 @@ Test(exec, unknown_dtype_in_memory_fails_before_planning)
 	rm_program_op_desc d = rm_program_op_desc_init("mm", RM_COST_GEMM, s);
 	d.cost.gemm = (rm_gemm_shape){.batch = 1, .m = 64, .n = 64, .k = 64, .dtype = (rm_dtype)RM_DTYPE_COUNT};
 	rm_program_add_op(prog, &d);
-	cr_assert_null(rm_exec_plan_create(prog, NULL, &err));
+	cr_assert_null(rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err));
 	cr_assert_eq(err.status, RM_INVALID);
 	/* rm_program_validate's message, run by the planner */
 	cr_assert(strstr(err.msg, "ops[0].gemm.dtype: unknown dtype"), "%s", err.msg);
@@ -336,7 +336,7 @@ Test(exec, integer_and_fp8_gemms_are_checked)
 	rm_error err;
 	rm_program *prog = rm_program_load(test_file("exec/int_gemm.json"), &err);
 	cr_assert_not_null(prog, "%s", err.msg);
-	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
 	rm_exec_limits lim = {.hw = hw("h100-sxm")};
 	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_UNSUPPORTED);
 	cr_assert(strstr(err.msg, "uint8 GEMM"), "%s", err.msg);
@@ -394,7 +394,7 @@ Test(exec, latent_attention_is_refused_before_launch)
 						      .dtype = RM_DTYPE_BF16};
 	d.inputs = &qkv, d.n_inputs = 1, d.outputs = &o, d.n_outputs = 1;
 	rm_program_add_op(p, &d);
-	rm_exec_plan *plan = rm_exec_plan_create(p, NULL, &err);
+	rm_exec_plan *plan = rm_exec_plan_create(p, NULL, RM_EXEC_ATTN_FUSED, &err);
 	cr_assert_not_null(plan, "%s", err.msg);
 	rm_exec_limits lim = {.hw = hw("h100-sxm")};
 	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_UNSUPPORTED);
@@ -403,6 +403,182 @@ Test(exec, latent_attention_is_refused_before_launch)
 	cr_assert_eq(rm_exec_plan_check(plan, &lim, &err), RM_OK, "%s", err.msg);
 	rm_exec_plan_destroy(plan);
 	rm_program_destroy(p);
+}
+
+/* ---- fused attention (cuDNN SDPA) plan ------------------------------------------------------ */
+
+/* Forward then backward attention, b 1, 4 heads over 2 kv heads, s 128, d 64, in dtype: Q 64 KiB,
+ * K, V 32 KiB each, O 64 KiB, the log-sum-exp 4 x 128 fp32 = 2 KiB, dO 64 KiB and the combined
+ * dQ/dK/dV 128 KiB, the program's tensors as the scheduler writes them (backward inputs Q, K, V,
+ * O, lse, dO). Tensor ids: q 0, k 1, v 2, o 3, lse 4, do 5, dqkv 6. */
+static rm_program *attention_program(rm_dtype dtype, int64_t head_dim)
+{
+	rm_program *p = rm_program_create("attn");
+	int32_t st = rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	int64_t es = rm_dtype_size(dtype), q = 4 * 128 * head_dim * es, kv = q / 2;
+	int32_t t[7];
+	t[0] = rm_program_add_tensor(p, "q", q, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, true);
+	t[1] = rm_program_add_tensor(p, "k", kv, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, true);
+	t[2] = rm_program_add_tensor(p, "v", kv, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, true);
+	t[3] = rm_program_add_tensor(p, "o", q, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	t[4] = rm_program_add_tensor(p, "lse", 4 * 128 * 4, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	t[5] = rm_program_add_tensor(p, "do", q, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, true);
+	t[6] = rm_program_add_tensor(p, "dqkv", q + 2 * kv, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	rm_attention_shape sh = {.batch = 1, .heads = 4, .kv_heads = 2, .seq = 128, .head_dim = head_dim,
+				 .causal = true, .fused = true, .dtype = dtype};
+	rm_program_op_desc d = rm_program_op_desc_init("attention", RM_COST_ATTENTION, st);
+	d.cost.attention.shape = sh;
+	d.inputs = &t[0], d.n_inputs = 3, d.outputs = &t[3], d.n_outputs = 2;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("attention.bwd", RM_COST_ATTENTION, st);
+	d.cost.attention.shape = sh;
+	d.cost.attention.backward = true;
+	d.phase = RM_PPHASE_BWD; /* what the program's JSON derives backward from */
+	d.inputs = &t[0], d.n_inputs = 6, d.outputs = &t[6], d.n_outputs = 1;
+	rm_program_add_op(p, &d);
+	return p;
+}
+
+Test(exec, fused_attention_operands_by_hand)
+{
+	rm_error err;
+	rm_program *prog = attention_program(RM_DTYPE_BF16, 64);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
+	cr_assert_not_null(plan, "%s", err.msg);
+	cr_assert_eq(plan->attention_fused, 2);
+	cr_assert_eq(plan->attention_unfused, 0);
+	/* forward: Q, K, V read, O and the stats written, all program tensors */
+	const rm_exec_op_plan *f = &plan->ops[0];
+	cr_assert(f->fused);
+	cr_assert_eq(f->n_operands, 5);
+	static const int64_t fwd_bytes[5] = {65536, 32768, 32768, 65536, 2048};
+	for (int k = 0; k < 5; k++) {
+		cr_assert_eq(f->operand[k].tensor, k, "operand %d", k);
+		cr_assert_eq(f->operand[k].bytes, fwd_bytes[k], "operand %d", k);
+		cr_assert_eq(f->operand[k].offset, plan->tensors[k].offset, "operand %d", k);
+	}
+	/* backward: Q, K, V, O, stats, dO read; dQ, dK, dV consecutive slices of dqkv; then the
+	 * workspace: dQ in fp32 (4 x 128 x 64 x 4 = 128 KiB) and softmax_sum (4 x 128 x 4 = 2 KiB) */
+	const rm_exec_op_plan *b = &plan->ops[1];
+	cr_assert(b->fused);
+	cr_assert_eq(b->n_operands, RM_ATTN_F_COUNT);
+	for (int k = RM_ATTN_F_Q; k <= RM_ATTN_F_DO; k++)
+		cr_assert_eq(b->operand[k].tensor, k, "operand %d", k);
+	int64_t dqkv = plan->tensors[6].offset;
+	cr_assert_eq(b->operand[RM_ATTN_F_DQ].tensor, 6);
+	cr_assert_eq(b->operand[RM_ATTN_F_DQ].offset, dqkv);
+	cr_assert_eq(b->operand[RM_ATTN_F_DK].offset, dqkv + 65536);
+	cr_assert_eq(b->operand[RM_ATTN_F_DV].offset, dqkv + 65536 + 32768);
+	cr_assert_eq(b->operand[RM_ATTN_F_DV].bytes, 32768);
+	cr_assert_eq(b->operand[RM_ATTN_F_DQ_ACCUM].region, RM_EXEC_SCRATCH);
+	cr_assert_eq(b->operand[RM_ATTN_F_DQ_ACCUM].bytes, 131072);
+	cr_assert_eq(b->operand[RM_ATTN_F_SOFTMAX_SUM].region, RM_EXEC_SCRATCH);
+	cr_assert_eq(b->operand[RM_ATTN_F_SOFTMAX_SUM].offset, 131072);
+	cr_assert_eq(b->operand[RM_ATTN_F_SOFTMAX_SUM].bytes, 2048);
+	/* no s x s scores: the scratch is the backward's workspace alone */
+	cr_assert_eq(plan->region_bytes[RM_EXEC_SCRATCH], 131072 + 2048);
+	/* causal FLOPs of the fused kernel (rm_cost_attention_flops), not the unfused GEMMs' */
+	double flops = rm_cost_attention_flops(&prog->ops[0].cost.attention) +
+		       rm_cost_attention_flops(&prog->ops[1].cost.attention);
+	cr_assert_float_eq(plan->kind_flops[RM_COST_ATTENTION], flops, 1e-9 * flops);
+	json_t *j = rm_exec_plan_json(plan, false);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "attention_kernel")), RM_EXEC_ATTN_FUSED_KERNEL);
+	json_decref(j);
+	assert_operands_in_bounds(plan);
+	rm_exec_plan_destroy(plan);
+
+	/* --attention unfused: the chunk's scores, s x s x 2 B x 4 slices = 128 KiB, twice in the
+	 * backward (P, dS), beside K, V and dK, dV in scratch (64 KiB each: expanded to the 4 heads,
+	 * larger than the program's 2-head K and V) */
+	plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_UNFUSED, &err);
+	cr_assert_not_null(plan, "%s", err.msg);
+	cr_assert_eq(plan->attention_fused, 0);
+	cr_assert_eq(plan->attention_unfused, 2);
+	cr_assert(!plan->ops[1].fused);
+	cr_assert_eq(plan->region_bytes[RM_EXEC_SCRATCH], 4 * 65536 + 2 * 131072);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(prog);
+}
+
+/* What cuDNN's flash SDPA does not take runs unfused even when fused is asked for. */
+Test(exec, fused_attention_only_where_cudnn_runs_it)
+{
+	rm_error err;
+	struct {
+		rm_dtype dtype;
+		int64_t d;
+		bool fused;
+	} cases[] = {{RM_DTYPE_BF16, 64, true}, {RM_DTYPE_FP16, 128, true}, {RM_DTYPE_BF16, 256, true},
+		     {RM_DTYPE_FP32, 64, false}, /* no fp32 flash kernel */
+		     {RM_DTYPE_BF16, 12, false}, /* rows of 24 B: not 16-byte aligned */
+		     {RM_DTYPE_BF16, 264, false}}; /* past 256 */
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		rm_program *prog = attention_program(cases[c].dtype, cases[c].d);
+		cr_assert_eq(rm_exec_attention_fusable(&prog->ops[0].cost.attention), cases[c].fused, "case %zu", c);
+		rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
+		cr_assert_not_null(plan, "%s", err.msg);
+		cr_assert_eq(plan->attention_fused, cases[c].fused ? 2 : 0, "case %zu", c);
+		rm_exec_plan_destroy(plan);
+		/* a shape the model prices unfused runs unfused */
+		prog->ops[0].cost.attention.shape.fused = false;
+		cr_assert(!rm_exec_attention_fusable(&prog->ops[0].cost.attention));
+		rm_program_destroy(prog);
+	}
+}
+
+/*
+ * The seed scenario (issue 15's "Must show"): attention runs fused, and the plan's program
+ * tensors (pool live peak + persistent) are exactly the engine's peak. What the device total
+ * adds on top is named: the pool's fragmentation (greedy by size above its live peak), the
+ * scratch (operands no program tensor covers: the largest is the LM head's weight-gradient
+ * GEMM reading the 250 MiB logits gradient, which the scheduler does not list as its input;
+ * the fused backward's 64.5 MiB workspace fits inside it) and the cuBLASLt workspace, which the
+ * engine counts outside its peak (its memory budget's "not usable").
+ */
+Test(exec, seed_scenario_runs_attention_fused_at_the_engine_peak)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/scenarios/seed-llama2-7b-fsdp8-h100.yaml", env("REMORA_DATA_DIR"));
+	rm_scenario sc;
+	rm_scenario_resolved res;
+	rm_schedule_report rep;
+	rm_error err;
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_scenario_resolve(&sc, NULL, &res, &err), RM_OK, "%s", err.msg);
+	rm_program *prog = rm_schedule_build(&res.sched, &rep, &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	rm_exec_plan *fused = rm_exec_plan_create(prog, path, RM_EXEC_ATTN_FUSED, &err);
+	rm_exec_plan *unfused = rm_exec_plan_create(prog, path, RM_EXEC_ATTN_UNFUSED, &err);
+	cr_assert(fused && unfused, "%s", err.msg);
+	/* 32 layers: forward, recomputed forward, backward */
+	cr_assert_eq(fused->attention_fused, 96);
+	cr_assert_eq(fused->attention_unfused, 0);
+	cr_assert_eq(unfused->attention_unfused, 96);
+	rm_sim_options opt = {.hw_queues = res.hw_queues};
+	rm_sim *sim = rm_sim_create(prog, &res.hw, &opt, &err);
+	cr_assert_not_null(sim, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(sim, &err), RM_OK, "%s", err.msg);
+	int64_t engine_peak = rm_sim_get_metrics(sim)->peak_memory_bytes;
+	rm_sim_destroy(sim);
+	const int64_t *r = fused->region_bytes;
+	cr_assert_eq(fused->pool_live_peak_bytes + r[RM_EXEC_PERSISTENT], engine_peak);
+	cr_assert_eq(fused->device_bytes, engine_peak + (r[RM_EXEC_POOL] - fused->pool_live_peak_bytes) +
+						  r[RM_EXEC_SCRATCH] + fused->workspace_bytes);
+	cr_assert_eq(fused->workspace_bytes, RM_EXEC_WORKSPACE_BYTES); /* one compute stream */
+	/* llama-2-7b at s 4096, micro-batch 1: the backward's workspace is 32 heads x 4096 x
+	 * (128 + 1) x 4 B = 64.5 MiB, the scratch's largest operand 4096 tokens x 32000 x 2 B */
+	int64_t ws = 32LL * 4096 * (128 + 1) * 4;
+	cr_assert_eq(r[RM_EXEC_SCRATCH], 4096LL * 32000 * 2);
+	cr_assert_lt(ws, r[RM_EXEC_SCRATCH]);
+	/* unfused: 1 GiB chunks of scores, twice in the backward, beside dK, dV */
+	cr_assert_geq(unfused->region_bytes[RM_EXEC_SCRATCH], 2 * RM_EXEC_SCORES_BYTES);
+	cr_assert_eq(unfused->pool_live_peak_bytes, fused->pool_live_peak_bytes);
+	rm_exec_plan_destroy(fused);
+	rm_exec_plan_destroy(unfused);
+	rm_program_destroy(prog);
+	rm_schedule_report_finish(&rep);
+	rm_scenario_resolved_finish(&res);
 }
 
 /* ---- measurement: trace, comparison, calibration rows ------------------------------------- */
@@ -429,12 +605,65 @@ static void fake_measurement(const rm_program *prog, const rm_hw_profile *h, rm_
 	rm_sim_destroy(sim);
 }
 
+/* The predicted attention of a comparison: the fused kernel's figure where cuDNN's SDPA ran,
+ * rm_exec_attention_unfused_s where the unfused lowering ran. */
+static double compare_attention(const rm_program *prog, const char *kernel, int *fused, int *unfused)
+{
+	rm_error err;
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
+	cr_assert_not_null(plan, "%s", err.msg);
+	rm_exec_measurement m;
+	rm_exec_measurement_init(&m, prog->n_ops);
+	for (int32_t i = 0; i < prog->n_ops; i++)
+		m.op_start_s[i] = i * 1e-3, m.op_end_s[i] = (i + 1) * 1e-3, m.op_mean_s[i] = 1e-3;
+	m.step_s = prog->n_ops * 1e-3;
+	m.iterations = 1;
+	m.world = 1;
+	snprintf(m.attention_kernel, sizeof(m.attention_kernel), "%s", kernel);
+	json_t *cmp = rm_exec_compare(prog, plan, hw("h100-sxm"), 8, &m, &err);
+	cr_assert_not_null(cmp, "%s", err.msg);
+	json_t *ap = json_object_get(cmp, "attention_priced");
+	*fused = (int)json_integer_value(json_object_get(ap, "fused"));
+	*unfused = (int)json_integer_value(json_object_get(ap, "unfused"));
+	double p = json_real_value(json_object_get(json_object_get(json_object_get(cmp, "kinds"), "attention"),
+						   "predicted_s"));
+	json_decref(cmp);
+	rm_exec_measurement_finish(&m);
+	rm_exec_plan_destroy(plan);
+	return p;
+}
+
+Test(exec, compare_prices_attention_as_it_ran)
+{
+	rm_program *prog = attention_program(RM_DTYPE_BF16, 128);
+	const rm_hw_profile *h = hw("h100-sxm");
+	double unfused_s = rm_exec_attention_unfused_s(&prog->ops[0].cost.attention, h) +
+			   rm_exec_attention_unfused_s(&prog->ops[1].cost.attention, h);
+	int nf = 0, nu = 0;
+	double fused = compare_attention(prog, RM_EXEC_ATTN_FUSED_KERNEL, &nf, &nu);
+	cr_assert_eq(nf, 2);
+	cr_assert_eq(nu, 0);
+	double unfused = compare_attention(prog, RM_EXEC_ATTN_UNFUSED_KERNEL, &nf, &nu);
+	cr_assert_eq(nf, 0);
+	cr_assert_eq(nu, 2);
+	cr_assert_float_eq(unfused, unfused_s, 1e-9, "%g vs %g", unfused, unfused_s);
+	/* the fused kernel skips the causal half and the scores' HBM traffic */
+	cr_assert_lt(fused, unfused);
+	rm_program_destroy(prog);
+	/* fp32 attention has no cuDNN flash kernel: unfused even in a fused run */
+	prog = attention_program(RM_DTYPE_FP32, 128);
+	compare_attention(prog, RM_EXEC_ATTN_FUSED_KERNEL, &nf, &nu);
+	cr_assert_eq(nf, 0);
+	cr_assert_eq(nu, 2);
+	rm_program_destroy(prog);
+}
+
 Test(exec, compare_trace_and_calibration_rows)
 {
 	rm_error err;
 	rm_program *prog = rm_program_load(test_file("programs/example.json"), &err);
 	cr_assert_not_null(prog, "%s", err.msg);
-	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
 	const rm_hw_profile *h = hw("h100-sxm");
 	rm_exec_measurement m;
 	fake_measurement(prog, h, &m);
@@ -667,7 +896,7 @@ Test(exec, operands_past_int64_are_refused)
 	rm_error_clear(&err);
 	rm_program *prog = rm_program_load(test_file("exec/huge_gemm.json"), &err);
 	cr_assert_not_null(prog, "%s", err.msg);
-	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, &err);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
 	cr_assert_not_null(plan, "%s", err.msg);
 	cr_assert_eq(plan->oversized_op, 0);
 	cr_assert_eq(plan->ops[0].operand[0].bytes, RM_EXEC_BYTES_MAX);

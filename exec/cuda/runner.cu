@@ -16,11 +16,16 @@
  * - GEMMs: cuBLASLt, "TN" (D[m,n] = A^T[m,k] B[k,n]) as FP8 requires, FP32 accumulation, one
  *   prepared descriptor per distinct shape, batched with strided layouts. fp8_e5m2 runs as
  *   E5M2 x E4M3 (cuBLASLt has no E5M2 x E5M2).
- * - Attention: no fused kernel (cuDNN's SDPA is not wired up yet): the steps of
- *   rm_exec_attention_steps (row-major [s,d] slices, scores [s,s] with query rows; backward
- *   recomputes P with its softmax), chunk by chunk over batch x heads: batched cuBLASLt GEMMs in
- *   TN, NN and NT layouts and the row softmax / softmax-backward kernels, as the comparison
- *   prices it (rm_exec_attention_lowering) and as exec/attention.c computes it on the CPU.
+ * - Attention planned fused (the default, rm_exec_op_plan.fused): cuDNN's flash SDPA through the
+ *   graph API (exec/cuda/sdpa.cu), every graph built and finalized before anything is allocated;
+ *   the engine's own workspace is the stream's cuBLASLt workspace (the stream runs one kernel at
+ *   a time). If cuDNN is missing, or refuses a graph, or wants more workspace, one warning names
+ *   the cuDNN call and status and the run uses the unfused plan instead (rmx_setup_attention).
+ * - Attention unfused: the steps of rm_exec_attention_steps (row-major [s,d] slices, scores
+ *   [s,s] with query rows; backward recomputes P with its softmax), chunk by chunk over batch x
+ *   heads: batched cuBLASLt GEMMs in TN, NN and NT layouts and the row softmax /
+ *   softmax-backward kernels, as the comparison prices it (rm_exec_attention_lowering) and as
+ *   exec/attention.c computes it on the CPU.
  * - Elementwise: a kernel that streams bytes_read from its source and bytes_written to its
  *   destination in 16-byte words, wrapping around each buffer's extent.
  * - Copies: cudaMemcpyAsync (pinned host memory). Collectives: NCCL on the op's stream over the
@@ -43,6 +48,7 @@ extern "C" {
 #include "remora/exec.h"
 #include "remora/workload.h"
 }
+#include "exec/cuda/sdpa.h"
 #include "exec/runner.h"
 #include "gpudist/dist.h"
 
@@ -65,7 +71,9 @@ typedef struct rmx_gemm {
 } rmx_gemm;
 
 typedef struct rmx_ctx {
-	const rm_exec_plan *plan;
+	const rm_exec_plan *plan;  /* the caller's, or own_plan after a fallback to unfused attention */
+	rm_exec_plan *own_plan;
+	rmx_sdpa *sdpa;            /* cuDNN's fused attention, NULL when no op runs fused */
 	const rm_program *prog;
 	int device, world, rank, sm_count;
 	bool mpi;
@@ -543,6 +551,23 @@ static int rmx_collective(rmx_ctx *ctx, int32_t i)
 	return 0;
 }
 
+/* Attention planned fused: cuDNN's SDPA graph prepared by rmx_setup_attention, on the op's
+ * operands (rm_attn_fused_operand order) and its stream's workspace. */
+static int rmx_fused_attention(rmx_ctx *ctx, int32_t i)
+{
+	const rm_program_op *op = &ctx->prog->ops[i];
+	const rm_exec_op_plan *pl = &ctx->plan->ops[i];
+	void *ptr[RM_ATTN_F_COUNT];
+	memset(ptr, 0, sizeof(ptr));
+	for (int k = 0; k < pl->n_operands && k < RM_ATTN_F_COUNT; k++)
+		ptr[k] = addr(ctx, &pl->operand[k]);
+	char msg[512];
+	if (rmx_sdpa_run(ctx->sdpa, i, &op->cost.attention, ctx->streams[op->stream], ptr, ctx->workspace[op->stream],
+			 msg, sizeof(msg)) != 0)
+		return rmx_fail(ctx, __FILE__, __LINE__, op->name, msg);
+	return 0;
+}
+
 static int rmx_op(rmx_ctx *ctx, int32_t i)
 {
 	const rm_program_op *op = &ctx->prog->ops[i];
@@ -553,7 +578,7 @@ static int rmx_op(rmx_ctx *ctx, int32_t i)
 		return rmx_gemm_run(ctx, &op->cost.gemm, op->name, addr(ctx, &pl->operand[0]), addr(ctx, &pl->operand[1]),
 				    addr(ctx, &pl->operand[2]), op->stream);
 	case RM_COST_ATTENTION:
-		return rmx_attention(ctx, i);
+		return pl->fused ? rmx_fused_attention(ctx, i) : rmx_attention(ctx, i);
 	case RM_COST_ELEMENTWISE: {
 		const rm_exec_operand *r = &pl->operand[0], *w = &pl->operand[1];
 		size_t nr = (size_t)(r->bytes / 16), nw = (size_t)(w->bytes / 16);
@@ -653,6 +678,65 @@ static int rmx_setup_comm(rmx_ctx *ctx)
 }
 
 /*
+ * Before the plan's checks and allocations: every attention op planned fused gets its cuDNN
+ * graph built and finalized, and its engine workspace must fit the stream's cuBLASLt workspace
+ * (RM_EXEC_WORKSPACE_BYTES). On the first failure (cuDNN not in this build, no cuDNN engine for
+ * the graph on this GPU or version, more workspace) one warning names it, and the run takes the
+ * unfused plan of the same program, so a GPU without a working cuDNN still runs. Only an
+ * unfused plan that cannot be made fails the set-up.
+ */
+static int rmx_setup_attention(rmx_ctx *ctx, rm_exec_measurement *m)
+{
+	const rm_program *prog = ctx->prog;
+	char msg[512] = "";
+	bool ok = true;
+	if (ctx->plan->attention_fused > 0) {
+		ctx->sdpa = rmx_sdpa_create(prog->n_ops, msg, sizeof(msg));
+		ok = ctx->sdpa != NULL;
+		for (int32_t i = 0; ok && i < prog->n_ops; i++) {
+			if (!ctx->plan->ops[i].fused)
+				continue;
+			int64_t ws = 0;
+			ok = rmx_sdpa_prepare(ctx->sdpa, &prog->ops[i].cost.attention, &ws, msg, sizeof(msg)) == 0;
+			if (ok && ws > RM_EXEC_WORKSPACE_BYTES) {
+				snprintf(msg, sizeof(msg), "ops[%d] '%s': cuDNN's plan needs %lld B of workspace, more than "
+					 "the %d B the plan holds per stream", (int)i, prog->ops[i].name, (long long)ws,
+					 (int)RM_EXEC_WORKSPACE_BYTES);
+				ok = false;
+			} else if (!ok) {
+				char tmp[sizeof(msg)];
+				snprintf(tmp, sizeof(tmp), "%s", msg);
+				snprintf(msg, sizeof(msg), "ops[%d] '%s': %s", (int)i, prog->ops[i].name, tmp);
+			}
+		}
+	}
+	if (!ok) {
+		char ver[32];
+		rmx_sdpa_version(ver, sizeof(ver));
+		fprintf(stderr, "remora: warning: rank %d: fused attention through cuDNN %s failed (%s); running "
+				"attention unfused (cuBLASLt GEMMs + softmax kernels, as --attention unfused)\n",
+			ctx->rank, ver, msg);
+		rmx_sdpa_destroy(ctx->sdpa);
+		ctx->sdpa = NULL;
+		rm_error e;
+		rm_error_clear(&e);
+		ctx->own_plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_UNFUSED, &e);
+		if (!ctx->own_plan) {
+			ctx->status = e.status != RM_OK ? e.status : RM_IO;
+			snprintf(ctx->error, sizeof(ctx->error), "the unfused plan: %.*s", (int)sizeof(ctx->error) - 32, e.msg);
+			return -1;
+		}
+		ctx->plan = ctx->own_plan;
+	}
+	const rm_exec_plan *p = ctx->plan;
+	snprintf(m->attention_kernel, sizeof(m->attention_kernel), "%s",
+		 p->attention_fused && p->attention_unfused ? "mixed"
+		 : p->attention_fused			    ? RM_EXEC_ATTN_FUSED_KERNEL
+							    : RM_EXEC_ATTN_UNFUSED_KERNEL);
+	return 0;
+}
+
+/*
  * This rank's part of the set-up, nothing collective: the device, the plan's checks against its
  * free memory, the allocations, streams, events and cuBLASLt. *free0: free device memory before.
  */
@@ -681,8 +765,8 @@ static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurem
 	snprintf(m->cuda, sizeof(m->cuda), "%d.%d", v / 1000, v % 1000 / 10);
 	ncclGetVersion(&v);
 	snprintf(m->nccl, sizeof(m->nccl), "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
-	snprintf(m->attention_kernel, sizeof(m->attention_kernel), "cublaslt-unfused");
 	m->world = ctx->world;
+	RMX_TRY(rmx_setup_attention(ctx, m)); /* may switch ctx->plan to the unfused one */
 
 	/* the checks, with what this GPU has free and this launch's world, before any allocation */
 	size_t free0 = 0, total = 0;
@@ -773,6 +857,7 @@ static void rmx_teardown(rmx_ctx *ctx)
 	}
 	if (ctx->lt)
 		cublasLtDestroy(ctx->lt);
+	rmx_sdpa_destroy(ctx->sdpa);
 	if (ctx->origin)
 		cudaEventDestroy(ctx->origin);
 	if (ctx->done)
@@ -801,6 +886,7 @@ static void rmx_teardown(rmx_ctx *ctx)
 	free(ctx->events);
 	free(ctx->streams);
 	free(ctx->workspace);
+	rm_exec_plan_destroy(ctx->own_plan);
 	for (int r = 0; r < RM_EXEC_REGION_COUNT; r++) {
 		if (!ctx->base[r])
 			continue;

@@ -10,8 +10,9 @@
  *   counts, the device bytes the run will allocate;
  * - the checks that fail before anything launches (memory against the device, dtypes the GEMM
  *   path cannot run, collective groups that do not match the launch);
- * - the kernels actually run for attention where no fused kernel is used (its cost, so the
- *   prediction describes what runs);
+ * - how attention runs: fused by default (cuDNN's flash SDPA through its graph API: forward
+ *   output and softmax stats, backward dQ, dK, dV and its fp32 workspace, no s x s scores), or
+ *   unfused (batched GEMMs and softmax kernels over chunked s x s scores, with their cost);
  * - the comparison of a measurement with the engine's prediction, the measured trace (the
  *   simulator's Chrome/Perfetto format) and the calibration rows of a measurement.
  * The CUDA runner (exec/cuda/, only where nvcc and NCCL are found) fills an rm_exec_measurement.
@@ -41,9 +42,11 @@
 
 #define RM_EXEC_ALIGN 256                       /* bytes, cudaMalloc's alignment */
 #define RM_EXEC_WORKSPACE_BYTES (32 * RM_MiB)   /* cuBLASLt workspace per compute stream */
-#define RM_EXEC_MAX_OPERANDS 10
+#define RM_EXEC_MAX_OPERANDS 12
 #define RM_EXEC_STREAM_SCRATCH (256 * RM_MiB) /* elementwise operands without a tensor */
 #define RM_EXEC_SCORES_BYTES RM_GiB           /* unfused attention's scores per chunk */
+#define RM_EXEC_ATTN_FUSED_KERNEL "cudnn-sdpa"      /* measurement/plan attention_kernel names */
+#define RM_EXEC_ATTN_UNFUSED_KERNEL "cublaslt-unfused"
 #define RM_EXEC_BYTES_MAX (INT64_MAX / 4)       /* the plan's byte counts saturate here (2^61 B) */
 #define RM_EXEC_PLAN_SCHEMA "remora.exec-plan/1"
 #define RM_EXEC_COMPARE_SCHEMA "remora.exec-compare/1"
@@ -55,6 +58,19 @@ typedef enum rm_exec_region {
 	RM_EXEC_SCRATCH,    /* operands no program tensor covers (shared: values are not kept) */
 	RM_EXEC_REGION_COUNT
 } rm_exec_region;
+
+/*
+ * How the executor runs attention ops (`remora exec --attention fused|unfused`):
+ * - FUSED (the default): an op whose program shape says fused (rm_attention_shape.fused, the
+ *   kernel the simulator priced) runs cuDNN's flash SDPA; an op the model prices unfused runs
+ *   unfused either way;
+ * - UNFUSED: every attention op runs rm_exec_attention_steps (GEMMs + softmax kernels).
+ */
+typedef enum rm_exec_attention_mode { RM_EXEC_ATTN_FUSED, RM_EXEC_ATTN_UNFUSED } rm_exec_attention_mode;
+
+/* "fused", "unfused"; parse returns false on anything else. */
+const char *rm_exec_attention_mode_name(rm_exec_attention_mode m);
+bool rm_exec_attention_mode_parse(const char *name, rm_exec_attention_mode *out);
 
 /* "pool", "persistent", "host", "scratch". */
 const char *rm_exec_region_name(rm_exec_region r);
@@ -78,9 +94,10 @@ typedef struct rm_exec_operand {
 /*
  * The operands of each kind, in this order:
  *   gemm        A [batch,m,k], B [batch,k,n], D [batch,m,n] (fp8: D in bf16)
- *   attention   Q, K, V, O [b,heads,s,d] (K, V expanded to heads), S [chunk,s,s] with chunk
- *               rm_exec_attention_chunk(a) of the b*heads (the lowering runs chunk by chunk);
- *               backward adds dO, dS (dQ, dK, dV reuse Q, K, V's shapes in scratch: 3 more)
+ *   attention   fused (op plan's fused): rm_exec_attention_fused_operands' list;
+ *               unfused: Q, K, V, O [b,heads,s,d] (K, V expanded to heads), S [chunk,s,s] with
+ *               chunk rm_exec_attention_chunk(a) of the b*heads (the lowering runs chunk by
+ *               chunk); backward adds dO, dS (dQ, dK, dV reuse Q, K, V's shapes in scratch: 3 more)
  *   elementwise the bytes read (over the largest input), the bytes written (over the largest
  *               output, else the largest input: updates in place); bytes beyond the tensor wrap
  *               around it; without a tensor, scratch of at most RM_EXEC_STREAM_SCRATCH
@@ -90,6 +107,7 @@ typedef struct rm_exec_operand {
  * at least as large and in the right memory; otherwise scratch.
  */
 typedef struct rm_exec_op_plan {
+	bool fused; /* attention: runs cuDNN's fused SDPA (operands as rm_exec_attention_fused_operands) */
 	int n_operands;
 	rm_exec_operand operand[RM_EXEC_MAX_OPERANDS];
 } rm_exec_op_plan;
@@ -107,17 +125,21 @@ typedef struct rm_exec_plan {
 	int64_t kind_bytes[RM_COST_KIND_COUNT]; /* gemm/attention: operand bytes; others: moved */
 	double kind_flops[RM_COST_KIND_COUNT];
 	int32_t max_group;            /* largest collective group (1 when none) */
-	int32_t attention_unfused;    /* attention ops run as GEMMs + softmax (all, today) */
+	rm_exec_attention_mode attention_mode; /* as asked of rm_exec_plan_create */
+	int32_t attention_fused;      /* attention ops run as cuDNN's fused SDPA */
+	int32_t attention_unfused;    /* attention ops run as GEMMs + softmax */
 	int32_t oversized_op;         /* first op whose operands reach RM_EXEC_BYTES_MAX, or -1 */
 	int32_t early_waits;          /* waits on an event recorded by an op launched later: CUDA
 				       * sees the previous iteration's record (none in the first) */
 } rm_exec_plan;
 
 /*
- * Plans prog (validated with rm_program_validate first; its errors are returned as they are).
- * Never fails on sizes or dtypes: those are rm_exec_plan_check's. NULL with err when invalid.
+ * Plans prog (validated with rm_program_validate first; its errors are returned as they are),
+ * attention as mode says (rm_exec_attention_mode). Never fails on sizes or dtypes: those are
+ * rm_exec_plan_check's. NULL with err when invalid.
  */
-rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_error *err);
+rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_exec_attention_mode mode,
+				  rm_error *err);
 void rm_exec_plan_destroy(rm_exec_plan *plan);
 
 typedef struct rm_exec_limits {
@@ -158,6 +180,38 @@ int rm_exec_attention_lowering(const rm_attention_cost *a, rm_gemm_shape gemms[5
 /* The (batch x head) slices per chunk of the unfused attention: as many as keep each scores
  * buffer (s x s elements) within RM_EXEC_SCORES_BYTES, at least 1, at most b*heads. */
 int64_t rm_exec_attention_chunk(const rm_attention_cost *a);
+/*
+ * Attention run fused: cuDNN's flash SDPA (graph API), as cudnn-frontend lowers its sdpa and
+ * sdpa_backward nodes on cuDNN 9 without dropout, bias or the deterministic dP workspace
+ * (include/cudnn_frontend/node/scaled_dot_product_flash_attention.h). Every tensor is
+ * [b, heads, s, d] row-major (strides h*s*d, s*d, d, 1 elements); the operands, in this order:
+ *   forward   Q [b,h,s,d], K, V [b,hkv,s,d] read; O [b,h,s,d] and the softmax stats [b,h,s,1]
+ *             fp32 (the log-sum-exp of each query row's scaled, masked scores) written
+ *   backward  Q, K, V, O, stats, dO read; dQ, dK, dV written (Q, K, V's shapes); then the
+ *             workspace the graph's non-virtual intermediates take: dQ accumulated in fp32
+ *             [b,h,s,d] and softmax_sum = rowsum(dO * O) [b,h,s,1] fp32 (the frontend's dQ_accum
+ *             and softmax_sum; the GQA full-head dK, dV stay virtual without ragged offsets)
+ * No s x s buffer: the scores live in the kernel's registers and shared memory.
+ */
+typedef enum rm_attn_fused_operand {
+	RM_ATTN_F_Q, RM_ATTN_F_K, RM_ATTN_F_V, RM_ATTN_F_O, RM_ATTN_F_STATS, /* forward: these 5 */
+	RM_ATTN_F_DO, RM_ATTN_F_DQ, RM_ATTN_F_DK, RM_ATTN_F_DV, RM_ATTN_F_DQ_ACCUM, RM_ATTN_F_SOFTMAX_SUM,
+	RM_ATTN_F_COUNT
+} rm_attn_fused_operand;
+
+/* Bytes of each fused operand of a (saturating at RM_EXEC_BYTES_MAX); returns how many the op
+ * has (5 forward, RM_ATTN_F_COUNT backward). */
+int rm_exec_attention_fused_bytes(const rm_attention_cost *a, int64_t bytes[RM_ATTN_F_COUNT]);
+/*
+ * Whether the fused path takes a: the program's shape is fused (the kernel the model priced),
+ * bf16 or fp16 (cuDNN's flash SDPA has no fp32 or fp8 path in this graph), one head dim, a
+ * multiple of 8 (16-byte rows, the alignment cuDNN requires of every stride) and at most 256
+ * (cuDNN 9's flash limit on Hopper), and heads a multiple of kv_heads. Otherwise it runs
+ * unfused. cuDNN may still refuse it on the GPU (older version, other device): the runner then
+ * falls back to the unfused plan (docs/exec.md).
+ */
+bool rm_exec_attention_fusable(const rm_attention_cost *a);
+
 /*
  * The unfused attention's kernels for one chunk of nb (batch x head) slices, as the runner
  * launches them and as rm_exec_attention_reference computes them on the CPU. Every per-slice
@@ -229,7 +283,7 @@ typedef struct rm_exec_measurement {
 	int64_t device_used_bytes; /* cudaMemGetInfo used at the end minus at the start; 0 unknown */
 	int world;
 	char device[96];           /* "NVIDIA H200" */
-	char attention_kernel[64]; /* "cublaslt-unfused" */
+	char attention_kernel[64]; /* RM_EXEC_ATTN_FUSED_KERNEL, RM_EXEC_ATTN_UNFUSED_KERNEL or "mixed" */
 	char driver[32], cuda[32], nccl[32];
 } rm_exec_measurement;
 
@@ -262,8 +316,11 @@ bool rm_exec_write_trace(const rm_program *prog, const rm_exec_measurement *m, F
 			 rm_error *err);
 
 /*
- * Predicts prog on hw with the engine (attention priced as the kernel that ran: unfused
- * attention gets rm_exec_attention_unfused_s as its fixed time) and compares with m: per op kind
+ * Predicts prog on hw with the engine (attention priced as the kernel that ran: where m ran
+ * cuDNN's SDPA (attention_kernel RM_EXEC_ATTN_FUSED_KERNEL or "mixed") the ops
+ * rm_exec_attention_fusable takes keep the engine's fused-kernel figure; unfused attention gets
+ * rm_exec_attention_unfused_s as its fixed time; "attention_priced" counts both) and compares
+ * with m: per op kind
  * the summed solo prediction against the summed measured mean durations, the whole step
  * (simulated step time against the measured median) and peak memory (engine peak against the
  * run's device bytes). Errors are (predicted - measured) / measured. Returns a new JSON object

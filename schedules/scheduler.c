@@ -412,66 +412,93 @@ static int find_slot(comp *c, int op, int bl, int mb, rm_program_phase phase)
 	return -1;
 }
 
-/* Live bytes of one layer's activations in a chain: fwd values from their producer to their last
- * consumer in the chain, saved values excluded (they are in the stacks); recomputed values in
- * the backward likewise; gradients as a rolling pair of the largest values. */
+/*
+ * The live span of value v of body layer bl, micro-batch mb, in one pass of a chain: forward
+ * values from their producer to their last consumer in the forward, saved and carried values
+ * excluded (they are in the stacks); in the backward the recomputed values from their recompute
+ * and the offloaded ones from their reload (the pass's first backward slot), to their last
+ * reader. Returns false when v has no span there; else *prod is its producer's slot and
+ * readers[0 .. *n_readers) the slots that read it (at most c->n entries).
+ */
+static bool value_span(const ctx *x, comp *c, int bl, int mb, bool bwd, int v, int *prod_out, int *readers,
+		       int *n_readers)
+{
+	x = layer_ctx(x, bl);
+	const rm_graph *g = x->layer;
+	const rm_value *val = &g->values[v];
+	*n_readers = 0;
+	if (val->producer < 0)
+		return false;
+	int nl;
+	const int *ls = comp_layer_slots(c, bl, mb, &nl);
+	rm_value_fate fate = plan_of(x, bl)->fate[v];
+	int prod;
+	if (!bwd) {
+		if (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY)
+			return false;
+		prod = find_slot(c, val->producer, bl, mb, RM_PPHASE_FWD);
+		if (prod < 0)
+			return false;
+		for (int q = 0; q < nl; q++) {
+			int j = ls[q];
+			const slot *s = &c->slots[j];
+			if (j <= prod || s->phase != RM_PPHASE_FWD)
+				continue;
+			const rm_op *op = &g->ops[s->op];
+			for (int i = 0; i < op->n_inputs; i++)
+				if (op->inputs[i] == v) {
+					readers[(*n_readers)++] = j;
+					break;
+				}
+		}
+	} else {
+		if (fate != RM_FATE_RECOMPUTED && fate != RM_FATE_OFFLOADED)
+			return false;
+		prod = fate == RM_FATE_OFFLOADED ? find_slot(c, g->n_fwd_ops, bl, mb, RM_PPHASE_BWD)
+						 : find_slot(c, val->producer, bl, mb, RM_PPHASE_RECOMPUTE);
+		if (prod < 0)
+			return false;
+		for (int q = 0; q < nl; q++) {
+			int j = ls[q];
+			const slot *s = &c->slots[j];
+			if (j < prod || s->phase == RM_PPHASE_FWD)
+				continue;
+			const rm_op *op = &g->ops[s->op];
+			bool reads = false;
+			for (int i = 0; i < op->n_residuals && !reads; i++)
+				reads = op->residuals[i] == v && op->phase != RM_PHASE_FWD;
+			if (s->phase == RM_PPHASE_RECOMPUTE)
+				for (int i = 0; i < op->n_inputs && !reads; i++)
+					reads = op->inputs[i] == v;
+			if (reads)
+				readers[(*n_readers)++] = j;
+		}
+	}
+	*prod_out = prod;
+	return true;
+}
+
+/* Live bytes of one layer's activations in a chain: each value over its span (value_span);
+ * gradients as a rolling pair of the largest values. */
 static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta)
 {
 	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
 	int nl;
 	const int *ls = comp_layer_slots(c, bl, mb, &nl);
+	int *readers = rm_new(int, (size_t)c->n + 1);
 	for (int v = 0; v < g->n_values; v++) {
-		const rm_value *val = &g->values[v];
-		if (val->producer < 0)
+		int prod, nr;
+		if (!value_span(x, c, bl, mb, bwd, v, &prod, readers, &nr))
 			continue;
-		int prod = -1, last = -1;
-		if (!bwd) {
-			prod = find_slot(c, val->producer, bl, mb, RM_PPHASE_FWD);
-			if (prod < 0)
-				continue;
-			rm_value_fate fate = plan_of(x, bl)->fate[v];
-			if (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY)
-				continue;
-			last = prod + 1;
-			for (int q = 0; q < nl; q++) {
-				int j = ls[q];
-				const slot *s = &c->slots[j];
-				if (j <= prod || s->phase != RM_PPHASE_FWD)
-					continue;
-				const rm_op *op = &g->ops[s->op];
-				for (int i = 0; i < op->n_inputs; i++)
-					if (op->inputs[i] == v)
-						last = j + 1;
-			}
-		} else {
-			rm_value_fate fate = plan_of(x, bl)->fate[v];
-			if (fate != RM_FATE_RECOMPUTED && fate != RM_FATE_OFFLOADED)
-				continue;
-			prod = fate == RM_FATE_OFFLOADED
-				       ? find_slot(c, g->n_fwd_ops, bl, mb, RM_PPHASE_BWD)
-				       : find_slot(c, val->producer, bl, mb, RM_PPHASE_RECOMPUTE);
-			if (prod < 0)
-				continue;
-			last = prod + 1;
-			for (int q = 0; q < nl; q++) {
-				int j = ls[q];
-				const slot *s = &c->slots[j];
-				if (j < prod || s->phase == RM_PPHASE_FWD)
-					continue;
-				const rm_op *op = &g->ops[s->op];
-				for (int i = 0; i < op->n_residuals; i++)
-					if (op->residuals[i] == v && op->phase != RM_PHASE_FWD)
-						last = j + 1;
-				if (s->phase == RM_PPHASE_RECOMPUTE)
-					for (int i = 0; i < op->n_inputs; i++)
-						if (op->inputs[i] == v)
-							last = j + 1;
-			}
-		}
-		delta[prod] += val->bytes;
-		delta[last] -= val->bytes;
+		int last = prod + 1;
+		for (int r = 0; r < nr; r++)
+			if (readers[r] + 1 > last)
+				last = readers[r] + 1;
+		delta[prod] += g->values[v].bytes;
+		delta[last] -= g->values[v].bytes;
 	}
+	free(readers);
 	if (bwd) {
 		/* a data-gradient op's output is also read by the weight gradients after it in graph
 		 * order (up to the next data-gradient op), which the scheduler may have moved later

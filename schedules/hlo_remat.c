@@ -81,11 +81,13 @@ static bool il_has(const ilist *l, int x)
 }
 
 typedef struct ritem {
+	int src;    /* the original instruction it is (a clone: that of its original) */
 	int64_t other;
 	double flops;
 	bool placed;
 	bool denylisted;
 	bool move;  /* a clone that made its original dead (remat_move_instructions) */
+	bool dead;  /* moved: no reader left, HloDCE removes it after the pass */
 	ilist defs; /* buffers it defines */
 	ilist uses; /* buffers it reads */
 } ritem;
@@ -140,6 +142,7 @@ static void state_init(rstate *st, const rm__rseq *s)
 	st->current = -1;
 	for (int i = 0; i < s->n; i++) {
 		int k = new_item(st);
+		st->it[k].src = i;
 		st->it[k].other = s->other[i];
 		st->it[k].flops = s->flops[i];
 		st->order[st->n_order] = k;
@@ -285,6 +288,7 @@ static void rematerialize(rstate *st, int best, rm__remat_result *r)
 	int c = new_item(st);
 	ritem *orig = &st->it[best], *cl = &st->it[c];
 	cl->flops = orig->flops;
+	cl->src = orig->src;
 	/* the clone reads the original's operands: a dead one is live again */
 	for (int u = 0; u < orig->uses.n; u++) {
 		int ob = orig->uses.v[u];
@@ -348,6 +352,7 @@ static void rematerialize(rstate *st, int best, rm__remat_result *r)
 		if (st->it[best].move)
 			st->it[c].denylisted = true; /* a move of a move: stop, or it would go on forever */
 		st->it[c].move = true;
+		st->it[best].dead = true;
 		r->moved++;
 	} else {
 		r->recomputed++;
@@ -403,5 +408,33 @@ void rm__hlo_remat(int64_t limit, const rm__rseq *s, rm__remat_result *r)
 			r->over = true;
 		end_instruction(&st);
 	}
+	if (st.n_order > s->n) {
+		/* the new sequence, without the moved instructions (HloDCE after the pass) */
+		r->order_src = rm_new(int, (size_t)st.n_order);
+		r->order_clone = rm_new(bool, (size_t)st.n_order);
+		r->order_move = rm_new(bool, (size_t)st.n_order);
+		for (int p = 0; p < st.n_order; p++) {
+			const ritem *it = &st.it[st.order[p]];
+			if (it->dead)
+				continue;
+			r->order_src[r->n_order] = it->src;
+			r->order_clone[r->n_order] = st.order[p] >= s->n;
+			r->order_move[r->n_order] = it->move;
+			r->n_order++;
+		}
+	}
 	state_finish(&st);
+}
+
+void rm__remat_result_finish(rm__remat_result *r)
+{
+	if (!r)
+		return;
+	free(r->order_src);
+	free(r->order_clone);
+	free(r->order_move);
+	r->order_src = NULL;
+	r->order_clone = NULL;
+	r->order_move = NULL;
+	r->n_order = 0;
 }

@@ -20,6 +20,8 @@ typedef enum {
 	SLOT_FWD_LOOP, /* the forward scan, opaque in the entry computation */
 	SLOT_BWD_LOOP,
 	SLOT_OPTIMIZER,
+	SLOT_REMAT,    /* a clone HloRematerialization added after scheduling: `op` of `body_layer`
+			* in `phase` (forward or recompute) run again, or moved, right here */
 } slot_kind;
 
 typedef enum { PART_LAYER, PART_EMBED, PART_HEAD } part;
@@ -34,6 +36,7 @@ typedef struct slot {
 	double units;   /* LHS cost of the slot (XLA's units or microseconds) */
 	bool occupies;  /* a while loop whose body holds collectives: it occupies the collective
 			 * resource, so no window of the enclosing computation spans it */
+	bool moved;     /* SLOT_REMAT: the op moved here, not run again */
 } slot;
 
 /* What a collective moves. */
@@ -232,7 +235,15 @@ typedef struct rm__remat_result {
 	int64_t recomputed_bytes;        /* bytes the clones define */
 	double recomputed_flops;
 	bool over;                       /* still over the limit somewhere after the pass */
+	/* the sequence after the pass, the moved instructions removed (HloDCE), when it changed
+	 * something (else NULL): entry p is original instruction order_src[p], or a clone of it
+	 * when order_clone[p], one that moved it when also order_move[p] */
+	int n_order;
+	int *order_src;
+	bool *order_clone, *order_move;
 } rm__remat_result;
+
+void rm__remat_result_finish(rm__remat_result *r);
 
 /* Sets up s for n instructions, every `other` and `flops` 0. */
 void rm__rseq_init(rm__rseq *s, int n);

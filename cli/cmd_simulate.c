@@ -559,6 +559,14 @@ static json_t *schedule_json(const rm_scenario_resolved *res, const rm_schedule_
 	}
 	if (rep->first_memory_sync_tracked_bytes > 0)
 		json_object_set_new(o, "first_memory_sync_tracked_bytes", json_integer(rep->first_memory_sync_tracked_bytes));
+	if (rep->remat_applied)
+		json_object_set_new(o, "xla_remat",
+				    json_pack("{s:I, s:I, s:I, s:i, s:i, s:I, s:f, s:b}", "limit_bytes",
+					      (json_int_t)rep->remat_limit_bytes, "peak_before_bytes",
+					      (json_int_t)rep->remat_peak_before_bytes, "peak_after_bytes",
+					      (json_int_t)rep->remat_peak_after_bytes, "recomputed_ops", rep->remat_ops,
+					      "moved_ops", rep->remat_moves, "recomputed_bytes", (json_int_t)rep->remat_bytes,
+					      "recomputed_flops", rep->remat_flops, "still_over", rep->remat_over));
 	json_object_set_new(o, "saved_bytes_per_layer", json_integer(rep->plan.saved_bytes));
 	json_object_set_new(o, "carry_bytes_per_layer", json_integer(rep->plan.carry_bytes));
 	json_object_set_new(o, "offloaded_bytes_per_layer", json_integer(rep->plan.offloaded_bytes));
@@ -720,7 +728,7 @@ static int run(const char *cmd, int argc, char **argv)
 			json_object_set_new(doc, "breakdown", rm_breakdown_json(&bd));
 		rc = cli_print_json(doc);
 	} else {
-		char b3[32], b4[32], b5[32], b6[32], pol[4096], fl[4096];
+		char b3[32], b4[32], b5[32], b6[32], b7[32], pol[4096], fl[4096];
 		char par[96];
 		if (res.train.dp_replicate > 1 && res.train.fsdp > 1)
 			snprintf(par, sizeof(par), "FSDP %lld x %lld replicas (HSDP)", (long long)res.train.fsdp,
@@ -865,6 +873,16 @@ static int run(const char *cmd, int argc, char **argv)
 			       rep.tracked_peak_bytes >= rep.memory_limit_bytes ? " (at or over the limit)"
 			       : rep.tracked_peak_bytes > rep.memory_limit_bytes / 2 ? " (over half the limit: memory changes tracked)"
 										    : "");
+		if (res.sched.mode == RM_SCHED_XLA && rep.remat_applied && !no_limit)
+			printf("  XLA remat pass     tracked peak %s over its %s limit (the scheduler's less the %s of\n"
+			       "                     outputs): it recomputes %d ops a step (%s, %.3g GFLOP), moves %d; peak\n"
+			       "                     after it %s%s (docs/schedules.md)\n",
+			       rm_format_bytes(rep.remat_peak_before_bytes, b3, sizeof(b3)),
+			       rm_format_bytes(rep.remat_limit_bytes, b4, sizeof(b4)),
+			       rm_format_bytes(rep.memory_limit_bytes - rep.remat_limit_bytes, b5, sizeof(b5)), rep.remat_ops,
+			       rm_format_bytes(rep.remat_bytes, b6, sizeof(b6)), rep.remat_flops / 1e9, rep.remat_moves,
+			       rm_format_bytes(rep.remat_peak_after_bytes, b7, sizeof(b7)),
+			       rep.remat_over ? ", still over (XLA warns \"Can't reduce memory use below\")" : "");
 		if (res.sched.mode == RM_SCHED_XLA && rep.lhs_moved_slots > 0 && rep.lhs_recompute_layer_bytes > 0)
 			printf("  compute order      the LHS moved %d backward slots (most by %s): %s of recomputed\n"
 			       "                     activations live at once, %.1f layers' worth (docs/schedules.md)\n",

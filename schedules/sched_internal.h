@@ -20,6 +20,8 @@ typedef enum {
 	SLOT_FWD_LOOP, /* the forward scan, opaque in the entry computation */
 	SLOT_BWD_LOOP,
 	SLOT_OPTIMIZER,
+	SLOT_REMAT,    /* a clone HloRematerialization added after scheduling: `op` of `body_layer`
+			* in `phase` (forward or recompute) run again, or moved, right here */
 } slot_kind;
 
 typedef enum { PART_LAYER, PART_EMBED, PART_HEAD } part;
@@ -34,6 +36,7 @@ typedef struct slot {
 	double units;   /* LHS cost of the slot (XLA's units or microseconds) */
 	bool occupies;  /* a while loop whose body holds collectives: it occupies the collective
 			 * resource, so no window of the enclosing computation spans it */
+	bool moved;     /* SLOT_REMAT: the op moved here, not run again */
 } slot;
 
 /* What a collective moves. */
@@ -196,5 +199,76 @@ void rm__ln_add_operand(ln_graph *g, int op);
  * O(n * ready nodes).
  */
 bool rm__lhs_list(const rm__lhs_params *p, int64_t baseline, const ln_graph *g, int *order, ln_rule *rule);
+
+/* ---- HloRematerialization after scheduling (schedules/hlo_remat.c) ------------------------ */
+
+/*
+ * A scheduled sequence as XLA's rematerialization pass sees it: instructions in program order,
+ * the buffers they define and read, and at each instruction the bytes live outside those
+ * buffers (`other`: the stacked residuals, gathered weights, open collective windows, gradients
+ * and whatever else the caller does not model buffer by buffer; the pass cannot change them).
+ * A buffer is live from its defining instruction to its last reader, both included.
+ */
+typedef struct rm__rbuf {
+	int64_t bytes;
+	int def;    /* defining instruction */
+	bool remat; /* its producer can be recomputed: a fusion, not a cuBLAS/cuDNN custom call,
+		     * a collective, a copy or a parameter (IsRematerializable) */
+} rm__rbuf;
+
+typedef struct rm__rseq {
+	int n;            /* instructions */
+	int64_t *other;   /* [n] bytes */
+	double *flops;    /* [n] what running the instruction again costs (reported only) */
+	rm__rbuf *bufs;
+	int nb, bcap;
+	int *use_item, *use_buf; /* reads: instruction use_item[i] reads buffer use_buf[i] */
+	int nu, ucap;
+} rm__rseq;
+
+/* What the pass did to one sequence. */
+typedef struct rm__remat_result {
+	int64_t peak_before, peak_after; /* the sequence's peak (bytes, `other` included) */
+	int recomputed;                  /* instructions cloned before a later reader */
+	int moved;                       /* instructions none of whose readers had run: moved down
+					  * to their first reader (XLA's zero-cost candidates) */
+	int64_t recomputed_bytes;        /* bytes the clones define */
+	double recomputed_flops;
+	bool over;                       /* still over the limit somewhere after the pass */
+	/* the sequence after the pass, the moved instructions removed (HloDCE), when it changed
+	 * something (else NULL): entry p is original instruction order_src[p], or a clone of it
+	 * when order_clone[p], one that moved it when also order_move[p] */
+	int n_order;
+	int *order_src;
+	bool *order_clone, *order_move;
+} rm__remat_result;
+
+void rm__remat_result_finish(rm__remat_result *r);
+
+/* Sets up s for n instructions, every `other` and `flops` 0. */
+void rm__rseq_init(rm__rseq *s, int n);
+void rm__rseq_finish(rm__rseq *s);
+/* Adds a buffer of `bytes` defined by instruction def; returns its index. */
+int rm__rseq_add_buf(rm__rseq *s, int def, int64_t bytes, bool remat);
+/* Instruction item (after the buffer's definer) reads buffer buf; a repeated read is ignored. */
+void rm__rseq_add_use(rm__rseq *s, int item, int buf);
+
+/*
+ * HloRematerialization::RematerializeComputation (xla/service/hlo_rematerialization.cc) with the
+ * GPU compiler's options (gpu_compiler.cc RunPostSchedulingPipelines: recompute on, compress on
+ * with the identity compact shape, so it never saves anything, host offload off by default;
+ * block_size_limit 1, block_rematerialization_factor 1, min_remat_size 0). The sequence is walked
+ * in program order; at an instruction that allocates, while usage exceeds `limit`, the best
+ * candidate is rematerialized: an instruction already run, every output recomputable, some output
+ * live across this point and not read by the current instruction, freeing
+ * memory_reduced = (its live outputs) - (its operands not live here) > 0. Its cost is 0 when none
+ * of its readers has run (a move), else limit / memory_reduced (integer division); the lowest
+ * cost wins, the earliest on ties. The clone reads the same operands and takes over the readers
+ * still to run; it is inserted before the first of them or of its operands' readers still to run.
+ * A move of a move is denylisted. Stops at a point when no candidate is left: XLA then warns that
+ * it cannot get under the limit and goes on. O(instructions x live buffers) plus O(instructions)
+ * per clone.
+ */
+void rm__hlo_remat(int64_t limit, const rm__rseq *s, rm__remat_result *r);
 
 #endif

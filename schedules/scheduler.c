@@ -185,6 +185,7 @@ typedef struct ctx {
 	int recompute_layers;   /* layers 0 .. n-1 follow the policy, the others keep everything; 0: all */
 	rm_remat_plan plan_keep; /* the plan of the layers that keep everything (recompute_layers > 0) */
 	int64_t limit;
+	int64_t remat_limit; /* HloRematerialization's: limit less the entry's outputs (bytes) */
 	int64_t stacks;  /* per micro-batch: L x (saved + carry) */
 	int64_t grad_live; /* gradient shards, live from the backward to the optimizer (bytes) */
 	weight_groups ag, rs;
@@ -412,66 +413,93 @@ static int find_slot(comp *c, int op, int bl, int mb, rm_program_phase phase)
 	return -1;
 }
 
-/* Live bytes of one layer's activations in a chain: fwd values from their producer to their last
- * consumer in the chain, saved values excluded (they are in the stacks); recomputed values in
- * the backward likewise; gradients as a rolling pair of the largest values. */
+/*
+ * The live span of value v of body layer bl, micro-batch mb, in one pass of a chain: forward
+ * values from their producer to their last consumer in the forward, saved and carried values
+ * excluded (they are in the stacks); in the backward the recomputed values from their recompute
+ * and the offloaded ones from their reload (the pass's first backward slot), to their last
+ * reader. Returns false when v has no span there; else *prod is its producer's slot and
+ * readers[0 .. *n_readers) the slots that read it (at most c->n entries).
+ */
+static bool value_span(const ctx *x, comp *c, int bl, int mb, bool bwd, int v, int *prod_out, int *readers,
+		       int *n_readers)
+{
+	x = layer_ctx(x, bl);
+	const rm_graph *g = x->layer;
+	const rm_value *val = &g->values[v];
+	*n_readers = 0;
+	if (val->producer < 0)
+		return false;
+	int nl;
+	const int *ls = comp_layer_slots(c, bl, mb, &nl);
+	rm_value_fate fate = plan_of(x, bl)->fate[v];
+	int prod;
+	if (!bwd) {
+		if (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY)
+			return false;
+		prod = find_slot(c, val->producer, bl, mb, RM_PPHASE_FWD);
+		if (prod < 0)
+			return false;
+		for (int q = 0; q < nl; q++) {
+			int j = ls[q];
+			const slot *s = &c->slots[j];
+			if (j <= prod || s->phase != RM_PPHASE_FWD)
+				continue;
+			const rm_op *op = &g->ops[s->op];
+			for (int i = 0; i < op->n_inputs; i++)
+				if (op->inputs[i] == v) {
+					readers[(*n_readers)++] = j;
+					break;
+				}
+		}
+	} else {
+		if (fate != RM_FATE_RECOMPUTED && fate != RM_FATE_OFFLOADED)
+			return false;
+		prod = fate == RM_FATE_OFFLOADED ? find_slot(c, g->n_fwd_ops, bl, mb, RM_PPHASE_BWD)
+						 : find_slot(c, val->producer, bl, mb, RM_PPHASE_RECOMPUTE);
+		if (prod < 0)
+			return false;
+		for (int q = 0; q < nl; q++) {
+			int j = ls[q];
+			const slot *s = &c->slots[j];
+			if (j < prod || s->phase == RM_PPHASE_FWD)
+				continue;
+			const rm_op *op = &g->ops[s->op];
+			bool reads = false;
+			for (int i = 0; i < op->n_residuals && !reads; i++)
+				reads = op->residuals[i] == v && op->phase != RM_PHASE_FWD;
+			if (s->phase == RM_PPHASE_RECOMPUTE)
+				for (int i = 0; i < op->n_inputs && !reads; i++)
+					reads = op->inputs[i] == v;
+			if (reads)
+				readers[(*n_readers)++] = j;
+		}
+	}
+	*prod_out = prod;
+	return true;
+}
+
+/* Live bytes of one layer's activations in a chain: each value over its span (value_span);
+ * gradients as a rolling pair of the largest values. */
 static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int64_t *delta)
 {
 	x = layer_ctx(x, bl);
 	const rm_graph *g = x->layer;
 	int nl;
 	const int *ls = comp_layer_slots(c, bl, mb, &nl);
+	int *readers = rm_new(int, (size_t)c->n + 1);
 	for (int v = 0; v < g->n_values; v++) {
-		const rm_value *val = &g->values[v];
-		if (val->producer < 0)
+		int prod, nr;
+		if (!value_span(x, c, bl, mb, bwd, v, &prod, readers, &nr))
 			continue;
-		int prod = -1, last = -1;
-		if (!bwd) {
-			prod = find_slot(c, val->producer, bl, mb, RM_PPHASE_FWD);
-			if (prod < 0)
-				continue;
-			rm_value_fate fate = plan_of(x, bl)->fate[v];
-			if (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY)
-				continue;
-			last = prod + 1;
-			for (int q = 0; q < nl; q++) {
-				int j = ls[q];
-				const slot *s = &c->slots[j];
-				if (j <= prod || s->phase != RM_PPHASE_FWD)
-					continue;
-				const rm_op *op = &g->ops[s->op];
-				for (int i = 0; i < op->n_inputs; i++)
-					if (op->inputs[i] == v)
-						last = j + 1;
-			}
-		} else {
-			rm_value_fate fate = plan_of(x, bl)->fate[v];
-			if (fate != RM_FATE_RECOMPUTED && fate != RM_FATE_OFFLOADED)
-				continue;
-			prod = fate == RM_FATE_OFFLOADED
-				       ? find_slot(c, g->n_fwd_ops, bl, mb, RM_PPHASE_BWD)
-				       : find_slot(c, val->producer, bl, mb, RM_PPHASE_RECOMPUTE);
-			if (prod < 0)
-				continue;
-			last = prod + 1;
-			for (int q = 0; q < nl; q++) {
-				int j = ls[q];
-				const slot *s = &c->slots[j];
-				if (j < prod || s->phase == RM_PPHASE_FWD)
-					continue;
-				const rm_op *op = &g->ops[s->op];
-				for (int i = 0; i < op->n_residuals; i++)
-					if (op->residuals[i] == v && op->phase != RM_PHASE_FWD)
-						last = j + 1;
-				if (s->phase == RM_PPHASE_RECOMPUTE)
-					for (int i = 0; i < op->n_inputs; i++)
-						if (op->inputs[i] == v)
-							last = j + 1;
-			}
-		}
-		delta[prod] += val->bytes;
-		delta[last] -= val->bytes;
+		int last = prod + 1;
+		for (int r = 0; r < nr; r++)
+			if (readers[r] + 1 > last)
+				last = readers[r] + 1;
+		delta[prod] += g->values[v].bytes;
+		delta[last] -= g->values[v].bytes;
 	}
+	free(readers);
 	if (bwd) {
 		/* a data-gradient op's output is also read by the weight gradients after it in graph
 		 * order (up to the next data-gradient op), which the scheduler may have moved later
@@ -576,16 +604,16 @@ static void add_layer_slots(const ctx *x, comp *c, int bl, int mb, bool bwd)
 	if (!bwd) {
 		for (int i = 0; i < g->n_fwd_ops; i++)
 			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_FWD,
-						slot_units_at(x, &g->ops[i], bl, RM_PPHASE_FWD), false});
+						slot_units_at(x, &g->ops[i], bl, RM_PPHASE_FWD), false, false});
 		return;
 	}
 	for (int i = 0; i < g->n_fwd_ops; i++)
 		if (plan_of(x, bl)->recompute[i])
 			comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_RECOMPUTE,
-						slot_units_at(x, &g->ops[i], bl, RM_PPHASE_RECOMPUTE), false});
+						slot_units_at(x, &g->ops[i], bl, RM_PPHASE_RECOMPUTE), false, false});
 	for (int i = g->n_fwd_ops; i < g->n_ops; i++)
 		comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, bl, mb, RM_PPHASE_BWD,
-					slot_units_at(x, &g->ops[i], bl, RM_PPHASE_BWD), false});
+					slot_units_at(x, &g->ops[i], bl, RM_PPHASE_BWD), false, false});
 }
 
 /* The collectives of one pass of body layer bl. off: target layer offset for pipelined ones. */
@@ -1418,6 +1446,51 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 	t->bgrad[s->op] = gout;
 }
 
+/*
+ * Emits a clone XLA's rematerialization pass added (SLOT_REMAT): the op of a forward or
+ * recompute slot run again on the compute stream from the tensors its inputs are now (a clone
+ * of a clone reads the first clone's), writing new tensors for the values the pass tracks; the
+ * readers still to come read those. A moved op is the op itself, run here instead.
+ */
+static void emit_remat(emitter *e, const slot *s, int l, int mb)
+{
+	const ctx *x = layer_ctx(e->x, l);
+	const rm_graph *g = x->layer;
+	const rm_op *op = &g->ops[s->op];
+	layer_tensors *t = lt_of(e, mb, l);
+	/* which pass's values: a clone of a forward slot replaces forward tensors */
+	bool rec = s->phase == RM_PPHASE_RECOMPUTE;
+	char mbs[16] = "";
+	if (x->A > 1)
+		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
+	TNAME(e, e->name, "%slayer%02d/%s/%s", mbs, l, s->moved ? (rec ? "recompute" : "fwd") : "remat", op->name);
+	rm_program_op_desc d = {.name = e->name, .stream = e->s_compute, .layer = l,
+				.phase = s->moved ? s->phase : RM_PPHASE_RECOMPUTE, .time_s = -1};
+	/* moved: the op as it was priced; a clone: a kernel of its own, outside any fusion */
+	d.cost = s->moved ? op_cost(x, op, l, s->phase) : graph_op_cost(op, x->cfg->eager);
+	int32_t in[RM_OP_MAX_INPUTS], out[RM_OP_MAX_OUTPUTS];
+	uint32_t ni = 0, no = 0;
+	for (int i = 0; i < op->n_inputs; i++)
+		in[ni++] = rec ? residual_tensor(e, mb, l, op->inputs[i]) : t->fwd[op->inputs[i]];
+	for (int i = 0; i < op->n_outputs; i++) {
+		int v = op->outputs[i];
+		rm_value_fate fate = plan_of(x, l)->fate[v];
+		bool tracked = rec ? fate == RM_FATE_RECOMPUTED : fate != RM_FATE_SAVED && fate != RM_FATE_CARRY;
+		if (!tracked)
+			continue;
+		char tn[160];
+		TNAME(e, tn, "%slayer%02d/remat/%s", mbs, l, g->values[v].name);
+		int32_t tt = new_tensor(e, tn, rec ? g->values[v].bytes : value_bytes(x, g, v, l, RM_PPHASE_FWD),
+					RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+		out[no++] = tt;
+		if (rec)
+			t->rec[v] = tt;
+		else
+			t->fwd[v] = tt;
+	}
+	emit_plain(e, NULL, &d, in, ni, out, no);
+}
+
 /* Emits one collective (async on the collective stream, or sync on the compute stream). */
 static void emit_coll(emitter *e, const coll *k, int l, int mb, bool sync, int32_t *event_out)
 {
@@ -1768,6 +1841,10 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 		int l = base + dir * s->body_layer;
 		if (l < first_scanned(x) || l >= x->L)
 			continue; /* the pipeliner's peeled iterations, or a dense layer before the scan */
+		if (s->kind == SLOT_REMAT) {
+			emit_remat(e, s, l, mb);
+			continue;
+		}
 		layer_tensors *t = lt_of(e, mb, l);
 		if (!bwd && s->op == 0) {
 			int in_v = layer_ctx(x, l)->layer->input;
@@ -1935,6 +2012,9 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 			break;
 		case SLOT_OPTIMIZER:
 			emit_optimizer(e);
+			break;
+		case SLOT_REMAT:
+			emit_remat(e, s, s->body_layer, s->mb);
 			break;
 		}
 	}
@@ -2376,14 +2456,14 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 	for (int mb = 0; mb < x->A; mb++) {
 		mb_start[mb] = c->n;
 		for (int i = 0; i < x->embed->n_fwd_ops; i++)
-			comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_FWD, slot_units(x, &x->embed->ops[i]), false});
+			comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_FWD, slot_units(x, &x->embed->ops[i]), false, false});
 		emb_op[mb] = mb_start[mb];
 		dense_start[mb] = c->n;
 		for (int l = 0; l < l0; l++) {
 			const rm_graph *lg = layer_ctx(x, l)->layer;
 			for (int i = 0; i < lg->n_fwd_ops; i++)
 				comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, l, mb, RM_PPHASE_FWD,
-							slot_units_at(x, &lg->ops[i], l, RM_PPHASE_FWD), false});
+							slot_units_at(x, &lg->ops[i], l, RM_PPHASE_FWD), false, false});
 		}
 		fwd_loop[mb] = c->n;
 		if (unrolled) {
@@ -2391,17 +2471,17 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 				const rm_graph *lg = layer_ctx(x, l)->layer;
 				for (int i = 0; i < lg->n_fwd_ops; i++)
 					comp_add_slot(c, (slot){SLOT_OP, PART_LAYER, i, l, mb, RM_PPHASE_FWD,
-								slot_units_at(x, &lg->ops[i], l, RM_PPHASE_FWD), false});
+								slot_units_at(x, &lg->ops[i], l, RM_PPHASE_FWD), false, false});
 			}
 		} else {
 			comp_add_slot(c, (slot){SLOT_FWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_FWD,
-						loop_units(x, fwd), colls});
+						loop_units(x, fwd), colls, false});
 		}
 		logits_op[mb] = -1;
 		for (int i = 0; i < x->head->n_ops; i++) {
 			const rm_op *op = &x->head->ops[i];
 			int j = comp_add_slot(c, (slot){SLOT_OP, PART_HEAD, i, 0, mb,
-							op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD, slot_units(x, op), false});
+							op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD, slot_units(x, op), false, false});
 			if (op->kind == RM_OP_GEMM && op->phase == RM_PHASE_FWD && logits_op[mb] < 0)
 				logits_op[mb] = j;
 			if (op->phase != RM_PHASE_FWD && grads_from < 0)
@@ -2417,7 +2497,7 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 				add_layer_slots(x, c, l, mb, true);
 		} else {
 			comp_add_slot(c, (slot){SLOT_BWD_LOOP, PART_LAYER, -1, 0, mb, RM_PPHASE_BWD,
-						loop_units(x, bwd), colls});
+						loop_units(x, bwd), colls, false});
 			for (int l = l0 - 1; l >= 0; l--)
 				add_layer_slots(x, c, l, mb, true);
 		}
@@ -2425,12 +2505,12 @@ static void build_entry(const ctx *x, comp *c, const comp *fwd, const comp *bwd)
 		emb_bwd[mb] = -1;
 		for (int i = x->embed->n_fwd_ops; i < x->embed->n_ops; i++) {
 			int j = comp_add_slot(c, (slot){SLOT_OP, PART_EMBED, i, 0, mb, RM_PPHASE_BWD,
-							slot_units(x, &x->embed->ops[i]), false});
+							slot_units(x, &x->embed->ops[i]), false, false});
 			if (x->embed->ops[i].phase == RM_PHASE_BWD_WGRAD)
 				emb_bwd[mb] = j;
 		}
 	}
-	opt_pos = comp_add_slot(c, (slot){SLOT_OPTIMIZER, PART_LAYER, -1, 0, 0, RM_PPHASE_OPTIMIZER, optimizer_units(x), false});
+	opt_pos = comp_add_slot(c, (slot){SLOT_OPTIMIZER, PART_LAYER, -1, 0, 0, RM_PPHASE_OPTIMIZER, optimizer_units(x), false, false});
 	/* XLA's scheduler orders the compute of an unrolled backward too (reorder_backward) */
 	if (unrolled && x->cfg->mode == RM_SCHED_XLA && x->cfg->flags.latency_hiding_scheduler)
 		for (int mb = 0; mb < x->A; mb++)
@@ -2694,7 +2774,170 @@ static void finish_fusions(ctx *x)
 	sched_fusion_finish(&x->fu_head);
 }
 
-static void schedule_comp(const ctx *x, comp *c)
+/*
+ * Lays c out in the order the rematerialization pass left (r->order_src): its clones become
+ * SLOT_REMAT slots, a moved slot leaves its place. A collective's position p (just before slot
+ * p) becomes the position before the clones that now precede slot p, so they run inside its
+ * window and after its done; the temporaries of a clone's position are those of the slot after it.
+ */
+static void apply_remat(comp *c, const rm__remat_result *r)
+{
+	int n = r->n_order;
+	slot *slots = rm_new(slot, (size_t)n + 1);
+	int64_t *temps = rm_new(int64_t, (size_t)n + 2);
+	int *newpos = rm_new(int, (size_t)c->n + 2), *kept_src = rm_new(int, (size_t)n + 1);
+	for (int j = 0; j <= c->n; j++)
+		newpos[j] = -1;
+	int run_start = 0; /* where the clones before the next original slot begin */
+	int q = 0;
+	for (int p = 0; p < n; p++) {
+		int src = r->order_src[p];
+		if (src >= c->n)
+			continue; /* the sequence's end (never cloned) */
+		slot sl = c->slots[src];
+		if (r->order_clone[p]) {
+			sl.kind = SLOT_REMAT;
+			sl.moved = r->order_move[p];
+		} else {
+			newpos[src] = run_start;
+		}
+		kept_src[q] = src;
+		slots[q] = sl;
+		if (!r->order_clone[p])
+			run_start = q + 1;
+		q++;
+	}
+	newpos[c->n] = run_start;
+	/* a moved slot's position: that of the next slot kept */
+	for (int j = c->n - 1; j >= 0; j--)
+		if (newpos[j] < 0)
+			newpos[j] = newpos[j + 1];
+	/* the temporaries at each new position: those of the original slot at or after it */
+	temps[q] = c->temps[c->n];
+	for (int k = q - 1, next = c->n; k >= 0; k--) {
+		if (slots[k].kind != SLOT_REMAT)
+			next = kept_src[k];
+		temps[k] = c->temps[next];
+	}
+	for (int i = 0; i < c->nc; i++) {
+		coll *k = &c->colls[i];
+		if (k->start_pos >= 0)
+			k->start_pos = newpos[k->start_pos];
+		if (k->done_pos >= 0)
+			k->done_pos = newpos[k->done_pos];
+		k->s_min = k->s_min >= 0 && k->s_min <= c->n ? newpos[k->s_min] : k->s_min;
+		k->deadline = k->deadline >= 0 && k->deadline <= c->n ? newpos[k->deadline] : k->deadline;
+	}
+	free(c->slots);
+	free(c->temps);
+	c->slots = slots;
+	c->temps = temps;
+	c->n = q;
+	c->cap = n + 1;
+	c->lx_n = -1; /* the layer index is stale */
+	free(newpos);
+	free(kept_src);
+}
+
+/*
+ * XLA's rematerialization pass on the final schedule of computation c (rm__hlo_remat): the GPU
+ * compiler runs HloRematerialization after scheduling with the scheduler's memory limit
+ * (gpu_compiler.cc RunPostSchedulingPipelines, "remat-pipeline"), which HloRematerialization::Run
+ * lowers by the entry's output size. Its buffers are the layer activations c holds (value_span:
+ * forward values, recomputed and reloaded ones in the backward); only those an elementwise op
+ * (a fusion) produces can be recomputed: GEMMs and attention are cuBLAS/cuDNN custom calls,
+ * reloads copies. Everything else the sweep tracks (stacks, gathered weights, open windows,
+ * gradients) is fixed memory around them. A body's limit is the module's less what the entry holds
+ * at the loop, which is the body's baseline here. The counts go to the report once per run of
+ * c (iterations: the loop's trip count times the micro-batches; 1 for the entry).
+ */
+static void remat_comp(const ctx *x, comp *c, int iterations)
+{
+	/* the sweep's tracked peak is the sequence's peak: "already fits" needs no buffers built */
+	if (x->cfg->mode != RM_SCHED_XLA || c->n == 0 || c->tracked_peak <= x->remat_limit)
+		return;
+	rm__rseq s;
+	rm__rseq_init(&s, c->n + 1);
+	int64_t *wdelta = rm_new(int64_t, (size_t)c->n + 2), *bdelta = rm_new(int64_t, (size_t)c->n + 2);
+	for (int i = 0; i < c->nc; i++) {
+		const coll *k = &c->colls[i];
+		if (!k->sync && k->start_pos >= 0 && k->start_pos < k->done_pos && k->mem_bytes > 0) {
+			wdelta[k->start_pos] += k->mem_bytes;
+			wdelta[k->done_pos + 1] -= k->mem_bytes;
+		}
+	}
+	int *readers = rm_new(int, (size_t)c->n + 1);
+	int n_idx;
+	comp_layer_slots(c, 0, 0, &n_idx);
+	int layers = c->lx_layers, mbs = c->lx_mbs;
+	for (int bl = 0; bl < layers; bl++)
+		for (int mb = 0; mb < mbs; mb++)
+			for (int pass = 0; pass < 2; pass++) {
+				const ctx *xl = layer_ctx(x, bl);
+				const rm_graph *g = xl->layer;
+				for (int v = 0; v < g->n_values; v++) {
+					int prod, nr;
+					if (!value_span(x, c, bl, mb, pass == 1, v, &prod, readers, &nr))
+						continue;
+					const rm_op *op = &g->ops[c->slots[prod].op];
+					bool reload = pass == 1 && plan_of(xl, bl)->fate[v] == RM_FATE_OFFLOADED;
+					int64_t bytes = g->values[v].bytes;
+					/* a forward value that lives inside a fused kernel has no buffer of its own;
+					 * an op that also writes a saved value is left alone (its stacked output is
+					 * not a buffer of this sequence) */
+					bool fused_away = pass == 0 && value_bytes(xl, g, v, bl, RM_PPHASE_FWD) == 0;
+					for (int o = 0; pass == 0 && o < op->n_outputs; o++) {
+						rm_value_fate fo = plan_of(xl, bl)->fate[op->outputs[o]];
+						fused_away |= fo == RM_FATE_SAVED || fo == RM_FATE_CARRY;
+					}
+					int b = rm__rseq_add_buf(&s, prod, bytes,
+								 op->kind == RM_OP_ELEMENTWISE && !reload && !fused_away);
+					int last = prod;
+					for (int r = 0; r < nr; r++) {
+						rm__rseq_add_use(&s, readers[r], b);
+						if (readers[r] > last)
+							last = readers[r];
+					}
+					bdelta[prod] += bytes;
+					bdelta[last + 1] -= bytes;
+				}
+			}
+	int64_t open = 0, tracked = 0;
+	for (int j = 0; j <= c->n; j++) {
+		open += wdelta[j];
+		tracked += bdelta[j];
+		s.other[j] = c->baseline + c->temps[j] + open - tracked;
+		const slot *sl = j < c->n ? &c->slots[j] : NULL;
+		if (sl && sl->kind == SLOT_OP && sl->part == PART_LAYER)
+			s.flops[j] = layer_ctx(x, sl->body_layer)->layer->ops[sl->op].flops;
+	}
+	rm__remat_result r;
+	rm__hlo_remat(x->remat_limit, &s, &r);
+	if (r.order_src)
+		apply_remat(c, &r);
+	rm__remat_result_finish(&r);
+	rm_schedule_report *rep = x->rep;
+	if (r.peak_before > x->remat_limit) {
+		rep->remat_applied = true;
+		rep->remat_over |= r.over;
+		if (r.peak_before > rep->remat_peak_before_bytes)
+			rep->remat_peak_before_bytes = r.peak_before;
+		if (r.peak_after > rep->remat_peak_after_bytes)
+			rep->remat_peak_after_bytes = r.peak_after;
+		rep->remat_ops += r.recomputed * iterations;
+		rep->remat_moves += r.moved * iterations;
+		rep->remat_bytes += r.recomputed_bytes * iterations;
+		rep->remat_flops += r.recomputed_flops * iterations;
+	}
+	free(readers);
+	free(wdelta);
+	free(bdelta);
+	rm__rseq_finish(&s);
+}
+
+/* Places c's collectives, then runs XLA's rematerialization pass on it (a loop body: trips
+ * runs of it a step, its layers the MoE ones as build_body's view; the entry: trips 0). */
+static void schedule_comp(const ctx *x, comp *c, int trips)
 {
 	if (x->cfg->mode != RM_SCHED_XLA) {
 		rm__ideal_windows(c);
@@ -2703,6 +2946,9 @@ static void schedule_comp(const ctx *x, comp *c)
 		rm__lhs_sweep(&p, c);
 		if (c->first_memory_sync_tracked >= 0 && x->rep->first_memory_sync_tracked_bytes == 0)
 			x->rep->first_memory_sync_tracked_bytes = c->first_memory_sync_tracked;
+		ctx view = *x;
+		view.n_dense = 0;
+		remat_comp(trips > 0 ? &view : x, c, trips > 0 ? trips : 1);
 	}
 	index_positions(c);
 	if (c->tracked_peak > x->rep->tracked_peak_bytes)
@@ -2893,6 +3139,10 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	if (x.limit < 0)
 		x.limit = 0;
 	rep->memory_limit_bytes = x.limit;
+	/* HloRematerialization::Run: "Adjust memory limit to account for the output of the entry
+	 * computation" (the new train state, whether donated or not) */
+	x.remat_limit = x.limit > state ? x.limit - state : 0;
+	rep->remat_limit_bytes = x.remat_limit;
 	x.recompute_layers = cfg->recompute_num_layers > 0 && cfg->recompute_num_layers < x.L ? cfg->recompute_num_layers : 0;
 	if (x.recompute_layers > 0) {
 		if (cfg->scan) {
@@ -2948,11 +3198,12 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	if (cfg->scan) {
 		build_body(&x, &fwd, false);
 		build_body(&x, &bwd, true);
-		schedule_comp(&x, &fwd);
-		schedule_comp(&x, &bwd);
+		int trips = (x.L - first_scanned(&x)) / x.k * x.A;
+		schedule_comp(&x, &fwd, trips);
+		schedule_comp(&x, &bwd, trips);
 	}
 	build_entry(&x, &entry, &fwd, &bwd);
-	schedule_comp(&x, &entry);
+	schedule_comp(&x, &entry, 0);
 
 	/* emission */
 	rm_program *into = cfg->into;

@@ -465,3 +465,26 @@ Test(lhs_list, jax20763_blow_up_grows_with_layers, .timeout = 120)
 		cr_expect_gt(ratio[i], ratio[i - 1], "%d layers: x%.2f of LHS off", layers[i], ratio[i]);
 	}
 }
+
+/*
+ * XLA's rematerialization pass after scheduling (docs/schedules.md "After scheduling") on the
+ * toy: its limit is the scheduler's less the module's outputs, the new train state (the I/O less
+ * the 4 x 4096 int32 tokens, 64 KiB). At 8 layers the tracked peak is within it and nothing is
+ * added; at 32 the step is over it, the pass recomputes elementwise values of the backward and
+ * lowers the peak, but the fixed memory (saved inputs, gradients) keeps it over.
+ */
+Test(lhs_list, jax20763_rematerialization_after_scheduling, .timeout = 120)
+{
+	toy_run small = run_toy(8, NULL), big = run_toy(32, NULL);
+	int64_t tokens_bytes = 4 * 4096 * 4;
+	cr_assert_eq(big.rep.remat_limit_bytes, big.rep.memory_limit_bytes - (big.rep.io_bytes - tokens_bytes));
+	cr_assert_leq(small.rep.tracked_peak_bytes, small.rep.remat_limit_bytes);
+	cr_assert(!small.rep.remat_applied);
+	cr_assert_eq(small.rep.remat_ops + small.rep.remat_moves, 0);
+	cr_assert(big.rep.remat_applied);
+	cr_assert_eq(big.rep.remat_peak_before_bytes, big.rep.tracked_peak_bytes);
+	cr_assert_gt(big.rep.remat_ops, 0);
+	cr_assert_gt(big.rep.remat_bytes, 0);
+	cr_assert_lt(big.rep.remat_peak_after_bytes, big.rep.remat_peak_before_bytes);
+	cr_assert(big.rep.remat_over);
+}

@@ -171,6 +171,17 @@ typedef struct rm_schedule_report {
 	int64_t lhs_live_recompute_bytes;
 	int64_t lhs_recompute_layer_bytes;
 	const char *lhs_move_rule;
+	/* XLA: HloRematerialization after scheduling (docs/schedules.md "After scheduling"): its
+	 * limit (memory_limit_bytes less the entry's outputs); whether some computation's tracked
+	 * peak was over it (remat_applied), the highest such peak before and after the pass, and
+	 * still over after it; per step, the instructions it recomputed (clones), those it moved,
+	 * the bytes the clones define and their FLOPs. The step's program does not run the clones. */
+	int64_t remat_limit_bytes;
+	bool remat_applied, remat_over;
+	int64_t remat_peak_before_bytes, remat_peak_after_bytes;
+	int remat_ops, remat_moves;
+	int64_t remat_bytes;
+	double remat_flops;
 } rm_schedule_report;
 
 void rm_schedule_report_finish(rm_schedule_report *rep);

@@ -34,6 +34,12 @@ int cli_cmd_exec(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_trace(int argc, char **argv);
+/* `remora schedule --from-hlo PATH`: lowers the HLO, writes the program to output (stdout if
+ * NULL) and prints the summary; with predicted (the scenario's program), the comparison of
+ * synchronous collectives. Returns the exit code. */
+typedef struct rm_program rm_program;
+int cli_schedule_from_hlo(const char *cmd, const char *path, const char *output, const char *hardware,
+			  const char *scenario, const rm_program *predicted);
 
 /*
  * The cost model a scenario's simulation uses: the default one with collectives priced by the

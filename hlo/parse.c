@@ -192,6 +192,8 @@ static const char *skip_balanced(parser *ps, bool stop_close)
 	while (q < ps->end) {
 		char c = *q;
 		if (c == '"') {
+			const char *open = q, *open_ls = ps->line_start;
+			int open_line = ps->line;
 			q++;
 			while (q < ps->end && *q != '"') {
 				if (*q == '\\' && q + 1 < ps->end)
@@ -203,7 +205,9 @@ static const char *skip_balanced(parser *ps, bool stop_close)
 				q++;
 			}
 			if (q >= ps->end) {
-				expected(ps, q, "'\"' closing the string");
+				ps->line = open_line;
+				ps->line_start = open_ls;
+				expected(ps, open, "'\"' closing the string opened here");
 				return NULL;
 			}
 			q++;

@@ -798,8 +798,25 @@ static bool record_sync(lower *L, const hlo_instr *in, const char *name, const r
 	s->is_sync_attr = is_sync_attr;
 	s->line = in->line;
 	return emit_compute(L, in, name, cost,
-			    is_sync_attr ? "XLA: frontend attribute is_sync=true (on the compute stream)"
+			    is_sync_attr ? "XLA: is_sync on the start (frontend attribute or collective_backend_config)"
 					 : "XLA: synchronous collective (no start/done pair)");
+}
+
+/* Whether XLA made an async op synchronous: frontend_attributes is_sync="true" or (what XLA's GPU
+ * compiler itself writes) backend_config collective_backend_config.is_sync true. */
+static bool is_sync_op(const hlo_instr *in)
+{
+	char v[16];
+	if (frontend_attr(in, "is_sync", v, sizeof(v)) && strcmp(v, "true") == 0)
+		return true;
+	const hlo_attr *a = hlo__attr(in, "backend_config");
+	if (!a || !strstr(a->value, "is_sync"))
+		return false;
+	json_t *bc = backend_config(in);
+	json_t *cb = bc ? json_object_get(bc, "collective_backend_config") : NULL;
+	bool sync = cb && json_is_true(json_object_get(cb, "is_sync"));
+	json_decref(bc);
+	return sync;
 }
 
 /* The collective an async-start wraps: the called computation's root (or its one collective). */
@@ -823,8 +840,7 @@ static bool lower_instr(lower *L, const hlo_comp *c, int32_t i, hval **vals, con
 	*out = &NONE;
 	rm_coll coll;
 	coll_class cc = collective_of(op, &coll);
-	char sync[16];
-	bool is_sync = frontend_attr(in, "is_sync", sync, sizeof(sync)) && strcmp(sync, "true") == 0;
+	bool is_sync = (cc == COLL_START || strcmp(op, "async-start") == 0) && is_sync_op(in);
 	rm_cost_op cost;
 	if (strcmp(op, "tuple") == 0) {
 		hval *t = val_tuple(L, in->n_operands);
@@ -869,8 +885,7 @@ static bool lower_instr(lower *L, const hlo_comp *c, int32_t i, hval **vals, con
 		const hlo_instr *w = async_wrapped(L, in, &wc);
 		if (!w)
 			return fail(L, in, "an async-start whose calls= computation is not in the module", NULL);
-		char wsync[16];
-		bool wis_sync = is_sync || (frontend_attr(w, "is_sync", wsync, sizeof(wsync)) && strcmp(wsync, "true") == 0);
+		bool wis_sync = is_sync || is_sync_op(w);
 		if (collective_of(w->opcode, &coll) == COLL_SYNC) {
 			if (!collective_cost(L, wc, w, coll, &cost))
 				return false;

@@ -71,7 +71,8 @@ typedef struct rm_hlo_sync_collective {
 	rm_coll op;
 	int64_t bytes;    /* nccl-tests convention (remora/cost.h rm_collective_cost) */
 	int32_t group_size;
-	bool is_sync_attr; /* frontend_attributes is_sync=true on a start; false: no start/done */
+	bool is_sync_attr; /* a start marked is_sync (frontend attribute, or backend_config
+			    * collective_backend_config.is_sync); false: no start/done pair */
 	int line;          /* of the instruction in the HLO text */
 } rm_hlo_sync_collective;
 

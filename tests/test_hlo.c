@@ -319,3 +319,41 @@ Test(hlo, cli)
 	unlink(out);
 	rmdir(dir);
 }
+
+/* With a scenario: XLA's synchronous collectives (sync_ag.hlo: 2 all-gathers, 1 permute) next to
+ * the scheduler's; the scheduler's column total equals the collectives it lists. */
+Test(hlo, compare_with_scenario)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "'%s' schedule '%s/scenarios/jax20763-toy-fsdp8-h100.yaml' --from-hlo '%s' -o /dev/null 2>&1",
+		 env("REMORA_BIN"), env("REMORA_DATA_DIR"), test_file("sync_ag.hlo"));
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	char line[1024];
+	bool in_list = false;
+	long xla_total = -1, remora_total = -1, listed = 0, xla_ag = -1, xla_perm = -1;
+	while (fgets(line, sizeof(line), p)) {
+		long a, b;
+		if (sscanf(line, "  total %ld %ld", &a, &b) == 2) {
+			xla_total = a;
+			remora_total = b;
+		} else if (sscanf(line, "  all-gather %ld %ld", &a, &b) == 2) {
+			xla_ag = a;
+		} else if (sscanf(line, "  send-recv %ld %ld", &a, &b) == 2) {
+			xla_perm = a;
+		} else if (strstr(line, "the scheduler's synchronous collectives:")) {
+			in_list = true;
+		} else if (in_list && strncmp(line, "  ", 2) == 0) {
+			listed++;
+		} else {
+			in_list = false;
+		}
+	}
+	int st = pclose(p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_eq(xla_total, 3);
+	cr_assert_eq(xla_ag, 2);
+	cr_assert_eq(xla_perm, 1);
+	cr_assert_gt(remora_total, 0, "the toy FSDP scenario has synchronous collectives (overlap limit)");
+	cr_assert_eq(listed, remora_total);
+}

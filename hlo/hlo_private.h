@@ -47,6 +47,7 @@ struct rm_hlo_module {
 	char file[256];
 	bool scheduled;
 	int64_t num_partitions, replica_count;
+	int line, col; /* of the HloModule header */
 	int32_t n_comps, entry;
 	hlo_comp *comps;
 	int32_t *comp_hash; /* open addressing on names: comp index + 1, 0 empty */

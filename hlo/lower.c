@@ -484,6 +484,12 @@ static bool cudnn_attention(lower *L, const hlo_comp *c, const hlo_instr *in, rm
 
 /* ---- collectives ---- */
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
 /*
  * The first replica group's size and the nodes it spans, from replica_groups: the list form
  * {{0,1},{2,3}}, the iota form [G,S]<=[d0,d1,...] with an optional transpose T(p0,p1,...)
@@ -589,17 +595,14 @@ static bool group_of(lower *L, const hlo_instr *in, const char *attr, int32_t *s
 	}
 	if (*size < 1)
 		*size = 1;
-	/* nodes: the distinct id / gpus_per_node among the group's ids */
+	/* nodes: the distinct id / gpus_per_node among the group's ids (sorted, then counted) */
 	int32_t nodes = 0;
-	int64_t seen[4096];
-	for (int64_t j = 0; j < n; j++) {
-		int64_t node = ids[j] / gpn;
-		bool dup = false;
-		for (int32_t i = 0; i < nodes && !dup; i++)
-			dup = seen[i] == node;
-		if (!dup)
-			seen[nodes++] = node;
-	}
+	for (int64_t j = 0; j < n; j++)
+		ids[j] /= gpn;
+	qsort(ids, (size_t)n, sizeof(ids[0]), cmp_i64);
+	for (int64_t j = 0; j < n; j++)
+		if (j == 0 || ids[j] != ids[j - 1])
+			nodes++;
 	if (nodes < 1)
 		nodes = 1;
 	while (nodes > 1 && *size % nodes != 0)
@@ -1100,7 +1103,8 @@ rm_program *rm_hlo_lower(const rm_hlo_module *m, const rm_hlo_lower_options *opt
 		rep = &scratch;
 	memset(rep, 0, sizeof(*rep));
 	if (m->entry < 0) {
-		rm_error_set(err, RM_INVALID, m->file[0] ? m->file : NULL, 0, 0, "the module has no ENTRY computation");
+		rm_error_set(err, RM_INVALID, m->file[0] ? m->file : NULL, m->line, m->col,
+			     "module %s has no ENTRY computation", m->name);
 		return NULL;
 	}
 	lower L = {.m = m, .opt = &o, .rep = rep, .err = err, .ready_ev = -1};

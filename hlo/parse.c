@@ -15,6 +15,7 @@
  * in one arena freed by rm_hlo_destroy.
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,15 +264,24 @@ static bool at_shape(parser *ps)
 	return q < ps->end && *q == '[' && ptype_find(ps->p, (size_t)(q - ps->p)) >= 0;
 }
 
+/* A decimal integer, read within the text (which need not end in a NUL). */
 static bool parse_int(parser *ps, int64_t *out)
 {
 	skip_ws(ps);
-	char *e;
-	long long v = strtoll(ps->p, &e, 10);
-	if (e == ps->p)
+	const char *q = ps->p;
+	bool neg = q < ps->end && *q == '-';
+	if (neg)
+		q++;
+	if (q >= ps->end || !isdigit((unsigned char)*q))
 		return expected(ps, ps->p, "an integer");
-	ps->p = e;
-	*out = v;
+	int64_t v = 0;
+	for (; q < ps->end && isdigit((unsigned char)*q); q++) {
+		if (v > (INT64_MAX - (*q - '0')) / 10)
+			return fail_at(ps, ps->p, "an integer too large for 64 bits");
+		v = v * 10 + (*q - '0');
+	}
+	ps->p = q;
+	*out = neg ? -v : v;
 	return true;
 }
 
@@ -675,7 +685,7 @@ static bool parse_computation(parser *ps, hlo_comp *c)
 	}
 	if (!expect_char(ps, '{', "'{' opening the computation"))
 		return false;
-	int32_t cap = 16, cnt = 0;
+	int32_t cap = 16, cnt = 0, held = 0; /* held: entries of opnames/oplines set */
 	hlo_instr *ins = rm_xmalloc(sizeof(*ins) * (size_t)cap);
 	const char ***opnames = rm_xmalloc(sizeof(*opnames) * (size_t)cap);
 	int **oplines = rm_xmalloc(sizeof(*oplines) * (size_t)cap);
@@ -696,6 +706,7 @@ static bool parse_computation(parser *ps, hlo_comp *c)
 		memset(&ins[cnt], 0, sizeof(ins[cnt]));
 		opnames[cnt] = NULL;
 		oplines[cnt] = NULL;
+		held = cnt + 1;
 		ok = parse_instr(ps, &ins[cnt], &root, &opnames[cnt], &oplines[cnt]);
 		if (ok && root)
 			c->root = cnt;
@@ -716,7 +727,8 @@ static bool parse_computation(parser *ps, hlo_comp *c)
 			ok = parse_attrs(ps, &attrs, &na); /* execution_thread="..." */
 		}
 	}
-	for (int32_t i = 0; i < cnt; i++) {
+	/* the instruction that failed (index cnt) may hold its operand names too */
+	for (int32_t i = 0; i < held; i++) {
 		free(opnames[i]);
 		free(oplines[i]);
 	}
@@ -729,6 +741,8 @@ static bool parse_computation(parser *ps, hlo_comp *c)
 static bool parse_header(parser *ps)
 {
 	skip_ws(ps);
+	ps->m->line = ps->line;
+	ps->m->col = col_of(ps, ps->p);
 	if (!match_word(ps, "HloModule"))
 		return expected(ps, ps->p, "'HloModule' at the start of the module");
 	const char *s;

@@ -282,6 +282,65 @@ Test(hlo, errors_with_positions)
 	rm_hlo_destroy(m);
 }
 
+/* The trip count from backend_config known_trip_count (the condition compares two values, so it
+ * alone would not say): 3 iterations of one negate each. */
+Test(hlo, known_trip_count)
+{
+	const char *text = "HloModule k, is_scheduled=true\n"
+			   "b {\n  bp = (s32[], f32[8]{0}) parameter(0)\n"
+			   "  bi = s32[] get-tuple-element(bp), index=0\n"
+			   "  bx = f32[8]{0} get-tuple-element(bp), index=1\n"
+			   "  bn = f32[8]{0} negate(bx)\n"
+			   "  ROOT bt = (s32[], f32[8]{0}) tuple(bi, bn)\n}\n"
+			   "c {\n  cp = (s32[], f32[8]{0}) parameter(0)\n"
+			   "  ci = s32[] get-tuple-element(cp), index=0\n"
+			   "  ROOT cc = pred[] compare(ci, ci), direction=LT\n}\n"
+			   "ENTRY e {\n  p = f32[8]{0} parameter(0)\n  z = s32[] constant(0)\n"
+			   "  t = (s32[], f32[8]{0}) tuple(z, p)\n"
+			   "  ROOT w = (s32[], f32[8]{0}) while(t), condition=c, body=b, "
+			   "backend_config={\"known_trip_count\":{\"n\":\"3\"}}\n}\n";
+	rm_error err;
+	rm_hlo_module *m = rm_hlo_parse(text, strlen(text), "k.hlo", &err);
+	cr_assert_not_null(m, "%d:%d %s", err.line, err.column, err.msg);
+	rm_hlo_report rep;
+	rm_program *p = rm_hlo_lower(m, NULL, &rep, &err);
+	cr_assert_not_null(p, "%s", err.msg);
+	cr_assert_eq(rep.iterations, 3);
+	cr_assert_eq(p->n_ops, 3);
+	cr_assert_str_eq(p->ops[2].name, "w/i2/bn");
+	cr_assert_eq(p->ops[2].cost.elementwise.bytes_read, 32);
+	rm_hlo_report_finish(&rep);
+	rm_program_destroy(p);
+	rm_hlo_destroy(m);
+}
+
+/* Every prefix of a module (cut anywhere, no NUL at the end) parses and lowers or is refused with
+ * a position; only the whole text (with or without its last newline) lowers. */
+Test(hlo, truncated_anywhere)
+{
+	char *text;
+	size_t len;
+	rm_error err;
+	cr_assert(rm_read_file(test_file("sync_ag.hlo"), &text, &len, &err), "%s", err.msg);
+	size_t lowered = 0;
+	for (size_t n = 0; n <= len; n++) {
+		char *buf = malloc(n ? n : 1);
+		memcpy(buf, text, n);
+		rm_error_clear(&err);
+		rm_hlo_module *m = rm_hlo_parse(buf, n, "t.hlo", &err);
+		rm_program *p = m ? rm_hlo_lower(m, NULL, NULL, &err) : NULL;
+		if (p)
+			lowered++;
+		else
+			cr_assert(err.status != RM_OK && err.line >= (n ? 1 : 0), "prefix %zu: no error", n);
+		rm_program_destroy(p);
+		rm_hlo_destroy(m);
+		free(buf);
+	}
+	cr_assert_eq(lowered, 2);
+	free(text);
+}
+
 static int run_remora(const char *args)
 {
 	char cmd[4096];

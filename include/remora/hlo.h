@@ -34,7 +34,8 @@
 typedef struct rm_hlo_module rm_hlo_module;
 
 /*
- * Parses HLO module text. file names the text in errors (may be NULL). Errors: RM_PARSE with the
+ * Parses HLO module text (len bytes; no NUL needed at the end). file names the text in errors
+ * (may be NULL). Errors: RM_PARSE with the
  * line:column of the first token that does not fit ("expected '=' after the instruction name"),
  * RM_INVALID for an operand or computation name that is not defined. NULL on error.
  */

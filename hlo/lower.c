@@ -748,9 +748,41 @@ static int32_t called(lower *L, const hlo_instr *in, const char *attr)
 	return hlo__comp_find(L->m, name);
 }
 
+/* The constant an s32/s64 scalar constant instruction holds; false if it is not one. */
+static bool const_int(const hlo_instr *k, int64_t *v)
+{
+	if (strcmp(k->opcode, "constant") != 0)
+		return false;
+	char *e;
+	long long x = strtoll(k->args, &e, 10);
+	if (e == k->args || *e)
+		return false;
+	*v = x;
+	return true;
+}
+
+/* Where the induction variable i (get-tuple-element index k of the condition's parameter) starts:
+ * element k of the tuple the while is given, when that is a constant; else 0. */
+static int64_t loop_start(const hlo_comp *caller, const hlo_instr *in, const hlo_comp *cond, const hlo_instr *ivar)
+{
+	int64_t start = 0, k;
+	if (strcmp(ivar->opcode, "get-tuple-element") != 0 || ivar->n_operands != 1 ||
+	    strcmp(cond->instrs[ivar->operands[0]].opcode, "parameter") != 0 || in->n_operands != 1)
+		return 0;
+	const hlo_attr *ix = hlo__attr(ivar, "index");
+	k = ix ? strtoll(ix->value, NULL, 10) : -1;
+	const hlo_instr *init = &caller->instrs[in->operands[0]];
+	if (strcmp(init->opcode, "tuple") == 0 && k >= 0 && k < init->n_operands &&
+	    const_int(&caller->instrs[init->operands[k]], &start))
+		return start;
+	return 0;
+}
+
 /* The trip count of a while: backend_config known_trip_count.n, else a condition `i < N`
- * (compare direction=LT against a constant N; LE gives N + 1), counting from 0. */
-static bool trip_count(lower *L, const hlo_instr *in, int64_t *trips)
+ * (compare direction=LT against a constant N; LE gives N + 1; GT/GE with the constant first),
+ * i counting by one from its initial value in the while's operand tuple when that is a constant,
+ * else from 0. */
+static bool trip_count(lower *L, const hlo_comp *caller, const hlo_instr *in, int64_t *trips)
 {
 	json_t *bc = backend_config(in);
 	json_t *kt = bc ? json_object_get(bc, "known_trip_count") : NULL;
@@ -771,12 +803,13 @@ static bool trip_count(lower *L, const hlo_instr *in, int64_t *trips)
 		const hlo_instr *rhs = &c->instrs[root->operands[1]];
 		const hlo_instr *lhs = &c->instrs[root->operands[0]];
 		const hlo_instr *k = strcmp(rhs->opcode, "constant") == 0 ? rhs : lhs;
+		const hlo_instr *ivar = k == rhs ? lhs : rhs;
 		bool lt = (k == rhs && strcmp(dir->value, "LT") == 0) || (k == lhs && strcmp(dir->value, "GT") == 0);
 		bool le = (k == rhs && strcmp(dir->value, "LE") == 0) || (k == lhs && strcmp(dir->value, "GE") == 0);
-		char *e;
-		long long v = strcmp(k->opcode, "constant") == 0 ? strtoll(k->args, &e, 10) : -1;
-		if ((lt || le) && strcmp(k->opcode, "constant") == 0 && e != k->args && v >= 0) {
-			*trips = le ? v + 1 : v;
+		int64_t v;
+		if ((lt || le) && const_int(k, &v)) {
+			int64_t t = v - loop_start(caller, in, c, ivar) + (le ? 1 : 0);
+			*trips = t > 0 ? t : 0;
 			return true;
 		}
 	}
@@ -946,7 +979,7 @@ static bool lower_instr(lower *L, const hlo_comp *c, int32_t i, hval **vals, con
 	}
 	if (strcmp(op, "while") == 0) {
 		int64_t trips;
-		if (!trip_count(L, in, &trips))
+		if (!trip_count(L, c, in, &trips))
 			return false;
 		int32_t bi = called(L, in, "body");
 		if (bi < 0)

@@ -314,6 +314,46 @@ Test(hlo, known_trip_count)
 	rm_hlo_destroy(m);
 }
 
+/* Iterations of `while (i DIR 10)` with i starting at start (the constant in the while's operand
+ * tuple); the body adds 1 to i. */
+static int64_t iterations(int start, const char *dir)
+{
+	char text[2048];
+	snprintf(text, sizeof(text),
+		 "HloModule k, is_scheduled=true\n"
+		 "b {\n  bp = (s32[], f32[8]{0}) parameter(0)\n"
+		 "  bi = s32[] get-tuple-element(bp), index=0\n  one = s32[] constant(1)\n"
+		 "  bi1 = s32[] add(bi, one)\n  bx = f32[8]{0} get-tuple-element(bp), index=1\n"
+		 "  ROOT bt = (s32[], f32[8]{0}) tuple(bi1, bx)\n}\n"
+		 "c {\n  cp = (s32[], f32[8]{0}) parameter(0)\n"
+		 "  ci = s32[] get-tuple-element(cp), index=0\n  n = s32[] constant(10)\n"
+		 "  ROOT cc = pred[] compare(ci, n), direction=%s\n}\n"
+		 "ENTRY e {\n  p = f32[8]{0} parameter(0)\n  z = s32[] constant(%d)\n"
+		 "  t = (s32[], f32[8]{0}) tuple(z, p)\n"
+		 "  ROOT w = (s32[], f32[8]{0}) while(t), condition=c, body=b\n}\n",
+		 dir, start);
+	rm_error err;
+	rm_hlo_module *m = rm_hlo_parse(text, strlen(text), "k.hlo", &err);
+	cr_assert_not_null(m, "%d:%d %s", err.line, err.column, err.msg);
+	rm_hlo_report rep;
+	rm_program *p = rm_hlo_lower(m, NULL, &rep, &err);
+	cr_assert_not_null(p, "%s", err.msg);
+	int64_t n = rep.iterations;
+	cr_assert_eq(p->n_ops, n, "one add a body");
+	rm_hlo_report_finish(&rep);
+	rm_program_destroy(p);
+	rm_hlo_destroy(m);
+	return n;
+}
+
+Test(hlo, trip_count_from_condition)
+{
+	cr_assert_eq(iterations(0, "LT"), 10);
+	cr_assert_eq(iterations(6, "LT"), 4, "i = 6, 7, 8, 9");
+	cr_assert_eq(iterations(6, "LE"), 5, "i = 6 .. 10");
+	cr_assert_eq(iterations(12, "LT"), 0);
+}
+
 /* Every prefix of a module (cut anywhere, no NUL at the end) parses and lowers or is refused with
  * a position; only the whole text (with or without its last newline) lowers. */
 Test(hlo, truncated_anywhere)

@@ -57,6 +57,10 @@ static void print_summary(const char *path, const rm_hlo_module *m, const rm_hlo
 			fprintf(stderr, "%s %s x%lld", i ? "," : "", r->unknown_names[i], (long long)r->unknown_counts[i]);
 		fprintf(stderr, "\n");
 	}
+	if (r->stream_annotated)
+		fprintf(stderr, "remora: note: %lld instructions carry _xla_stream_annotation (an explicit stream in XLA); "
+				"they run on the one compute stream here\n",
+			(long long)r->stream_annotated);
 	if (r->unmatched_done)
 		fprintf(stderr, "remora: warning: %lld done ops whose start was not found (they wait for nothing)\n",
 			(long long)r->unmatched_done);

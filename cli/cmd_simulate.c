@@ -644,6 +644,8 @@ static int run(const char *cmd, int argc, char **argv)
 	}
 	if (from_hlo && optind >= argc) {
 		free(sets);
+		if (n_sets)
+			return cli_usage_error(cmd, "--set applies to a SCENARIO, and --from-hlo was given none");
 		const char *outs[] = {output}, *ins[] = {from_hlo};
 		rc = cli_check_outputs(cmd, outs, 1, ins, 1);
 		return rc != CLI_EXIT_OK ? rc : cli_schedule_from_hlo(cmd, from_hlo, output, hardware, NULL, NULL);

@@ -877,6 +877,9 @@ static bool lower_instr(lower *L, const hlo_comp *c, int32_t i, hval **vals, con
 	rm_coll coll;
 	coll_class cc = collective_of(op, &coll);
 	bool is_sync = (cc == COLL_START || strcmp(op, "async-start") == 0) && is_sync_op(in);
+	char sa[32];
+	if (frontend_attr(in, "_xla_stream_annotation", sa, sizeof(sa)))
+		L->rep->stream_annotated++;
 	rm_cost_op cost;
 	if (strcmp(op, "tuple") == 0) {
 		hval *t = val_tuple(L, in->n_operands);

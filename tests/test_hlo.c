@@ -200,6 +200,7 @@ Test(hlo, sync_collectives_and_groups)
 	cr_assert_eq(perm->cost.collective.bytes, 4 * 1024 * 1024);
 	cr_assert(waits_on(p, perm, ar) && waits_on(p, perm, rs) && waits_on(p, perm, cp));
 	cr_assert_eq(rep.unmatched_done, 0, "the is_sync start's done is no unmatched done");
+	cr_assert_eq(rep.stream_annotated, 1);
 	rm_hlo_report_finish(&rep);
 	rm_program_destroy(p);
 }

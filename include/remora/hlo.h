@@ -88,6 +88,8 @@ typedef struct rm_hlo_report {
 	int64_t unknown_counts[16]; /* ... and how often each was met */
 	int32_t n_unknown_names;
 	int64_t unmatched_done;     /* done ops whose start was not found */
+	int64_t stream_annotated;   /* instructions with frontend attribute _xla_stream_annotation
+				     * (an explicit stream in XLA; on the one compute stream here) */
 	rm_hlo_sync_collective *sync; /* XLA's synchronous collectives, in program order */
 	int64_t n_sync, cap_sync;
 } rm_hlo_report;

@@ -866,228 +866,270 @@ static const hlo_instr *async_wrapped(lower *L, const hlo_instr *in, const hlo_c
 	return c->root >= 0 ? &c->instrs[c->root] : NULL;
 }
 
+/* One instruction being lowered: where it is, its values so far, its program name. */
+typedef struct step {
+	lower *L;
+	const hlo_comp *c;
+	const hlo_instr *in;
+	hval **vals;
+	const char *prefix;
+	char name[512];
+	hval **out;
+} step;
+
+/* tuple, get-tuple-element and the pass-through ops: values only, no kernel. */
+static bool lower_value_op(step *s)
+{
+	const hlo_instr *in = s->in;
+	s->L->rep->no_cost++;
+	if (strcmp(in->opcode, "tuple") == 0) {
+		hval *t = val_tuple(s->L, in->n_operands);
+		for (int32_t k = 0; k < in->n_operands; k++)
+			t->elems[k] = s->vals[in->operands[k]];
+		*s->out = t;
+		return true;
+	}
+	hval *v = in->n_operands > 0 ? s->vals[in->operands[0]] : &NONE;
+	if (strcmp(in->opcode, "get-tuple-element") == 0) {
+		const hlo_attr *ix = hlo__attr(in, "index");
+		long k = ix ? strtol(ix->value, NULL, 10) : 0;
+		if (v->n > 0)
+			v = k >= 0 && k < v->n ? v->elems[k] : &NONE;
+	}
+	*s->out = v;
+	return true;
+}
+
+/* A collective: w (in computation wc) says which and how big; sync puts it on the compute stream
+ * (start_sync: a start XLA marked is_sync, else an op without start/done), else it is async. */
+static bool lower_collective(step *s, const hlo_comp *wc, const hlo_instr *w, rm_coll coll, bool sync,
+			     bool start_sync)
+{
+	rm_cost_op cost;
+	if (!collective_cost(s->L, wc, w, coll, &cost))
+		return false;
+	if (sync) {
+		if (start_sync)
+			*s->out = &SYNCED;
+		return record_sync(s->L, s->in, s->name, &cost, start_sync);
+	}
+	int32_t ev = emit_async(s->L, s->in, s->name, &cost, STREAM_COLL);
+	if (ev < 0)
+		return false;
+	s->L->rep->coll_async[coll]++;
+	*s->out = val_leaf(s->L, ev);
+	return true;
+}
+
+/* Walks computation ci with the instruction's operands as its parameters, names under sub. */
+static bool lower_called(step *s, int32_t ci, const char *sub, hval **result)
+{
+	const hlo_instr *in = s->in;
+	hval **ps = rm_new(hval *, (size_t)(in->n_operands ? in->n_operands : 1));
+	for (int32_t k = 0; k < in->n_operands; k++)
+		ps[k] = s->vals[in->operands[k]];
+	char pre[600];
+	snprintf(pre, sizeof(pre), "%s%s/", s->prefix, sub);
+	bool ok = lower_comp(s->L, ci, ps, in->n_operands, pre, result);
+	free(ps);
+	return ok;
+}
+
+/* async-start: a wrapped collective (async unless marked is_sync), or another op run in place. */
+static bool lower_async_start(step *s, bool is_sync)
+{
+	const hlo_comp *wc = NULL;
+	const hlo_instr *w = async_wrapped(s->L, s->in, &wc);
+	if (!w)
+		return fail(s->L, s->in, "an async-start whose calls= computation is not in the module", NULL);
+	rm_coll coll;
+	if (collective_of(w->opcode, &coll) == COLL_SYNC) {
+		bool sync = is_sync || is_sync_op(w);
+		return lower_collective(s, wc, w, coll, sync, sync);
+	}
+	hval *r;
+	*s->out = &SYNCED;
+	return lower_called(s, (int32_t)(wc - s->L->m->comps), s->in->name, &r);
+}
+
+/* A done: the next compute op waits for the async op its operand carries. */
+static bool lower_done(step *s)
+{
+	const hlo_instr *in = s->in;
+	bool found = false;
+	if (in->n_operands > 0)
+		add_done_waits(s->L, s->vals[in->operands[0]], &found);
+	if (!found && !(in->n_operands > 0 && s->vals[in->operands[0]] == &SYNCED))
+		s->L->rep->unmatched_done++;
+	s->L->rep->no_cost++;
+	return true;
+}
+
+/* copy-start: host-to-device when the source is in host memory, device-to-host when the
+ * destination is, else device-to-device. */
+static bool lower_copy_start(step *s)
+{
+	const hlo_shape *src = operand_shape(s->c, s->in, 0);
+	const hlo_shape *dst = first_array(&s->in->shape);
+	rm_cost_op cost;
+	memset(&cost, 0, sizeof(cost));
+	cost.kind = RM_COST_COPY;
+	cost.copy.bytes = src ? hlo__shape_bytes(src) : 0;
+	bool from_host = src && first_array(src)->mem_space == HOST_MEMORY_SPACE;
+	bool to_host = dst->mem_space == HOST_MEMORY_SPACE;
+	cost.copy.dir = from_host && !to_host ? RM_COPY_H2D : to_host && !from_host ? RM_COPY_D2H : RM_COPY_D2D;
+	int32_t ev = emit_async(s->L, s->in, s->name, &cost, cost.copy.dir == RM_COPY_H2D ? STREAM_H2D : STREAM_D2H);
+	if (ev < 0)
+		return false;
+	s->L->rep->copies++;
+	*s->out = val_leaf(s->L, ev);
+	return true;
+}
+
+/* while: the body trip-count times, each iteration's result the next one's parameter. */
+static bool lower_while(step *s)
+{
+	const hlo_instr *in = s->in;
+	int64_t trips;
+	if (!trip_count(s->L, s->c, in, &trips))
+		return false;
+	int32_t bi = called(s->L, in, "body");
+	if (bi < 0)
+		return fail(s->L, in, "a while loop whose body= computation is not in the module", NULL);
+	s->L->rep->whiles++;
+	hval *v = in->n_operands > 0 ? s->vals[in->operands[0]] : &NONE;
+	for (int64_t t = 0; t < trips; t++) {
+		char pre[600];
+		snprintf(pre, sizeof(pre), "%s%s/i%lld/", s->prefix, in->name, (long long)t);
+		hval *r;
+		if (!lower_comp(s->L, bi, &v, 1, pre, &r))
+			return false;
+		v = r;
+		s->L->rep->iterations++;
+	}
+	*s->out = v;
+	return true;
+}
+
+static bool emit_kind(step *s, const rm_cost_op *cost, int64_t *counter)
+{
+	if (counter)
+		(*counter)++;
+	return emit_compute(s->L, s->in, s->name, cost, NULL);
+}
+
+/* A fusion: the largest dot it holds as a GEMM (cuBLAS and Triton GEMM fusions), else
+ * memory-bound by its operands and result. */
+static bool lower_fusion(step *s)
+{
+	rm_cost_op cost;
+	int32_t fi = called(s->L, s->in, "calls");
+	if (fi >= 0) {
+		const hlo_comp *f = &s->L->m->comps[fi];
+		rm_gemm_shape best = {0}, g;
+		double best_flops = 0;
+		for (int32_t k = 0; k < f->n_instrs; k++)
+			if (strcmp(f->instrs[k].opcode, "dot") == 0 && dot_gemm(f, &f->instrs[k], &g)) {
+				double fl = 2.0 * (double)g.batch * (double)g.m * (double)g.n * (double)g.k;
+				if (fl > best_flops) {
+					best_flops = fl;
+					best = g;
+				}
+			}
+		if (best_flops > 0) {
+			memset(&cost, 0, sizeof(cost));
+			cost.kind = RM_COST_GEMM;
+			cost.gemm = best;
+			return emit_kind(s, &cost, &s->L->rep->gemm);
+		}
+	}
+	cost = membound(s->c, s->in);
+	return emit_kind(s, &cost, &s->L->rep->memory_bound);
+}
+
+/* custom-call: cuBLAS GEMMs, cuDNN attention; other targets unknown, memory-bound. */
+static bool lower_custom_call(step *s)
+{
+	const hlo_attr *t = hlo__attr(s->in, "custom_call_target");
+	char target[128];
+	snprintf(target, sizeof(target), "%s", t ? t->value : "");
+	if (target[0] == '"') {
+		memmove(target, target + 1, strlen(target));
+		char *q = strchr(target, '"');
+		if (q)
+			*q = '\0';
+	}
+	rm_cost_op cost;
+	memset(&cost, 0, sizeof(cost));
+	if (str_starts(target, "__cublas$gemm") || str_starts(target, "__cublas$lt$matmul")) {
+		cost.kind = RM_COST_GEMM;
+		return cublas_gemm(s->L, s->c, s->in, &cost.gemm) && emit_kind(s, &cost, &s->L->rep->gemm);
+	}
+	if (str_starts(target, "__cudnn$fmha")) {
+		cost.kind = RM_COST_ATTENTION;
+		return cudnn_attention(s->L, s->c, s->in, &cost.attention) && emit_kind(s, &cost, &s->L->rep->attention);
+	}
+	char what[160];
+	snprintf(what, sizeof(what), "custom-call:%s", target);
+	note_unknown(s->L, what);
+	cost = membound(s->c, s->in);
+	return emit_kind(s, &cost, NULL);
+}
+
 /* One instruction of computation c; *out its value. */
 static bool lower_instr(lower *L, const hlo_comp *c, int32_t i, hval **vals, const char *prefix, hval **out)
 {
-	const hlo_instr *in = &c->instrs[i];
-	const char *op = in->opcode;
-	char name[512];
-	snprintf(name, sizeof(name), "%s%s", prefix, in->name);
+	step s = {.L = L, .c = c, .in = &c->instrs[i], .vals = vals, .prefix = prefix, .out = out};
+	const char *op = s.in->opcode;
+	snprintf(s.name, sizeof(s.name), "%s%s", prefix, s.in->name);
 	*out = &NONE;
+	char sa[32];
+	if (frontend_attr(s.in, "_xla_stream_annotation", sa, sizeof(sa)))
+		L->rep->stream_annotated++;
 	rm_coll coll;
 	coll_class cc = collective_of(op, &coll);
-	bool is_sync = (cc == COLL_START || strcmp(op, "async-start") == 0) && is_sync_op(in);
-	char sa[32];
-	if (frontend_attr(in, "_xla_stream_annotation", sa, sizeof(sa)))
-		L->rep->stream_annotated++;
-	rm_cost_op cost;
-	if (strcmp(op, "tuple") == 0) {
-		hval *t = val_tuple(L, in->n_operands);
-		for (int32_t k = 0; k < in->n_operands; k++)
-			t->elems[k] = vals[in->operands[k]];
-		*out = t;
-		L->rep->no_cost++;
-		return true;
+	if (cc == COLL_SYNC || cc == COLL_START) {
+		bool start_sync = cc == COLL_START && is_sync_op(s.in);
+		return lower_collective(&s, c, s.in, coll, cc == COLL_SYNC || start_sync, start_sync);
 	}
-	if (strcmp(op, "get-tuple-element") == 0 || strcmp(op, "bitcast") == 0 || strcmp(op, "opt-barrier") == 0 ||
-	    strcmp(op, "async-update") == 0 || strcmp(op, "add-dependency") == 0) {
-		hval *v = in->n_operands > 0 ? vals[in->operands[0]] : &NONE;
-		if (strcmp(op, "get-tuple-element") == 0) {
-			const hlo_attr *ix = hlo__attr(in, "index");
-			long k = ix ? strtol(ix->value, NULL, 10) : 0;
-			if (v->n > 0)
-				v = k >= 0 && k < v->n ? v->elems[k] : &NONE;
-		}
-		*out = v;
-		L->rep->no_cost++;
-		return true;
-	}
-	if (cc == COLL_SYNC || ((cc == COLL_START) && is_sync)) {
-		if (!collective_cost(L, c, in, coll, &cost))
-			return false;
-		if (cc == COLL_START)
-			*out = &SYNCED;
-		return record_sync(L, in, name, &cost, cc == COLL_START);
-	}
-	if (cc == COLL_START) {
-		if (!collective_cost(L, c, in, coll, &cost))
-			return false;
-		int32_t ev = emit_async(L, in, name, &cost, STREAM_COLL);
-		if (ev < 0)
-			return false;
-		L->rep->coll_async[coll]++;
-		*out = val_leaf(L, ev);
-		return true;
-	}
-	if (strcmp(op, "async-start") == 0) {
-		const hlo_comp *wc = NULL;
-		const hlo_instr *w = async_wrapped(L, in, &wc);
-		if (!w)
-			return fail(L, in, "an async-start whose calls= computation is not in the module", NULL);
-		bool wis_sync = is_sync || is_sync_op(w);
-		if (collective_of(w->opcode, &coll) == COLL_SYNC) {
-			if (!collective_cost(L, wc, w, coll, &cost))
-				return false;
-			if (wis_sync) {
-				*out = &SYNCED;
-				return record_sync(L, in, name, &cost, true);
-			}
-			int32_t ev = emit_async(L, in, name, &cost, STREAM_COLL);
-			if (ev < 0)
-				return false;
-			L->rep->coll_async[coll]++;
-			*out = val_leaf(L, ev);
-			return true;
-		}
-		/* another wrapped op: run where it is, as its computation says */
-		hval **ps = rm_new(hval *, (size_t)(in->n_operands ? in->n_operands : 1));
-		for (int32_t k = 0; k < in->n_operands; k++)
-			ps[k] = vals[in->operands[k]];
-		hval *r;
-		char pre[600];
-		snprintf(pre, sizeof(pre), "%s/", name);
-		bool ok = lower_comp(L, (int32_t)(wc - L->m->comps), ps, in->n_operands, pre, &r);
-		free(ps);
-		*out = &SYNCED;
-		return ok;
-	}
-	if (cc == COLL_DONE || strcmp(op, "async-done") == 0 || strcmp(op, "copy-done") == 0) {
-		bool found = false;
-		if (in->n_operands > 0)
-			add_done_waits(L, vals[in->operands[0]], &found);
-		if (!found && !(in->n_operands > 0 && vals[in->operands[0]] == &SYNCED))
-			L->rep->unmatched_done++;
-		L->rep->no_cost++;
-		return true;
-	}
-	if (strcmp(op, "copy-start") == 0) {
-		const hlo_shape *src = operand_shape(c, in, 0);
-		const hlo_shape *dst = first_array(&in->shape);
-		memset(&cost, 0, sizeof(cost));
-		cost.kind = RM_COST_COPY;
-		cost.copy.bytes = src ? hlo__shape_bytes(src) : 0;
-		bool from_host = src && first_array(src)->mem_space == HOST_MEMORY_SPACE;
-		bool to_host = dst->mem_space == HOST_MEMORY_SPACE;
-		cost.copy.dir = from_host && !to_host ? RM_COPY_H2D : to_host && !from_host ? RM_COPY_D2H : RM_COPY_D2D;
-		int32_t ev = emit_async(L, in, name, &cost, cost.copy.dir == RM_COPY_H2D ? STREAM_H2D : STREAM_D2H);
-		if (ev < 0)
-			return false;
-		L->rep->copies++;
-		*out = val_leaf(L, ev);
-		return true;
-	}
+	if (cc == COLL_DONE || strcmp(op, "async-done") == 0 || strcmp(op, "copy-done") == 0)
+		return lower_done(&s);
+	if (strcmp(op, "tuple") == 0 || strcmp(op, "get-tuple-element") == 0 || strcmp(op, "bitcast") == 0 ||
+	    strcmp(op, "opt-barrier") == 0 || strcmp(op, "async-update") == 0 || strcmp(op, "add-dependency") == 0)
+		return lower_value_op(&s);
+	if (strcmp(op, "async-start") == 0)
+		return lower_async_start(&s, is_sync_op(s.in));
+	if (strcmp(op, "copy-start") == 0)
+		return lower_copy_start(&s);
 	if (no_cost_op(op)) {
 		L->rep->no_cost++;
 		return true;
 	}
-	if (strcmp(op, "while") == 0) {
-		int64_t trips;
-		if (!trip_count(L, c, in, &trips))
-			return false;
-		int32_t bi = called(L, in, "body");
-		if (bi < 0)
-			return fail(L, in, "a while loop whose body= computation is not in the module", NULL);
-		L->rep->whiles++;
-		hval *v = in->n_operands > 0 ? vals[in->operands[0]] : &NONE;
-		for (int64_t t = 0; t < trips; t++) {
-			char pre[600];
-			snprintf(pre, sizeof(pre), "%s%s/i%lld/", prefix, in->name, (long long)t);
-			hval *r;
-			if (!lower_comp(L, bi, &v, 1, pre, &r))
-				return false;
-			v = r;
-			L->rep->iterations++;
-		}
-		*out = v;
-		return true;
-	}
+	if (strcmp(op, "while") == 0)
+		return lower_while(&s);
 	if (strcmp(op, "call") == 0) {
-		int32_t ci = called(L, in, "to_apply");
+		int32_t ci = called(L, s.in, "to_apply");
 		if (ci < 0)
-			return fail(L, in, "a call whose to_apply= computation is not in the module", NULL);
-		hval **ps = rm_new(hval *, (size_t)(in->n_operands ? in->n_operands : 1));
-		for (int32_t k = 0; k < in->n_operands; k++)
-			ps[k] = vals[in->operands[k]];
-		char pre[600];
-		snprintf(pre, sizeof(pre), "%s%s/", prefix, in->name);
-		bool ok = lower_comp(L, ci, ps, in->n_operands, pre, out);
-		free(ps);
-		return ok;
+			return fail(L, s.in, "a call whose to_apply= computation is not in the module", NULL);
+		return lower_called(&s, ci, s.in->name, out);
 	}
-	if (strcmp(op, "fusion") == 0) {
-		int32_t fi = called(L, in, "calls");
-		if (fi >= 0) {
-			/* a fusion around a dot (cuBLAS or Triton GEMM fusions): the largest dot's GEMM */
-			const hlo_comp *f = &L->m->comps[fi];
-			rm_gemm_shape best = {0}, g;
-			double best_flops = 0;
-			for (int32_t k = 0; k < f->n_instrs; k++)
-				if (strcmp(f->instrs[k].opcode, "dot") == 0 && dot_gemm(f, &f->instrs[k], &g)) {
-					double fl = 2.0 * (double)g.batch * (double)g.m * (double)g.n * (double)g.k;
-					if (fl > best_flops) {
-						best_flops = fl;
-						best = g;
-					}
-				}
-			if (best_flops > 0) {
-				memset(&cost, 0, sizeof(cost));
-				cost.kind = RM_COST_GEMM;
-				cost.gemm = best;
-				L->rep->gemm++;
-				return emit_compute(L, in, name, &cost, NULL);
-			}
-		}
-		cost = membound(c, in);
-		L->rep->memory_bound++;
-		return emit_compute(L, in, name, &cost, NULL);
-	}
+	if (strcmp(op, "fusion") == 0)
+		return lower_fusion(&s);
+	if (strcmp(op, "custom-call") == 0)
+		return lower_custom_call(&s);
+	rm_cost_op cost;
 	if (strcmp(op, "dot") == 0) {
 		memset(&cost, 0, sizeof(cost));
 		cost.kind = RM_COST_GEMM;
-		if (!dot_gemm(c, in, &cost.gemm))
-			return fail(L, in, "a dot whose dimension numbers remora cannot read", NULL);
-		L->rep->gemm++;
-		return emit_compute(L, in, name, &cost, NULL);
+		if (!dot_gemm(c, s.in, &cost.gemm))
+			return fail(L, s.in, "a dot whose dimension numbers remora cannot read", NULL);
+		return emit_kind(&s, &cost, &L->rep->gemm);
 	}
-	if (strcmp(op, "custom-call") == 0) {
-		const hlo_attr *t = hlo__attr(in, "custom_call_target");
-		char target[128];
-		snprintf(target, sizeof(target), "%s", t ? t->value : "");
-		if (target[0] == '"') {
-			memmove(target, target + 1, strlen(target));
-			char *q = strchr(target, '"');
-			if (q)
-				*q = '\0';
-		}
-		memset(&cost, 0, sizeof(cost));
-		if (str_starts(target, "__cublas$gemm") || str_starts(target, "__cublas$lt$matmul")) {
-			cost.kind = RM_COST_GEMM;
-			if (!cublas_gemm(L, c, in, &cost.gemm))
-				return false;
-			L->rep->gemm++;
-			return emit_compute(L, in, name, &cost, NULL);
-		}
-		if (str_starts(target, "__cudnn$fmha")) {
-			cost.kind = RM_COST_ATTENTION;
-			if (!cudnn_attention(L, c, in, &cost.attention))
-				return false;
-			L->rep->attention++;
-			return emit_compute(L, in, name, &cost, NULL);
-		}
-		char what[160];
-		snprintf(what, sizeof(what), "custom-call:%s", target);
-		note_unknown(L, what);
-		cost = membound(c, in);
-		return emit_compute(L, in, name, &cost, NULL);
-	}
-	if (membound_op(op)) {
-		cost = membound(c, in);
-		L->rep->memory_bound++;
-		return emit_compute(L, in, name, &cost, NULL);
-	}
+	cost = membound(c, s.in);
+	if (membound_op(op))
+		return emit_kind(&s, &cost, &L->rep->memory_bound);
 	note_unknown(L, op);
-	cost = membound(c, in);
-	return emit_compute(L, in, name, &cost, NULL);
+	return emit_kind(&s, &cost, NULL);
 }
 
 /* Walks computation ci with params (its parameter(k) values; one tuple for a while body). */

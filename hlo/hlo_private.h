@@ -25,6 +25,7 @@ typedef struct hlo_instr {
 	const char *name;
 	const char *opcode;
 	hlo_shape shape;
+	bool shape_inferred; /* written without a shape: inferred from the operands (parse.c) */
 	const char *args;   /* the text between the parentheses (constants, parameter numbers) */
 	int32_t n_operands;
 	int32_t *operands;  /* indices in the computation's instructions */

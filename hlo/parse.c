@@ -571,8 +571,19 @@ static bool parse_instr(parser *ps, hlo_instr *in, bool *root, const char ***opn
 	in->name = arena_strndup(&ps->m->arena, s, n);
 	if (!expect_char(ps, '=', "'=' after the instruction name"))
 		return false;
-	if (!parse_shape(ps, &in->shape, 0))
-		return false;
+	/* the shape may be left out (hand-written HLO: the parser infers it); XLA's dumps print it */
+	if (at_shape(ps)) {
+		if (!parse_shape(ps, &in->shape, 0))
+			return false;
+	} else {
+		/* "f33[2]": a shape whose element type is not one */
+		const char *q = ps->p;
+		while (q < ps->end && isalnum((unsigned char)*q))
+			q++;
+		if (q < ps->end && *q == '[')
+			return expected(ps, ps->p, "a shape (an element type such as f32, bf16, s32, pred, or a tuple)");
+		in->shape_inferred = true;
+	}
 	n = lex_name(ps, &s);
 	if (n == 0)
 		return expected(ps, ps->p, "an opcode after the shape");
@@ -629,6 +640,45 @@ fail:
 	return false;
 }
 
+/* The shape of an instruction written without one, from its operands (they come first): a
+ * tuple's is the tuple of theirs, a get-tuple-element's the element's, a while's or an
+ * elementwise op's that of operand 0 (compare: pred of it); a copy, not a new array. Shapes
+ * XLA's inference would give otherwise (a dot, a reduce) are left as an empty tuple: no bytes. */
+static void infer_shape(parser *ps, hlo_comp *c, hlo_instr *in)
+{
+	memset(&in->shape, 0, sizeof(in->shape));
+	in->shape.ptype = -1;
+	const char *op = in->opcode;
+	if (strcmp(op, "tuple") == 0) {
+		in->shape.rank = in->n_operands;
+		in->shape.elems = arena_alloc(&ps->m->arena, sizeof(hlo_shape) * (size_t)(in->n_operands ? in->n_operands : 1));
+		for (int32_t k = 0; k < in->n_operands; k++)
+			in->shape.elems[k] = c->instrs[in->operands[k]].shape;
+		return;
+	}
+	if (in->n_operands == 0)
+		return;
+	const hlo_shape *s0 = &c->instrs[in->operands[0]].shape;
+	if (strcmp(op, "get-tuple-element") == 0) {
+		const hlo_attr *ix = hlo__attr(in, "index");
+		long k = ix ? strtol(ix->value, NULL, 10) : -1;
+		if (s0->ptype < 0 && k >= 0 && k < s0->rank)
+			in->shape = s0->elems[k];
+		return;
+	}
+	static const char *const same[] = {"while", "add", "subtract", "multiply", "divide", "maximum", "minimum",
+					   "negate", "abs", "exponential", "log", "tanh", "sqrt", "rsqrt", "copy",
+					   "select", "clamp", "and", "or", "xor", "not", "power", "compare", "convert",
+					   "opt-barrier", "bitcast", "all-reduce", "collective-permute", "fusion"};
+	for (size_t i = 0; i < RM_ARRAY_SIZE(same); i++)
+		if (strcmp(op, same[i]) == 0) {
+			in->shape = *(strcmp(op, "select") == 0 && in->n_operands > 1 ? &c->instrs[in->operands[1]].shape : s0);
+			if (strcmp(op, "compare") == 0 && in->shape.ptype >= 0)
+				in->shape.ptype = 0; /* pred */
+			return;
+		}
+}
+
 /* Resolves operand names to instruction indices in the computation. */
 static bool resolve_operands(parser *ps, hlo_comp *c, const char ***opnames, int **oplines)
 {
@@ -655,6 +705,8 @@ static bool resolve_operands(parser *ps, hlo_comp *c, const char ***opnames, int
 			}
 			in->operands[k] = j;
 		}
+		if (ok && in->shape_inferred)
+			infer_shape(ps, c, in);
 	}
 	free(t.slots);
 	return ok;

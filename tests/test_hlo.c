@@ -315,6 +315,24 @@ Test(hlo, known_trip_count)
 	rm_hlo_destroy(m);
 }
 
+/* Hand-written HLO leaves shapes out (XLA's parser infers them): a get-tuple-element takes the
+ * element's, a negate its operand's, so the negate reads and writes f32[4] = 16 bytes. */
+Test(hlo, shapes_left_out)
+{
+	const char *text = "HloModule s\nENTRY e {\n  p = (f32[4]{0}, s32[]) parameter(0)\n"
+			   "  g = get-tuple-element(p), index=0\n  n = negate(g)\n  ROOT t = tuple(n, g)\n}\n";
+	rm_error err;
+	rm_hlo_module *m = rm_hlo_parse(text, strlen(text), "s.hlo", &err);
+	cr_assert_not_null(m, "%d:%d %s", err.line, err.column, err.msg);
+	rm_program *p = rm_hlo_lower(m, NULL, NULL, &err);
+	cr_assert_not_null(p, "%s", err.msg);
+	cr_assert_eq(p->n_ops, 1);
+	cr_assert_eq(p->ops[0].cost.elementwise.bytes_read, 16);
+	cr_assert_eq(p->ops[0].cost.elementwise.bytes_written, 16);
+	rm_program_destroy(p);
+	rm_hlo_destroy(m);
+}
+
 /* Iterations of `while (i DIR 10)` with i starting at start (the constant in the while's operand
  * tuple); the body adds 1 to i. */
 static int64_t iterations(int start, const char *dir)

@@ -50,6 +50,12 @@ int cli_load_scenario(const char *cmd, const char *path, char **sets, int n_sets
  * holds no trace.
  */
 bool cli_trace_files(int argc, char **argv, char ***files, int *n);
+/* `remora schedule --from-hlo PATH`: lowers the HLO, writes the program to output (stdout if
+ * NULL) and prints the summary; with predicted (the scenario's program), the comparison of
+ * synchronous collectives. Returns the exit code. */
+typedef struct rm_program rm_program;
+int cli_schedule_from_hlo(const char *cmd, const char *path, const char *output, const char *hardware,
+			  const char *scenario, const rm_program *predicted);
 
 /*
  * The cost model a scenario's simulation uses: the default one with collectives priced by the

@@ -1,7 +1,8 @@
 /*
  * `remora schedule SCENARIO [--set KEY=VALUE]... [-o program.json]` writes the schedule program
  * XLA would run; `remora simulate SCENARIO [--set KEY=VALUE]... [--json] [--trace OUT]` runs it
- * and prints the result (docs/design.md contract 3).
+ * and prints the result (docs/design.md contract 3). `remora schedule --from-hlo FILE [SCENARIO]`
+ * lowers XLA's own scheduled HLO instead (cli/cmd_hlo.c, docs/hlo.md).
  */
 /* realpath (XSI) */
 #define _XOPEN_SOURCE 700
@@ -24,24 +25,30 @@ static void simulate_usage(FILE *out, const char *cmd)
 {
 	bool sim = strcmp(cmd, "simulate") == 0;
 	fprintf(out,
-		"usage: remora %s SCENARIO [--set KEY=VALUE]... %s\n\n"
+		"usage: remora %s SCENARIO [--set KEY=VALUE]... %s\n%s\n"
 		"%s\n\n"
 		"options:\n"
 		"  -s, --set KEY=VALUE   override a scenario key, e.g. --set training.micro_batch=4,\n"
 		"                        --set remat.names=[dot_mlp_out], --set xla_flags='--xla_...'\n",
 		cmd, sim ? "[--json] [--trace OUT] [--breakdown]" : "[-o PROGRAM.json]",
+		sim ? "" : "       remora schedule [SCENARIO] --from-hlo FILE [-o PROGRAM.json] [--hardware NAME]\n",
 		sim ? "Builds the step's schedule as XLA would and simulates it: step time, tokens/s per GPU,\n"
 		      "MFU, peak memory against capacity, exposed communication, and every collective that\n"
 		      "runs synchronously on the compute stream with its reason."
 		    : "Writes the schedule program of one training step as XLA would run it (streams, tensors,\n"
-		      "events, ops), for `remora run-program` or `remora exec`.");
+		      "events, ops), for `remora run-program` or `remora exec`. With --from-hlo, the program is\n"
+		      "the one XLA itself scheduled (its *.after_optimizations.txt HLO dump), with a summary on\n"
+		      "stderr: ops by kind and the collectives XLA made synchronous; given a SCENARIO as well,\n"
+		      "next to the ones remora's scheduler makes synchronous for it (docs/hlo.md).");
 	if (sim)
 		fprintf(out, "  -j, --json            the result as JSON (schema remora.result/1)\n"
 			     "  -t, --trace OUT       write a Perfetto/Chrome trace of the step to OUT\n"
 			     "  -b, --breakdown       time by kernel class (summing to the step time) with roofline\n"
 			     "                        bounds, and memory by tensor role at the peak (docs/sim.md)\n");
 	else
-		fprintf(out, "  -o, --output FILE     write the program there (default: stdout)\n");
+		fprintf(out, "  -o, --output FILE     write the program there (default: stdout)\n"
+			     "  -F, --from-hlo FILE   lower XLA's scheduled HLO text (--xla_dump_hlo_as_text) instead\n"
+			     "  -H, --hardware NAME   with --from-hlo: the program's runtime.hardware (default h100-sxm)\n");
 	fprintf(out, "  -h, --help            this help\n\nScenario keys: see docs/scenarios.md.\n");
 }
 
@@ -582,13 +589,14 @@ static int run(const char *cmd, int argc, char **argv)
 		{"set", required_argument, NULL, 's'},   {"json", no_argument, NULL, 'j'},
 		{"trace", required_argument, NULL, 't'}, {"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},        {"breakdown", no_argument, NULL, 'b'},
+		{"from-hlo", required_argument, NULL, 'F'}, {"hardware", required_argument, NULL, 'H'},
 		{0, 0, 0, 0},
 	};
 	char **sets = rm_new(char *, (size_t)argc + 1);
 	int n_sets = 0, c, rc = CLI_EXIT_OK;
 	bool json = false, breakdown = false;
-	const char *trace = NULL, *output = NULL;
-	const char *shortopts = sim ? "s:jt:bh" : "s:o:h";
+	const char *trace = NULL, *output = NULL, *from_hlo = NULL, *hardware = NULL;
+	const char *shortopts = sim ? "s:jt:bh" : "s:o:F:H:h";
 	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 's':
@@ -616,6 +624,18 @@ static int run(const char *cmd, int argc, char **argv)
 			}
 			output = optarg;
 			break;
+		case 'F':
+		case 'H':
+			if (sim) {
+				free(sets);
+				return cli_usage_error(cmd, "--%s is an option of `remora schedule`",
+						       c == 'F' ? "from-hlo" : "hardware");
+			}
+			if (c == 'F')
+				from_hlo = optarg;
+			else
+				hardware = optarg;
+			break;
 		case 'h':
 			simulate_usage(stdout, cmd);
 			free(sets);
@@ -624,6 +644,18 @@ static int run(const char *cmd, int argc, char **argv)
 			free(sets);
 			return cli_option_error(cmd, argc, argv, shortopts, longopts);
 		}
+	}
+	if (hardware && !from_hlo) {
+		free(sets);
+		return cli_usage_error(cmd, "--hardware goes with --from-hlo (a scenario names its hardware)");
+	}
+	if (from_hlo && optind >= argc) {
+		free(sets);
+		if (n_sets)
+			return cli_usage_error(cmd, "--set applies to a SCENARIO, and --from-hlo was given none");
+		const char *outs[] = {output}, *ins[] = {from_hlo};
+		rc = cli_check_outputs(cmd, outs, 1, ins, 1);
+		return rc != CLI_EXIT_OK ? rc : cli_schedule_from_hlo(cmd, from_hlo, output, hardware, NULL, NULL);
 	}
 	if (optind >= argc) {
 		free(sets);
@@ -642,8 +674,8 @@ static int run(const char *cmd, int argc, char **argv)
 	{
 		char model[1100];
 		const char *outs[] = {trace, output};
-		const char *ins[] = {argv[optind], rm_scenario_model_file(&sc, model, sizeof(model))};
-		rc = cli_check_outputs(cmd, outs, 2, ins, 2);
+		const char *ins[] = {argv[optind], rm_scenario_model_file(&sc, model, sizeof(model)), from_hlo};
+		rc = cli_check_outputs(cmd, outs, 2, ins, 3);
 		if (rc != CLI_EXIT_OK) {
 			rm_scenario_resolved_finish(&res);
 			return rc;
@@ -674,6 +706,10 @@ static int run(const char *cmd, int argc, char **argv)
 	prog->runtime.power_w = res.hw.power_W;
 	prog->runtime.hbm_bytes = res.hw.hbm_bytes;
 	prog->runtime.kernels = res.cost.kernels;
+	if (from_hlo) {
+		rc = cli_schedule_from_hlo(cmd, from_hlo, output, hardware, argv[optind], prog);
+		goto done;
+	}
 	if (!sim) {
 		bool ok = output ? rm_file_write(output, program_fn, prog, &err) : rm_program_write(prog, stdout, &err);
 		if (!ok) {

@@ -14,7 +14,7 @@ build_only=false
 [ "${1:-}" = --build ] && { build_only=true; shift; }
 seconds=${1:-20}
 shift || true
-all=(scenario scenario_set hfconfig program xla_flags remat_policy nccl_tests calib_jsonl size validation_case trace)
+all=(scenario scenario_set hfconfig program xla_flags remat_policy nccl_tests calib_jsonl size validation_case trace hlo)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 jobs=${FUZZ_JOBS:-2}

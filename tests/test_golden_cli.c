@@ -91,6 +91,17 @@ static void golden(const char *name, const char *args)
 	free(golden_out(name, args));
 }
 
+/* XLA's own schedule read from HLO text (tests/data/hlo/pipelined_ag.hlo, docs/hlo.md): the
+ * program, byte for byte. */
+Test(golden, schedule_from_hlo_json)
+{
+	const char *data = getenv("REMORA_TEST_DATA");
+	cr_assert_not_null(data, "REMORA_TEST_DATA must point at tests/data");
+	char args[1200];
+	snprintf(args, sizeof(args), "schedule --from-hlo '%s/hlo/pipelined_ag.hlo'", data);
+	golden("schedule-from-hlo-pipelined-ag.json", args);
+}
+
 Test(golden, describe_gpt2_json)
 {
 	golden("describe-gpt-2.json", "describe gpt-2 --json");
@@ -502,6 +513,9 @@ Test(cli_errors, bad_usage_exits_2)
 		{"schedule x.yaml --set training.foo=3", "unknown key \"training.foo\""},
 		{"search x.yaml --set training.foo=3", "unknown key \"training.foo\""},
 		{"search x.yaml --set remat.names+=[a]", "only string keys such as xla_flags append"},
+		{"schedule x.yaml --hardware h100-sxm", "--hardware goes with --from-hlo"},
+		{"simulate x.yaml --from-hlo x.hlo", "--from-hlo is an option of `remora schedule`"},
+		{"schedule --from-hlo x.hlo --set training.micro_batch=2", "--set applies to a SCENARIO"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_result r = run_remora(cases[i][0], true);

@@ -145,6 +145,9 @@ static void canon_flags(rm_canon *c, const rm_xla_flags *f)
 	rm_canon_int(c, "xla.command_buffer_disabled", f->command_buffer_disabled);
 	rm_canon_int(c, "xla.profile_guided", f->profile_guided);
 	rm_canon_int(c, "xla.analytical_sol_latency_estimator", f->analytical_sol_latency_estimator);
+	/* only when set, so that the canonical form (and every stored key) of runs without it stays */
+	if (f->remat_pass_disabled)
+		rm_canon_int(c, "xla.remat_pass_disabled", 1);
 	/* unmodelled flags are warned about and change nothing: left out */
 }
 

@@ -2854,7 +2854,8 @@ static void apply_remat(comp *c, const rm__remat_result *r)
 static void remat_comp(const ctx *x, comp *c, int iterations)
 {
 	/* the sweep's tracked peak is the sequence's peak: "already fits" needs no buffers built */
-	if (x->cfg->mode != RM_SCHED_XLA || c->n == 0 || c->tracked_peak <= x->remat_limit)
+	if (x->cfg->mode != RM_SCHED_XLA || x->cfg->flags.remat_pass_disabled || c->n == 0 ||
+	    c->tracked_peak <= x->remat_limit)
 		return;
 	rm__rseq s;
 	rm__rseq_init(&s, c->n + 1);

@@ -68,6 +68,7 @@ static const flag_desc flag_table[] = {
 	{RM_XLA_FLAG_COMMAND_BUFFER, T_STRING, OFF(command_buffer_disabled), 0, 0},
 	{RM_XLA_FLAG_PGLE_PROFILE, T_STRING, OFF(profile_guided), 0, 0},
 	{RM_XLA_FLAG_ANALYTICAL_SOL_LATENCY_ESTIMATOR, T_BOOL, OFF(analytical_sol_latency_estimator), 0, 0},
+	{RM_XLA_FLAG_DISABLE_HLO_PASSES, T_STRING, OFF(remat_pass_disabled), 0, 0},
 };
 _Static_assert(RM_ARRAY_SIZE(flag_table) == RM_XLA_FLAG_COUNT, "one row per modelled flag");
 _Static_assert(RM_XLA_FLAG_COUNT <= 32, "rm_xla_flags.given and rm_xla_version.absent are 32-bit masks");
@@ -165,6 +166,20 @@ static rm_status apply(rm_xla_flags *f, const flag_desc *d, const char *name, co
 		return RM_OK;
 	}
 	case T_STRING:
+		if (d->id == RM_XLA_FLAG_DISABLE_HLO_PASSES) {
+			/* a comma-separated list of pass names (xla/debug_options_flags.cc); the one
+			 * remora runs is HloRematerialization, named "rematerialization" */
+			f->remat_pass_disabled = false;
+			for (const char *q = has_value ? value : ""; *q;) {
+				size_t len = strcspn(q, ",");
+				if (len == 17 && strncmp(q, "rematerialization", 17) == 0)
+					f->remat_pass_disabled = true;
+				q += len;
+				if (*q == ',')
+					q++;
+			}
+			return RM_OK;
+		}
 		if (d->id == RM_XLA_FLAG_COMMAND_BUFFER)
 			f->command_buffer_disabled = has_value && value[0] == '\0';
 		else
@@ -351,6 +366,8 @@ const char *rm_xla_flags_format_keep(const rm_xla_flags *f, uint32_t keep, char 
 	}
 	if (f->command_buffer_disabled)
 		u = put(buf, size, u, "%s--xla_gpu_enable_command_buffer=", u ? " " : "");
+	if (f->remat_pass_disabled)
+		u = put(buf, size, u, "%s--xla_disable_hlo_passes=rematerialization", u ? " " : "");
 	return buf;
 }
 

@@ -1185,3 +1185,21 @@ Test(scenario, control_character_is_refused_before_parsing)
 	cr_assert_eq(err.column, 6);
 	cr_assert(strstr(err.msg, "a tab"), "%s", err.msg);
 }
+
+/* At micro-batch 12 the seed's tracked peak is over HloRematerialization's limit and the pass
+ * recomputes (docs/schedules.md); with --xla_disable_hlo_passes=rematerialization it does not run,
+ * and the step is the schedule as the LHS left it. */
+Test(schedule, disabled_rematerialization_pass_does_not_run)
+{
+	run on, off;
+	static const char *const with[] = {"training.micro_batch=12", NULL};
+	static const char *const without[] = {"training.micro_batch=12",
+					      "xla_flags+=--xla_disable_hlo_passes=rematerialization", NULL};
+	run_seed(&on, with);
+	run_seed(&off, without);
+	cr_assert(on.rep.remat_applied);
+	cr_assert_not(off.rep.remat_applied);
+	cr_assert_gt(off.m.peak_memory_bytes, on.m.peak_memory_bytes);
+	run_finish(&on);
+	run_finish(&off);
+}

@@ -431,3 +431,23 @@ Test(xla_version_key, unknown_versions_and_absent_flags_are_errors)
 				  "(openxla/xla 0fccb8a60370, 2025-09-14)"),
 		  "%s", err.msg);
 }
+
+/* --xla_disable_hlo_passes is a comma-separated list of pass names (xla/debug_options_flags.cc);
+ * "rematerialization" turns off HloRematerialization after scheduling (JAX-Toolbox's MaxText
+ * script passes it), other names change nothing remora models. */
+Test(xla_flags, disable_hlo_passes_names_rematerialization)
+{
+	rm_xla_flags f = rm_xla_flags_default();
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_not(f.remat_pass_disabled);
+	cr_assert_eq(rm_xla_flags_parse("--xla_disable_hlo_passes=algsimp,rematerialization", &f, &err), RM_OK, "%s",
+		     err.msg);
+	cr_assert(f.remat_pass_disabled);
+	cr_assert_eq(f.n_unmodelled, 0);
+	char buf[512];
+	cr_assert(strstr(rm_xla_flags_format(&f, buf, sizeof(buf)), "--xla_disable_hlo_passes=rematerialization"));
+	cr_assert_eq(rm_xla_flags_parse("--xla_disable_hlo_passes=rematerialization-2,algsimp", &f, &err), RM_OK, "%s",
+		     err.msg);
+	cr_assert_not(f.remat_pass_disabled, "a pass whose name only starts so is another pass");
+}

@@ -76,6 +76,9 @@ typedef struct rm_xla_flags {
 	bool command_buffer_disabled;       /* --xla_gpu_enable_command_buffer= (empty) */
 	bool profile_guided;                /* a PGLE profile is given: measured costs, not defaults */
 	bool analytical_sol_latency_estimator; /* --xla_gpu_enable_analytical_sol_latency_estimator */
+	bool remat_pass_disabled;           /* --xla_disable_hlo_passes names "rematerialization":
+					     * no HloRematerialization after scheduling (other
+					     * passes it names are not modelled) */
 	/* the context the flags are read in (not flags) */
 	int version;                        /* index of the version profile; 0: unversioned */
 	bool hopper;                        /* the target is Hopper or newer (SoL estimator supported) */
@@ -150,7 +153,8 @@ typedef struct rm_xla_version {
 	X(GRAPH_LEVEL, "xla_gpu_graph_level")                                                    \
 	X(COMMAND_BUFFER, "xla_gpu_enable_command_buffer")                                       \
 	X(PGLE_PROFILE, "xla_gpu_pgle_profile_file_or_directory_path")                           \
-	X(ANALYTICAL_SOL_LATENCY_ESTIMATOR, "xla_gpu_enable_analytical_sol_latency_estimator")
+	X(ANALYTICAL_SOL_LATENCY_ESTIMATOR, "xla_gpu_enable_analytical_sol_latency_estimator") \
+	X(DISABLE_HLO_PASSES, "xla_disable_hlo_passes")
 
 typedef enum rm_xla_flag_id {
 #define RM_XLA_FLAG_ENUM(id, name) RM_XLA_FLAG_##id,

@@ -53,6 +53,7 @@ typedef struct lower {
 	uint32_t n_waits, cap_waits;
 	int64_t n_ops;
 	int depth;
+	const hlo_instr *site; /* the call or while whose computation is being entered */
 } lower;
 
 typedef struct block {
@@ -930,6 +931,7 @@ static bool lower_called(step *s, int32_t ci, const char *sub, hval **result)
 		ps[k] = s->vals[in->operands[k]];
 	char pre[600];
 	snprintf(pre, sizeof(pre), "%s%s/", s->prefix, sub);
+	s->L->site = in;
 	bool ok = lower_comp(s->L, ci, ps, in->n_operands, pre, result);
 	free(ps);
 	return ok;
@@ -997,8 +999,19 @@ static bool lower_while(step *s)
 	if (bi < 0)
 		return fail(s->L, in, "a while loop whose body= computation is not in the module", NULL);
 	s->L->rep->whiles++;
+	/* refuse a trip count the op limit cannot hold before unrolling anything: each iteration
+	 * emits about one op per instruction of the body (more when it nests loops) */
+	int32_t body_instrs = s->L->m->comps[bi].n_instrs > 0 ? s->L->m->comps[bi].n_instrs : 1;
+	double left = (double)s->L->opt->max_ops - (double)s->L->n_ops;
+	if ((double)trips * (double)body_instrs > left * 4.0) {
+		char what[200];
+		snprintf(what, sizeof(what), ": %lld iterations of a %d-instruction body, against at most %lld ops",
+			 (long long)trips, body_instrs, (long long)s->L->opt->max_ops);
+		return fail(s->L, in, "the unrolled program would pass the limit on ops", what);
+	}
 	hval *v = in->n_operands > 0 ? s->vals[in->operands[0]] : &NONE;
 	for (int64_t t = 0; t < trips; t++) {
+		s->L->site = in;
 		char pre[600];
 		snprintf(pre, sizeof(pre), "%s%s/i%lld/", s->prefix, in->name, (long long)t);
 		hval *r;
@@ -1028,6 +1041,13 @@ static bool lower_fusion(step *s)
 		const hlo_comp *f = &s->L->m->comps[fi];
 		rm_gemm_shape best = {0}, g;
 		double best_flops = 0;
+		/* opcodes of the fused computation remora does not know are counted as at top level */
+		for (int32_t k = 0; k < f->n_instrs; k++) {
+			const char *fop = f->instrs[k].opcode;
+			if (strcmp(fop, "dot") != 0 && strcmp(fop, "fusion") != 0 && strcmp(fop, "custom-call") != 0 &&
+			    !membound_op(fop) && !no_cost_op(fop))
+				note_unknown(s->L, fop);
+		}
 		for (int32_t k = 0; k < f->n_instrs; k++)
 			if (strcmp(f->instrs[k].opcode, "dot") == 0 && dot_gemm(f, &f->instrs[k], &g)) {
 				double fl = 2.0 * (double)g.batch * (double)g.m * (double)g.n * (double)g.k;
@@ -1139,7 +1159,9 @@ static bool lower_comp(lower *L, int32_t ci, hval *const *params, int32_t n_para
 	const hlo_comp *c = &L->m->comps[ci];
 	if (++L->depth > 64) {
 		L->depth--;
-		return fail(L, NULL, "computations nested more than 64 deep (a recursive call?)", NULL);
+		char what[300];
+		snprintf(what, sizeof(what), " (%%%s calls itself, directly or through others?)", c->name);
+		return fail(L, L->site, "computations nested more than 64 deep", what);
 	}
 	hval **vals = rm_new(hval *, (size_t)(c->n_instrs ? c->n_instrs : 1));
 	bool ok = true;

@@ -475,3 +475,54 @@ Test(hlo, compare_with_scenario)
 	cr_assert_gt(remora_total, 0, "the toy FSDP scenario has synchronous collectives (overlap limit)");
 	cr_assert_eq(listed, remora_total);
 }
+
+/* Lowering errors found by a fresh tester: a trip count the op limit cannot hold is refused at the
+ * while before anything unrolls; a computation that calls itself is named at its call; an unknown
+ * opcode inside a fusion is counted as at top level. */
+Test(hlo, refusals_at_their_instruction)
+{
+	const char *loop = "HloModule k, is_scheduled=true\n"
+			   "b {\n  bp = (s32[], f32[8]{0}) parameter(0)\n"
+			   "  bi = s32[] get-tuple-element(bp), index=0\n"
+			   "  bx = f32[8]{0} get-tuple-element(bp), index=1\n"
+			   "  bn = f32[8]{0} negate(bx)\n"
+			   "  ROOT bt = (s32[], f32[8]{0}) tuple(bi, bn)\n}\n"
+			   "c {\n  cp = (s32[], f32[8]{0}) parameter(0)\n"
+			   "  ci = s32[] get-tuple-element(cp), index=0\n"
+			   "  ROOT cc = pred[] compare(ci, ci), direction=LT\n}\n"
+			   "ENTRY e {\n  p = f32[8]{0} parameter(0)\n  z = s32[] constant(0)\n"
+			   "  t = (s32[], f32[8]{0}) tuple(z, p)\n"
+			   "  ROOT w = (s32[], f32[8]{0}) while(t), condition=c, body=b, "
+			   "backend_config={\"known_trip_count\":{\"n\":\"1000000000000\"}}\n}\n";
+	rm_error err;
+	rm_hlo_module *m = rm_hlo_parse(loop, strlen(loop), "k.hlo", &err);
+	cr_assert_not_null(m, "%d:%d %s", err.line, err.column, err.msg);
+	cr_assert_null(rm_hlo_lower(m, NULL, NULL, &err));
+	cr_assert_eq(err.line, 18); /* "  ROOT w = ... while(...)": the name at column 8 */
+	cr_assert_eq(err.column, 8);
+	cr_assert(strstr(err.msg, "1000000000000 iterations of a 5-instruction body"), "%s", err.msg);
+	rm_hlo_destroy(m);
+
+	const char *rec = "HloModule r\nf {\n  x = f32[8]{0} parameter(0)\n"
+			  "  ROOT y = f32[8]{0} call(x), to_apply=f\n}\n"
+			  "ENTRY e {\n  p = f32[8]{0} parameter(0)\n  ROOT q = f32[8]{0} call(p), to_apply=f\n}\n";
+	m = rm_hlo_parse(rec, strlen(rec), "r.hlo", &err);
+	cr_assert_not_null(m, "%d:%d %s", err.line, err.column, err.msg);
+	cr_assert_null(rm_hlo_lower(m, NULL, NULL, &err));
+	cr_assert_eq(err.line, 4);
+	cr_assert(strstr(err.msg, "%f calls itself"), "%s", err.msg);
+	rm_hlo_destroy(m);
+
+	const char *fus = "HloModule u\nfc {\n  a = f32[8]{0} parameter(0)\n  ROOT r = f32[8]{0} frobnicate(a)\n}\n"
+			  "ENTRY e {\n  p = f32[8]{0} parameter(0)\n  ROOT f = f32[8]{0} fusion(p), kind=kLoop, calls=fc\n}\n";
+	m = rm_hlo_parse(fus, strlen(fus), "u.hlo", &err);
+	cr_assert_not_null(m, "%d:%d %s", err.line, err.column, err.msg);
+	rm_hlo_report rep;
+	rm_program *p = rm_hlo_lower(m, NULL, &rep, &err);
+	cr_assert_not_null(p, "%s", err.msg);
+	cr_assert_eq(rep.unknown, 1);
+	cr_assert_str_eq(rep.unknown_names[0], "frobnicate");
+	rm_hlo_report_finish(&rep);
+	rm_program_destroy(p);
+	rm_hlo_destroy(m);
+}

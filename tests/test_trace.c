@@ -720,3 +720,17 @@ Test(trace, older_kineto_links_kernels_through_their_launch)
 	rm_trace_reports_free(r, n);
 	rm_trace_destroy(t);
 }
+
+/* A device is an ordinal: a name in args.device is refused with its text, not hashed into one. */
+Test(trace, device_name_is_refused)
+{
+	rm_error err;
+	read_text_expect_error("{\"traceEvents\": [\n"
+			       "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 10, \"dur\": 5, "
+			       "\"args\": {\"device\": \"x\", \"stream\": 7}}]}",
+			       &err);
+	cr_assert_eq(err.status, RM_PARSE);
+	cr_assert_eq(err.line, 2);
+	cr_assert_eq(err.column, 1);
+	cr_assert(strstr(err.msg, "args.device is \"x\", not an integer device ordinal"), "%s", err.msg);
+}

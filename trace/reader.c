@@ -922,7 +922,20 @@ static bool process_span(src *s, builder *b, const char *name, const char *cat, 
 	if (gpu) {
 		int64_t device = pid, stream = tid, ext = -1, bytes = -1;
 		if (json_is_object(args)) {
-			json_id(json_object_get(args, "device"), &device);
+			json_t *dv = json_object_get(args, "device");
+			if (dv && !json_is_integer(dv)) {
+				/* a device is an ordinal: a name or a real would be hashed or cut into one */
+				const char *str = json_is_string(dv) ? json_string_value(dv) : NULL;
+				char *end = NULL;
+				if (!str || !*str || (strtoll(str, &end, 10), *end != '\0')) {
+					pos_error(s, RM_PARSE, line, col,
+						  "GPU event '%s': args.device is %s%s%s, not an integer device ordinal", name,
+						  str ? "\"" : "a ", str ? str : (json_is_real(dv) ? "real number" : "non-number"),
+						  str ? "\"" : "");
+					return false;
+				}
+			}
+			json_id(dv, &device);
 			json_id(json_object_get(args, "stream"), &stream);
 			json_id(json_object_get(args, "External id"), &ext);
 			json_id(json_object_get(args, "bytes"), &bytes);

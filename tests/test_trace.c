@@ -733,4 +733,10 @@ Test(trace, device_name_is_refused)
 	cr_assert_eq(err.line, 2);
 	cr_assert_eq(err.column, 1);
 	cr_assert(strstr(err.msg, "args.device is \"x\", not an integer device ordinal"), "%s", err.msg);
+	/* traceEvents that is not an array: said so at its value */
+	read_text_expect_error("{\"traceEvents\": 5}", &err);
+	cr_assert_eq(err.status, RM_PARSE);
+	cr_assert_eq(err.line, 1);
+	cr_assert_eq(err.column, 17);
+	cr_assert(strstr(err.msg, "must be an array of events, found '5'"), "%s", err.msg);
 }

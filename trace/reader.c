@@ -1435,6 +1435,11 @@ static bool read_document(src *s, builder *b)
 			if (!read_events(s, b, false))
 				return false;
 			have_events = true;
+		} else if (strcmp(key, "traceEvents") == 0) {
+			pos_error(s, RM_PARSE, s->line, s->col,
+				  "\"traceEvents\" must be an array of events, found '%s'",
+				  c < 0 ? "the end of the file" : (char[]){(char)c, 0});
+			return false;
 		} else {
 			int64_t vl = s->line, vc = s->col;
 			if (!capture_value(s, "a top-level member"))

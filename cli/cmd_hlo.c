@@ -49,10 +49,10 @@ static void print_summary(const char *path, const rm_hlo_module *m, const rm_hlo
 	print_counts("collectives async", r->coll_async);
 	print_counts("collectives sync", r->coll_sync);
 	fprintf(stderr, "  %-22s %lld\n", "no kernel", (long long)r->no_cost);
-	if (r->unknown) {
+	if (r->unknown || r->unknown_in_fusions) {
 		fprintf(stderr, "remora: warning: %lld instructions of opcodes remora does not model, priced as memory-bound "
 				"by their bytes:",
-			(long long)r->unknown);
+			(long long)(r->unknown + r->unknown_in_fusions));
 		for (int32_t i = 0; i < r->n_unknown_names; i++)
 			fprintf(stderr, "%s %s x%lld", i ? "," : "", r->unknown_names[i], (long long)r->unknown_counts[i]);
 		fprintf(stderr, "\n");

@@ -671,9 +671,23 @@ static bool collective_cost(lower *L, const hlo_comp *c, const hlo_instr *in, rm
 static bool lower_comp(lower *L, int32_t ci, hval *const *params, int32_t n_params, const char *prefix,
 		       hval **result);
 
+static void note_name(lower *L, const char *what);
+
 static void note_unknown(lower *L, const char *what)
 {
 	L->rep->unknown++;
+	note_name(L, what);
+}
+
+/* An unknown opcode inside a fusion: named, counted apart (the fusion is one op of its own). */
+static void note_unknown_fused(lower *L, const char *what)
+{
+	L->rep->unknown_in_fusions++;
+	note_name(L, what);
+}
+
+static void note_name(lower *L, const char *what)
+{
 	for (int32_t i = 0; i < L->rep->n_unknown_names; i++)
 		if (strcmp(L->rep->unknown_names[i], what) == 0) {
 			L->rep->unknown_counts[i]++;
@@ -1046,7 +1060,7 @@ static bool lower_fusion(step *s)
 			const char *fop = f->instrs[k].opcode;
 			if (strcmp(fop, "dot") != 0 && strcmp(fop, "fusion") != 0 && strcmp(fop, "custom-call") != 0 &&
 			    !membound_op(fop) && !no_cost_op(fop))
-				note_unknown(s->L, fop);
+				note_unknown_fused(s->L, fop);
 		}
 		for (int32_t k = 0; k < f->n_instrs; k++)
 			if (strcmp(f->instrs[k].opcode, "dot") == 0 && dot_gemm(f, &f->instrs[k], &g)) {

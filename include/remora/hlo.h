@@ -84,6 +84,9 @@ typedef struct rm_hlo_report {
 	int64_t whiles, iterations; /* while loops met (each time) and body iterations unrolled */
 	int64_t unknown;            /* instructions of an opcode or custom-call target not modelled,
 				     * priced as memory-bound by their bytes */
+	int64_t unknown_in_fusions; /* instructions of an opcode not modelled inside a fusion (the
+				     * fusion is priced as a whole; counted apart from unknown, whose
+				     * instructions are ops of the program) */
 	char unknown_names[16][64]; /* the first distinct ones ("send", "custom-call:foo") ... */
 	int64_t unknown_counts[16]; /* ... and how often each was met */
 	int32_t n_unknown_names;

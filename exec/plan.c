@@ -442,6 +442,125 @@ static int64_t place_region(const rm_program *prog, rm_exec_placement *place, in
 	return top;
 }
 
+/* ---- launch order ---------------------------------------------------------------------- */
+
+/* A binary min-heap of op indices (the ready ops; the smallest launches first). */
+typedef struct op_heap {
+	int32_t *v;
+	int32_t n;
+} op_heap;
+
+static void heap_push(op_heap *h, int32_t x)
+{
+	int32_t i = h->n++;
+	while (i > 0 && h->v[(i - 1) / 2] > x) {
+		h->v[i] = h->v[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->v[i] = x;
+}
+
+static int32_t heap_pop(op_heap *h)
+{
+	int32_t top = h->v[0], x = h->v[--h->n], i = 0;
+	for (;;) {
+		int32_t c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->v[c + 1] < h->v[c])
+			c++;
+		if (h->v[c] >= x)
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n > 0)
+		h->v[i] = x;
+	return top;
+}
+
+int32_t rm_exec_launch_order(const rm_program *prog, int32_t *order, int32_t *reordered)
+{
+	int32_t no = prog->n_ops, early = 0;
+	int32_t *recorder = rm_new(int32_t, (size_t)prog->n_events + 1);
+	for (int32_t e = 0; e < prog->n_events; e++)
+		recorder[e] = -1;
+	for (int32_t i = 0; i < no; i++) {
+		const int32_t *r = rm_program_refs(prog, prog->ops[i].records);
+		for (uint32_t k = 0; k < prog->ops[i].records.count; k++)
+			recorder[r[k]] = i;
+	}
+	/* predecessors: the previous op of the stream, the recorder of every event waited on */
+	int32_t *last = rm_new(int32_t, (size_t)prog->n_streams + 1);
+	for (int32_t s = 0; s < prog->n_streams; s++)
+		last[s] = -1;
+	int32_t *indeg = rm_new(int32_t, (size_t)no + 1);
+	int32_t *first = rm_new(int32_t, (size_t)no + 2); /* successors in CSR form */
+	int64_t n_edges = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		int32_t *succ = pass ? rm_new(int32_t, (size_t)n_edges + 1) : NULL;
+		int32_t *fill = pass ? rm_new(int32_t, (size_t)no + 1) : NULL;
+		for (int32_t s = 0; s < prog->n_streams; s++)
+			last[s] = -1;
+		for (int32_t i = 0; i < no; i++) {
+			const rm_program_op *op = &prog->ops[i];
+			const int32_t *w = rm_program_refs(prog, op->waits);
+			int32_t preds[2] = {op->stream >= 0 && op->stream < prog->n_streams ? last[op->stream] : -1, -1};
+			for (uint32_t k = 0; k <= op->waits.count; k++) {
+				int32_t p = k == 0 ? preds[0] : recorder[w[k - 1]];
+				if (k > 0 && pass == 0 && p > i)
+					early++;
+				if (p < 0 || p == i)
+					continue;
+				if (pass == 0) {
+					first[p + 1]++;
+					n_edges++;
+				} else {
+					succ[first[p] + fill[p]++] = i;
+					indeg[i]++;
+				}
+			}
+			if (op->stream >= 0 && op->stream < prog->n_streams)
+				last[op->stream] = i;
+		}
+		if (pass == 0) {
+			for (int32_t i = 0; i < no; i++)
+				first[i + 1] += first[i];
+			continue;
+		}
+		/* Kahn's algorithm, the smallest ready op first: program order wherever it is valid */
+		op_heap h = {rm_new(int32_t, (size_t)no + 1), 0};
+		for (int32_t i = 0; i < no; i++)
+			if (indeg[i] == 0)
+				heap_push(&h, i);
+		int32_t n = 0, moved = 0;
+		while (h.n > 0) {
+			int32_t i = heap_pop(&h);
+			moved += i != n;
+			order[n++] = i;
+			for (int32_t k = first[i]; k < first[i + 1]; k++)
+				if (--indeg[succ[k]] == 0)
+					heap_push(&h, succ[k]);
+		}
+		/* a cycle (never after rm_program_validate): the rest in program order */
+		for (int32_t i = 0; i < no && n < no; i++)
+			if (indeg[i] > 0) {
+				order[n++] = i;
+				moved += i != n - 1;
+			}
+		if (reordered)
+			*reordered = moved;
+		free(h.v);
+		free(succ);
+		free(fill);
+	}
+	free(first);
+	free(indeg);
+	free(last);
+	free(recorder);
+	return early;
+}
+
 rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_exec_attention_mode mode,
 				  rm_error *err)
 {
@@ -466,33 +585,28 @@ rm_exec_plan *rm_exec_plan_create(const rm_program *prog, const char *file, rm_e
 							      : RM_EXEC_POOL,
 			.bytes = pt->bytes, .first_op = -1, .last_op = -1};
 	}
+	/* the launch order: program order, except that a wait never precedes its record */
+	plan->launch_order = rm_new(int32_t, (size_t)no + 1);
+	plan->early_waits = rm_exec_launch_order(prog, plan->launch_order, &plan->reordered_ops);
+	int32_t *pos = rm_new(int32_t, (size_t)no + 1);
+	for (int32_t k = 0; k < no; k++)
+		pos[plan->launch_order[k]] = k;
+	/* lifetimes in launch order (positions) */
 	for (int32_t i = 0; i < no; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		const int32_t *lists[2] = {rm_program_refs(prog, op->outputs), rm_program_refs(prog, op->inputs)};
 		uint32_t counts[2] = {op->outputs.count, op->inputs.count};
+		int32_t at = pos[i];
 		for (int l = 0; l < 2; l++)
 			for (uint32_t k = 0; k < counts[l]; k++) {
 				rm_exec_placement *p = &plan->tensors[lists[l][k]];
-				if (p->first_op < 0 || i < p->first_op)
-					p->first_op = i;
-				if (i > p->last_op)
-					p->last_op = i;
+				if (p->first_op < 0 || at < p->first_op)
+					p->first_op = at;
+				if (at > p->last_op)
+					p->last_op = at;
 			}
 	}
-	/* waits launched before their record */
-	int32_t *recorder = rm_new(int32_t, (size_t)prog->n_events + 1);
-	for (int32_t i = 0; i < no; i++) {
-		const int32_t *r = rm_program_refs(prog, prog->ops[i].records);
-		for (uint32_t k = 0; k < prog->ops[i].records.count; k++)
-			recorder[r[k]] = i;
-	}
-	for (int32_t i = 0; i < no; i++) {
-		const int32_t *w = rm_program_refs(prog, prog->ops[i].waits);
-		for (uint32_t k = 0; k < prog->ops[i].waits.count; k++)
-			if (recorder[w[k]] > i)
-				plan->early_waits++;
-	}
-	free(recorder);
+	free(pos);
 	/* persistent (and host persistent) tensors live throughout */
 	for (int32_t t = 0; t < nt; t++)
 		if (prog->tensors[t].persistent) {
@@ -627,6 +741,7 @@ void rm_exec_plan_destroy(rm_exec_plan *plan)
 	free(plan->tensors);
 	free(plan->ops);
 	free(plan->stream_ops);
+	free(plan->launch_order);
 	free(plan);
 }
 
@@ -768,6 +883,7 @@ json_t *rm_exec_plan_json(const rm_exec_plan *plan, bool with_tensors)
 	json_object_set_new(o, "kinds", kinds);
 	json_object_set_new(o, "max_group", json_integer(plan->max_group));
 	json_object_set_new(o, "early_waits", json_integer(plan->early_waits));
+	json_object_set_new(o, "reordered_ops", json_integer(plan->reordered_ops));
 	json_object_set_new(o, "attention_mode", json_string(rm_exec_attention_mode_name(plan->attention_mode)));
 	json_object_set_new(o, "attention_kernel",
 			    json_string(plan->attention_fused && plan->attention_unfused ? "mixed"
@@ -827,9 +943,9 @@ void rm_exec_plan_print(const rm_exec_plan *plan, FILE *out)
 	}
 	fprintf(out, "collectives    largest group %d rank%s\n", plan->max_group, plan->max_group == 1 ? "" : "s");
 	if (plan->early_waits)
-		fprintf(out, "warning        %d waits come before their event's record in launch order: CUDA "
-			     "waits on the previous iteration's record there\n",
-			plan->early_waits);
+		fprintf(out, "launch order   %d waits come before their event's record in program order: %d ops "
+			     "launch later, after the records they wait on\n",
+			plan->early_waits, plan->reordered_ops);
 	if (plan->attention_fused)
 		fprintf(out, "attention      %d ops run fused: cuDNN's flash SDPA (graph API; unfused if cuDNN "
 			     "refuses it on the GPU)\n",

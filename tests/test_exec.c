@@ -80,6 +80,44 @@ static void assert_operands_in_bounds(const rm_exec_plan *plan)
 		}
 }
 
+/* plan->launch_order is a permutation of the ops in which every op comes after the previous op
+ * of its stream and after the recorder of every event it waits on. Exhaustive. */
+static void assert_launch_order_valid(const rm_exec_plan *plan)
+{
+	const rm_program *prog = plan->prog;
+	int32_t n = prog->n_ops;
+	int32_t *pos = calloc((size_t)n + 1, sizeof(int32_t)), *recorder = calloc((size_t)prog->n_events + 1, sizeof(int32_t));
+	int32_t *last = calloc((size_t)prog->n_streams + 1, sizeof(int32_t));
+	for (int32_t i = 0; i < n; i++)
+		pos[i] = -1;
+	for (int32_t k = 0; k < n; k++) {
+		int32_t i = plan->launch_order[k];
+		cr_assert(i >= 0 && i < n && pos[i] < 0, "launch_order[%d] = %d: not a permutation", k, i);
+		pos[i] = k;
+	}
+	for (int32_t i = 0; i < n; i++) {
+		const int32_t *r = rm_program_refs(prog, prog->ops[i].records);
+		for (uint32_t k = 0; k < prog->ops[i].records.count; k++)
+			recorder[r[k]] = i;
+	}
+	for (int32_t s = 0; s < prog->n_streams; s++)
+		last[s] = -1;
+	for (int32_t i = 0; i < n; i++) {
+		const rm_program_op *op = &prog->ops[i];
+		if (last[op->stream] >= 0)
+			cr_assert_lt(pos[last[op->stream]], pos[i], "%s launches before the op before it on its stream",
+				     op->name);
+		last[op->stream] = i;
+		const int32_t *w = rm_program_refs(prog, op->waits);
+		for (uint32_t k = 0; k < op->waits.count; k++)
+			cr_assert_lt(pos[recorder[w[k]]], pos[i], "%s waits on event %d before its record launches",
+				     op->name, w[k]);
+	}
+	free(pos);
+	free(recorder);
+	free(last);
+}
+
 /* ---- a small program checked by hand ------------------------------------------------------ */
 
 static rm_program *small_program(void)
@@ -143,6 +181,10 @@ Test(exec, small_plan_by_hand)
 	cr_assert_eq(plan->kind_ops[RM_COST_ELEMENTWISE], 3);
 	cr_assert_eq(plan->kind_bytes[RM_COST_COPY], 500);
 	cr_assert_eq(plan->early_waits, 0);
+	cr_assert_eq(plan->reordered_ops, 0);
+	for (int32_t k = 0; k < prog->n_ops; k++)
+		cr_assert_eq(plan->launch_order[k], k); /* no early wait: program order */
+	assert_launch_order_valid(plan);
 	assert_no_overlap(plan);
 	assert_operands_in_bounds(plan);
 	rm_exec_limits lim = {.hw = hw("h100-sxm")};
@@ -156,6 +198,80 @@ Test(exec, small_plan_by_hand)
 }
 
 /* ---- shipped scenarios -------------------------------------------------------------------- */
+
+/*
+ * A wait before its record in program order: ops (stream) 0 (copy) waits on ev, which 2
+ * (compute) records; 1 (compute) before it; 3 (copy) after 0; 4 (compute) after 2. Program order
+ * would enqueue 0's cudaStreamWaitEvent before 2's cudaEventRecord (CUDA would wait on the
+ * previous iteration's record; a capture refuses it). By hand, the smallest ready op first:
+ * ready {1} -> 1; then 2 (after 1) -> 2; then {0 (ev recorded), 4} -> 0; {3, 4} -> 3, 4. Order
+ * 1 2 0 3 4: one early wait, three ops off their index. Lifetimes are launch positions: x (0 ->
+ * 3) lives at positions 2..3, y (1 -> 4) at 0..4.
+ */
+Test(exec, waits_before_their_record_launch_after_it)
+{
+	rm_program *p = rm_program_create("early");
+	int32_t s = rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	int32_t c = rm_program_add_stream(p, "copy", RM_STREAM_COPY, 0);
+	int32_t x = rm_program_add_tensor(p, "x", 1024, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	int32_t y = rm_program_add_tensor(p, "y", 2048, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	int32_t ev = rm_program_add_event(p, "ev");
+	rm_program_op_desc d = rm_program_op_desc_init("op0", RM_COST_ELEMENTWISE, c);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 0, .bytes_written = 1024};
+	d.outputs = &x, d.n_outputs = 1, d.waits = &ev, d.n_waits = 1;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("op1", RM_COST_ELEMENTWISE, s);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 0, .bytes_written = 2048};
+	d.outputs = &y, d.n_outputs = 1;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("op2", RM_COST_ELEMENTWISE, s);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 256, .bytes_written = 256};
+	d.records = &ev, d.n_records = 1;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("op3", RM_COST_ELEMENTWISE, c);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 1024, .bytes_written = 0};
+	d.inputs = &x, d.n_inputs = 1;
+	rm_program_add_op(p, &d);
+	d = rm_program_op_desc_init("op4", RM_COST_ELEMENTWISE, s);
+	d.cost.elementwise = (rm_elementwise_cost){.bytes_read = 2048, .bytes_written = 0};
+	d.inputs = &y, d.n_inputs = 1;
+	rm_program_add_op(p, &d);
+	rm_error err;
+	rm_exec_plan *plan = rm_exec_plan_create(p, NULL, RM_EXEC_ATTN_FUSED, &err);
+	cr_assert_not_null(plan, "%s", err.msg);
+	const int32_t want[5] = {1, 2, 0, 3, 4};
+	for (int k = 0; k < 5; k++)
+		cr_assert_eq(plan->launch_order[k], want[k], "launch_order[%d] = %d, want %d", k, plan->launch_order[k],
+			     want[k]);
+	cr_assert_eq(plan->early_waits, 1);
+	cr_assert_eq(plan->reordered_ops, 3);
+	cr_assert_eq(plan->tensors[x].first_op, 2);
+	cr_assert_eq(plan->tensors[x].last_op, 3);
+	cr_assert_eq(plan->tensors[y].first_op, 0);
+	cr_assert_eq(plan->tensors[y].last_op, 4);
+	assert_launch_order_valid(plan);
+	assert_no_overlap(plan);
+	/* the same order from the function itself, and the counts without the out-parameter */
+	int32_t order[5], moved = -1;
+	cr_assert_eq(rm_exec_launch_order(p, order, &moved), 1);
+	cr_assert_eq(moved, 3);
+	cr_assert_eq(memcmp(order, want, sizeof(want)), 0);
+	cr_assert_eq(rm_exec_launch_order(p, order, NULL), 1);
+	/* the dry-run text says it */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	rm_exec_plan_print(plan, f);
+	fclose(f);
+	cr_assert(strstr(text, "launch order   1 waits come before their event's record in program order: 3 ops"),
+		  "%s", text);
+	free(text);
+	json_t *j = rm_exec_plan_json(plan, false);
+	cr_assert_eq(json_integer_value(json_object_get(j, "reordered_ops")), 3);
+	json_decref(j);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(p);
+}
 
 Test(exec, dry_run_plans_of_every_shipped_scenario)
 {
@@ -202,6 +318,7 @@ Test(exec, dry_run_plans_of_every_shipped_scenario)
 		cr_assert_geq(plan->region_bytes[RM_EXEC_POOL], plan->pool_live_peak_bytes);
 		assert_no_overlap(plan);
 		assert_operands_in_bounds(plan);
+		assert_launch_order_valid(plan);
 		/* against the engine: the same persistent tensors; the pool holds every tensor live at
 		 * some point of the launch order, and the engine's peak (in simulated time) is such a
 		 * set for these schedules, whose compute stream serialises the tensors' producers and

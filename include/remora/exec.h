@@ -17,9 +17,10 @@
  *   simulator's Chrome/Perfetto format) and the calibration rows of a measurement.
  * The CUDA runner (exec/cuda/, only where nvcc and NCCL are found) fills an rm_exec_measurement.
  *
- * Memory plan: ops are taken in launch order (the program's op order). A non-persistent device
- * tensor is live from its producer's index to its last consumer's index (inclusive; an unread
- * output only at its producer). Tensors are placed greedily by size, largest first (ties by id),
+ * Memory plan: ops are taken in launch order (the program's op order, except where a wait comes
+ * before its event's record: rm_exec_launch_order). A non-persistent device tensor is live from
+ * its producer's launch position to its last consumer's (inclusive; an unread output only at its
+ * producer). Tensors are placed greedily by size, largest first (ties by id),
  * each at the lowest offset aligned to RM_EXEC_ALIGN that overlaps no placed tensor whose
  * lifetime intersects its own (the TensorFlow Lite arena planner's "greedy by size"). The pool is
  * the highest end. Host tensors are planned the same way in pinned host memory; persistent
@@ -75,7 +76,8 @@ bool rm_exec_attention_mode_parse(const char *name, rm_exec_attention_mode *out)
 /* "pool", "persistent", "host", "scratch". */
 const char *rm_exec_region_name(rm_exec_region r);
 
-/* Where a tensor lives. first_op/last_op: its lifetime in launch order (-1: never used). */
+/* Where a tensor lives. first_op/last_op: its lifetime as positions in the launch order
+ * (plan->launch_order; op indices when no op is reordered; -1: never used). */
 typedef struct rm_exec_placement {
 	rm_exec_region region;
 	int64_t offset, bytes;
@@ -129,9 +131,25 @@ typedef struct rm_exec_plan {
 	int32_t attention_fused;      /* attention ops run as cuDNN's fused SDPA */
 	int32_t attention_unfused;    /* attention ops run as GEMMs + softmax */
 	int32_t oversized_op;         /* first op whose operands reach RM_EXEC_BYTES_MAX, or -1 */
-	int32_t early_waits;          /* waits on an event recorded by an op launched later: CUDA
-				       * sees the previous iteration's record (none in the first) */
+	int32_t early_waits;          /* waits on an event recorded by an op later in program order */
+	int32_t *launch_order;        /* n_ops: the op the runner enqueues k-th (rm_exec_launch_order) */
+	int32_t reordered_ops;        /* ops whose launch position is not their program index */
 } rm_exec_plan;
+
+/*
+ * The order the runner enqueues prog's ops in (order[k]: the op launched k-th, n_ops entries):
+ * program order, except that an op never launches before the op recording an event it waits
+ * on. cudaStreamWaitEvent waits on the event's most recent record at the time of the call: a wait
+ * enqueued before its record would wait on the previous iteration's record (or on nothing in the
+ * first), and inside a stream capture it is an error. The order is the topological order of the
+ * program's dependencies (each op after the previous op of its stream and after the recorder of
+ * every event it waits on) that takes the smallest ready op index first (Kahn's algorithm with a
+ * min-heap, O((ops + waits) log ops)), so it is the identity when no wait precedes its record,
+ * and every stream keeps its program order. prog must be valid (rm_program_validate: no cycle).
+ * Returns the waits that precede their record in program order; *reordered (may be NULL): the
+ * ops whose position differs from their index. Deterministic.
+ */
+int32_t rm_exec_launch_order(const rm_program *prog, int32_t *order, int32_t *reordered);
 
 /*
  * Plans prog (validated with rm_program_validate first; its errors are returned as they are),

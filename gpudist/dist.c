@@ -184,19 +184,34 @@ int rm_dist_count_nodes(const rm_dist *d)
 	return 1;
 }
 
-double rm_dist_timeout_s(double flag_s)
+/* A positive number of seconds from the environment variable name, or 0. */
+static double env_seconds(const char *name)
 {
-	if (flag_s > 0)
-		return flag_s;
-	const char *s = getenv("REMORA_NCCL_TIMEOUT_S");
+	const char *s = getenv(name);
 	if (s && *s) {
 		char *end = NULL;
 		errno = 0;
 		double v = strtod(s, &end);
-		if (errno == 0 && end && *end == '\0' && v > 0)
+		if (errno == 0 && end && *end == '\0' && v > 0 && v < 1e9)
 			return v;
 	}
-	return RM_DIST_TIMEOUT_S;
+	return 0;
+}
+
+double rm_dist_timeout_s(double flag_s)
+{
+	if (flag_s > 0)
+		return flag_s;
+	double v = env_seconds("REMORA_NCCL_TIMEOUT_S");
+	return v > 0 ? v : RM_DIST_TIMEOUT_S;
+}
+
+double rm_dist_init_timeout_s(double flag_s)
+{
+	if (flag_s > 0)
+		return flag_s;
+	double v = env_seconds("REMORA_NCCL_INIT_TIMEOUT_S");
+	return v > 0 ? v : rm_dist_timeout_s(0);
 }
 
 static double now_s(void)
@@ -222,8 +237,8 @@ int rm_dist_wait(const rm_dist_waiter *w, double timeout_s, const char *what, ch
 		double waited = now_s() - t0;
 		if (waited > timeout_s) {
 			snprintf(why, sizeof(why),
-				 "no progress in %.3g s (timeout; REMORA_NCCL_TIMEOUT_S or --timeout); communicators aborted",
-				 waited);
+				 "no progress in %.3g s (timeout; %s); communicators aborted", waited,
+				 w->timeout_hint ? w->timeout_hint : "REMORA_NCCL_TIMEOUT_S or --timeout");
 			break;
 		}
 		struct timespec ts = {0, sleep_ns};

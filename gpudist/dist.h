@@ -102,6 +102,14 @@ int rm_dist_count_nodes(const rm_dist *d);
 double rm_dist_timeout_s(double flag_s);
 
 /*
+ * The timeout of the communicator's non-blocking set-up (ncclCommInitRankConfig with
+ * blocking = 0, polled until ready), seconds: flag_s when > 0, else REMORA_NCCL_INIT_TIMEOUT_S
+ * when it is a positive number, else rm_dist_timeout_s(0) (REMORA_NCCL_TIMEOUT_S, else
+ * RM_DIST_TIMEOUT_S: one node's set-up takes seconds; across many nodes raise it).
+ */
+double rm_dist_init_timeout_s(double flag_s);
+
+/*
  * The NCCL settings a collective's time depends on, as the keys of a calibration row (read
  * through get, getenv when NULL; NCCL's environment variables, docs.nvidia.com/deeplearning/nccl
  * "Environment Variables"):
@@ -129,13 +137,15 @@ typedef struct rm_dist_waiter {
 	/* Aborts the communicators so that nothing waits on them (ncclCommAbort); may be NULL. */
 	void (*abort)(void *arg);
 	void *arg;
+	/* what sets the timeout, named in its message; NULL: "REMORA_NCCL_TIMEOUT_S or --timeout" */
+	const char *timeout_hint;
 } rm_dist_waiter;
 
 /*
  * Polls w->query and w->async_error (sleeping 20 us, growing to 1 ms, between polls) until the
  * work is done, fails, or timeout_s passes. On failure or timeout calls w->abort and returns -1
- * with msg "WHAT: MESSAGE" or "WHAT: no progress in T s (timeout; REMORA_NCCL_TIMEOUT_S or
- * --timeout); communicators aborted". Returns 0 when done.
+ * with msg "WHAT: MESSAGE" or "WHAT: no progress in T s (timeout; HINT); communicators aborted"
+ * (HINT: w->timeout_hint, else "REMORA_NCCL_TIMEOUT_S or --timeout"). Returns 0 when done.
  */
 int rm_dist_wait(const rm_dist_waiter *w, double timeout_s, const char *what, char *msg, size_t msg_size);
 

@@ -9,11 +9,15 @@
  *   REMORA_FAKE_DEVICES=N    devices per node (default 1)
  *   REMORA_FAKE_FAIL_SETUP=R rank R fails its local set-up (as a per-rank memory check would)
  *   REMORA_FAKE_FAIL_ID=1    rank 0 cannot make the id (as ncclGetUniqueId failing)
+ *   REMORA_FAKE_INIT_HANG=R  rank R's communicator set-up never leaves "in progress" (a peer that
+ *                            never joins the bootstrap); "all": every rank's. The set-up is polled
+ *                            as the runner polls ncclCommInitRankConfig with blocking = 0, under
+ *                            rm_dist_init_timeout_s, then aborted and agreed
  *   REMORA_FAKE_HANG=R       rank R's first step never completes (a dead peer): the wait times out
  *   REMORA_FAKE_ASYNC=R      rank R's communicator reports an asynchronous error in its first step
  *   REMORA_FAKE_STEPS=N      steps (default 3)
  * Output (stdout, one line each): "rank R/W local L device D source S", "rank R id HEX",
- * "rank R step K done", "rank R aborted"; on failure "dist_fake: error: MESSAGE" (stderr) and
+ * "rank R communicator ready", "rank R step K done", "rank R aborted"; on failure "dist_fake: error: MESSAGE" (stderr) and
  * exit 1 on every rank, else exit 0.
  */
 #include <stdio.h>
@@ -97,8 +101,19 @@ int main(void)
 		goto fail;
 	printf("rank %d id %s\n", d.rank, (const char *)id);
 	fflush(stdout);
-	if (rm_dist_agree(&d, true, NULL, msg, sizeof(msg)) != 0) /* the communicator */
+	/* the communicator: a non-blocking set-up polled until ready, aborted past its timeout */
+	{
+		const char *hang = getenv("REMORA_FAKE_INIT_HANG");
+		fake_work init = {2, false, d.rank};
+		if (hang && (strcmp(hang, "all") == 0 || (*hang && atoi(hang) == d.rank)))
+			init.polls_left = -1;
+		rm_dist_waiter iw = {fake_query, NULL, fake_abort, &init, "REMORA_NCCL_INIT_TIMEOUT_S or --init-timeout"};
+		ok = rm_dist_wait(&iw, rm_dist_init_timeout_s(0), "communicator init", msg, sizeof(msg)) == 0;
+	}
+	if (rm_dist_agree(&d, ok, NULL, msg, sizeof(msg)) != 0)
 		goto fail;
+	printf("rank %d communicator ready\n", d.rank);
+	fflush(stdout);
 
 	int steps = env_rank("REMORA_FAKE_STEPS");
 	steps = steps > 0 ? steps : 3;
@@ -108,7 +123,7 @@ int main(void)
 			w.polls_left = -1;
 		if (k == 0 && env_rank("REMORA_FAKE_ASYNC") == d.rank)
 			w.async_error = true;
-		rm_dist_waiter waiter = {fake_query, fake_async, fake_abort, &w};
+		rm_dist_waiter waiter = {fake_query, fake_async, fake_abort, &w, NULL};
 		char what[32];
 		snprintf(what, sizeof(what), "step %d", k);
 		ok = rm_dist_wait(&waiter, rm_dist_timeout_s(0), what, msg, sizeof(msg)) == 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The multi-process plumbing of remora-calibrate and remora-gpu (gpudist/dist.h) under mpirun
 # -np 2 on the CPU, through tests/dist_fake.c's fake device (TAP): rank/device mapping, the id
-# broadcast, one rank's failure ending both ranks with the same message, a wait that times out.
+# broadcast, one rank's failure ending both ranks with the same message, a communicator set-up
+# and a wait that time out.
 # Every run is bounded by `timeout 60`: a hang fails the check (exit 124) instead of the suite.
 # With the CUDA parts built, remora-calibrate and remora-gpu under -np 2 too, on a machine without
 # a GPU (skipped where one is visible): both ranks leave with rank 0's "no GPU", no hang.
@@ -22,7 +23,7 @@ run() { # run ENV... : mpirun -np 2 of dist_fake, stdout to out, stderr to err, 
 	rc=$?
 }
 errors() { grep -c "^dist_fake: error: $1" err || true; }
-echo "1..16"
+echo "1..21"
 
 run REMORA_FAKE_DEVICES=2
 check "-np 2: both ranks finish" '[ $rc -eq 0 ] && [ "$(grep -c "step 2 done" out)" = 2 ]'
@@ -50,6 +51,20 @@ check "rank 1 hangs: the wait times out, both exit non-zero within 30 s" \
 check "both ranks report rank 1's timeout" '[ "$(errors "rank 1: step 0: no progress in 1.* s (timeout")" = 2 ]'
 check "the hung rank aborted its communicator, the other did not" \
 	'grep -q "^rank 1 aborted" out && ! grep -q "^rank 0 aborted" out'
+
+t0=$(date +%s)
+run REMORA_FAKE_INIT_HANG=1 REMORA_NCCL_INIT_TIMEOUT_S=1
+t1=$(date +%s)
+check "rank 1's communicator set-up never completes: both exit non-zero within 30 s" \
+	'[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((t1 - t0)) -lt 30 ]'
+check "both ranks report rank 1's set-up timeout, naming its variable" \
+	'[ "$(errors "rank 1: communicator init: no progress in 1.* s (timeout; REMORA_NCCL_INIT_TIMEOUT_S or --init-timeout)")" = 2 ]'
+check "the late rank aborted its communicator, the other did not; neither went on" \
+	'grep -q "^rank 1 aborted" out && ! grep -q "^rank 0 aborted" out && ! grep -q "communicator ready" out'
+run REMORA_FAKE_INIT_HANG=all REMORA_NCCL_TIMEOUT_S=1
+check "every set-up hangs, no init timeout set: the wait timeout bounds it, both report rank 0's" \
+	'[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(errors "rank 0: communicator init: no progress in 1.* s")" = 2 ]'
+check "every rank aborted its communicator" '[ "$(grep -c " aborted" out)" = 2 ]'
 
 run REMORA_FAKE_ASYNC=0
 check "an asynchronous NCCL error on rank 0 ends both ranks with its message" \

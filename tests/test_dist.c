@@ -116,6 +116,26 @@ Test(dist, timeout_sources)
 	unsetenv("REMORA_NCCL_TIMEOUT_S");
 }
 
+/* The communicator set-up's timeout: its flag, its own variable, else the wait's timeout. */
+Test(dist, init_timeout_sources)
+{
+	unsetenv("REMORA_NCCL_TIMEOUT_S");
+	unsetenv("REMORA_NCCL_INIT_TIMEOUT_S");
+	cr_assert_float_eq(rm_dist_init_timeout_s(0), RM_DIST_TIMEOUT_S, 1e-12);
+	setenv("REMORA_NCCL_TIMEOUT_S", "30", 1);
+	cr_assert_float_eq(rm_dist_init_timeout_s(0), 30.0, 1e-12, "the wait's variable when its own is unset");
+	setenv("REMORA_NCCL_INIT_TIMEOUT_S", "4.5", 1);
+	cr_assert_float_eq(rm_dist_init_timeout_s(0), 4.5, 1e-12, "its own variable first");
+	cr_assert_float_eq(rm_dist_init_timeout_s(9), 9.0, 1e-12, "the flag wins");
+	cr_assert_float_eq(rm_dist_timeout_s(0), 30.0, 1e-12, "the wait's timeout does not read the init's");
+	setenv("REMORA_NCCL_INIT_TIMEOUT_S", "0", 1);
+	cr_assert_float_eq(rm_dist_init_timeout_s(0), 30.0, 1e-12, "0 is not a timeout");
+	setenv("REMORA_NCCL_INIT_TIMEOUT_S", "1e99", 1);
+	cr_assert_float_eq(rm_dist_init_timeout_s(0), 30.0, 1e-12, "out of range");
+	unsetenv("REMORA_NCCL_TIMEOUT_S");
+	unsetenv("REMORA_NCCL_INIT_TIMEOUT_S");
+}
+
 typedef struct work {
 	int polls_left; /* < 0: never done */
 	int fail_at;    /* query fails when polls_left reaches it (-1: never) */
@@ -153,7 +173,7 @@ static void ab(void *arg)
 Test(dist, wait_done_after_polls)
 {
 	work w = {4, -1, false, 0, 0};
-	rm_dist_waiter wt = {q, a, ab, &w};
+	rm_dist_waiter wt = {q, a, ab, &w, NULL};
 	char msg[256] = "";
 	cr_assert_eq(rm_dist_wait(&wt, 10, "step", msg, sizeof(msg)), 0);
 	cr_assert_eq(w.polls, 5);
@@ -163,7 +183,7 @@ Test(dist, wait_done_after_polls)
 Test(dist, wait_query_error_aborts)
 {
 	work w = {4, 2, false, 0, 0};
-	rm_dist_waiter wt = {q, a, ab, &w};
+	rm_dist_waiter wt = {q, a, ab, &w, NULL};
 	char msg[256] = "";
 	cr_assert_eq(rm_dist_wait(&wt, 10, "step 3", msg, sizeof(msg)), -1);
 	cr_assert_str_eq(msg, "step 3: cudaEventQuery: an illegal memory access was encountered");
@@ -173,7 +193,7 @@ Test(dist, wait_query_error_aborts)
 Test(dist, wait_async_error_aborts)
 {
 	work w = {-1, -1, true, 0, 0};
-	rm_dist_waiter wt = {q, a, ab, &w};
+	rm_dist_waiter wt = {q, a, ab, &w, NULL};
 	char msg[256] = "";
 	cr_assert_eq(rm_dist_wait(&wt, 10, "iteration", msg, sizeof(msg)), -1);
 	cr_assert_str_eq(msg, "iteration: ncclCommGetAsyncError: remote process exited");
@@ -184,7 +204,7 @@ Test(dist, wait_async_error_aborts)
 Test(dist, wait_times_out)
 {
 	work w = {-1, -1, false, 0, 0};
-	rm_dist_waiter wt = {q, NULL, ab, &w};
+	rm_dist_waiter wt = {q, NULL, ab, &w, NULL};
 	char msg[256] = "";
 	cr_assert_eq(rm_dist_wait(&wt, 0.05, "nccl: collectives", msg, sizeof(msg)), -1);
 	cr_assert(strstr(msg, "nccl: collectives: no progress in 0.05") == msg, "%s", msg);

@@ -90,7 +90,7 @@ static void rmc_wait_abort(void *arg)
 static int rmc_wait(rmc_ctx *ctx, cudaEvent_t ev, cudaStream_t stream, const char *what)
 {
 	rmc_waited w = {ctx, ev, stream};
-	rm_dist_waiter waiter = {rmc_wait_query, rmc_wait_async, rmc_wait_abort, &w};
+	rm_dist_waiter waiter = {rmc_wait_query, rmc_wait_async, rmc_wait_abort, &w, NULL};
 	char msg[RM_DIST_MSG];
 	if (rm_dist_wait(&waiter, ctx->timeout_s, what, msg, sizeof(msg)) != 0)
 		return rmc_fail(ctx, __FILE__, __LINE__, "rm_dist_wait", msg);

@@ -10,9 +10,19 @@
  *   range. Events: one cudaEvent per program event (no timing), recorded after its op, waited
  *   with cudaStreamWaitEvent before the waiting op. Every op is bracketed by two timing events.
  * - Each iteration records an origin event on stream 0 that every stream waits for, then
- *   enqueues every op in program (launch) order, joins every stream into an event on stream 0,
- *   then synchronizes. The step is timed on iterations without per-op events, the ops on
- *   iterations with them (see rmx_measure).
+ *   enqueues every op in the plan's launch order (program order, except that no wait is enqueued
+ *   before its event's record: rm_exec_launch_order), joins every stream into an event on
+ *   stream 0, then polls it. The step is timed on iterations without per-op events, the ops on
+ *   iterations with them (see rmx_measure). Eager timing starts at an event the host enqueues
+ *   first, so a step of small ops measures how fast the host enqueues them.
+ * - Graph mode (rm_exec_run_opts.graph, after the eager iterations): the same iteration captured
+ *   as a CUDA graph (stream capture on stream 0, the other streams forked from it by an event
+ *   wait and joined back), replayed back to back for the step, and captured once more with
+ *   per-op timing events recorded as event-record nodes (cudaEventRecordExternal) for per-op
+ *   times (rmx_measure_graph).
+ * - NCCL: one non-blocking communicator (ncclCommInitRankConfig, blocking = 0), its set-up
+ *   polled with a timeout and aborted past it; calls that return ncclInProgress are settled by
+ *   polling ncclCommGetAsyncError (rmx_nccl_settle).
  * - GEMMs: cuBLASLt, "TN" (D[m,n] = A^T[m,k] B[k,n]) as FP8 requires, FP32 accumulation, one
  *   prepared descriptor per distinct shape, batched with strided layouts. fp8_e5m2 runs as
  *   E5M2 x E4M3 (cuBLASLt has no E5M2 x E5M2).
@@ -43,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern "C" {
 #include "remora/exec.h"
@@ -83,6 +94,12 @@ typedef struct rmx_ctx {
 	cudaStream_t *streams;
 	void **workspace; /* per stream, NULL where no GEMM runs */
 	cudaEvent_t *events, *op_start, *op_end, *tails, origin, done;
+	cudaEvent_t fork;            /* the origin inside a capture (no timing: an internal node) */
+	cudaEvent_t *replay;         /* graph mode: replay_n + 1 timing events between replays */
+	int replay_n;
+	cudaGraphExec_t graph_step;  /* graph mode: one iteration; with per-op timing events */
+	cudaGraphExec_t graph_ops;
+	double init_timeout_s;       /* of the communicator's non-blocking set-up (rm_dist_init_timeout_s) */
 	cublasLtHandle_t lt;
 	rmx_gemm gemms[RMX_MAX_GEMMS];
 	int n_gemms;
@@ -115,11 +132,14 @@ static int rmx_fail(rmx_ctx *ctx, const char *file, int line, const char *expr, 
 			return rmx_fail((ctx), __FILE__, __LINE__, #expr, cublasGetStatusString(rmx__s)); \
 	} while (0)
 
+/* A call on the non-blocking communicator may return ncclInProgress (its kernels are still being
+ * issued in the background): rmx_nccl_settle polls until they are on the stream, or fails. */
+static int rmx_nccl_settle(struct rmx_ctx *ctx, ncclResult_t r, const char *file, int line, const char *expr);
+
 #define RMX_NCCL(ctx, expr)                                                                        \
 	do {                                                                                       \
-		ncclResult_t rmx__r = (expr);                                                      \
-		if (rmx__r != ncclSuccess)                                                         \
-			return rmx_fail((ctx), __FILE__, __LINE__, #expr, ncclGetErrorString(rmx__r)); \
+		if (rmx_nccl_settle((ctx), (expr), __FILE__, __LINE__, #expr) != 0)                \
+			return -1;                                                                 \
 	} while (0)
 
 #define RMX_TRY(expr)                                                                              \
@@ -166,11 +186,43 @@ static void rmx_abort(void *arg)
 	}
 }
 
+/* The communicator's state as a wait's query: 1 ready, 0 still in progress, -1 failed. */
+static int rmx_comm_ready(void *arg, char *msg, size_t n)
+{
+	rmx_ctx *ctx = (rmx_ctx *)arg;
+	if (!ctx->have_comm) {
+		snprintf(msg, n, "the communicator was aborted");
+		return -1;
+	}
+	ncclResult_t r = ncclSuccess, q = ncclCommGetAsyncError(ctx->comm, &r);
+	if (q != ncclSuccess)
+		r = q;
+	if (r == ncclSuccess)
+		return 1;
+	if (r == ncclInProgress)
+		return 0;
+	snprintf(msg, n, "ncclCommGetAsyncError: %s (%s)", ncclGetErrorString(r), ncclGetLastError(ctx->comm));
+	return -1;
+}
+
+static int rmx_nccl_settle(rmx_ctx *ctx, ncclResult_t r, const char *file, int line, const char *expr)
+{
+	if (r == ncclSuccess)
+		return 0;
+	if (r != ncclInProgress)
+		return rmx_fail(ctx, file, line, expr, ncclGetErrorString(r));
+	rm_dist_waiter w = {rmx_comm_ready, NULL, rmx_abort, ctx, NULL};
+	char msg[RM_DIST_MSG];
+	if (rm_dist_wait(&w, ctx->timeout_s, expr, msg, sizeof(msg)) != 0)
+		return rmx_fail(ctx, file, line, "ncclInProgress", msg);
+	return 0;
+}
+
 /* Waits for the iteration's `done` event by polling it and the communicator (never a blocking
  * synchronise: a dead peer would hold it for ever); aborts the communicator on error/timeout. */
 static int rmx_wait_done(rmx_ctx *ctx)
 {
-	rm_dist_waiter w = {rmx_query_done, rmx_async_error, rmx_abort, ctx};
+	rm_dist_waiter w = {rmx_query_done, rmx_async_error, rmx_abort, ctx, NULL};
 	char msg[RM_DIST_MSG];
 	if (rm_dist_wait(&w, ctx->timeout_s, "iteration", msg, sizeof(msg)) != 0)
 		return rmx_fail(ctx, __FILE__, __LINE__, "rm_dist_wait(done)", msg);
@@ -613,34 +665,137 @@ static int rmx_op(rmx_ctx *ctx, int32_t i)
 	}
 }
 
-/* Enqueues one iteration: the origin, then every op in launch order with its events (and, when
- * op_events, its two timing events), then the join of every stream into `done` on stream 0. */
-static int rmx_iteration(rmx_ctx *ctx, bool op_events)
+/*
+ * Enqueues one iteration: the origin on stream 0 that every other stream waits for, then every op
+ * in the plan's launch order (rm_exec_launch_order: never a wait before its record) with its
+ * waits, its records and, when op_events, its two timing events, then the join of every stream
+ * back into stream 0. Eager (!capture): the origin is the timing event `origin`, and `done` is
+ * recorded at the end. Inside a capture on stream 0 (capture): the origin is `fork`, whose wait
+ * draws the other streams into the capture; program events become the graph's internal edges;
+ * the timing events are recorded with cudaEventRecordExternal, so each replay of the graph
+ * records them as event-record nodes (their timestamps are read after the replay, as eager ones).
+ */
+static int rmx_enqueue(rmx_ctx *ctx, bool op_events, bool capture)
 {
 	const rm_program *prog = ctx->prog;
-	RMX_CUDA(ctx, cudaEventRecord(ctx->origin, ctx->streams[0]));
+	cudaEvent_t origin = capture ? ctx->fork : ctx->origin;
+	RMX_CUDA(ctx, cudaEventRecord(origin, ctx->streams[0]));
 	for (int32_t s = 1; s < prog->n_streams; s++)
-		RMX_CUDA(ctx, cudaStreamWaitEvent(ctx->streams[s], ctx->origin, 0));
-	for (int32_t i = 0; i < prog->n_ops; i++) {
+		RMX_CUDA(ctx, cudaStreamWaitEvent(ctx->streams[s], origin, 0));
+	unsigned int ext = capture ? cudaEventRecordExternal : cudaEventRecordDefault;
+	for (int32_t k = 0; k < prog->n_ops; k++) {
+		int32_t i = ctx->plan->launch_order[k];
 		const rm_program_op *op = &prog->ops[i];
 		cudaStream_t st = ctx->streams[op->stream];
 		const int32_t *w = rm_program_refs(prog, op->waits);
-		for (uint32_t k = 0; k < op->waits.count; k++)
-			RMX_CUDA(ctx, cudaStreamWaitEvent(st, ctx->events[w[k]], 0));
+		for (uint32_t q = 0; q < op->waits.count; q++)
+			RMX_CUDA(ctx, cudaStreamWaitEvent(st, ctx->events[w[q]], 0));
 		if (op_events)
-			RMX_CUDA(ctx, cudaEventRecord(ctx->op_start[i], st));
+			RMX_CUDA(ctx, cudaEventRecordWithFlags(ctx->op_start[i], st, ext));
 		RMX_TRY(rmx_op(ctx, i));
 		if (op_events)
-			RMX_CUDA(ctx, cudaEventRecord(ctx->op_end[i], st));
+			RMX_CUDA(ctx, cudaEventRecordWithFlags(ctx->op_end[i], st, ext));
 		const int32_t *r = rm_program_refs(prog, op->records);
-		for (uint32_t k = 0; k < op->records.count; k++)
-			RMX_CUDA(ctx, cudaEventRecord(ctx->events[r[k]], st));
+		for (uint32_t q = 0; q < op->records.count; q++)
+			RMX_CUDA(ctx, cudaEventRecord(ctx->events[r[q]], st));
 	}
 	for (int32_t s = 1; s < prog->n_streams; s++) {
 		RMX_CUDA(ctx, cudaEventRecord(ctx->tails[s], ctx->streams[s]));
 		RMX_CUDA(ctx, cudaStreamWaitEvent(ctx->streams[0], ctx->tails[s], 0));
 	}
+	if (!capture)
+		RMX_CUDA(ctx, cudaEventRecord(ctx->done, ctx->streams[0]));
+	return 0;
+}
+
+/* One eager iteration: enqueued, then waited for (polled with the timeout). */
+static int rmx_iteration(rmx_ctx *ctx, bool op_events)
+{
+	RMX_TRY(rmx_enqueue(ctx, op_events, false));
+	return rmx_wait_done(ctx);
+}
+
+/*
+ * Captures one iteration (rmx_enqueue inside cudaStreamBeginCapture on stream 0) and instantiates it with the streams' priorities on its kernel nodes
+ * (cudaGraphInstantiateFlagUseNodePriority), then uploads it. Runs only after eager iterations:
+ * every cuBLASLt descriptor, cuDNN variant pack, workspace and NCCL connection exists by then,
+ * so nothing is created or allocated inside the capture. Thread-local capture mode: a call of
+ * this thread that is unsafe during capture (cudaMalloc included) fails the capture instead of
+ * running, while NCCL's proxy thread may still set up what it needs (nccl-tests captures in the
+ * same mode for that reason). The capture is always ended, also after a failure inside it (which
+ * ends the forked streams' capture with it).
+ */
+static int rmx_capture(rmx_ctx *ctx, bool op_events, cudaGraphExec_t *exec)
+{
+	cudaGraph_t g = NULL;
+	RMX_CUDA(ctx, cudaStreamBeginCapture(ctx->streams[0], cudaStreamCaptureModeThreadLocal));
+	int rc = rmx_enqueue(ctx, op_events, true);
+	cudaError_t e = cudaStreamEndCapture(ctx->streams[0], &g);
+	if (rc != 0 || e != cudaSuccess) {
+		if (g)
+			cudaGraphDestroy(g);
+		(void)cudaGetLastError(); /* the capture's error is reported below, not left sticky */
+		if (rc != 0)
+			return -1;
+		return rmx_fail(ctx, __FILE__, __LINE__, "cudaStreamEndCapture(streams[0], &graph)", cudaGetErrorString(e));
+	}
+	e = cudaGraphInstantiateWithFlags(exec, g, cudaGraphInstantiateFlagUseNodePriority);
+	cudaGraphDestroy(g);
+	if (e != cudaSuccess) {
+		*exec = NULL;
+		return rmx_fail(ctx, __FILE__, __LINE__, "cudaGraphInstantiateWithFlags(UseNodePriority)",
+				cudaGetErrorString(e));
+	}
+	RMX_CUDA(ctx, cudaGraphUpload(*exec, ctx->streams[0]));
 	RMX_CUDA(ctx, cudaEventRecord(ctx->done, ctx->streams[0]));
+	return rmx_wait_done(ctx);
+}
+
+static int rmx_elapsed(rmx_ctx *ctx, cudaEvent_t a, cudaEvent_t b, const char *what, double *s);
+
+static double host_now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/*
+ * The graph's step: one untimed replay, then `iters` replays launched back to back on stream 0
+ * with a timing event between consecutive ones (replay[0] is queued behind the untimed replay, so
+ * the GPU does not wait for the host at the first timed one). steps[k] = replay[k] -> replay[k+1]:
+ * the replay's time on the GPU as long as the host launches faster than the GPU runs a replay;
+ * *launch_s: the host's mean seconds per cudaGraphLaunch, which says whether it did. One polled
+ * wait for all of them (the timeout covers the whole batch).
+ */
+static int rmx_graph_steps(rmx_ctx *ctx, int iters, double *steps, double *launch_s)
+{
+	cudaStream_t s0 = ctx->streams[0];
+	RMX_CUDA(ctx, cudaGraphLaunch(ctx->graph_step, s0));
+	RMX_CUDA(ctx, cudaEventRecord(ctx->replay[0], s0));
+	double host = 0;
+	for (int k = 0; k < iters; k++) {
+		double t0 = host_now_s();
+		RMX_CUDA(ctx, cudaGraphLaunch(ctx->graph_step, s0));
+		host += host_now_s() - t0;
+		RMX_CUDA(ctx, cudaEventRecord(ctx->replay[k + 1], s0));
+	}
+	RMX_CUDA(ctx, cudaEventRecord(ctx->done, s0));
+	RMX_TRY(rmx_wait_done(ctx));
+	*launch_s = host / iters;
+	for (int k = 0; k < iters; k++)
+		RMX_TRY(rmx_elapsed(ctx, ctx->replay[k], ctx->replay[k + 1], "cudaEventElapsedTime(replay k, k + 1)",
+				    &steps[k]));
+	return 0;
+}
+
+/* One replay of the graph with per-op timing events: origin, the replay, done, polled. */
+static int rmx_graph_ops_replay(rmx_ctx *ctx)
+{
+	cudaStream_t s0 = ctx->streams[0];
+	RMX_CUDA(ctx, cudaEventRecord(ctx->origin, s0));
+	RMX_CUDA(ctx, cudaGraphLaunch(ctx->graph_ops, s0));
+	RMX_CUDA(ctx, cudaEventRecord(ctx->done, s0));
 	return rmx_wait_done(ctx);
 }
 
@@ -648,8 +803,11 @@ static int rmx_iteration(rmx_ctx *ctx, bool op_events)
 
 /*
  * The world communicator: rank 0's ncclGetUniqueId and its status reach every rank in one
- * broadcast (a failure there ends every rank, not only rank 0), then ncclCommInitRank and an
- * agreement, so that nobody enqueues a collective that a peer without a communicator never joins.
+ * broadcast (a failure there ends every rank, not only rank 0), then a non-blocking
+ * ncclCommInitRankConfig polled with ncclCommGetAsyncError until ready (past init_timeout_s:
+ * ncclCommAbort, "communicator init: no progress in T s"), then an agreement, so that nobody
+ * enqueues a collective that a peer without a communicator never joins. The communicator stays
+ * non-blocking: its calls may return ncclInProgress, which RMX_NCCL settles (rmx_nccl_settle).
  */
 static int rmx_setup_comm(rmx_ctx *ctx)
 {
@@ -669,12 +827,25 @@ static int rmx_setup_comm(rmx_ctx *ctx)
 			ctx->status = RM_IO;
 		return -1;
 	}
-	ncclResult_t r = ncclCommInitRank(&ctx->comm, ctx->world, id, ctx->rank);
-	if (r != ncclSuccess)
-		rmx_fail(ctx, __FILE__, __LINE__, "ncclCommInitRank(&ctx->comm, ctx->world, id, ctx->rank)",
+	/* non-blocking: the call returns at once (ncclInProgress) and the set-up is polled, so a peer
+	 * that never joins ends in a timeout and ncclCommAbort instead of a hang in the bootstrap */
+	ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+	cfg.blocking = 0;
+	ncclResult_t r = ncclCommInitRankConfig(&ctx->comm, ctx->world, id, ctx->rank, &cfg);
+	ok = r == ncclSuccess || r == ncclInProgress;
+	if (!ok) {
+		rmx_fail(ctx, __FILE__, __LINE__, "ncclCommInitRankConfig(&ctx->comm, ctx->world, id, ctx->rank, blocking 0)",
 			 ncclGetErrorString(r));
-	ctx->have_comm = r == ncclSuccess;
-	return rmx_agree(ctx, r == ncclSuccess);
+	} else {
+		ctx->have_comm = true;
+		rm_dist_waiter w = {rmx_comm_ready, NULL, rmx_abort, ctx, "REMORA_NCCL_INIT_TIMEOUT_S or --init-timeout"};
+		char why[RM_DIST_MSG];
+		if (rm_dist_wait(&w, ctx->init_timeout_s, "communicator init", why, sizeof(why)) != 0) {
+			rmx_fail(ctx, __FILE__, __LINE__, "ncclCommInitRankConfig", why);
+			ok = false;
+		}
+	}
+	return rmx_agree(ctx, ok);
 }
 
 /*
@@ -818,6 +989,14 @@ static int rmx_setup(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measurem
 	}
 	RMX_CUDA(ctx, cudaEventCreate(&ctx->origin));
 	RMX_CUDA(ctx, cudaEventCreate(&ctx->done));
+	RMX_CUDA(ctx, cudaEventCreateWithFlags(&ctx->fork, cudaEventDisableTiming));
+	if (opt->graph) {
+		int n = (opt->iterations > 0 ? opt->iterations : 1) + 1;
+		ctx->replay = (cudaEvent_t *)calloc((size_t)n, sizeof(cudaEvent_t));
+		ctx->replay_n = n - 1;
+		for (int k = 0; k < n; k++)
+			RMX_CUDA(ctx, cudaEventCreate(&ctx->replay[k]));
+	}
 	ctx->tails = (cudaEvent_t *)calloc((size_t)prog->n_streams + 1, sizeof(cudaEvent_t));
 	for (int32_t s = 0; s < prog->n_streams; s++)
 		RMX_CUDA(ctx, cudaEventCreateWithFlags(&ctx->tails[s], cudaEventDisableTiming));
@@ -858,6 +1037,16 @@ static void rmx_teardown(rmx_ctx *ctx)
 	if (ctx->lt)
 		cublasLtDestroy(ctx->lt);
 	rmx_sdpa_destroy(ctx->sdpa);
+	if (ctx->graph_step)
+		cudaGraphExecDestroy(ctx->graph_step);
+	if (ctx->graph_ops)
+		cudaGraphExecDestroy(ctx->graph_ops);
+	for (int k = 0; ctx->replay && k <= ctx->replay_n; k++)
+		if (ctx->replay[k])
+			cudaEventDestroy(ctx->replay[k]);
+	free(ctx->replay);
+	if (ctx->fork)
+		cudaEventDestroy(ctx->fork);
 	if (ctx->origin)
 		cudaEventDestroy(ctx->origin);
 	if (ctx->done)
@@ -945,6 +1134,80 @@ static int rmx_op_times(rmx_ctx *ctx, rm_exec_measurement *m, int iters, double 
 }
 
 /*
+ * The per-op durations of the last graph replay with per-op events, added to means (/ iters), and
+ * the span from the first op's start to the last op's end. Not fatal: a failure (an
+ * event-record node whose timestamp the driver does not give) is returned in why and the graph's
+ * per-op times are left out, its step kept. Nothing recorded in ctx->error.
+ */
+static int rmx_graph_op_times(rmx_ctx *ctx, double *means, int iters, double *span, char *why, size_t n)
+{
+	const rm_program *prog = ctx->prog;
+	double first = 1e30, last = 0;
+	for (int32_t i = 0; i < prog->n_ops; i++) {
+		float a = 0, b = 0;
+		cudaError_t e = cudaEventElapsedTime(&a, ctx->origin, ctx->op_start[i]);
+		if (e == cudaSuccess)
+			e = cudaEventElapsedTime(&b, ctx->origin, ctx->op_end[i]);
+		if (e != cudaSuccess) {
+			(void)cudaGetLastError();
+			snprintf(why, n, "cudaEventElapsedTime on the graph's event-record nodes of ops[%d] '%s': %s", (int)i,
+				 prog->ops[i].name, cudaGetErrorString(e));
+			return -1;
+		}
+		double s0 = a * 1e-3, s1 = b * 1e-3;
+		means[i] += (s1 - s0) / iters;
+		first = s0 < first ? s0 : first;
+		last = s1 > last ? s1 : last;
+	}
+	*span = prog->n_ops ? last - first : 0;
+	return 0;
+}
+
+/*
+ * Graph mode, after the eager measurement (which also warmed up every descriptor, plan, variant
+ * pack and NCCL connection): the iteration captured twice, without and with per-op timing events
+ * (rmx_capture), agreed across ranks; the step from back-to-back replays (rmx_graph_steps); then
+ * `iters` replays of the per-op capture, each polled and agreed (they hold the collectives), whose
+ * event-record nodes give per-op means. Every rank replays the same graphs the same number of
+ * times, whatever its own timing reads said.
+ */
+static int rmx_measure_graph(rmx_ctx *ctx, int iters, rm_exec_measurement *m)
+{
+	RMX_TRY(rmx_agree(ctx, rmx_capture(ctx, false, &ctx->graph_step) == 0 &&
+				       rmx_capture(ctx, true, &ctx->graph_ops) == 0));
+	double *steps = (double *)calloc((size_t)iters, sizeof(double));
+	double *spans = (double *)calloc((size_t)iters, sizeof(double));
+	double *means = (double *)calloc((size_t)ctx->prog->n_ops + 1, sizeof(double));
+	double launch = 0;
+	char why[RM_DIST_MSG] = "";
+	bool times_ok = true;
+	int rc = -1;
+	if (rmx_agree(ctx, rmx_graph_steps(ctx, iters, steps, &launch) == 0) != 0)
+		goto out;
+	m->graph_step_s = median(steps, iters);
+	m->graph_launch_host_s = launch;
+	for (int it = 0; it < iters; it++) {
+		if (rmx_agree(ctx, rmx_graph_ops_replay(ctx) == 0) != 0)
+			goto out;
+		if (times_ok)
+			times_ok = rmx_graph_op_times(ctx, means, iters, &spans[it], why, sizeof(why)) == 0;
+	}
+	if (times_ok) {
+		m->graph_step_op_events_s = median(spans, iters);
+		m->graph_op_mean_s = means;
+		means = NULL;
+	} else if (ctx->rank == 0) {
+		fprintf(stderr, "remora: warning: graph mode: no per-op times (%s); the graph's step is measured\n", why);
+	}
+	rc = 0;
+out:
+	free(steps);
+	free(spans);
+	free(means);
+	return rc;
+}
+
+/*
  * Warm-up, then `iterations` plain iterations (the step: origin to the join of every stream; no
  * per-op events, whose host cost could make a step of many small ops launch-bound), then
  * `iterations` with per-op timing events (per-op means; the last one is the trace). Every
@@ -971,7 +1234,7 @@ static int rmx_measure(rmx_ctx *ctx, const rm_exec_run_opts *opt, rm_exec_measur
 	m->step_s = median(steps, iters);
 	m->step_op_events_s = median(steps_ev, iters);
 	m->iterations = iters;
-	rc = 0;
+	rc = opt->graph ? rmx_measure_graph(ctx, iters, m) : 0;
 out:
 	free(steps);
 	free(steps_ev);
@@ -986,6 +1249,7 @@ extern "C" rm_status rm_exec_run(const rm_exec_plan *plan, const rm_exec_run_opt
 	ctx->prog = plan->prog;
 	ctx->world = 1;
 	ctx->timeout_s = rm_dist_timeout_s(opt->timeout_s);
+	ctx->init_timeout_s = rm_dist_init_timeout_s(opt->init_timeout_s);
 	rm_exec_measurement_init(m, plan->prog->n_ops);
 	rm_status st = RM_OK;
 	*rank = 0;

@@ -296,6 +296,14 @@ typedef struct rm_exec_measurement {
 	double *op_mean_s;   /* mean duration over the timed iterations; owned */
 	double step_s;       /* median step time over the timed iterations without per-op events */
 	double step_op_events_s; /* median step of the iterations with per-op timing events (0: none) */
+	/* graph mode (`remora exec --graph`, docs/exec.md "Graph mode"; 0 and NULL when not run) */
+	double graph_step_s;           /* median interval between back-to-back replays of the
+					* iteration captured as one CUDA graph */
+	double graph_step_op_events_s; /* median replay of the capture with per-op timing events */
+	double graph_launch_host_s;    /* mean host seconds of one cudaGraphLaunch: when it is not
+					* below graph_step_s, the replays too were launch-bound */
+	double *graph_op_mean_s;       /* n_ops: mean durations from the events captured in the
+					* graph (cudaEventRecordExternal); NULL when not measured; owned */
 	int iterations;
 	int64_t device_bytes;      /* device memory the run allocated (pool, regions, workspaces) */
 	int64_t device_used_bytes; /* cudaMemGetInfo used at the end minus at the start; 0 unknown */
@@ -313,7 +321,10 @@ void rm_exec_measurement_finish(rm_exec_measurement *m);
 
 /*
  * A measurement as JSON (schema remora.exec-measurement/1): device, versions, world, iterations,
- * step_s, device bytes, and ops [{name, start_s, end_s, mean_s}] in program order. New reference.
+ * step_s, device bytes, and ops [{name, start_s, end_s, mean_s}] in program order; in graph mode
+ * also "graph": {step_s, step_op_events_s, launch_host_s} and each op's graph_mean_s (when the
+ * graph's per-op events were measured). New reference. rm_exec_measurement_load reads both
+ * (the graph members are optional).
  */
 json_t *rm_exec_measurement_json(const rm_program *prog, const rm_exec_measurement *m);
 /*

@@ -1,7 +1,7 @@
 /*
  * `remora exec PROGRAM.json [--dry-run] [--hardware NAME] [--world N] [--iterations N]
  *  [--warmup N] [--trace OUT] [--compare] [--calib DB] [--queues N] [--json] [--tensors]
- *  [--replay FILE] [--attention fused|unfused]`.
+ *  [--replay FILE] [--attention fused|unfused] [--timeout S] [--init-timeout S] [--graph]`.
  * The plan and its checks come from remora/exec.h (always built); the run from the CUDA runner
  * (exec/runner.h), linked only into remora-gpu (REMORA_EXEC_RUNNER), which `remora` execs.
  */
@@ -29,7 +29,7 @@ static void exec_usage(FILE *out)
 		"usage: remora exec PROGRAM.json [--dry-run] [--hardware NAME] [--world N]\n"
 		"                   [--iterations N] [--warmup N] [--trace OUT] [--compare] [--calib DB]\n"
 		"                   [--queues N] [--json] [--tensors] [--replay FILE] [--timeout S]\n"
-		"                   [--attention fused|unfused]\n\n"
+		"                   [--attention fused|unfused] [--init-timeout S] [--graph]\n\n"
 		"Runs a schedule program (written by `remora schedule` or `remora search`) on this\n"
 		"machine's GPU(s): tensors from one pool sized by the program's memory plan, its streams\n"
 		"with their priorities, every op on its stream in program order with its events. One\n"
@@ -54,6 +54,12 @@ static void exec_usage(FILE *out)
 		"  -O, --timeout S      seconds one iteration may wait on the GPU and its peers before\n"
 		"                       the NCCL communicator is aborted (default REMORA_NCCL_TIMEOUT_S,\n"
 		"                       else 120)\n"
+		"  -I, --init-timeout S seconds the NCCL communicator's non-blocking set-up may take\n"
+		"                       before it is aborted (default REMORA_NCCL_INIT_TIMEOUT_S, else\n"
+		"                       the --timeout default)\n"
+		"  -G, --graph          also capture one iteration as a CUDA graph and replay it: the\n"
+		"                       step of back-to-back replays and per-op times from events\n"
+		"                       captured in the graph, beside the eager (launched) ones\n"
 		"  -a, --attention M    fused (default): attention the model prices fused runs cuDNN's\n"
 		"                       flash SDPA (unfused where cuDNN refuses it); unfused: every\n"
 		"                       attention op runs as cuBLASLt GEMMs + softmax kernels\n"
@@ -62,9 +68,9 @@ static void exec_usage(FILE *out)
 
 typedef struct exec_opts {
 	const char *path, *hw_name, *trace, *calib, *replay;
-	bool dry_run, compare, json, tensors;
+	bool dry_run, compare, json, tensors, graph;
 	rm_exec_attention_mode attention;
-	int64_t world, iterations, warmup, queues, timeout_s;
+	int64_t world, iterations, warmup, queues, timeout_s, init_timeout_s;
 } exec_opts;
 
 /* Stores the measurement's calibration rows in db (through the JSONL importer). */
@@ -151,6 +157,16 @@ static int report(const exec_opts *o, const rm_program *prog, const rm_exec_plan
 		printf("step time      %.3f ms (median of %d iterations)\n", m->step_s * 1e3, m->iterations);
 		if (m->step_op_events_s > 0)
 			printf("               %.3f ms with per-op timing events\n", m->step_op_events_s * 1e3);
+		if (m->graph_step_s > 0) {
+			printf("graph step     %.3f ms (median of back-to-back replays of the captured iteration; "
+			       "%.1f us host per launch)\n",
+			       m->graph_step_s * 1e3, m->graph_launch_host_s * 1e6);
+			if (m->graph_step_op_events_s > 0)
+				printf("               %.3f ms with per-op timing events in the graph\n",
+				       m->graph_step_op_events_s * 1e3);
+			if (!m->graph_op_mean_s)
+				printf("               (no per-op times from the graph)\n");
+		}
 		printf("device memory  %s allocated\n", rm_format_bytes(m->device_bytes, b, sizeof(b)));
 		if (cmp)
 			rm_exec_compare_print(cmp, stdout);
@@ -166,7 +182,8 @@ static int run(const exec_opts *o, const rm_program *prog, const rm_exec_plan *p
 	rm_error err;
 	rm_error_clear(&err);
 	rm_exec_run_opts ro = {.hw = hw, .iterations = (int)o->iterations, .warmup = (int)o->warmup,
-			       .timeout_s = (double)o->timeout_s};
+			       .timeout_s = (double)o->timeout_s, .init_timeout_s = (double)o->init_timeout_s,
+			       .graph = o->graph};
 	rm_exec_measurement m;
 	int rank = 0;
 	memset(&m, 0, sizeof(m));
@@ -210,12 +227,14 @@ int cli_cmd_exec(int argc, char **argv)
 		{"replay", required_argument, NULL, 'R'},
 		{"timeout", required_argument, NULL, 'O'},
 		{"attention", required_argument, NULL, 'a'},
+		{"init-timeout", required_argument, NULL, 'I'},
+		{"graph", no_argument, NULL, 'G'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
 	exec_opts o = {.hw_name = "h100-sxm", .iterations = 10, .warmup = 3, .queues = 8};
 	int c;
-	const char *shortopts = "nH:w:i:W:t:cC:Q:jTR:O:a:h";
+	const char *shortopts = "nH:w:i:W:t:cC:Q:jTR:O:a:I:Gh";
 	while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
 		switch (c) {
 		case 'n':
@@ -263,6 +282,13 @@ int cli_cmd_exec(int argc, char **argv)
 		case 'O':
 			if (!cli_parse_positive("exec", "--timeout", optarg, &o.timeout_s))
 				return CLI_EXIT_USAGE;
+			break;
+		case 'I':
+			if (!cli_parse_positive("exec", "--init-timeout", optarg, &o.init_timeout_s))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'G':
+			o.graph = true;
 			break;
 		case 'a':
 			if (!rm_exec_attention_mode_parse(optarg, &o.attention))

@@ -30,7 +30,8 @@ void rm_exec_measurement_finish(rm_exec_measurement *m)
 	free(m->op_start_s);
 	free(m->op_end_s);
 	free(m->op_mean_s);
-	m->op_start_s = m->op_end_s = m->op_mean_s = NULL;
+	free(m->graph_op_mean_s);
+	m->op_start_s = m->op_end_s = m->op_mean_s = m->graph_op_mean_s = NULL;
 }
 
 /* ---- trace -------------------------------------------------------------------------------- */
@@ -167,7 +168,7 @@ json_t *rm_exec_compare(const rm_program *prog, const rm_exec_plan *plan, const 
 		return NULL;
 	}
 	const rm_sim_metrics *met = rm_sim_get_metrics(sim);
-	double kp[RM_COST_KIND_COUNT] = {0}, km[RM_COST_KIND_COUNT] = {0};
+	double kp[RM_COST_KIND_COUNT] = {0}, km[RM_COST_KIND_COUNT] = {0}, kg[RM_COST_KIND_COUNT] = {0};
 	int kn[RM_COST_KIND_COUNT] = {0};
 	op_err *errs = rm_new(op_err, (size_t)prog->n_ops + 1);
 	int32_t n = prog->n_ops < m->n_ops ? prog->n_ops : m->n_ops;
@@ -176,6 +177,8 @@ json_t *rm_exec_compare(const rm_program *prog, const rm_exec_plan *plan, const 
 		double p = rm_time_to_s(rm_sim_op_solo(sim, i));
 		kp[k] += p;
 		km[k] += m->op_mean_s[i];
+		if (m->graph_op_mean_s)
+			kg[k] += m->graph_op_mean_s[i];
 		kn[k]++;
 		errs[i] = (op_err){i, p, m->op_mean_s[i]};
 	}
@@ -193,14 +196,23 @@ json_t *rm_exec_compare(const rm_program *prog, const rm_exec_plan *plan, const 
 	for (int k = 0; k < RM_COST_KIND_COUNT; k++) {
 		if (!kn[k])
 			continue;
-		json_object_set_new(kinds, rm_cost_kind_name((rm_cost_kind)k),
-				    json_pack("{s:i, s:f, s:f, s:o}", "ops", kn[k], "predicted_s", kp[k],
-					      "measured_s", km[k], "error", error_json(kp[k], km[k])));
+		json_t *row = json_pack("{s:i, s:f, s:f, s:o}", "ops", kn[k], "predicted_s", kp[k], "measured_s", km[k],
+					"error", error_json(kp[k], km[k]));
+		if (m->graph_op_mean_s) { /* the same ops timed by events captured in the graph */
+			json_object_set_new(row, "measured_graph_s", json_real(kg[k]));
+			json_object_set_new(row, "error_graph", error_json(kp[k], kg[k]));
+		}
+		json_object_set_new(kinds, rm_cost_kind_name((rm_cost_kind)k), row);
 	}
 	json_object_set_new(o, "kinds", kinds);
 	double ps = rm_time_to_s(met->step_time);
 	json_object_set_new(o, "step", json_pack("{s:f, s:f, s:o}", "predicted_s", ps, "measured_s", m->step_s,
 						  "error", error_json(ps, m->step_s)));
+	if (m->graph_step_s > 0)
+		json_object_set_new(o, "step_graph",
+				    json_pack("{s:f, s:f, s:o, s:f}", "predicted_s", ps, "measured_s", m->graph_step_s,
+					      "error", error_json(ps, m->graph_step_s), "launch_host_s",
+					      m->graph_launch_host_s));
 	int64_t measured_mem = m->device_used_bytes > 0 ? m->device_used_bytes : m->device_bytes;
 	json_object_set_new(o, "memory",
 			    json_pack("{s:I, s:I, s:I, s:I, s:o}", "predicted_peak_bytes",
@@ -225,16 +237,22 @@ json_t *rm_exec_compare(const rm_program *prog, const rm_exec_plan *plan, const 
 	return o;
 }
 
-static void print_row(FILE *out, const char *name, const json_t *row, double scale, const char *unit)
+static void print_row_keys(FILE *out, const char *name, const json_t *row, const char *measured, const char *error,
+			   double scale, const char *unit)
 {
 	double p = json_number_value(json_object_get(row, "predicted_s"));
-	double mm = json_number_value(json_object_get(row, "measured_s"));
-	const json_t *e = json_object_get(row, "error");
-	fprintf(out, "  %-14s %12.3f %s %12.3f %s", name, p * scale, unit, mm * scale, unit);
+	double mm = json_number_value(json_object_get(row, measured));
+	const json_t *e = json_object_get(row, error);
+	fprintf(out, "  %-19s %12.3f %s %12.3f %s", name, p * scale, unit, mm * scale, unit);
 	if (json_is_number(e))
 		fprintf(out, "  %+7.1f %%\n", json_number_value(e) * 100);
 	else
 		fprintf(out, "        -\n");
+}
+
+static void print_row(FILE *out, const char *name, const json_t *row, double scale, const char *unit)
+{
+	print_row_keys(out, name, row, "measured_s", "error", scale, unit);
 }
 
 void rm_exec_compare_print(const json_t *cmp, FILE *out)
@@ -251,17 +269,29 @@ void rm_exec_compare_print(const json_t *cmp, FILE *out)
 			     "GEMMs + softmax\n",
 			(int)json_integer_value(json_object_get(ap, "fused")),
 			(int)json_integer_value(json_object_get(ap, "unfused")));
-	fprintf(out, "  %-14s %15s %15s %9s\n", "kind (sum)", "predicted", "measured", "error");
+	fprintf(out, "  %-19s %15s %15s %9s\n", "kind (sum)", "predicted", "measured", "error");
 	const char *key;
 	const json_t *row;
 	json_object_foreach((json_t *)json_object_get(cmp, "kinds"), key, row) {
 		print_row(out, key, row, 1e3, "ms");
 	}
 	print_row(out, "step", json_object_get(cmp, "step"), 1e3, "ms");
+	const json_t *sg = json_object_get(cmp, "step_graph");
+	if (sg) {
+		/* graph mode: the same kinds timed by events captured in the graph, then its replays */
+		json_object_foreach((json_t *)json_object_get(cmp, "kinds"), key, row) {
+			if (!json_object_get(row, "measured_graph_s"))
+				continue;
+			char label[48];
+			snprintf(label, sizeof(label), "%s (graph)", key);
+			print_row_keys(out, label, row, "measured_graph_s", "error_graph", 1e3, "ms");
+		}
+		print_row(out, "step (graph)", sg, 1e3, "ms");
+	}
 	const json_t *mem = json_object_get(cmp, "memory");
 	char b[3][32];
 	const json_t *e = json_object_get(mem, "error");
-	fprintf(out, "  %-14s %15s %15s", "peak memory",
+	fprintf(out, "  %-19s %15s %15s", "peak memory",
 		rm_format_bytes((int64_t)json_integer_value(json_object_get(mem, "predicted_peak_bytes")), b[0], sizeof(b[0])),
 		rm_format_bytes((int64_t)json_integer_value(json_object_get(mem, "measured_bytes")), b[1], sizeof(b[1])));
 	if (json_is_number(e))
@@ -416,11 +446,18 @@ json_t *rm_exec_measurement_json(const rm_program *prog, const rm_exec_measureme
 	json_object_set_new(o, "step_op_events_s", json_real(m->step_op_events_s));
 	json_object_set_new(o, "device_bytes", json_integer(m->device_bytes));
 	json_object_set_new(o, "device_used_bytes", json_integer(m->device_used_bytes));
+	if (m->graph_step_s > 0)
+		json_object_set_new(o, "graph",
+				    json_pack("{s:f, s:f, s:f}", "step_s", m->graph_step_s, "step_op_events_s",
+					      m->graph_step_op_events_s, "launch_host_s", m->graph_launch_host_s));
 	json_t *ops = json_array();
-	for (int32_t i = 0; i < m->n_ops && i < prog->n_ops; i++)
-		json_array_append_new(ops, json_pack("{s:s, s:f, s:f, s:f}", "name", prog->ops[i].name, "start_s",
-						     m->op_start_s[i], "end_s", m->op_end_s[i], "mean_s",
-						     m->op_mean_s[i]));
+	for (int32_t i = 0; i < m->n_ops && i < prog->n_ops; i++) {
+		json_t *op = json_pack("{s:s, s:f, s:f, s:f}", "name", prog->ops[i].name, "start_s", m->op_start_s[i],
+				       "end_s", m->op_end_s[i], "mean_s", m->op_mean_s[i]);
+		if (m->graph_op_mean_s)
+			json_object_set_new(op, "graph_mean_s", json_real(m->graph_op_mean_s[i]));
+		json_array_append_new(ops, op);
+	}
 	json_object_set_new(o, "ops", ops);
 	return o;
 }
@@ -508,6 +545,15 @@ rm_status rm_exec_measurement_load(const char *path, const rm_program *prog, rm_
 		st = rm_error_set(err, RM_INVALID, path, 0, 0, "step_op_events_s: a time in seconds");
 		goto fail;
 	}
+	json_t *g = json_object_get(o, "graph");
+	if (g && (!json_is_object(g) || !get_time(g, "step_s", &tmp.graph_step_s) ||
+		  (json_object_get(g, "step_op_events_s") &&
+		   !get_time(g, "step_op_events_s", &tmp.graph_step_op_events_s)) ||
+		  (json_object_get(g, "launch_host_s") && !get_time(g, "launch_host_s", &tmp.graph_launch_host_s)))) {
+		st = rm_error_set(err, RM_INVALID, path, 0, 0,
+				  "graph: an object of step_s, step_op_events_s and launch_host_s in seconds");
+		goto fail;
+	}
 	tmp.world = (int)json_integer_value(json_object_get(o, "world"));
 	tmp.iterations = (int)json_integer_value(json_object_get(o, "iterations"));
 	tmp.device_bytes = (int64_t)json_integer_value(json_object_get(o, "device_bytes"));
@@ -528,6 +574,16 @@ rm_status rm_exec_measurement_load(const char *path, const rm_program *prog, rm_
 		    !get_time(v, "mean_s", &tmp.op_mean_s[i])) {
 			st = rm_error_set(err, RM_INVALID, path, 0, 0,
 					  "ops[%zu]: start_s, end_s and mean_s must be non-negative seconds", i);
+			goto fail;
+		}
+		/* graph_mean_s: on every op or on none */
+		if (i == 0 && json_object_get(v, "graph_mean_s"))
+			tmp.graph_op_mean_s = rm_new(double, (size_t)prog->n_ops + 1);
+		bool has = json_object_get(v, "graph_mean_s") != NULL;
+		if (has != (tmp.graph_op_mean_s != NULL) ||
+		    (has && !get_time(v, "graph_mean_s", &tmp.graph_op_mean_s[i]))) {
+			st = rm_error_set(err, RM_INVALID, path, 0, 0,
+					  "ops[%zu]: graph_mean_s must be non-negative seconds, on every op or on none", i);
 			goto fail;
 		}
 	}

@@ -846,6 +846,103 @@ Test(exec, compare_trace_and_calibration_rows)
 	rm_program_destroy(prog);
 }
 
+/*
+ * Graph mode's figures beside the eager ones: the step of the replays against the same predicted
+ * step (eager 1.1x the engine, graph 1.25x: errors 1/1.1 - 1 and 1/1.25 - 1 = -20%), per-kind
+ * sums of the graph's per-op means (here twice the eager ones, so exactly twice their sums), the
+ * table's extra rows, and the JSON round trip, with and without the graph's members.
+ */
+Test(exec, graph_mode_compare_and_round_trip)
+{
+	rm_error err;
+	rm_program *prog = rm_program_load(test_file("programs/example.json"), &err);
+	cr_assert_not_null(prog, "%s", err.msg);
+	rm_exec_plan *plan = rm_exec_plan_create(prog, NULL, RM_EXEC_ATTN_FUSED, &err);
+	const rm_hw_profile *h = hw("h100-sxm");
+	rm_exec_measurement m;
+	fake_measurement(prog, h, &m);
+	double predicted = m.step_s / 1.1;
+	m.graph_step_s = predicted * 1.25;
+	m.graph_step_op_events_s = predicted * 1.3;
+	m.graph_launch_host_s = 12e-6;
+	m.graph_op_mean_s = calloc((size_t)prog->n_ops, sizeof(double));
+	for (int32_t i = 0; i < prog->n_ops; i++)
+		m.graph_op_mean_s[i] = 2 * m.op_mean_s[i];
+
+	json_t *cmp = rm_exec_compare(prog, plan, h, 8, &m, &err);
+	cr_assert_not_null(cmp, "%s", err.msg);
+	json_t *sg = json_object_get(cmp, "step_graph");
+	cr_assert_not_null(sg);
+	cr_assert_float_eq(json_real_value(json_object_get(sg, "error")), 1 / 1.25 - 1, 1e-6);
+	cr_assert_float_eq(json_real_value(json_object_get(json_object_get(cmp, "step"), "error")), 1 / 1.1 - 1, 1e-6);
+	cr_assert_float_eq(json_real_value(json_object_get(sg, "launch_host_s")), 12e-6, 1e-15);
+	const char *key;
+	json_t *row;
+	int kinds = 0;
+	json_object_foreach(json_object_get(cmp, "kinds"), key, row) {
+		double me = json_real_value(json_object_get(row, "measured_s"));
+		double mg = json_real_value(json_object_get(row, "measured_graph_s"));
+		double p = json_real_value(json_object_get(row, "predicted_s"));
+		cr_assert_eq(mg, 2 * me, "%s: %g vs 2 x %g", key, mg, me);
+		if (mg > 0)
+			cr_assert_float_eq(json_real_value(json_object_get(row, "error_graph")), (p - mg) / mg, 1e-9, "%s", key);
+		kinds++;
+	}
+	cr_assert_gt(kinds, 1);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	rm_exec_compare_print(cmp, f);
+	fclose(f);
+	cr_assert(strstr(text, "step (graph)") && strstr(text, "gemm (graph)") && strstr(text, "-20.0 %"), "%s", text);
+	free(text);
+	json_decref(cmp);
+
+	/* JSON: written, read back the same */
+	char path[] = "/tmp/remora-test-exec-graph-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	json_t *doc = rm_exec_measurement_json(prog, &m);
+	json_dumpf(doc, f, JSON_REAL_PRECISION(17));
+	fclose(f);
+	json_decref(doc);
+	rm_exec_measurement back;
+	cr_assert_eq(rm_exec_measurement_load(path, prog, &back, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(back.graph_step_s, m.graph_step_s);
+	cr_assert_eq(back.graph_step_op_events_s, m.graph_step_op_events_s);
+	cr_assert_eq(back.graph_launch_host_s, m.graph_launch_host_s);
+	cr_assert_not_null(back.graph_op_mean_s);
+	for (int32_t i = 0; i < prog->n_ops; i++)
+		cr_assert_eq(back.graph_op_mean_s[i], m.graph_op_mean_s[i]);
+	rm_exec_measurement_finish(&back);
+
+	/* eager only: no graph members written, none read */
+	free(m.graph_op_mean_s);
+	m.graph_op_mean_s = NULL;
+	m.graph_step_s = m.graph_step_op_events_s = m.graph_launch_host_s = 0;
+	doc = rm_exec_measurement_json(prog, &m);
+	cr_assert_null(json_object_get(doc, "graph"));
+	cr_assert_null(json_object_get(json_array_get(json_object_get(doc, "ops"), 0), "graph_mean_s"));
+	/* graph_mean_s on one op only is refused */
+	json_object_set_new(json_array_get(json_object_get(doc, "ops"), 1), "graph_mean_s", json_real(1e-3));
+	f = fopen(path, "w");
+	json_dumpf(doc, f, 0);
+	fclose(f);
+	json_decref(doc);
+	cr_assert_eq(rm_exec_measurement_load(path, prog, &back, &err), RM_INVALID);
+	cr_assert(strstr(err.msg, "ops[1]: graph_mean_s must be non-negative seconds, on every op or on none"), "%s",
+		  err.msg);
+	unlink(path);
+	cmp = rm_exec_compare(prog, plan, h, 8, &m, &err);
+	cr_assert_null(json_object_get(cmp, "step_graph"));
+	json_decref(cmp);
+
+	rm_exec_measurement_finish(&m);
+	rm_exec_plan_destroy(plan);
+	rm_program_destroy(prog);
+}
+
 /* ---- the command line --------------------------------------------------------------------- */
 
 static int remora(const char *args)
@@ -888,6 +985,14 @@ Test(exec, cli_dry_run_exit_codes)
 	cr_assert_eq(remora("--dry-run"), 2);
 	cr_assert_eq(remora("--dry-run --bogus x.json"), 2);
 	cr_assert_eq(remora("--help"), 0);
+	/* graph mode and the set-up timeout parse (a dry run runs neither); a timeout of 0 is refused */
+	snprintf(args, sizeof(args), "--dry-run --graph --init-timeout 30 '%s'", test_file("programs/example.json"));
+	cr_assert_eq(remora(args), 0);
+	snprintf(args, sizeof(args), "--dry-run --init-timeout 0 '%s'", test_file("programs/example.json"));
+	cr_assert_eq(remora_capture(args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "--init-timeout"), "%s", out);
+	cr_assert_eq(remora_capture("--help", out, sizeof(out)), 0);
+	cr_assert(strstr(out, "--graph") && strstr(out, "--init-timeout S"), "%s", out);
 	/* a real run needs a GPU (and a CUDA build), and this program's FSDP-8 collectives need 8
 	 * ranks: without mpirun it fails cleanly before launching anything, GPU or not. (The CUDA
 	 * driver needs the shadow gap unprotected under AddressSanitizer.) */

@@ -352,7 +352,9 @@ bool rm_exec_write_trace(const rm_program *prog, const rm_exec_measurement *m, F
  * with m: per op kind
  * the summed solo prediction against the summed measured mean durations, the whole step
  * (simulated step time against the measured median) and peak memory (engine peak against the
- * run's device bytes). Errors are (predicted - measured) / measured. Returns a new JSON object
+ * run's device bytes). A graph-mode measurement adds "step_graph" (the same predicted step
+ * against m->graph_step_s, with the host's launch seconds) and, where m->graph_op_mean_s is
+ * set, each kind's measured_graph_s and error_graph. Errors are (predicted - measured) / measured. Returns a new JSON object
  * (schema remora.exec-compare/1) or NULL with err when the engine fails.
  */
 json_t *rm_exec_compare(const rm_program *prog, const rm_exec_plan *plan, const rm_hw_profile *hw,

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # Builds remora-calibrate and runs the whole microbenchmark sweep on this machine's GPUs, then
-# (when the remora CLI builds here too) imports and fits the results.
+# (when the remora CLI builds here too) imports and fits the results; before the sweep, the
+# executor's comparison (`remora exec --compare`) on two small programs, eager and in graph mode.
 #
 # Usage: calibrate/run-on-gpu.sh OUT_DIR [BUILD_DIR]
 # Writes into OUT_DIR: calibrate.jsonl (the measurements, `remora calib import` format),
 # calibrate.log (the harness's progress and errors), nvidia-smi.txt, and when the CLI is
-# available calib.db, fit.txt and show.json. Designed to finish in well under 8 minutes on one
-# H200 (the sweep itself is bounded by `timeout`, RMC_TIMEOUT seconds, default 420).
+# available calib.db, fit.txt and show.json, and the executor's runs: for NAME in small (tests/
+# data/exec/gpu_small.json: every op kind, collectives in a group of 1) and llama3-8b-2l (two
+# layers of Llama-3 8B on one GPU, calibrate/exec/), eager and graph: exec-NAME-MODE.json (the
+# measurement and comparison), exec-NAME-MODE.txt (the table, re-read with --replay),
+# exec-NAME-MODE.err, exec-NAME-MODE-trace.json; exec-summary.txt (every run's step times).
+# Sized for one H200 in at most 8 minutes: the whole script runs within RMC_BUDGET_S seconds
+# (default 480) of its start: each executor run gets at most 75 s, the sweep what is left less
+# 20 s (at most RMC_TIMEOUT seconds, default 420), each bounded by `timeout`.
 # Exit status: the harness's (0 ok, 1 a benchmark failed, 77 no GPU).
 set -uo pipefail
+t_start=$(date +%s)
+budget=${RMC_BUDGET_S:-480}
+left() { echo $(( budget - ($(date +%s) - t_start) )); }
 
 out=${1:?usage: calibrate/run-on-gpu.sh OUT_DIR [BUILD_DIR]}
 cd "$(dirname "$0")/.."
@@ -56,11 +66,49 @@ if [ -z "$exe" ]; then
   exe="$build/remora-calibrate"
 fi
 
-echo "run-on-gpu: running $exe (results in $out)" >&2
+# the executor: eager, then graph mode (one iteration captured as a CUDA graph and replayed), on
+# the profile of the GPU that is here; each run bounded, skipped when the budget is spent
+if [ -n "$cli" ] && [ -x "$build/cli/remora-gpu" ]; then
+  hw=h100-sxm
+  grep -q "H200" "$out/nvidia-smi.txt" 2>/dev/null && hw=h200-sxm
+  : >"$out/exec-summary.txt"
+  "$cli" schedule calibrate/exec/exec-llama3-8b-2l-1gpu.yaml --set hardware=$hw \
+    -o "$out/exec-llama3-8b-2l.program.json" 2>"$out/exec-schedule.err"
+  cp tests/data/exec/gpu_small.json "$out/exec-small.program.json"
+  for name in small llama3-8b-2l; do
+    [ -s "$out/exec-$name.program.json" ] || { echo "$name: no program (see exec-schedule.err)" >>"$out/exec-summary.txt"; continue; }
+    for mode in eager graph; do
+      t=$(( $(left) - 20 - 240 )) # keep 240 s for the sweep
+      [ $t -gt 75 ] && t=75
+      base="$out/exec-$name-$mode"
+      if [ $t -lt 15 ]; then
+        echo "$name $mode: skipped (budget spent)" >>"$out/exec-summary.txt"
+        continue
+      fi
+      flags=(--hardware "$hw" --iterations 10 --warmup 3 --compare --json --trace "$base-trace.json" --timeout 30)
+      [ $mode = graph ] && flags+=(--graph)
+      echo "run-on-gpu: remora exec $name ($mode, at most $t s)" >&2
+      timeout "$t" "$cli" exec "$out/exec-$name.program.json" "${flags[@]}" >"$base.json" 2>"$base.err"
+      erc=$?
+      if [ $erc -eq 0 ]; then
+        "$cli" exec "$out/exec-$name.program.json" --hardware "$hw" --replay "$base.json" --compare >"$base.txt" 2>>"$base.err"
+        { echo "== $name $mode"; grep -E "^(device|step time|graph step|  +[0-9.]+ ms with)|^  step" "$base.txt"; } >>"$out/exec-summary.txt"
+      else
+        echo "== $name $mode: exit $erc: $(tail -n 3 "$base.err" | tr '\n' ' ')" >>"$out/exec-summary.txt"
+      fi
+    done
+  done
+  cat "$out/exec-summary.txt" >&2
+fi
+
+sweep_t=$(( $(left) - 20 ))
+[ $sweep_t -gt "${RMC_TIMEOUT:-420}" ] && sweep_t=${RMC_TIMEOUT:-420}
+[ $sweep_t -lt 30 ] && sweep_t=30
+echo "run-on-gpu: running $exe for at most $sweep_t s (results in $out)" >&2
 start=$(date +%s)
-timeout "${RMC_TIMEOUT:-420}" "$exe" --out "$out/calibrate.jsonl" 2>"$out/calibrate.log"
+timeout "$sweep_t" "$exe" --out "$out/calibrate.jsonl" 2>"$out/calibrate.log"
 rc=$?
-echo "run-on-gpu: harness exit status $rc after $(( $(date +%s) - start )) s" >&2
+echo "run-on-gpu: harness exit status $rc after $(( $(date +%s) - start )) s ($(( $(date +%s) - t_start )) s in all)" >&2
 if [ $rc -eq 124 ] && [ -s "$out/calibrate.jsonl" ] && [ -n "$(tail -c1 "$out/calibrate.jsonl")" ]; then
   # stopped by the timeout in the middle of a line: keep the complete rows only
   sed -i '$ d' "$out/calibrate.jsonl"

@@ -741,12 +741,40 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 /* ---- emission ---------------------------------------------------------------------------- */
 
 #define RM_ATP_MAX 64 /* tensor-parallel steps async TP emits at most (tp <= gpus per node) */
+/* inputs of an emitted graph op: a backward op's residuals, its gradients (the one it reads and
+ * those it adds to), the gathered weight, the gradient it accumulates into */
+#define RM_EMIT_MAX_INPUTS (RM_OP_MAX_RESIDUALS + RM_OP_MAX_INPUTS + 4)
+
+/*
+ * The gradients of one graph's backward (reverse-mode differentiation over its values): a
+ * backward op of forward op f reads the gradient of f's output and writes those of f's inputs.
+ * A value several forward ops read (the residual stream; a norm's output feeding three
+ * projections) gets the sum of their gradients: each backward op that adds to it reads the
+ * partial sum so far and leaves the new one (XLA's and autograd's out-of-place accumulation),
+ * so a gradient lives until the last op that reads it, not only until the next op.
+ * - f has one data-gradient op (a projection's dgrad, a norm's or an elementwise op's bwd, the
+ *   fused attention backward): it writes the gradients of all of f's inputs, one tensor (the
+ *   combined dQ, dK, dV; a residual add's two).
+ * - f has several (the unfused attention's dgrad_query, dgrad_key; dgrad_probs, dgrad_value):
+ *   the k-th writes the gradient of f's k-th input.
+ * - A weight gradient (dW = X^T dY) reads the dY its data gradient reads and writes none.
+ * - Transformer Engine's cast of dY to FP8 (".grad_fp8") reads dY; f's dgrad and wgrad then read
+ *   the cast.
+ * - A gradient of a value an FP8 cast of the forward wrote (no_grad) is that of the cast's input.
+ */
+typedef struct grad_flow {
+	const rm_graph *g;
+	int *dy;      /* [n_ops] the value whose gradient backward op b reads, -1 */
+	int *dy_cast; /* [n_ops] the FP8 cast of that gradient (an op of f) b reads instead, -1 */
+	int *dx;      /* [n_ops * RM_OP_MAX_INPUTS] the values whose gradients b writes; -1 ends */
+} grad_flow;
 
 typedef struct layer_tensors {
 	int32_t *fwd, *rec, *reload, *host;
 	int32_t ag_fwd[MAX_GROUPS], ag_bwd[MAX_GROUPS], grads[MAX_GROUPS], norm_grads;
 	int32_t grad_out; /* gradient of the layer input, handed to the layer below */
 	int32_t *bgrad;   /* per op of the layer graph: the gradient its backward op left, -1 */
+	int32_t *vgrad;   /* per value of the layer graph: the tensor holding its gradient so far, -1 */
 } layer_tensors;
 
 typedef struct emitter {
@@ -762,6 +790,11 @@ typedef struct emitter {
 	int32_t param_shard, master, opt_state, grad_shard;
 	int32_t embed_ag, head_ag, embed_grads, head_grads, final_norm_grads;
 	int32_t *embed_fwd, *head_fwd;
+	/* the embedding's and the head's per micro-batch: the gradient each backward op left
+	 * ([mb * n_ops + op]) and each value's gradient so far ([mb * n_values + v]), -1 */
+	int32_t *embed_bgrad, *head_bgrad, *embed_vgrad, *head_vgrad;
+	grad_flow flows[4]; /* of the graphs emitted so far (flow_of) */
+	int n_flows;
 	int32_t chain;               /* the gradient flowing back (tensor), -1 */
 	int32_t replica_last;        /* event of the last async cross-replica reduction, -1: the
 				      * optimizer waits for it (they run in order on one stream) */
@@ -1091,7 +1124,7 @@ static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 typedef struct atp_op {
 	rm_program_op_desc d;
 	char name[160];
-	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
+	int32_t in[RM_EMIT_MAX_INPUTS], out[RM_OP_MAX_OUTPUTS + 1];
 	uint32_t ni, no;
 } atp_op;
 
@@ -1170,7 +1203,7 @@ static void emit_atp_users(emitter *e, atp_op *ops, int n_ops, int32_t gathered)
 			TNAME(e, cn, "%s/chunk%d", k->name, i);
 			d.name = cn;
 			d.cost.gemm.m = (d.cost.gemm.m + n - 1) / n;
-			int32_t ins[RM_OP_MAX_INPUTS + 8];
+			int32_t ins[RM_EMIT_MAX_INPUTS + RM_OP_MAX_OUTPUTS + 1];
 			uint32_t ni = 0;
 			for (uint32_t j = 0; j < k->ni && ni < RM_ARRAY_SIZE(ins); j++)
 				if (k->in[j] != gathered || i == n - 1)
@@ -1293,6 +1326,148 @@ static void emit_offloads(emitter *e, const slot *s, int l, int mb)
 	}
 }
 
+/* Whether backward op op is Transformer Engine's cast of dY to FP8 (emit_backward's ".grad_fp8"). */
+static bool is_grad_cast(const rm_op *op)
+{
+	size_t n = strlen(op->name);
+	return n > 9 && strcmp(op->name + n - 9, ".grad_fp8") == 0;
+}
+
+/* Value v, or the input of the forward FP8 cast (no_grad) that wrote it, through such casts. */
+static int grad_target(const rm_graph *g, const int *producer, int v)
+{
+	for (int hop = 0; hop < g->n_ops && v >= 0 && producer[v] >= 0; hop++) {
+		const rm_op *p = &g->ops[producer[v]];
+		if (!p->no_grad || p->n_inputs == 0)
+			break;
+		v = p->inputs[0];
+	}
+	return v;
+}
+
+/* g's gradient flow (grad_flow): which gradient each backward op reads and which it writes. */
+static void grad_flow_build(grad_flow *fl, const rm_graph *g)
+{
+	int n = g->n_ops;
+	fl->g = g;
+	fl->dy = rm_new(int, (size_t)n + 1);
+	fl->dy_cast = rm_new(int, (size_t)n + 1);
+	fl->dx = rm_new(int, (size_t)n * RM_OP_MAX_INPUTS + 1);
+	int *producer = rm_new(int, (size_t)g->n_values + 1);
+	for (int v = 0; v < g->n_values; v++)
+		producer[v] = -1;
+	for (int i = 0; i < g->n_fwd_ops; i++)
+		for (int k = 0; k < g->ops[i].n_outputs; k++)
+			if (g->ops[i].outputs[k] >= 0 && g->ops[i].outputs[k] < g->n_values)
+				producer[g->ops[i].outputs[k]] = i;
+	for (int b = 0; b < n; b++) {
+		fl->dy[b] = fl->dy_cast[b] = -1;
+		int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
+		for (int k = 0; k < RM_OP_MAX_INPUTS; k++)
+			dx[k] = -1;
+		const rm_op *op = &g->ops[b];
+		int f = op->fwd_op;
+		if (b < g->n_fwd_ops || f < 0 || f >= g->n_fwd_ops)
+			continue;
+		const rm_op *fo = &g->ops[f];
+		fl->dy[b] = fo->n_outputs > 0 ? fo->outputs[0] : -1;
+		bool cast = is_grad_cast(op);
+		/* f's data-gradient ops other than the cast: how many, and b's place among them */
+		int n_dg = 0, k_dg = -1;
+		for (int c = g->n_fwd_ops; c < n; c++) {
+			const rm_op *co = &g->ops[c];
+			if (co->fwd_op != f)
+				continue;
+			if (is_grad_cast(co)) {
+				if (c < b && !cast)
+					fl->dy_cast[b] = c;
+				continue;
+			}
+			if (co->phase == RM_PHASE_BWD_WGRAD)
+				continue;
+			if (c == b)
+				k_dg = n_dg;
+			n_dg++;
+		}
+		if (cast || op->phase == RM_PHASE_BWD_WGRAD || k_dg < 0)
+			continue;
+		int nd = 0;
+		for (int i = 0; i < fo->n_inputs; i++) {
+			if (n_dg > 1 && i != k_dg)
+				continue;
+			int v = fo->inputs[i] >= 0 && fo->inputs[i] < g->n_values ? grad_target(g, producer, fo->inputs[i]) : -1;
+			bool seen = v < 0;
+			for (int j = 0; j < nd && !seen; j++)
+				seen = dx[j] == v;
+			if (!seen)
+				dx[nd++] = v;
+		}
+	}
+	free(producer);
+}
+
+static void grad_flow_finish(grad_flow *fl)
+{
+	free(fl->dy);
+	free(fl->dy_cast);
+	free(fl->dx);
+}
+
+/* The gradient flow of graph g, built on its first use (a step emits at most four graphs: the
+ * layer, the dense first layers', the embedding, the head). */
+static const grad_flow *flow_of(emitter *e, const rm_graph *g)
+{
+	for (int i = 0; i < e->n_flows; i++)
+		if (e->flows[i].g == g)
+			return &e->flows[i];
+	if (e->n_flows >= (int)RM_ARRAY_SIZE(e->flows)) {
+		fprintf(stderr, "remora: internal error: more than %d graphs in one step (%s:%d)\n",
+			(int)RM_ARRAY_SIZE(e->flows), __FILE__, __LINE__);
+		abort();
+	}
+	grad_flow_build(&e->flows[e->n_flows], g);
+	return &e->flows[e->n_flows++];
+}
+
+/*
+ * The gradient backward op b reads (grad_flow): the FP8 cast of it when f has one (bgrad: what
+ * each backward op left), else the gradient of f's output so far (vgrad, per value), else chain:
+ * the gradient entering the graph (from the layer above; -1 at the loss).
+ */
+static int32_t grad_read(const grad_flow *fl, int b, const int32_t *vgrad, const int32_t *bgrad, int32_t chain)
+{
+	int c = fl->dy_cast[b];
+	if (c >= 0 && bgrad[c] >= 0)
+		return bgrad[c];
+	int v = fl->dy[b];
+	if (v >= 0 && vgrad[v] >= 0)
+		return vgrad[v];
+	return chain;
+}
+
+/* Appends to in (ni of cap) the partial sums of the gradients b adds to, once each; returns ni. */
+static uint32_t grad_accumulate(const grad_flow *fl, int b, const int32_t *vgrad, int32_t *in, uint32_t ni, uint32_t cap)
+{
+	const int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
+	for (int k = 0; k < RM_OP_MAX_INPUTS && dx[k] >= 0; k++) {
+		int32_t t = vgrad[dx[k]];
+		bool seen = t < 0;
+		for (uint32_t j = 0; j < ni && !seen; j++)
+			seen = in[j] == t;
+		if (!seen && ni < cap)
+			in[ni++] = t;
+	}
+	return ni;
+}
+
+/* b left gout: it is now the gradient (so far) of each value b writes. */
+static void grad_written(const grad_flow *fl, int b, int32_t *vgrad, int32_t gout)
+{
+	const int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
+	for (int k = 0; k < RM_OP_MAX_INPUTS && dx[k] >= 0; k++)
+		vgrad[dx[k]] = gout;
+}
+
 static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *collect)
 {
 	const ctx *x = layer_ctx(e->x, l);
@@ -1312,7 +1487,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 		d.cost = e->p->ops[*tw - 1].cost;
 	else
 		d.cost = op_cost(x, op, l, s->phase);
-	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
+	int32_t in[RM_EMIT_MAX_INPUTS], out[RM_OP_MAX_OUTPUTS + 1];
 	uint32_t ni = 0, no = 0;
 	int fwd = op->phase == RM_PHASE_FWD ? s->op : op->fwd_op;
 	int grp = x->ag.of_op[fwd];
@@ -1369,17 +1544,8 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 	/* backward */
 	for (int i = 0; i < op->n_residuals; i++)
 		in[ni++] = residual_tensor(e, mb, l, op->residuals[i]);
-	/* a weight gradient reads the gradient the data-gradient op before it in the layer graph
-	 * left: the chain in graph order, and still that tensor when the scheduler moved it later
-	 * (reorder_backward) */
-	int32_t dy = e->chain;
-	if (op->phase == RM_PHASE_BWD_WGRAD)
-		for (int b = s->op - 1; b >= g->n_fwd_ops; b--)
-			if (g->ops[b].phase != RM_PHASE_BWD_WGRAD) {
-				if (t->bgrad[b] >= 0)
-					dy = t->bgrad[b];
-				break;
-			}
+	const grad_flow *fl = flow_of(e, g);
+	int32_t dy = grad_read(fl, s->op, t->vgrad, t->bgrad, e->chain);
 	in[ni++] = dy;
 	if (op->phase == RM_PHASE_BWD_DGRAD && op->kind == RM_OP_GEMM && grp >= 0)
 		in[ni++] = t->ag_bwd[grp] >= 0 ? t->ag_bwd[grp] : t->ag_fwd[grp];
@@ -1427,6 +1593,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 			in[ni++] = gt->norm_grads;
 		}
 	}
+	ni = grad_accumulate(fl, s->op, t->vgrad, in, ni, RM_EMIT_MAX_INPUTS);
 	char tn[160];
 	TNAME(e, tn, "%slayer%02d/grad/%s", mbs, l, op->name);
 	int32_t gout = new_tensor(e, tn, grad_tensor_bytes(x, g, op, l, op->bytes_written > 0 ? op->bytes_written : 1),
@@ -1438,12 +1605,14 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 	} else if (role == ATP_BAG_USER) {
 		atp_op u;
 		atp_keep(&u, &d, e->name, in, ni, out, no);
-		emit_atp_users(e, &u, 1, e->chain);
+		emit_atp_users(e, &u, 1, dy);
 	} else {
 		emit_layer_plain(e, op, tw, &d, in, ni, out, no);
 	}
-	e->chain = gout;
 	t->bgrad[s->op] = gout;
+	grad_written(fl, s->op, t->vgrad, gout);
+	/* the layer below reads the gradient of this layer's input, once its last op added to it */
+	e->chain = g->input >= 0 && t->vgrad[g->input] >= 0 ? t->vgrad[g->input] : gout;
 }
 
 /*
@@ -1624,7 +1793,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_GEMM, e->s_compute);
 	d.phase = op->phase == RM_PHASE_FWD ? RM_PPHASE_FWD : RM_PPHASE_BWD;
 	d.cost = op_cost(x, op, 0, d.phase);
-	int32_t in[RM_OP_MAX_INPUTS + 4], out[RM_OP_MAX_OUTPUTS + 1];
+	int32_t in[RM_EMIT_MAX_INPUTS], out[RM_OP_MAX_OUTPUTS + 1];
 	uint32_t ni = 0, no = 0;
 	bool weighted_gemm = op->kind == RM_OP_GEMM && g->ops[op->phase == RM_PHASE_FWD ? s->op : op->fwd_op].weight_elems > 0;
 	if (op->phase == RM_PHASE_FWD) {
@@ -1652,7 +1821,10 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		int v = op->residuals[i];
 		in[ni++] = v == g->input && pt == PART_HEAD ? layer_out_last : fwdt[v];
 	}
-	in[ni++] = e->chain;
+	const grad_flow *fl = flow_of(e, g);
+	int32_t *bg = (pt == PART_EMBED ? e->embed_bgrad : e->head_bgrad) + (size_t)s->mb * (size_t)g->n_ops;
+	int32_t *vg = (pt == PART_EMBED ? e->embed_vgrad : e->head_vgrad) + (size_t)s->mb * (size_t)g->n_values;
+	in[ni++] = grad_read(fl, s->op, vg, bg, e->chain);
 	if (op->phase == RM_PHASE_BWD_DGRAD && weighted_gemm)
 		in[ni++] = e->head_ag;
 	int32_t *grads = NULL;
@@ -1674,6 +1846,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		}
 	}
 	if (op->phase != RM_PHASE_BWD_WGRAD) {
+		ni = grad_accumulate(fl, s->op, vg, in, ni, RM_EMIT_MAX_INPUTS);
 		char tn[160];
 		TNAME(e, tn, "%s%s/grad/%s", mbs, gname, op->name);
 		int64_t gbytes = op->grad_bytes > 0 ? op->grad_bytes : op->bytes_written;
@@ -1681,7 +1854,9 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 					  RM_LOC_DEVICE, false);
 		out[no++] = gout;
 		emit_layer_plain(e, op, NULL, &d, in, ni, out, no);
-		e->chain = gout;
+		bg[s->op] = gout;
+		grad_written(fl, s->op, vg, gout);
+		e->chain = g->input >= 0 && vg[g->input] >= 0 ? vg[g->input] : gout;
 	} else {
 		emit(e, &d, in, ni, out, no, -1, NULL);
 	}
@@ -3254,8 +3429,10 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		nops = dense.layer->n_ops;
 	e.twin_ops = nops;
 	e.twin = rm_new(int32_t, (size_t)2 * 2 * RM_PPHASE_COUNT * (size_t)nops + 1);
-	int32_t *bgrad_pool = rm_new(int32_t, nlt * (size_t)nops + 1);
-	for (size_t i = 0; i < nlt * (size_t)nops; i++)
+	/* per layer context: bgrad ([nops]), then vgrad ([nv]) */
+	size_t per_lt = (size_t)nops + (size_t)nv;
+	int32_t *bgrad_pool = rm_new(int32_t, nlt * per_lt + 1);
+	for (size_t i = 0; i < nlt * per_lt; i++)
 		bgrad_pool[i] = -1;
 	for (size_t i = 0; i < nlt; i++) {
 		layer_tensors *t = &e.lt[i];
@@ -3263,7 +3440,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		t->rec = pool + (i * 4 + 1) * (size_t)nv;
 		t->reload = pool + (i * 4 + 2) * (size_t)nv;
 		t->host = pool + (i * 4 + 3) * (size_t)nv;
-		t->bgrad = bgrad_pool + i * (size_t)nops;
+		t->bgrad = bgrad_pool + i * per_lt;
+		t->vgrad = t->bgrad + nops;
 		for (int g = 0; g < MAX_GROUPS; g++)
 			t->ag_fwd[g] = t->ag_bwd[g] = t->grads[g] = -1;
 		t->norm_grads = -1;
@@ -3275,6 +3453,15 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	for (int v = 0; v < x.head->n_values; v++)
 		e.head_fwd[v] = -1;
 	e.embed_fwd[x.embed->input] = tokens_t;
+	size_t nbe = (size_t)x.A * (size_t)x.embed->n_ops, nbh = (size_t)x.A * (size_t)x.head->n_ops;
+	size_t nve = (size_t)x.A * (size_t)x.embed->n_values, nvh = (size_t)x.A * (size_t)x.head->n_values;
+	int32_t *part_pool = rm_new(int32_t, nbe + nbh + nve + nvh + 1);
+	for (size_t i = 0; i < nbe + nbh + nve + nvh; i++)
+		part_pool[i] = -1;
+	e.embed_bgrad = part_pool;
+	e.head_bgrad = e.embed_bgrad + nbe;
+	e.embed_vgrad = e.head_bgrad + nbh;
+	e.head_vgrad = e.embed_vgrad + nve;
 	if (fsdp == 1) {
 		/* no collectives: the embedding and head weights are the persistent parameters */
 		e.embed_ag = e.head_ag = e.param_shard;
@@ -3290,6 +3477,9 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	free(e.twin);
 	free(e.embed_fwd);
 	free(e.head_fwd);
+	free(part_pool);
+	for (int i = 0; i < e.n_flows; i++)
+		grad_flow_finish(&e.flows[i]);
 	free(e.pending);
 	comp_finish(&fwd);
 	comp_finish(&bwd);

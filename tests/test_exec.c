@@ -647,10 +647,11 @@ Test(exec, fused_attention_only_where_cudnn_runs_it)
  * The seed scenario (issue 15's "Must show"): attention runs fused, and the plan's program
  * tensors (pool live peak + persistent) are exactly the engine's peak. What the device total
  * adds on top is named: the pool's fragmentation (greedy by size above its live peak), the
- * scratch (operands no program tensor covers: the largest is the LM head's weight-gradient
- * GEMM reading the 250 MiB logits gradient, which the scheduler does not list as its input;
- * the fused backward's 64.5 MiB workspace fits inside it) and the cuBLASLt workspace, which the
- * engine counts outside its peak (its memory budget's "not usable").
+ * scratch (operands no program tensor covers: the largest is the dW of the MLP's gate and up
+ * projections, 4096 x 11008 x 2 B, which the program lists as accumulating into the layer's
+ * gradient buffer, an input, with no output of its own; the fused backward's 64.5 MiB
+ * workspace fits inside it) and the cuBLASLt workspace, which the engine counts outside its
+ * peak (its memory budget's "not usable").
  */
 Test(exec, seed_scenario_runs_attention_fused_at_the_engine_peak)
 {
@@ -684,9 +685,9 @@ Test(exec, seed_scenario_runs_attention_fused_at_the_engine_peak)
 						  r[RM_EXEC_SCRATCH] + fused->workspace_bytes);
 	cr_assert_eq(fused->workspace_bytes, RM_EXEC_WORKSPACE_BYTES); /* one compute stream */
 	/* llama-2-7b at s 4096, micro-batch 1: the backward's workspace is 32 heads x 4096 x
-	 * (128 + 1) x 4 B = 64.5 MiB, the scratch's largest operand 4096 tokens x 32000 x 2 B */
+	 * (128 + 1) x 4 B = 64.5 MiB, the scratch's largest operand 4096 x 11008 x 2 B */
 	int64_t ws = 32LL * 4096 * (128 + 1) * 4;
-	cr_assert_eq(r[RM_EXEC_SCRATCH], 4096LL * 32000 * 2);
+	cr_assert_eq(r[RM_EXEC_SCRATCH], 4096LL * 11008 * 2);
 	cr_assert_lt(ws, r[RM_EXEC_SCRATCH]);
 	/* unfused: 1 GiB chunks of scores, twice in the backward, beside dK, dV */
 	cr_assert_geq(unfused->region_bytes[RM_EXEC_SCRATCH], 2 * RM_EXEC_SCORES_BYTES);

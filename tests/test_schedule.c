@@ -309,6 +309,54 @@ static int32_t op_index(const rm_program *p, const char *name)
 	return -1;
 }
 
+/* 1 when op reads tensor t. */
+static bool op_reads(const rm_program *p, int32_t op, int32_t t)
+{
+	const int32_t *in = rm_program_refs(p, p->ops[op].inputs);
+	for (uint32_t i = 0; i < p->ops[op].inputs.count; i++)
+		if (in[i] == t)
+			return true;
+	return false;
+}
+
+/* The output-gradient input of op (a tensor named ".../grad/..."), -1. */
+static int32_t grad_input(const rm_program *p, int32_t op)
+{
+	const int32_t *in = rm_program_refs(p, p->ops[op].inputs);
+	for (uint32_t i = 0; i < p->ops[op].inputs.count; i++)
+		if (in[i] >= 0 && strstr(p->tensors[in[i]].name, "/grad/"))
+			return in[i];
+	return -1;
+}
+
+Test(schedule, a_weight_gradient_reads_the_output_gradient_its_dgrad_read)
+{
+	/* dX = dY W^T and dW = X^T dY read the same dY; the dgrad's output dX is the gradient of
+	 * the projection's input, which the weight gradient never reads. Each projection of layer
+	 * 5, and the LM head (its dY: the logits' gradient, 4096 x 32000 x 2 B) */
+	const char *proj[] = {"dot_attention_query", "dot_attention_key", "dot_attention_value", "dot_attention_out",
+			      "dot_mlp_gate", "dot_mlp_up", "dot_mlp_out", "head:dot_logits"};
+	run r;
+	run_seed(&r, NULL);
+	for (size_t i = 0; i < sizeof(proj) / sizeof(proj[0]); i++) {
+		char dg[96], wg[96];
+		bool head = strncmp(proj[i], "head:", 5) == 0;
+		snprintf(dg, sizeof(dg), "%s/bwd/%s.dgrad", head ? "head" : "layer05", head ? proj[i] + 5 : proj[i]);
+		snprintf(wg, sizeof(wg), "%s/bwd/%s.wgrad", head ? "head" : "layer05", head ? proj[i] + 5 : proj[i]);
+		int32_t d = op_index(r.prog, dg), w = op_index(r.prog, wg);
+		cr_assert(d >= 0 && w >= 0, "%s, %s", dg, wg);
+		int32_t dy = grad_input(r.prog, d);
+		cr_assert_geq(dy, 0, "%s reads a gradient", dg);
+		cr_assert(op_reads(r.prog, w, dy), "%s reads %s", wg, r.prog->tensors[dy].name);
+		const int32_t *out = rm_program_refs(r.prog, r.prog->ops[d].outputs);
+		for (uint32_t k = 0; k < r.prog->ops[d].outputs.count; k++)
+			cr_assert_not(op_reads(r.prog, w, out[k]), "%s reads %s's output", wg, dg);
+		if (head)
+			cr_assert_eq(r.prog->tensors[dy].bytes, 4096LL * 32000 * 2, "%s", r.prog->tensors[dy].name);
+	}
+	run_finish(&r);
+}
+
 Test(schedule, prevent_cse_keeps_the_backward_gathers_in_their_iteration)
 {
 	/* jax.checkpoint's barrier before the recompute: layer 10's backward gather reads its

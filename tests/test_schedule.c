@@ -357,6 +357,43 @@ Test(schedule, a_weight_gradient_reads_the_output_gradient_its_dgrad_read)
 	run_finish(&r);
 }
 
+/* 1 when op (by name) reads the tensor named t. */
+static bool reads_named(const rm_program *p, const char *op, const char *t)
+{
+	int32_t i = op_index(p, op);
+	cr_assert_geq(i, 0, "%s", op);
+	const int32_t *in = rm_program_refs(p, p->ops[i].inputs);
+	for (uint32_t k = 0; k < p->ops[i].inputs.count; k++)
+		if (in[k] >= 0 && strcmp(p->tensors[in[k]].name, t) == 0)
+			return true;
+	return false;
+}
+
+Test(schedule, the_backward_gradients_flow_by_value)
+{
+	/* Llama's MLP: h = silu(gate(x)) * up(x), x = norm(r), r' = r + down(h). Reverse mode: up's
+	 * dgrad reads dL/d up (mlp_hidden's backward), gate's reads dL/d gate (the activation's
+	 * backward) and adds to the dX up's dgrad left (x feeds both); the norm's backward adds to
+	 * the residual stream's gradient, which the residual add's backward left and which lives
+	 * across the whole MLP backward; the layer below reads this layer's input gradient */
+	run r;
+	run_seed(&r, NULL);
+	const rm_program *p = r.prog;
+	cr_assert(reads_named(p, "layer05/bwd/dot_mlp_up.dgrad", "layer05/grad/mlp_hidden.bwd"));
+	cr_assert(reads_named(p, "layer05/bwd/dot_mlp_gate.dgrad", "layer05/grad/mlp_activation.bwd"));
+	cr_assert(reads_named(p, "layer05/bwd/dot_mlp_gate.dgrad", "layer05/grad/dot_mlp_up.dgrad"));
+	cr_assert_not(reads_named(p, "layer05/bwd/dot_mlp_up.dgrad", "layer05/grad/mlp_activation.bwd"));
+	cr_assert(reads_named(p, "layer05/bwd/pre_mlp_norm.bwd", "layer05/grad/layer_output.bwd"));
+	/* attention: the fused backward's dQ, dK, dV (one tensor) feed the rotaries and V's dgrad */
+	cr_assert(reads_named(p, "layer05/bwd/dot_attention_value.dgrad", "layer05/grad/attention_context.bwd"));
+	cr_assert(reads_named(p, "layer05/bwd/rotary_key.bwd", "layer05/grad/attention_context.bwd"));
+	cr_assert(reads_named(p, "layer05/bwd/dot_attention_key.dgrad", "layer05/grad/rotary_key.bwd"));
+	cr_assert(reads_named(p, "layer05/bwd/pre_attention_norm.bwd", "layer05/grad/attention_residual.bwd"));
+	/* the layer below starts from the sum the norm's backward left */
+	cr_assert(reads_named(p, "layer04/bwd/layer_output.bwd", "layer05/grad/pre_attention_norm.bwd"));
+	run_finish(&r);
+}
+
 Test(schedule, prevent_cse_keeps_the_backward_gathers_in_their_iteration)
 {
 	/* jax.checkpoint's barrier before the recompute: layer 10's backward gather reads its

@@ -192,6 +192,29 @@ static void add_operand(operand_builder *b, int64_t bytes, bool source, rm_locat
 	b->scratch = sat_add(b->scratch, align_up(bytes));
 }
 
+/*
+ * The D operand of a GEMM that writes no tensor of its own: a weight gradient that accumulates
+ * into a gradient buffer it lists as an input (the scheduler's grads of a weight group, or the
+ * persistent gradient shards without FSDP: dW += X^T dY, cuBLASLt's beta = 1) writes there, in
+ * place; else the next output or scratch (add_operand).
+ */
+static void add_gemm_output(operand_builder *b, int64_t bytes)
+{
+	if (b->next_out >= b->n_out)
+		for (uint32_t k = b->next_in; k < b->n_in; k++) {
+			int32_t t = b->in[k];
+			const rm_program_tensor *pt = &b->prog->tensors[t];
+			if (pt->role == RM_ROLE_GRADIENT && pt->location == RM_LOC_DEVICE && pt->bytes >= bytes &&
+			    b->place[t].first_op >= 0) {
+				rm_exec_operand *o = &b->op->operand[b->op->n_operands++];
+				*o = (rm_exec_operand){.region = b->place[t].region, .offset = b->place[t].offset,
+						       .bytes = bytes, .extent = bytes, .tensor = t};
+				return;
+			}
+		}
+	add_operand(b, bytes, false, RM_LOC_DEVICE);
+}
+
 /* The largest device tensor of list that takes memory, or -1. */
 static int32_t stream_target(const operand_builder *b, const int32_t *list, uint32_t n)
 {
@@ -293,7 +316,7 @@ static int64_t plan_operands(const rm_program *prog, const rm_exec_placement *pl
 		int64_t out_es = es == 1 ? 2 : es; /* fp8 writes bf16 */
 		add_operand(&b, sat_mul4(g->batch, g->m, g->k, es), true, dev);
 		add_operand(&b, sat_mul4(g->batch, g->k, g->n, es), true, dev);
-		add_operand(&b, sat_mul4(g->batch, g->m, g->n, out_es), false, dev);
+		add_gemm_output(&b, sat_mul4(g->batch, g->m, g->n, out_es));
 		break;
 	}
 	case RM_COST_ATTENTION: {

@@ -172,6 +172,159 @@ typedef struct weight_groups {
 	int of_op[96]; /* group of each op of the layer graph, -1 if none */
 } weight_groups;
 
+/* ---- the backward's gradient flow --------------------------------------------------------- */
+
+/*
+ * The gradients of one graph's backward (reverse-mode differentiation over its values): a
+ * backward op of forward op f reads the gradient of f's output and writes those of f's inputs.
+ * A value several forward ops read (the residual stream; a norm's output feeding three
+ * projections) gets the sum of their gradients: each backward op that adds to it reads the
+ * partial sum so far and leaves the new one (XLA's and autograd's out-of-place accumulation),
+ * so a gradient lives until the last op that reads it, not only until the next op.
+ * - f has one data-gradient op (a projection's dgrad, a norm's or an elementwise op's bwd, the
+ *   fused attention backward): it writes the gradients of all of f's inputs, one tensor (the
+ *   combined dQ, dK, dV; a residual add's two).
+ * - f has several (the unfused attention's dgrad_query, dgrad_key; dgrad_probs, dgrad_value):
+ *   the k-th writes the gradient of f's k-th input.
+ * - A weight gradient (dW = X^T dY) reads the dY its data gradient reads and writes none.
+ * - Transformer Engine's cast of dY to FP8 (".grad_fp8") reads dY; f's dgrad and wgrad then read
+ *   the cast.
+ * - A gradient of a value an FP8 cast of the forward wrote (no_grad) is that of the cast's input.
+ * The emitter resolves these as it emits (grad_read: the tensors so far); the scheduler's memory
+ * tracking and the backward's dependency graph use the graph-order resolution (dy_src, acc_src),
+ * which is the same whenever every op follows what it reads.
+ */
+typedef struct grad_flow {
+	const rm_graph *g;
+	int *dy;      /* [n_ops] the value whose gradient backward op b reads, -1 */
+	int *dy_cast; /* [n_ops] the FP8 cast of that gradient (an op of f) b reads instead, -1 */
+	int *dx;      /* [n_ops * RM_OP_MAX_INPUTS] the values whose gradients b writes; -1 ends */
+	/* the same resolved in graph order, by op: the backward op whose output b reads as dY (-1:
+	 * the gradient entering the graph), the ops whose partial sums b adds to ([n_ops *
+	 * RM_OP_MAX_INPUTS], -1 ends), and the op whose output is the graph input's gradient (what
+	 * the layer below reads; -1 none) */
+	int *dy_src, *acc_src;
+	int input_writer;
+} grad_flow;
+
+/* Whether backward op op is Transformer Engine's cast of dY to FP8 (emit_backward's ".grad_fp8"). */
+static bool is_grad_cast(const rm_op *op)
+{
+	size_t n = strlen(op->name);
+	return n > 9 && strcmp(op->name + n - 9, ".grad_fp8") == 0;
+}
+
+/* Value v, or the input of the forward FP8 cast (no_grad) that wrote it, through such casts. */
+static int grad_target(const rm_graph *g, const int *producer, int v)
+{
+	for (int hop = 0; hop < g->n_ops && v >= 0 && producer[v] >= 0; hop++) {
+		const rm_op *p = &g->ops[producer[v]];
+		if (!p->no_grad || p->n_inputs == 0)
+			break;
+		v = p->inputs[0];
+	}
+	return v;
+}
+
+/* g's gradient flow (grad_flow): which gradient each backward op reads and which it writes. */
+static void grad_flow_build(grad_flow *fl, const rm_graph *g)
+{
+	int n = g->n_ops;
+	fl->g = g;
+	fl->dy = rm_new(int, (size_t)n + 1);
+	fl->dy_cast = rm_new(int, (size_t)n + 1);
+	fl->dx = rm_new(int, (size_t)n * RM_OP_MAX_INPUTS + 1);
+	int *producer = rm_new(int, (size_t)g->n_values + 1);
+	for (int v = 0; v < g->n_values; v++)
+		producer[v] = -1;
+	for (int i = 0; i < g->n_fwd_ops; i++)
+		for (int k = 0; k < g->ops[i].n_outputs; k++)
+			if (g->ops[i].outputs[k] >= 0 && g->ops[i].outputs[k] < g->n_values)
+				producer[g->ops[i].outputs[k]] = i;
+	for (int b = 0; b < n; b++) {
+		fl->dy[b] = fl->dy_cast[b] = -1;
+		int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
+		for (int k = 0; k < RM_OP_MAX_INPUTS; k++)
+			dx[k] = -1;
+		const rm_op *op = &g->ops[b];
+		int f = op->fwd_op;
+		if (b < g->n_fwd_ops || f < 0 || f >= g->n_fwd_ops)
+			continue;
+		const rm_op *fo = &g->ops[f];
+		fl->dy[b] = fo->n_outputs > 0 ? fo->outputs[0] : -1;
+		bool cast = is_grad_cast(op);
+		/* f's data-gradient ops other than the cast: how many, and b's place among them */
+		int n_dg = 0, k_dg = -1;
+		for (int c = g->n_fwd_ops; c < n; c++) {
+			const rm_op *co = &g->ops[c];
+			if (co->fwd_op != f)
+				continue;
+			if (is_grad_cast(co)) {
+				if (c < b && !cast)
+					fl->dy_cast[b] = c;
+				continue;
+			}
+			if (co->phase == RM_PHASE_BWD_WGRAD)
+				continue;
+			if (c == b)
+				k_dg = n_dg;
+			n_dg++;
+		}
+		if (cast || op->phase == RM_PHASE_BWD_WGRAD || k_dg < 0)
+			continue;
+		int nd = 0;
+		for (int i = 0; i < fo->n_inputs; i++) {
+			if (n_dg > 1 && i != k_dg)
+				continue;
+			int v = fo->inputs[i] >= 0 && fo->inputs[i] < g->n_values ? grad_target(g, producer, fo->inputs[i]) : -1;
+			bool seen = v < 0;
+			for (int j = 0; j < nd && !seen; j++)
+				seen = dx[j] == v;
+			if (!seen)
+				dx[nd++] = v;
+		}
+	}
+	/* graph order: who last wrote each value's gradient */
+	fl->dy_src = rm_new(int, (size_t)n + 1);
+	fl->acc_src = rm_new(int, (size_t)n * RM_OP_MAX_INPUTS + 1);
+	int *writer = producer; /* reused: per value, the op holding its gradient so far, -1 */
+	for (int v = 0; v < g->n_values; v++)
+		writer[v] = -1;
+	for (int b = 0; b < n; b++) {
+		fl->dy_src[b] = -1;
+		int *acc = &fl->acc_src[(size_t)b * RM_OP_MAX_INPUTS];
+		for (int k = 0; k < RM_OP_MAX_INPUTS; k++)
+			acc[k] = -1;
+		if (b < g->n_fwd_ops)
+			continue;
+		fl->dy_src[b] = fl->dy_cast[b] >= 0 ? fl->dy_cast[b] : fl->dy[b] >= 0 ? writer[fl->dy[b]] : -1;
+		const int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
+		int na = 0;
+		for (int k = 0; k < RM_OP_MAX_INPUTS && dx[k] >= 0; k++) {
+			int w = writer[dx[k]];
+			bool seen = w < 0;
+			for (int q = 0; q < na && !seen; q++)
+				seen = acc[q] == w;
+			if (!seen)
+				acc[na++] = w;
+		}
+		for (int k = 0; k < RM_OP_MAX_INPUTS && dx[k] >= 0; k++)
+			writer[dx[k]] = b;
+	}
+	fl->input_writer = g->input >= 0 && g->input < g->n_values ? writer[g->input] : -1;
+	free(producer);
+}
+
+static void grad_flow_finish(grad_flow *fl)
+{
+	free(fl->dy);
+	free(fl->dy_cast);
+	free(fl->dx);
+	free(fl->dy_src);
+	free(fl->acc_src);
+	memset(fl, 0, sizeof(*fl));
+}
+
 typedef struct ctx {
 	const rm_schedule_config *cfg;
 	const rm_workload *wl;
@@ -192,6 +345,7 @@ typedef struct ctx {
 	int64_t norm_elems; /* replicated norm weights per layer (all-reduced) */
 	int last_wgrad;     /* the layer graph's last weight-gradient op (data parallelism without
 			     * FSDP all-reduces a layer's gradients after it) */
+	grad_flow gflow;    /* the layer graph's (built once the contexts are complete) */
 	bool pipe_ag, pipe_rs, pipe_ar;
 	bool barrier; /* prevent_cse's optimization barrier fences the backward's gathers */
 	/* data parallelism across FSDP groups (HSDP, ZeRO-1/2, DDP): each gradient reduction over
@@ -501,36 +655,46 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 	}
 	free(readers);
 	if (bwd) {
-		/* a data-gradient op's output is also read by the weight gradients after it in graph
-		 * order (up to the next data-gradient op), which the scheduler may have moved later
-		 * (reorder_backward): for each op, the slot after the last such reader (0: none) */
-		int *wg_end = rm_new(int, (size_t)g->n_ops);
+		/* the gradients (grad_flow): a data-gradient op's output lives until the last slot
+		 * that reads it (its value's readers, the weight gradients that read it as dY, the
+		 * op that adds to it), at least to the next slot; the graph input's gradient until the
+		 * next slot (the layer below's first op). A weight gradient's own output (dW) as
+		 * before: to the next slot, the accumulation it lands in is counted with the
+		 * reduce-scatter. */
+		const grad_flow *fl = &x->gflow;
+		int *pos = rm_new(int, (size_t)g->n_ops + 1), *end = rm_new(int, (size_t)g->n_ops + 1);
+		for (int o = 0; o < g->n_ops; o++)
+			pos[o] = end[o] = -1;
+		for (int q = 0; q < nl; q++)
+			if (c->slots[ls[q]].phase == RM_PPHASE_BWD)
+				pos[c->slots[ls[q]].op] = ls[q];
 		for (int q = 0; q < nl; q++) {
-			const slot *w = &c->slots[ls[q]];
-			if (w->phase != RM_PPHASE_BWD || g->ops[w->op].phase != RM_PHASE_BWD_WGRAD)
+			const slot *r = &c->slots[ls[q]];
+			if (r->phase != RM_PPHASE_BWD)
 				continue;
-			int src = -1;
-			for (int o = w->op - 1; o >= g->n_fwd_ops && src < 0; o--)
-				if (g->ops[o].phase != RM_PHASE_BWD_WGRAD)
-					src = o;
-			if (src >= 0 && ls[q] + 1 > wg_end[src])
-				wg_end[src] = ls[q] + 1;
+			int src[RM_OP_MAX_INPUTS + 1], ns = 0;
+			src[ns++] = fl->dy_src[r->op];
+			for (int k = 0; k < RM_OP_MAX_INPUTS && fl->acc_src[(size_t)r->op * RM_OP_MAX_INPUTS + k] >= 0; k++)
+				src[ns++] = fl->acc_src[(size_t)r->op * RM_OP_MAX_INPUTS + k];
+			for (int k = 0; k < ns; k++)
+				if (src[k] >= 0 && pos[src[k]] >= 0 && ls[q] + 1 > end[src[k]])
+					end[src[k]] = ls[q] + 1;
 		}
-		/* the gradient flowing back: two live at a time, sized like the op's output, and up
-		 * to the weight gradients that read it */
 		for (int q = 0; q < nl; q++) {
 			int j = ls[q];
 			const slot *s = &c->slots[j];
 			if (s->phase != RM_PPHASE_BWD)
 				continue;
 			int64_t b = g->ops[s->op].bytes_written;
-			int end = j + 2 <= c->n ? j + 2 : c->n;
-			if (g->ops[s->op].phase != RM_PHASE_BWD_WGRAD && wg_end[s->op] > end)
-				end = wg_end[s->op];
+			int e = j + 2 <= c->n ? j + 2 : c->n;
+			bool wgrad = g->ops[s->op].phase == RM_PHASE_BWD_WGRAD;
+			if (!wgrad && s->op != fl->input_writer)
+				e = end[s->op] > j + 1 ? end[s->op] : j + 1;
 			delta[j] += b;
-			delta[end] -= b;
+			delta[e] -= b;
 		}
-		free(wg_end);
+		free(pos);
+		free(end);
 	}
 }
 
@@ -745,29 +909,6 @@ static void add_layer_colls(const ctx *x, comp *c, int bl, int mb, bool bwd, int
  * those it adds to), the gathered weight, the gradient it accumulates into */
 #define RM_EMIT_MAX_INPUTS (RM_OP_MAX_RESIDUALS + RM_OP_MAX_INPUTS + 4)
 
-/*
- * The gradients of one graph's backward (reverse-mode differentiation over its values): a
- * backward op of forward op f reads the gradient of f's output and writes those of f's inputs.
- * A value several forward ops read (the residual stream; a norm's output feeding three
- * projections) gets the sum of their gradients: each backward op that adds to it reads the
- * partial sum so far and leaves the new one (XLA's and autograd's out-of-place accumulation),
- * so a gradient lives until the last op that reads it, not only until the next op.
- * - f has one data-gradient op (a projection's dgrad, a norm's or an elementwise op's bwd, the
- *   fused attention backward): it writes the gradients of all of f's inputs, one tensor (the
- *   combined dQ, dK, dV; a residual add's two).
- * - f has several (the unfused attention's dgrad_query, dgrad_key; dgrad_probs, dgrad_value):
- *   the k-th writes the gradient of f's k-th input.
- * - A weight gradient (dW = X^T dY) reads the dY its data gradient reads and writes none.
- * - Transformer Engine's cast of dY to FP8 (".grad_fp8") reads dY; f's dgrad and wgrad then read
- *   the cast.
- * - A gradient of a value an FP8 cast of the forward wrote (no_grad) is that of the cast's input.
- */
-typedef struct grad_flow {
-	const rm_graph *g;
-	int *dy;      /* [n_ops] the value whose gradient backward op b reads, -1 */
-	int *dy_cast; /* [n_ops] the FP8 cast of that gradient (an op of f) b reads instead, -1 */
-	int *dx;      /* [n_ops * RM_OP_MAX_INPUTS] the values whose gradients b writes; -1 ends */
-} grad_flow;
 
 typedef struct layer_tensors {
 	int32_t *fwd, *rec, *reload, *host;
@@ -1326,97 +1467,15 @@ static void emit_offloads(emitter *e, const slot *s, int l, int mb)
 	}
 }
 
-/* Whether backward op op is Transformer Engine's cast of dY to FP8 (emit_backward's ".grad_fp8"). */
-static bool is_grad_cast(const rm_op *op)
-{
-	size_t n = strlen(op->name);
-	return n > 9 && strcmp(op->name + n - 9, ".grad_fp8") == 0;
-}
-
-/* Value v, or the input of the forward FP8 cast (no_grad) that wrote it, through such casts. */
-static int grad_target(const rm_graph *g, const int *producer, int v)
-{
-	for (int hop = 0; hop < g->n_ops && v >= 0 && producer[v] >= 0; hop++) {
-		const rm_op *p = &g->ops[producer[v]];
-		if (!p->no_grad || p->n_inputs == 0)
-			break;
-		v = p->inputs[0];
-	}
-	return v;
-}
-
-/* g's gradient flow (grad_flow): which gradient each backward op reads and which it writes. */
-static void grad_flow_build(grad_flow *fl, const rm_graph *g)
-{
-	int n = g->n_ops;
-	fl->g = g;
-	fl->dy = rm_new(int, (size_t)n + 1);
-	fl->dy_cast = rm_new(int, (size_t)n + 1);
-	fl->dx = rm_new(int, (size_t)n * RM_OP_MAX_INPUTS + 1);
-	int *producer = rm_new(int, (size_t)g->n_values + 1);
-	for (int v = 0; v < g->n_values; v++)
-		producer[v] = -1;
-	for (int i = 0; i < g->n_fwd_ops; i++)
-		for (int k = 0; k < g->ops[i].n_outputs; k++)
-			if (g->ops[i].outputs[k] >= 0 && g->ops[i].outputs[k] < g->n_values)
-				producer[g->ops[i].outputs[k]] = i;
-	for (int b = 0; b < n; b++) {
-		fl->dy[b] = fl->dy_cast[b] = -1;
-		int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
-		for (int k = 0; k < RM_OP_MAX_INPUTS; k++)
-			dx[k] = -1;
-		const rm_op *op = &g->ops[b];
-		int f = op->fwd_op;
-		if (b < g->n_fwd_ops || f < 0 || f >= g->n_fwd_ops)
-			continue;
-		const rm_op *fo = &g->ops[f];
-		fl->dy[b] = fo->n_outputs > 0 ? fo->outputs[0] : -1;
-		bool cast = is_grad_cast(op);
-		/* f's data-gradient ops other than the cast: how many, and b's place among them */
-		int n_dg = 0, k_dg = -1;
-		for (int c = g->n_fwd_ops; c < n; c++) {
-			const rm_op *co = &g->ops[c];
-			if (co->fwd_op != f)
-				continue;
-			if (is_grad_cast(co)) {
-				if (c < b && !cast)
-					fl->dy_cast[b] = c;
-				continue;
-			}
-			if (co->phase == RM_PHASE_BWD_WGRAD)
-				continue;
-			if (c == b)
-				k_dg = n_dg;
-			n_dg++;
-		}
-		if (cast || op->phase == RM_PHASE_BWD_WGRAD || k_dg < 0)
-			continue;
-		int nd = 0;
-		for (int i = 0; i < fo->n_inputs; i++) {
-			if (n_dg > 1 && i != k_dg)
-				continue;
-			int v = fo->inputs[i] >= 0 && fo->inputs[i] < g->n_values ? grad_target(g, producer, fo->inputs[i]) : -1;
-			bool seen = v < 0;
-			for (int j = 0; j < nd && !seen; j++)
-				seen = dx[j] == v;
-			if (!seen)
-				dx[nd++] = v;
-		}
-	}
-	free(producer);
-}
-
-static void grad_flow_finish(grad_flow *fl)
-{
-	free(fl->dy);
-	free(fl->dy_cast);
-	free(fl->dx);
-}
-
-/* The gradient flow of graph g, built on its first use (a step emits at most four graphs: the
- * layer, the dense first layers', the embedding, the head). */
+/* The gradient flow of graph g: the layer contexts' (gflow), else built on its first use (the
+ * embedding, the head). */
 static const grad_flow *flow_of(emitter *e, const rm_graph *g)
 {
+	for (int k = 0; k < (e->x->n_dense > 0 ? 2 : 1); k++) {
+		const ctx *lx = e->x->n_dense > 0 ? e->x->kinds[k] : e->x;
+		if (lx->gflow.g == g)
+			return &lx->gflow;
+	}
 	for (int i = 0; i < e->n_flows; i++)
 		if (e->flows[i].g == g)
 			return &e->flows[i];
@@ -1611,8 +1670,11 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 	}
 	t->bgrad[s->op] = gout;
 	grad_written(fl, s->op, t->vgrad, gout);
-	/* the layer below reads the gradient of this layer's input, once its last op added to it */
-	e->chain = g->input >= 0 && t->vgrad[g->input] >= 0 ? t->vgrad[g->input] : gout;
+	/* the gradient entering the graph below: this layer's input's, once an op wrote it */
+	if (g->input < 0)
+		e->chain = gout;
+	else if (t->vgrad[g->input] >= 0)
+		e->chain = t->vgrad[g->input];
 }
 
 /*
@@ -1856,7 +1918,10 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		emit_layer_plain(e, op, NULL, &d, in, ni, out, no);
 		bg[s->op] = gout;
 		grad_written(fl, s->op, vg, gout);
-		e->chain = g->input >= 0 && vg[g->input] >= 0 ? vg[g->input] : gout;
+		if (g->input < 0)
+			e->chain = gout;
+		else if (vg[g->input] >= 0)
+			e->chain = vg[g->input];
 	} else {
 		emit(e, &d, in, ni, out, no, -1, NULL);
 	}
@@ -2319,8 +2384,9 @@ static bool slot_reads_group(const ctx *x, const slot *s, int grp)
  * - a recompute slot reads the recompute slot before it in its layer and its group's gathered
  *   weights;
  * - a backward slot reads the recomputed values among its residuals (their recompute slots), the
- *   gradient from the last data-gradient slot before it (the chain of dgrads runs through the
- *   layers; a weight gradient reads it but is not on it), and a dgrad GEMM its gathered weights;
+ *   gradients grad_flow gives it (its dY's producer, or the layer above's input gradient, and the
+ *   partial sums it adds to: a weight gradient reads its dY, not its dgrad's output), and a dgrad
+ *   GEMM its gathered weights;
  * - a group's reduce-scatter reads its layer's weight gradients of that group, the norm weights'
  *   all-reduce the norm backward slots; the outputs left unread feed one exit node (the rest of
  *   the step: embedding backward, optimizer).
@@ -2345,7 +2411,15 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 	bool *used = NULL;
 	int ag_done[MAX_GROUPS], rs_wg[MAX_GROUPS][96], n_rs_wg[MAX_GROUPS], rs_last[MAX_GROUPS];
 	int norm_nodes[96], n_norm = 0, norm_last = -1;
-	int layer = -1, last_rec = -1, last_dgrad = -1, saved_node = -1;
+	int layer = -1, last_rec = -1, saved_node = -1;
+	/* the node of each backward op of the current layer (grad_flow's producers), and the node
+	 * that left the gradient entering it (the layer above's input gradient), -1 */
+	int max_ops = x->layer->n_ops;
+	if (x->n_dense > 0 && x->kinds[1]->layer->n_ops > max_ops)
+		max_ops = x->kinds[1]->layer->n_ops;
+	int *grad_node = rm_new(int, (size_t)max_ops + 1);
+	int chain_node = -1;
+	const grad_flow *layer_fl = NULL;
 #define ADD_NODE(expr, slotpos)                                                        \
 	do {                                                                           \
 		int id_ = (expr);                                                      \
@@ -2392,6 +2466,11 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 		if (s->body_layer != layer) {
 			/* a new layer: its backward gathers (before its first slot, as without LHS), and
 			 * where its reductions go (after the last weight gradient of each group) */
+			if (layer_fl && layer_fl->input_writer >= 0 && grad_node[layer_fl->input_writer] >= 0)
+				chain_node = grad_node[layer_fl->input_writer];
+			layer_fl = &lx->gflow;
+			for (int o = 0; o < max_ops; o++)
+				grad_node[o] = -1;
 			layer = s->body_layer;
 			last_rec = -1;
 			/* what the forward saved for this layer: live from its last reader up */
@@ -2468,10 +2547,20 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 				if (pj >= from && pj < j)
 					rm__ln_add_operand(&g, node_of[pj - from]);
 			}
-			if (last_dgrad >= 0)
-				rm__ln_add_operand(&g, last_dgrad);
-			if (op->phase != RM_PHASE_BWD_WGRAD)
-				last_dgrad = me;
+			/* the gradients it reads (grad_flow): its dY's producer, or the gradient
+			 * entering the layer (the layer above's input gradient), and the partial
+			 * sums it adds to */
+			const grad_flow *fl = &lx->gflow;
+			int dys = fl->dy_src[s->op];
+			int dyn = dys >= 0 ? grad_node[dys] : chain_node;
+			if (dyn >= 0)
+				rm__ln_add_operand(&g, dyn);
+			for (int k = 0; k < RM_OP_MAX_INPUTS && fl->acc_src[(size_t)s->op * RM_OP_MAX_INPUTS + k] >= 0; k++) {
+				int an = grad_node[fl->acc_src[(size_t)s->op * RM_OP_MAX_INPUTS + k]];
+				if (an >= 0 && an != dyn)
+					rm__ln_add_operand(&g, an);
+			}
+			grad_node[s->op] = me;
 		}
 		if (op->phase == RM_PHASE_BWD_WGRAD && lx->rs.of_op[op->fwd_op] >= 0) {
 			int grp = lx->rs.of_op[op->fwd_op];
@@ -2608,6 +2697,7 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 out:
 	rm__ln_graph_finish(&g);
 	free(node_of);
+	free(grad_node);
 	free(slot_of);
 	free(used);
 }
@@ -3349,6 +3439,9 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		x.kinds[0] = dense.kinds[0] = &x;
 		x.kinds[1] = dense.kinds[1] = &dense;
 	}
+	grad_flow_build(&x.gflow, x.layer);
+	if (x.n_dense > 0)
+		grad_flow_build(&dense.gflow, dense.layer);
 	x.stacks = 0;
 	rep->offloaded_bytes_step = 0;
 	for (int l = 0; l < x.L; l++) {
@@ -3485,8 +3578,10 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	comp_finish(&bwd);
 	comp_finish(&entry);
 	finish_fusions(&x);
+	grad_flow_finish(&x.gflow);
 	if (x.n_dense > 0) {
 		finish_fusions(&dense);
+		grad_flow_finish(&dense.gflow);
 		rm_remat_plan_finish(&dense.plan);
 		if (x.recompute_layers > 0)
 			rm_remat_plan_finish(&dense.plan_keep);

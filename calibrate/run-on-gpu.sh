@@ -51,8 +51,8 @@ if [ -z "$exe" ]; then
   [ -f "$cudatk/include/nccl.h" ] || nccl=0
   srcs=(calibrate/cuda/harness.cu calibrate/cuda/bench_gemm.cu calibrate/cuda/bench_mem.cu
         calibrate/cuda/bench_interference.cu)
-  # gpudist/dist.c (plain C, compiled by nvcc's host compiler) without MPI: one process
-  srcs+=(gpudist/dist.c)
+  # gpudist/dist.c and env.c (plain C, compiled by nvcc's host compiler) without MPI: one process
+  srcs+=(gpudist/dist.c gpudist/env.c)
   libs=(-lcublasLt -lcublas -ljansson)
   if [ $nccl = 1 ]; then srcs+=(calibrate/cuda/bench_nccl.cu); libs+=(-lnccl); fi
   if ! nvcc -std=c++17 -O2 -lineinfo \

@@ -11,7 +11,8 @@
  *   REMORA_FAKE_FAIL_ID=1    rank 0 cannot make the id (as ncclGetUniqueId failing)
  *   REMORA_FAKE_INIT_HANG=R  rank R's communicator set-up never leaves "in progress" (a peer that
  *                            never joins the bootstrap); "all": every rank's. The set-up is polled
- *                            as the runner polls ncclCommInitRankConfig with blocking = 0, under
+ *                            as the runner and the calibration harness poll
+ *                            ncclCommInitRankConfig with blocking = 0, under
  *                            rm_dist_init_timeout_s, then aborted and agreed
  *   REMORA_FAKE_HANG=R       rank R's first step never completes (a dead peer): the wait times out
  *   REMORA_FAKE_ASYNC=R      rank R's communicator reports an asynchronous error in its first step

@@ -5,7 +5,9 @@
 # and a wait that time out.
 # Every run is bounded by `timeout 60`: a hang fails the check (exit 124) instead of the suite.
 # With the CUDA parts built, remora-calibrate and remora-gpu under -np 2 too, on a machine without
-# a GPU (skipped where one is visible): both ranks leave with rank 0's "no GPU", no hang.
+# a GPU (skipped where one is visible): both ranks leave with rank 0's "no GPU", no hang, and
+# remora-calibrate takes --init-timeout (its communicator set-up itself needs a GPU; the
+# fake's set-up runs the same rm_dist_wait sequence).
 # Usage: dist_mpi.sh DIST_FAKE MPIRUN [REMORA_CALIBRATE REMORA_GPU PROGRAM.json]
 set -uo pipefail
 fake=$1
@@ -23,7 +25,7 @@ run() { # run ENV... : mpirun -np 2 of dist_fake, stdout to out, stderr to err, 
 	rc=$?
 }
 errors() { grep -c "^dist_fake: error: $1" err || true; }
-echo "1..21"
+echo "1..23"
 
 run REMORA_FAKE_DEVICES=2
 check "-np 2: both ranks finish" '[ $rc -eq 0 ] && [ "$(grep -c "step 2 done" out)" = 2 ]'
@@ -74,12 +76,21 @@ env -u OMPI_COMM_WORLD_SIZE "$fake" > out 2> err
 rc=$?
 check "without a launcher: one rank, no MPI" '[ $rc -eq 0 ] && grep -q "^rank 0/1 local 0 device 0 source none" out'
 if [ -z "$calibrate" ] || nvidia-smi -L > /dev/null 2>&1; then
-	n=$((n + 2)); echo "ok $((n - 1)) # SKIP no CUDA build, or a GPU is visible"; echo "ok $n # SKIP"
+	n=$((n + 4)); echo "ok $((n - 3)) # SKIP no CUDA build, or a GPU is visible"
+	echo "ok $((n - 2)) # SKIP"; echo "ok $((n - 1)) # SKIP"; echo "ok $n # SKIP"
 else
 	timeout 60 "${mpirun[@]}" -np 2 "$calibrate" --quick > out 2> err
 	rc=$?
 	check "remora-calibrate -np 2 without a GPU: every rank skips (77), no hang" \
 		'[ $rc -eq 77 ] && grep -q "rank 0: no CUDA GPU here" err'
+	REMORA_NCCL_INIT_TIMEOUT_S=1 timeout 60 "${mpirun[@]}" -np 2 "$calibrate" --quick --init-timeout 1 > out 2> err
+	rc=$?
+	check "remora-calibrate -np 2 --init-timeout 1 (and its variable) without a GPU: skips (77), no hang" \
+		'[ $rc -eq 77 ] && grep -q "rank 0: no CUDA GPU here" err'
+	"$calibrate" --init-timeout 0 > out 2> err
+	rc=$?
+	check "remora-calibrate --init-timeout 0: refused as usage (2)" \
+		'[ $rc -eq 2 ] && grep -q -- "--init-timeout 0: a positive number of seconds" err'
 	timeout 60 "${mpirun[@]}" -np 2 "$gpu" exec "$program" > out 2> err
 	rc=$?
 	check "remora-gpu exec -np 2 without a GPU: both ranks report rank 0's error, no hang" \

@@ -4,7 +4,9 @@
  * file:line and the error string), 2 bad usage, 77 no GPU (meson's SKIP).
  *
  * NCCL: one process per GPU under mpirun when built with MPI (rank 0 writes), otherwise one
- * process driving every visible GPU through ncclCommInitAll; one GPU works in both modes.
+ * process driving every visible GPU (one ncclCommInitRankConfig per GPU in a group, as
+ * ncclCommInitAll does); one GPU works in both modes. The communicators are non-blocking, their
+ * set-up bounded by --init-timeout (setup_nccl).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -58,6 +60,8 @@ static int rmc_wait_async(void *arg, char *msg, size_t n)
 #if RMC_HAVE_NCCL
 	rmc_waited *w = (rmc_waited *)arg;
 	for (int i = 0; i < rmc_local_comms(w->ctx); i++) {
+		if (!w->ctx->comms[i])
+			continue;
 		ncclResult_t r = ncclSuccess;
 		ncclResult_t q = ncclCommGetAsyncError(w->ctx->comms[i], &r);
 		if (q != ncclSuccess)
@@ -78,7 +82,8 @@ static void rmc_wait_abort(void *arg)
 #if RMC_HAVE_NCCL
 	rmc_waited *w = (rmc_waited *)arg;
 	for (int i = 0; i < rmc_local_comms(w->ctx); i++)
-		ncclCommAbort(w->ctx->comms[i]);
+		if (w->ctx->comms[i])
+			ncclCommAbort(w->ctx->comms[i]);
 	if (w->ctx->have_comms)
 		w->ctx->comms_aborted = true;
 	w->ctx->have_comms = false;
@@ -86,6 +91,55 @@ static void rmc_wait_abort(void *arg)
 	(void)arg;
 #endif
 }
+
+#if RMC_HAVE_NCCL
+/*
+ * This process's communicators as a wait's query (exec/cuda/runner.cu rmx_comm_ready, over every
+ * local communicator): 1 when every one reports ncclSuccess, 0 while one is still in progress (its
+ * set-up, or a call that returned ncclInProgress), -1 when one failed or they were aborted.
+ */
+static int rmc_comms_ready(void *arg, char *msg, size_t n)
+{
+	rmc_waited *w = (rmc_waited *)arg;
+	if (!w->ctx->have_comms) {
+		snprintf(msg, n, "the communicators were aborted");
+		return -1;
+	}
+	int ready = 1;
+	for (int i = 0; i < rmc_local_comms(w->ctx); i++) {
+		ncclComm_t c = w->ctx->comms[i];
+		if (!c) {
+			snprintf(msg, n, "communicator %d was not created", i);
+			return -1;
+		}
+		ncclResult_t r = ncclSuccess, q = ncclCommGetAsyncError(c, &r);
+		if (q != ncclSuccess)
+			r = q;
+		if (r == ncclInProgress) {
+			ready = 0;
+		} else if (r != ncclSuccess) {
+			snprintf(msg, n, "ncclCommGetAsyncError (communicator %d): %s (%s)", i, ncclGetErrorString(r),
+				 ncclGetLastError(c));
+			return -1;
+		}
+	}
+	return ready;
+}
+
+int rmc_nccl_settle(rmc_ctx *ctx, ncclResult_t r, const char *file, int line, const char *expr)
+{
+	if (r == ncclSuccess)
+		return 0;
+	if (r != ncclInProgress)
+		return rmc_fail(ctx, file, line, expr, ncclGetErrorString(r));
+	rmc_waited w = {ctx, NULL, NULL};
+	rm_dist_waiter waiter = {rmc_comms_ready, NULL, rmc_wait_abort, &w, NULL};
+	char msg[RM_DIST_MSG];
+	if (rm_dist_wait(&waiter, ctx->timeout_s, expr, msg, sizeof(msg)) != 0)
+		return rmc_fail(ctx, file, line, "ncclInProgress", msg);
+	return 0;
+}
+#endif
 
 static int rmc_wait(rmc_ctx *ctx, cudaEvent_t ev, cudaStream_t stream, const char *what)
 {
@@ -296,53 +350,95 @@ static int setup(rmc_ctx *ctx)
 
 #if RMC_HAVE_NCCL
 /*
- * The communicators. Under MPI: rank 0 makes the unique id and broadcasts it with its status
- * (a failed ncclGetUniqueId reaches every rank, which all leave), then ncclCommInitRank, then an
- * agreement, so that no rank starts a collective that a peer without a communicator never joins.
+ * The communicators, non-blocking (ncclConfig_t.blocking = 0) as the executor's
+ * (exec/cuda/runner.cu rmx_setup_comm): ncclCommInitRankConfig returns at once (ncclInProgress)
+ * and the set-up is polled with ncclCommGetAsyncError until every local communicator is ready; an
+ * error, or no progress within ctx->init_timeout_s, aborts them (ncclCommAbort) and fails with
+ * "communicator init: no progress in T s (timeout; REMORA_NCCL_INIT_TIMEOUT_S or
+ * --init-timeout)", so a peer that never joins the bootstrap ends the run instead of hanging it.
+ * Then an agreement, so that no rank starts a collective that a peer without a communicator
+ * never joins.
+ * - Under MPI: rank 0 makes the unique id and broadcasts it with its status (a failed
+ *   ncclGetUniqueId reaches every rank, which all leave), then one communicator per process.
+ * - One process: ncclCommInitAll's own sequence (NCCL init.cc), one ncclCommInitRankConfig per GPU
+ *   on that GPU between ncclGroupStart and ncclGroupEnd, with the config ncclCommInitAll lacks.
+ * The communicators stay non-blocking: RMC_NCCL settles a later call's ncclInProgress.
  */
 static int setup_nccl(rmc_ctx *ctx)
 {
+	ncclUniqueId id;
+	memset(&id, 0, sizeof(id));
+	bool ok = true;
+	if (ctx->rank == 0) {
+		ncclResult_t r = ncclGetUniqueId(&id);
+		if (r != ncclSuccess)
+			ok = rmc_fail(ctx, __FILE__, __LINE__, "ncclGetUniqueId(&id)", ncclGetErrorString(r)) == 0;
+	}
 	if (ctx->mpi) {
-		ncclUniqueId id;
-		memset(&id, 0, sizeof(id));
-		bool ok = true;
-		if (ctx->rank == 0) {
-			ncclResult_t r = ncclGetUniqueId(&id);
-			if (r != ncclSuccess) {
-				rmc_fail(ctx, __FILE__, __LINE__, "ncclGetUniqueId(&id)", ncclGetErrorString(r));
-				ok = false;
-			}
-		}
 		char msg[sizeof(ctx->error)];
 		snprintf(msg, sizeof(msg), "%s", ctx->error);
 		if (rm_dist_bcast_status(&ctx->dist, ok, &id, sizeof(id), msg, sizeof(msg)) != 0) {
 			snprintf(ctx->error, sizeof(ctx->error), "%s", msg);
 			return -1;
 		}
-		ok = cudaSetDevice(ctx->devices[0]) == cudaSuccess;
-		if (!ok)
-			rmc_fail(ctx, __FILE__, __LINE__, "cudaSetDevice", "failed");
-		ncclResult_t r = ok ? ncclCommInitRank(&ctx->comms[0], ctx->world, id, ctx->rank) : ncclSuccess;
-		if (ok && r != ncclSuccess) {
-			rmc_fail(ctx, __FILE__, __LINE__, "ncclCommInitRank(&ctx->comms[0], ctx->world, id, ctx->rank)",
-				 ncclGetErrorString(r));
-			ok = false;
-		}
-		ctx->have_comms = ok;
-		return rmc_agree(ctx, ok);
+	} else if (!ok) {
+		return -1;
 	}
-	RMC_NCCL(ctx, ncclCommInitAll(ctx->comms, ctx->n_gpus, ctx->devices));
-	ctx->have_comms = true;
-	return 0;
+	ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+	cfg.blocking = 0;
+	int local = ctx->mpi ? 1 : ctx->n_gpus;
+	bool group = local > 1; /* one process initialising several ranks must group them */
+	ncclResult_t r = group ? ncclGroupStart() : ncclSuccess;
+	if (r != ncclSuccess)
+		ok = rmc_fail(ctx, __FILE__, __LINE__, "ncclGroupStart()", ncclGetErrorString(r)) == 0;
+	for (int d = 0; ok && d < local; d++) {
+		cudaError_t e = cudaSetDevice(ctx->devices[d]);
+		if (e != cudaSuccess) {
+			ok = rmc_fail(ctx, __FILE__, __LINE__, "cudaSetDevice(ctx->devices[d])", cudaGetErrorString(e)) == 0;
+			break;
+		}
+		r = ncclCommInitRankConfig(&ctx->comms[d], ctx->world, id, ctx->mpi ? ctx->rank : d, &cfg);
+		if (r != ncclSuccess && r != ncclInProgress)
+			ok = rmc_fail(ctx, __FILE__, __LINE__,
+				      "ncclCommInitRankConfig(&ctx->comms[d], ctx->world, id, rank, blocking 0)",
+				      ncclGetErrorString(r)) == 0;
+	}
+	if (group) {
+		r = ncclGroupEnd(); /* also after a failure: the group must be closed */
+		if (ok && r != ncclSuccess && r != ncclInProgress)
+			ok = rmc_fail(ctx, __FILE__, __LINE__, "ncclGroupEnd() (communicator init)", ncclGetErrorString(r)) == 0;
+	}
+	for (int d = 0; d < local; d++)
+		ctx->have_comms = ctx->have_comms || ctx->comms[d] != NULL;
+	rmc_waited w = {ctx, NULL, NULL};
+	if (ok) {
+		rm_dist_waiter waiter = {rmc_comms_ready, NULL, rmc_wait_abort, &w,
+					 "REMORA_NCCL_INIT_TIMEOUT_S or --init-timeout"};
+		char why[RM_DIST_MSG];
+		if (rm_dist_wait(&waiter, ctx->init_timeout_s, "communicator init", why, sizeof(why)) != 0)
+			ok = rmc_fail(ctx, __FILE__, __LINE__, "ncclCommInitRankConfig", why) == 0;
+	} else {
+		rmc_wait_abort(&w); /* whatever was created: nothing waits on it */
+	}
+	if (cudaSetDevice(ctx->devices[0]) != cudaSuccess && ok)
+		ok = rmc_fail(ctx, __FILE__, __LINE__, "cudaSetDevice(ctx->devices[0])", "failed") == 0;
+	return rmc_agree(ctx, ok);
 }
 #endif
 
-static void teardown(rmc_ctx *ctx)
+/* failed: the run did not end cleanly, so the communicators are aborted rather than destroyed
+ * (a peer may wait in a collective that never comes; exec/cuda/runner.cu rmx_teardown) */
+static void teardown(rmc_ctx *ctx, bool failed)
 {
 #if RMC_HAVE_NCCL
 	if (ctx->have_comms)
-		for (int i = 0; i < (ctx->mpi ? 1 : ctx->n_gpus); i++)
-			ncclCommDestroy(ctx->comms[i]);
+		for (int i = 0; i < rmc_local_comms(ctx); i++)
+			if (ctx->comms[i] && failed)
+				ncclCommAbort(ctx->comms[i]);
+			else if (ctx->comms[i])
+				ncclCommDestroy(ctx->comms[i]);
+#else
+	(void)failed;
 #endif
 	if (ctx->workspace)
 		cudaFree(ctx->workspace);
@@ -389,13 +485,17 @@ static int run_bench(rmc_ctx *ctx, const rmc_bench *b, bool collective)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: remora-calibrate [--out FILE] [--quick] [--only NAME] [--gpus N] [--iters N] [--warmup N]\n"
-		     "                        [--timeout S] [--no-graph]\n\n"
+		     "                        [--timeout S] [--init-timeout S] [--no-graph]\n\n"
 		     "Runs remora's microbenchmarks on this machine's GPUs and writes JSON lines for\n"
 		     "`remora calib import` (cuBLASLt GEMM bf16/fp8, HBM copy/triad, launch with and without\n"
 		     "CUDA graphs, pinned host copies, NCCL all-gather/reduce-scatter/all-reduce 1 KiB..4 GiB,\n"
 		     "GEMM interference with SMs held and with a concurrent collective).\n"
 		     "  --timeout S   seconds one wait on GPU work may take before the NCCL communicators are\n"
 		     "                aborted and every rank stops (default REMORA_NCCL_TIMEOUT_S, else 120)\n"
+		     "  --init-timeout S\n"
+		     "                seconds the NCCL communicators' non-blocking set-up may take before\n"
+		     "                they are aborted and every rank stops, as when a peer never joins\n"
+		     "                (default REMORA_NCCL_INIT_TIMEOUT_S, else the --timeout default)\n"
 		     "  --no-graph    time the NCCL sweep's host-launched iterations with events on the stream\n"
 		     "                instead of replaying them from a CUDA graph (nccl-tests -G)\n"
 		     "Exit status 77 when there is no GPU.\n");
@@ -408,6 +508,7 @@ int main(int argc, char **argv)
 		{"only", required_argument, NULL, 'O'},  {"gpus", required_argument, NULL, 'g'},
 		{"iters", required_argument, NULL, 'n'}, {"warmup", required_argument, NULL, 'w'},
 		{"timeout", required_argument, NULL, 't'}, {"no-graph", no_argument, NULL, 'G'},
+		{"init-timeout", required_argument, NULL, 'I'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -419,8 +520,8 @@ int main(int argc, char **argv)
 	ctx->iters = 20;
 	const char *out_path = NULL;
 	int want_gpus = 0, c;
-	double timeout_flag = 0;
-	while ((c = getopt_long(argc, argv, "o:qO:g:n:w:t:Gh", longopts, NULL)) != -1) {
+	double timeout_flag = 0, init_timeout_flag = 0;
+	while ((c = getopt_long(argc, argv, "o:qO:g:n:w:t:I:Gh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out_path = optarg;
@@ -447,6 +548,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'I':
+			init_timeout_flag = atof(optarg);
+			if (!(init_timeout_flag > 0)) {
+				fprintf(stderr, "remora-calibrate: --init-timeout %s: a positive number of seconds\n", optarg);
+				return 2;
+			}
+			break;
 		case 'G':
 			ctx->no_graph = true;
 			break;
@@ -463,6 +571,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ctx->timeout_s = rm_dist_timeout_s(timeout_flag);
+	ctx->init_timeout_s = rm_dist_init_timeout_s(init_timeout_flag);
 	/* the job first (MPI_Init before any exit), so that every rank agrees on the way out */
 	int status = 0;
 	if (rm_dist_init(&ctx->dist, ctx->error, sizeof(ctx->error)) != 0) {
@@ -561,7 +670,7 @@ int main(int argc, char **argv)
 	else if (status == 0 && ctx->rank == 0)
 		fprintf(stderr, "remora-calibrate: %d rows written to %s\n", ctx->cases_written,
 			out_path ? out_path : "stdout");
-	teardown(ctx);
+	teardown(ctx, status != 0);
 	if (ctx->out != stdout)
 		fclose(ctx->out);
 finish:

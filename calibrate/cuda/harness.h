@@ -14,6 +14,10 @@
  * Errors: every CUDA, cuBLAS and NCCL call goes through RMC_CUDA / RMC_CUBLAS / RMC_NCCL, which
  * record the expression, file:line and the library's error string in the context and make the
  * calling function return -1. No globals: everything lives in rmc_ctx.
+ *
+ * NCCL: the communicators are non-blocking (ncclConfig_t.blocking = 0, as the executor's,
+ * exec/cuda/runner.cu): their set-up is polled under ctx->init_timeout_s and aborted past it, and
+ * a call that returns ncclInProgress is settled by RMC_NCCL (rmc_nccl_settle) before the next.
  */
 #ifndef REMORA_CALIBRATE_HARNESS_H
 #define REMORA_CALIBRATE_HARNESS_H
@@ -44,6 +48,7 @@ typedef struct rmc_ctx {
 	rm_dist dist;            /* the job (gpudist/dist.h): agreement, id broadcast */
 	int nodes;               /* distinct hosts among the ranks */
 	double timeout_s;        /* of one wait on device work (rm_dist_timeout_s) */
+	double init_timeout_s;   /* of the communicators' non-blocking set-up (rm_dist_init_timeout_s) */
 	bool quick;              /* fewer cases and iterations (the gpu test suite) */
 	bool no_graph;           /* NCCL sweep: time host-launched iterations (events) instead of a graph */
 	int warmup, iters;       /* defaults; benchmarks may scale them by size */
@@ -81,11 +86,18 @@ int rmc_fail(rmc_ctx *ctx, const char *file, int line, const char *expr, const c
 	} while (0)
 
 #if RMC_HAVE_NCCL
+/*
+ * The result r of the NCCL call expr: 0 for ncclSuccess; for ncclInProgress (a non-blocking
+ * communicator still issuing the call's kernels in the background) polls ncclCommGetAsyncError on
+ * this process's communicators until every one is ready, for at most ctx->timeout_s, and on an
+ * error or the timeout aborts them (rm_dist_wait); any other result fails with its string.
+ */
+int rmc_nccl_settle(rmc_ctx *ctx, ncclResult_t r, const char *file, int line, const char *expr);
+
 #define RMC_NCCL(ctx, expr)                                                                    \
 	do {                                                                                   \
-		ncclResult_t rmc__r = (expr);                                                  \
-		if (rmc__r != ncclSuccess)                                                     \
-			return rmc_fail((ctx), __FILE__, __LINE__, #expr, ncclGetErrorString(rmc__r)); \
+		if (rmc_nccl_settle((ctx), (expr), __FILE__, __LINE__, #expr) != 0)            \
+			return -1;                                                             \
 	} while (0)
 #endif
 

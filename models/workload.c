@@ -432,6 +432,11 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 				    (long long)t->fsdp, (long long)t->dp_replicate);
 	if (t->tp < 1)
 		return rm_error_set(err, RM_INVALID, NULL, 0, 0, "tp must be positive (got %lld)", (long long)t->tp);
+	if (t->embed_one_hot && (t->tp > 1 || m->learned_pos))
+		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+				    "the one-hot embedding is modelled for a token table alone without tensor parallelism "
+				    "(tp %lld%s)",
+				    (long long)t->tp, m->learned_pos ? ", learned positions" : "");
 	if (t->tp > 1) {
 		/* Megatron-LM's column/row split: whole heads and key/value groups per GPU */
 		if (m->heads % t->tp != 0 || m->kv_heads % t->tp != 0)
@@ -786,10 +791,14 @@ static void emit_backward(graph_builder *gb, int f)
 			q->bytes_written = 2 * (out_bytes / es);
 			q->flops = 2.0 * (double)(out_bytes / es);
 		}
-		rm_op *dg = bwd_gemm(gb, f, "dgrad", RM_PHASE_BWD_DGRAD, fo.gemm.batch, m, k, n, false);
-		dg->weight_elems = fo.weight_elems;
-		if (fp8)
-			dg->gemm.dtype = RM_DTYPE_FP8_E5M2;
+		/* the one-hot embedding's input derives from the token ids: no dX */
+		bool input_grad = strcmp(name, "embedding") != 0;
+		if (input_grad) {
+			rm_op *dg = bwd_gemm(gb, f, "dgrad", RM_PHASE_BWD_DGRAD, fo.gemm.batch, m, k, n, false);
+			dg->weight_elems = fo.weight_elems;
+			if (fp8)
+				dg->gemm.dtype = RM_DTYPE_FP8_E5M2;
+		}
 		rm_op *wg = bwd_gemm(gb, f, "wgrad", RM_PHASE_BWD_WGRAD, fo.gemm.batch, k, n, m, false);
 		if (fp8)
 			wg->gemm.dtype = RM_DTYPE_FP8_E5M2;
@@ -1376,6 +1385,38 @@ static void build_embedding(graph_builder *gb)
 	int64_t tok_shape[2] = {gb->b, gb->s};
 	int tokens = add_value(gb, "tokens", RM_DTYPE_INT32, 2, tok_shape);
 	gb->g->input = tokens;
+	if (gb->t->embed_one_hot) {
+		/*
+		 * MaxText's use_iota_embed (layers/embeddings.py Embed): one_hot = (ids[..., None] ==
+		 * iota(V)) in the activation dtype, [T, V], then jnp.dot(one_hot, table): a GEMM of
+		 * [T, V] x [V, h] in place of the gather. The one-hot derives from integers, so no
+		 * gradient flows into it: the backward is the table's gradient one_hot^T dY alone, a
+		 * [V, T] x [T, h] GEMM (emit_backward leaves out the dgrad).
+		 */
+		rm_op *oh = new_op(gb, "embedding_one_hot", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
+		op_in(gb, oh, tokens);
+		int ohv = add_act(gb, "embedding_one_hot", m->vocab, gb->dt);
+		op_out(gb, oh, ohv);
+		oh->bytes_read = vbytes(gb, tokens);
+		oh->bytes_written = vbytes(gb, ohv);
+		oh->flops = (double)gb->T * (double)m->vocab; /* one compare per element */
+		oh->mclass = RM_MB_POINTWISE;
+		oh->no_grad = true;
+		rm_op *op = new_op(gb, "embedding", RM_OP_GEMM, RM_PHASE_FWD, -1);
+		op->gemm = (rm_gemm_shape){.batch = 1, .m = gb->T, .n = m->hidden, .k = m->vocab, .dtype = gb->dt};
+		op_in(gb, op, ohv);
+		int out = add_act(gb, "embedding", m->hidden, gb->dt);
+		op_out(gb, op, out);
+		op->weight_elems = m->vocab * m->hidden;
+		op->flops = 2.0 * (double)gb->T * (double)m->hidden * (double)m->vocab;
+		op->bytes_read = vbytes(gb, ohv) + m->vocab * m->hidden * rm_dtype_size(gb->t->param_dtype);
+		op->bytes_written = vbytes(gb, out);
+		if (dropout_on(m, gb->t, m->embd_dropout))
+			fwd_dropout(gb, "embedding_dropout", out);
+		emit_all_backward(gb);
+		gb->g->params = op->weight_elems;
+		return;
+	}
 	rm_op *op = new_op(gb, "embedding", RM_OP_ELEMENTWISE, RM_PHASE_FWD, -1);
 	op_in(gb, op, tokens);
 	int out = add_act(gb, "embedding", m->hidden, gb->dt);

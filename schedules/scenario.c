@@ -61,6 +61,7 @@ static const key_desc keys[] = {
 	{"training.attention_kernel", K_STR, S(attention_kernel), 0, 0, 0},
 	{"training.compile", K_TRIBOOL, S(compile), 0, 0, 0},
 	{"training.loss", K_STR, S(loss), 0, 0, 0},
+	{"training.embedding", K_STR, S(embedding), 0, 0, 0},
 	{"training.rope", K_STR, S(rope), 0, 0, 0},
 	{"training.grad_clip", K_TRIBOOL, S(grad_clip), 0, 0, 0},
 	{"training.gemm_dtype", K_STR, S(gemm_dtype), 0, 0, 0},
@@ -1556,13 +1557,24 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 	} enum_keys[] = {{"training.loss", offsetof(rm_scenario, loss)},
 			 {"training.rope", offsetof(rm_scenario, rope)},
 			 {"training.attention_kernel", offsetof(rm_scenario, attention_kernel)},
-			 {"training.gemm_dtype", offsetof(rm_scenario, gemm_dtype)}};
+			 {"training.gemm_dtype", offsetof(rm_scenario, gemm_dtype)},
+			 {"training.embedding", offsetof(rm_scenario, embedding)}};
 	for (size_t i = 0; i < RM_ARRAY_SIZE(enum_keys); i++)
 		if (rm_scenario_key_pos(sc, enum_keys[i].key) && !((const char *)sc + enum_keys[i].off)[0])
 			return key_error(sc, enum_keys[i].key, err, RM_INVALID, "empty value (leave the key out for the default)");
 	if (sc->loss[0] && !rm_loss_kind_parse(sc->loss, &t.loss))
 		return key_error(sc, "training.loss", err, RM_INVALID, "expected plain, chunked or fused, got \"%s\"",
 				 sc->loss);
+	if (sc->embedding[0]) {
+		if (strcmp(sc->embedding, "one_hot") == 0)
+			t.embed_one_hot = true;
+		else if (strcmp(sc->embedding, "gather") != 0)
+			return key_error(sc, "training.embedding", err, RM_INVALID, "expected gather or one_hot, got \"%s\"",
+					 sc->embedding);
+		if (t.embed_one_hot && t.tp > 1)
+			return key_error(sc, "training.embedding", err, RM_UNSUPPORTED,
+					 "one_hot is modelled without tensor parallelism only (parallelism.tp %d)", (int)t.tp);
+	}
 	if (sc->rope[0] && !rm_rope_impl_parse(sc->rope, &t.rope))
 		return key_error(sc, "training.rope", err, RM_INVALID, "expected complex or real, got \"%s\"", sc->rope);
 	if (sc->grad_clip >= 0)

@@ -798,3 +798,42 @@ Test(workload, fp8_weight_cast_covers_each_kind_of_layer)
 	cr_assert_eq(wl->dense_layer.values[v].shape[0], 446464, "%lld", (long long)wl->dense_layer.values[v].shape[0]);
 	rm_workload_destroy(wl);
 }
+
+/*
+ * MaxText's use_iota_embed (training.embedding: one_hot): the lookup is a [T, V] one-hot in bf16
+ * and a [T, V] x [V, h] GEMM; the backward is the table's gradient one_hot^T dY alone (no dX
+ * into an integer-derived input). llama-2-7b, micro-batch 2 x 4096 tokens: T = 8192, V = 32000,
+ * h = 4096; 2 T V h = 2.147 TFLOP each way, the one-hot 8192 x 32000 x 2 B = 500 MiB.
+ */
+Test(workload, one_hot_embedding_is_a_gemm_with_only_a_weight_gradient)
+{
+	rm_model_config m = preset("llama-2-7b");
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 4096;
+	t.micro_batch = 2;
+	t.embed_one_hot = true;
+	rm_workload *wl = build(&m, t);
+	const rm_graph *g = &wl->embedding;
+	int oh = rm_graph_find_op(g, "embedding_one_hot"), e = rm_graph_find_op(g, "embedding");
+	int wg = rm_graph_find_op(g, "embedding.wgrad"), dg = rm_graph_find_op(g, "embedding.dgrad");
+	cr_assert(oh >= 0 && e >= 0 && wg >= 0);
+	cr_assert_eq(dg, -1, "no gradient into the one-hot");
+	cr_assert(g->ops[oh].no_grad);
+	cr_assert_eq(g->ops[oh].bytes_written, 8192LL * 32000 * 2);
+	cr_assert_eq(g->ops[e].kind, RM_OP_GEMM);
+	cr_assert_eq(g->ops[e].gemm.m, 8192);
+	cr_assert_eq(g->ops[e].gemm.k, 32000);
+	cr_assert_eq(g->ops[e].gemm.n, 4096);
+	cr_assert_float_eq(g->ops[e].flops, 2.0 * 8192 * 32000 * 4096, 1.0);
+	cr_assert_float_eq(g->ops[wg].flops, 2.0 * 8192 * 32000 * 4096, 1.0);
+	cr_assert_eq(g->ops[wg].phase, RM_PHASE_BWD_WGRAD);
+	cr_assert_eq(g->params, 32000LL * 4096);
+	cr_assert_eq(g->n_ops - g->n_fwd_ops, 1, "the weight gradient alone");
+	rm_workload_destroy(wl);
+	/* refused where it is not modelled */
+	t.tp = 2;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_null(rm_workload_create(&m, &t, &err));
+	cr_assert(strstr(err.msg, "one-hot embedding"), "%s", err.msg);
+}

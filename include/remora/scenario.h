@@ -90,6 +90,7 @@ typedef struct rm_scenario {
 	int master_weights, fused_attention, causal; /* -1: default */
 	double power_w, hbm_gib;                     /* hardware: {power_w, hbm_gib}; 0: the profile's */
 	char attention_kernel[16], loss[16];         /* "": auto / plain */
+	char embedding[16];                          /* training.embedding: gather (""), one_hot */
 	char rope[16];                               /* "": complex */
 	char gemm_dtype[16];                         /* "": bf16 */
 	int fp8_all_gather;                          /* -1: default (false) */

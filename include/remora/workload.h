@@ -278,6 +278,8 @@ typedef struct rm_train_config {
 	bool causal;           /* causal mask (default) */
 	int dropout;           /* -1: as the config says; 0: off; 1: on (the config's rates) */
 	rm_loss_kind loss;     /* plain (default), chunked or fused cross-entropy */
+	bool embed_one_hot;    /* the token embedding as a one-hot matmul ([T, V] x [V, h], MaxText's
+				* use_iota_embed) instead of a gather; tp 1 only */
 	rm_rope_impl rope;     /* complex (default: torchtitan) or real rotary embedding */
 	rm_dtype gemm_dtype;   /* the layers' projections: bf16, or fp8 (E4M3 forward, E5M2
 				* gradients) with their quantization kernels, as Transformer Engine and

@@ -1022,6 +1022,22 @@ int cli_cmd_search(int argc, char **argv)
 		int crc = cli_check_outputs("search", outs, n_out, ins, 3);
 		if (crc != CLI_EXIT_OK)
 			return crc;
+		/* the outputs must be writable before the sweep runs, not found unwritable after it */
+		rm_error werr;
+		rm_error_clear(&werr);
+		if (trace && !rm_file_check_writable(trace, &werr))
+			return cli_fail(&werr);
+		if (plot) {
+			struct stat pst;
+			if (!plot[0])
+				return cli_usage_error("search", "--plot: an empty folder name");
+			if (stat(plot, &pst) == 0 && !S_ISDIR(pst.st_mode))
+				return cli_usage_error("search", "--plot %s: not a folder", plot);
+			if (mkdir(plot, 0777) != 0 && errno != EEXIST) {
+				rm_error_set(&werr, RM_IO, plot, 0, 0, "cannot create the plot folder: %s", strerror(errno));
+				return cli_fail(&werr);
+			}
+		}
 	}
 	cli_sweep sw;
 	rc = cli_sweep_begin("search", &sw, db, shard, shards);

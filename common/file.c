@@ -428,6 +428,18 @@ FILE *rm_file_open_read(const char *path, rm_error *err)
 	return f;
 }
 
+bool rm_file_check_writable(const char *path, rm_error *err)
+{
+	struct stat st;
+	if (path && *path && (fd_path(path) >= 0 || (stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))))
+		return true;
+	rm_file_writer *w = rm_file_writer_open(path, err);
+	if (!w)
+		return false;
+	rm_file_writer_abort(w);
+	return true;
+}
+
 bool rm_file_check_regular(const char *path, rm_error *err)
 {
 	struct stat st;

@@ -310,6 +310,33 @@ Test(file, directory_and_missing_folder_are_refused_with_the_path)
 	cr_assert_eq(entries(), 0);
 }
 
+/* The check before the work: an existing file stays byte for byte, nothing is left beside it; a
+ * new path in an existing folder passes and is not created; a directory and a missing folder
+ * fail as the writer would; a FIFO passes without being opened (no reader: opening would wait). */
+Test(file, writable_check_leaves_the_path_untouched, .timeout = 10)
+{
+	rm_error err;
+	char *old = in_dir("old.json");
+	put_file(old, "keep", 0640);
+	cr_assert(rm_file_check_writable(old, &err), "%s", err.msg);
+	size_t n = 0;
+	char *text = slurp(old, &n);
+	cr_assert_str_eq(text, "keep");
+	free(text);
+	cr_assert_eq(entries(), 1);
+	cr_assert(rm_file_check_writable(in_dir("new.json"), &err), "%s", err.msg);
+	cr_assert_eq(entries(), 1, "the new path is not created");
+	cr_assert_not(rm_file_check_writable(dir, &err));
+	cr_assert(strstr(err.msg, "a directory"), "%s", err.msg);
+	cr_assert_not(rm_file_check_writable(in_dir("no/such/out.json"), &err));
+	cr_assert(strstr(err.msg, strerror(ENOENT)), "%s", err.msg);
+	char *fifo = in_dir("pipe");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert(rm_file_check_writable(fifo, &err), "%s", err.msg);
+	cr_assert_not(rm_file_check_writable("", &err));
+	cr_assert_eq(entries(), 2);
+}
+
 /* Two processes writing one path at once, 40 times each: every result is one whole file. */
 Test(file, concurrent_writers_end_with_one_complete_file, .timeout = 60)
 {

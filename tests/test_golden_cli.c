@@ -1120,3 +1120,35 @@ Test(golden, compare_seed_text)
 	       "compare data/scenarios/seed-llama2-7b-fsdp8-h100.yaml --measured tests/data/trace/compare.json");
 	run_cwd = NULL;
 }
+
+/* An output the search cannot write is refused before the sweep runs (none of its table is
+ * printed), not found unwritable after it: a --trace in a missing folder, a --plot that is a
+ * file (left as it was). */
+Test(golden, search_refuses_unwritable_outputs_before_the_sweep)
+{
+	char args[1400];
+	snprintf(args, sizeof(args), "search %s --trace /nonexistent-remora-dir/w.json", seed_arg());
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 1, "%s", r.out);
+	cr_expect(strstr(r.out, "cannot create a file in /nonexistent-remora-dir"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "best plan"), "%s", r.out);
+	free(r.out);
+	char keep[] = "/tmp/remora-plot-file-XXXXXX";
+	int fd = mkstemp(keep);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "keep", 4), 4);
+	close(fd);
+	snprintf(args, sizeof(args), "search %s --plot %s", seed_arg(), keep);
+	r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 2, "%s", r.out);
+	cr_expect(strstr(r.out, "not a folder"), "%s", r.out);
+	cr_expect_null(strstr(r.out, "best plan"), "%s", r.out);
+	free(r.out);
+	char buf[8] = "";
+	FILE *f = fopen(keep, "r");
+	cr_assert_not_null(f);
+	cr_assert_eq(fread(buf, 1, 4, f), 4);
+	fclose(f);
+	cr_expect_str_eq(buf, "keep");
+	unlink(keep);
+}

@@ -58,6 +58,15 @@ void rm_file_writer_abort(rm_file_writer *w);
  */
 void rm_file_writer_inject_fault(rm_file_writer *w, uint64_t after_bytes, int errnum);
 
+/*
+ * Whether an output could be written to PATH, checked before the work that produces it: a regular
+ * file or a new one in an existing folder is probed by creating (then removing) the temporary
+ * file rm_file_writer_open would write, which leaves PATH untouched; a character device, a FIFO
+ * or /dev/fd/N is not opened (opening a FIFO waits for its reader) and passes. false with err as
+ * rm_file_writer_open gives it ("cannot create a file in DIR: REASON", "is a directory; ...").
+ */
+bool rm_file_check_writable(const char *path, rm_error *err);
+
 /* Writes one output: fills `out`, returns false (with err) on failure. */
 typedef bool (*rm_file_write_fn)(FILE *out, void *user, rm_error *err);
 /*

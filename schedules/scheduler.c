@@ -190,16 +190,13 @@ typedef struct weight_groups {
  * - Transformer Engine's cast of dY to FP8 (".grad_fp8") reads dY; f's dgrad and wgrad then read
  *   the cast.
  * - A gradient of a value an FP8 cast of the forward wrote (no_grad) is that of the cast's input.
- * The emitter resolves these as it emits (grad_read: the tensors so far); the scheduler's memory
- * tracking and the backward's dependency graph use the graph-order resolution (dy_src, acc_src),
- * which is the same whenever every op follows what it reads.
+ * Resolved once in graph order, by op; the emitter, the scheduler's memory tracking and the
+ * backward's dependency graph all read that resolution (every op follows what it reads: the
+ * unrolled backward's list schedule keeps these edges).
  */
 typedef struct grad_flow {
 	const rm_graph *g;
-	int *dy;      /* [n_ops] the value whose gradient backward op b reads, -1 */
-	int *dy_cast; /* [n_ops] the FP8 cast of that gradient (an op of f) b reads instead, -1 */
-	int *dx;      /* [n_ops * RM_OP_MAX_INPUTS] the values whose gradients b writes; -1 ends */
-	/* the same resolved in graph order, by op: the backward op whose output b reads as dY (-1:
+	/* by op, resolved in graph order: the backward op whose output b reads as dY ([n_ops]; -1:
 	 * the gradient entering the graph), the ops whose partial sums b adds to ([n_ops *
 	 * RM_OP_MAX_INPUTS], -1 ends), and the op whose output is the graph input's gradient (what
 	 * the layer below reads; -1 none) */
@@ -231,9 +228,10 @@ static void grad_flow_build(grad_flow *fl, const rm_graph *g)
 {
 	int n = g->n_ops;
 	fl->g = g;
-	fl->dy = rm_new(int, (size_t)n + 1);
-	fl->dy_cast = rm_new(int, (size_t)n + 1);
-	fl->dx = rm_new(int, (size_t)n * RM_OP_MAX_INPUTS + 1);
+	/* per backward op b: the value whose gradient it reads, the FP8 cast of that gradient (an
+	 * op of the same forward op) it reads instead, the values whose gradients it writes */
+	int *dy = rm_new(int, (size_t)n + 1), *dy_cast = rm_new(int, (size_t)n + 1);
+	int *dx_all = rm_new(int, (size_t)n * RM_OP_MAX_INPUTS + 1);
 	int *producer = rm_new(int, (size_t)g->n_values + 1);
 	for (int v = 0; v < g->n_values; v++)
 		producer[v] = -1;
@@ -242,8 +240,8 @@ static void grad_flow_build(grad_flow *fl, const rm_graph *g)
 			if (g->ops[i].outputs[k] >= 0 && g->ops[i].outputs[k] < g->n_values)
 				producer[g->ops[i].outputs[k]] = i;
 	for (int b = 0; b < n; b++) {
-		fl->dy[b] = fl->dy_cast[b] = -1;
-		int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
+		dy[b] = dy_cast[b] = -1;
+		int *dx = &dx_all[(size_t)b * RM_OP_MAX_INPUTS];
 		for (int k = 0; k < RM_OP_MAX_INPUTS; k++)
 			dx[k] = -1;
 		const rm_op *op = &g->ops[b];
@@ -251,7 +249,7 @@ static void grad_flow_build(grad_flow *fl, const rm_graph *g)
 		if (b < g->n_fwd_ops || f < 0 || f >= g->n_fwd_ops)
 			continue;
 		const rm_op *fo = &g->ops[f];
-		fl->dy[b] = fo->n_outputs > 0 ? fo->outputs[0] : -1;
+		dy[b] = fo->n_outputs > 0 ? fo->outputs[0] : -1;
 		bool cast = is_grad_cast(op);
 		/* f's data-gradient ops other than the cast: how many, and b's place among them */
 		int n_dg = 0, k_dg = -1;
@@ -261,7 +259,7 @@ static void grad_flow_build(grad_flow *fl, const rm_graph *g)
 				continue;
 			if (is_grad_cast(co)) {
 				if (c < b && !cast)
-					fl->dy_cast[b] = c;
+					dy_cast[b] = c;
 				continue;
 			}
 			if (co->phase == RM_PHASE_BWD_WGRAD)
@@ -297,8 +295,8 @@ static void grad_flow_build(grad_flow *fl, const rm_graph *g)
 			acc[k] = -1;
 		if (b < g->n_fwd_ops)
 			continue;
-		fl->dy_src[b] = fl->dy_cast[b] >= 0 ? fl->dy_cast[b] : fl->dy[b] >= 0 ? writer[fl->dy[b]] : -1;
-		const int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
+		fl->dy_src[b] = dy_cast[b] >= 0 ? dy_cast[b] : dy[b] >= 0 ? writer[dy[b]] : -1;
+		const int *dx = &dx_all[(size_t)b * RM_OP_MAX_INPUTS];
 		int na = 0;
 		for (int k = 0; k < RM_OP_MAX_INPUTS && dx[k] >= 0; k++) {
 			int w = writer[dx[k]];
@@ -313,13 +311,13 @@ static void grad_flow_build(grad_flow *fl, const rm_graph *g)
 	}
 	fl->input_writer = g->input >= 0 && g->input < g->n_values ? writer[g->input] : -1;
 	free(producer);
+	free(dy);
+	free(dy_cast);
+	free(dx_all);
 }
 
 static void grad_flow_finish(grad_flow *fl)
 {
-	free(fl->dy);
-	free(fl->dy_cast);
-	free(fl->dx);
 	free(fl->dy_src);
 	free(fl->acc_src);
 	memset(fl, 0, sizeof(*fl));
@@ -346,6 +344,7 @@ typedef struct ctx {
 	int last_wgrad;     /* the layer graph's last weight-gradient op (data parallelism without
 			     * FSDP all-reduces a layer's gradients after it) */
 	grad_flow gflow;    /* the layer graph's (built once the contexts are complete) */
+	grad_flow embed_flow, head_flow; /* the embedding's and the head's (x itself only) */
 	bool pipe_ag, pipe_rs, pipe_ar;
 	bool barrier; /* prevent_cse's optimization barrier fences the backward's gathers */
 	/* data parallelism across FSDP groups (HSDP, ZeRO-1/2, DDP): each gradient reduction over
@@ -915,7 +914,6 @@ typedef struct layer_tensors {
 	int32_t ag_fwd[MAX_GROUPS], ag_bwd[MAX_GROUPS], grads[MAX_GROUPS], norm_grads;
 	int32_t grad_out; /* gradient of the layer input, handed to the layer below */
 	int32_t *bgrad;   /* per op of the layer graph: the gradient its backward op left, -1 */
-	int32_t *vgrad;   /* per value of the layer graph: the tensor holding its gradient so far, -1 */
 } layer_tensors;
 
 typedef struct emitter {
@@ -932,10 +930,8 @@ typedef struct emitter {
 	int32_t embed_ag, head_ag, embed_grads, head_grads, final_norm_grads;
 	int32_t *embed_fwd, *head_fwd;
 	/* the embedding's and the head's per micro-batch: the gradient each backward op left
-	 * ([mb * n_ops + op]) and each value's gradient so far ([mb * n_values + v]), -1 */
-	int32_t *embed_bgrad, *head_bgrad, *embed_vgrad, *head_vgrad;
-	grad_flow flows[4]; /* of the graphs emitted so far (flow_of) */
-	int n_flows;
+	 * ([mb * n_ops + op]), -1 */
+	int32_t *embed_bgrad, *head_bgrad;
 	int32_t chain;               /* the gradient flowing back (tensor), -1 */
 	int32_t replica_last;        /* event of the last async cross-replica reduction, -1: the
 				      * optimizer waits for it (they run in order on one stream) */
@@ -1467,49 +1463,33 @@ static void emit_offloads(emitter *e, const slot *s, int l, int mb)
 	}
 }
 
-/* The gradient flow of graph g: the layer contexts' (gflow), else built on its first use (the
- * embedding, the head). */
-static const grad_flow *flow_of(emitter *e, const rm_graph *g)
+/* The gradient flow of graph g, one of the step's: a layer kind's, the embedding's, the head's. */
+static const grad_flow *flow_of(const emitter *e, const rm_graph *g)
 {
-	for (int k = 0; k < (e->x->n_dense > 0 ? 2 : 1); k++) {
-		const ctx *lx = e->x->n_dense > 0 ? e->x->kinds[k] : e->x;
-		if (lx->gflow.g == g)
-			return &lx->gflow;
-	}
-	for (int i = 0; i < e->n_flows; i++)
-		if (e->flows[i].g == g)
-			return &e->flows[i];
-	if (e->n_flows >= (int)RM_ARRAY_SIZE(e->flows)) {
-		fprintf(stderr, "remora: internal error: more than %d graphs in one step (%s:%d)\n",
-			(int)RM_ARRAY_SIZE(e->flows), __FILE__, __LINE__);
-		abort();
-	}
-	grad_flow_build(&e->flows[e->n_flows], g);
-	return &e->flows[e->n_flows++];
+	const ctx *x = e->x;
+	if (g == x->embed)
+		return &x->embed_flow;
+	if (g == x->head)
+		return &x->head_flow;
+	return x->n_dense > 0 && g == x->kinds[1]->layer ? &x->kinds[1]->gflow : &x->gflow;
 }
 
 /*
- * The gradient backward op b reads (grad_flow): the FP8 cast of it when f has one (bgrad: what
- * each backward op left), else the gradient of f's output so far (vgrad, per value), else chain:
- * the gradient entering the graph (from the layer above; -1 at the loss).
+ * The gradient backward op b reads (grad_flow): what its dY's producer left (bgrad: per op), else
+ * chain, the gradient entering the graph (from the layer above; -1 at the loss).
  */
-static int32_t grad_read(const grad_flow *fl, int b, const int32_t *vgrad, const int32_t *bgrad, int32_t chain)
+static int32_t grad_read(const grad_flow *fl, int b, const int32_t *bgrad, int32_t chain)
 {
-	int c = fl->dy_cast[b];
-	if (c >= 0 && bgrad[c] >= 0)
-		return bgrad[c];
-	int v = fl->dy[b];
-	if (v >= 0 && vgrad[v] >= 0)
-		return vgrad[v];
-	return chain;
+	int p = fl->dy_src[b];
+	return p >= 0 && bgrad[p] >= 0 ? bgrad[p] : chain;
 }
 
 /* Appends to in (ni of cap) the partial sums of the gradients b adds to, once each; returns ni. */
-static uint32_t grad_accumulate(const grad_flow *fl, int b, const int32_t *vgrad, int32_t *in, uint32_t ni, uint32_t cap)
+static uint32_t grad_accumulate(const grad_flow *fl, int b, const int32_t *bgrad, int32_t *in, uint32_t ni, uint32_t cap)
 {
-	const int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
-	for (int k = 0; k < RM_OP_MAX_INPUTS && dx[k] >= 0; k++) {
-		int32_t t = vgrad[dx[k]];
+	const int *acc = &fl->acc_src[(size_t)b * RM_OP_MAX_INPUTS];
+	for (int k = 0; k < RM_OP_MAX_INPUTS && acc[k] >= 0; k++) {
+		int32_t t = bgrad[acc[k]];
 		bool seen = t < 0;
 		for (uint32_t j = 0; j < ni && !seen; j++)
 			seen = in[j] == t;
@@ -1517,14 +1497,6 @@ static uint32_t grad_accumulate(const grad_flow *fl, int b, const int32_t *vgrad
 			in[ni++] = t;
 	}
 	return ni;
-}
-
-/* b left gout: it is now the gradient (so far) of each value b writes. */
-static void grad_written(const grad_flow *fl, int b, int32_t *vgrad, int32_t gout)
-{
-	const int *dx = &fl->dx[(size_t)b * RM_OP_MAX_INPUTS];
-	for (int k = 0; k < RM_OP_MAX_INPUTS && dx[k] >= 0; k++)
-		vgrad[dx[k]] = gout;
 }
 
 static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *collect)
@@ -1604,7 +1576,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 	for (int i = 0; i < op->n_residuals; i++)
 		in[ni++] = residual_tensor(e, mb, l, op->residuals[i]);
 	const grad_flow *fl = flow_of(e, g);
-	int32_t dy = grad_read(fl, s->op, t->vgrad, t->bgrad, e->chain);
+	int32_t dy = grad_read(fl, s->op, t->bgrad, e->chain);
 	in[ni++] = dy;
 	if (op->phase == RM_PHASE_BWD_DGRAD && op->kind == RM_OP_GEMM && grp >= 0)
 		in[ni++] = t->ag_bwd[grp] >= 0 ? t->ag_bwd[grp] : t->ag_fwd[grp];
@@ -1652,7 +1624,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 			in[ni++] = gt->norm_grads;
 		}
 	}
-	ni = grad_accumulate(fl, s->op, t->vgrad, in, ni, RM_EMIT_MAX_INPUTS);
+	ni = grad_accumulate(fl, s->op, t->bgrad, in, ni, RM_EMIT_MAX_INPUTS);
 	char tn[160];
 	TNAME(e, tn, "%slayer%02d/grad/%s", mbs, l, op->name);
 	int32_t gout = new_tensor(e, tn, grad_tensor_bytes(x, g, op, l, op->bytes_written > 0 ? op->bytes_written : 1),
@@ -1669,12 +1641,9 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 		emit_layer_plain(e, op, tw, &d, in, ni, out, no);
 	}
 	t->bgrad[s->op] = gout;
-	grad_written(fl, s->op, t->vgrad, gout);
-	/* the gradient entering the graph below: this layer's input's, once an op wrote it */
-	if (g->input < 0)
+	/* the gradient entering the graph below: this layer's input's, once its last writer ran */
+	if (g->input < 0 || s->op == fl->input_writer)
 		e->chain = gout;
-	else if (t->vgrad[g->input] >= 0)
-		e->chain = t->vgrad[g->input];
 }
 
 /*
@@ -1885,8 +1854,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	}
 	const grad_flow *fl = flow_of(e, g);
 	int32_t *bg = (pt == PART_EMBED ? e->embed_bgrad : e->head_bgrad) + (size_t)s->mb * (size_t)g->n_ops;
-	int32_t *vg = (pt == PART_EMBED ? e->embed_vgrad : e->head_vgrad) + (size_t)s->mb * (size_t)g->n_values;
-	in[ni++] = grad_read(fl, s->op, vg, bg, e->chain);
+	in[ni++] = grad_read(fl, s->op, bg, e->chain);
 	if (op->phase == RM_PHASE_BWD_DGRAD && weighted_gemm)
 		in[ni++] = e->head_ag;
 	int32_t *grads = NULL;
@@ -1908,7 +1876,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		}
 	}
 	if (op->phase != RM_PHASE_BWD_WGRAD) {
-		ni = grad_accumulate(fl, s->op, vg, in, ni, RM_EMIT_MAX_INPUTS);
+		ni = grad_accumulate(fl, s->op, bg, in, ni, RM_EMIT_MAX_INPUTS);
 		char tn[160];
 		TNAME(e, tn, "%s%s/grad/%s", mbs, gname, op->name);
 		int64_t gbytes = op->grad_bytes > 0 ? op->grad_bytes : op->bytes_written;
@@ -1917,11 +1885,8 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 		out[no++] = gout;
 		emit_layer_plain(e, op, NULL, &d, in, ni, out, no);
 		bg[s->op] = gout;
-		grad_written(fl, s->op, vg, gout);
-		if (g->input < 0)
+		if (g->input < 0 || s->op == fl->input_writer)
 			e->chain = gout;
-		else if (vg[g->input] >= 0)
-			e->chain = vg[g->input];
 	} else {
 		emit(e, &d, in, ni, out, no, -1, NULL);
 	}
@@ -3440,6 +3405,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		x.kinds[1] = dense.kinds[1] = &dense;
 	}
 	grad_flow_build(&x.gflow, x.layer);
+	grad_flow_build(&x.embed_flow, x.embed);
+	grad_flow_build(&x.head_flow, x.head);
 	if (x.n_dense > 0)
 		grad_flow_build(&dense.gflow, dense.layer);
 	x.stacks = 0;
@@ -3522,10 +3489,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		nops = dense.layer->n_ops;
 	e.twin_ops = nops;
 	e.twin = rm_new(int32_t, (size_t)2 * 2 * RM_PPHASE_COUNT * (size_t)nops + 1);
-	/* per layer context: bgrad ([nops]), then vgrad ([nv]) */
-	size_t per_lt = (size_t)nops + (size_t)nv;
-	int32_t *bgrad_pool = rm_new(int32_t, nlt * per_lt + 1);
-	for (size_t i = 0; i < nlt * per_lt; i++)
+	int32_t *bgrad_pool = rm_new(int32_t, nlt * (size_t)nops + 1);
+	for (size_t i = 0; i < nlt * (size_t)nops; i++)
 		bgrad_pool[i] = -1;
 	for (size_t i = 0; i < nlt; i++) {
 		layer_tensors *t = &e.lt[i];
@@ -3533,8 +3498,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		t->rec = pool + (i * 4 + 1) * (size_t)nv;
 		t->reload = pool + (i * 4 + 2) * (size_t)nv;
 		t->host = pool + (i * 4 + 3) * (size_t)nv;
-		t->bgrad = bgrad_pool + i * per_lt;
-		t->vgrad = t->bgrad + nops;
+		t->bgrad = bgrad_pool + i * (size_t)nops;
 		for (int g = 0; g < MAX_GROUPS; g++)
 			t->ag_fwd[g] = t->ag_bwd[g] = t->grads[g] = -1;
 		t->norm_grads = -1;
@@ -3547,14 +3511,11 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		e.head_fwd[v] = -1;
 	e.embed_fwd[x.embed->input] = tokens_t;
 	size_t nbe = (size_t)x.A * (size_t)x.embed->n_ops, nbh = (size_t)x.A * (size_t)x.head->n_ops;
-	size_t nve = (size_t)x.A * (size_t)x.embed->n_values, nvh = (size_t)x.A * (size_t)x.head->n_values;
-	int32_t *part_pool = rm_new(int32_t, nbe + nbh + nve + nvh + 1);
-	for (size_t i = 0; i < nbe + nbh + nve + nvh; i++)
+	int32_t *part_pool = rm_new(int32_t, nbe + nbh + 1);
+	for (size_t i = 0; i < nbe + nbh; i++)
 		part_pool[i] = -1;
 	e.embed_bgrad = part_pool;
 	e.head_bgrad = e.embed_bgrad + nbe;
-	e.embed_vgrad = e.head_bgrad + nbh;
-	e.head_vgrad = e.embed_vgrad + nve;
 	if (fsdp == 1) {
 		/* no collectives: the embedding and head weights are the persistent parameters */
 		e.embed_ag = e.head_ag = e.param_shard;
@@ -3571,14 +3532,14 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	free(e.embed_fwd);
 	free(e.head_fwd);
 	free(part_pool);
-	for (int i = 0; i < e.n_flows; i++)
-		grad_flow_finish(&e.flows[i]);
 	free(e.pending);
 	comp_finish(&fwd);
 	comp_finish(&bwd);
 	comp_finish(&entry);
 	finish_fusions(&x);
 	grad_flow_finish(&x.gflow);
+	grad_flow_finish(&x.embed_flow);
+	grad_flow_finish(&x.head_flow);
 	if (x.n_dense > 0) {
 		finish_fusions(&dense);
 		grad_flow_finish(&dense.gflow);

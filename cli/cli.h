@@ -86,6 +86,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  */
 int cli_check_outputs(const char *cmd, const char *const *outputs, int n_out, const char *const *inputs, int n_in);
 /*
+ * A --plot folder, before any work: usage error (CLI_EXIT_USAGE) for an empty name or a path that
+ * exists and is not a folder; else CLI_EXIT_OK.
+ */
+int cli_plot_dir_check(const char *cmd, const char *dir);
+/* Creates the --plot folder (an existing one is kept): CLI_EXIT_OK, else the error printed and
+ * CLI_EXIT_FAIL ("DIR: cannot create the plot folder: REASON"). */
+int cli_plot_dir_create(const char *dir);
+/*
  * Checks the form of every --set KEY=VALUE (an '=', a key remora has) before any file is read and
  * prints a usage error for the first bad one: CLI_EXIT_USAGE, else CLI_EXIT_OK. Values are
  * checked when they are applied (a bad value is bad input, exit 1).

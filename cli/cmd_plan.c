@@ -822,10 +822,9 @@ static int write_plan_plots(const char *dir, const rm_plan_request *req, const r
 {
 	rm_error err;
 	rm_error_clear(&err);
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
-		return cli_fail(&err);
-	}
+	int rc = cli_plot_dir_create(dir);
+	if (rc != CLI_EXIT_OK)
+		return rc;
 	for (int h = 0; h < req->n_hardware; h++)
 		if (strchr(req->hardware[h], '\'') || strchr(req->hardware[h], '"') || strchr(req->hardware[h], '\\') ||
 		    strchr(req->hardware[h], '\n')) {
@@ -1108,20 +1107,18 @@ int cli_cmd_plan(int argc, char **argv)
 	if (plot_dir) {
 		/* a folder to write into, checked before any simulation */
 		struct stat pst;
-		if (!plot_dir[0])
-			return cli_usage_error("plan", "--plot: an empty folder name");
-		if (stat(plot_dir, &pst) == 0 && !S_ISDIR(pst.st_mode))
-			return cli_usage_error("plan", "--plot %s: not a folder", plot_dir);
+		int prc = cli_plot_dir_check("plan", plot_dir);
+		if (prc != CLI_EXIT_OK)
+			return prc;
 		if (db) {
 			struct stat dst;
 			if (strcmp(db, plot_dir) == 0 || (stat(db, &dst) == 0 && stat(plot_dir, &pst) == 0 &&
 							   dst.st_dev == pst.st_dev && dst.st_ino == pst.st_ino))
 				return cli_usage_error("plan", "--plot %s is the --db file", plot_dir);
 		}
-		if (mkdir(plot_dir, 0777) != 0 && errno != EEXIST) {
-			rm_error_set(&err, RM_IO, plot_dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
-			return cli_fail(&err);
-		}
+		prc = cli_plot_dir_create(plot_dir);
+		if (prc != CLI_EXIT_OK)
+			return prc;
 		/* nothing written may land on what the plan reads: the database, a config.json */
 		static const char *const files[] = {"points.dat",	 "plots.gp",	     "time-to-train.svg",
 						    "cost-vs-time.svg", "time-to-train.png", "cost-vs-time.png"};

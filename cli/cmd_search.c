@@ -499,10 +499,9 @@ static int write_plots(const char *dir, plot_ctx *p)
 {
 	rm_error err;
 	rm_error_clear(&err);
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		rm_error_set(&err, RM_IO, dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
-		return cli_fail(&err);
-	}
+	int rc = cli_plot_dir_create(dir);
+	if (rc != CLI_EXIT_OK)
+		return rc;
 	if (!plot_file(dir, "candidates.dat", write_candidates, p, &err) ||
 	    !plot_file(dir, "pareto.dat", write_pareto, p, &err) ||
 	    !plot_file(dir, "pareto-ideal.dat", write_pareto_ideal, p, &err) ||
@@ -1027,17 +1026,9 @@ int cli_cmd_search(int argc, char **argv)
 		rm_error_clear(&werr);
 		if (trace && !rm_file_check_writable(trace, &werr))
 			return cli_fail(&werr);
-		if (plot) {
-			struct stat pst;
-			if (!plot[0])
-				return cli_usage_error("search", "--plot: an empty folder name");
-			if (stat(plot, &pst) == 0 && !S_ISDIR(pst.st_mode))
-				return cli_usage_error("search", "--plot %s: not a folder", plot);
-			if (mkdir(plot, 0777) != 0 && errno != EEXIST) {
-				rm_error_set(&werr, RM_IO, plot, 0, 0, "cannot create the plot folder: %s", strerror(errno));
-				return cli_fail(&werr);
-			}
-		}
+		if (plot && ((crc = cli_plot_dir_check("search", plot)) != CLI_EXIT_OK ||
+			     (crc = cli_plot_dir_create(plot)) != CLI_EXIT_OK))
+			return crc;
 	}
 	cli_sweep sw;
 	rc = cli_sweep_begin("search", &sw, db, shard, shards);

@@ -1,6 +1,7 @@
 /* The `remora` command: dispatches to one subcommand per file in cli/. */
 /* realpath (XSI) */
 #define _XOPEN_SOURCE 700
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -193,6 +194,26 @@ int cli_check_outputs(const char *cmd, const char *const *outputs, int n_out, co
 							    "replace the input; give another output path",
 						       outputs[o], inputs[i]);
 	return CLI_EXIT_OK;
+}
+
+int cli_plot_dir_check(const char *cmd, const char *dir)
+{
+	struct stat st;
+	if (!dir[0])
+		return cli_usage_error(cmd, "--plot: an empty folder name");
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		return cli_usage_error(cmd, "--plot %s: not a folder", dir);
+	return CLI_EXIT_OK;
+}
+
+int cli_plot_dir_create(const char *dir)
+{
+	if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+		return CLI_EXIT_OK;
+	rm_error err;
+	rm_error_clear(&err);
+	rm_error_set(&err, RM_IO, dir, 0, 0, "cannot create the plot folder: %s", strerror(errno));
+	return cli_fail(&err);
 }
 
 bool cli_parse_positive(const char *cmd, const char *option, const char *text, int64_t *out)

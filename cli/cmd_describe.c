@@ -287,7 +287,7 @@ static void describe_text(const rm_workload *wl)
 	printf("per GPU: seq_len=%lld micro_batch=%lld tp=%lld%s fsdp=%lld dtype=%s attention=%s\n",
 	       (long long)t->seq_len, (long long)t->micro_batch, (long long)t->tp, t->tp > 1 && t->sp ? " (sp)" : "",
 	       (long long)t->fsdp,
-	       rm_dtype_name(t->dtype), t->fused_attention ? "fused (flash)" : "unfused");
+	       rm_dtype_name(t->dtype), m->heads == 0 ? "none" : t->fused_attention ? "fused (flash)" : "unfused");
 	int64_t nd = rm_workload_dense_layers(wl);
 	print_graph(&wl->embedding, "embedding");
 	if (nd > 0) {

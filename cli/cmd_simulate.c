@@ -845,7 +845,9 @@ static int run(const char *cmd, int argc, char **argv)
 		}
 		/* Inductor leaves a complex rotary to ATen (docs/sim.md "Fusion") */
 		bool rope_fallback = res.sched.mode == RM_SCHED_FSDP2 && !res.sched.eager && res.train.rope == RM_ROPE_COMPLEX;
-		printf("  kernels    %s attention%s%s%s, GPU at %.4g W%s\n\n", rm_attention_kernel_name(res.cost.kernels.attention),
+		printf("  kernels    %s%s%s%s%s, GPU at %.4g W%s\n\n",
+		       res.model.heads > 0 ? rm_attention_kernel_name(res.cost.kernels.attention) : "no",
+		       res.model.heads > 0 ? " attention" : " attention (ResidualMLP)",
 		       res.train.gemm_dtype == RM_DTYPE_FP8_E4M3 ? ", fp8 GEMMs" : "",
 		       res.train.loss != RM_LOSS_PLAIN ? (res.train.loss == RM_LOSS_CHUNKED ? ", chunked loss" : ", fused loss") : "",
 		       rope_fallback ? ", complex rotary (3 unfused ATen kernels under torch.compile; training.rope)" : "",

@@ -59,6 +59,7 @@ static const struct {
 	{RM_ARCH_QWEN2_MOE, "Qwen2MoeForCausalLM", "qwen2_moe"},
 	{RM_ARCH_QWEN3_MOE, "Qwen3MoeForCausalLM", "qwen3_moe"},
 	{RM_ARCH_DEEPSEEK_V3, "DeepseekV3ForCausalLM", "deepseek_v3"},
+	{RM_ARCH_RESIDUAL_MLP, "ResidualMLP", "residual_mlp"},
 };
 
 const char *rm_arch_hf_name(rm_arch arch)
@@ -522,6 +523,39 @@ static rm_status read_gpt2(cfg_reader *r, rm_model_config *m)
 }
 
 /*
+ * remora's ResidualMLP: an embedding, num_hidden_layers blocks x + W2 act(W1 x) (W1 hidden x
+ * intermediate, W2 back, no biases, no norm, no attention) and an untied LM head. It is the toy
+ * of scheduler reports (jax-ml/jax#20763: flax Dense, relu, Dense, residual), not a language
+ * model: heads, kv_heads and head_dim are 0.
+ */
+static rm_status read_residual_mlp(cfg_reader *r, rm_model_config *m)
+{
+	RM_CHECK(read_positive(r, "vocab_size", true, 0, &m->vocab));
+	RM_CHECK(read_positive(r, "hidden_size", true, 0, &m->hidden));
+	RM_CHECK(read_positive(r, "num_hidden_layers", true, 0, &m->layers));
+	if (m->layers > MAX_LAYERS)
+		return at_node(r, lookup(r, "num_hidden_layers"), RM_RANGE,
+			       "\"num_hidden_layers\" = %lld is beyond what remora models (at most %d)",
+			       (long long)m->layers, MAX_LAYERS);
+	RM_CHECK(read_positive(r, "intermediate_size", true, 0, &m->ffn));
+	RM_CHECK(read_positive(r, "max_position_embeddings", false, MAX_DIMENSION, &m->max_pos));
+	RM_CHECK(read_bool(r, "tie_word_embeddings", false, &m->tied));
+	const char *act = NULL;
+	RM_CHECK(read_string(r, "hidden_act", &act));
+	if (!act || strcmp(act, "relu") == 0) {
+		m->mlp = RM_MLP_RELU;
+	} else if (strcmp(act, "gelu") == 0 || strcmp(act, "gelu_new") == 0) {
+		m->mlp = RM_MLP_GELU;
+	} else {
+		return at_node(r, lookup(r, "hidden_act"), RM_UNSUPPORTED,
+			       "hidden_act \"%s\" is not modelled for ResidualMLP (relu or gelu)", act);
+	}
+	m->heads = m->kv_heads = m->head_dim = 0;
+	m->norm = RM_NORM_RMSNORM; /* unused: the blocks have none */
+	return RM_OK;
+}
+
+/*
  * First collected libfyaml diagnostic as an rm_error (diagnostics are 1-based, unlike token
  * marks). An error past the last non-blank character means the input ended early.
  */
@@ -601,7 +635,9 @@ rm_status rm_model_config_parse(const char *text, size_t len, const char *path,
 	st = read_arch(&r, &out->arch);
 	if (st != RM_OK)
 		goto out_doc;
-	st = out->arch == RM_ARCH_GPT2 ? read_gpt2(&r, out) : read_llama_like(&r, out);
+	st = out->arch == RM_ARCH_GPT2		 ? read_gpt2(&r, out)
+	     : out->arch == RM_ARCH_RESIDUAL_MLP ? read_residual_mlp(&r, out)
+						 : read_llama_like(&r, out);
 	bool moe = out->arch == RM_ARCH_MIXTRAL || out->arch == RM_ARCH_QWEN2_MOE ||
 		   out->arch == RM_ARCH_QWEN3_MOE || out->arch == RM_ARCH_DEEPSEEK_V3;
 	if (st == RM_OK && moe)

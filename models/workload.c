@@ -32,6 +32,7 @@
 #define FLOPS_SOFTMAX 5.0   /* scale, mask, max, exp, normalise */
 #define FLOPS_SILU 4.0
 #define FLOPS_GELU 8.0 /* tanh approximation (gelu_new) */
+#define FLOPS_RELU 1.0 /* max(x, 0) */
 #define FLOPS_ADD 1.0
 #define FLOPS_DROPOUT 2.0
 #define FLOPS_LOSS 4.0 /* max, exp, accumulate, log per logit */
@@ -296,6 +297,8 @@ static int64_t moe_params(const rm_model_config *m)
 static int64_t layer_params(const rm_model_config *m)
 {
 	int64_t h = m->hidden;
+	if (m->arch == RM_ARCH_RESIDUAL_MLP)
+		return 2 * h * m->ffn; /* W1, W2: no norm, no attention, no biases */
 	int64_t norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
 	int64_t mlp = m->mlp == RM_MLP_SWIGLU ? 3 * h * m->ffn : 2 * h * m->ffn;
 	if (m->out_bias)
@@ -322,7 +325,7 @@ rm_param_count rm_model_param_count(const rm_model_config *m)
 		/* each module: a MoE layer, enorm and hnorm, eh_proj 2h -> h, its final norm */
 		p.mtp = m->mtp_layers * (p.per_layer + 3 * h + 2 * h * h);
 	}
-	p.final_norm = m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
+	p.final_norm = m->arch == RM_ARCH_RESIDUAL_MLP ? 0 : m->norm == RM_NORM_LAYERNORM ? 2 * h : h;
 	p.lm_head = m->tied ? 0 : m->vocab * h;
 	p.total = p.embedding + p.layers + p.final_norm + p.lm_head;
 	p.nonembedding = p.layers + p.final_norm + m->vocab * h;
@@ -437,6 +440,11 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 				    "the one-hot embedding is modelled for a token table alone without tensor parallelism "
 				    "(tp %lld%s)",
 				    (long long)t->tp, m->learned_pos ? ", learned positions" : "");
+	if (m->arch == RM_ARCH_RESIDUAL_MLP && (t->tp > 1 || t->cp > 1))
+		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+				    "%s is a ResidualMLP, which remora models without tensor or context parallelism "
+				    "(tp %lld, cp %lld)",
+				    m->name, (long long)t->tp, (long long)t->cp);
 	if (t->tp > 1) {
 		/* Megatron-LM's column/row split: whole heads and key/value groups per GPU */
 		if (m->heads % t->tp != 0 || m->kv_heads % t->tp != 0)
@@ -1224,6 +1232,22 @@ static void build_layer(graph_builder *gb)
 		op->bytes_written = 2 * w;
 		op->no_grad = true;
 	}
+	if (m->arch == RM_ARCH_RESIDUAL_MLP) {
+		/* x + W2 act(W1 x) (flax nn.Dense, nn.relu, nn.Dense and the residual add of the
+		 * jax#20763 toy); one GPU of data parallelism: tp and cp are refused */
+		fwd_fp8_cast(gb, "mlp_input_fp8", x);
+		int up = fwd_projection(gb, "dot_mlp_up", x, h, ffn, false);
+		int hid = fwd_elementwise(gb, "mlp_activation", &up, 1, ffn, m->mlp == RM_MLP_GELU ? FLOPS_GELU : FLOPS_RELU, 0);
+		fwd_fp8_cast(gb, "mlp_hidden_fp8", hid);
+		int out = fwd_projection(gb, "dot_mlp_out", hid, ffn, h, false);
+		if (resid_drop)
+			out = fwd_dropout(gb, "mlp_out_dropout", out);
+		int add_in[2] = {x, out};
+		fwd_elementwise(gb, "layer_output", add_in, 2, h, FLOPS_ADD, 0);
+		emit_all_backward(gb);
+		gb->g->params = layer_params(m);
+		return;
+	}
 	int xn = fwd_norm(gb, "pre_attention_norm", x);
 	gb->s_act = gb->s;
 	if (gb->sp)
@@ -1467,7 +1491,8 @@ static void build_head(graph_builder *gb)
 	gb->s_act = gb->sp ? gb->s / gb->tp : gb->s;
 	int x = add_act(gb, "final_input", m->hidden, gb->dt);
 	gb->g->input = x;
-	int xn = fwd_norm(gb, "final_norm", x);
+	/* a ResidualMLP has no final norm: the head reads the last block's output */
+	int xn = m->arch == RM_ARCH_RESIDUAL_MLP ? x : fwd_norm(gb, "final_norm", x);
 	gb->s_act = gb->s;
 	if (gb->sp)
 		xn = fwd_tp_collective(gb, "final_norm_gathered", RM_COLL_ALL_GATHER, xn, m->hidden);
@@ -1510,7 +1535,7 @@ static void build_head(graph_builder *gb)
 	loss->flops = FLOPS_LOSS * (double)gb->T * (double)vocab;
 	loss->mclass = RM_MB_SOFTMAX;
 	emit_all_backward(gb);
-	gb->g->params = (m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden +
+	gb->g->params = (m->arch == RM_ARCH_RESIDUAL_MLP ? 0 : m->norm == RM_NORM_LAYERNORM ? 2 : 1) * m->hidden +
 			(m->tied ? 0 : (m->vocab + gb->tp - 1) / gb->tp * m->hidden);
 	/* PyTorch's cross-entropy backward is nll_loss_backward (a zero-filled fp32 gradient of the
 	 * log-probabilities with -1/N at the labels) then _log_softmax_backward_data (the logits'

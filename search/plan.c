@@ -134,7 +134,7 @@ int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, cons
 	for (size_t a = 0; a < RM_ARRAY_SIZE(tps); a++) {
 		int64_t tp = tps[a];
 		if ((req && !listed(req->tp, req->n_tp, tp)) || tp > gpn || !divides(tp, gpus) || !divides(tp, m->heads) || !divides(tp, m->kv_heads) ||
-		    (m->ffn > 0 && !divides(tp, m->ffn)))
+		    (m->ffn > 0 && !divides(tp, m->ffn)) || (m->arch == RM_ARCH_RESIDUAL_MLP && tp > 1))
 			continue;
 		for (size_t b = 0; b < RM_ARRAY_SIZE(pps); b++) {
 			int64_t pp = pps[b];
@@ -145,7 +145,7 @@ int rm_plan_layouts(const rm_scenario_resolved *res, int64_t gpus, int gpn, cons
 				/* context parallelism pays for long sequences only (torchtitan and
 				 * Megatron-LM use it from 32k tokens) */
 				if ((cp > 1 && seq < 32768) || !divides(cp, seq) || !divides(tp * pp * cp, gpus) ||
-				    tp * cp > gpn)
+				    tp * cp > gpn || (m->arch == RM_ARCH_RESIDUAL_MLP && cp > 1))
 					continue;
 				int64_t dp = gpus / (tp * pp * cp);
 				/* the FSDP group: every data-parallel GPU, or (HSDP) the data-parallel

@@ -403,3 +403,30 @@ Test(hfconfig, moe_count_beyond_int64_is_refused)
 	expect_text_error(with(b, "\"moe_intermediate_size\": 32", "\"moe_intermediate_size\": 16777216"),
 			  RM_RANGE, 1, 1, "beyond what remora models");
 }
+
+/* remora's ResidualMLP: no attention, no norms; relu by default, gelu accepted, others refused
+ * at the value. Parameters by hand: 2 x h x ffn per block, the table and the untied head. */
+Test(hfconfig, residual_mlp_blocks_by_hand)
+{
+	const char *text = "{\"architectures\": [\"ResidualMLP\"], \"hidden_size\": 64, \"intermediate_size\": 256,\n"
+			   " \"num_hidden_layers\": 3, \"vocab_size\": 1000}";
+	rm_model_config m = parse_ok(text);
+	cr_assert_eq(m.arch, RM_ARCH_RESIDUAL_MLP);
+	cr_assert_eq(m.mlp, RM_MLP_RELU);
+	cr_assert_eq(m.heads, 0);
+	cr_assert_eq(m.kv_heads, 0);
+	rm_param_count p = rm_model_param_count(&m);
+	cr_assert_eq(p.per_layer, 2 * 64 * 256);
+	cr_assert_eq(p.final_norm, 0);
+	cr_assert_eq(p.total, 3 * 2 * 64 * 256 + 2 * 1000 * 64);
+	m = parse_ok(with(text, "\"vocab_size\"", "\"hidden_act\": \"gelu\", \"vocab_size\""));
+	cr_assert_eq(m.mlp, RM_MLP_GELU);
+	rm_model_config bad;
+	rm_error err;
+	rm_error_clear(&err);
+	const char *silu = with(text, "\"vocab_size\"", "\"hidden_act\": \"silu\", \"vocab_size\"");
+	cr_assert_eq(rm_model_config_parse(silu, strlen(silu), "mem.json", &bad, &err), RM_UNSUPPORTED);
+	cr_assert_eq(err.line, 2);
+	cr_assert_eq(err.column, 40, "%d: %s", err.column, err.msg);
+	cr_assert(strstr(err.msg, "relu or gelu"), "%s", err.msg);
+}

@@ -837,3 +837,52 @@ Test(workload, one_hot_embedding_is_a_gemm_with_only_a_weight_gradient)
 	cr_assert_null(rm_workload_create(&m, &t, &err));
 	cr_assert(strstr(err.msg, "one-hot embedding"), "%s", err.msg);
 }
+
+/*
+ * A ResidualMLP block (the jax#20763 toy's x + W2 relu(W1 x)), h = 8192, ffn 8192, 4 x 4096
+ * tokens: two forward GEMMs of 2 T h ffn FLOPs, relu at one FLOP an element, backward GEMMs twice
+ * the forward; the backward keeps the block's input (W1's weight gradient), relu's output (W2's
+ * weight gradient) and up (relu's backward): 3 x 2 T h bytes in bf16; no attention, no norm.
+ * Tensor parallelism is refused.
+ */
+Test(workload, residual_mlp_block_by_hand)
+{
+	rm_model_config m = {.arch = RM_ARCH_RESIDUAL_MLP, .vocab = 32000, .hidden = 8192, .layers = 32,
+			     .ffn = 8192, .max_pos = 4096, .mlp = RM_MLP_RELU};
+	snprintf(m.name, sizeof(m.name), "toy");
+	rm_train_config t = rm_train_config_default(&m);
+	t.seq_len = 4096;
+	t.micro_batch = 4;
+	rm_workload *wl = build(&m, t);
+	const rm_graph *g = &wl->layer;
+	double T = 4 * 4096, h = 8192;
+	double fwd_gemm = 0, bwd_gemm = 0;
+	int gemms = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		cr_assert_neq(g->ops[i].kind, RM_OP_ATTENTION);
+		if (g->ops[i].kind != RM_OP_GEMM)
+			continue;
+		gemms++;
+		if (g->ops[i].phase == RM_PHASE_FWD)
+			fwd_gemm += g->ops[i].flops;
+		else
+			bwd_gemm += g->ops[i].flops;
+	}
+	cr_assert_eq(gemms, 6);
+	cr_assert_float_eq(fwd_gemm, 2 * 2 * T * h * h, 1.0);
+	cr_assert_float_eq(bwd_gemm, 2 * fwd_gemm, 1.0);
+	int act = rm_graph_find_op(g, "mlp_activation");
+	cr_assert_geq(act, 0);
+	cr_assert_float_eq(g->ops[act].flops, T * h, 1.0);
+	cr_assert_eq(rm_graph_find_op(g, "pre_attention_norm"), -1);
+	cr_assert_eq(rm_graph_residual_bytes(g), 3 * 2 * (int64_t)T * 8192);
+	cr_assert_eq(g->params, 2 * 8192LL * 8192);
+	cr_assert_eq(rm_graph_find_op(&wl->head, "final_norm"), -1);
+	rm_workload_destroy(wl);
+	t.tp = 2;
+	rm_error err;
+	rm_error_clear(&err);
+	cr_assert_null(rm_workload_create(&m, &t, &err));
+	cr_assert_eq(err.status, RM_UNSUPPORTED);
+	cr_assert(strstr(err.msg, "ResidualMLP"), "%s", err.msg);
+}

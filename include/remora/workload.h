@@ -57,6 +57,8 @@ typedef enum rm_arch {
 	RM_ARCH_QWEN2_MOE, /* Qwen2MoeForCausalLM: Qwen2 attention, routed experts plus a gated shared expert */
 	RM_ARCH_QWEN3_MOE, /* Qwen3MoeForCausalLM: q/k RMSNorm per head, routed experts */
 	RM_ARCH_DEEPSEEK_V3, /* DeepseekV3ForCausalLM: MLA attention, dense first layers, shared + routed experts */
+	RM_ARCH_RESIDUAL_MLP, /* ResidualMLP (remora's own): each layer x + W2 act(W1 x), no attention,
+			       * no norm; the stand-in of scheduler reports' toy models (jax#20763) */
 	RM_ARCH_COUNT
 } rm_arch;
 
@@ -64,7 +66,7 @@ typedef enum rm_arch {
 const char *rm_arch_hf_name(rm_arch arch);
 
 typedef enum rm_norm_kind { RM_NORM_RMSNORM, RM_NORM_LAYERNORM } rm_norm_kind;
-typedef enum rm_mlp_kind { RM_MLP_SWIGLU, RM_MLP_GELU } rm_mlp_kind;
+typedef enum rm_mlp_kind { RM_MLP_SWIGLU, RM_MLP_GELU, RM_MLP_RELU } rm_mlp_kind;
 
 /* A decoder-only transformer, as its config.json describes it. */
 typedef struct rm_model_config {
@@ -128,8 +130,10 @@ bool rm_model_config_is_moe(const rm_model_config *model);
 /*
  * Parses a Hugging Face config.json held in memory. path names the input in errors. Supported
  * architectures: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel,
- * MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM; any
- * other is RM_UNSUPPORTED with the list. Malformed JSON is RM_PARSE with the parser's
+ * MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM, and
+ * remora's own ResidualMLP (model_type "residual_mlp": vocab_size, hidden_size,
+ * intermediate_size, num_hidden_layers, hidden_act relu or gelu, tie_word_embeddings; no attention
+ * and no norms, heads 0); any other is RM_UNSUPPORTED with the list. Malformed JSON is RM_PARSE with the parser's
  * line:column; a missing required key (the expert keys of an MoE model included) RM_MISSING at
  * the enclosing mapping; a non-positive size, heads not dividing hidden, or num_experts_per_tok
  * above the expert count RM_INVALID at the offending value; a model whose parameter count passes

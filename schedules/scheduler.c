@@ -2353,8 +2353,9 @@ static bool slot_reads_group(const ctx *x, const slot *s, int grp)
  *   partial sums it adds to: a weight gradient reads its dY, not its dgrad's output), and a dgrad
  *   GEMM its gathered weights;
  * - a group's reduce-scatter reads its layer's weight gradients of that group, the norm weights'
- *   all-reduce the norm backward slots; the outputs left unread feed one exit node (the rest of
- *   the step: embedding backward, optimizer).
+ *   all-reduce the norm backward slots; under data parallelism without FSDP the layer's
+ *   all-reduce across the replicas (last micro-batch only) reads all its weight gradients; the
+ *   outputs left unread feed one exit node (the rest of the step: embedding backward, optimizer).
  * The list scheduler (rm__lhs_list) orders the graph with XLA's rules; the slots are written
  * back in that order, so the temporaries and the collectives' windows (rm__lhs_sweep) that the
  * caller builds afterwards follow it. Records on the report how many slots moved, the most
@@ -2367,15 +2368,19 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 		return;
 	bool colls = x->cfg->wl->train.fsdp > 1;
 	bool reduce = colls && !(x->cfg->grad_sync_last && mb < x->A - 1);
-	if (!colls)
-		return; /* without FSDP no collective of the step is in this computation (the
-			 * replicas' all-reduces are emitted beside it): nothing to model it on */
+	/* data parallelism without FSDP: each layer's gradients are all-reduced across the
+	 * replicas after its last weight gradient of the last micro-batch (emit_bwd_op), an
+	 * all-reduce in place on the accumulated gradients; SPMD puts it in the computation */
+	bool ddp = !colls && x->R > 1 && mb == x->A - 1;
+	if (!colls && !ddp)
+		return; /* no collective of this micro-batch's backward: nothing to reorder around */
 	ln_graph g = {0};
 	int *node_of = rm_new(int, (size_t)ns + 1);
 	int cap_map = 2 * ns + 64, *slot_of = rm_new(int, (size_t)cap_map);
 	bool *used = NULL;
 	int ag_done[MAX_GROUPS], rs_wg[MAX_GROUPS][96], n_rs_wg[MAX_GROUPS], rs_last[MAX_GROUPS];
 	int norm_nodes[96], n_norm = 0, norm_last = -1;
+	int ar_wg[96], n_ar_wg = 0, ar_last = -1; /* ddp: the layer's weight gradients, the last */
 	int layer = -1, last_rec = -1, saved_node = -1;
 	/* the node of each backward op of the current layer (grad_flow's producers), and the node
 	 * that left the gradient entering it (the layer above's input gradient), -1 */
@@ -2400,11 +2405,12 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 	 * only parameters, so the forward's gathers do not add up) */
 	int fwd_node = -1;
 	{
-		double d = coll_latency(x, CK_AG, graph_weight_elems(x->embed, true) * x->psize);
-		double dh = coll_latency(x, CK_AG, graph_weight_elems(x->head, true) * x->psize);
+		/* (no gathers without FSDP) */
+		double d = colls ? coll_latency(x, CK_AG, graph_weight_elems(x->embed, true) * x->psize) : 0;
+		double dh = colls ? coll_latency(x, CK_AG, graph_weight_elems(x->head, true) * x->psize) : 0;
 		if (dh > d)
 			d = dh;
-		for (int kd = 0; kd < (x->n_dense > 0 ? 2 : 1); kd++) {
+		for (int kd = 0; colls && kd < (x->n_dense > 0 ? 2 : 1); kd++) {
 			const ctx *lx = x->n_dense > 0 ? x->kinds[kd] : x;
 			for (int grp = 0; grp < lx->ag.n; grp++) {
 				double dl = coll_latency(lx, CK_AG, lx->ag.elems[grp] * lx->lpsize);
@@ -2446,6 +2452,8 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 			ADD_NODE(saved_node, -1);
 			n_norm = 0;
 			norm_last = -1;
+			n_ar_wg = 0;
+			ar_last = -1;
 			int nl;
 			const int *ls = comp_layer_slots(c, layer, mb, &nl);
 			for (int grp = 0; grp < MAX_GROUPS; grp++) {
@@ -2473,6 +2481,8 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 			for (int q = 0; q < nl; q++) {
 				const slot *u = &c->slots[ls[q]];
 				const rm_op *uo = &lg->ops[u->op];
+				if (ddp && u->phase != RM_PPHASE_FWD && uo->phase == RM_PHASE_BWD_WGRAD)
+					ar_last = ls[q];
 				if (u->phase == RM_PPHASE_FWD || !reduce)
 					continue;
 				if (uo->phase == RM_PHASE_BWD_WGRAD && lx->rs.of_op[uo->fwd_op] >= 0)
@@ -2539,6 +2549,21 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 					rm__ln_add_operand(&g, rs_wg[grp][q]);
 				int dn = rm__ln_add_node(&g, LN_DONE, CK_RS, 0, coll_latency(lx, CK_RS, bytes),
 							 bytes / x->cfg->wl->train.fsdp);
+				rm__ln_add_operand(&g, st);
+				ADD_NODE(dn, -1);
+			}
+		}
+		if (ddp && op->phase == RM_PHASE_BWD_WGRAD) {
+			if (n_ar_wg < 96)
+				ar_wg[n_ar_wg++] = me;
+			if (ar_last == j) {
+				/* emit_replica_reduce: the layer's gradients, in place */
+				int64_t bytes = lg->params * lx->gsize;
+				int st = rm__ln_add_node(&g, LN_START, CK_AR, 0, 0, 0);
+				ADD_NODE(st, -1);
+				for (int q = 0; q < n_ar_wg; q++)
+					rm__ln_add_operand(&g, ar_wg[q]);
+				int dn = rm__ln_add_node(&g, LN_DONE, CK_AR, 0, coll_latency(lx, CK_AR, bytes), 0);
 				rm__ln_add_operand(&g, st);
 				ADD_NODE(dn, -1);
 			}

@@ -372,6 +372,7 @@ Test(lhs_list, rule_names_are_xla_s)
 /* ---- the compute order of an unrolled step: the jax#20763 toy ---------------------------- */
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "scenario_run.h"
@@ -381,6 +382,7 @@ Test(lhs_list, rule_names_are_xla_s)
 
 typedef struct toy_run {
 	int64_t temp;         /* peak device memory less the persistent tensors, bytes */
+	rm_time_ps step;      /* the simulated step */
 	rm_schedule_report rep; /* the scalar fields */
 } toy_run;
 
@@ -389,19 +391,19 @@ typedef struct toy_run {
  * sequences per GPU of 32 over FSDP 8, nothing_saveable, unrolled, LHS on) with `layers` layers
  * (tests/data/jax20763-toy-Nl.json for 8 and 16) and the overrides in sets (NULL-terminated).
  */
-static toy_run run_toy(int layers, const char *const *sets)
+static toy_run run_toy_of(const char *scenario, const char *models, int layers, const char *const *sets)
 {
 	const char *dir = getenv("REMORA_DATA_DIR"), *tdir = getenv("REMORA_TEST_DATA");
 	cr_assert(dir && tdir);
 	char path[1024], set[1200];
-	snprintf(path, sizeof(path), "%s/scenarios/jax20763-toy-fsdp8-h100.yaml", dir);
+	snprintf(path, sizeof(path), "%s/scenarios/%s", dir, scenario);
 	rm_scenario sc;
 	rm_error err;
 	rm_error_clear(&err);
 	rm_scenario_init(&sc);
 	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
 	if (layers != 32) {
-		snprintf(set, sizeof(set), "model=%s/jax20763-toy-%dl.json", tdir, layers);
+		snprintf(set, sizeof(set), "model=%s/%s-%dl.json", tdir, models, layers);
 		cr_assert_eq(rm_scenario_set(&sc, set, &err), RM_OK, "%s", err.msg);
 	}
 	for (int i = 0; sets && sets[i]; i++)
@@ -412,10 +414,24 @@ static toy_run run_toy(int layers, const char *const *sets)
 	for (int32_t t = 0; t < r.prog->n_tensors; t++)
 		if (r.prog->tensors[t].persistent && r.prog->tensors[t].location == RM_LOC_DEVICE)
 			persistent += r.prog->tensors[t].bytes;
-	toy_run out = {.temp = r.m.peak_memory_bytes - persistent, .rep = r.rep};
+	toy_run out = {.temp = r.m.peak_memory_bytes - persistent, .step = r.m.step_time, .rep = r.rep};
 	out.rep.plan = (rm_remat_plan){0};
 	run_finish(&r);
 	return out;
+}
+
+static toy_run run_toy(int layers, const char *const *sets)
+{
+	return run_toy_of("jax20763-toy-fsdp8-h100.yaml", "jax20763-toy", layers, sets);
+}
+
+/*
+ * data/scenarios/jax20763-toy-dp8-h100.yaml, the repro as written: residual MLP blocks on an
+ * 8-way data mesh, parameters replicated (tests/data/jax20763-mlp-Nl.json for 8 and 16 layers).
+ */
+static toy_run run_toy_dp(int layers, const char *const *sets)
+{
+	return run_toy_of("jax20763-toy-dp8-h100.yaml", "jax20763-mlp", layers, sets);
 }
 
 static const char *const lhs_off[] = {"xla_flags=--xla_gpu_enable_latency_hiding_scheduler=false", NULL};
@@ -487,4 +503,45 @@ Test(lhs_list, jax20763_rematerialization_after_scheduling, .timeout = 120)
 	cr_assert_gt(big.rep.remat_bytes, 0);
 	cr_assert_lt(big.rep.remat_peak_after_bytes, big.rep.remat_peak_before_bytes);
 	cr_assert(big.rep.remat_over);
+}
+
+/*
+ * The repro's own model: data parallelism without FSDP, so the only collectives of the backward
+ * are the replicas' all-reduces, one per layer after its last weight gradient (in place on the
+ * accumulated gradients). They are in the computation XLA schedules: with LHS on, an unrolled
+ * backward is reordered around them. One block recomputes up = W1 x and relu(up) (2 x 16,384
+ * tokens x 8192 bf16 = 512 MiB) and saves its input (256 MiB). Held apart by kAvoidWaste,
+ * recompute chains of several layers are live at once; without LHS or scanned nothing moves.
+ */
+Test(lhs_list, jax20763_repro_data_parallel_reorders_around_the_all_reduces, .timeout = 120)
+{
+	toy_run on = run_toy_dp(32, NULL), off = run_toy_dp(32, lhs_off), scan = run_toy_dp(32, scanned);
+	cr_assert_eq(on.rep.saved_bytes_step, 32 * 256 * MiB);
+	cr_assert_eq(on.rep.lhs_recompute_layer_bytes, 2 * 256 * MiB);
+	/* 32 layers' all-reduces and one of the embedding's and head's */
+	cr_assert_eq(on.rep.replica_collectives, 33);
+	cr_assert_gt(on.rep.lhs_moved_slots, 0);
+	cr_assert_gt(on.rep.lhs_live_recompute_bytes, 4 * on.rep.lhs_recompute_layer_bytes);
+	cr_assert_eq(off.rep.lhs_moved_slots, 0);
+	cr_assert_eq(scan.rep.lhs_moved_slots, 0);
+	cr_assert_geq(off.temp, 32 * 256 * MiB + on.rep.lhs_recompute_layer_bytes);
+	cr_assert_gt(on.temp, off.temp * 14 / 10, "unrolled %.2f GiB, LHS off %.2f GiB", (double)on.temp / GiB,
+		     (double)off.temp / GiB);
+	cr_assert_lt(scan.temp, off.temp * 13 / 10, "scanned %.2f GiB, LHS off %.2f GiB", (double)scan.temp / GiB,
+		     (double)off.temp / GiB);
+	/* the step's time barely moves: the all-reduces were hidden either way */
+	cr_assert_lt(fabs(rm_time_to_s(on.step) - rm_time_to_s(off.step)), 0.01);
+}
+
+/* The repro's growth with depth: 8, 16, 32 blocks. */
+Test(lhs_list, jax20763_repro_blow_up_grows_with_layers, .timeout = 120)
+{
+	int layers[3] = {8, 16, 32};
+	double ratio[3];
+	for (int i = 0; i < 3; i++) {
+		toy_run on = run_toy_dp(layers[i], NULL), off = run_toy_dp(layers[i], lhs_off);
+		ratio[i] = (double)on.temp / (double)off.temp;
+	}
+	for (int i = 1; i < 3; i++)
+		cr_expect_gt(ratio[i], ratio[i - 1], "%d layers: x%.2f of LHS off", layers[i], ratio[i]);
 }

@@ -2381,7 +2381,7 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 	int ag_done[MAX_GROUPS], rs_wg[MAX_GROUPS][96], n_rs_wg[MAX_GROUPS], rs_last[MAX_GROUPS];
 	int norm_nodes[96], n_norm = 0, norm_last = -1;
 	int ar_wg[96], n_ar_wg = 0, ar_last = -1; /* ddp: the layer's weight gradients, the last */
-	int layer = -1, last_rec = -1, saved_node = -1;
+	int layer = -1, last_rec = -1, saved_node = -1, bar_node = -1;
 	/* the node of each backward op of the current layer (grad_flow's producers), and the node
 	 * that left the gradient entering it (the layer above's input gradient), -1 */
 	int max_ops = x->layer->n_ops;
@@ -2450,6 +2450,20 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 			g.nodes[saved_node].external = true;
 			rm__ln_add_operand(&g, fwd_node);
 			ADD_NODE(saved_node, -1);
+			/* prevent_cse's optimization barrier: JAX lowers the layer's backward (the
+			 * transposed remat, recompute included) behind one opt-barrier over all its
+			 * arguments, the saved residuals and the output's cotangent
+			 * (jax/_src/ad_checkpoint.py: remat_transpose binds remat_p on (residuals,
+			 * out_cts), remat_lowering wraps them in optimization_barrier), so nothing of
+			 * the layer's backward starts before the gradient entering it is complete */
+			bar_node = -1;
+			if (x->barrier) {
+				bar_node = rm__ln_add_node(&g, LN_COMPUTE, -1, 0, 0, 0);
+				rm__ln_add_operand(&g, saved_node);
+				if (chain_node >= 0)
+					rm__ln_add_operand(&g, chain_node);
+				ADD_NODE(bar_node, -1);
+			}
 			n_norm = 0;
 			norm_last = -1;
 			n_ar_wg = 0;
@@ -2469,10 +2483,10 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 					continue;
 				int64_t bytes = lx->ag.elems[grp] * lx->lpsize;
 				int st = rm__ln_add_node(&g, LN_START, CK_AG, 0, 0, bytes);
-				/* prevent_cse's optimization barrier: the gather reads the barrier's
-				 * output, which reads what the forward saved */
-				if (x->barrier)
-					rm__ln_add_operand(&g, saved_node);
+				/* the gather reads the barrier's output (the sharded parameters pass
+				 * through it) */
+				if (bar_node >= 0)
+					rm__ln_add_operand(&g, bar_node);
 				ADD_NODE(st, -1);
 				ag_done[grp] = rm__ln_add_node(&g, LN_DONE, CK_AG, 0, coll_latency(lx, CK_AG, bytes), bytes);
 				rm__ln_add_operand(&g, st);
@@ -2506,6 +2520,8 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 		ADD_NODE(me, j);
 		node_of[j - from] = me;
 		rm__ln_add_operand(&g, saved_node);
+		if (bar_node >= 0)
+			rm__ln_add_operand(&g, bar_node);
 		int fwd = op->phase == RM_PHASE_FWD ? s->op : op->fwd_op;
 		if (colls && lx->ag.of_op[fwd] >= 0 && ag_done[lx->ag.of_op[fwd]] >= 0 && slot_reads_group(lx, s, lx->ag.of_op[fwd]))
 			rm__ln_add_operand(&g, ag_done[lx->ag.of_op[fwd]]);

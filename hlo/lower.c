@@ -491,6 +491,8 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+#define MAX_DEVICES (INT64_C(1) << 20)
+
 /*
  * The first replica group's size and the nodes it spans, from replica_groups: the list form
  * {{0,1},{2,3}}, the iota form [G,S]<=[d0,d1,...] with an optional transpose T(p0,p1,...)
@@ -515,12 +517,16 @@ static bool group_of(lower *L, const hlo_instr *in, const char *attr, int32_t *s
 		g[1] = strtoll(e + 1, &e, 10);
 		if (strncmp(e, "]<=[", 4) != 0 || g[0] < 1 || g[1] < 1)
 			return fail(L, in, "replica_groups: expected [groups,size]<=[dims]", NULL);
+		/* device counts are far below 2^20 (the {} form caps there too); bounding each
+		 * factor keeps the products below exact in int64 */
+		if (g[0] > MAX_DEVICES || g[1] > MAX_DEVICES || g[0] * g[1] > MAX_DEVICES)
+			return fail(L, in, "replica_groups: [groups,size] names more than 2^20 devices", NULL);
 		s = e + 4;
 		for (;;) {
 			if (nr == 16)
 				return fail(L, in, "replica_groups: more than 16 reshape dims", NULL);
 			r[nr++] = strtoll(s, &e, 10);
-			if (e == s || r[nr - 1] < 1)
+			if (e == s || r[nr - 1] < 1 || r[nr - 1] > MAX_DEVICES)
 				return fail(L, in, "replica_groups: a bad reshape dim", NULL);
 			s = e;
 			if (*s != ',')
@@ -550,8 +556,8 @@ static bool group_of(lower *L, const hlo_instr *in, const char *attr, int32_t *s
 				p[i] = i;
 		}
 		int64_t total = 1;
-		for (int i = 0; i < nr; i++)
-			total *= r[i];
+		for (int i = 0; i < nr && total <= MAX_DEVICES; i++)
+			total *= r[i]; /* each factor <= 2^20: no overflow before the bound stops it */
 		if (total != g[0] * g[1])
 			return fail(L, in, "replica_groups: [groups,size] does not hold the reshaped devices", NULL);
 		n = g[1] < 4096 ? g[1] : 4096;

@@ -527,3 +527,29 @@ Test(hlo, refusals_at_their_instruction)
 	rm_program_destroy(p);
 	rm_hlo_destroy(m);
 }
+
+/* Iota replica groups with sizes past any device count (a fuzzer's find: strtoll saturates and
+ * the product of [groups,size] or of the reshape dims overflowed) are refused at the instruction. */
+Test(hlo, replica_groups_beyond_any_device_count)
+{
+	const char *forms[2][2] = {
+		{"[2,11111111111111111111111]<=[2,8]T(1,0)", "more than 2^20 devices"},
+		{"[1,8]<=[4611686018427387904,4611686018427387904]", "a bad reshape dim"},
+	};
+	for (int i = 0; i < 2; i++) {
+		char text[512];
+		snprintf(text, sizeof(text),
+			 "HloModule m\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+			 "  ROOT s = f32[] add(x, y)\n}\nENTRY e {\n  p = f32[8]{0} parameter(0)\n"
+			 "  ROOT a = f32[8]{0} all-reduce(p), replica_groups=%s, to_apply=add\n}\n",
+			 forms[i][0]);
+		rm_error err;
+		rm_hlo_module *m = rm_hlo_parse(text, strlen(text), "g.hlo", &err);
+		cr_assert_not_null(m, "%d:%d %s", err.line, err.column, err.msg);
+		cr_assert_null(rm_hlo_lower(m, NULL, NULL, &err));
+		cr_assert_eq(err.line, 9);
+		cr_assert_eq(err.column, 8);
+		cr_assert(strstr(err.msg, forms[i][1]), "%s", err.msg);
+		rm_hlo_destroy(m);
+	}
+}

@@ -109,6 +109,13 @@ typedef struct rstate {
 	int n_order;
 	int current;      /* the instruction in progress, or -1 */
 	int64_t usage;    /* bytes of live buffers (MemoryUsageTracker::memory_usage) */
+	/* the finished instructions that define a live buffer, in program order: the only ones
+	 * whose rematerialization can reduce memory (memory_reduced), so pick_candidate scans
+	 * these instead of the whole sequence before the current instruction (the same pick, in
+	 * the same order); in_cand[i] marks them */
+	int *cand, n_cand, cand_cap;
+	bool *in_cand;
+	bool track;       /* the list is kept (the rematerializing walk) */
 } rstate;
 
 static int new_item(rstate *st)
@@ -118,7 +125,9 @@ static int new_item(rstate *st)
 		st->it = rm_xrealloc(st->it, (size_t)st->it_cap * sizeof(ritem));
 		st->pos = rm_xrealloc(st->pos, (size_t)st->it_cap * sizeof(int));
 		st->order = rm_xrealloc(st->order, (size_t)st->it_cap * sizeof(int));
+		st->in_cand = rm_xrealloc(st->in_cand, (size_t)st->it_cap * sizeof(bool));
 	}
+	st->in_cand[st->n_it] = false;
 	memset(&st->it[st->n_it], 0, sizeof(ritem));
 	return st->n_it++;
 }
@@ -174,6 +183,8 @@ static void state_finish(rstate *st)
 	free(st->b);
 	free(st->order);
 	free(st->pos);
+	free(st->cand);
+	free(st->in_cand);
 }
 
 static bool live(const rstate *st, int b)
@@ -186,6 +197,46 @@ static bool finished(const rstate *st, int i)
 	return st->it[i].placed && i != st->current;
 }
 
+static bool defines_live(const rstate *st, int i)
+{
+	for (int d = 0; d < st->it[i].defs.n; d++)
+		if (live(st, st->it[i].defs.v[d]))
+			return true;
+	return false;
+}
+
+/* Puts instruction i in the candidate list or takes it out, as it now is. */
+static void cand_refresh(rstate *st, int i)
+{
+	if (!st->track)
+		return;
+	bool want = finished(st, i) && defines_live(st, i);
+	if (want == st->in_cand[i])
+		return;
+	/* the first place whose instruction comes after i in program order */
+	int lo = 0, hi = st->n_cand;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (st->pos[st->cand[mid]] < st->pos[i])
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (want) {
+		if (st->n_cand == st->cand_cap) {
+			st->cand_cap = st->cand_cap ? 2 * st->cand_cap : 64;
+			st->cand = rm_xrealloc(st->cand, (size_t)st->cand_cap * sizeof(int));
+		}
+		memmove(&st->cand[lo + 1], &st->cand[lo], (size_t)(st->n_cand - lo) * sizeof(int));
+		st->cand[lo] = i;
+		st->n_cand++;
+	} else {
+		memmove(&st->cand[lo], &st->cand[lo + 1], (size_t)(st->n_cand - lo - 1) * sizeof(int));
+		st->n_cand--;
+	}
+	st->in_cand[i] = want;
+}
+
 static void begin_instruction(rstate *st, int i)
 {
 	st->current = i;
@@ -196,16 +247,20 @@ static void begin_instruction(rstate *st, int i)
 
 static void end_instruction(rstate *st)
 {
-	ritem *it = &st->it[st->current];
+	int cur = st->current;
+	ritem *it = &st->it[cur];
 	for (int u = 0; u < it->uses.n; u++) {
 		rbuf *b = &st->b[it->uses.v[u]];
-		if (--b->unfinished == 0)
+		if (--b->unfinished == 0) {
 			st->usage -= b->bytes;
+			cand_refresh(st, b->def);
+		}
 	}
 	for (int d = 0; d < it->defs.n; d++)
 		if (st->b[it->defs.v[d]].unfinished == 0)
 			st->usage -= st->b[it->defs.v[d]].bytes;
 	st->current = -1;
+	cand_refresh(st, cur);
 }
 
 /* MemoryReducedIfRematerialized for a block of one instruction; 0 when it is no candidate. */
@@ -244,10 +299,10 @@ static int pick_candidate(const rstate *st, int64_t limit)
 {
 	int best = -1;
 	int64_t best_cost = INT64_MAX;
-	for (int p = 0; p < st->n_order; p++) {
-		int i = st->order[p];
-		if (i == st->current)
-			break; /* GetInitialBlock stops at the in-progress instruction */
+	/* the whole sequence before the in-progress instruction, where GetInitialBlock stops, less
+	 * what defines no live buffer (memory_reduced <= 0 there) */
+	for (int q = 0; q < st->n_cand; q++) {
+		int i = st->cand[q];
 		if (!rematerializable(st, i))
 			continue;
 		int64_t reduced = memory_reduced(st, i);
@@ -298,6 +353,9 @@ static void rematerialize(rstate *st, int best, rm__remat_result *r)
 		b->unfinished++;
 		il_push(&b->users, c);
 		il_push(&cl->uses, ob);
+		cand_refresh(st, b->def);
+		orig = &st->it[best];
+		cl = &st->it[c];
 	}
 	int64_t bytes = 0;
 	bool dead = true; /* the original keeps no reader: the rematerialization is a move */
@@ -346,6 +404,8 @@ static void rematerialize(rstate *st, int best, rm__remat_result *r)
 				before = ui;
 		}
 	}
+	cand_refresh(st, best); /* its buffers passed to the clone */
+	cl = &st->it[c];
 	cl->other = st->it[before].other;
 	insert_before(st, c, before);
 	if (dead) {
@@ -390,6 +450,7 @@ void rm__hlo_remat(int64_t limit, const rm__rseq *s, rm__remat_result *r)
 	if (r->peak_before <= limit)
 		return; /* "already fits within the given memory limit" */
 	state_init(&st, s);
+	st.track = true;
 	r->peak_after = 0;
 	for (int p = 0; p < st.n_order; p++) {
 		int i = st.order[p];

@@ -844,7 +844,8 @@ static int run(const char *cmd, int argc, char **argv)
 			printf("\n");
 		}
 		/* Inductor leaves a complex rotary to ATen (docs/sim.md "Fusion") */
-		bool rope_fallback = res.sched.mode == RM_SCHED_FSDP2 && !res.sched.eager && res.train.rope == RM_ROPE_COMPLEX;
+		bool rope_fallback = res.sched.mode == RM_SCHED_FSDP2 && !res.sched.eager && res.train.rope == RM_ROPE_COMPLEX &&
+				     res.model.heads > 0;
 		printf("  kernels    %s%s%s%s%s, GPU at %.4g W%s\n\n",
 		       res.model.heads > 0 ? rm_attention_kernel_name(res.cost.kernels.attention) : "no",
 		       res.model.heads > 0 ? " attention" : " attention (ResidualMLP)",

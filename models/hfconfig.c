@@ -140,6 +140,11 @@ static rm_status read_int(cfg_reader *r, const char *key, bool required, int64_t
 {
 	struct fy_node *v = lookup(r, key);
 	if (!v) {
+		/* null stands for the default (transformers writes "sliding_window": null); a
+		 * required key has none */
+		struct fy_node *nul = fy_node_mapping_lookup_by_string(r->root, key, FY_NT);
+		if (required && nul)
+			return at_node(r, nul, RM_INVALID, "\"%s\" is null: it needs a value", key);
 		if (required)
 			return at_node(r, r->root, RM_MISSING, "missing required key \"%s\"", key);
 		*out = def;

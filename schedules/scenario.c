@@ -212,6 +212,18 @@ static bool to_int(struct fy_node *n, int64_t *out)
 	return true;
 }
 
+/* Whether n is a plain integer too large for int64 (to_int refuses it as not an integer). */
+static bool int_overflows(struct fy_node *n)
+{
+	const char *t = plain(n) ? scalar(n) : NULL;
+	if (!t || !*t)
+		return false;
+	errno = 0;
+	char *end = NULL;
+	(void)strtoll(t, &end, 10);
+	return errno == ERANGE && !*end;
+}
+
 static bool to_bool(struct fy_node *n, bool *out)
 {
 	const char *t = plain(n) ? scalar(n) : NULL;
@@ -410,6 +422,9 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 		return RM_OK;
 	case K_INT: {
 		int64_t v;
+		if (!to_int(n, &v) && int_overflows(n))
+			return fail_at(r, n, RM_RANGE, "%s: %s is outside [%lld, %lld]", k->path, scalar(n),
+				       (long long)k->min, (long long)k->max);
 		if (!to_int(n, &v))
 			return fail_at(r, n, RM_INVALID, "%s: expected an integer", k->path);
 		if (v < k->min || v > k->max)
@@ -1432,6 +1447,9 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 				    "cross the network on the critical path (Megatron-LM keeps tp within a node)",
 				    (long long)tp, (long long)(tp / gpn));
 	}
+	if (tp > 1 && out->model.arch == RM_ARCH_RESIDUAL_MLP)
+		return key_error(sc, "parallelism.tp", err, RM_UNSUPPORTED,
+				 "%s is a ResidualMLP, which remora models without tensor parallelism", out->model.name);
 	if (tp > 1 && (out->model.heads % tp != 0 || out->model.kv_heads % tp != 0 || out->model.ffn % tp != 0))
 		return key_error(sc, "parallelism.tp", err, RM_INVALID,
 				 "tp %lld must divide the %lld attention heads, %lld key/value heads and MLP size %lld of %s "
@@ -1494,6 +1512,9 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 		return key_error(sc, "parallelism.cp", err, RM_UNSUPPORTED,
 				 "context parallelism runs a fused attention kernel over the gathered keys: "
 				 "training.fused_attention false is not modelled with it");
+	if (cp > 1 && out->model.arch == RM_ARCH_RESIDUAL_MLP)
+		return key_error(sc, "parallelism.cp", err, RM_UNSUPPORTED,
+				 "%s is a ResidualMLP, which remora models without context parallelism", out->model.name);
 	if (cp > 1 && (out->model.heads / tp) % cp != 0)
 		return key_error(sc, "parallelism.cp", err, RM_INVALID, "cp %lld must divide the %lld attention heads per GPU",
 				 (long long)cp, (long long)(out->model.heads / tp));
@@ -1835,7 +1856,7 @@ rm_status rm_scenario_resolve(const rm_scenario *sc, rm_hw_resolver resolver, rm
 			rm_log_warn("remat.scan: true has no effect under scheduler.mode fsdp2 (PyTorch runs its layers "
 				    "unrolled)");
 		if (sc->xla_flags[0])
-			rm_log_warn("xla_flags have no effect under scheduler.mode fsdp2");
+			rm_log_warn("xla_flags have no effect under scheduler.mode %s", c->megatron ? "megatron" : "fsdp2");
 		c->scan = false;
 	}
 	if (c->mode != RM_SCHED_XLA) {

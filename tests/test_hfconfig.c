@@ -429,4 +429,11 @@ Test(hfconfig, residual_mlp_blocks_by_hand)
 	cr_assert_eq(err.line, 2);
 	cr_assert_eq(err.column, 40, "%d: %s", err.column, err.msg);
 	cr_assert(strstr(err.msg, "relu or gelu"), "%s", err.msg);
+	/* a required key written null is pointed at, not called missing */
+	const char *nul = with(text, "\"hidden_size\": 64", "\"hidden_size\": null");
+	rm_error_clear(&err);
+	cr_assert_eq(rm_model_config_parse(nul, strlen(nul), "mem.json", &bad, &err), RM_INVALID);
+	cr_assert_eq(err.line, 1);
+	cr_assert_eq(err.column, 51, "%d: %s", err.column, err.msg);
+	cr_assert(strstr(err.msg, "\"hidden_size\" is null"), "%s", err.msg);
 }

@@ -603,6 +603,8 @@ Test(scenario, bad_files_point_at_the_key)
 			      "unknown key \"training.micro_bach\"");
 	expect_scenario_error("model: llama-2-7b\ntraining:\n  micro_batch: four\n", RM_INVALID, 3, 16,
 			      "training.micro_batch: expected an integer");
+	expect_scenario_error("model: llama-2-7b\ntraining:\n  micro_batch: 99999999999999999999\n", RM_RANGE, 3, 16,
+			      "training.micro_batch: 99999999999999999999 is outside [1, 65536]");
 	expect_scenario_error("model: llama-2-7b\ntraining: [1, 2\n", RM_PARSE, 3, 1, "without a closing bracket");
 	expect_scenario_error("hardware: h100-sxm\n", RM_MISSING, 1, 1, "missing required key \"model\"");
 	expect_scenario_error("model: llama-2-7b\nremat:\n  names: [dot_mlp_outt]\n", RM_INVALID, 3, 11,

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "sim_internal.h"
 
 __extension__ typedef unsigned __int128 sim_u128;
@@ -144,6 +145,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim->hw = hw;
 	if (opt)
 		sim->opt = *opt;
+	/* the scheduler's programs are race-free by construction; builds that check themselves
+	 * (REMORA_SELF_CHECK) still look */
+	sim->check_races = REMORA_SELF_CHECK || !sim->opt.scheduler_built;
 	if (sim->opt.hw_queues <= 0)
 		sim->opt.hw_queues = 8;
 	if (!sim->opt.cost)
@@ -322,7 +326,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		for (uint32_t j = 0; j < op->inputs.count; j++)
 			if (!prog->tensors[in[j]].persistent) {
 				sim->tensor_consumers[in[j]]++;
-				n_mem += 2;
+				n_mem++;
 			}
 		n_mem += 2 * op->outputs.count;
 	}
@@ -363,7 +367,8 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim_give(sim, SB_STREAM_PREV, stream_prev);
 
 	/* Memory lists: allocate outputs at start; check inputs were produced; release inputs
-	 * (and unread outputs) at end. */
+	 * (and unread outputs) at end. The inputs are listed once: the race list is the head of
+	 * the release list. */
 	sim->mem = sim_take(sim, SB_MEM, ((size_t)n_mem + 1) * sizeof(int32_t), false);
 	uint32_t m = 0;
 	for (int32_t i = 0; i < n; i++) {
@@ -380,13 +385,10 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			if (!prog->tensors[in[j]].persistent)
 				sim->mem[m++] = in[j];
 		so->n_race = m - so->mem_at - so->n_alloc;
-		for (uint32_t j = 0; j < op->inputs.count; j++)
-			if (!prog->tensors[in[j]].persistent)
-				sim->mem[m++] = in[j];
 		for (uint32_t j = 0; j < op->outputs.count; j++)
 			if (!prog->tensors[o[j]].persistent && sim->tensor_consumers[o[j]] == 0)
 				sim->mem[m++] = o[j];
-		so->n_release = m - so->mem_at - so->n_alloc - so->n_race;
+		so->n_release = m - so->mem_at - so->n_alloc;
 	}
 
 	/* Lower bound: work per shared resource alone, and the critical path (Kahn order). */
@@ -775,7 +777,7 @@ static rm_status start_op(rm_sim *sim, int32_t i, rm_time_ps t, rm_error *err)
 	const sim_op *so = &sim->ops[i];
 	sim_state *s = &sim->st[i];
 	const int32_t *mem = sim->mem + so->mem_at;
-	for (uint32_t k = 0; k < so->n_race; k++) {
+	for (uint32_t k = 0; k < (sim->check_races ? so->n_race : 0); k++) {
 		int32_t tn = mem[so->n_alloc + k];
 		if (sim->tensor_state[tn] != 2) {
 			const rm_program *prog = sim->prog;
@@ -874,7 +876,7 @@ static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
 	for (uint32_t k = 0; k < so->n_alloc; k++)
 		sim->tensor_state[mem[k]] = 2;
 	if (so->n_release) {
-		const int32_t *rel = mem + so->n_alloc + so->n_race;
+		const int32_t *rel = mem + so->n_alloc;
 		bool changed = false;
 		for (uint32_t k = 0; k < so->n_release; k++) {
 			int32_t tn = rel[k];

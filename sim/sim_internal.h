@@ -27,7 +27,8 @@ typedef struct sim_op {
 	rm_time_ps solo;      /* duration alone, ps */
 	uint32_t succ_at;     /* stream and event successors: sim->succ[succ_at .. +succ_n) */
 	uint32_t succ_n;
-	uint32_t mem_at;      /* tensors: alloc list, then race list, then release list */
+	uint32_t mem_at;      /* tensors: alloc list (outputs), then release list (inputs, the
+			       * first n_race of it: the race list, then unread outputs) */
 	uint32_t n_alloc, n_race, n_release;
 	int32_t qnext;        /* next op of the same hardware queue on another stream, or -1 */
 	int32_t stream;
@@ -135,6 +136,8 @@ struct rm_sim {
 	size_t tl_n, tl_cap;
 	int32_t completed;
 	bool ran;
+	bool check_races;        /* start_op checks each input was produced (not for a program the
+				  * scheduler built, in a release build: REMORA_SELF_CHECK) */
 	rm_sim_metrics m;
 };
 

@@ -185,6 +185,11 @@ static inline rm_program_list put_list(rm_program *prog, const int32_t *v, uint3
 	return l;
 }
 
+/* The four lists hold a handful of references each: a plain loop copies them in fewer
+ * instructions than a vectorised one, whose set-up and checks cost more than the copy. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-vectorize")))
+#endif
 int32_t rm_program_add_op(rm_program *prog, const rm_program_op_desc *d)
 {
 	GROW(prog, ops, n_ops, cap_ops);

@@ -214,7 +214,15 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		last_in_stream[s] = -1;
 	for (int q = 0; q < n_queues; q++)
 		last_in_queue[q] = -1;
-	uint32_t n_succ = 0, n_mem = 0;
+	uint32_t n_succ = 0;
+	/* Memory lists, filled in the same pass: each op's non-persistent outputs (allocated at its
+	 * start; those no op reads are released at its end) then its non-persistent inputs (checked
+	 * produced at its start, released at its end). */
+	size_t n_mem = 1;
+	for (int32_t i = 0; i < n; i++)
+		n_mem += (size_t)prog->ops[i].inputs.count + prog->ops[i].outputs.count;
+	sim->mem = sim_take(sim, SB_MEM, n_mem * sizeof(int32_t), false);
+	uint32_t m = 0;
 	/* collectives are priced once per shape: in the caller's cache, or in one of this call */
 	rm_sim_prices *prices = sim->opt.prices, *own_prices = NULL;
 	int32_t price_ctx = -1;
@@ -322,13 +330,19 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		const int32_t *r = rm_program_refs(prog, op->records);
 		for (uint32_t j = 0; j < op->records.count; j++)
 			recorder[r[j]] = i;
+		so->mem_at = m;
+		const int32_t *o = rm_program_refs(prog, op->outputs);
+		for (uint32_t j = 0; j < op->outputs.count; j++)
+			if (!prog->tensors[o[j]].persistent)
+				sim->mem[m++] = o[j];
+		so->n_alloc = m - so->mem_at;
 		const int32_t *in = rm_program_refs(prog, op->inputs);
 		for (uint32_t j = 0; j < op->inputs.count; j++)
 			if (!prog->tensors[in[j]].persistent) {
 				sim->tensor_consumers[in[j]]++;
-				n_mem++;
+				sim->mem[m++] = in[j];
 			}
-		n_mem += 2 * op->outputs.count;
+		so->n_race = m - so->mem_at - so->n_alloc;
 	}
 	free(stream_rank);
 	free(last_in_queue);
@@ -366,30 +380,6 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	free(last_in_stream);
 	sim_give(sim, SB_STREAM_PREV, stream_prev);
 
-	/* Memory lists: allocate outputs at start; check inputs were produced; release inputs
-	 * (and unread outputs) at end. The inputs are listed once: the race list is the head of
-	 * the release list. */
-	sim->mem = sim_take(sim, SB_MEM, ((size_t)n_mem + 1) * sizeof(int32_t), false);
-	uint32_t m = 0;
-	for (int32_t i = 0; i < n; i++) {
-		const rm_program_op *op = &prog->ops[i];
-		sim_op *so = &sim->ops[i];
-		so->mem_at = m;
-		const int32_t *o = rm_program_refs(prog, op->outputs);
-		const int32_t *in = rm_program_refs(prog, op->inputs);
-		for (uint32_t j = 0; j < op->outputs.count; j++)
-			if (!prog->tensors[o[j]].persistent)
-				sim->mem[m++] = o[j];
-		so->n_alloc = m - so->mem_at;
-		for (uint32_t j = 0; j < op->inputs.count; j++)
-			if (!prog->tensors[in[j]].persistent)
-				sim->mem[m++] = in[j];
-		so->n_race = m - so->mem_at - so->n_alloc;
-		for (uint32_t j = 0; j < op->outputs.count; j++)
-			if (!prog->tensors[o[j]].persistent && sim->tensor_consumers[o[j]] == 0)
-				sim->mem[m++] = o[j];
-		so->n_release = m - so->mem_at - so->n_alloc;
-	}
 
 	/* Lower bound: work per shared resource alone, and the critical path (Kahn order). */
 	rm_time_ps res_work[RM_RES_COUNT] = {0};
@@ -872,22 +862,39 @@ static void end_op(rm_sim *sim, int32_t i, rm_time_ps t)
 	sim->completed++;
 	sim->m.events++;
 
+	/* releases: the inputs whose last reader this is, then the outputs no op reads */
 	const int32_t *mem = sim->mem + so->mem_at;
-	for (uint32_t k = 0; k < so->n_alloc; k++)
+	bool unread = false;
+	for (uint32_t k = 0; k < so->n_alloc; k++) {
 		sim->tensor_state[mem[k]] = 2;
-	if (so->n_release) {
-		const int32_t *rel = mem + so->n_alloc;
+		unread |= sim->tensor_consumers[mem[k]] == 0;
+	}
+	if (so->n_race || unread) {
+		const int32_t *in = mem + so->n_alloc;
 		bool changed = false;
-		for (uint32_t k = 0; k < so->n_release; k++) {
-			int32_t tn = rel[k];
-			if (sim->tensor_consumers[tn] == 0 || --sim->tensor_left[tn] == 0) {
+		for (uint32_t k = 0; k < so->n_race; k++) {
+			int32_t tn = in[k];
+			if (--sim->tensor_left[tn] == 0) {
 				sim->tensor_state[tn] = 3;
 				mem_add(sim, tn, -1);
 				changed = true;
 			}
 		}
-		if (changed && sim->alloc)
-			mem_replay_free(sim, rel, so->n_release);
+		if (unread) {
+			for (uint32_t k = 0; k < so->n_alloc; k++) {
+				int32_t tn = mem[k];
+				if (sim->tensor_consumers[tn] == 0) {
+					sim->tensor_state[tn] = 3;
+					mem_add(sim, tn, -1);
+					changed = true;
+				}
+			}
+		}
+		if (changed && sim->alloc) {
+			mem_replay_free(sim, in, so->n_race);
+			if (unread)
+				mem_replay_free(sim, mem, so->n_alloc);
+		}
 		if (changed)
 			mem_note(sim, t);
 	}

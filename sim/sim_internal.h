@@ -27,9 +27,10 @@ typedef struct sim_op {
 	rm_time_ps solo;      /* duration alone, ps */
 	uint32_t succ_at;     /* stream and event successors: sim->succ[succ_at .. +succ_n) */
 	uint32_t succ_n;
-	uint32_t mem_at;      /* tensors: alloc list (outputs), then release list (inputs, the
-			       * first n_race of it: the race list, then unread outputs) */
-	uint32_t n_alloc, n_race, n_release;
+	uint32_t mem_at;      /* tensors: n_alloc outputs (allocated at the start; those no op
+			       * reads released at the end), then n_race inputs (checked produced
+			       * at the start, released at the end by their last reader) */
+	uint32_t n_alloc, n_race;
 	int32_t qnext;        /* next op of the same hardware queue on another stream, or -1 */
 	int32_t stream;
 	int32_t init_pending; /* stream predecessor + waits + queue predecessor */

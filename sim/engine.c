@@ -349,13 +349,17 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	rm_sim_prices_destroy(own_prices);
 
 	/* Successor lists (CSR): stream successor and the waiters of each event recorded. */
+	bool forward = true; /* every edge from an earlier op to a later one: launch order is a
+			      * topological order */
 	for (int32_t i = 0; i < n; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		if (stream_prev[i] >= 0)
 			sim->ops[stream_prev[i]].succ_n++;
 		const int32_t *w = rm_program_refs(prog, op->waits);
-		for (uint32_t j = 0; j < op->waits.count; j++)
+		for (uint32_t j = 0; j < op->waits.count; j++) {
 			sim->ops[recorder[w[j]]].succ_n++;
+			forward &= recorder[w[j]] < i;
+		}
 	}
 	uint32_t at = 0;
 	for (int32_t i = 0; i < n; i++) {
@@ -381,11 +385,13 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim_give(sim, SB_STREAM_PREV, stream_prev);
 
 
-	/* Lower bound: work per shared resource alone, and the critical path (Kahn order). */
+	/* Lower bound: work per shared resource alone, and the critical path: in launch order when
+	 * that is a topological order (the same longest paths, without the in-degrees), else in
+	 * Kahn order. */
 	rm_time_ps res_work[RM_RES_COUNT] = {0};
 	rm_time_ps *est = sim_take(sim, SB_EST, nn * sizeof(rm_time_ps), false); /* zeroed with pend below */
-	int32_t *pend = sim_take(sim, SB_PEND, nn * sizeof(int32_t), false);
-	int32_t *queue = sim_take(sim, SB_QUEUE, nn * sizeof(int32_t), false);
+	int32_t *pend = forward ? NULL : sim_take(sim, SB_PEND, nn * sizeof(int32_t), false);
+	int32_t *queue = forward ? NULL : sim_take(sim, SB_QUEUE, nn * sizeof(int32_t), false);
 	int32_t head = 0, tail = 0;
 	/* with a fabric the network's work is weighted by each collective's share of the most
 	 * drawn level (shares of one level add up to at most 1 at every instant) */
@@ -401,20 +407,31 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		} else {
 			res_work[sim->ops[i].res] += sim->ops[i].solo;
 		}
-		pend[i] = 0;
 		est[i] = 0;
+		if (!forward)
+			pend[i] = 0;
 	}
 	if (sim->net_share)
 		for (int l = 0; l < RM_NET_LEVELS; l++)
 			if ((rm_time_ps)net_work[l] > res_work[RM_RES_NET])
 				res_work[RM_RES_NET] = (rm_time_ps)net_work[l];
+	rm_time_ps cp = 0;
+	for (int32_t u = 0; forward && u < n; u++) {
+		rm_time_ps fin = est[u] + sim->ops[u].solo;
+		if (fin > cp)
+			cp = fin;
+		for (uint32_t k = 0; k < sim->ops[u].succ_n; k++) {
+			int32_t v = sim->succ[sim->ops[u].succ_at + k];
+			if (est[v] < fin)
+				est[v] = fin;
+		}
+	}
 	/* In-degree over stream and event edges: how often an op appears in successor lists. */
-	for (uint32_t k = 0; k < n_succ; k++)
+	for (uint32_t k = 0; !forward && k < n_succ; k++)
 		pend[sim->succ[k]]++;
-	for (int32_t i = 0; i < n; i++)
+	for (int32_t i = 0; !forward && i < n; i++)
 		if (pend[i] == 0)
 			queue[tail++] = i;
-	rm_time_ps cp = 0;
 	while (head < tail) {
 		int32_t u = queue[head++];
 		rm_time_ps fin = est[u] + sim->ops[u].solo;
@@ -429,8 +446,10 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		}
 	}
 	sim_give(sim, SB_EST, est);
-	sim_give(sim, SB_PEND, pend);
-	sim_give(sim, SB_QUEUE, queue);
+	if (!forward) {
+		sim_give(sim, SB_PEND, pend);
+		sim_give(sim, SB_QUEUE, queue);
+	}
 	sim->lower_bound = cp;
 	for (int r = 0; r < RM_RES_COUNT; r++)
 		if (res_work[r] > sim->lower_bound)

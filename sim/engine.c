@@ -609,10 +609,9 @@ static int32_t ready_pop(rm_sim *sim)
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-static void mem_note(rm_sim *sim, rm_time_ps t)
+/* Out of line: a search asks for no timeline, and pays one test an op for it. */
+static __attribute__((noinline)) void mem_point(rm_sim *sim, rm_time_ps t)
 {
-	if (!sim->opt.memory_timeline)
-		return;
 	if (sim->tl_n > 0 && sim->timeline[sim->tl_n - 1].time == t) {
 		sim->timeline[sim->tl_n - 1].bytes = sim->mem_device;
 		return;
@@ -622,6 +621,13 @@ static void mem_note(rm_sim *sim, rm_time_ps t)
 		sim->timeline = rm_xrealloc(sim->timeline, sim->tl_cap * sizeof(rm_mem_point));
 	}
 	sim->timeline[sim->tl_n++] = (rm_mem_point){t, sim->mem_device};
+}
+
+/* Notes the device memory at t in the timeline, when one is kept (options.memory_timeline). */
+static inline void mem_note(rm_sim *sim, rm_time_ps t)
+{
+	if (sim->opt.memory_timeline)
+		mem_point(sim, t);
 }
 
 static void mem_add(rm_sim *sim, int32_t t, int64_t sign)

@@ -107,8 +107,9 @@ typedef struct rm_program_op {
 	const char *sync_reason; /* collectives: why it runs synchronously; NULL if none given */
 	/* 1 + the index of an earlier op whose cost (kind and inputs, field for field) equals this
 	 * one's, so the simulator prices it once (the scheduler marks a layer op of the same graph
-	 * op, phase and plan as an earlier layer's); 0: none. A hint only: the simulator checks the
-	 * costs are equal byte for byte before using it. */
+	 * op, phase and plan as an earlier layer's); 0: none. A hint: the simulator checks the
+	 * costs are equal byte for byte before using it, except in a release build for a program
+	 * the scheduler built (rm_sim_options.scheduler_built), whose twins are copies. */
 	int32_t same_cost_as;
 	rm_program_list inputs, outputs; /* tensor indices */
 	rm_program_list waits, records;  /* event indices */

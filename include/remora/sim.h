@@ -20,7 +20,8 @@
  * - Memory: persistent tensors live throughout; others are allocated when their producer starts
  *   and freed when their last consumer ends (or, unread, when the producer ends). At equal times
  *   frees come before allocations. An op that reads a non-persistent tensor before its producer
- *   has ended is a data race (a missing event) and fails the run.
+ *   has ended is a data race (a missing event) and fails the run (checked for a program the
+ *   scheduler built, rm_sim_options.scheduler_built, only in REMORA_SELF_CHECK builds).
  * - Time is an integer number of picoseconds. Ties are broken by time, then stream priority,
  *   then a monotonic sequence number: the same program gives bit-identical results.
  *
@@ -114,8 +115,10 @@ typedef struct rm_sim_options {
 	double alloc_fraction;      /* JAX_PREALLOC: of HBM preallocated; <= 0: 0.75 */
 	bool scheduler_built;       /* the program is rm_schedule_build's own, in memory: skip
 				     * rm_program_validate (the scheduler checks its own output in
-				     * every build but release, REMORA_SELF_CHECK, unless lean); a
-				     * program read from a file or made by hand is always validated */
+				     * every build but release, REMORA_SELF_CHECK, unless lean) and,
+				     * in a release build, the run's data-race check and the cost
+				     * twins' comparison; a program read from a file or made by hand
+				     * is always validated */
 	rm_sim_prices *prices;      /* collective prices kept between calls (one thread's); NULL:
 				     * each shape is still priced once, for this call only */
 	bool unpriced_cache;        /* ask the cost model for every op, no cache (the reference

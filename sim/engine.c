@@ -1192,6 +1192,8 @@ static void finish_metrics(rm_sim *sim, rm_time_ps t)
 	if (m->num_ooms > 0)
 		m->fits = false;
 	double flops = 0;
+	/* the ops' FLOPs only when the program gives no model FLOPs of its own */
+	bool count_flops = !(prog->model_flops >= 0);
 	for (int32_t i = 0; i < sim->n_ops; i++) {
 		const rm_program_op *op = &prog->ops[i];
 		if (op->cost.kind == RM_COST_COLLECTIVE) {
@@ -1199,7 +1201,7 @@ static void finish_metrics(rm_sim *sim, rm_time_ps t)
 			if (prog->streams[op->stream].kind == RM_STREAM_COMPUTE)
 				m->sync_collectives++;
 		}
-		if (op->phase == RM_PPHASE_RECOMPUTE)
+		if (!count_flops || op->phase == RM_PPHASE_RECOMPUTE)
 			continue;
 		if (op->cost.kind == RM_COST_GEMM)
 			flops += rm_cost_gemm_flops(&op->cost.gemm);

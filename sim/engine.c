@@ -527,7 +527,9 @@ static inline bool ev_less(const sim_event *a, const sim_event *b)
 	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
 
-static void heap_push(rm_sim *sim, rm_time_ps time, int32_t op)
+/* The event heap's push and pop, inlined at their few call sites (about two of each an op:
+ * the call cost more than the work). */
+static inline __attribute__((always_inline)) void heap_push(rm_sim *sim, rm_time_ps time, int32_t op)
 {
 	if (sim->heap_n == sim->heap_cap) {
 		sim->heap_cap *= 2;
@@ -549,7 +551,7 @@ static void heap_push(rm_sim *sim, rm_time_ps time, int32_t op)
 	h[i] = e;
 }
 
-static sim_event heap_pop(rm_sim *sim)
+static inline __attribute__((always_inline)) sim_event heap_pop(rm_sim *sim)
 {
 	sim_event *h = sim->heap;
 	sim_event top = h[0];

@@ -863,14 +863,19 @@ static int run(const char *cmd, int argc, char **argv)
 		       rm_time_to_s(m->recompute) * 1e3);
 		printf("  communication      %.3f ms, exposed %.3f ms\n", rm_time_to_s(m->comm_total) * 1e3,
 		       rm_time_to_s(m->exposed_comm) * 1e3);
-		printf("  collectives        %d: %d async, %d on the compute stream", rep.collectives, rep.async, rep.sync);
-		bool first = true;
-		for (int r = 1; r < RM_SYNC_REASON_COUNT; r++)
-			if (rep.sync_by_reason[r]) {
-				printf("%s%d %s", first ? " (" : ", ", rep.sync_by_reason[r], rm_sync_reason_name((rm_sync_reason)r));
-				first = false;
-			}
-		printf("%s\n", first ? "" : ")");
+		/* (data parallelism alone has no FSDP collectives: its all-reduces are the line below) */
+		if (rep.collectives > 0 || rep.replica_collectives == 0) {
+			printf("  collectives        %d: %d async, %d on the compute stream", rep.collectives, rep.async,
+			       rep.sync);
+			bool first = true;
+			for (int r = 1; r < RM_SYNC_REASON_COUNT; r++)
+				if (rep.sync_by_reason[r]) {
+					printf("%s%d %s", first ? " (" : ", ", rep.sync_by_reason[r],
+					       rm_sync_reason_name((rm_sync_reason)r));
+					first = false;
+				}
+			printf("%s\n", first ? "" : ")");
+		}
 		{
 			/* the layer graph's own: tensor-, context- and expert-parallel collectives, on
 			 * the compute stream's path */

@@ -530,7 +530,7 @@ rm_status rm_train_config_check(const rm_model_config *m, const rm_train_config 
 				    "seq_len %lld x micro_batch %lld x grad_accum %lld tokens per GPU per step is too "
 				    "large to simulate (at most 2^32)",
 				    (long long)t->seq_len, (long long)t->micro_batch, (long long)t->grad_accum);
-	if (!m->learned_pos && t->seq_len > m->max_pos)
+	if (!m->learned_pos && m->arch != RM_ARCH_RESIDUAL_MLP && t->seq_len > m->max_pos)
 		rm_log_warn("seq_len %lld exceeds max_position_embeddings %lld of %s",
 			    (long long)t->seq_len, (long long)m->max_pos, m->name);
 	return RM_OK;

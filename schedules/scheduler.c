@@ -343,6 +343,15 @@ typedef struct ctx {
 	int64_t norm_elems; /* replicated norm weights per layer (all-reduced) */
 	int last_wgrad;     /* the layer graph's last weight-gradient op (data parallelism without
 			     * FSDP all-reduces a layer's gradients after it) */
+	/* XLA under data parallelism without FSDP: SPMD all-reduces each weight gradient and
+	 * AllReduceCombiner merges them up to xla_gpu_all_reduce_combine_threshold_bytes, so a
+	 * layer's gradients are all-reduced in these groups (in the backward's order), each once
+	 * its last weight gradient has run; ar_nops counts the group's weight gradients; the group
+	 * of the last weight gradient (ar_last_group) also carries the layer's other parameters
+	 * (norms). ar.n 0: one all-reduce of the layer after last_wgrad. */
+	weight_groups ar;
+	int ar_nops[MAX_GROUPS];
+	int ar_last_group;
 	grad_flow gflow;    /* the layer graph's (built once the contexts are complete) */
 	grad_flow embed_flow, head_flow; /* the embedding's and the head's (x itself only) */
 	bool pipe_ag, pipe_rs, pipe_ar;
@@ -914,6 +923,7 @@ typedef struct layer_tensors {
 	int32_t ag_fwd[MAX_GROUPS], ag_bwd[MAX_GROUPS], grads[MAX_GROUPS], norm_grads;
 	int32_t grad_out; /* gradient of the layer input, handed to the layer below */
 	int32_t *bgrad;   /* per op of the layer graph: the gradient its backward op left, -1 */
+	int16_t ar_done[MAX_GROUPS]; /* XLA's DDP: weight gradients emitted of each all-reduce group */
 } layer_tensors;
 
 typedef struct emitter {
@@ -949,6 +959,7 @@ typedef struct emitter {
 
 static bool param_gather_ahead(const ctx *x);
 static void emit_replica_reduce(emitter *e, const char *name, int64_t elems, int layer);
+static int64_t ar_group_elems(const ctx *x, int grp);
 static void emit_param_gather(emitter *e, const char *name, int64_t elems, int layer);
 
 /* Names of ops and tensors; a search (cfg->lean) skips formatting them. */
@@ -1602,8 +1613,15 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 			}
 		}
 		emit_plain(e, tw, &d, in, ni, out, no);
-		if (x->R > 1 && x->cfg->wl->train.fsdp == 1 && s->op == x->last_wgrad && mb == x->A - 1 &&
-		    (!x->cfg->megatron || x->cfg->overlap_grad_reduce)) {
+		int arg = x->ar.n > 0 ? x->ar.of_op[fwd] : -1;
+		if (x->R > 1 && x->cfg->wl->train.fsdp == 1 && x->ar.n > 0 && arg >= 0 && mb == x->A - 1 &&
+		    ++lt_of(e, mb, l)->ar_done[arg] == x->ar_nops[arg]) {
+			/* XLA: the combined all-reduce of this group, once its last weight gradient ran */
+			char rn[192];
+			TNAME(e, rn, "%slayer%02d/bwd/all-reduce-replicas.%d", mbs, l, arg);
+			emit_replica_reduce(e, rn, ar_group_elems(x, arg), l);
+		} else if (x->R > 1 && x->cfg->wl->train.fsdp == 1 && x->ar.n == 0 && s->op == x->last_wgrad &&
+			   mb == x->A - 1 && (!x->cfg->megatron || x->cfg->overlap_grad_reduce)) {
 			/* data parallelism without FSDP: the layer's gradients, complete after its last
 			 * weight gradient of the last micro-batch, all-reduced across the replicas while
 			 * the layers below run their backward (DDP's buckets, XLA's per-layer
@@ -2380,7 +2398,8 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 	bool *used = NULL;
 	int ag_done[MAX_GROUPS], rs_wg[MAX_GROUPS][96], n_rs_wg[MAX_GROUPS], rs_last[MAX_GROUPS];
 	int norm_nodes[96], n_norm = 0, norm_last = -1;
-	int ar_wg[96], n_ar_wg = 0, ar_last = -1; /* ddp: the layer's weight gradients, the last */
+	/* ddp: per all-reduce group (one when ar.n is 0), its weight gradients and the last */
+	int ar_wg[MAX_GROUPS][96], n_ar_wg[MAX_GROUPS], ar_last[MAX_GROUPS];
 	int layer = -1, last_rec = -1, saved_node = -1, bar_node = -1;
 	/* the node of each backward op of the current layer (grad_flow's producers), and the node
 	 * that left the gradient entering it (the layer above's input gradient), -1 */
@@ -2466,8 +2485,10 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 			}
 			n_norm = 0;
 			norm_last = -1;
-			n_ar_wg = 0;
-			ar_last = -1;
+			for (int grp = 0; grp < MAX_GROUPS; grp++) {
+				n_ar_wg[grp] = 0;
+				ar_last[grp] = -1;
+			}
 			int nl;
 			const int *ls = comp_layer_slots(c, layer, mb, &nl);
 			for (int grp = 0; grp < MAX_GROUPS; grp++) {
@@ -2495,8 +2516,9 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 			for (int q = 0; q < nl; q++) {
 				const slot *u = &c->slots[ls[q]];
 				const rm_op *uo = &lg->ops[u->op];
-				if (ddp && u->phase != RM_PPHASE_FWD && uo->phase == RM_PHASE_BWD_WGRAD)
-					ar_last = ls[q];
+				int ag_ = lx->ar.n > 0 ? lx->ar.of_op[uo->fwd_op] : 0;
+				if (ddp && u->phase != RM_PPHASE_FWD && uo->phase == RM_PHASE_BWD_WGRAD && ag_ >= 0)
+					ar_last[ag_] = ls[q];
 				if (u->phase == RM_PPHASE_FWD || !reduce)
 					continue;
 				if (uo->phase == RM_PHASE_BWD_WGRAD && lx->rs.of_op[uo->fwd_op] >= 0)
@@ -2569,16 +2591,17 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 				ADD_NODE(dn, -1);
 			}
 		}
-		if (ddp && op->phase == RM_PHASE_BWD_WGRAD) {
-			if (n_ar_wg < 96)
-				ar_wg[n_ar_wg++] = me;
-			if (ar_last == j) {
-				/* emit_replica_reduce: the layer's gradients, in place */
-				int64_t bytes = lg->params * lx->gsize;
+		int arg = lx->ar.n > 0 ? lx->ar.of_op[op->fwd_op] : 0;
+		if (ddp && op->phase == RM_PHASE_BWD_WGRAD && arg >= 0) {
+			if (n_ar_wg[arg] < 96)
+				ar_wg[arg][n_ar_wg[arg]++] = me;
+			if (ar_last[arg] == j) {
+				/* emit_replica_reduce: the group's gradients (the layer's, ungrouped), in place */
+				int64_t bytes = (lx->ar.n > 0 ? ar_group_elems(lx, arg) : lg->params) * lx->gsize;
 				int st = rm__ln_add_node(&g, LN_START, CK_AR, 0, 0, 0);
 				ADD_NODE(st, -1);
-				for (int q = 0; q < n_ar_wg; q++)
-					rm__ln_add_operand(&g, ar_wg[q]);
+				for (int q = 0; q < n_ar_wg[arg]; q++)
+					rm__ln_add_operand(&g, ar_wg[arg][q]);
 				int dn = rm__ln_add_node(&g, LN_DONE, CK_AR, 0, coll_latency(lx, CK_AR, bytes), 0);
 				rm__ln_add_operand(&g, st);
 				ADD_NODE(dn, -1);
@@ -3245,6 +3268,35 @@ static void init_layer_groups(ctx *x, int64_t ag_threshold, int64_t rs_threshold
 	for (int i = 0; i < x->layer->n_ops; i++)
 		if (x->layer->ops[i].phase == RM_PHASE_BWD_WGRAD)
 			x->last_wgrad = i;
+	memset(&x->ar, 0, sizeof(x->ar));
+	memset(x->ar_nops, 0, sizeof(x->ar_nops));
+	x->ar_last_group = -1;
+	if (xla && x->R > 1 && x->wl->train.fsdp == 1 && x->last_wgrad >= 0 && x->layer->n_ops <= 96) {
+		group_weights(x->layer, cfg->flags.all_reduce_combine_threshold_bytes, x->gsize, 1, false, true,
+			      local_experts, &x->ar);
+		for (int i = 0; i < x->layer->n_ops; i++) {
+			const rm_op *op = &x->layer->ops[i];
+			if (op->phase == RM_PHASE_BWD_WGRAD && op->fwd_op >= 0 && x->ar.of_op[op->fwd_op] >= 0)
+				x->ar_nops[x->ar.of_op[op->fwd_op]]++;
+		}
+		int lf = x->layer->ops[x->last_wgrad].fwd_op;
+		x->ar_last_group = lf >= 0 ? x->ar.of_op[lf] : -1;
+		if (x->ar_last_group < 0)
+			x->ar.n = 0; /* the last weight gradient in no group: one all-reduce, as otherwise */
+	}
+}
+
+/* Parameters the XLA DDP all-reduce group grp carries: its weights, and for the group of the
+ * layer's last weight gradient the rest of the layer's parameters. */
+static int64_t ar_group_elems(const ctx *x, int grp)
+{
+	if (grp != x->ar_last_group)
+		return x->ar.elems[grp];
+	int64_t rest = x->layer->params;
+	for (int g = 0; g < x->ar.n; g++)
+		if (g != grp)
+			rest -= x->ar.elems[g];
+	return rest;
 }
 
 /*
@@ -3388,8 +3440,8 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	rep->backward_gathers_fenced = x.barrier && cfg->wl->train.fsdp > 1;
 	int64_t ag_threshold = xla ? cfg->flags.all_gather_combine_threshold_bytes : INT64_MAX / 4;
 	int64_t rs_threshold = xla ? cfg->flags.reduce_scatter_combine_threshold_bytes : INT64_MAX / 4;
-	init_layer_groups(&x, ag_threshold, rs_threshold);
 	x.R = wl->train.dp_replicate > 1 ? (int)wl->train.dp_replicate : 1;
+	init_layer_groups(&x, ag_threshold, rs_threshold);
 	x.rep_nodes = cfg->replica_nodes > 0 ? cfg->replica_nodes : 1;
 	x.rep_rs = wl->train.zero < 3;
 	x.cost = cfg->cost ? cfg->cost : rm_cost_model_default();

@@ -512,40 +512,50 @@ Test(lhs_list, jax20763_rematerialization_after_scheduling, .timeout = 120)
 
 /*
  * The repro's own model: data parallelism without FSDP, so the only collectives of the backward
- * are the replicas' all-reduces, one per layer after its last weight gradient (in place on the
- * accumulated gradients). They are in the computation XLA schedules: with LHS on, an unrolled
- * backward is reordered around them. One block recomputes up = W1 x and relu(up) (2 x 16,384
- * tokens x 8192 bf16 = 512 MiB) and saves its input (256 MiB). Held apart by kAvoidWaste,
- * recompute chains of several layers are live at once, and the temporaries more than double;
- * without LHS or scanned nothing moves.
+ * are the replicas' all-reduces, in the computation XLA schedules. SPMD all-reduces each weight
+ * gradient and AllReduceCombiner merges them up to xla_gpu_all_reduce_combine_threshold_bytes:
+ * at the default 30 MiB each 128 MiB gradient (8192 x 8192 bf16) keeps its own, 64 a step and
+ * the embedding's and head's; from 256 MiB a block's two merge into one, 32 a step. One block
+ * recomputes up = W1 x and relu(up) (2 x 16,384 tokens x 8192 bf16 = 512 MiB) and saves its
+ * input (256 MiB). With a gradient's own all-reduce the reorder keeps one layer's worth live and
+ * the temporaries are LHS off's; with a block's merged one, whose start waits for both weight
+ * gradients, kAvoidWaste holds recompute chains of several layers live and the temporaries
+ * more than double. Without LHS or scanned nothing moves.
  */
+static const char *const merged[] = {"xla_flags+=--xla_gpu_all_reduce_combine_threshold_bytes=268435456", NULL};
+
 Test(lhs_list, jax20763_repro_data_parallel_reorders_around_the_all_reduces, .timeout = 120)
 {
 	toy_run on = run_toy_dp(32, NULL), off = run_toy_dp(32, lhs_off), scan = run_toy_dp(32, scanned);
+	toy_run big = run_toy_dp(32, merged);
 	cr_assert_eq(on.rep.saved_bytes_step, 32 * 256 * MiB);
 	cr_assert_eq(on.rep.lhs_recompute_layer_bytes, 2 * 256 * MiB);
-	/* 32 layers' all-reduces and one of the embedding's and head's */
-	cr_assert_eq(on.rep.replica_collectives, 33);
+	cr_assert_eq(on.rep.replica_collectives, 65);
+	cr_assert_eq(big.rep.replica_collectives, 33);
 	cr_assert_gt(on.rep.lhs_moved_slots, 0);
-	cr_assert_gt(on.rep.lhs_live_recompute_bytes, 4 * on.rep.lhs_recompute_layer_bytes);
+	cr_assert_leq(on.rep.lhs_live_recompute_bytes, on.rep.lhs_recompute_layer_bytes);
+	cr_assert_eq(on.temp, off.temp, "unrolled %.2f GiB, LHS off %.2f GiB", (double)on.temp / GiB,
+		     (double)off.temp / GiB);
+	cr_assert_gt(big.rep.lhs_live_recompute_bytes, 4 * big.rep.lhs_recompute_layer_bytes);
+	cr_assert_gt(big.temp, off.temp * 2, "merged %.2f GiB, LHS off %.2f GiB", (double)big.temp / GiB,
+		     (double)off.temp / GiB);
 	cr_assert_eq(off.rep.lhs_moved_slots, 0);
 	cr_assert_eq(scan.rep.lhs_moved_slots, 0);
 	cr_assert_geq(off.temp, 32 * 256 * MiB + on.rep.lhs_recompute_layer_bytes);
-	cr_assert_gt(on.temp, off.temp * 2, "unrolled %.2f GiB, LHS off %.2f GiB", (double)on.temp / GiB,
-		     (double)off.temp / GiB);
 	cr_assert_lt(scan.temp, off.temp * 13 / 10, "scanned %.2f GiB, LHS off %.2f GiB", (double)scan.temp / GiB,
 		     (double)off.temp / GiB);
-	/* the step's time barely moves: the all-reduces were hidden either way */
+	/* the step's time barely moves: the all-reduces are hidden either way */
 	cr_assert_lt(fabs(rm_time_to_s(on.step) - rm_time_to_s(off.step)), 0.01);
 }
 
-/* The repro's growth with depth, 8, 16, 32 blocks: what the unrolled step holds beyond LHS off. */
+/* With a block's gradients merged, what the unrolled step holds beyond LHS off grows with
+ * depth: 8, 16, 32 blocks. */
 Test(lhs_list, jax20763_repro_blow_up_grows_with_layers, .timeout = 120)
 {
 	int layers[3] = {8, 16, 32};
 	int64_t excess[3];
 	for (int i = 0; i < 3; i++) {
-		toy_run on = run_toy_dp(layers[i], NULL), off = run_toy_dp(layers[i], lhs_off);
+		toy_run on = run_toy_dp(layers[i], merged), off = run_toy_dp(layers[i], lhs_off);
 		excess[i] = on.temp - off.temp;
 	}
 	cr_expect_gt(excess[0], 0);

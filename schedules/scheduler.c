@@ -2516,7 +2516,7 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 			for (int q = 0; q < nl; q++) {
 				const slot *u = &c->slots[ls[q]];
 				const rm_op *uo = &lg->ops[u->op];
-				int ag_ = lx->ar.n > 0 ? lx->ar.of_op[uo->fwd_op] : 0;
+				int ag_ = lx->ar.n == 0 ? 0 : uo->fwd_op >= 0 ? lx->ar.of_op[uo->fwd_op] : -1;
 				if (ddp && u->phase != RM_PPHASE_FWD && uo->phase == RM_PHASE_BWD_WGRAD && ag_ >= 0)
 					ar_last[ag_] = ls[q];
 				if (u->phase == RM_PPHASE_FWD || !reduce)
@@ -2591,7 +2591,7 @@ static void reorder_backward(const ctx *x, comp *c, int from, int to, int mb)
 				ADD_NODE(dn, -1);
 			}
 		}
-		int arg = lx->ar.n > 0 ? lx->ar.of_op[op->fwd_op] : 0;
+		int arg = lx->ar.n == 0 ? 0 : op->fwd_op >= 0 ? lx->ar.of_op[op->fwd_op] : -1;
 		if (ddp && op->phase == RM_PHASE_BWD_WGRAD && arg >= 0) {
 			if (n_ar_wg[arg] < 96)
 				ar_wg[arg][n_ar_wg[arg]++] = me;

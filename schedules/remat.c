@@ -3,6 +3,7 @@
  * them, and the per-layer plan of saved, offloaded and recomputed values.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -700,6 +701,25 @@ static decision decide(const rm_remat_policy *p, const rm_graph *g, int v)
 	}
 }
 
+/* Whether the warning for (name, graph) is new to this process: a search builds a plan for
+ * every candidate, and one line per missing name is enough. Past 256 pairs every one is new. */
+static bool first_missing_warning(const char *name, const char *graph)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static char seen[256][96];
+	static int n_seen;
+	char key[96];
+	snprintf(key, sizeof(key), "%s\x1f%s", graph, name);
+	bool fresh = true;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < n_seen && fresh; i++)
+		fresh = strcmp(seen[i], key) != 0;
+	if (fresh && n_seen < 256)
+		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", key);
+	pthread_mutex_unlock(&mu);
+	return fresh;
+}
+
 static void warn_missing_names(const rm_remat_policy *p, const rm_graph *g)
 {
 	if (!p || p->quiet)
@@ -708,7 +728,8 @@ static void warn_missing_names(const rm_remat_policy *p, const rm_graph *g)
 	int counts[2] = {p->n_names, p->n_offload};
 	for (int l = 0; l < 2; l++)
 		for (int i = 0; i < counts[l]; i++)
-			if (rm_graph_find_value(g, lists[l][i]) < 0)
+			if (rm_graph_find_value(g, lists[l][i]) < 0 &&
+			    first_missing_warning(lists[l][i], g->name[0] ? g->name : "layer"))
 				rm_log_warn("remat policy names \"%s\", which this model's %s graph does not have "
 					    "(unfused attention, dropout, the MLP type or the layer kind decide which "
 					    "values exist); ignored there",

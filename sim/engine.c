@@ -424,24 +424,24 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			if ((rm_time_ps)net_work[l] > res_work[RM_RES_NET])
 				res_work[RM_RES_NET] = (rm_time_ps)net_work[l];
 	rm_time_ps cp = 0;
-	for (int32_t u = 0; forward && u < n; u++) {
-		rm_time_ps fin = est[u] + sim->ops[u].solo;
-		if (fin > cp)
-			cp = fin;
-		for (uint32_t k = 0; k < sim->ops[u].succ_n; k++) {
-			int32_t v = sim->succ[sim->ops[u].succ_at + k];
-			if (est[v] < fin)
-				est[v] = fin;
-		}
-	}
 	/* In-degree over stream and event edges: how often an op appears in successor lists. */
 	for (uint32_t k = 0; !forward && k < n_succ; k++)
 		pend[sim->succ[k]]++;
 	for (int32_t i = 0; !forward && i < n; i++)
 		if (pend[i] == 0)
 			queue[tail++] = i;
-	while (head < tail) {
-		int32_t u = queue[head++];
+	/* ops in launch order (forward), or as Kahn's queue releases them */
+	for (int32_t step = 0;; step++) {
+		int32_t u;
+		if (forward) {
+			if (step >= n)
+				break;
+			u = step;
+		} else {
+			if (head >= tail)
+				break;
+			u = queue[head++];
+		}
 		rm_time_ps fin = est[u] + sim->ops[u].solo;
 		if (fin > cp)
 			cp = fin;
@@ -449,7 +449,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			int32_t v = sim->succ[sim->ops[u].succ_at + k];
 			if (est[v] < fin)
 				est[v] = fin;
-			if (--pend[v] == 0)
+			if (!forward && --pend[v] == 0)
 				queue[tail++] = v;
 		}
 	}

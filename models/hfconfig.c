@@ -265,7 +265,9 @@ static rm_status read_arch(cfg_reader *r, rm_arch *arch)
 		       known);
 }
 
-static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
+/* vocab_size, hidden_size and num_hidden_layers (at most MAX_LAYERS), the keys the Llama-like
+ * configs and ResidualMLP share. */
+static rm_status read_sizes(cfg_reader *r, rm_model_config *m)
 {
 	RM_CHECK(read_positive(r, "vocab_size", true, 0, &m->vocab));
 	RM_CHECK(read_positive(r, "hidden_size", true, 0, &m->hidden));
@@ -274,6 +276,12 @@ static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
 		return at_node(r, lookup(r, "num_hidden_layers"), RM_RANGE,
 			       "\"num_hidden_layers\" = %lld is beyond what remora models (at most %d)",
 			       (long long)m->layers, MAX_LAYERS);
+	return RM_OK;
+}
+
+static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)
+{
+	RM_CHECK(read_sizes(r, m));
 	RM_CHECK(read_positive(r, "num_attention_heads", true, 0, &m->heads));
 	RM_CHECK(read_positive(r, "num_key_value_heads", false, m->heads, &m->kv_heads));
 	RM_CHECK(read_positive(r, "intermediate_size", true, 0, &m->ffn));
@@ -535,13 +543,7 @@ static rm_status read_gpt2(cfg_reader *r, rm_model_config *m)
  */
 static rm_status read_residual_mlp(cfg_reader *r, rm_model_config *m)
 {
-	RM_CHECK(read_positive(r, "vocab_size", true, 0, &m->vocab));
-	RM_CHECK(read_positive(r, "hidden_size", true, 0, &m->hidden));
-	RM_CHECK(read_positive(r, "num_hidden_layers", true, 0, &m->layers));
-	if (m->layers > MAX_LAYERS)
-		return at_node(r, lookup(r, "num_hidden_layers"), RM_RANGE,
-			       "\"num_hidden_layers\" = %lld is beyond what remora models (at most %d)",
-			       (long long)m->layers, MAX_LAYERS);
+	RM_CHECK(read_sizes(r, m));
 	RM_CHECK(read_positive(r, "intermediate_size", true, 0, &m->ffn));
 	RM_CHECK(read_positive(r, "max_position_embeddings", false, MAX_DIMENSION, &m->max_pos));
 	RM_CHECK(read_bool(r, "tie_word_embeddings", false, &m->tied));

@@ -422,11 +422,12 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 		return RM_OK;
 	case K_INT: {
 		int64_t v;
-		if (!to_int(n, &v) && int_overflows(n))
-			return fail_at(r, n, RM_RANGE, "%s: %s is outside [%lld, %lld]", k->path, scalar(n),
-				       (long long)k->min, (long long)k->max);
-		if (!to_int(n, &v))
+		if (!to_int(n, &v)) {
+			if (int_overflows(n))
+				return fail_at(r, n, RM_RANGE, "%s: %s is outside [%lld, %lld]", k->path, scalar(n),
+					       (long long)k->min, (long long)k->max);
 			return fail_at(r, n, RM_INVALID, "%s: expected an integer", k->path);
+		}
 		if (v < k->min || v > k->max)
 			return fail_at(r, n, RM_RANGE, "%s: %lld is outside [%lld, %lld]", k->path, (long long)v,
 				       (long long)k->min, (long long)k->max);

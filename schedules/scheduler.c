@@ -581,7 +581,8 @@ static int find_slot(comp *c, int op, int bl, int mb, rm_program_phase phase)
  * excluded (they are in the stacks); in the backward the recomputed values from their recompute
  * and the offloaded ones from their reload (the pass's first backward slot), to their last
  * reader. Returns false when v has no span there; else *prod is its producer's slot and
- * readers[0 .. *n_readers) the slots that read it (at most c->n entries).
+ * readers[0 .. *n_readers) the slots that read it (at most as many as the layer's slots
+ * for mb, comp_layer_slots).
  */
 static bool value_span(const ctx *x, comp *c, int bl, int mb, bool bwd, int v, int *prod_out, int *readers,
 		       int *n_readers)
@@ -649,7 +650,8 @@ static void add_layer_temps(const ctx *x, comp *c, int bl, int mb, bool bwd, int
 	const rm_graph *g = x->layer;
 	int nl;
 	const int *ls = comp_layer_slots(c, bl, mb, &nl);
-	int *readers = rm_new(int, (size_t)c->n + 1);
+	/* a value's readers are slots of this layer and micro-batch (value_span) */
+	int *readers = rm_new(int, (size_t)nl + 1);
 	for (int v = 0; v < g->n_values; v++) {
 		int prod, nr;
 		if (!value_span(x, c, bl, mb, bwd, v, &prod, readers, &nr))
@@ -955,6 +957,8 @@ typedef struct emitter {
 	int32_t *twin;
 	int twin_ops;
 	char name[160];
+	int32_t *mb_first; /* each micro-batch's first op (launch order); -1 until emitted */
+	rm_schedule_report mb_rep[2]; /* the report's counts when micro-batches 1 and 2 began */
 } emitter;
 
 static bool param_gather_ahead(const ctx *x);
@@ -1457,7 +1461,7 @@ static void emit_offloads(emitter *e, const slot *s, int l, int mb)
 	const rm_op *op = &g->ops[s->op];
 	layer_tensors *t = lt_of(e, mb, l);
 	char mbs[16] = "";
-	if (x->A > 1)
+	if (x->A > 1 && !x->cfg->lean)
 		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	for (int i = 0; i < op->n_outputs; i++) {
 		int v = op->outputs[i];
@@ -1518,7 +1522,7 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 	layer_tensors *t = lt_of(e, mb, l);
 	const char *phase = s->phase == RM_PPHASE_FWD ? "fwd" : s->phase == RM_PPHASE_RECOMPUTE ? "recompute" : "bwd";
 	char mbs[16] = "";
-	if (x->A > 1)
+	if (x->A > 1 && !x->cfg->lean)
 		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	TNAME(e, e->name, "%slayer%02d/%s/%s", mbs, l, phase, op->name);
 	/* rm_program_op_desc_init's defaults, the cost op_cost's: the slot's first op's when it has
@@ -1679,7 +1683,7 @@ static void emit_remat(emitter *e, const slot *s, int l, int mb)
 	/* which pass's values: a clone of a forward slot replaces forward tensors */
 	bool rec = s->phase == RM_PPHASE_RECOMPUTE;
 	char mbs[16] = "";
-	if (x->A > 1)
+	if (x->A > 1 && !x->cfg->lean)
 		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	TNAME(e, e->name, "%slayer%02d/%s/%s", mbs, l, s->moved ? (rec ? "recompute" : "fwd") : "remat", op->name);
 	rm_program_op_desc d = {.name = e->name, .stream = e->s_compute, .layer = l,
@@ -1715,7 +1719,7 @@ static void emit_coll(emitter *e, const coll *k, int l, int mb, bool sync, int32
 	const ctx *x = e->x;
 	layer_tensors *t = k->what == WHAT_LAYER ? lt_of(e, mb, l) : NULL;
 	char mbs[16] = "";
-	if (x->A > 1)
+	if (x->A > 1 && !x->cfg->lean)
 		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	int32_t in[2] = {-1, -1}, out = -1;
 	rm_program_phase phase = RM_PPHASE_FWD;
@@ -1835,7 +1839,7 @@ static void emit_part_op(emitter *e, part pt, const slot *s, int32_t layer_out_l
 	int32_t *fwdt = pt == PART_EMBED ? e->embed_fwd : e->head_fwd;
 	const rm_op *op = &g->ops[s->op];
 	char mbs[16] = "";
-	if (x->A > 1)
+	if (x->A > 1 && !x->cfg->lean)
 		snprintf(mbs, sizeof(mbs), "mb%d/", s->mb);
 	const char *gname = pt == PART_EMBED ? "embedding" : "head";
 	TNAME(e, e->name, "%s%s/%s/%s", mbs, gname, op->phase == RM_PHASE_FWD ? "fwd" : "bwd", op->name);
@@ -1968,7 +1972,7 @@ static void emit_copy_out(emitter *e, const coll *k, int l, int mb)
 	if (g < 0)
 		return;
 	char mbs[16] = "";
-	if (x->A > 1)
+	if (x->A > 1 && !x->cfg->lean)
 		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
 	TNAME(e, e->name, "%slayer%02d/%s/all-gather%d/copy-out", mbs, l, k->bwd_pass ? "bwd" : "fwd", k->group);
 	rm_program_op_desc d = rm_program_op_desc_init(e->name, RM_COST_ELEMENTWISE, e->s_compute);
@@ -2194,6 +2198,13 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 	/* a layer's backward starts at a new (layer, micro-batch) */
 	int last_bwd_layer = -1, last_bwd_mb = -1, skip_to = 0;
 	for (int j = 0; j <= c->n; j++) {
+		/* where each micro-batch's ops begin (a periodic stretch: rm_schedule_report.loop_*) */
+		if (j < c->n && c->slots[j].kind != SLOT_OPTIMIZER && c->slots[j].mb >= 0 && c->slots[j].mb < x->A &&
+		    e->mb_first[c->slots[j].mb] < 0) {
+			e->mb_first[c->slots[j].mb] = e->p->n_ops;
+			if (c->slots[j].mb == 1 || c->slots[j].mb == 2)
+				e->mb_rep[c->slots[j].mb - 1] = *x->rep; /* its counts only */
+		}
 		emit_colls_at(e, c, j, true, 0, +1, 0, ev);
 		if (j == c->n)
 			break;
@@ -3422,6 +3433,11 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		return NULL;
 	x.L = (int)wl->model.layers;
 	x.A = (int)wl->train.grad_accum;
+	/* a periodic stretch: the runtimes whose micro-batches are emitted one after another, each
+	 * alike (fsdp2, megatron: no scheduler across them) */
+	int A_step = x.A;
+	if (cfg->emit_micro_batches >= 3 && x.A > cfg->emit_micro_batches && cfg->mode == RM_SCHED_FSDP2)
+		x.A = cfg->emit_micro_batches;
 	x.n_dense = (int)rm_workload_dense_layers(wl);
 	bool xla = cfg->mode == RM_SCHED_XLA;
 	/* double buffering unrolls the loop body twice when the loop runs at least two layers */
@@ -3452,7 +3468,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	 * when the state is donated (outputs alias the parameters); the gradient shards are
 	 * temporaries of the step (x.grad_live), not I/O */
 	int64_t state = sm.total - sm.grads;
-	rep->io_bytes = state * (cfg->no_donate ? 2 : 1) + tokens * 4 * x.A;
+	rep->io_bytes = state * (cfg->no_donate ? 2 : 1) + tokens * 4 * A_step;
 	x.grad_live = sm.grads;
 	double frac = cfg->mem_fraction > 0 ? cfg->mem_fraction : JAX_MEM_FRACTION;
 	int64_t base = cfg->device_memory_bytes > 0 ? cfg->device_memory_bytes
@@ -3545,7 +3561,7 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	free(e.p->name);
 	e.p->name = rm_xstrdup(pname);
 	/* the GPUs of a tensor-parallel group share their tokens: each counts 1/tp of them */
-	e.p->tokens = tokens * x.A / (wl->train.tp > 1 ? wl->train.tp : 1) / (wl->train.cp > 1 ? wl->train.cp : 1);
+	e.p->tokens = tokens * A_step / (wl->train.tp > 1 ? wl->train.tp : 1) / (wl->train.cp > 1 ? wl->train.cp : 1);
 	e.p->model_flops = rm_workload_mfu_flops_per_token(wl) * (double)e.p->tokens;
 	e.s_compute = rm_program_add_stream(e.p, "compute", RM_STREAM_COMPUTE, 0);
 	e.s_coll = rm_program_add_stream(e.p, "collectives", RM_STREAM_COLLECTIVE,
@@ -3567,7 +3583,10 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	e.opt_state = new_tensor(&e, "optimizer/state", sm.optimizer > 0 ? sm.optimizer : 1, RM_ROLE_OPTIMIZER_STATE,
 				 RM_LOC_DEVICE, true);
 	e.grad_shard = new_tensor(&e, "grads/shard", sm.grads, RM_ROLE_GRADIENT, RM_LOC_DEVICE, true);
-	int32_t tokens_t = new_tensor(&e, "batch/tokens", tokens * 4 * x.A, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, true);
+	int32_t tokens_t = new_tensor(&e, "batch/tokens", tokens * 4 * A_step, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, true);
+	e.mb_first = rm_new(int32_t, (size_t)x.A + 1);
+	for (int mb = 0; mb < x.A; mb++)
+		e.mb_first[mb] = -1;
 	e.embed_ag = e.head_ag = e.embed_grads = e.head_grads = e.final_norm_grads = -1;
 	size_t nlt = (size_t)x.A * (size_t)x.L;
 	e.lt = rm_new(layer_tensors, nlt);
@@ -3614,6 +3633,32 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		e.embed_ag = e.head_ag = e.param_shard;
 	}
 	emit_entry(&e, &entry, &fwd, &bwd);
+	rep->micro_batches_emitted = x.A;
+	if (x.A < A_step) {
+		/* micro-batches 1 .. A - 2, evenly spaced in launch order (the engine checks the rest) */
+		bool even = true;
+		int32_t per = e.mb_first[2] - e.mb_first[1];
+		for (int mb = 1; mb + 1 < x.A && even; mb++)
+			even = e.mb_first[mb] >= 0 && e.mb_first[mb + 1] - e.mb_first[mb] == per;
+		if (even && per > 0) {
+			rep->loop_first_op = e.mb_first[1];
+			rep->loop_ops = per;
+			rep->loop_iters = x.A - 2;
+			rep->loop_trips = A_step - 2;
+			/* the step's collectives: the micro-batches not built each count as one built */
+			int k = A_step - x.A;
+			const rm_schedule_report *a = &e.mb_rep[0], *b = &e.mb_rep[1];
+			rep->collectives += k * (b->collectives - a->collectives);
+			rep->async += k * (b->async - a->async);
+			rep->sync += k * (b->sync - a->sync);
+			for (int r = 0; r < RM_SYNC_REASON_COUNT; r++)
+				rep->sync_by_reason[r] += k * (b->sync_by_reason[r] - a->sync_by_reason[r]);
+			rep->replica_collectives += k * (b->replica_collectives - a->replica_collectives);
+			rep->replica_sync += k * (b->replica_sync - a->replica_sync);
+			rep->async_tp_collectives += k * (b->async_tp_collectives - a->async_tp_collectives);
+		}
+	}
+	free(e.mb_first);
 
 	rm_program *prog = e.p;
 	free(e.tensor_event);

@@ -697,6 +697,10 @@ typedef struct search_reuse {
 static void search_evaluate(const rm_search *s, const rm_candidate *c, const search_reuse *reuse,
 			    rm_candidate_result *out);
 
+/* Micro-batches a search builds of a longer step (rm_schedule_config.emit_micro_batches): the
+ * first, six to find the period in, the last. */
+#define SEARCH_EMIT_MICRO_BATCHES 8
+
 /* Evaluates with explicit workload, policy and flags; reuse NULL: the reference path. */
 static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const rm_candidate *c, const rm_workload *wl,
 		     const rm_remat_policy *pol, const rm_xla_flags *flags, const search_reuse *reuse,
@@ -716,6 +720,11 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	if (s->cost)
 		cfg.cost = s->cost; /* a test's own model; otherwise the resolved run's */
 	cfg.into = reuse ? reuse->prog : NULL;
+	/* a step of many micro-batches as a few, its middle ones extended by the engine once they
+	 * repeat (remora/sim.h rm_sim_loop: the same metrics bit for bit); the reference path
+	 * builds them all, and so does a step whose run reaches no periodic state */
+	cfg.emit_micro_batches = reuse ? SEARCH_EMIT_MICRO_BATCHES : 0;
+again:;
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&cfg, &rep, &err);
 	if (!prog) {
@@ -733,9 +742,25 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 			      .alloc_fraction = res->alloc_fraction,
 			      .prices = reuse ? reuse->prices : NULL,
 			      .unpriced_cache = !reuse,
-			      .storage = reuse ? reuse->sim : NULL};
-	rm_sim *sim = rm_sim_create(prog, &res->hw, &opt, &err);
-	if (!sim || rm_sim_run(sim, &err) != RM_OK) {
+			      .storage = reuse ? reuse->sim : NULL,
+			      .loop = {.first_op = rep.loop_first_op,
+				       .ops = rep.loop_ops,
+				       .iters = rep.loop_iters,
+				       .trips = rep.loop_trips}};
+	/* fewer micro-batches than the step's and no stretch to extend: not the step */
+	bool partial = rep.loop_ops == 0 && rep.micro_batches_emitted < wl->train.grad_accum;
+	rm_sim *sim = partial ? NULL : rm_sim_create(prog, &res->hw, &opt, &err);
+	rm_status run = partial ? RM_UNSUPPORTED : sim ? rm_sim_run(sim, &err) : RM_INVALID;
+	if (run == RM_UNSUPPORTED && cfg.emit_micro_batches > 0) {
+		rm_sim_destroy(sim);
+		if (prog != cfg.into)
+			rm_program_destroy(prog);
+		rm_schedule_report_finish(&rep);
+		rm_error_clear(&err);
+		cfg.emit_micro_batches = 0;
+		goto again;
+	}
+	if (run != RM_OK) {
 		snprintf(r->error, sizeof(r->error), "%s", err.msg);
 		rm_sim_destroy(sim);
 		if (prog != cfg.into)
@@ -756,6 +781,7 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	r->exposed_comm_s = rm_time_to_s(m->exposed_comm);
 	r->recompute_s = rm_time_to_s(m->recompute);
 	r->lower_bound_s = rm_time_to_s(m->lower_bound);
+	r->periods_added = m->periods_added;
 	r->collectives = rep.collectives;
 	r->async = rep.async;
 	r->sync = rep.sync;
@@ -1230,6 +1256,8 @@ rm_status rm_search_run(rm_search *s, const rm_search_options *opt, rm_search_pr
 		}
 		if (state == SLOT_REUSED)
 			prog.reused++;
+		if (r.periods_added > 0)
+			prog.extended++;
 		r.schedule_hash = 0;
 		st = search_store_put(s, &r, err);
 		if (st != RM_OK)

@@ -21,7 +21,6 @@
 #include "config.h"
 #include "sim_internal.h"
 
-__extension__ typedef unsigned __int128 sim_u128;
 
 rm_time_ps rm_time_from_s(double s)
 {
@@ -391,6 +390,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim_give(sim, SB_RECORDER, recorder);
 	free(last_in_stream);
 	sim_give(sim, SB_STREAM_PREV, stream_prev);
+	sim->loop = sim_loop_create(sim);
 
 
 	/* Lower bound: work per shared resource alone, and the critical path: in launch order when
@@ -403,14 +403,14 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	int32_t head = 0, tail = 0;
 	/* with a fabric the network's work is weighted by each collective's share of the most
 	 * drawn level (shares of one level add up to at most 1 at every instant) */
-	double net_work[RM_NET_LEVELS] = {0};
+	sim_u128 net_work[RM_NET_LEVELS] = {0}; /* ps x ppm: exact, whatever the order */
 	for (int32_t i = 0; i < n; i++) {
 		if (sim->ops[i].res == RM_RES_NET && sim->net_share) {
 			/* an op without shares counts as filling the NIC (it is slowed by the NIC's load) */
 			const uint32_t *ns = sim->net_share + (size_t)i * RM_NET_LEVELS;
 			for (int l = 0; l < RM_NET_LEVELS; l++) {
 				uint32_t ppm = ns[l] ? ns[l] : l == 0 ? 1000000u : 0u;
-				net_work[l] += (double)sim->ops[i].solo * ppm / 1e6;
+				net_work[l] += (sim_u128)sim->ops[i].solo * ppm;
 			}
 		} else {
 			res_work[sim->ops[i].res] += sim->ops[i].solo;
@@ -421,8 +421,8 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	}
 	if (sim->net_share)
 		for (int l = 0; l < RM_NET_LEVELS; l++)
-			if ((rm_time_ps)net_work[l] > res_work[RM_RES_NET])
-				res_work[RM_RES_NET] = (rm_time_ps)net_work[l];
+			if ((rm_time_ps)(net_work[l] / 1000000u) > res_work[RM_RES_NET])
+				res_work[RM_RES_NET] = (rm_time_ps)(net_work[l] / 1000000u);
 	rm_time_ps cp = 0;
 	/* In-degree over stream and event edges: how often an op appears in successor lists. */
 	for (uint32_t k = 0; !forward && k < n_succ; k++)
@@ -453,6 +453,11 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 				queue[tail++] = v;
 		}
 	}
+	/* a periodic stretch: the whole step's bound (its paths and work repeat; launch order) */
+	rm_time_ps loop_bound = 0;
+	bool loop_lb = sim->loop && forward && sim_loop_lower_bound(sim, est, res_work, net_work, &loop_bound);
+	if (sim->loop && !loop_lb)
+		sim_loop_disable(sim);
 	sim_give(sim, SB_EST, est);
 	if (!forward) {
 		sim_give(sim, SB_PEND, pend);
@@ -462,6 +467,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	for (int r = 0; r < RM_RES_COUNT; r++)
 		if (res_work[r] > sim->lower_bound)
 			sim->lower_bound = res_work[r];
+	if (loop_lb)
+		sim->lower_bound = loop_bound;
+	sim->loop_end = sim->loop && sim_loop_usable(sim) ? sim->opt.loop.first_op + sim->opt.loop.ops * sim->opt.loop.iters : 0;
 
 	/* Reserved memory: a replay through the allocator model for PyTorch's modes. Persistent
 	 * tensors are allocated first, on the first compute stream (PyTorch's default stream). */
@@ -515,6 +523,7 @@ void rm_sim_destroy(rm_sim *sim)
 	sim_alloc_destroy(sim->alloc);
 	sim_give(sim, SB_TENSOR_BLOCK, sim->tensor_block);
 	sim_give(sim, SB_NET_SHARE, sim->net_share);
+	sim_loop_destroy(sim->loop);
 	if (sim->storage)
 		sim->storage->busy = false;
 	free(sim);
@@ -678,6 +687,8 @@ __attribute__((noinline)) static void mem_replay_alloc(rm_sim *sim, const int32_
 
 static inline void release(rm_sim *sim, int32_t v)
 {
+	if (v < sim->loop_end && v > sim->loop_hi)
+		sim->loop_hi = v; /* a periodic stretch's reach (sim/loop.c) */
 	if (--sim->st[v].pending == 0)
 		ready_push(sim, v);
 }
@@ -1132,6 +1143,7 @@ static void reset(rm_sim *sim)
 	sim->tl_n = 0;
 	memset(&sim->m, 0, sizeof(sim->m));
 	sim->m.first_oom_op = -1;
+	sim->m.periodic_from = -1;
 	sim->m.memory_capacity_bytes = (int64_t)sim->hw->hbm_bytes;
 	sim->m.memory_usable_bytes = sim->m.memory_capacity_bytes - sim->opt.memory_headroom_bytes;
 	sim->mem_device = sim->persistent_device;
@@ -1220,7 +1232,10 @@ static void finish_metrics(rm_sim *sim, rm_time_ps t)
 rm_status rm_sim_run(rm_sim *sim, rm_error *err)
 {
 	reset(sim);
+	sim_loop_reset(sim);
 	sim->ran = true;
+	if (sim->loop && !sim_loop_usable(sim))
+		return sim_loop_finish(sim, err); /* its structure does not repeat: nothing to run */
 	rm_time_ps t = 0;
 	rm_status st;
 	for (int32_t i = 0; i < sim->n_ops; i++)
@@ -1230,6 +1245,8 @@ rm_status rm_sim_run(rm_sim *sim, rm_error *err)
 		while (sim->ready_n > 0)
 			if ((st = start_op(sim, ready_pop(sim), t, err)) != RM_OK)
 				return st;
+		if (sim->loop_watch >= 0 && sim->st[sim->loop_watch].pending == 0)
+			sim_loop_at(sim, t);
 		update_rates(sim, t);
 		if (sim->n_sm_wait_sched < sim->n_sm_wait)
 			schedule_grants(sim, t);
@@ -1260,7 +1277,7 @@ drained:
 	if (sim->completed < sim->n_ops)
 		return report_deadlock(sim, t, err);
 	finish_metrics(sim, t);
-	return RM_OK;
+	return sim->loop ? sim_loop_finish(sim, err) : RM_OK;
 }
 
 /* ---- accessors -------------------------------------------------------------------------- */

@@ -9,6 +9,8 @@
 #include "remora/sim.h"
 #include "allocator.h"
 
+__extension__ typedef unsigned __int128 sim_u128;
+
 /* Remaining work is kept in 1/SIM_WORK_SCALE picoseconds at full rate. */
 #define SIM_WORK_SCALE 256u
 /* Longest op duration accepted (10^4 s), so that work * SCALE fits in 64 bits. */
@@ -82,6 +84,9 @@ int32_t sim_prices_context(rm_sim_prices *p, const rm_cost_model *cm, const rm_h
 const rm_sim_price *sim_prices_get(rm_sim_prices *p, int32_t ctx, const rm_cost_model *cm, const rm_cost_op *op,
 				   const rm_hw_profile *hw, rm_sim_price *scratch);
 
+/* A periodic stretch's analysis and its run's snapshots (sim/loop.c). */
+typedef struct sim_loop sim_loop;
+
 struct rm_sim {
 	const rm_program *prog;
 	rm_sim_storage *storage; /* where the arrays come from and go back to; NULL: malloc and free */
@@ -140,6 +145,29 @@ struct rm_sim {
 	bool check_races;        /* start_op checks each input was produced (not for a program the
 				  * scheduler built, in a release build: REMORA_SELF_CHECK) */
 	rm_sim_metrics m;
+	/* options.loop: NULL without one; loop_end its end (0 without), loop_hi the highest op of
+	 * the stretch whose dependencies have started to be met (release keeps it) */
+	sim_loop *loop;
+	int32_t loop_end, loop_hi;
+	int32_t loop_watch;      /* the op whose start sim_loop_at waits for; -1: none */
 };
+
+/* sim/loop.c. sim_loop_create: after the successor lists, the stretch's structure (NULL when
+ * options.loop has none or no more trips than iterations). sim_loop_lower_bound: the step's
+ * lower bound from the program's longest paths est (launch order) and work per resource
+ * (res_work, net_work in ps x ppm per level); false when the stretch's paths do not repeat (the
+ * stretch is then not used). sim_loop_reset, sim_loop_at (after an instant's starts: snapshots
+ * and compares at each iteration's first op), sim_loop_finish (adds the periods, or
+ * RM_UNSUPPORTED). */
+sim_loop *sim_loop_create(rm_sim *sim);
+void sim_loop_destroy(sim_loop *l);
+bool sim_loop_lower_bound(rm_sim *sim, const rm_time_ps *est, const rm_time_ps *res_work,
+			  const sim_u128 *net_work, rm_time_ps *lower_bound);
+/* Whether the stretch's structure and lower bound repeat (a run is then worth trying). */
+bool sim_loop_usable(const rm_sim *sim);
+void sim_loop_disable(rm_sim *sim);
+void sim_loop_reset(rm_sim *sim);
+void sim_loop_at(rm_sim *sim, rm_time_ps t);
+rm_status sim_loop_finish(rm_sim *sim, rm_error *err);
 
 #endif /* REMORA_SIM_INTERNAL_H */

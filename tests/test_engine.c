@@ -1205,3 +1205,108 @@ Test(engine, each_collective_shape_is_priced_once_with_the_same_times)
 	rm_sim_prices_destroy(prices);
 	rm_program_destroy(p);
 }
+
+/*
+ * A step of n iterations after a prologue op: each iteration all-gathers (10 us, comm stream),
+ * runs a GEMM on it (20 us, waits for the gather), an elementwise op (5 us), and reduce-scatters
+ * its output (8 us, waits for it); the optimizer (4 us) waits for the last reduce-scatter.
+ * gather_waits: each all-gather is behind the previous reduce-scatter on the comm stream (a
+ * chain of 43 us an iteration); false: the gathers run ahead of the compute unbounded. ops
+ * [1, 1 + 4n) are the iterations.
+ */
+static rm_program *loop_program(int n, bool chained, double gemm_us_last)
+{
+	rm_program *p = rm_program_create("loop");
+	p->tokens = 1000 * n;
+	p->model_flops = 1e9 * n;
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, chained ? "comm" : "gathers", RM_STREAM_COLLECTIVE, -1);
+	int32_t rs_stream = chained ? 1 : rm_program_add_stream(p, "reduce-scatter", RM_STREAM_COLLECTIVE, -1);
+	int32_t shard = rm_program_add_tensor(p, "shard", 100, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+	op_add(p, "start", RM_COST_ELEMENTWISE, 0, 3, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	int32_t last_rs = -1;
+	for (int j = 0; j < n; j++) {
+		int32_t w = rm_program_add_tensor(p, "w", 800, RM_ROLE_GATHERED_PARAM, RM_LOC_DEVICE, false);
+		int32_t a = rm_program_add_tensor(p, "a", 1000, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+		int32_t g = rm_program_add_tensor(p, "g", 500, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+		int32_t eg = rm_program_add_event(p, "gathered"), ee = rm_program_add_event(p, "reduced-input");
+		op_add(p, "ag", RM_COST_COLLECTIVE, 1, 10, &shard, 1, &w, 1, NULL, 0, &eg, 1);
+		op_add(p, "mm", RM_COST_GEMM, 0, j == n - 1 ? gemm_us_last : 20, &w, 1, &a, 1, &eg, 1, NULL, 0);
+		op_add(p, "ew", RM_COST_ELEMENTWISE, 0, 5, &a, 1, &g, 1, NULL, 0, &ee, 1);
+		last_rs = rm_program_add_event(p, "reduced");
+		op_add(p, "rs", RM_COST_COLLECTIVE, rs_stream, 8, &g, 1, NULL, 0, &ee, 1, &last_rs, 1);
+	}
+	op_add(p, "optimizer", RM_COST_ELEMENTWISE, 0, 4, NULL, 0, NULL, 0, &last_rs, 1, NULL, 0);
+	return p;
+}
+
+static rm_sim *run_loop(const rm_program *p, int iters, int64_t trips, rm_status want, rm_error *err)
+{
+	rm_sim_options opt = {.hw_queues = 8, .loop = {.first_op = 1, .ops = 4, .iters = iters, .trips = trips}};
+	rm_sim *sim = rm_sim_create(p, h100(), &opt, err);
+	cr_assert_not_null(sim, "create: %s", err->msg);
+	cr_assert_eq(rm_sim_run(sim, err), want, "run: %s", err->msg);
+	return sim;
+}
+
+Test(engine, periodic_stretch_extended_equals_the_full_program)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_program *full = loop_program(12, true, 20), *part = loop_program(5, true, 20);
+	part->tokens = full->tokens;
+	part->model_flops = full->model_flops;
+	rm_sim *a = run(full, h100(), 8), *b = run_loop(part, 5, 12, RM_OK, &err);
+	const rm_sim_metrics *ma = rm_sim_get_metrics(a), *mb = rm_sim_get_metrics(b);
+	/* by hand: iteration j's gather starts when reduce-scatter j - 1 ends, 43 us a link of the
+	 * chain (10 + 20 + 5 + 8): the last reduce-scatter ends at 43 x 12 us, the optimizer 4 us on */
+	cr_assert_eq(ma->step_time, (43 * 12 + 4) * US);
+	cr_assert_eq(mb->step_time, ma->step_time);
+	cr_assert_eq(mb->periods_added, 7);
+	cr_assert_eq(mb->periodic_from, 2, "iteration 1 repeats iteration 0's start; 2 repeats 1");
+	cr_assert_eq(ma->periodic_from, -1);
+	cr_assert_eq(mb->compute_busy, ma->compute_busy);
+	cr_assert_eq(mb->comm_total, ma->comm_total);
+	cr_assert_eq(mb->exposed_comm, ma->exposed_comm);
+	cr_assert_eq(mb->recompute, ma->recompute);
+	cr_assert_eq(mb->sm_wait, ma->sm_wait);
+	cr_assert_eq(mb->events, ma->events);
+	cr_assert_eq(mb->heap_pops, ma->heap_pops);
+	cr_assert_eq(mb->peak_memory_bytes, ma->peak_memory_bytes);
+	cr_assert_eq(mb->lower_bound, ma->lower_bound);
+	cr_assert_eq(mb->collectives, ma->collectives);
+	cr_assert_eq(mb->collectives, 24);
+	cr_assert_eq(memcmp(&mb->mfu, &ma->mfu, sizeof(double)), 0);
+	cr_assert_eq(memcmp(&mb->tokens_per_s, &ma->tokens_per_s, sizeof(double)), 0);
+	for (int32_t s = 0; s < full->n_streams; s++)
+		cr_assert_eq(rm_sim_stream_busy(b, s), rm_sim_stream_busy(a, s), "stream %d", s);
+	rm_sim_destroy(a);
+	rm_sim_destroy(b);
+	rm_program_destroy(full);
+	rm_program_destroy(part);
+}
+
+Test(engine, periodic_stretch_refused_when_it_does_not_repeat)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	/* the last iteration's GEMM is longer: the structure differs */
+	rm_program *p = loop_program(5, true, 30);
+	rm_sim *sim = run_loop(p, 5, 12, RM_UNSUPPORTED, &err);
+	cr_assert(strstr(err.msg, "do not repeat one another"), "%s", err.msg);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+	/* gathers 10 us an iteration on their own stream against 25 us of compute: they run ahead,
+	 * further each iteration, and so do their longest paths against the GEMMs' */
+	p = loop_program(6, false, 20);
+	rm_error_clear(&err);
+	sim = run_loop(p, 6, 40, RM_UNSUPPORTED, &err);
+	cr_assert(strstr(err.msg, "longest paths"), "%s", err.msg);
+	rm_sim_destroy(sim);
+	/* trips == iters: no stretch, the program runs as it is */
+	rm_error_clear(&err);
+	sim = run_loop(p, 6, 6, RM_OK, &err);
+	cr_assert_eq(rm_sim_get_metrics(sim)->periods_added, 0);
+	rm_sim_destroy(sim);
+	rm_program_destroy(p);
+}

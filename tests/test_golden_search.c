@@ -2,7 +2,9 @@
  * The optimised search against the unoptimised one (rm_search_options.reference: every candidate
  * simulated on its own, no memo of equal plans, no collective price cache, no reused program):
  * over a whole space, row by row, every field equal bit for bit, for one thread, three threads
- * and two shards.
+ * and two shards. And a PyTorch FSDP2 space of long steps (16 to 32 micro-batches), whose
+ * optimised rows come from 8 micro-batches extended by the engine's period (remora/sim.h
+ * rm_sim_loop), against the reference's full steps, on one node and on two.
  */
 #include <criterion/criterion.h>
 #include <stddef.h>
@@ -147,4 +149,104 @@ Test(golden_search, shards_equal_the_reference)
 		cr_assert(shard[0].have[i] != shard[1].have[i], "candidate %d in exactly one shard", i);
 		same_row(&ref.r[i], shard[0].have[i] ? &shard[0].r[i] : &shard[1].r[i]);
 	}
+}
+
+/* The seed model under PyTorch FSDP2, unrolled, at a global batch of 256 sequences: micro-batch
+ * 1, 2 and 4 are 32, 16 and 8 micro-batches a step on one node (fsdp 8), 16, 8 and 4 on two
+ * (fsdp 16, its collectives on the network); 2 names x (saved, offloaded) + nothing_saveable
+ * + the ideal runtime. */
+static const char *const fsdp2_space[] = {
+	"scheduler.mode=fsdp2",
+	"remat.scan=false",
+	"training.global_batch=256",
+	"search.names=[dot_mlp_out, attention_context]",
+	"search.policies=[nothing_saveable]",
+	"search.micro_batches=[1, 2, 4]",
+	"search.flag_variants=['']",
+	NULL,
+};
+
+static rm_search *make_fsdp2(int nodes)
+{
+	const char *dir = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(dir);
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/scenarios/seed-llama2-7b-fsdp8-h100.yaml", dir);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_scenario sc;
+	rm_scenario_init(&sc);
+	cr_assert_eq(rm_scenario_load(path, &sc, &err), RM_OK, "%s", err.msg);
+	sc.grad_accum = 0; /* from the global batch */
+	for (int i = 0; fsdp2_space[i]; i++)
+		cr_assert_eq(rm_scenario_set(&sc, fsdp2_space[i], &err), RM_OK, "%s: %s", fsdp2_space[i], err.msg);
+	if (nodes > 1) {
+		char kv[64];
+		snprintf(kv, sizeof(kv), "cluster.nodes=%d", nodes);
+		cr_assert_eq(rm_scenario_set(&sc, kv, &err), RM_OK, "%s", err.msg);
+		snprintf(kv, sizeof(kv), "parallelism.fsdp=%d", 8 * nodes);
+		cr_assert_eq(rm_scenario_set(&sc, kv, &err), RM_OK, "%s", err.msg);
+	}
+	rm_search *s = rm_search_create(&sc, NULL, &err);
+	cr_assert_not_null(s, "%s", err.msg);
+	return s;
+}
+
+#define FSDP2_MAX 64
+typedef struct frows {
+	rm_candidate_result r[FSDP2_MAX];
+	int n;
+} frows;
+
+static void fcollect(const rm_candidate_result *r, void *user)
+{
+	frows *t = user;
+	cr_assert(r->c.index >= 0 && r->c.index < FSDP2_MAX);
+	t->r[r->c.index] = *r;
+	t->n++;
+}
+
+static void fsweep(int nodes, bool reference, frows *out, rm_search_progress *p)
+{
+	rm_search *s = make_fsdp2(nodes);
+	rm_error err;
+	rm_error_clear(&err);
+	rm_search_options opt = {.jobs = 1, .reference = reference, .shard_index = 0, .shard_count = 1};
+	cr_assert_eq(rm_search_run(s, &opt, p, &err), RM_OK, "%s", err.msg);
+	cr_assert_eq(rm_search_each(s, fcollect, out, &err), RM_OK, "%s", err.msg);
+	rm_search_destroy(s);
+}
+
+static frows fref, fopt;
+
+static void fsdp2_case(int nodes, int want_extended)
+{
+	rm_search_progress p;
+	memset(&fref, 0, sizeof(fref));
+	memset(&fopt, 0, sizeof(fopt));
+	fsweep(nodes, true, &fref, &p);
+	cr_assert_eq(p.extended, 0, "the reference builds every micro-batch");
+	/* 1 + (4 saved + 3 offloaded subsets + nothing_saveable) x 3 micro-batches x (fsdp2 +
+	 * ideal) = 49 rows */
+	cr_assert_eq(fref.n, 49);
+	fsweep(nodes, false, &fopt, &p);
+	cr_assert_eq(fopt.n, fref.n);
+	/* the fsdp2 rows of more than 8 micro-batches (the memo's copies of an equal plan with
+	 * them): the scenario as written (micro-batch 1) and the 8 policies at each such
+	 * micro-batch; none falls back to its full step */
+	cr_assert_eq(p.extended, want_extended, "extended: %lld", (long long)p.extended);
+	for (int i = 0; i < fref.n; i++) {
+		cr_assert(fref.r[i].ok, "candidate %d: %s", i, fref.r[i].error);
+		same_row(&fref.r[i], &fopt.r[i]);
+	}
+}
+
+Test(golden_search, fsdp2_steps_extended_by_their_period_equal_the_full_ones)
+{
+	fsdp2_case(1, 1 + 8 * 2); /* micro-batches 1 and 2: 32 and 16 a step */
+}
+
+Test(golden_search, fsdp2_steps_over_two_nodes_extended_equal_the_full_ones)
+{
+	fsdp2_case(2, 1 + 8); /* micro-batch 1: 16 a step */
 }

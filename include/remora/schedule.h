@@ -131,6 +131,10 @@ typedef struct rm_schedule_config {
 	int recompute_num_layers;     /* unrolled only: layers 0..n-1 follow the policy, the rest keep
 				       * everything (NeMo's recompute_num_layers, block method); 0: all */
 	bool lean;                    /* searches: no tensor names, no self-validation */
+	int emit_micro_batches;       /* fsdp2 (and megatron), >= 3: a step of more micro-batches is
+				       * built with this many, its middle ones a periodic stretch for
+				       * the engine to extend (rm_schedule_report.loop_*; the tokens,
+				       * FLOPs and batch are the whole step's); 0: all of them */
 	rm_fusion_mode fusion;        /* memory-bound ops as fused kernels (docs/sim.md "Fusion") */
 	rm_program *into;             /* NULL: the program is a new one; else it is into, emptied
 				       * (rm_program_reset: its storage reused) and filled, still the
@@ -182,6 +186,14 @@ typedef struct rm_schedule_report {
 	int remat_ops, remat_moves;
 	int64_t remat_bytes;
 	double remat_flops;
+	/* cfg->emit_micro_batches took effect: the program's micro-batches 1 .. emitted - 2 are
+	 * loop_iters iterations of loop_ops ops from op loop_first_op, standing for loop_trips
+	 * (remora/sim.h rm_sim_loop); loop_ops 0: the program is the whole step */
+	int32_t loop_first_op, loop_ops, loop_iters;
+	int64_t loop_trips;
+	int micro_batches_emitted; /* fewer than the step's with cfg->emit_micro_batches; with
+				    * loop_ops 0 then, the program is not the step's (build it again
+				    * without) */
 } rm_schedule_report;
 
 void rm_schedule_report_finish(rm_schedule_report *rep);

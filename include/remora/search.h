@@ -62,6 +62,8 @@ typedef struct rm_candidate_result {
 	int sync_memory_limit, sync_disabled, sync_nothing, sync_overlap, sync_no_lhs;
 	int64_t saved_bytes_step;
 	uint64_t schedule_hash; /* identical schedules share one simulation */
+	int64_t periods_added;  /* micro-batches the engine added to those simulated (a periodic
+				 * step: rm_sim_metrics.periods_added); not stored */
 } rm_candidate_result;
 
 typedef struct rm_search rm_search;
@@ -89,6 +91,8 @@ void rm_search_evaluate(const rm_search *s, const rm_candidate *c, rm_candidate_
 typedef struct rm_search_progress {
 	int64_t done, total, skipped;
 	int64_t reused; /* of done: rows copied from an equal earlier candidate (not simulated) */
+	int64_t extended; /* of done: rows whose step the engine extended by its period
+			   * (rm_candidate_result.periods_added > 0) */
 	double elapsed_s;
 } rm_search_progress;
 typedef void (*rm_search_progress_fn)(const rm_search_progress *p, void *user);

@@ -105,6 +105,27 @@ typedef struct rm_sim_storage rm_sim_storage;
 rm_sim_storage *rm_sim_storage_create(void);
 void rm_sim_storage_destroy(rm_sim_storage *st);
 
+/*
+ * A periodic stretch of a program (docs/sim.md "Periodic steps"): ops [first_op, first_op +
+ * ops * iters) are iters iterations of ops ops each (a step's middle micro-batches, say), op i
+ * of iteration j the same as op i of iteration j - 1 (cost, stream, tensors' sizes) with its
+ * dependencies inside the stretch moved by one iteration; the program stands for a step that
+ * runs `trips` (>= iters) of them, the ops after the stretch waiting for the last one. The
+ * engine simulates the iterations it has; once the whole state of the run (running ops, their
+ * remaining work and rates, pending completions, waiting ops, live memory) at the start of an
+ * iteration is the state at the start of the previous one moved by one iteration, every later
+ * iteration repeats it exactly (a deterministic, time-invariant engine), and the metrics of the
+ * step of `trips` iterations are those of the run plus trips - iters periods: bit for bit what
+ * the full program gives. When no such state is reached, rm_sim_run fails with RM_UNSUPPORTED
+ * and the caller builds the whole step. ops 0: no stretch.
+ */
+typedef struct rm_sim_loop {
+	int32_t first_op; /* the first op of iteration 0, in launch order */
+	int32_t ops;      /* ops per iteration; 0: none */
+	int32_t iters;    /* iterations the program holds */
+	int64_t trips;    /* iterations of the step it stands for */
+} rm_sim_loop;
+
 typedef struct rm_sim_options {
 	int hw_queues;              /* CUDA_DEVICE_MAX_CONNECTIONS; <= 0: 8 */
 	const rm_cost_model *cost;  /* NULL: rm_cost_model_default() */
@@ -125,6 +146,9 @@ typedef struct rm_sim_options {
 				     * path tests compare the cache with) */
 	rm_sim_storage *storage;    /* arrays kept between calls (one thread's); NULL: allocated
 				     * for this simulation and freed with it */
+	rm_sim_loop loop;           /* a periodic stretch (above); with trips > iters the metrics
+				     * are the whole step's, the op times (rm_sim_op_start, the
+				     * timeline) the program's own; not with a PyTorch allocator */
 } rm_sim_options;
 
 typedef struct rm_sim_metrics {
@@ -156,6 +180,10 @@ typedef struct rm_sim_metrics {
 	double tokens_per_s;       /* per GPU; 0 when the program has no token count */
 	uint64_t events;           /* op starts + op ends */
 	uint64_t heap_pops;        /* completion events popped, stale ones included */
+	int64_t periods_added;     /* rm_sim_options.loop: iterations added to the run's (trips -
+				    * iters; 0 without a stretch) */
+	int32_t periodic_from;     /* rm_sim_options.loop: the iteration whose start state repeated
+				    * the previous one's; -1 without a stretch */
 } rm_sim_metrics;
 
 typedef struct rm_sim rm_sim;
@@ -172,7 +200,10 @@ void rm_sim_destroy(rm_sim *sim);
 /*
  * Runs the program from time 0. RM_INVALID with err on a deadlock (no event pending while ops
  * remain: names the first op that never started and what it waits for) or a data race (see
- * above). Metrics, op times and the memory timeline stay readable until the next run.
+ * above). Metrics, op times and the memory timeline stay readable until the next run. With a
+ * stretch of more trips than iterations (rm_sim_options.loop): RM_UNSUPPORTED when its
+ * structure does not repeat or the run reached no periodic state (the caller then simulates
+ * the whole step), the metrics of the whole step otherwise.
  */
 rm_status rm_sim_run(rm_sim *sim, rm_error *err);
 

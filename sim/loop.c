@@ -1,0 +1,489 @@
+/*
+ * A periodic stretch of a program (remora/sim.h rm_sim_loop, docs/sim.md "Periodic steps").
+ *
+ * Why adding periods is exact. The engine is deterministic and invariant under a shift of time:
+ * its future depends only on its state (running ops with their remaining work, rates and start
+ * times, pending completions in their order, collectives waiting for SMs, each unstarted op's
+ * count of unmet dependencies, live memory) and on the ops still to run. Take the state at the
+ * instant the first op of iteration j starts (after every start of that instant). If it equals
+ * the state at the start of iteration j - 1 with every op moved by one iteration and every time
+ * by lambda, and the iterations' structure repeats, then iteration j + 1 starts lambda later in
+ * the same state again, and so on. A program of `trips` iterations therefore runs exactly like
+ * this one of `iters`, with trips - iters periods of lambda spliced in before the last
+ * iterations; the ops after the stretch wait for its last iteration (checked), so they see the
+ * same state, lambda x (trips - iters) later. Time-integrated metrics gain trips - iters times
+ * their increase over one period; memory repeats, so its peak is the run's.
+ *
+ * What is checked, and where: the structure (every op's duration, resources, stream, dependency
+ * counts, successors moved by one iteration, tensor sizes) between consecutive iterations, here
+ * at creation; at each iteration's start, the state above, compared with the snapshot of the
+ * previous iteration's. The lower bound's longest paths repeat the same way (an iteration's
+ * earliest starts those of the previous one plus a constant, successors at most one iteration
+ * ahead).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+/* A pending completion (or grant) in canonical form: time after the cut, op relative to the
+ * lowest op not ended, and whether it is still valid (stale ones are popped too). */
+typedef struct canon_event {
+	rm_time_ps dt;
+	int32_t op;
+	int32_t valid;
+} canon_event;
+
+struct sim_loop {
+	int32_t first, ops, iters, end;
+	int64_t extra;         /* trips - iters */
+	int32_t s0;            /* the structure repeats from iteration s0 on */
+	bool ok;               /* structure and epilogue checked; lower bound repeats */
+	const char *why;       /* when not ok */
+	int32_t init_hi;       /* the highest op of the stretch with no dependency, or first - 1 */
+	int32_t colls, sync_colls; /* per iteration */
+	/* the run */
+	int32_t next;          /* the iteration whose first op is watched; iters: none */
+	int32_t lo;            /* every op below has ended */
+	bool have;             /* a snapshot of the previous iteration's start */
+	bool proven;
+	int32_t from;          /* the iteration that repeated its predecessor */
+	rm_time_ps lambda;
+	/* the snapshot */
+	rm_time_ps t;
+	int32_t s_lo, s_hi;
+	sim_state *st;
+	rm_time_ps *st_start;
+	size_t cap_st;
+	int32_t *running, n_running, *waiters, n_wait, n_wait_sched;
+	canon_event *ev, *ev_now;
+	size_t n_ev, cap_ev;
+	sim_event *sorted;
+	size_t cap_sorted;
+	int64_t mem_device, mem_host;
+	rm_sim_metrics m;
+	rm_time_ps *busy;
+	/* one period's increase, once proven */
+	rm_sim_metrics dm;
+	rm_time_ps *dbusy;
+};
+
+static int32_t iter_first(const sim_loop *l, int32_t j)
+{
+	return l->first + j * l->ops;
+}
+
+/* Op v (a successor of an op of iteration j - 1) and w (the same successor of iteration j): the
+ * same op moved by one iteration inside the stretch, or the same op after it. */
+static bool succ_moves(const sim_loop *l, int32_t v, int32_t w)
+{
+	if (v >= l->first && v < l->end)
+		return w == v + l->ops;
+	return v >= l->end && w == v;
+}
+
+/* Ops a (iteration j - 1) and b = a + ops (iteration j) alike; with_succ: their successors and
+ * their outputs' readers too (not for the last iteration, whose successors follow the stretch). */
+static bool ops_alike(const rm_sim *sim, const sim_loop *l, int32_t a, bool with_succ)
+{
+	int32_t b = a + l->ops;
+	const sim_op *x = &sim->ops[a], *y = &sim->ops[b];
+	if (x->solo != y->solo || x->sms != y->sms || x->res != y->res || x->flags != y->flags || x->prio != y->prio ||
+	    x->tiles != y->tiles || x->stream != y->stream || x->init_pending != y->init_pending ||
+	    x->n_alloc != y->n_alloc || x->n_race != y->n_race)
+		return false;
+	if (sim->net_share &&
+	    memcmp(sim->net_share + (size_t)a * RM_NET_LEVELS, sim->net_share + (size_t)b * RM_NET_LEVELS,
+		   RM_NET_LEVELS * sizeof(uint32_t)) != 0)
+		return false;
+	const int32_t *ma = sim->mem + x->mem_at, *mb = sim->mem + y->mem_at;
+	for (uint32_t k = 0; k < x->n_alloc + x->n_race; k++)
+		if (sim->tensor_bytes[ma[k]] != sim->tensor_bytes[mb[k]] || sim->tensor_host[ma[k]] != sim->tensor_host[mb[k]])
+			return false;
+	if (!with_succ)
+		return true;
+	for (uint32_t k = 0; k < x->n_alloc; k++)
+		if (sim->tensor_consumers[ma[k]] != sim->tensor_consumers[mb[k]])
+			return false;
+	if (x->succ_n != y->succ_n)
+		return false;
+	for (uint32_t k = 0; k < x->succ_n; k++) {
+		int32_t v = sim->succ[x->succ_at + k], w = sim->succ[y->succ_at + k];
+		if (!succ_moves(l, v, w))
+			return false;
+		/* a successor at most one iteration ahead (the longest paths' induction) */
+		if (v < l->end && v >= a + 2 * l->ops)
+			return false;
+	}
+	if ((x->qnext < 0) != (y->qnext < 0) || (x->qnext >= 0 && !succ_moves(l, x->qnext, y->qnext)))
+		return false;
+	return true;
+}
+
+sim_loop *sim_loop_create(rm_sim *sim)
+{
+	const rm_sim_loop *o = &sim->opt.loop;
+	if (o->ops <= 0 || o->iters <= 0 || o->trips <= o->iters)
+		return NULL;
+	sim_loop *l = rm_new(sim_loop, 1);
+	l->first = o->first_op;
+	l->ops = o->ops;
+	l->iters = o->iters;
+	l->extra = o->trips - o->iters;
+	int64_t end = (int64_t)o->first_op + (int64_t)o->ops * o->iters;
+	l->end = end <= sim->n_ops ? (int32_t)end : 0;
+	/* three iterations at least (two starts to compare, the last untouched); no PyTorch replay
+	 * (its segments are not part of the compared state); model FLOPs given by the program */
+	l->ok = o->first_op >= 0 && end <= sim->n_ops && o->iters >= 3 &&
+		sim->opt.allocator != RM_SIM_ALLOC_PYTORCH && sim->opt.allocator != RM_SIM_ALLOC_PYTORCH_EXPANDABLE &&
+		sim->prog->model_flops >= 0;
+	l->why = "are not a stretch the engine extends (fewer than 3, a PyTorch allocator's replay, no "
+		 "model FLOPs given)";
+	if (!l->ok)
+		return l;
+	l->why = "do not repeat one another";
+	/* the structure: the last pair that differs sets s0 */
+	l->s0 = 0;
+	for (int32_t j = 1; j < l->iters; j++) {
+		bool last = j == l->iters - 1;
+		for (int32_t i = 0; i < l->ops; i++)
+			if (!ops_alike(sim, l, iter_first(l, j - 1) + i, !last)) {
+				if (last) {
+					l->ok = false;
+					return l;
+				}
+				l->s0 = j;
+				break;
+			}
+	}
+	/* the ops after the stretch wait for its last iteration: each has a predecessor there or
+	 * among those that do */
+	int32_t last0 = iter_first(l, l->iters - 1), n_after = sim->n_ops - l->end;
+	uint8_t *anch = rm_new(uint8_t, (size_t)n_after + 1);
+	for (int32_t u = last0; u < sim->n_ops; u++) {
+		if (u >= l->end && !anch[u - l->end]) {
+			l->ok = false;
+			l->why = "are followed by ops that do not wait for the last one";
+			break;
+		}
+		const sim_op *so = &sim->ops[u];
+		for (uint32_t k = 0; k < so->succ_n; k++) {
+			int32_t v = sim->succ[so->succ_at + k];
+			if (v >= l->end)
+				anch[v - l->end] = 1;
+		}
+		if (so->qnext >= l->end)
+			anch[so->qnext - l->end] = 1;
+	}
+	free(anch);
+	l->init_hi = l->first - 1;
+	for (int32_t i = l->first; i < l->end; i++)
+		if (sim->ops[i].init_pending == 0)
+			l->init_hi = i;
+	/* collectives per iteration (finish_metrics counts the program's) */
+	const rm_program *prog = sim->prog;
+	for (int32_t i = last0; i < l->end; i++)
+		if (prog->ops[i].cost.kind == RM_COST_COLLECTIVE) {
+			l->colls++;
+			if (prog->streams[prog->ops[i].stream].kind == RM_STREAM_COMPUTE)
+				l->sync_colls++;
+		}
+	return l;
+}
+
+void sim_loop_destroy(sim_loop *l)
+{
+	if (!l)
+		return;
+	free(l->st);
+	free(l->st_start);
+	free(l->running);
+	free(l->waiters);
+	free(l->ev);
+	free(l->ev_now);
+	free(l->sorted);
+	free(l->busy);
+	free(l->dbusy);
+	free(l);
+}
+
+bool sim_loop_lower_bound(rm_sim *sim, const rm_time_ps *est, const rm_time_ps *res_work,
+			  const sim_u128 *net_work, rm_time_ps *lower_bound)
+{
+	sim_loop *l = sim->loop;
+	if (!l || !l->ok)
+		return false;
+	/* the longest paths: iteration j's earliest starts iteration j - 1's plus c > 0 */
+	int32_t j = -1;
+	rm_time_ps c = 0;
+	for (int32_t k = l->s0 + 1; k < l->iters && j < 0; k++) {
+		int32_t a = iter_first(l, k - 1), b = iter_first(l, k);
+		rm_time_ps d = est[b] - est[a];
+		if (est[b] <= est[a])
+			continue;
+		bool same = true;
+		for (int32_t i = 0; i < l->ops && same; i++)
+			same = est[b + i] >= est[a + i] && est[b + i] - est[a + i] == d;
+		if (same) {
+			j = k;
+			c = d;
+		}
+	}
+	if (j < 0) {
+		l->ok = false;
+		l->why = "have longest paths (the lower bound's) that grow unevenly";
+		return false;
+	}
+	/* the step's: ops from iteration j on (the stretch's and those after it) move by extra x c;
+	 * those after it are relaxed again from their predecessors' moved finishes */
+	int32_t n = sim->n_ops, aj = iter_first(l, j), n_after = n - l->end;
+	rm_time_ps shift = (rm_time_ps)l->extra * c;
+	rm_time_ps *est_after = rm_new(rm_time_ps, (size_t)n_after + 1);
+	rm_time_ps best = 0;
+	for (int32_t u = 0; u < n; u++) {
+		rm_time_ps s = u < aj ? est[u] : u < l->end ? est[u] + shift : est_after[u - l->end];
+		rm_time_ps fin = s + sim->ops[u].solo;
+		if (fin > best)
+			best = fin;
+		const sim_op *so = &sim->ops[u];
+		for (uint32_t k = 0; k < so->succ_n; k++) {
+			int32_t v = sim->succ[so->succ_at + k];
+			if (v >= l->end && est_after[v - l->end] < fin)
+				est_after[v - l->end] = fin;
+		}
+	}
+	free(est_after);
+	/* work per resource: an iteration's (the last one, like every other from s0) extra times */
+	rm_time_ps work[RM_RES_COUNT];
+	memcpy(work, res_work, sizeof(work));
+	sim_u128 net[RM_NET_LEVELS];
+	for (int lv = 0; lv < RM_NET_LEVELS; lv++)
+		net[lv] = net_work ? net_work[lv] : 0;
+	for (int32_t i = iter_first(l, l->iters - 1); i < l->end; i++) {
+		const sim_op *so = &sim->ops[i];
+		if (so->res == RM_RES_NET && sim->net_share) {
+			const uint32_t *ns = sim->net_share + (size_t)i * RM_NET_LEVELS;
+			for (int lv = 0; lv < RM_NET_LEVELS; lv++) {
+				uint32_t ppm = ns[lv] ? ns[lv] : lv == 0 ? 1000000u : 0u;
+				net[lv] += (sim_u128)so->solo * ppm * (sim_u128)l->extra;
+			}
+		} else {
+			work[so->res] += so->solo * (rm_time_ps)l->extra;
+		}
+	}
+	if (sim->net_share)
+		for (int lv = 0; lv < RM_NET_LEVELS; lv++)
+			if ((rm_time_ps)(net[lv] / 1000000u) > work[RM_RES_NET])
+				work[RM_RES_NET] = (rm_time_ps)(net[lv] / 1000000u);
+	*lower_bound = best;
+	for (int r = 0; r < RM_RES_COUNT; r++)
+		if (work[r] > *lower_bound)
+			*lower_bound = work[r];
+	return true;
+}
+
+void sim_loop_reset(rm_sim *sim)
+{
+	sim_loop *l = sim->loop;
+	sim->loop_hi = l ? l->init_hi : 0;
+	sim->loop_watch = -1;
+	if (!l)
+		return;
+	l->next = l->ok ? l->s0 : l->iters;
+	l->lo = 0;
+	l->have = l->proven = false;
+	l->from = -1;
+	l->lambda = 0;
+	sim->loop_watch = l->next < l->iters ? iter_first(l, l->next) : -1;
+}
+
+static int cmp_event(const void *pa, const void *pb)
+{
+	const sim_event *a = pa, *b = pb;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static inline bool ended(const rm_sim *sim, int32_t i)
+{
+	const sim_state *s = &sim->st[i];
+	return s->pending == 0 && s->slot < 0 && !s->sm_wait;
+}
+
+/* The pending events in canonical form, into l->ev_now (l->n_ev entries after). */
+static size_t canon_events(rm_sim *sim, sim_loop *l, rm_time_ps t, int32_t base)
+{
+	size_t n = sim->heap_n;
+	if (n > l->cap_sorted) {
+		l->cap_sorted = n * 2;
+		l->sorted = rm_xrealloc(l->sorted, l->cap_sorted * sizeof(sim_event));
+	}
+	if (n > l->cap_ev) {
+		l->cap_ev = n * 2;
+		l->ev = rm_xrealloc(l->ev, l->cap_ev * sizeof(canon_event));
+		l->ev_now = rm_xrealloc(l->ev_now, l->cap_ev * sizeof(canon_event));
+	}
+	memcpy(l->sorted, sim->heap, n * sizeof(sim_event));
+	qsort(l->sorted, n, sizeof(sim_event), cmp_event);
+	for (size_t k = 0; k < n; k++) {
+		const sim_event *e = &l->sorted[k];
+		l->ev_now[k] = (canon_event){.dt = e->time - t, .op = e->op - base, .valid = e->gen == sim->st[e->op].gen};
+	}
+	return n;
+}
+
+static bool state_alike(const sim_state *a, rm_time_ps ta, rm_time_ps sa, const sim_state *b, rm_time_ps tb,
+			rm_time_ps sb)
+{
+	if (a->pending != b->pending || (a->slot < 0) != (b->slot < 0) || a->sm_wait != b->sm_wait)
+		return false;
+	if (a->sm_wait)
+		return a->work == b->work && ta - sa == tb - sb;
+	if (a->slot < 0)
+		return true;
+	return a->work == b->work && ta - a->last == tb - b->last && a->num == b->num && a->den == b->den &&
+	       ta - sa == tb - sb;
+}
+
+/* The state at t (iteration j's first op started) against the snapshot of iteration j - 1's. */
+static bool matches(rm_sim *sim, sim_loop *l, rm_time_ps t, int32_t lo, int32_t hi, size_t n_ev)
+{
+	if (lo != l->s_lo + l->ops || hi != l->s_hi + l->ops || n_ev != l->n_ev || sim->n_running != l->n_running ||
+	    sim->n_sm_wait != l->n_wait || sim->n_sm_wait_sched != l->n_wait_sched || sim->mem_device != l->mem_device ||
+	    sim->mem_host != l->mem_host)
+		return false;
+	for (int32_t i = lo; i <= hi; i++)
+		if (!state_alike(&sim->st[i], t, sim->op_start[i], &l->st[i - lo], l->t, l->st_start[i - lo]))
+			return false;
+	for (int32_t k = 0; k < sim->n_running; k++)
+		if (sim->running[k] - lo != l->running[k])
+			return false;
+	for (int32_t k = 0; k < sim->n_sm_wait; k++)
+		if (sim->sm_waiters[k] - lo != l->waiters[k])
+			return false;
+	for (size_t k = 0; k < n_ev; k++)
+		if (l->ev_now[k].dt != l->ev[k].dt || l->ev_now[k].op != l->ev[k].op || l->ev_now[k].valid != l->ev[k].valid)
+			return false;
+	return true;
+}
+
+static void snapshot(rm_sim *sim, sim_loop *l, rm_time_ps t, int32_t lo, int32_t hi, size_t n_ev)
+{
+	size_t w = (size_t)(hi - lo + 1);
+	if (w > l->cap_st) {
+		l->cap_st = w * 2;
+		l->st = rm_xrealloc(l->st, l->cap_st * sizeof(sim_state));
+		l->st_start = rm_xrealloc(l->st_start, l->cap_st * sizeof(rm_time_ps));
+	}
+	memcpy(l->st, sim->st + lo, w * sizeof(sim_state));
+	memcpy(l->st_start, sim->op_start + lo, w * sizeof(rm_time_ps));
+	if (!l->running) {
+		l->running = rm_new(int32_t, (size_t)sim->n_streams + 1);
+		l->waiters = rm_new(int32_t, (size_t)sim->n_streams + 1);
+		l->busy = rm_new(rm_time_ps, (size_t)sim->n_streams + 1);
+		l->dbusy = rm_new(rm_time_ps, (size_t)sim->n_streams + 1);
+	}
+	l->n_running = sim->n_running;
+	for (int32_t k = 0; k < sim->n_running; k++)
+		l->running[k] = sim->running[k] - lo;
+	l->n_wait = sim->n_sm_wait;
+	l->n_wait_sched = sim->n_sm_wait_sched;
+	for (int32_t k = 0; k < sim->n_sm_wait; k++)
+		l->waiters[k] = sim->sm_waiters[k] - lo;
+	canon_event *tmp = l->ev;
+	l->ev = l->ev_now;
+	l->ev_now = tmp;
+	l->n_ev = n_ev;
+	l->mem_device = sim->mem_device;
+	l->mem_host = sim->mem_host;
+	l->m = sim->m;
+	memcpy(l->busy, sim->stream_busy, (size_t)sim->n_streams * sizeof(rm_time_ps));
+	l->t = t;
+	l->s_lo = lo;
+	l->s_hi = hi;
+	l->have = true;
+}
+
+void sim_loop_at(rm_sim *sim, rm_time_ps t)
+{
+	sim_loop *l = sim->loop;
+	while (l->next < l->iters && !l->proven && sim->st[iter_first(l, l->next)].pending == 0) {
+		int32_t j = l->next++;
+		while (l->lo < sim->n_ops && ended(sim, l->lo))
+			l->lo++;
+		int32_t lo = l->lo, hi = sim->loop_hi;
+		/* the state lies in iterations that repeat, short of the last one */
+		if (lo < iter_first(l, l->s0) || hi >= iter_first(l, l->iters - 1)) {
+			l->have = false;
+			if (hi >= iter_first(l, l->iters - 1))
+				l->next = l->iters;
+			continue;
+		}
+		size_t n_ev = canon_events(sim, l, t, lo);
+		if (l->have && matches(sim, l, t, lo, hi, n_ev)) {
+			sim->loop_watch = -1;
+			l->proven = true;
+			l->from = j;
+			l->lambda = t - l->t;
+			rm_sim_metrics *d = &l->dm;
+			const rm_sim_metrics *a = &l->m, *b = &sim->m;
+			d->compute_busy = b->compute_busy - a->compute_busy;
+			d->comm_total = b->comm_total - a->comm_total;
+			d->exposed_comm = b->exposed_comm - a->exposed_comm;
+			d->recompute = b->recompute - a->recompute;
+			d->sm_wait = b->sm_wait - a->sm_wait;
+			d->events = b->events - a->events;
+			d->heap_pops = b->heap_pops - a->heap_pops;
+			for (int32_t s = 0; s < sim->n_streams; s++)
+				l->dbusy[s] = sim->stream_busy[s] - l->busy[s];
+			return;
+		}
+		snapshot(sim, l, t, lo, hi, n_ev);
+	}
+	sim->loop_watch = l->next < l->iters && !l->proven ? iter_first(l, l->next) : -1;
+}
+
+bool sim_loop_usable(const rm_sim *sim)
+{
+	return sim->loop->ok;
+}
+
+void sim_loop_disable(rm_sim *sim)
+{
+	if (sim->loop->ok)
+		sim->loop->why = "are not in launch order";
+	sim->loop->ok = false;
+}
+
+rm_status sim_loop_finish(rm_sim *sim, rm_error *err)
+{
+	sim_loop *l = sim->loop;
+	rm_sim_metrics *m = &sim->m;
+	if (!l->ok || !l->proven)
+		return rm_error_set(err, RM_UNSUPPORTED, NULL, 0, 0,
+				    "the %d iterations of ops [%d, %d) %s: simulate all %lld of them",
+				    l->iters, l->first, l->end,
+				    !l->ok ? l->why : "reached no periodic state",
+				    (long long)(l->iters + l->extra));
+	uint64_t k = (uint64_t)l->extra;
+	m->step_time += k * l->lambda;
+	m->compute_busy += k * l->dm.compute_busy;
+	m->comm_total += k * l->dm.comm_total;
+	m->exposed_comm += k * l->dm.exposed_comm;
+	m->recompute += k * l->dm.recompute;
+	m->sm_wait += k * l->dm.sm_wait;
+	m->events += k * l->dm.events;
+	m->heap_pops += k * l->dm.heap_pops;
+	for (int32_t s = 0; s < sim->n_streams; s++)
+		sim->stream_busy[s] += k * l->dbusy[s];
+	m->collectives += (int32_t)(l->extra * l->colls);
+	m->sync_collectives += (int32_t)(l->extra * l->sync_colls);
+	m->periods_added = l->extra;
+	m->periodic_from = l->from;
+	double step_s = rm_time_to_s(m->step_time);
+	double peak = sim->hw->bf16_TFLOPs * RM_TB;
+	m->mfu = step_s > 0 && peak > 0 ? m->model_flops / (step_s * peak) : 0;
+	m->tokens_per_s = step_s > 0 && sim->prog->tokens > 0 ? (double)sim->prog->tokens / step_s : 0;
+	return RM_OK;
+}

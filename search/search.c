@@ -698,8 +698,9 @@ static void search_evaluate(const rm_search *s, const rm_candidate *c, const sea
 			    rm_candidate_result *out);
 
 /* Micro-batches a search builds of a longer step (rm_schedule_config.emit_micro_batches): the
- * first, six to find the period in, the last. */
-#define SEARCH_EMIT_MICRO_BATCHES 8
+ * first, three to find the period in (the fewest the engine takes: two starts to compare and
+ * one untouched), the last. A step whose transient is longer is built whole. */
+#define SEARCH_EMIT_MICRO_BATCHES 5
 
 /* Evaluates with explicit workload, policy and flags; reuse NULL: the reference path. */
 static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const rm_candidate *c, const rm_workload *wl,

@@ -3,7 +3,7 @@
  * simulated on its own, no memo of equal plans, no collective price cache, no reused program):
  * over a whole space, row by row, every field equal bit for bit, for one thread, three threads
  * and two shards. And a PyTorch FSDP2 space of long steps (16 to 32 micro-batches), whose
- * optimised rows come from 8 micro-batches extended by the engine's period (remora/sim.h
+ * optimised rows come from 5 micro-batches extended by the engine's period (remora/sim.h
  * rm_sim_loop), against the reference's full steps, on one node and on two.
  */
 #include <criterion/criterion.h>
@@ -231,7 +231,7 @@ static void fsdp2_case(int nodes, int want_extended)
 	cr_assert_eq(fref.n, 49);
 	fsweep(nodes, false, &fopt, &p);
 	cr_assert_eq(fopt.n, fref.n);
-	/* the fsdp2 rows of more than 8 micro-batches (the memo's copies of an equal plan with
+	/* the fsdp2 rows of more than 5 micro-batches (the memo's copies of an equal plan with
 	 * them): the scenario as written (micro-batch 1) and the 8 policies at each such
 	 * micro-batch; none falls back to its full step */
 	cr_assert_eq(p.extended, want_extended, "extended: %lld", (long long)p.extended);
@@ -243,10 +243,10 @@ static void fsdp2_case(int nodes, int want_extended)
 
 Test(golden_search, fsdp2_steps_extended_by_their_period_equal_the_full_ones)
 {
-	fsdp2_case(1, 1 + 8 * 2); /* micro-batches 1 and 2: 32 and 16 a step */
+	fsdp2_case(1, 1 + 8 * 3); /* micro-batches 1, 2 and 4: 32, 16 and 8 a step */
 }
 
 Test(golden_search, fsdp2_steps_over_two_nodes_extended_equal_the_full_ones)
 {
-	fsdp2_case(2, 1 + 8); /* micro-batch 1: 16 a step */
+	fsdp2_case(2, 1 + 8 * 2); /* micro-batches 1 and 2: 16 and 8 a step */
 }

@@ -3434,9 +3434,10 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	x.L = (int)wl->model.layers;
 	x.A = (int)wl->train.grad_accum;
 	/* a periodic stretch: the runtimes whose micro-batches are emitted one after another, each
-	 * alike (fsdp2, megatron: no scheduler across them) */
+	 * alike (fsdp2, megatron, the ideal runtime unrolled: no scheduler across them) */
 	int A_step = x.A;
-	if (cfg->emit_micro_batches >= 3 && x.A > cfg->emit_micro_batches && cfg->mode == RM_SCHED_FSDP2)
+	if (cfg->emit_micro_batches >= 3 && x.A > cfg->emit_micro_batches &&
+	    (cfg->mode == RM_SCHED_FSDP2 || (cfg->mode == RM_SCHED_IDEAL && !cfg->scan)))
 		x.A = cfg->emit_micro_batches;
 	x.n_dense = (int)rm_workload_dense_layers(wl);
 	bool xla = cfg->mode == RM_SCHED_XLA;

@@ -231,9 +231,9 @@ static void fsdp2_case(int nodes, int want_extended)
 	cr_assert_eq(fref.n, 49);
 	fsweep(nodes, false, &fopt, &p);
 	cr_assert_eq(fopt.n, fref.n);
-	/* the fsdp2 rows of more than 5 micro-batches (the memo's copies of an equal plan with
-	 * them): the scenario as written (micro-batch 1) and the 8 policies at each such
-	 * micro-batch; none falls back to its full step */
+	/* the rows of more than 5 micro-batches (the memo's copies of an equal plan with them):
+	 * the scenario as written (micro-batch 1) and the 8 policies at each such micro-batch,
+	 * under fsdp2 and the ideal runtime; none falls back to its full step */
 	cr_assert_eq(p.extended, want_extended, "extended: %lld", (long long)p.extended);
 	for (int i = 0; i < fref.n; i++) {
 		cr_assert(fref.r[i].ok, "candidate %d: %s", i, fref.r[i].error);
@@ -243,10 +243,10 @@ static void fsdp2_case(int nodes, int want_extended)
 
 Test(golden_search, fsdp2_steps_extended_by_their_period_equal_the_full_ones)
 {
-	fsdp2_case(1, 1 + 8 * 3); /* micro-batches 1, 2 and 4: 32, 16 and 8 a step */
+	fsdp2_case(1, 1 + 8 * 3 * 2); /* micro-batches 1, 2 and 4: 32, 16 and 8 a step */
 }
 
 Test(golden_search, fsdp2_steps_over_two_nodes_extended_equal_the_full_ones)
 {
-	fsdp2_case(2, 1 + 8 * 2); /* micro-batches 1 and 2: 16 and 8 a step */
+	fsdp2_case(2, 1 + 8 * 2 * 2); /* micro-batches 1 and 2: 16 and 8 a step */
 }

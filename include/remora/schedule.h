@@ -131,7 +131,8 @@ typedef struct rm_schedule_config {
 	int recompute_num_layers;     /* unrolled only: layers 0..n-1 follow the policy, the rest keep
 				       * everything (NeMo's recompute_num_layers, block method); 0: all */
 	bool lean;                    /* searches: no tensor names, no self-validation */
-	int emit_micro_batches;       /* fsdp2 (and megatron), >= 3: a step of more micro-batches is
+	int emit_micro_batches;       /* fsdp2 (and megatron) and the unrolled ideal runtime, >= 3: a
+				       * step of more micro-batches is
 				       * built with this many, its middle ones a periodic stretch for
 				       * the engine to extend (rm_schedule_report.loop_*; the tokens,
 				       * FLOPs and batch are the whole step's); 0: all of them */

@@ -1266,17 +1266,19 @@ int cli_cmd_search(int argc, char **argv)
 			       pool > 0 ? "in the BFC pool" : "usable");
 	}
 	if (have_ideal) {
+		/* without FSDP (fsdp 1: replicas only) the ideal runtime is a data-parallel one */
+		const char *ideal_name = sc.fsdp == 1 ? "data-parallel" : "FSDP";
 		double gap = 100.0 * (1.0 - w->tokens_per_s_per_gpu / best_ideal.tokens_per_s_per_gpu);
 		if (gap >= 0.05)
-			printf("  a hand-tuned FSDP runtime (ideal mode: %s, micro-batch %lld) would reach %.0f tokens/s "
+			printf("  a hand-tuned %s runtime (ideal mode: %s, micro-batch %lld) would reach %.0f tokens/s "
 			       "per GPU: %s leaves %.1f%% on the table\n",
-			       best_ideal.c.label, (long long)best_ideal.c.micro_batch, best_ideal.tokens_per_s_per_gpu, rt, gap);
+			       ideal_name, best_ideal.c.label, (long long)best_ideal.c.micro_batch, best_ideal.tokens_per_s_per_gpu, rt, gap);
 		else
 			/* overlap is not free (collectives hold SMs and HBM): the ideal runtime's wider
 			 * windows can cost more than they hide */
-			printf("  a hand-tuned FSDP runtime (ideal mode: %s, micro-batch %lld) would reach %.0f tokens/s "
+			printf("  a hand-tuned %s runtime (ideal mode: %s, micro-batch %lld) would reach %.0f tokens/s "
 			       "per GPU: %s's plan is as fast (%.1f%% faster)\n",
-			       best_ideal.c.label, (long long)best_ideal.c.micro_batch, best_ideal.tokens_per_s_per_gpu, rt,
+			       ideal_name, best_ideal.c.label, (long long)best_ideal.c.micro_batch, best_ideal.tokens_per_s_per_gpu, rt,
 			       -gap);
 	}
 	printf("\nPareto front of the %s candidates (tokens/s per GPU against peak memory):\n", rt);

@@ -437,6 +437,9 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 				    req->hardware[hw], (long long)gpus, RM_PLAN_MAX_LAYOUTS);
 	}
 	int n = rm_plan_layouts(&probe, gpus, gpn, req, layouts, RM_PLAN_MAX_LAYOUTS);
+	/* ResidualMLP blocks run data-parallel only: a --tp without 1 leaves it no layout */
+	bool mlp_tp_only = n == 0 && probe.model.arch == RM_ARCH_RESIDUAL_MLP && req->n_tp > 0 &&
+			   !listed(req->tp, req->n_tp, 1);
 	rm_scenario_resolved_finish(&probe);
 	/* a global batch range: each layout at each power-of-two multiple of the smallest batch in
 	 * it (the search's layout key training.global_batch) */
@@ -484,6 +487,13 @@ static rm_status plan_point(const rm_plan_request *req, rm_hw_resolver resolver,
 	pt->layouts = rm_new(rm_plan_row, (size_t)(n > 0 ? n : 1));
 	pt->rejected = rm_xcalloc((size_t)(n > 0 ? n : 1), 256);
 	pt->rejected_why = rm_xcalloc((size_t)(n > 0 ? n : 1), 256);
+	if (mlp_tp_only) {
+		snprintf(pt->rejected[0], 256, "parallelism.tp=%lld", (long long)req->tp[0]);
+		snprintf(pt->rejected_why[0], 256,
+			 "a ResidualMLP model is planned data-parallel only (remora splits no block of it "
+			 "across GPUs): --tp 1");
+		pt->n_rejected = 1;
+	}
 	bool was_quiet = rm_log_thread_quiet(true);
 	for (int i = 0; i < n; i++) {
 		rm_scenario v = *sc;

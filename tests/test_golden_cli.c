@@ -933,6 +933,42 @@ Test(golden, plan_vv_logs_each_candidate)
 	free(r.out);
 }
 
+/* A ResidualMLP model has no tensor-parallel layout: `--tp 2` alone says so, not that the
+ * degrees divide nothing. */
+Test(golden, plan_residual_mlp_tp_says_data_parallel_only)
+{
+	const char *data = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(data);
+	char args[1400];
+	snprintf(args, sizeof(args), "plan '%s/scenarios/jax20763-mlp-model.json' --tokens 1G --gpus 8 --tp 2", data);
+	run_result r = run_remora(args, true);
+	cr_assert(strstr(r.out, "no layout: a ResidualMLP model is planned data-parallel only (remora splits no "
+				"block of it across GPUs): --tp 1\n"),
+		  "%s", r.out);
+	cr_assert_null(strstr(r.out, "divide nothing"), "%s", r.out);
+	free(r.out);
+}
+
+/* Under data parallelism without FSDP (the jax#20763 repro's 8 replicas) the ideal runtime the
+ * search compares with is a data-parallel one, not FSDP. */
+Test(golden, search_ddp_names_its_ideal_runtime_data_parallel)
+{
+	const char *data = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(data);
+	char args[1400];
+	snprintf(args, sizeof(args),
+		 "search '%s/scenarios/jax20763-toy-dp8-h100.yaml' --set 'search.policies=[nothing_saveable]' "
+		 "--set 'search.micro_batches=[4]'",
+		 data);
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "  a hand-tuned data-parallel runtime (ideal mode: nothing_saveable, micro-batch 4) would "
+				"reach "),
+		  "%s", r.out);
+	cr_assert_null(strstr(r.out, "hand-tuned FSDP"), "%s", r.out);
+	free(r.out);
+}
+
 /* `plan --plot DIR`: one block per hardware of GPUs, days, GPU-hours and cost, where GPU-hours =
  * GPUs x days x 24 and an unpriced cost is gnuplot's missing value; the script names each block. */
 Test(golden, plan_plot_points)

@@ -559,6 +559,20 @@ static rm_status read_residual_mlp(cfg_reader *r, rm_model_config *m)
 	}
 	m->heads = m->kv_heads = m->head_dim = 0;
 	m->norm = RM_NORM_RMSNORM; /* unused: the blocks have none */
+	/* keys of parts a ResidualMLP block does not have: read by nothing, so said once each */
+	static const char *const unused[] = {"num_attention_heads", "num_key_value_heads", "head_dim",
+					     "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "rope_theta",
+					     "rope_scaling", "attention_bias", "num_local_experts", "num_experts"};
+	for (size_t i = 0; i < sizeof(unused) / sizeof(unused[0]); i++) {
+		struct fy_node *v = lookup(r, unused[i]);
+		if (!v)
+			continue;
+		int line, col;
+		node_position(r, v, &line, &col);
+		rm_log_warn("%s:%d:%d: %s has no effect: a ResidualMLP block is x + W2 act(W1 x), with no "
+			    "attention, norm or experts",
+			    r->path, line, col, unused[i]);
+	}
 	return RM_OK;
 }
 

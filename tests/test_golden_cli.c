@@ -969,6 +969,24 @@ Test(golden, search_ddp_names_its_ideal_runtime_data_parallel)
 	free(r.out);
 }
 
+/* A ResidualMLP config's keys for attention or norms are read by nothing: each is warned about
+ * at its line and column (tests/data/configs/residual-mlp-unused-keys.json). */
+Test(golden, residual_mlp_warns_of_unused_keys)
+{
+	const char *data = getenv("REMORA_DATA_DIR");
+	cr_assert_not_null(data);
+	char args[1400];
+	snprintf(args, sizeof(args), "describe '%s/../tests/data/configs/residual-mlp-unused-keys.json'", data);
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "residual-mlp-unused-keys.json:7:26: num_attention_heads has no effect: a ResidualMLP "
+				"block is x + W2 act(W1 x), with no attention, norm or experts\n"),
+		  "%s", r.out);
+	cr_assert(strstr(r.out, "residual-mlp-unused-keys.json:8:19: rms_norm_eps has no effect"), "%s", r.out);
+	cr_assert(strstr(r.out, "(ResidualMLP): L=8 h=1024 heads=0"), "%s", r.out);
+	free(r.out);
+}
+
 /* `plan --plot DIR`: one block per hardware of GPUs, days, GPU-hours and cost, where GPU-hours =
  * GPUs x days x 24 and an unpriced cost is gnuplot's missing value; the script names each block. */
 Test(golden, plan_plot_points)

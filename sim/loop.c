@@ -324,6 +324,8 @@ static size_t canon_events(rm_sim *sim, sim_loop *l, rm_time_ps t, int32_t base)
 		l->ev = rm_xrealloc(l->ev, l->cap_ev * sizeof(canon_event));
 		l->ev_now = rm_xrealloc(l->ev_now, l->cap_ev * sizeof(canon_event));
 	}
+	if (n == 0)
+		return 0;
 	memcpy(l->sorted, sim->heap, n * sizeof(sim_event));
 	qsort(l->sorted, n, sizeof(sim_event), cmp_event);
 	for (size_t k = 0; k < n; k++) {

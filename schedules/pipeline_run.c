@@ -117,6 +117,10 @@ static rm_status price_stage(const rm_scenario_resolved *res, int64_t dense, sta
 		return err ? err->status : RM_INVALID;
 	rm_schedule_config cfg = res->sched;
 	cfg.wl = wl;
+	/* a search's stage programs are lean (no names) except under zero_bubble, whose W the
+	 * weight-gradient ops' names pick out (is_wgrad_op) */
+	if (t->pp_schedule == RM_PP_ZERO_BUBBLE)
+		cfg.lean = false;
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&cfg, &rep, err);
 	if (!prog) {

@@ -817,6 +817,9 @@ static void evaluate_pipelined(const rm_search *s, const rm_candidate *c, rm_can
 	}
 	if (s->cost)
 		res.sched.cost = s->cost;
+	/* its stage programs without names: the search reads no op's (rm_pp_run_scenario keeps
+	 * them where zero_bubble needs them) */
+	res.sched.lean = true;
 	rm_pp_run pr;
 	st = rm_pp_run_scenario(&res, &pr, &err);
 	rm_log_thread_quiet(was);

@@ -406,12 +406,8 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 	sim_u128 net_work[RM_NET_LEVELS] = {0}; /* ps x ppm: exact, whatever the order */
 	for (int32_t i = 0; i < n; i++) {
 		if (sim->ops[i].res == RM_RES_NET && sim->net_share) {
-			/* an op without shares counts as filling the NIC (it is slowed by the NIC's load) */
-			const uint32_t *ns = sim->net_share + (size_t)i * RM_NET_LEVELS;
-			for (int l = 0; l < RM_NET_LEVELS; l++) {
-				uint32_t ppm = ns[l] ? ns[l] : l == 0 ? 1000000u : 0u;
-				net_work[l] += (sim_u128)sim->ops[i].solo * ppm;
-			}
+			for (int l = 0; l < RM_NET_LEVELS; l++)
+				net_work[l] += (sim_u128)sim->ops[i].solo * sim_net_ppm(sim->net_share, i, l);
 		} else {
 			res_work[sim->ops[i].res] += sim->ops[i].solo;
 		}

@@ -262,11 +262,8 @@ bool sim_loop_lower_bound(rm_sim *sim, const rm_time_ps *est, const rm_time_ps *
 	for (int32_t i = iter_first(l, l->iters - 1); i < l->end; i++) {
 		const sim_op *so = &sim->ops[i];
 		if (so->res == RM_RES_NET && sim->net_share) {
-			const uint32_t *ns = sim->net_share + (size_t)i * RM_NET_LEVELS;
-			for (int lv = 0; lv < RM_NET_LEVELS; lv++) {
-				uint32_t ppm = ns[lv] ? ns[lv] : lv == 0 ? 1000000u : 0u;
-				net[lv] += (sim_u128)so->solo * ppm * (sim_u128)l->extra;
-			}
+			for (int lv = 0; lv < RM_NET_LEVELS; lv++)
+				net[lv] += (sim_u128)so->solo * sim_net_ppm(sim->net_share, i, lv) * (sim_u128)l->extra;
 		} else {
 			work[so->res] += so->solo * (rm_time_ps)l->extra;
 		}

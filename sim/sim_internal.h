@@ -84,6 +84,15 @@ int32_t sim_prices_context(rm_sim_prices *p, const rm_cost_model *cm, const rm_h
 const rm_sim_price *sim_prices_get(rm_sim_prices *p, int32_t ctx, const rm_cost_model *cm, const rm_cost_op *op,
 				   const rm_hw_profile *hw, rm_sim_price *scratch);
 
+/* The lower bound's share of network level lv that op i fills, ppm (net_share set): its own,
+ * or the whole NIC for an op without shares (it is slowed by the NIC's load). The engine's
+ * bound and a periodic stretch's extension of it weigh the network's work alike with it. */
+static inline uint32_t sim_net_ppm(const uint32_t *net_share, int32_t i, int lv)
+{
+	uint32_t ppm = net_share[(size_t)i * RM_NET_LEVELS + lv];
+	return ppm ? ppm : lv == 0 ? 1000000u : 0u;
+}
+
 /* A periodic stretch's analysis and its run's snapshots (sim/loop.c). */
 typedef struct sim_loop sim_loop;
 

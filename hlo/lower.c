@@ -186,6 +186,8 @@ static int32_t emit_async(lower *L, const hlo_instr *in, const char *name, const
 /* A done: the next compute op waits for the async op of value v (its events, all of a tuple). */
 static void add_done_waits(lower *L, const hval *v, bool *found)
 {
+	if (!v)
+		return; /* an operand (or a tuple element) that lowered to nothing: no async op */
 	if (v->ev >= 0) {
 		for (uint32_t i = 0; i < L->n_waits; i++)
 			if (L->waits[i] == v->ev) {

@@ -959,6 +959,23 @@ typedef struct emitter {
 	char name[160];
 	int32_t *mb_first; /* each micro-batch's first op (launch order); -1 until emitted */
 	rm_schedule_report mb_rep[2]; /* the report's counts when micro-batches 1 and 2 began */
+	/* A scan's loops. Le: the layers emitted, L unless cfg->emit_loop_iters shortened the
+	 * loops to E trips each: the program then is the one of a model of Le layers (the first E - 1
+	 * trips and the last one), the residual stacks the whole step's. stack, cstack, hstack: per
+	 * micro-batch, the forward loop's stacked saved values and carries on the device and its
+	 * offloaded values on the host (the loop's [L, ...] output buffers, live until the backward
+	 * loop's last read), -1 none; stack_out: those the next compute op allocates (the forward
+	 * loop's first). */
+	int Le, E;
+	int32_t *stack, *cstack, *hstack;
+	int32_t stack_out[3];
+	int n_stack_out;
+	int32_t last_d2h_ev; /* the last offload copy's event, -1 */
+	/* per loop (forward, backward; per micro-batch): the op each emitted trip began with, and
+	 * the report's counts when trips 1 and 2 began */
+	int32_t *trip_first; /* [(mb * 2 + bwd) * (E + 1) + trip] */
+	rm_schedule_report trip_rep[2];
+	rm_schedule_report loop_add; /* the trips not emitted: their collectives' counts */
 } emitter;
 
 static bool param_gather_ahead(const ctx *x);
@@ -1036,6 +1053,12 @@ static int32_t emit(emitter *e, rm_program_op_desc *d, const int32_t *in, uint32
 	for (uint32_t i = 0; i < n_out; i++)
 		if (out[i] >= 0 && no < RM_ARRAY_SIZE(outs))
 			outs[no++] = out[i];
+	if (e->n_stack_out > 0 && d->stream == e->s_compute) {
+		/* a scan's stacked residuals, allocated with the forward loop's first op */
+		for (int i = 0; i < e->n_stack_out && no < RM_ARRAY_SIZE(outs); i++)
+			outs[no++] = e->stack_out[i];
+		e->n_stack_out = 0;
+	}
 	d->inputs = ins;
 	d->n_inputs = ni;
 	d->outputs = outs;
@@ -1255,7 +1278,14 @@ static layer_tensors *grads_lt(emitter *e, int mb, int l)
 	return lt_of(e, e->x->cfg->grad_sync_last ? 0 : mb, l);
 }
 
-/* The tensor holding forward value v of layer l as the backward (or recompute) reads it. */
+/* Layer l runs in a scan's loops (not unrolled, not a dense layer before the scan). */
+static bool in_scan(const ctx *x, int l)
+{
+	return x->cfg->scan && l >= first_scanned(x);
+}
+
+/* The tensor holding forward value v of layer l as the backward (or recompute) reads it: under a
+ * scan a saved value or carry is a slice of the forward loop's stacked output (e->stack). */
 static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 {
 	const ctx *x = layer_ctx(e->x, l);
@@ -1265,6 +1295,14 @@ static int32_t residual_tensor(emitter *e, int mb, int l, int v)
 		return t->rec[v];
 	case RM_FATE_OFFLOADED:
 		return t->reload[v];
+	case RM_FATE_SAVED:
+		if (in_scan(e->x, l) && e->stack[mb] >= 0)
+			return e->stack[mb];
+		return t->fwd[v];
+	case RM_FATE_CARRY:
+		if (in_scan(e->x, l) && e->cstack[mb] >= 0)
+			return e->cstack[mb];
+		return t->fwd[v];
 	default:
 		return t->fwd[v];
 	}
@@ -1469,10 +1507,19 @@ static void emit_offloads(emitter *e, const slot *s, int l, int mb)
 			continue;
 		char tn[160];
 		TNAME(e, tn, "%slayer%02d/offload/%s", mbs, l, g->values[v].name);
-		t->host[v] = new_tensor(e, tn, g->values[v].bytes, RM_ROLE_RESIDUAL, RM_LOC_HOST, false);
 		rm_program_op_desc c = rm_program_op_desc_init(tn, RM_COST_COPY, e->s_d2h);
 		c.cost.copy = (rm_copy_cost){.dir = RM_COPY_D2H, .bytes = g->values[v].bytes};
 		c.layer = l;
+		if (in_scan(e->x, l) && e->hstack[mb] >= 0) {
+			/* into its slice of the loop's host stack (allocated before the loop: the copy
+			 * waits for its value only, not for the stack's allocation, which would make
+			 * one op before the loop a predecessor of every copy in it) */
+			t->host[v] = e->hstack[mb];
+			int32_t cin = t->fwd[v];
+			emit(e, &c, &cin, 1, NULL, 0, -1, &e->last_d2h_ev);
+			continue;
+		}
+		t->host[v] = new_tensor(e, tn, g->values[v].bytes, RM_ROLE_RESIDUAL, RM_LOC_HOST, false);
 		int32_t cin = t->fwd[v];
 		emit(e, &c, &cin, 1, &t->host[v], 1, -1, NULL);
 	}
@@ -1551,8 +1598,10 @@ static void emit_layer_op(emitter *e, const slot *s, int l, int mb, atp_op *coll
 			char tn[160];
 			TNAME(e, tn, "%slayer%02d/%s%s", mbs, l, rec ? "recompute/" : "", val->name);
 			rm_value_fate fate = plan_of(x, l)->fate[v];
-			rm_tensor_role role = !rec && (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY) ? RM_ROLE_RESIDUAL
-												      : RM_ROLE_ACTIVATION;
+			/* under a scan the residual is the stack's slice, this the op's own output */
+			rm_tensor_role role = !rec && (fate == RM_FATE_SAVED || fate == RM_FATE_CARRY) && !in_scan(e->x, l)
+						      ? RM_ROLE_RESIDUAL
+						      : RM_ROLE_ACTIVATION;
 			if (rec) {
 				if (fate != RM_FATE_RECOMPUTED) {
 					out[no++] = -1;
@@ -1934,7 +1983,7 @@ static void emit_reloads(emitter *e, int mb, int l, int32_t wait)
 {
 	const ctx *x = layer_ctx(e->x, l);
 	const rm_graph *g = x->layer;
-	if (l < 0 || l >= x->L)
+	if (l < 0 || l >= e->Le)
 		return;
 	layer_tensors *t = lt_of(e, mb, l);
 	for (int v = 0; v < g->n_values; v++) {
@@ -1948,6 +1997,11 @@ static void emit_reloads(emitter *e, int mb, int l, int32_t wait)
 		c.layer = l;
 		c.phase = RM_PPHASE_BWD;
 		emit(e, &c, &t->host[v], 1, &t->reload[v], 1, wait, NULL);
+		if (t->host[v] == e->hstack[mb])
+			/* the first reload waits for the loop's last offload copy; the later ones follow
+			 * it on the reload stream (not every one waiting on that copy: a stretch's ops
+			 * wait for nothing outside it but its start) */
+			e->tensor_stream[t->host[v]] = e->s_h2d;
 	}
 }
 
@@ -1992,7 +2046,11 @@ static void emit_colls_at(emitter *e, const comp *c, int j, bool entry, int base
 		int l = -1, kmb = entry ? k->mb : mb;
 		if (k->what == WHAT_LAYER) {
 			l = entry ? k->body_layer : target_layer(k, base, dir);
-			if (l < (entry ? 0 : first_scanned(x)) || l >= x->L)
+			/* shortened loops: the entry's collectives of the last trip (its prologue or
+			 * epilogue) are the last emitted trip's */
+			if (entry && e->Le < x->L && l >= x->L - x->k)
+				l -= x->L - e->Le;
+			if (l < (entry ? 0 : first_scanned(x)) || l >= e->Le)
 				continue; /* the pipeliner's peeled iterations (or a dense layer: its own) */
 			if (k->kind == CK_RS && grads_lt(e, kmb, l)->grads[k->group] < 0)
 				continue;
@@ -2066,7 +2124,7 @@ static void emit_body(emitter *e, const comp *c, int base, int dir, int mb, bool
 			break;
 		const slot *s = &c->slots[j];
 		int l = base + dir * s->body_layer;
-		if (l < first_scanned(x) || l >= x->L)
+		if (l < first_scanned(x) || l >= e->Le)
 			continue; /* the pipeliner's peeled iterations, or a dense layer before the scan */
 		if (s->kind == SLOT_REMAT) {
 			emit_remat(e, s, l, mb);
@@ -2188,6 +2246,68 @@ static void emit_optimizer(emitter *e)
 	}
 }
 
+/* to += k x (b - a): the collectives' counts of k more periods, each what was emitted from a to b */
+static void rep_add_diff(rm_schedule_report *to, const rm_schedule_report *a, const rm_schedule_report *b, int k)
+{
+	to->collectives += k * (b->collectives - a->collectives);
+	to->async += k * (b->async - a->async);
+	to->sync += k * (b->sync - a->sync);
+	for (int r = 0; r < RM_SYNC_REASON_COUNT; r++)
+		to->sync_by_reason[r] += k * (b->sync_by_reason[r] - a->sync_by_reason[r]);
+	to->replica_collectives += k * (b->replica_collectives - a->replica_collectives);
+	to->replica_sync += k * (b->replica_sync - a->replica_sync);
+	to->async_tp_collectives += k * (b->async_tp_collectives - a->async_tp_collectives);
+}
+
+/* The forward loop's stacked residuals of micro-batch mb (e->stack, e->hstack): every scanned
+ * layer's saved values and carry on the device, its offloaded values on the host, allocated by
+ * the loop's first compute op and live until the backward loop's last read. */
+static void begin_stacks(emitter *e, int mb)
+{
+	const ctx *x = e->x;
+	int64_t saved = 0, carry = 0, host = 0;
+	for (int l = first_scanned(x); l < x->L; l++) {
+		const ctx *xl = layer_ctx(x, l);
+		const rm_remat_plan *pl = plan_of(xl, l);
+		saved += pl->saved_bytes;
+		carry += pl->carry_bytes;
+		host += pl->offloaded_bytes;
+	}
+	char mbs[16] = "", tn[160];
+	if (x->A > 1 && !x->cfg->lean)
+		snprintf(mbs, sizeof(mbs), "mb%d/", mb);
+	e->n_stack_out = 0;
+	if (saved > 0) {
+		TNAME(e, tn, "%sscan/residuals", mbs);
+		e->stack[mb] = e->stack_out[e->n_stack_out++] = new_tensor(e, tn, saved, RM_ROLE_RESIDUAL, RM_LOC_DEVICE, false);
+	}
+	if (carry > 0) {
+		/* the layers' inputs, activations of the forward kept for the backward */
+		TNAME(e, tn, "%sscan/carries", mbs);
+		e->cstack[mb] = e->stack_out[e->n_stack_out++] = new_tensor(e, tn, carry, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+	}
+	if (host > 0) {
+		TNAME(e, tn, "%sscan/offloaded", mbs);
+		e->hstack[mb] = e->stack_out[e->n_stack_out++] = new_tensor(e, tn, host, RM_ROLE_RESIDUAL, RM_LOC_HOST, false);
+	}
+	e->last_d2h_ev = -1;
+}
+
+/* Trip i of a loop begins (i -1: the loop ended): its first op, and the report's counts at trips
+ * 1 and 2 (the increase of one trip, for the trips not emitted). */
+static void loop_trip(emitter *e, int mb, bool bwd, int i)
+{
+	if (!e->trip_first)
+		return;
+	int32_t *f = e->trip_first + ((size_t)mb * 2 + bwd) * (size_t)(e->E + 1);
+	f[i < 0 ? e->E : i] = e->p->n_ops;
+	if (i == 1 || i == 2)
+		e->trip_rep[i - 1] = *e->x->rep; /* its counts only */
+	if (i == 2)
+		rep_add_diff(&e->loop_add, &e->trip_rep[0], &e->trip_rep[1],
+			     (e->x->L - first_scanned(e->x)) / e->x->k - e->E);
+}
+
 /* Entry (or unrolled) computation: loops are single slots, layers of an unrolled step inline. */
 static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *bwd)
 {
@@ -2233,16 +2353,32 @@ static void emit_entry(emitter *e, const comp *c, const comp *fwd, const comp *b
 					e->embed_grads = e->head_grads = e->final_norm_grads = -1; /* a new micro-batch */
 				if (s->part == PART_HEAD && s->op == g->n_fwd_ops)
 					e->chain = -1; /* the loss starts the backward */
-				emit_part_op(e, s->part, s, layer_output_tensor(e, s->mb, x->L - 1));
+				emit_part_op(e, s->part, s, layer_output_tensor(e, s->mb, e->Le - 1));
 			}
 			break;
 		case SLOT_FWD_LOOP:
-			for (int base = first_scanned(x); base < x->L; base += x->k)
+			begin_stacks(e, s->mb);
+			for (int base = first_scanned(x), i = 0; base < e->Le; base += x->k, i++) {
+				loop_trip(e, s->mb, false, i);
+				/* a while body's async copies are done within its iteration (the copy-done
+				 * writes the loop's host-stack carry): the next one starts after them */
+				add_pending(e, e->last_d2h_ev);
 				emit_body(e, fwd, base, +1, s->mb, false);
+			}
+			add_pending(e, e->last_d2h_ev);
+			loop_trip(e, s->mb, false, -1);
+			if (e->hstack[s->mb] >= 0 && e->last_d2h_ev >= 0) {
+				/* the backward reads the host stack once the loop's copies are done */
+				e->tensor_event[e->hstack[s->mb]] = e->last_d2h_ev;
+				e->tensor_stream[e->hstack[s->mb]] = e->s_d2h;
+			}
 			break;
 		case SLOT_BWD_LOOP:
-			for (int base = x->L - 1; base >= first_scanned(x); base -= x->k)
+			for (int base = e->Le - 1, i = 0; base >= first_scanned(x); base -= x->k, i++) {
+				loop_trip(e, s->mb, true, i);
 				emit_body(e, bwd, base, -1, s->mb, true);
+			}
+			loop_trip(e, s->mb, true, -1);
 			break;
 		case SLOT_OPTIMIZER:
 			emit_optimizer(e);
@@ -3588,6 +3724,23 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 	e.mb_first = rm_new(int32_t, (size_t)x.A + 1);
 	for (int mb = 0; mb < x.A; mb++)
 		e.mb_first[mb] = -1;
+	e.stack = rm_new(int32_t, (size_t)x.A + 1);
+	e.cstack = rm_new(int32_t, (size_t)x.A + 1);
+	e.hstack = rm_new(int32_t, (size_t)x.A + 1);
+	for (int mb = 0; mb < x.A; mb++)
+		e.stack[mb] = e.cstack[mb] = e.hstack[mb] = -1;
+	e.last_d2h_ev = -1;
+	/* shortened loops: the first E - 1 trips and the last; at most two loops a micro-batch in
+	 * a report's stretches, trips of whole bodies only */
+	int trips_T = cfg->scan ? (x.L - first_scanned(&x)) / x.k : 0;
+	e.E = trips_T;
+	e.Le = x.L;
+	if (cfg->scan && cfg->emit_loop_iters >= 3 && trips_T > cfg->emit_loop_iters &&
+	    (x.L - first_scanned(&x)) % x.k == 0 && 2 * x.A <= RM_SCHED_MAX_LOOPS) {
+		e.E = cfg->emit_loop_iters;
+		e.Le = first_scanned(&x) + e.E * x.k;
+		e.trip_first = rm_new(int32_t, (size_t)2 * (size_t)x.A * (size_t)(e.E + 1));
+	}
 	e.embed_ag = e.head_ag = e.embed_grads = e.head_grads = e.final_norm_grads = -1;
 	size_t nlt = (size_t)x.A * (size_t)x.L;
 	e.lt = rm_new(layer_tensors, nlt);
@@ -3642,24 +3795,42 @@ rm_program *rm_schedule_build(const rm_schedule_config *cfg, rm_schedule_report 
 		for (int mb = 1; mb + 1 < x.A && even; mb++)
 			even = e.mb_first[mb] >= 0 && e.mb_first[mb + 1] - e.mb_first[mb] == per;
 		if (even && per > 0) {
-			rep->loop_first_op = e.mb_first[1];
-			rep->loop_ops = per;
-			rep->loop_iters = x.A - 2;
-			rep->loop_trips = A_step - 2;
+			rep->loops[0].first_op = e.mb_first[1];
+			rep->loops[0].ops = per;
+			rep->loops[0].iters = x.A - 2;
+			rep->loops[0].trips = A_step - 2;
 			/* the step's collectives: the micro-batches not built each count as one built */
-			int k = A_step - x.A;
-			const rm_schedule_report *a = &e.mb_rep[0], *b = &e.mb_rep[1];
-			rep->collectives += k * (b->collectives - a->collectives);
-			rep->async += k * (b->async - a->async);
-			rep->sync += k * (b->sync - a->sync);
-			for (int r = 0; r < RM_SYNC_REASON_COUNT; r++)
-				rep->sync_by_reason[r] += k * (b->sync_by_reason[r] - a->sync_by_reason[r]);
-			rep->replica_collectives += k * (b->replica_collectives - a->replica_collectives);
-			rep->replica_sync += k * (b->replica_sync - a->replica_sync);
-			rep->async_tp_collectives += k * (b->async_tp_collectives - a->async_tp_collectives);
+			rep_add_diff(rep, &e.mb_rep[0], &e.mb_rep[1], A_step - x.A);
 		}
 	}
 	free(e.mb_first);
+	if (e.trip_first) {
+		/* shortened loops: trips 1 .. E - 2 of each, evenly spaced, stand for 1 .. T - 2 */
+		int T = (x.L - first_scanned(&x)) / x.k, n = 0;
+		bool even = true;
+		for (int lp = 0; lp < 2 * x.A && even; lp++) {
+			const int32_t *f = e.trip_first + (size_t)lp * (size_t)(e.E + 1);
+			int32_t per = f[2] - f[1];
+			for (int i = 1; i < e.E - 1 && even; i++)
+				even = per > 0 && f[i + 1] - f[i] == per;
+			if (!even)
+				break;
+			rep->loops[n].first_op = f[1];
+			rep->loops[n].ops = per;
+			rep->loops[n].iters = e.E - 2;
+			rep->loops[n].trips = T - 2;
+			n++;
+		}
+		if (even)
+			rep_add_diff(rep, &(rm_schedule_report){0}, &e.loop_add, 1);
+		else
+			memset(rep->loops, 0, sizeof(rep->loops));
+		rep->loops_partial = !even;
+		free(e.trip_first);
+	}
+	free(e.stack);
+	free(e.cstack);
+	free(e.hstack);
 
 	rm_program *prog = e.p;
 	free(e.tensor_event);

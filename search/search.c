@@ -701,6 +701,8 @@ static void search_evaluate(const rm_search *s, const rm_candidate *c, const sea
  * first, three to find the period in (the fewest the engine takes: two starts to compare and
  * one untouched), the last. A step whose transient is longer is built whole. */
 #define SEARCH_EMIT_MICRO_BATCHES 5
+/* Trips a search builds of a scan's longer loops (rm_schedule_config.emit_loop_iters), alike. */
+#define SEARCH_EMIT_LOOP_ITERS 6
 
 /* Evaluates with explicit workload, policy and flags; reuse NULL: the reference path. */
 static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const rm_candidate *c, const rm_workload *wl,
@@ -725,6 +727,7 @@ static void evaluate(const rm_search *s, const rm_scenario_resolved *res, const 
 	 * repeat (remora/sim.h rm_sim_loop: the same metrics bit for bit); the reference path
 	 * builds them all, and so does a step whose run reaches no periodic state */
 	cfg.emit_micro_batches = reuse ? SEARCH_EMIT_MICRO_BATCHES : 0;
+	cfg.emit_loop_iters = reuse ? SEARCH_EMIT_LOOP_ITERS : 0;
 again:;
 	rm_schedule_report rep;
 	rm_program *prog = rm_schedule_build(&cfg, &rep, &err);
@@ -744,21 +747,24 @@ again:;
 			      .prices = reuse ? reuse->prices : NULL,
 			      .unpriced_cache = !reuse,
 			      .storage = reuse ? reuse->sim : NULL,
-			      .loop = {.first_op = rep.loop_first_op,
-				       .ops = rep.loop_ops,
-				       .iters = rep.loop_iters,
-				       .trips = rep.loop_trips}};
-	/* fewer micro-batches than the step's and no stretch to extend: not the step */
-	bool partial = rep.loop_ops == 0 && rep.micro_batches_emitted < wl->train.grad_accum;
+			     };
+	for (int k = 0; k < RM_SCHED_MAX_LOOPS && k < RM_SIM_MAX_LOOPS; k++)
+		opt.loops[k] = (rm_sim_loop){.first_op = rep.loops[k].first_op,
+					     .ops = rep.loops[k].ops,
+					     .iters = rep.loops[k].iters,
+					     .trips = rep.loops[k].trips};
+	/* fewer micro-batches or trips than the step's and no stretch to extend: not the step */
+	bool partial = (rep.loops[0].ops == 0 && rep.micro_batches_emitted < wl->train.grad_accum) || rep.loops_partial;
 	rm_sim *sim = partial ? NULL : rm_sim_create(prog, &res->hw, &opt, &err);
 	rm_status run = partial ? RM_UNSUPPORTED : sim ? rm_sim_run(sim, &err) : RM_INVALID;
-	if (run == RM_UNSUPPORTED && cfg.emit_micro_batches > 0) {
+	if (run == RM_UNSUPPORTED && (cfg.emit_micro_batches > 0 || cfg.emit_loop_iters > 0)) {
 		rm_sim_destroy(sim);
 		if (prog != cfg.into)
 			rm_program_destroy(prog);
 		rm_schedule_report_finish(&rep);
 		rm_error_clear(&err);
 		cfg.emit_micro_batches = 0;
+		cfg.emit_loop_iters = 0;
 		goto again;
 	}
 	if (run != RM_OK) {

@@ -465,7 +465,7 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 			sim->lower_bound = res_work[r];
 	if (loop_lb)
 		sim->lower_bound = loop_bound;
-	sim->loop_end = sim->loop && sim_loop_usable(sim) ? sim->opt.loop.first_op + sim->opt.loop.ops * sim->opt.loop.iters : 0;
+	sim->loop_end = sim_loop_reach(sim);
 
 	/* Reserved memory: a replay through the allocator model for PyTorch's modes. Persistent
 	 * tensors are allocated first, on the first compute stream (PyTorch's default stream). */

@@ -154,15 +154,16 @@ struct rm_sim {
 	bool check_races;        /* start_op checks each input was produced (not for a program the
 				  * scheduler built, in a release build: REMORA_SELF_CHECK) */
 	rm_sim_metrics m;
-	/* options.loop: NULL without one; loop_end its end (0 without), loop_hi the highest op of
-	 * the stretch whose dependencies have started to be met (release keeps it) */
+	/* options.loops: NULL without one; loop_end the last one's end (0 without), loop_hi the
+	 * highest op of the stretches whose dependencies have started to be met (release keeps
+	 * it) */
 	sim_loop *loop;
 	int32_t loop_end, loop_hi;
 	int32_t loop_watch;      /* the op whose start sim_loop_at waits for; -1: none */
 };
 
-/* sim/loop.c. sim_loop_create: after the successor lists, the stretch's structure (NULL when
- * options.loop has none or no more trips than iterations). sim_loop_lower_bound: the step's
+/* sim/loop.c. sim_loop_create: after the successor lists, the stretches' structure (NULL when
+ * options.loops has none with more trips than iterations). sim_loop_lower_bound: the step's
  * lower bound from the program's longest paths est (launch order) and work per resource
  * (res_work, net_work in ps x ppm per level); false when the stretch's paths do not repeat (the
  * stretch is then not used). sim_loop_reset, sim_loop_at (after an instant's starts: snapshots
@@ -172,8 +173,10 @@ sim_loop *sim_loop_create(rm_sim *sim);
 void sim_loop_destroy(sim_loop *l);
 bool sim_loop_lower_bound(rm_sim *sim, const rm_time_ps *est, const rm_time_ps *res_work,
 			  const sim_u128 *net_work, rm_time_ps *lower_bound);
-/* Whether the stretch's structure and lower bound repeat (a run is then worth trying). */
+/* Whether the stretches' structure and lower bounds repeat (a run is then worth trying). */
 bool sim_loop_usable(const rm_sim *sim);
+/* The end of the last stretch when they are usable (loop_end), else 0. */
+int32_t sim_loop_reach(const rm_sim *sim);
 void sim_loop_disable(rm_sim *sim);
 void sim_loop_reset(rm_sim *sim);
 void sim_loop_at(rm_sim *sim, rm_time_ps t);

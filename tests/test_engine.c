@@ -1242,7 +1242,7 @@ static rm_program *loop_program(int n, bool chained, double gemm_us_last)
 
 static rm_sim *run_loop(const rm_program *p, int iters, int64_t trips, rm_status want, rm_error *err)
 {
-	rm_sim_options opt = {.hw_queues = 8, .loop = {.first_op = 1, .ops = 4, .iters = iters, .trips = trips}};
+	rm_sim_options opt = {.hw_queues = 8, .loops = {{.first_op = 1, .ops = 4, .iters = iters, .trips = trips}}};
 	rm_sim *sim = rm_sim_create(p, h100(), &opt, err);
 	cr_assert_not_null(sim, "create: %s", err->msg);
 	cr_assert_eq(rm_sim_run(sim, err), want, "run: %s", err->msg);
@@ -1280,6 +1280,86 @@ Test(engine, periodic_stretch_extended_equals_the_full_program)
 	cr_assert_eq(memcmp(&mb->tokens_per_s, &ma->tokens_per_s, sizeof(double)), 0);
 	for (int32_t s = 0; s < full->n_streams; s++)
 		cr_assert_eq(rm_sim_stream_busy(b, s), rm_sim_stream_busy(a, s), "stream %d", s);
+	rm_sim_destroy(a);
+	rm_sim_destroy(b);
+	rm_program_destroy(full);
+	rm_program_destroy(part);
+}
+
+/* Two such stretches one after the other (a scan's forward and backward loops): n1 chained
+ * iterations, a 7 us op waiting for the last reduce-scatter, n2 more whose first gather waits
+ * for it, the optimizer. Ops [1, 1 + 4 n1) and [2 + 4 n1, 2 + 4 (n1 + n2)) are the stretches. */
+static rm_program *two_loop_program(int n1, int n2)
+{
+	rm_program *p = rm_program_create("two loops");
+	p->tokens = 1000 * (n1 + n2);
+	p->model_flops = 1e9 * (n1 + n2);
+	rm_program_add_stream(p, "compute", RM_STREAM_COMPUTE, 0);
+	rm_program_add_stream(p, "comm", RM_STREAM_COLLECTIVE, -1);
+	int32_t shard = rm_program_add_tensor(p, "shard", 100, RM_ROLE_PARAM_SHARD, RM_LOC_DEVICE, true);
+	op_add(p, "start", RM_COST_ELEMENTWISE, 0, 3, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+	int32_t last_rs = -1, mid = -1;
+	for (int phase = 0; phase < 2; phase++) {
+		for (int j = 0; j < (phase ? n2 : n1); j++) {
+			int32_t w = rm_program_add_tensor(p, "w", 800, RM_ROLE_GATHERED_PARAM, RM_LOC_DEVICE, false);
+			int32_t a = rm_program_add_tensor(p, "a", 1000, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+			int32_t g = rm_program_add_tensor(p, "g", 500, RM_ROLE_ACTIVATION, RM_LOC_DEVICE, false);
+			int32_t eg = rm_program_add_event(p, "gathered"), ee = rm_program_add_event(p, "reduced-input");
+			op_add(p, "ag", RM_COST_COLLECTIVE, 1, 10, &shard, 1, &w, 1, phase && j == 0 ? &mid : NULL,
+			       phase && j == 0 ? 1 : 0, &eg, 1);
+			op_add(p, "mm", RM_COST_GEMM, 0, 20, &w, 1, &a, 1, &eg, 1, NULL, 0);
+			op_add(p, "ew", RM_COST_ELEMENTWISE, 0, 5, &a, 1, &g, 1, NULL, 0, &ee, 1);
+			last_rs = rm_program_add_event(p, "reduced");
+			op_add(p, "rs", RM_COST_COLLECTIVE, 1, 8, &g, 1, NULL, 0, &ee, 1, &last_rs, 1);
+		}
+		if (phase == 0) {
+			mid = rm_program_add_event(p, "mid");
+			op_add(p, "mid", RM_COST_ELEMENTWISE, 0, 7, NULL, 0, NULL, 0, &last_rs, 1, &mid, 1);
+		}
+	}
+	op_add(p, "optimizer", RM_COST_ELEMENTWISE, 0, 4, NULL, 0, NULL, 0, &last_rs, 1, NULL, 0);
+	return p;
+}
+
+Test(engine, periodic_stretches_one_after_another_add_up)
+{
+	rm_error err;
+	rm_error_clear(&err);
+	rm_program *full = two_loop_program(12, 9), *part = two_loop_program(5, 5);
+	part->tokens = full->tokens;
+	part->model_flops = full->model_flops;
+	rm_sim_options opt = {.hw_queues = 8,
+			      .loops = {{.first_op = 1, .ops = 4, .iters = 5, .trips = 12},
+					{.first_op = 2 + 4 * 5, .ops = 4, .iters = 5, .trips = 9}}};
+	rm_sim *a = run(full, h100(), 8), *b = rm_sim_create(part, h100(), &opt, &err);
+	cr_assert_not_null(b, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(b, &err), RM_OK, "%s", err.msg);
+	const rm_sim_metrics *ma = rm_sim_get_metrics(a), *mb = rm_sim_get_metrics(b);
+	/* by hand: 43 us an iteration, 12 of them, the 7 us op, 9 more, the optimizer */
+	cr_assert_eq(ma->step_time, (43 * 12 + 7 + 43 * 9 + 4) * US);
+	cr_assert_eq(mb->step_time, ma->step_time);
+	cr_assert_eq(mb->periods_added, 7 + 4);
+	cr_assert_eq(mb->compute_busy, ma->compute_busy);
+	cr_assert_eq(mb->comm_total, ma->comm_total);
+	cr_assert_eq(mb->exposed_comm, ma->exposed_comm);
+	cr_assert_eq(mb->events, ma->events);
+	cr_assert_eq(mb->heap_pops, ma->heap_pops);
+	cr_assert_eq(mb->peak_memory_bytes, ma->peak_memory_bytes);
+	cr_assert_eq(mb->lower_bound, ma->lower_bound);
+	cr_assert_eq(mb->collectives, 2 * 21);
+	cr_assert_eq(memcmp(&mb->mfu, &ma->mfu, sizeof(double)), 0);
+	for (int32_t s = 0; s < full->n_streams; s++)
+		cr_assert_eq(rm_sim_stream_busy(b, s), rm_sim_stream_busy(a, s), "stream %d", s);
+	rm_sim_destroy(b);
+	/* out of launch order (the second before the first): refused */
+	rm_sim_options rev = opt;
+	rev.loops[0] = opt.loops[1];
+	rev.loops[1] = opt.loops[0];
+	rm_error_clear(&err);
+	b = rm_sim_create(part, h100(), &rev, &err);
+	cr_assert_not_null(b, "%s", err.msg);
+	cr_assert_eq(rm_sim_run(b, &err), RM_UNSUPPORTED);
+	cr_assert(strstr(err.msg, "before the stretch before"), "%s", err.msg);
 	rm_sim_destroy(a);
 	rm_sim_destroy(b);
 	rm_program_destroy(full);

@@ -2,7 +2,8 @@
  * The optimised search against the unoptimised one (rm_search_options.reference: every candidate
  * simulated on its own, no memo of equal plans, no collective price cache, no reused program):
  * over a whole space, row by row, every field equal bit for bit, for one thread, three threads
- * and two shards. And a PyTorch FSDP2 space of long steps (16 to 32 micro-batches), whose
+ * and two shards (the optimised rows' scan loops built as 6 trips each, the reference's whole, remora/sim.h
+ * rm_sim_loop). And a PyTorch FSDP2 space of long steps (16 to 32 micro-batches), whose
  * optimised rows come from 5 micro-batches extended by the engine's period (remora/sim.h
  * rm_sim_loop), against the reference's full steps, on one node and on two.
  */
@@ -129,6 +130,9 @@ Test(golden_search, optimised_rows_equal_the_reference_row_by_row)
 	 * and up projections, which no subset here names: 17 of 33 policies, each at 2
 	 * micro-batches x (2 flag variants + ideal) */
 	cr_assert_eq(p.reused, 17 * 2 * 3, "memo hits: %lld", (long long)p.reused);
+	/* every step's scan loops (16 trips with double buffering, 32 without) were built as 6 trips
+	 * each and extended by the engine: none fell back to the whole step */
+	cr_assert_eq(p.extended, SPACE_COUNT, "extended: %lld", (long long)p.extended);
 	sweep(false, 3, 0, 1, &opt3, &p);
 	cr_assert_eq(opt3.n, SPACE_COUNT);
 	for (int i = 0; i < SPACE_COUNT; i++) {

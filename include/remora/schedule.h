@@ -50,6 +50,9 @@
 #include "remora/workload.h"
 #include "remora/xla_flags.h"
 
+/* Periodic stretches a report can describe (remora/sim.h RM_SIM_MAX_LOOPS). */
+#define RM_SCHED_MAX_LOOPS 4
+
 /*
  * xla: XLA's GPU compiler (above). ideal: a bound, not a runtime. fsdp2: PyTorch FSDP2
  * (torch.distributed.fsdp.fully_shard): layers unrolled (no scan), each block's all-gather issued
@@ -132,10 +135,16 @@ typedef struct rm_schedule_config {
 				       * everything (NeMo's recompute_num_layers, block method); 0: all */
 	bool lean;                    /* searches: no tensor names, no self-validation */
 	int emit_micro_batches;       /* fsdp2 (and megatron) and the unrolled ideal runtime, >= 3: a
-				       * step of more micro-batches is
-				       * built with this many, its middle ones a periodic stretch for
-				       * the engine to extend (rm_schedule_report.loop_*; the tokens,
-				       * FLOPs and batch are the whole step's); 0: all of them */
+				       * step of more micro-batches is built with this many, its
+				       * middle ones a periodic stretch for the engine to extend
+				       * (rm_schedule_report.loops; the tokens, FLOPs and batch are
+				       * the whole step's); 0: all of them */
+	int emit_loop_iters;          /* a scan's loops (XLA's while loops over the layers), >= 3: a
+				       * loop of more trips is built with this many, its first ones
+				       * and its last, the middle ones a periodic stretch for the
+				       * engine to extend (rm_schedule_report.loops; the residual
+				       * stacks, tokens and FLOPs the whole step's); at most
+				       * RM_SCHED_MAX_LOOPS / 2 micro-batches; 0: every trip */
 	rm_fusion_mode fusion;        /* memory-bound ops as fused kernels (docs/sim.md "Fusion") */
 	rm_program *into;             /* NULL: the program is a new one; else it is into, emptied
 				       * (rm_program_reset: its storage reused) and filled, still the
@@ -187,14 +196,20 @@ typedef struct rm_schedule_report {
 	int remat_ops, remat_moves;
 	int64_t remat_bytes;
 	double remat_flops;
-	/* cfg->emit_micro_batches took effect: the program's micro-batches 1 .. emitted - 2 are
-	 * loop_iters iterations of loop_ops ops from op loop_first_op, standing for loop_trips
-	 * (remora/sim.h rm_sim_loop); loop_ops 0: the program is the whole step */
-	int32_t loop_first_op, loop_ops, loop_iters;
-	int64_t loop_trips;
-	int micro_batches_emitted; /* fewer than the step's with cfg->emit_micro_batches; with
-				    * loop_ops 0 then, the program is not the step's (build it again
+	/* cfg->emit_micro_batches or cfg->emit_loop_iters took effect: the program holds periodic
+	 * stretches (remora/sim.h rm_sim_loop, in launch order; the first with ops 0 ends them)
+	 * standing for more iterations than it holds: its micro-batches 1 .. emitted - 2, or a
+	 * scan's forward and backward loops of each micro-batch. None: the program is the whole
+	 * step. */
+	struct {
+		int32_t first_op, ops, iters;
+		int64_t trips;
+	} loops[RM_SCHED_MAX_LOOPS];
+	int micro_batches_emitted; /* fewer than the step's with cfg->emit_micro_batches; with no
+				    * stretch then, the program is not the step's (build it again
 				    * without) */
+	bool loops_partial;        /* cfg->emit_loop_iters shortened a scan's loops but no stretch
+				    * describes them: not the step's program (build it again without) */
 } rm_schedule_report;
 
 void rm_schedule_report_finish(rm_schedule_report *rep);

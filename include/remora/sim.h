@@ -107,17 +107,22 @@ void rm_sim_storage_destroy(rm_sim_storage *st);
 
 /*
  * A periodic stretch of a program (docs/sim.md "Periodic steps"): ops [first_op, first_op +
- * ops * iters) are iters iterations of ops ops each (a step's middle micro-batches, say), op i
- * of iteration j the same as op i of iteration j - 1 (cost, stream, tensors' sizes) with its
- * dependencies inside the stretch moved by one iteration; the program stands for a step that
- * runs `trips` (>= iters) of them, the ops after the stretch waiting for the last one. The
- * engine simulates the iterations it has; once the whole state of the run (running ops, their
- * remaining work and rates, pending completions, waiting ops, live memory) at the start of an
- * iteration is the state at the start of the previous one moved by one iteration, every later
- * iteration repeats it exactly (a deterministic, time-invariant engine), and the metrics of the
- * step of `trips` iterations are those of the run plus trips - iters periods: bit for bit what
- * the full program gives. When no such state is reached, rm_sim_run fails with RM_UNSUPPORTED
- * and the caller builds the whole step. ops 0: no stretch.
+ * ops * iters) are iters iterations of ops ops each (a step's middle micro-batches, or a scan's
+ * loop iterations), op i of iteration j the same as op i of iteration j - 1 (cost, stream,
+ * tensors' sizes) with its dependencies inside the stretch moved by one iteration; the program
+ * stands for a step that runs `trips` (>= iters) of them, the ops after the stretch waiting for
+ * the last one. The engine simulates the iterations it has; once the whole state of the run
+ * (running ops, their remaining work and rates, pending completions, waiting ops, live memory)
+ * at the start of an iteration is the state at the start of the previous one moved by one
+ * iteration, every later iteration repeats it exactly (a deterministic, time-invariant engine),
+ * and the metrics of the step of `trips` iterations are those of the run plus trips - iters
+ * periods: bit for bit what the full program gives. When no such state is reached, rm_sim_run
+ * fails with RM_UNSUPPORTED and the caller builds the whole step. ops 0: no stretch.
+ *
+ * rm_sim_options.loops holds up to RM_SIM_MAX_LOOPS stretches in launch order, disjoint (a
+ * scan's forward loop, then its backward loop); the first with ops 0 ends the list. Each is
+ * proven and extended on its own: the ops after one (the next stretch among them) run the same,
+ * later by its periods, so the extensions add up.
  */
 typedef struct rm_sim_loop {
 	int32_t first_op; /* the first op of iteration 0, in launch order */
@@ -125,6 +130,8 @@ typedef struct rm_sim_loop {
 	int32_t iters;    /* iterations the program holds */
 	int64_t trips;    /* iterations of the step it stands for */
 } rm_sim_loop;
+
+#define RM_SIM_MAX_LOOPS 4
 
 typedef struct rm_sim_options {
 	int hw_queues;              /* CUDA_DEVICE_MAX_CONNECTIONS; <= 0: 8 */
@@ -146,9 +153,9 @@ typedef struct rm_sim_options {
 				     * path tests compare the cache with) */
 	rm_sim_storage *storage;    /* arrays kept between calls (one thread's); NULL: allocated
 				     * for this simulation and freed with it */
-	rm_sim_loop loop;           /* a periodic stretch (above); with trips > iters the metrics
-				     * are the whole step's, the op times (rm_sim_op_start, the
-				     * timeline) the program's own; not with a PyTorch allocator */
+	rm_sim_loop loops[RM_SIM_MAX_LOOPS]; /* periodic stretches (above); with trips > iters the
+				     * metrics are the whole step's, the op times (rm_sim_op_start,
+				     * the timeline) the program's own; not with a PyTorch allocator */
 } rm_sim_options;
 
 typedef struct rm_sim_metrics {
@@ -180,10 +187,10 @@ typedef struct rm_sim_metrics {
 	double tokens_per_s;       /* per GPU; 0 when the program has no token count */
 	uint64_t events;           /* op starts + op ends */
 	uint64_t heap_pops;        /* completion events popped, stale ones included */
-	int64_t periods_added;     /* rm_sim_options.loop: iterations added to the run's (trips -
-				    * iters; 0 without a stretch) */
-	int32_t periodic_from;     /* rm_sim_options.loop: the iteration whose start state repeated
-				    * the previous one's; -1 without a stretch */
+	int64_t periods_added;     /* rm_sim_options.loops: iterations added to the run's (trips -
+				    * iters, summed over the stretches; 0 without one) */
+	int32_t periodic_from;     /* rm_sim_options.loops: the iteration of the first stretch whose
+				    * start state repeated the previous one's; -1 without a stretch */
 } rm_sim_metrics;
 
 typedef struct rm_sim rm_sim;
@@ -201,7 +208,7 @@ void rm_sim_destroy(rm_sim *sim);
  * Runs the program from time 0. RM_INVALID with err on a deadlock (no event pending while ops
  * remain: names the first op that never started and what it waits for) or a data race (see
  * above). Metrics, op times and the memory timeline stay readable until the next run. With a
- * stretch of more trips than iterations (rm_sim_options.loop): RM_UNSUPPORTED when its
+ * stretch of more trips than iterations (rm_sim_options.loops): RM_UNSUPPORTED when its
  * structure does not repeat or the run reached no periodic state (the caller then simulates
  * the whole step), the metrics of the whole step otherwise.
  */

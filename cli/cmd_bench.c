@@ -57,6 +57,7 @@ static int bench_search(int64_t n, const char *model, bool json)
 	sc.search_max_candidates = 100000000;
 	double rate[2] = {0, 0};
 	long rss[2] = {0, 0};
+	int64_t extended[2] = {0, 0}, simulated[2] = {0, 0};
 	int64_t counts[2] = {n, 4 * n};
 	for (int k = 0; k < 2; k++) {
 		rm_search *s = rm_search_create(&sc, NULL, &err);
@@ -77,6 +78,8 @@ static int bench_search(int64_t n, const char *model, bool json)
 			return cli_fail(&err);
 		}
 		rate[k] = p.elapsed_s > 0 ? (double)(p.done - p.skipped) / p.elapsed_s : 0;
+		extended[k] = p.extended;
+		simulated[k] = p.done - p.skipped - p.reused;
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
 		rss[k] = ru.ru_maxrss;
@@ -98,11 +101,15 @@ static int bench_search(int64_t n, const char *model, bool json)
 		json_object_set_new(doc, "candidates_per_s", json_real(rate[1]));
 		json_object_set_new(doc, "max_rss_kib_after_n", json_integer(rss[0]));
 		json_object_set_new(doc, "max_rss_kib_after_4n", json_integer(rss[1]));
+		json_object_set_new(doc, "extended", json_integer(extended[1]));
+		json_object_set_new(doc, "simulated", json_integer(simulated[1]));
 		return cli_print_json(doc);
 	}
 	printf("search on %s (seed scenario space), one thread, SQLite file store:\n", model);
-	printf("  %lld candidates: %.0f candidates/s; peak RSS %ld KiB\n", (long long)counts[0], rate[0], rss[0]);
-	printf("  %lld candidates: %.0f candidates/s; peak RSS %ld KiB\n", (long long)counts[1], rate[1], rss[1]);
+	for (int k = 0; k < 2; k++)
+		printf("  %lld candidates: %.0f candidates/s; peak RSS %ld KiB; %lld simulated, %lld of the rows "
+		       "extended by a period\n",
+		       (long long)counts[k], rate[k], rss[k], (long long)simulated[k], (long long)extended[k]);
 	return CLI_EXIT_OK;
 }
 

@@ -388,9 +388,9 @@ rm_sim *rm_sim_create(const rm_program *prog, const rm_hw_profile *hw, const rm_
 		}
 	}
 	sim_give(sim, SB_RECORDER, recorder);
-	free(last_in_stream);
 	sim_give(sim, SB_STREAM_PREV, stream_prev);
-	sim->loop = sim_loop_create(sim);
+	sim->loop = sim_loop_create(sim, last_in_stream);
+	free(last_in_stream);
 
 
 	/* Lower bound: work per shared resource alone, and the critical path: in launch order when

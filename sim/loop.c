@@ -134,7 +134,7 @@ static bool ops_alike(const rm_sim *sim, const stretch *l, int32_t a, bool with_
 }
 
 /* Stretch l's structure (s0) and epilogue; false with *why when they do not repeat. */
-static bool check_stretch(const rm_sim *sim, stretch *l, const char **why)
+static bool check_stretch(const rm_sim *sim, const int32_t *stream_last, stretch *l, const char **why)
 {
 	*why = "do not repeat one another";
 	/* the structure: the last pair that differs sets s0 */
@@ -150,17 +150,26 @@ static bool check_stretch(const rm_sim *sim, stretch *l, const char **why)
 			}
 	}
 	/* the ops after the stretch wait for its last iteration: each has a predecessor there or
-	 * among those that do */
+	 * among those that do. Once the latest op of every stream with ops still to come does, so
+	 * does every later op (its stream predecessor): the scan stops there. */
 	int32_t last0 = iter_first(l, l->iters - 1), n_after = sim->n_ops - l->end;
-	uint8_t *anch = rm_new(uint8_t, (size_t)n_after + 1);
+	uint8_t *anch = rm_new(uint8_t, (size_t)n_after + (size_t)sim->n_streams + 1);
+	uint8_t *s_anch = anch + n_after; /* per stream: its latest op so far waits for the last iteration */
+	int32_t open = 0;
+	for (int32_t st = 0; st < sim->n_streams; st++)
+		open += stream_last[st] >= last0;
 	bool ok = true;
-	for (int32_t u = last0; u < sim->n_ops && ok; u++) {
+	for (int32_t u = last0; u < sim->n_ops && ok && open > 0; u++) {
 		if (u >= l->end && !anch[u - l->end]) {
 			ok = false;
 			*why = "are followed by ops that do not wait for the last one";
 			break;
 		}
 		const sim_op *so = &sim->ops[u];
+		if (!s_anch[so->stream]) {
+			s_anch[so->stream] = 1;
+			open--;
+		}
 		for (uint32_t k = 0; k < so->succ_n; k++) {
 			int32_t v = sim->succ[so->succ_at + k];
 			if (v >= l->end)
@@ -183,7 +192,7 @@ static bool check_stretch(const rm_sim *sim, stretch *l, const char **why)
 	return true;
 }
 
-sim_loop *sim_loop_create(rm_sim *sim)
+sim_loop *sim_loop_create(rm_sim *sim, const int32_t *stream_last)
 {
 	sim_loop *L = NULL;
 	for (int k = 0; k < RM_SIM_MAX_LOOPS && sim->opt.loops[k].ops > 0; k++) {
@@ -218,7 +227,7 @@ sim_loop *sim_loop_create(rm_sim *sim)
 				 "the stretch before, a PyTorch allocator's replay, no model FLOPs given)";
 			break;
 		}
-		L->ok = check_stretch(sim, l, &L->why);
+		L->ok = check_stretch(sim, stream_last, l, &L->why);
 	}
 	if (!L->ok)
 		return L;
@@ -248,8 +257,10 @@ void sim_loop_destroy(sim_loop *L)
 /* The longest paths of the step from those of the program (cur, in place; launch order) for
  * stretch l: iteration j's earliest starts iteration j - 1's plus c > 0, so the ops from there
  * (the stretch's and those after it) move by extra x c; those after it are relaxed again from
- * their predecessors' moved finishes. False when the paths grow unevenly. */
-static bool extend_paths(const rm_sim *sim, const stretch *l, rm_time_ps *cur, rm_time_ps *tmp)
+ * their predecessors' moved finishes. No path shrinks, so an op's earlier value stays a lower
+ * bound and only the moved ops' successors need relaxing. False when the paths grow
+ * unevenly. */
+static bool extend_paths(const rm_sim *sim, const stretch *l, rm_time_ps *cur)
 {
 	int32_t j = -1;
 	rm_time_ps c = 0;
@@ -268,34 +279,30 @@ static bool extend_paths(const rm_sim *sim, const stretch *l, rm_time_ps *cur, r
 	}
 	if (j < 0)
 		return false;
-	int32_t n = sim->n_ops, aj = iter_first(l, j), n_after = n - l->end;
+	int32_t n = sim->n_ops, aj = iter_first(l, j);
 	rm_time_ps shift = (rm_time_ps)l->extra * c;
 	for (int32_t u = aj; u < l->end; u++)
 		cur[u] += shift;
-	memset(tmp, 0, (size_t)n_after * sizeof(rm_time_ps));
-	for (int32_t u = 0; u < n; u++) {
-		if (u >= l->end)
-			cur[u] = tmp[u - l->end];
+	for (int32_t u = aj; u < n; u++) {
 		rm_time_ps fin = cur[u] + sim->ops[u].solo;
 		const sim_op *so = &sim->ops[u];
 		for (uint32_t k = 0; k < so->succ_n; k++) {
 			int32_t v = sim->succ[so->succ_at + k];
-			if (v >= l->end && tmp[v - l->end] < fin)
-				tmp[v - l->end] = fin;
+			if (v >= l->end && cur[v] < fin)
+				cur[v] = fin;
 		}
 	}
 	return true;
 }
 
-bool sim_loop_lower_bound(rm_sim *sim, const rm_time_ps *est, const rm_time_ps *res_work,
-			  const sim_u128 *net_work, rm_time_ps *lower_bound)
+bool sim_loop_lower_bound(rm_sim *sim, rm_time_ps *est, const rm_time_ps *res_work, const sim_u128 *net_work,
+			  rm_time_ps *lower_bound)
 {
 	sim_loop *L = sim->loop;
 	if (!L || !L->ok)
 		return false;
 	int32_t n = sim->n_ops;
-	rm_time_ps *cur = rm_new(rm_time_ps, (size_t)n + 1), *tmp = rm_new(rm_time_ps, (size_t)n + 1);
-	memcpy(cur, est, (size_t)n * sizeof(rm_time_ps));
+	rm_time_ps *cur = est;
 	rm_time_ps work[RM_RES_COUNT];
 	memcpy(work, res_work, sizeof(work));
 	sim_u128 net[RM_NET_LEVELS];
@@ -303,7 +310,7 @@ bool sim_loop_lower_bound(rm_sim *sim, const rm_time_ps *est, const rm_time_ps *
 		net[lv] = net_work ? net_work[lv] : 0;
 	for (int32_t k = 0; k < L->n && L->ok; k++) {
 		const stretch *l = &L->s[k];
-		if (!extend_paths(sim, l, cur, tmp)) {
+		if (!extend_paths(sim, l, cur)) {
 			L->ok = false;
 			L->bad = k;
 			L->why = "have longest paths (the lower bound's) that grow unevenly";
@@ -321,14 +328,12 @@ bool sim_loop_lower_bound(rm_sim *sim, const rm_time_ps *est, const rm_time_ps *
 			}
 		}
 	}
-	rm_time_ps best = 0;
-	for (int32_t u = 0; u < n && L->ok; u++)
-		if (cur[u] + sim->ops[u].solo > best)
-			best = cur[u] + sim->ops[u].solo;
-	free(cur);
-	free(tmp);
 	if (!L->ok)
 		return false;
+	rm_time_ps best = 0;
+	for (int32_t u = 0; u < n; u++)
+		if (cur[u] + sim->ops[u].solo > best)
+			best = cur[u] + sim->ops[u].solo;
 	if (sim->net_share)
 		for (int lv = 0; lv < RM_NET_LEVELS; lv++)
 			if ((rm_time_ps)(net[lv] / 1000000u) > work[RM_RES_NET])

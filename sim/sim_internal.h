@@ -162,16 +162,17 @@ struct rm_sim {
 	int32_t loop_watch;      /* the op whose start sim_loop_at waits for; -1: none */
 };
 
-/* sim/loop.c. sim_loop_create: after the successor lists, the stretches' structure (NULL when
+/* sim/loop.c. sim_loop_create: after the successor lists (stream_last: each stream's last op,
+ * -1 none), the stretches' structure (NULL when
  * options.loops has none with more trips than iterations). sim_loop_lower_bound: the step's
- * lower bound from the program's longest paths est (launch order) and work per resource
+ * lower bound from the program's longest paths est (launch order; extended in place) and work per resource
  * (res_work, net_work in ps x ppm per level); false when the stretch's paths do not repeat (the
  * stretch is then not used). sim_loop_reset, sim_loop_at (after an instant's starts: snapshots
  * and compares at each iteration's first op), sim_loop_finish (adds the periods, or
  * RM_UNSUPPORTED). */
-sim_loop *sim_loop_create(rm_sim *sim);
+sim_loop *sim_loop_create(rm_sim *sim, const int32_t *stream_last);
 void sim_loop_destroy(sim_loop *l);
-bool sim_loop_lower_bound(rm_sim *sim, const rm_time_ps *est, const rm_time_ps *res_work,
+bool sim_loop_lower_bound(rm_sim *sim, rm_time_ps *est, const rm_time_ps *res_work,
 			  const sim_u128 *net_work, rm_time_ps *lower_bound);
 /* Whether the stretches' structure and lower bounds repeat (a run is then worth trying). */
 bool sim_loop_usable(const rm_sim *sim);

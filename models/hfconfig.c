@@ -271,12 +271,13 @@ static rm_status read_sizes(cfg_reader *r, rm_model_config *m)
 {
 	RM_CHECK(read_positive(r, "vocab_size", true, 0, &m->vocab));
 	RM_CHECK(read_positive(r, "hidden_size", true, 0, &m->hidden));
-	RM_CHECK(read_positive(r, "num_hidden_layers", true, 0, &m->layers));
+	/* the layer limit first, so that every count past it names the same one */
+	RM_CHECK(read_int(r, "num_hidden_layers", true, 0, &m->layers));
 	if (m->layers > MAX_LAYERS)
 		return at_node(r, lookup(r, "num_hidden_layers"), RM_RANGE,
 			       "\"num_hidden_layers\" = %lld is beyond what remora models (at most %d)",
 			       (long long)m->layers, MAX_LAYERS);
-	return RM_OK;
+	return read_positive(r, "num_hidden_layers", true, 0, &m->layers);
 }
 
 static rm_status read_llama_like(cfg_reader *r, rm_model_config *m)

@@ -469,6 +469,11 @@ static rm_status apply(reader *r, rm_scenario *sc, const key_desc *k, struct fy_
 		int count = fy_node_sequence_item_count(n);
 		if (count > RM_SCENARIO_MAX_LIST)
 			return fail_at(r, n, RM_RANGE, "%s: more than %d items", k->path, RM_SCENARIO_MAX_LIST);
+		if (count == 0 && k->type == K_INTLIST && strcmp(k->path, "search.micro_batches") == 0)
+			return fail_at(r, n, RM_INVALID,
+				       "%s: an empty list searches no micro-batch: give at least one, or leave the key out "
+				       "to search training.micro_batch alone",
+				       k->path);
 		int *cnt = (int *)(base + k->count_off);
 		*cnt = 0;
 		for (int i = 0; i < count; i++) {

@@ -223,6 +223,20 @@ Test(golden, simulate_seed_xla_version_defaults)
 	free(r.out);
 }
 
+/* An empty search.micro_batches searches nothing: refused where it is written, not read as the
+ * scenario's micro-batch. */
+Test(golden, search_empty_micro_batches_refused)
+{
+	char args[1400];
+	snprintf(args, sizeof(args), "search %s --set 'search.micro_batches=[]'", seed_arg());
+	run_result r = run_remora(args, true);
+	cr_assert_eq(r.exit_code, 1, "%s", r.out);
+	cr_assert(strstr(r.out, "error: --set search.micro_batches=[]: search.micro_batches: an empty list searches no "
+				"micro-batch"),
+		  "%s", r.out);
+	free(r.out);
+}
+
 Test(golden, search_seed_json, .timeout = 240)
 {
 	/* the README's main job: the whole seed search space (run from data/ so the scenario path

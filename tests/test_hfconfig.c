@@ -404,6 +404,18 @@ Test(hfconfig, moe_count_beyond_int64_is_refused)
 			  RM_RANGE, 1, 1, "beyond what remora models");
 }
 
+/* Past 4096 layers every count names the layer limit, the one within the dimensions' 2^24 and
+ * the one past it alike; 0 is not positive. Line 5, column 23: the value. */
+Test(hfconfig, layer_count_beyond_the_limit_names_it)
+{
+	expect_text_error(with(QWEN2_MOE, "\"num_hidden_layers\": 4", "\"num_hidden_layers\": 1000000"), RM_RANGE, 5, 23,
+			  "\"num_hidden_layers\" = 1000000 is beyond what remora models (at most 4096)");
+	expect_text_error(with(QWEN2_MOE, "\"num_hidden_layers\": 4", "\"num_hidden_layers\": 1099511627776"), RM_RANGE, 5,
+			  23, "\"num_hidden_layers\" = 1099511627776 is beyond what remora models (at most 4096)");
+	expect_text_error(with(QWEN2_MOE, "\"num_hidden_layers\": 4", "\"num_hidden_layers\": 0"), RM_INVALID, 5, 23,
+			  "must be positive, got 0");
+}
+
 /* remora's ResidualMLP: no attention, no norms; relu by default, gelu accepted, others refused
  * at the value. Parameters by hand: 2 x h x ffn per block, the table and the untied head. */
 Test(hfconfig, residual_mlp_blocks_by_hand)
